@@ -1,0 +1,36 @@
+"""jitkernel: NumPy code traced into one IR, fused, and compiled with LLVM (CPU).
+
+>>> import numpy as np, jitkernel as jk
+>>> @jk.jit
+... def f(x):
+...     return np.tanh(x).sum()
+>>> float(f(np.zeros(4, np.float32)))
+0.0
+"""
+from __future__ import annotations
+
+from . import events
+from .api import Jitted, Lowered, jit, make_ir
+from .config import config
+from .errors import (CompileError, IRVerificationError, JitError, TracerArrayConversionError,
+                     TracerBoolConversionError, TracerError, TracerIntegerConversionError,
+                     UnsupportedOperationError)
+from .interpreter import eval_program
+
+__version__ = "0.1.0"
+
+__all__ = ["jit", "make_ir", "Jitted", "Lowered", "config", "events", "eval_program",
+           "JitError", "TracerError", "TracerBoolConversionError", "TracerIntegerConversionError",
+           "TracerArrayConversionError", "UnsupportedOperationError", "CompileError",
+           "IRVerificationError", "__version__"]
+
+
+def load_ipython_extension(ipython):  # pragma: no cover - exercised by the notebook tests
+    """`%load_ext jitkernel`: hand over to the magics package (imported lazily)."""
+    from magics import load_ipython_extension as load
+    return load(ipython)
+
+
+def unload_ipython_extension(ipython):  # pragma: no cover
+    from magics import unload_ipython_extension as unload
+    return unload(ipython)

@@ -1,0 +1,251 @@
+"""The public entry points: `jit`, `make_ir` and the objects they return."""
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import events
+from .config import config
+from .ir import AType, Program, check_dtype
+from .pipeline import Compiled, compile_program
+from .trace import trace_program
+from .tree import TreeDef, tree_flatten, tree_unflatten
+
+_PY_SCALAR_DTYPES = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dtype(np.float64)}
+
+
+def _leaf_spec(leaf: Any, where: str) -> tuple:
+    """The cache-key entry of one dynamic argument leaf."""
+    if isinstance(leaf, (bool, int, float)) and not isinstance(leaf, np.generic):
+        t = bool if isinstance(leaf, bool) else int if isinstance(leaf, int) else float
+        return ("py", t)
+    if isinstance(leaf, (np.ndarray, np.generic)):
+        return ("array", check_dtype(leaf.dtype, where), tuple(leaf.shape))
+    if isinstance(leaf, complex):
+        check_dtype(np.complex128, where)
+    raise TypeError(f"{where}: jitkernel cannot pass a value of type {type(leaf).__name__} to a jitted "
+                    "function; pass arrays, scalars or pytrees of them, or mark the argument static")
+
+
+def _leaf_array(leaf: Any, spec: tuple) -> np.ndarray:
+    if spec[0] == "py":
+        if spec[1] is int and not (-2**63 <= leaf < 2**63):
+            raise OverflowError(f"Python integer {leaf} out of bounds for int64")
+        return np.asarray(leaf, dtype=_PY_SCALAR_DTYPES[spec[1]])
+    return np.asarray(leaf)
+
+
+class Signature:
+    """How one call's arguments key the cache: tree structure, per-leaf (dtype, shape) or Python
+    scalar type, and the static arguments' values."""
+
+    __slots__ = ("key", "treedef", "specs", "statics", "names")
+
+    def __init__(self, treedef: TreeDef, specs: tuple, statics: tuple, names: tuple) -> None:
+        self.treedef, self.specs, self.statics, self.names = treedef, specs, statics, names
+        self.key = (treedef, specs, statics)
+
+    def describe(self) -> str:
+        parts = []
+        for name, spec in zip(self.names, self.specs):
+            if spec[0] == "py":
+                parts.append(f"{name}: {spec[1].__name__}")
+            else:
+                parts.append(f"{name}: {spec[1]}{list(spec[2])}")
+        parts += [f"{k}={v!r}" for k, v in self.statics]
+        return ", ".join(parts)
+
+
+class Lowered:
+    """A traced, optimised and compiled function for one signature; `as_text(stage)` shows it."""
+
+    STAGES = ("ir", "optimized", "kernels", "llvm", "asm")
+
+    def __init__(self, compiled: Compiled) -> None:
+        self.compiled = compiled
+
+    def as_text(self, stage: str = "optimized") -> str:
+        """Text of a stage: "ir" (traced), "optimized", "kernels" (fused), "llvm", "asm"."""
+        if stage not in self.STAGES:
+            raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(self.STAGES)}")
+        return self.compiled.text(stage)
+
+    def __str__(self) -> str:
+        return self.as_text("kernels")
+
+
+class Jitted:
+    """A function compiled on first call for each new argument signature.
+
+    >>> import numpy as np, jitkernel as jk
+    >>> @jk.jit
+    ... def f(x, y):
+    ...     return np.sin(x) * y + 1
+    >>> f(np.zeros(3, np.float32), 2.0)
+    array([1., 1., 1.], dtype=float32)
+    """
+
+    def __init__(self, fun: Callable[..., Any], static_argnums: int | Sequence[int] = (),
+                 static_argnames: str | Sequence[str] = (), backend: str | None = None,
+                 fastmath: bool = False, name: str | None = None) -> None:
+        self.fun = fun
+        self.__name__ = name or getattr(fun, "__name__", "function")
+        self.__qualname__ = getattr(fun, "__qualname__", self.__name__)
+        self.__doc__ = getattr(fun, "__doc__", None)
+        self.__wrapped__ = fun
+        self.backend = backend
+        self.fastmath = bool(fastmath)
+        nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+        names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+        try:
+            self._params = list(inspect.signature(fun).parameters.values())
+        except (TypeError, ValueError):
+            self._params = []
+        positional = [p.name for p in self._params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        nums = tuple(n % len(positional) if n < 0 and positional else n for n in nums)
+        self.static_argnums = frozenset(nums) | frozenset(positional.index(n) for n in names if n in positional)
+        self.static_argnames = frozenset(names) | frozenset(positional[i] for i in nums if 0 <= i < len(positional))
+        self._positional = positional
+        self._cache: dict[tuple, Compiled] = {}
+
+    # -- signature -----------------------------------------------------------------------
+    def _arg_name(self, i: int) -> str:
+        return self._positional[i] if i < len(self._positional) else f"args[{i}]"
+
+    def _signature(self, args: tuple, kwargs: dict) -> tuple[Signature, list[np.ndarray]]:
+        dyn_args = tuple(None if i in self.static_argnums else a for i, a in enumerate(args))
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        statics = tuple((self._arg_name(i), args[i]) for i in sorted(self.static_argnums) if i < len(args))
+        statics += tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
+        for k, v in statics:
+            try:
+                hash(v)
+            except TypeError:
+                raise TypeError(f"{self.__name__}: static argument {k} must be hashable, got "
+                                f"{type(v).__name__}") from None
+        leaves, treedef = tree_flatten((dyn_args, dyn_kwargs))
+        names = self._leaf_names(dyn_args, dyn_kwargs)
+        specs = tuple(_leaf_spec(leaf, f"{self.__name__} argument {n}") for leaf, n in zip(leaves, names))
+        arrays = [_leaf_array(leaf, s) for leaf, s in zip(leaves, specs)]
+        return Signature(treedef, specs, statics, tuple(names)), arrays
+
+    def _leaf_names(self, dyn_args: tuple, dyn_kwargs: dict) -> list[str]:
+        names: list[str] = []
+
+        def walk(node: Any, path: str) -> None:
+            if node is None:
+                return
+            if isinstance(node, (tuple, list)) and not hasattr(node, "_fields"):
+                for i, c in enumerate(node):
+                    walk(c, f"{path}[{i}]")
+            elif isinstance(node, dict):
+                for k in sorted(node):
+                    walk(node[k], f"{path}[{k!r}]")
+            else:
+                names.append(path)
+
+        for i, a in enumerate(dyn_args):
+            walk(a, self._arg_name(i))
+        for k in sorted(dyn_kwargs):
+            walk(dyn_kwargs[k], k)
+        return names
+
+    # -- tracing and compiling -------------------------------------------------------------
+    def _trace(self, sig: Signature, args: tuple, kwargs: dict) -> tuple[Program, TreeDef]:
+        in_specs = [(AType(s[2], s[1]), None) if s[0] == "array" else (AType((), _PY_SCALAR_DTYPES[s[1]]), s[1])
+                    for s in sig.specs]
+
+        def build_args(tracers: list) -> tuple[tuple, dict]:
+            dyn_args, dyn_kwargs = tree_unflatten(sig.treedef, tracers)
+            full_args = tuple(args[i] if i in self.static_argnums else a for i, a in enumerate(dyn_args))
+            full_kwargs = dict(dyn_kwargs)
+            full_kwargs.update({k: v for k, v in kwargs.items() if k in self.static_argnames})
+            return full_args, full_kwargs
+
+        return trace_program(self.fun, self.__name__, in_specs, build_args)
+
+    def _compile(self, sig: Signature, args: tuple, kwargs: dict) -> Compiled:
+        t0 = events.clock()
+        program, out_tree = self._trace(sig, args, kwargs)
+        if events.SUBSCRIBERS:
+            events.publish(events.TraceEvent(self.__name__, t0, events.clock() - t0, sig.describe()))
+        return compile_program(program, out_tree, self.backend or config.default_backend,
+                               name=self.__name__, fastmath=self.fastmath)
+
+    def _lookup(self, args: tuple, kwargs: dict) -> tuple[Compiled, list[np.ndarray]]:
+        sig, arrays = self._signature(args, kwargs)
+        compiled = self._cache.get(sig.key)
+        if compiled is None:
+            if events.SUBSCRIBERS:
+                events.publish(events.CacheEvent(self.__name__, events.clock(), 0.0, False, "memory", sig.describe()))
+            compiled = self._compile(sig, args, kwargs)
+            self._cache[sig.key] = compiled
+        elif events.SUBSCRIBERS:
+            events.publish(events.CacheEvent(self.__name__, events.clock(), 0.0, True, "memory", sig.describe()))
+        return compiled, arrays
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        compiled, arrays = self._lookup(args, kwargs)
+        return compiled(arrays)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        """Trace and compile for these arguments (or reuse the cached entry) without running."""
+        compiled, _ = self._lookup(args, kwargs)
+        return Lowered(compiled)
+
+    def cache_size(self) -> int:
+        return len(self._cache)
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
+    def __repr__(self) -> str:
+        return f"<jitted function {self.__qualname__}>"
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else functools.partial(self, obj)
+
+
+def jit(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = (), backend: str | None = None,
+        fastmath: bool = False) -> Any:
+    """Compile `fun` on first call for each argument signature (usable with or without arguments).
+
+    backend: "cpu" (LLVM, the default) or "interpret" (the NumPy reference interpreter).
+
+    >>> import numpy as np, jitkernel as jk
+    >>> @jk.jit(static_argnums=1)
+    ... def power_sum(x, n):
+    ...     return (x ** n).sum()
+    >>> float(power_sum(np.arange(4.0), 2))
+    14.0
+    """
+    def wrap(f: Callable[..., Any]) -> Jitted:
+        return Jitted(f, static_argnums=static_argnums, static_argnames=static_argnames,
+                      backend=backend, fastmath=fastmath)
+    return wrap if fun is None else wrap(fun)
+
+
+def make_ir(fun: Callable[..., Any], static_argnums: int | Sequence[int] = (),
+            static_argnames: str | Sequence[str] = ()) -> Callable[..., Program]:
+    """Return a function that traces `fun` for the given arguments and returns its Program.
+
+    >>> import numpy as np, jitkernel as jk
+    >>> print(jk.make_ir(lambda x: np.exp(x) + 1.0)(np.zeros(2, np.float32)))
+    program <lambda>(a: f32[2]) {
+      const b: f32[] = 1.0
+      c: f32[2] = exp a
+      d: f32[2] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(2,)] b
+      e: f32[2] = add c d
+      return (e)
+    }
+    """
+    jitted = fun if isinstance(fun, Jitted) else Jitted(fun, static_argnums, static_argnames)
+
+    def traced(*args: Any, **kwargs: Any) -> Program:
+        sig, _ = jitted._signature(args, kwargs)
+        return jitted._trace(sig, args, kwargs)[0]
+    return traced

@@ -1,0 +1,25 @@
+"""Global options (`jk.config.update(name, value)`)."""
+from __future__ import annotations
+
+from typing import Any
+
+
+class Config:
+    """Engine-wide settings; read them as attributes, change them with `update`.
+
+    >>> import jitkernel as jk
+    >>> jk.config.default_backend
+    'cpu'
+    """
+
+    def __init__(self) -> None:
+        self.default_backend = "cpu"
+        self.explain_recompiles = False
+
+    def update(self, name: str, value: Any) -> None:
+        if not hasattr(self, name):
+            raise AttributeError(f"unknown jitkernel option {name!r}; options: {sorted(vars(self))}")
+        setattr(self, name, value)
+
+
+config = Config()

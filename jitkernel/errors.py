@@ -1,0 +1,35 @@
+"""The exceptions jitkernel raises. Every one names its cause; all derive from `JitError`
+except where NumPy itself would raise a builtin type (ValueError for shapes, TypeError for dtypes)."""
+from __future__ import annotations
+
+
+class JitError(Exception):
+    """Base class of jitkernel's own errors."""
+
+
+class TracerError(JitError):
+    """A traced value was used in a way that needs its concrete value."""
+
+
+class TracerBoolConversionError(TracerError, TypeError):
+    """`if`, `while`, `and`, `or`, `not` or `bool()` on a traced array."""
+
+
+class TracerIntegerConversionError(TracerError, TypeError):
+    """`int()`, `float()`, `operator.index()` on a traced array."""
+
+
+class TracerArrayConversionError(TracerError, TypeError):
+    """`np.asarray()` (or any NumPy call that needs concrete data) on a traced array."""
+
+
+class UnsupportedOperationError(JitError, NotImplementedError):
+    """A NumPy function, method or argument that jitkernel does not (yet) compile."""
+
+
+class CompileError(JitError):
+    """The backend could not compile a program (invalid LLVM IR, missing symbols, ...)."""
+
+
+class IRVerificationError(JitError):
+    """A Program broke an IR invariant (types, SSA, shapes); a bug in a pass or a rule."""

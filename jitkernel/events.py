@@ -1,0 +1,90 @@
+"""Engine events: small records published synchronously to subscribers.
+
+Publishing costs one truthiness check when nobody listens: call sites test `events.enabled()`
+(or `if events.SUBSCRIBERS:`) before building an event.
+
+>>> from jitkernel import events
+>>> seen = []
+>>> unsubscribe = events.subscribe(seen.append)
+>>> events.publish(events.TraceEvent(function="f", start=0.0, duration=0.001))
+>>> unsubscribe(); [type(e).__name__ for e in seen]
+['TraceEvent']
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+SUBSCRIBERS: list[Callable[["Event"], None]] = []
+clock = time.perf_counter
+
+
+@dataclass
+class Event:
+    """Base: the jitted function's name, a monotonic start time (time.perf_counter) and a duration (s)."""
+
+    function: str
+    start: float
+    duration: float = 0.0
+
+
+@dataclass
+class TraceEvent(Event):
+    signature: str = ""
+
+
+@dataclass
+class OptimizeEvent(Event):
+    eqns_before: int = 0
+    eqns_after: int = 0
+
+
+@dataclass
+class FuseEvent(Event):
+    kernels: int = 0
+    library_calls: int = 0
+    graph_ops: int = 0
+    groups: list[dict[str, Any]] = field(default_factory=list)  # one per kernel: ops, bytes
+
+
+@dataclass
+class CodegenEvent(Event):
+    backend: str = ""
+
+
+@dataclass
+class CompileEvent(Event):
+    backend: str = ""
+
+
+@dataclass
+class CacheEvent(Event):
+    hit: bool = False
+    level: str = "memory"
+    signature: str = ""
+
+
+@dataclass
+class RunEvent(Event):
+    first: bool = False
+    backend: str = ""
+
+
+def subscribe(callback: Callable[[Event], None]) -> Callable[[], None]:
+    """Call `callback(event)` for every event from now on; returns a function that unsubscribes."""
+    SUBSCRIBERS.append(callback)
+
+    def unsubscribe() -> None:
+        if callback in SUBSCRIBERS:
+            SUBSCRIBERS.remove(callback)
+    return unsubscribe
+
+
+def enabled() -> bool:
+    return bool(SUBSCRIBERS)
+
+
+def publish(event: Event) -> None:
+    for callback in list(SUBSCRIBERS):
+        callback(event)

@@ -1,0 +1,75 @@
+"""The graph IR: typed SSA programs of primitive applications (compare JAX's jaxpr).
+
+A `Program` has input variables, constant variables bound to NumPy arrays, a list of equations
+in dependency order and output variables. Equation params are hashable Python values; a
+control-flow primitive may carry sub-Programs in its params, so transformations recurse.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .types import AType
+
+_var_ids = itertools.count()
+
+
+class Var:
+    """One SSA value. Identity is the object; `id` only orders and names it."""
+
+    __slots__ = ("aval", "id")
+
+    def __init__(self, aval: AType) -> None:
+        self.aval = aval
+        self.id = next(_var_ids)
+
+    def __repr__(self) -> str:
+        return f"Var({self.id}:{self.aval})"
+
+
+@dataclass(eq=False)
+class Eqn:
+    """`outputs = prim(*inputs, **params)`."""
+
+    prim: str
+    inputs: list[Var]
+    outputs: list[Var]
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class Program:
+    """A typed SSA program. `consts[i]` is the value bound to `constvars[i]`."""
+
+    invars: list[Var]
+    constvars: list[Var]
+    consts: list[np.ndarray]
+    eqns: list[Eqn]
+    outvars: list[Var]
+    name: str = "program"
+
+    @property
+    def in_avals(self) -> list[AType]:
+        return [v.aval for v in self.invars]
+
+    @property
+    def out_avals(self) -> list[AType]:
+        return [v.aval for v in self.outvars]
+
+    def consumers(self) -> dict[Var, list[Eqn]]:
+        """Map every variable to the equations that read it (outputs not included)."""
+        users: dict[Var, list[Eqn]] = {}
+        for eqn in self.eqns:
+            for v in eqn.inputs:
+                users.setdefault(v, []).append(eqn)
+        return users
+
+    def producers(self) -> dict[Var, Eqn]:
+        return {o: eqn for eqn in self.eqns for o in eqn.outputs}
+
+    def __str__(self) -> str:
+        from .printer import format_program
+        return format_program(self)

@@ -1,0 +1,56 @@
+"""Abstract array types: a shape and a dtype. The only type information the IR carries."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# Every dtype the engine compiles. Order matters only for printing.
+SUPPORTED_DTYPES: tuple[np.dtype, ...] = tuple(
+    np.dtype(n)
+    for n in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+              "float16", "float32", "float64")
+)
+_SUPPORTED = frozenset(SUPPORTED_DTYPES)
+
+
+def check_dtype(dtype: object, what: str = "array") -> np.dtype:
+    """Return `dtype` as np.dtype, or raise TypeError naming it if the engine cannot compile it."""
+    dt = np.dtype(dtype)
+    if dt not in _SUPPORTED:
+        kind = {"O": "object", "U": "str", "S": "bytes", "c": "complex", "M": "datetime",
+                "m": "timedelta", "V": "structured"}.get(dt.kind, dt.kind)
+        raise TypeError(
+            f"jitkernel does not support dtype {dt} ({kind}) for {what}; supported dtypes are "
+            + ", ".join(str(d) for d in SUPPORTED_DTYPES))
+    return dt
+
+
+def short_dtype(dt: np.dtype) -> str:
+    """Compact dtype name used by the printer: f32, i64, u8, bool."""
+    if dt.kind == "b":
+        return "bool"
+    return {"f": "f", "i": "i", "u": "u"}[dt.kind] + str(dt.itemsize * 8)
+
+
+@dataclass(frozen=True)
+class AType:
+    """The abstract value of an array: its shape (tuple of ints) and dtype."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        object.__setattr__(self, "dtype", np.dtype(self.dtype))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __str__(self) -> str:
+        return f"{short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"

@@ -1,0 +1,40 @@
+"""`jitkernel.numpy`: NumPy's names for traced code. Inside a jitted function these record
+primitives; outside one (no Tracer among the arguments) they call NumPy itself.
+
+>>> import numpy as np, jitkernel as jk, jitkernel.numpy as jnp
+>>> jk.jit(lambda x: jnp.tanh(x).sum(axis=0))(np.ones((2, 3), np.float32)).dtype
+dtype('float32')
+"""
+from ._ufuncs import UFUNC_FUNCTIONS as _UFUNCS, apply_ufunc, around, clip, positive, round, where
+from ._reductions import all, amax, amin, any, argmax, argmin, max, mean, min, prod, std, sum, var
+from ._shape import (astype, atleast_1d, atleast_2d, broadcast_arrays, broadcast_to, concat,
+                     concatenate, expand_dims, flip, hstack, moveaxis, permute_dims, ravel, reshape,
+                     squeeze, stack, swapaxes, transpose, vstack)
+from ._linalg import dot, inner, matmul, outer, vdot
+from ._creation import (arange, array, asarray, copy, empty, empty_like, eye, full, full_like,
+                        identity, linspace, ones, ones_like, zeros, zeros_like)
+
+globals().update(_UFUNCS)
+abs = _UFUNCS["absolute"]  # noqa: A001
+true_divide = _UFUNCS["divide"]
+pow = _UFUNCS["power"]  # noqa: A001
+mod = _UFUNCS["remainder"]
+acos, asin, atan, atan2 = _UFUNCS["arccos"], _UFUNCS["arcsin"], _UFUNCS["arctan"], _UFUNCS["arctan2"]
+acosh, asinh, atanh = _UFUNCS["arccosh"], _UFUNCS["arcsinh"], _UFUNCS["arctanh"]
+bitwise_not = bitwise_invert = _UFUNCS["invert"]
+bitwise_left_shift, bitwise_right_shift = _UFUNCS["left_shift"], _UFUNCS["right_shift"]
+
+__all__ = sorted(
+    list(_UFUNCS) + [
+        "abs", "true_divide", "pow", "mod", "acos", "asin", "atan", "atan2", "acosh", "asinh",
+        "atanh", "bitwise_not", "bitwise_invert", "bitwise_left_shift", "bitwise_right_shift",
+        "around", "clip", "positive", "round", "where",
+        "all", "amax", "amin", "any", "argmax", "argmin", "max", "mean", "min", "prod", "std",
+        "sum", "var",
+        "astype", "atleast_1d", "atleast_2d", "broadcast_arrays", "broadcast_to", "concat",
+        "concatenate", "expand_dims", "flip", "hstack", "moveaxis", "permute_dims", "ravel",
+        "reshape", "squeeze", "stack", "swapaxes", "transpose", "vstack",
+        "dot", "inner", "matmul", "outer", "vdot",
+        "arange", "array", "asarray", "copy", "empty", "empty_like", "eye", "full", "full_like",
+        "identity", "linspace", "ones", "ones_like", "zeros", "zeros_like",
+    ])

@@ -1,0 +1,74 @@
+"""Array creation. Functions of static arguments (zeros, arange, eye, ...) are NumPy's own and
+become constants of the program; the *_like functions of a traced array broadcast a scalar."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ir import check_dtype
+from ..trace.tracer import Tracer
+from ._core import broadcast_to_shape, context_of, lift
+from ._shape import stack
+
+zeros, ones, full, empty = np.zeros, np.ones, np.full, np.empty
+arange, linspace, eye, identity = np.arange, np.linspace, np.eye, np.identity
+
+
+def _filled(a: Any, fill: Any, dtype: Any, shape: Any) -> Any:
+    ctx = context_of(a)
+    if ctx is None or not isinstance(a, Tracer):
+        return None
+    dt = check_dtype(dtype, "the dtype= of *_like") if dtype is not None else a.dtype
+    shape = a.shape if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
+    return broadcast_to_shape(ctx, ctx.const(np.asarray(fill, dtype=dt)), shape)
+
+
+def zeros_like(a: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, **kw: Any) -> Any:
+    """numpy.zeros_like."""
+    r = _filled(a, 0, dtype, shape)
+    return np.zeros_like(a, dtype=dtype, shape=shape) if r is None else r
+
+
+def ones_like(a: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, **kw: Any) -> Any:
+    """numpy.ones_like."""
+    r = _filled(a, 1, dtype, shape)
+    return np.ones_like(a, dtype=dtype, shape=shape) if r is None else r
+
+
+def empty_like(a: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, **kw: Any) -> Any:
+    """numpy.empty_like (zeros inside jit: never uninitialised memory)."""
+    r = _filled(a, 0, dtype, shape)
+    return np.empty_like(a, dtype=dtype, shape=shape) if r is None else r
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, **kw: Any) -> Any:
+    """numpy.full_like (the fill value must be static)."""
+    if isinstance(fill_value, Tracer):
+        from ._shape import broadcast_to
+        return broadcast_to(lift(fill_value._ctx, fill_value, check_dtype(dtype) if dtype else a.dtype),
+                            a.shape if shape is None else shape)
+    r = _filled(a, fill_value, dtype, shape)
+    return np.full_like(a, fill_value, dtype=dtype, shape=shape) if r is None else r
+
+
+def asarray(a: Any, dtype: Any = None, order: Any = None, **kw: Any) -> Any:
+    """numpy.asarray: a traced array stays traced; a list holding traced values is stacked."""
+    ctx = context_of(a)
+    if ctx is None:
+        return np.asarray(a, dtype=dtype)
+    if isinstance(a, Tracer):
+        return a if dtype is None else lift(ctx, a, check_dtype(dtype))
+    if isinstance(a, (list, tuple)):
+        out = stack([asarray(x) for x in a])
+        return out if dtype is None else lift(ctx, out, check_dtype(dtype))
+    return np.asarray(a, dtype=dtype)
+
+
+def array(a: Any, dtype: Any = None, copy: Any = True, **kw: Any) -> Any:
+    """numpy.array (see asarray)."""
+    return asarray(a, dtype=dtype)
+
+
+def copy(a: Any, **kw: Any) -> Any:
+    return asarray(a)

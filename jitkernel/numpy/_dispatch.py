@@ -1,0 +1,58 @@
+"""NumPy's protocols -> our functions. `np.sin(tracer)` arrives in `__array_ufunc__`,
+`np.sum(tracer)` in `__array_function__`; anything without an entry here raises
+UnsupportedOperationError naming the function."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import UnsupportedOperationError
+
+_REDUCE_METHODS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
+                   "logical_and": "all", "logical_or": "any"}
+
+
+def _table() -> dict:
+    from .. import numpy as jnp
+    table = {}
+    for name in jnp.__all__:
+        np_obj = getattr(np, name, None)
+        if np_obj is not None and callable(np_obj) and not isinstance(np_obj, (np.ufunc, type)):
+            table[np_obj] = getattr(jnp, name)
+    return table
+
+
+_FUNCTIONS: dict | None = None
+
+
+def apply_function_protocol(func: Any, args: tuple, kwargs: dict) -> Any:
+    global _FUNCTIONS
+    if _FUNCTIONS is None:
+        _FUNCTIONS = _table()
+    impl = _FUNCTIONS.get(func)
+    if impl is None:
+        name = getattr(func, "__module__", "numpy").replace("numpy._core.", "numpy.") + "." + getattr(func, "__name__", str(func))
+        raise UnsupportedOperationError(
+            f"{name} is not supported inside a jitted function (jitkernel compiles a subset of NumPy; "
+            "see docs/numpy-support.md)")
+    return impl(*args, **kwargs)
+
+
+def apply_ufunc_protocol(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
+    from .. import numpy as jnp
+    name = ufunc.__name__
+    if method == "__call__":
+        fn = getattr(jnp, name, None)
+        if fn is None:
+            raise UnsupportedOperationError(f"numpy.{name} is not supported inside a jitted function")
+        return fn(*inputs, **kwargs)
+    if method == "reduce" and name in _REDUCE_METHODS and len(inputs) == 1:
+        kwargs.setdefault("axis", 0)
+        return getattr(jnp, _REDUCE_METHODS[name])(inputs[0], **kwargs)
+    if method == "outer" and len(inputs) == 2 and hasattr(jnp, name):
+        a, b = inputs
+        na = len(jnp.asarray(a).shape)
+        nb = len(jnp.asarray(b).shape)
+        return getattr(jnp, name)(jnp.reshape(a, tuple(jnp.asarray(a).shape) + (1,) * nb), b)
+    raise UnsupportedOperationError(f"numpy.{name}.{method} is not supported inside a jitted function")

@@ -1,0 +1,242 @@
+"""Shape and movement functions. They become broadcast / reshape / transpose / slice /
+concatenate primitives, which fusion turns into index maps (no memory pass)."""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import UnsupportedOperationError
+from ..ir import check_dtype
+from ._core import (broadcast_shapes, broadcast_to_shape, context_of, lift, normalize_axes,
+                    normalize_axis, result_type, shape_of)
+
+
+def _order_c(fname: str, order: str) -> None:
+    if order not in ("C", "K", "A", None):
+        raise UnsupportedOperationError(f"numpy.{fname}: order={order!r} is not supported inside jit (C order only)")
+
+
+def _resolve_shape(shape: Any, size: int) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        shape = (int(shape),)
+    shape = [int(s) for s in shape]
+    unknown = [i for i, s in enumerate(shape) if s == -1]
+    if len(unknown) > 1:
+        raise ValueError("can only specify one unknown dimension")
+    if unknown:
+        known = math.prod(s for s in shape if s != -1)
+        if known == 0 or size % known:
+            raise ValueError(f"cannot reshape array of size {size} into shape {tuple(shape)}")
+        shape[unknown[0]] = size // known
+    if any(s < 0 for s in shape) or math.prod(shape) != size:
+        raise ValueError(f"cannot reshape array of size {size} into shape {tuple(shape)}")
+    return tuple(shape)
+
+
+def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None, copy: Any = None) -> Any:
+    """numpy.reshape (C order; -1 allowed)."""
+    ctx = context_of(a)
+    shape = newshape if shape is None else shape
+    if ctx is None:
+        return np.reshape(a, shape, order=order)
+    _order_c("reshape", order)
+    t = lift(ctx, a)
+    new = _resolve_shape(shape, t.size)
+    if new == t.shape:
+        return t
+    out = ctx.bind1("reshape", t, new_shape=new)
+    out.weak = t.weak
+    return out
+
+
+def ravel(a: Any, order: str = "C") -> Any:
+    """numpy.ravel (C order)."""
+    if context_of(a) is None:
+        return np.ravel(a, order)
+    _order_c("ravel", order)
+    return reshape(a, (-1,))
+
+
+def transpose(a: Any, axes: Any = None) -> Any:
+    """numpy.transpose."""
+    ctx = context_of(a)
+    if ctx is None:
+        return np.transpose(a, axes)
+    t = lift(ctx, a)
+    if axes is None:
+        perm = tuple(range(t.ndim))[::-1]
+    else:
+        perm = tuple(normalize_axis(ax, t.ndim) for ax in axes)
+        if len(perm) != t.ndim or len(set(perm)) != t.ndim:
+            raise ValueError("axes don't match array")
+    if perm == tuple(range(t.ndim)):
+        return t
+    return ctx.bind1("transpose", t, permutation=perm)
+
+
+def permute_dims(a: Any, axes: Any = None) -> Any:
+    return transpose(a, axes)
+
+
+def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
+    """numpy.swapaxes."""
+    if context_of(a) is None:
+        return np.swapaxes(a, axis1, axis2)
+    n = len(shape_of(a))
+    perm = list(range(n))
+    i, j = normalize_axis(axis1, n), normalize_axis(axis2, n)
+    perm[i], perm[j] = perm[j], perm[i]
+    return transpose(a, perm)
+
+
+def moveaxis(a: Any, source: Any, destination: Any) -> Any:
+    """numpy.moveaxis."""
+    if context_of(a) is None:
+        return np.moveaxis(a, source, destination)
+    from numpy.lib.array_utils import normalize_axis_tuple
+    n = len(shape_of(a))
+    src = normalize_axis_tuple(source, n, "source")
+    dst = normalize_axis_tuple(destination, n, "destination")
+    if len(src) != len(dst):
+        raise ValueError("`source` and `destination` arguments must have the same number of elements")
+    order = [d for d in range(n) if d not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return transpose(a, order)
+
+
+def expand_dims(a: Any, axis: Any) -> Any:
+    """numpy.expand_dims (tuple of axes allowed)."""
+    if context_of(a) is None:
+        return np.expand_dims(a, axis)
+    shape = shape_of(a)
+    from numpy.lib.array_utils import normalize_axis_tuple
+    axes = normalize_axis_tuple(axis if isinstance(axis, (tuple, list)) else (axis,), len(shape) + len(
+        axis if isinstance(axis, (tuple, list)) else (axis,)))
+    it = iter(shape)
+    new = tuple(1 if d in axes else next(it) for d in range(len(shape) + len(axes)))
+    return reshape(a, new)
+
+
+def squeeze(a: Any, axis: Any = None) -> Any:
+    """numpy.squeeze: squeezing an axis whose size is not 1 raises ValueError, as NumPy does."""
+    if context_of(a) is None:
+        return np.squeeze(a, axis)
+    shape = shape_of(a)
+    if axis is None:
+        axes = tuple(d for d, n in enumerate(shape) if n == 1)
+    else:
+        axes = normalize_axes(axis, len(shape))
+        if any(shape[d] != 1 for d in axes):
+            raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
+    return reshape(a, tuple(n for d, n in enumerate(shape) if d not in axes))
+
+
+def broadcast_to(array: Any, shape: Any, subok: bool = False) -> Any:
+    """numpy.broadcast_to."""
+    ctx = context_of(array)
+    if ctx is None:
+        return np.broadcast_to(array, shape)
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    t = lift(ctx, array)
+    try:
+        if broadcast_shapes(t.shape, shape) != shape:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"operands could not be broadcast together with remapped shapes "
+                         f"[original->remapped]: {t.shape} and requested shape {shape}") from None
+    return broadcast_to_shape(ctx, t, shape)
+
+
+def broadcast_arrays(*args: Any) -> list:
+    """numpy.broadcast_arrays."""
+    if context_of(*args) is None:
+        return np.broadcast_arrays(*args)
+    shape = broadcast_shapes(*[shape_of(a) for a in args])
+    return [broadcast_to(a, shape) for a in args]
+
+
+def concatenate(arrays: Sequence[Any], axis: Any = 0, out: Any = None, dtype: Any = None, casting: str = "same_kind") -> Any:
+    """numpy.concatenate (axis=None flattens first)."""
+    arrays = list(arrays)
+    ctx = context_of(*arrays)
+    if ctx is None:
+        return np.concatenate(arrays, axis=axis, dtype=dtype)
+    if not arrays:
+        raise ValueError("need at least one array to concatenate")
+    if out is not None:
+        raise UnsupportedOperationError("numpy.concatenate: out= is not supported inside jit")
+    if axis is None:
+        arrays = [ravel(a) for a in arrays]
+        axis = 0
+    dt = check_dtype(dtype, "concatenate") if dtype is not None else result_type(*[lift(ctx, a) for a in arrays])
+    ts = [lift(ctx, lift(ctx, a), dt) for a in arrays]
+    nd = ts[0].ndim
+    if nd == 0:
+        raise ValueError("zero-dimensional arrays cannot be concatenated")
+    if any(t.ndim != nd for t in ts):
+        raise ValueError("all the input arrays must have same number of dimensions")
+    ax = normalize_axis(axis, nd)
+    if len(ts) == 1:
+        return ts[0]
+    return ctx.bind1("concatenate", *ts, axis=ax)
+
+
+concat = concatenate
+
+
+def stack(arrays: Sequence[Any], axis: int = 0, out: Any = None, dtype: Any = None) -> Any:
+    """numpy.stack."""
+    arrays = list(arrays)
+    if context_of(*arrays) is None:
+        return np.stack(arrays, axis=axis, dtype=dtype)
+    if not arrays:
+        raise ValueError("need at least one array to stack")
+    shapes = {shape_of(a) for a in arrays}
+    if len(shapes) != 1:
+        raise ValueError("all input arrays must have the same shape")
+    ax = normalize_axis(axis, len(shape_of(arrays[0])) + 1)
+    return concatenate([expand_dims(a, ax) for a in arrays], axis=ax, dtype=dtype)
+
+
+def atleast_1d(a: Any) -> Any:
+    return reshape(a, (1,)) if len(shape_of(a)) == 0 else a
+
+
+def atleast_2d(a: Any) -> Any:
+    s = shape_of(a)
+    return reshape(a, (1,) * (2 - len(s)) + s) if len(s) < 2 else a
+
+
+def hstack(arrays: Sequence[Any], dtype: Any = None) -> Any:
+    """numpy.hstack."""
+    arrays = [atleast_1d(a) for a in arrays]
+    return concatenate(arrays, axis=0 if len(shape_of(arrays[0])) == 1 else 1, dtype=dtype)
+
+
+def vstack(arrays: Sequence[Any], dtype: Any = None) -> Any:
+    """numpy.vstack."""
+    return concatenate([atleast_2d(a) for a in arrays], axis=0, dtype=dtype)
+
+
+def flip(m: Any, axis: Any = None) -> Any:
+    """numpy.flip (a negative-step slice: an index map, no copy)."""
+    if context_of(m) is None:
+        return np.flip(m, axis)
+    n = len(shape_of(m))
+    axes = normalize_axes(axis, n)
+    return m[tuple(slice(None, None, -1) if d in axes else slice(None) for d in range(n))]
+
+
+def astype(x: Any, dtype: Any, copy: bool = True) -> Any:
+    """ndarray.astype / numpy.astype (unsafe casting, as NumPy's default)."""
+    ctx = context_of(x)
+    if ctx is None:
+        return np.asarray(x).astype(dtype)
+    dt = check_dtype(dtype, "astype")
+    t = lift(ctx, x)
+    if t.dtype == dt and t.weak is None:
+        return t
+    return lift(ctx, t, dt)

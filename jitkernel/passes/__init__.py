@@ -1,0 +1,26 @@
+"""Optimisation passes: pure functions from Program to Program."""
+from __future__ import annotations
+
+from ..ir import Program, verify_program
+from .cse import cse
+from .dce import dce
+from .fold import fold_constants
+from .simplify import simplify
+
+PIPELINE = (fold_constants, simplify, cse, dce)
+
+
+def optimize(program: Program) -> Program:
+    """Run the standard pipeline once and verify the result.
+
+    >>> import numpy as np, jitkernel as jk
+    >>> prog = jk.make_ir(lambda x: (x + 0 * 2) * 1)(np.ones(2))
+    >>> len(optimize(prog).eqns) <= len(prog.eqns)
+    True
+    """
+    for p in PIPELINE:
+        program = p(program)
+    return verify_program(program)
+
+
+__all__ = ["optimize", "fold_constants", "simplify", "cse", "dce"]

@@ -1,0 +1,22 @@
+"""Common-subexpression elimination: identical primitive applications are computed once."""
+from __future__ import annotations
+
+from ..ir import Eqn, Program
+from .rewrite import substitute
+
+
+def cse(program: Program) -> Program:
+    seen: dict[tuple, Eqn] = {}
+
+    def visit(eqn: Eqn, resolve) -> Eqn | dict:
+        try:
+            key = (eqn.prim, tuple(eqn.inputs), tuple(sorted(eqn.params.items())))
+            hash(key)
+        except TypeError:
+            return eqn
+        if key in seen:
+            return dict(zip(eqn.outputs, seen[key].outputs))
+        seen[key] = eqn
+        return eqn
+
+    return substitute(program, visit)

@@ -1,0 +1,57 @@
+"""trace -> optimise -> schedule (fusion) -> render -> compile: one function per stage, run in
+order for each new signature, each publishing its event."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from . import events
+from .ir import Program
+from .passes import optimize
+from .tree import TreeDef, tree_unflatten
+
+
+class Compiled:
+    """One compiled signature of a jitted function: the programs at each stage, the backend's
+    executable, and the output tree. Calling it runs the executable."""
+
+    def __init__(self, name: str, backend: str, program: Program, optimized: Program,
+                 out_tree: TreeDef, executable: Any, texts: dict[str, Callable[[], str]]) -> None:
+        self.name, self.backend = name, backend
+        self.program, self.optimized, self.out_tree = program, optimized, out_tree
+        self.executable = executable
+        self._texts = texts
+        self.calls = 0
+
+    def text(self, stage: str) -> str:
+        if stage == "ir":
+            return str(self.program)
+        if stage == "optimized":
+            return str(self.optimized)
+        if stage not in self._texts:
+            raise ValueError(f"stage {stage!r} is not available for the {self.backend} backend")
+        return self._texts[stage]()
+
+    def __call__(self, arrays: list[np.ndarray]) -> Any:
+        if events.SUBSCRIBERS:
+            t0 = events.clock()
+            outs = self.executable(arrays)
+            events.publish(events.RunEvent(self.name, t0, events.clock() - t0, self.calls == 0, self.backend))
+        else:
+            outs = self.executable(arrays)
+        self.calls += 1
+        # NumPy returns scalars, not 0-d arrays, from ufuncs and reductions: so do we.
+        return tree_unflatten(self.out_tree, [o[()] if o.ndim == 0 else o for o in outs])
+
+
+def compile_program(program: Program, out_tree: TreeDef, backend: str, *, name: str,
+                    fastmath: bool = False) -> Compiled:
+    """Optimise `program` and compile it with `backend` ("cpu" or "interpret")."""
+    t0 = events.clock()
+    optimized = optimize(program)
+    if events.SUBSCRIBERS:
+        events.publish(events.OptimizeEvent(name, t0, events.clock() - t0, len(program.eqns), len(optimized.eqns)))
+    from .backends import get_backend
+    executable, texts = get_backend(backend).compile(optimized, name=name, fastmath=fastmath)
+    return Compiled(name, backend, program, optimized, out_tree, executable, texts)

@@ -1,0 +1,38 @@
+"""Tracing: run a Python function on Tracers and record the Program it computes."""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..ir import AType, Program, Var
+from ..tree import TreeDef, tree_flatten
+from .context import TraceContext, current_context
+from .tracer import Tracer
+
+__all__ = ["TraceContext", "Tracer", "current_context", "trace_program"]
+
+
+def trace_program(fun: Callable[..., Any], name: str,
+                  in_specs: Sequence[tuple[AType, type | None]],
+                  build_args: Callable[[list[Tracer]], tuple[tuple, dict]]) -> tuple[Program, TreeDef]:
+    """Trace `fun(*args, **kwargs)` where `build_args` places one Tracer per spec into the
+    argument pytrees (static arguments are already there). Returns (program, output tree)."""
+    with TraceContext(name) as ctx:
+        tracers = [ctx.new_input(aval, weak) for aval, weak in in_specs]
+        args, kwargs = build_args(tracers)
+        result = fun(*args, **kwargs)
+        leaves, out_tree = tree_flatten(result)
+        outvars: list[Var] = []
+        for leaf in leaves:
+            if isinstance(leaf, Tracer) and leaf._ctx is ctx:
+                outvars.append(leaf.ir_var)
+            elif isinstance(leaf, Tracer):
+                from ..errors import UnsupportedOperationError
+                raise UnsupportedOperationError(f"{name}: returned a value traced by another function")
+            else:
+                try:
+                    outvars.append(ctx.const(np.asarray(leaf)).ir_var)
+                except (TypeError, ValueError) as e:
+                    raise TypeError(f"{name}: output of type {type(leaf).__name__} is not an array: {e}") from None
+    return ctx.program(outvars), out_tree

@@ -1,0 +1,80 @@
+"""Pytrees: nested tuples, lists, dicts and None around leaves (arrays, scalars, other objects)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TreeDef:
+    """The structure of a pytree with its leaves taken out; hashable, so it can key caches."""
+
+    kind: str  # "leaf" | "none" | "tuple" | "list" | "dict"
+    children: tuple["TreeDef", ...] = ()
+    keys: tuple = ()
+
+    @property
+    def num_leaves(self) -> int:
+        if self.kind == "leaf":
+            return 1
+        return sum(c.num_leaves for c in self.children)
+
+    def __str__(self) -> str:
+        if self.kind == "leaf":
+            return "*"
+        if self.kind == "none":
+            return "None"
+        inner = [str(c) for c in self.children]
+        if self.kind == "dict":
+            return "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(self.keys, inner)) + "}"
+        if self.kind == "tuple":
+            return "(" + ", ".join(inner) + ("," if len(inner) == 1 else "") + ")"
+        return "[" + ", ".join(inner) + "]"
+
+
+_LEAF = TreeDef("leaf")
+_NONE = TreeDef("none")
+
+
+def tree_flatten(tree: Any) -> tuple[list[Any], TreeDef]:
+    """Split a pytree into its leaves (depth first) and its structure.
+
+    >>> leaves, treedef = tree_flatten({"b": (1, None), "a": [2.0]})
+    >>> leaves, str(treedef)
+    ([2.0, 1], "{'a': [*], 'b': (*, None)}")
+    """
+    leaves: list[Any] = []
+
+    def walk(node: Any) -> TreeDef:
+        if node is None:
+            return _NONE
+        if isinstance(node, tuple) and not hasattr(node, "_fields"):
+            return TreeDef("tuple", tuple(walk(c) for c in node))
+        if isinstance(node, list):
+            return TreeDef("list", tuple(walk(c) for c in node))
+        if isinstance(node, dict):
+            keys = tuple(sorted(node))
+            return TreeDef("dict", tuple(walk(node[k]) for k in keys), keys)
+        leaves.append(node)
+        return _LEAF
+
+    return leaves, walk(tree)
+
+
+def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
+    """Inverse of tree_flatten."""
+    it = iter(leaves)
+
+    def build(td: TreeDef) -> Any:
+        if td.kind == "leaf":
+            return next(it)
+        if td.kind == "none":
+            return None
+        kids = [build(c) for c in td.children]
+        if td.kind == "tuple":
+            return tuple(kids)
+        if td.kind == "list":
+            return kids
+        return dict(zip(td.keys, kids))
+
+    return build(treedef)
