@@ -1,0 +1,296 @@
+"""Lowering of elementwise primitives to LLVM instructions, with NumPy's semantics per dtype:
+integer wraparound, NumPy's integer division by zero (0), Python-style floor division and
+remainder, NaN-propagating maximum/minimum, float16 computed in float32 and rounded per op."""
+from __future__ import annotations
+
+from typing import Callable
+
+import llvmlite.ir as ir
+import numpy as np
+
+from ...errors import UnsupportedOperationError
+from .types import F32, I1, I32, constant, is_float, is_signed, reg_type
+
+# NumPy ufunc -> (llvm intrinsic or None, libm base name): float math functions.
+_MATH = {
+    "sqrt": ("llvm.sqrt", None), "exp": ("llvm.exp", None), "exp2": ("llvm.exp2", None),
+    "log": ("llvm.log", None), "log2": ("llvm.log2", None), "log10": ("llvm.log10", None),
+    "sin": ("llvm.sin", None), "cos": ("llvm.cos", None), "floor": ("llvm.floor", None),
+    "ceil": ("llvm.ceil", None), "trunc": ("llvm.trunc", None), "rint": ("llvm.roundeven", None),
+    "absolute": ("llvm.fabs", None),
+    "tan": (None, "tan"), "arcsin": (None, "asin"), "arccos": (None, "acos"), "arctan": (None, "atan"),
+    "sinh": (None, "sinh"), "cosh": (None, "cosh"), "tanh": (None, "tanh"), "arcsinh": (None, "asinh"),
+    "arccosh": (None, "acosh"), "arctanh": (None, "atanh"), "expm1": (None, "expm1"),
+    "log1p": (None, "log1p"), "cbrt": (None, "cbrt"),
+}
+_MATH2 = {"power": ("llvm.pow", None), "maximum": ("llvm.maximum", None), "minimum": ("llvm.minimum", None),
+          "fmax": ("llvm.maxnum", None), "fmin": ("llvm.minnum", None), "copysign": ("llvm.copysign", None),
+          "arctan2": (None, "atan2"), "hypot": (None, "hypot"), "fmod": (None, "fmod")}
+_FCMP = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">="}
+
+
+class OpLowering:
+    """Emits one elementwise primitive at the builder's position."""
+
+    def __init__(self, module: ir.Module, builder: ir.IRBuilder, status: ir.Value, fastmath: bool) -> None:
+        self.module, self.b, self.status = module, builder, status
+        self.flags = ("fast",) if fastmath else ()
+        self.libm_calls: set[str] = set()
+
+    # -- helpers -------------------------------------------------------------------------
+    def intrinsic(self, name: str, ty: ir.Type, nargs: int) -> ir.Function:
+        return self.module.declare_intrinsic(name, [ty], ir.FunctionType(ty, [ty] * nargs))
+
+    def libm(self, base: str, ty: ir.Type, nargs: int) -> ir.Function:
+        name = base + ("f" if ty == F32 else "")
+        if name in self.module.globals:
+            return self.module.globals[name]
+        fn = ir.Function(self.module, ir.FunctionType(ty, [ty] * nargs), name)
+        fn.attributes.add("nounwind")
+        self.libm_calls.add(name)
+        return fn
+
+    def call_math(self, spec: tuple, ty: ir.Type, args: list[ir.Value]) -> ir.Value:
+        intrinsic, base = spec
+        fn = self.intrinsic(intrinsic, ty, len(args)) if intrinsic else self.libm(base, ty, len(args))
+        return self.b.call(fn, args, fastmath=self.flags)
+
+    def in_float(self, dt: np.dtype, args: list[ir.Value], fn: Callable[[list[ir.Value], ir.Type], ir.Value],
+                 result_float: bool = True) -> ir.Value:
+        """Run `fn` on float args; float16 is widened to float32 and the result rounded back,
+        as NumPy's float16 loops do."""
+        if dt.itemsize != 2:
+            return fn(args, reg_type(dt))
+        wide = [self.b.fpext(a, F32) for a in args]
+        r = fn(wide, F32)
+        return self.b.fptrunc(r, reg_type(dt)) if result_float else r
+
+    def truthy(self, v: ir.Value, dt: np.dtype) -> ir.Value:
+        if dt.kind == "b":
+            return v
+        if is_float(dt):
+            return self.b.fcmp_unordered("!=", v, ir.Constant(v.type, 0.0))  # NaN is true
+        return self.b.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
+
+    def raise_flag(self, cond: ir.Value, code: int) -> None:
+        """OR an error code into the status word when `cond` holds (checked after the run)."""
+        old = self.b.load(self.status, typ=I32)
+        flag = self.b.select(cond, ir.Constant(I32, code), ir.Constant(I32, 0))
+        self.b.store(self.b.or_(old, flag), self.status)
+
+    # -- entry point ---------------------------------------------------------------------
+    def lower(self, prim: str, args: list[ir.Value], in_dts: list[np.dtype], out_dt: np.dtype) -> ir.Value:
+        if prim == "convert":
+            return self.convert(args[0], in_dts[0], out_dt)
+        if prim == "select":
+            return self.b.select(args[0], args[1], args[2])
+        dt = in_dts[0]
+        if len(args) == 1:
+            return self.unary(prim, args[0], dt, out_dt)
+        return self.binary(prim, args[0], args[1], dt, out_dt)
+
+    # -- casts ---------------------------------------------------------------------------
+    def convert(self, v: ir.Value, src: np.dtype, dst: np.dtype) -> ir.Value:
+        b = self.b
+        if src == dst:
+            return v
+        st, dt_ = reg_type(src), reg_type(dst)
+        if dst.kind == "b":
+            return self.truthy(v, src)
+        if src.kind == "b":
+            return b.uitofp(v, dt_) if is_float(dst) else b.zext(v, dt_)
+        if src.kind in "iu" and dst.kind in "iu":
+            if dst.itemsize < src.itemsize:
+                return b.trunc(v, dt_)
+            if dst.itemsize > src.itemsize:
+                return b.sext(v, dt_) if is_signed(src) else b.zext(v, dt_)
+            return v
+        if src.kind in "iu":
+            return b.sitofp(v, dt_) if is_signed(src) else b.uitofp(v, dt_)
+        if dst.kind == "f":
+            return b.fpext(v, dt_) if dst.itemsize > src.itemsize else b.fptrunc(v, dt_)
+        # float -> int: NumPy (C casts on x86) goes through a 32- or 64-bit conversion and
+        # truncates; out-of-range values are undefined in NumPy too (it warns); we only
+        # store such a value, never branch or index on it.
+        wide = 64 if dst.itemsize >= 4 and not (dst.kind == "i" and dst.itemsize == 4) else 32
+        if dst.kind == "u" and dst.itemsize == 8:
+            r = b.fptoui(v, dt_)
+        else:
+            r = b.fptosi(v, ir.IntType(wide))
+        return b.trunc(r, dt_) if r.type.width > dt_.width else r
+
+    # -- unary ---------------------------------------------------------------------------
+    def unary(self, prim: str, x: ir.Value, dt: np.dtype, out_dt: np.dtype) -> ir.Value:
+        b = self.b
+        if prim == "logical_not":
+            return b.not_(self.truthy(x, dt))
+        if prim in ("isnan", "isinf", "isfinite", "signbit") and not is_float(dt):
+            return ir.Constant(I1, 1 if prim == "isfinite" else 0)
+        if is_float(dt):
+            return self.unary_float(prim, x, dt)
+        # integers and bool
+        if prim in ("floor", "ceil", "trunc", "rint") or (prim == "absolute" and dt.kind in "bu"):
+            return x
+        if prim == "negative":
+            return b.neg(x)
+        if prim == "absolute":
+            return b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)), b.neg(x), x)
+        if prim == "invert":
+            return b.not_(x)
+        if prim == "square":
+            return b.mul(x, x)
+        if prim == "sign":
+            zero = ir.Constant(x.type, 0)
+            if dt.kind == "u":
+                return b.zext(b.icmp_unsigned("!=", x, zero), x.type)
+            pos = b.zext(b.icmp_signed(">", x, zero), x.type)
+            neg = b.zext(b.icmp_signed("<", x, zero), x.type)
+            return b.sub(pos, neg)
+        raise UnsupportedOperationError(f"numpy.{prim} on {dt} is not supported by the CPU backend")
+
+    def unary_float(self, prim: str, x: ir.Value, dt: np.dtype) -> ir.Value:
+        b, fl = self.b, self.flags
+        if prim in ("isnan", "isinf", "isfinite"):
+            def test(a: list[ir.Value], ty: ir.Type) -> ir.Value:
+                if prim == "isnan":
+                    return b.fcmp_unordered("uno", a[0], a[0])
+                mag = b.call(self.intrinsic("llvm.fabs", ty, 1), [a[0]])
+                inf = ir.Constant(ty, float("inf"))
+                return b.fcmp_ordered("==" if prim == "isinf" else "<", mag, inf)
+            return self.in_float(dt, [x], test, result_float=False)
+        if prim == "signbit":
+            bits = b.bitcast(x, ir.IntType(dt.itemsize * 8))
+            return b.icmp_signed("<", bits, ir.Constant(bits.type, 0))
+        if prim == "negative":
+            return b.fneg(x, flags=fl)
+        if prim == "square":
+            return self.in_float(dt, [x], lambda a, ty: b.fmul(a[0], a[0], flags=fl))
+        if prim == "reciprocal":
+            return self.in_float(dt, [x], lambda a, ty: b.fdiv(ir.Constant(ty, 1.0), a[0], flags=fl))
+        if prim == "sign":
+            def sign(a: list[ir.Value], ty: ir.Type) -> ir.Value:
+                v = a[0]
+                zero, one = ir.Constant(ty, 0.0), ir.Constant(ty, 1.0)
+                s = b.select(b.fcmp_ordered(">", v, zero), one,
+                             b.select(b.fcmp_ordered("<", v, zero), ir.Constant(ty, -1.0), zero))
+                return b.select(b.fcmp_unordered("uno", v, v), v, s)
+            return self.in_float(dt, [x], sign)
+        if prim in _MATH:
+            return self.in_float(dt, [x], lambda a, ty: self.call_math(_MATH[prim], ty, a))
+        raise UnsupportedOperationError(f"numpy.{prim} on {dt} is not supported by the CPU backend")
+
+    # -- binary --------------------------------------------------------------------------
+    def binary(self, prim: str, x: ir.Value, y: ir.Value, dt: np.dtype, out_dt: np.dtype) -> ir.Value:
+        b = self.b
+        if prim in ("logical_and", "logical_or", "logical_xor"):
+            tx, ty_ = self.truthy(x, dt), self.truthy(y, dt)
+            return {"logical_and": b.and_, "logical_or": b.or_, "logical_xor": b.xor}[prim](tx, ty_)
+        if is_float(dt):
+            return self.binary_float(prim, x, y, dt)
+        if prim in _FCMP:
+            cmp = b.icmp_signed if is_signed(dt) else b.icmp_unsigned
+            return cmp(_FCMP[prim], x, y)
+        if dt.kind == "b":
+            if prim in ("add", "maximum", "fmax", "bitwise_or"):
+                return b.or_(x, y)
+            if prim in ("multiply", "minimum", "fmin", "bitwise_and"):
+                return b.and_(x, y)
+            if prim in ("bitwise_xor", "not_equal"):
+                return b.xor(x, y)
+        return self.binary_int(prim, x, y, dt)
+
+    def binary_float(self, prim: str, x: ir.Value, y: ir.Value, dt: np.dtype) -> ir.Value:
+        b, fl = self.b, self.flags
+        if prim in _FCMP:
+            op = _FCMP[prim]
+            return self.in_float(dt, [x, y], lambda a, ty: (b.fcmp_unordered(op, a[0], a[1]) if op == "!="
+                                                           else b.fcmp_ordered(op, a[0], a[1])), result_float=False)
+        simple = {"add": b.fadd, "subtract": b.fsub, "multiply": b.fmul, "divide": b.fdiv}
+        if prim in simple:
+            return self.in_float(dt, [x, y], lambda a, ty: simple[prim](a[0], a[1], flags=fl))
+        if prim == "power" and isinstance(y, ir.Constant) and y.constant == 2.0:
+            return self.in_float(dt, [x], lambda a, ty: b.fmul(a[0], a[0], flags=fl))
+        if prim in ("floor_divide", "remainder"):
+            return self.in_float(dt, [x, y], lambda a, ty: self.float_divmod(prim, a[0], a[1], ty))
+        if prim in _MATH2:
+            return self.in_float(dt, [x, y], lambda a, ty: self.call_math(_MATH2[prim], ty, a))
+        raise UnsupportedOperationError(f"numpy.{prim} on {dt} is not supported by the CPU backend")
+
+    def float_divmod(self, prim: str, a: ir.Value, c: ir.Value, ty: ir.Type) -> ir.Value:
+        """NumPy's npy_divmod: Python semantics (result sign follows the divisor)."""
+        b = self.b
+        zero = ir.Constant(ty, 0.0)
+        fmod = self.call_math(_MATH2["fmod"], ty, [a, c])
+        copysign = self.intrinsic("llvm.copysign", ty, 2)
+        if prim == "remainder":
+            nonzero = b.fcmp_unordered("!=", fmod, zero)
+            differ = b.xor(b.fcmp_ordered("<", c, zero), b.fcmp_ordered("<", fmod, zero))
+            adjusted = b.select(b.and_(nonzero, differ), b.fadd(fmod, c), fmod)
+            result = b.select(b.fcmp_ordered("==", fmod, zero), b.call(copysign, [zero, c]), adjusted)
+            return b.select(b.fcmp_ordered("==", c, zero), fmod, result)  # x % 0 -> NaN (fmod)
+        div = b.fdiv(b.fsub(a, fmod), c)
+        nonzero = b.fcmp_unordered("!=", fmod, zero)
+        differ = b.xor(b.fcmp_ordered("<", c, zero), b.fcmp_ordered("<", fmod, zero))
+        div = b.select(b.and_(nonzero, differ), b.fsub(div, ir.Constant(ty, 1.0)), div)
+        floor = b.call(self.intrinsic("llvm.floor", ty, 1), [div])
+        floor = b.select(b.fcmp_ordered(">", b.fsub(div, floor), ir.Constant(ty, 0.5)),
+                         b.fadd(floor, ir.Constant(ty, 1.0)), floor)
+        floor = b.select(b.fcmp_ordered("==", div, zero), b.call(copysign, [zero, b.fdiv(a, c)]), floor)
+        return b.select(b.fcmp_ordered("==", c, zero), b.fdiv(a, c), floor)  # x // 0 -> inf/nan
+
+    def binary_int(self, prim: str, x: ir.Value, y: ir.Value, dt: np.dtype) -> ir.Value:
+        b = self.b
+        ty = x.type
+        signed = is_signed(dt)
+        zero, one = ir.Constant(ty, 0), ir.Constant(ty, 1)
+        simple = {"add": b.add, "subtract": b.sub, "multiply": b.mul, "bitwise_and": b.and_,
+                  "bitwise_or": b.or_, "bitwise_xor": b.xor}
+        if prim in simple:
+            return simple[prim](x, y)
+        if prim in ("maximum", "fmax", "minimum", "fmin"):
+            big = prim in ("maximum", "fmax")
+            name = ("llvm.smax" if big else "llvm.smin") if signed else ("llvm.umax" if big else "llvm.umin")
+            return b.call(self.intrinsic(name, ty, 2), [x, y])
+        if prim in ("floor_divide", "remainder", "fmod"):
+            # NumPy: x // 0 == 0 and x % 0 == 0; MIN // -1 wraps to MIN.
+            is_zero = b.icmp_unsigned("==", y, zero)
+            if signed:
+                overflow = b.and_(b.icmp_signed("==", x, ir.Constant(ty, -(1 << (ty.width - 1)))),
+                                  b.icmp_signed("==", y, ir.Constant(ty, -1)))
+                safe = b.select(b.or_(is_zero, overflow), one, y)
+                q, r = b.sdiv(x, safe), b.srem(x, safe)
+                q = b.select(overflow, x, q)
+                r = b.select(overflow, zero, r)
+                if prim != "fmod":
+                    fix = b.and_(b.icmp_signed("!=", r, zero),
+                                 b.xor(b.icmp_signed("<", r, zero), b.icmp_signed("<", y, zero)))
+                    q = b.select(fix, b.sub(q, one), q)
+                    r = b.select(fix, b.add(r, y), r)
+            else:
+                safe = b.select(is_zero, one, y)
+                q, r = b.udiv(x, safe), b.urem(x, safe)
+            out = q if prim == "floor_divide" else r
+            return b.select(is_zero, zero, out)
+        if prim in ("left_shift", "right_shift"):
+            # NumPy: shifting by >= the bit width (or a negative amount) gives 0, or -1 for a
+            # right shift of a negative value.
+            in_range = b.icmp_unsigned("<", y, ir.Constant(ty, ty.width))
+            amount = b.select(in_range, y, zero)
+            if prim == "left_shift":
+                return b.select(in_range, b.shl(x, amount), zero)
+            shifted = b.ashr(x, amount) if signed else b.lshr(x, amount)
+            fill = b.select(b.icmp_signed("<", x, zero), ir.Constant(ty, -1), zero) if signed else zero
+            return b.select(in_range, shifted, fill)
+        if prim == "power":
+            if signed:
+                self.raise_flag(b.icmp_signed("<", y, zero), 1)
+            result, base, e = one, x, y
+            for bit in range(ty.width):
+                take = b.trunc(b.lshr(e, ir.Constant(ty, bit)), I1)
+                result = b.select(take, b.mul(result, base), result)
+                base = b.mul(base, base)
+            return result
+        raise UnsupportedOperationError(f"numpy.{prim} on {dt} is not supported by the CPU backend")
+
+
+STATUS_MESSAGES = {1: (ValueError, "Integers to negative integer powers are not allowed.")}

@@ -1,0 +1,270 @@
+"""Render a KernelProgram as an LLVM module.
+
+Each kernel becomes an internal function taking its buffers as `noalias` pointers (outputs and
+temporaries are fresh allocations and inputs are only read, so no two written pointers alias)
+plus the [start, end) range of its outermost loop. Consecutive kernels between library calls
+form one exported `segment_<n>(ptr %buffers, ptr %status)` function: one native call per
+segment, whatever the number of kernels in it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import llvmlite.ir as ir
+import numpy as np
+
+from ...fusion.index import Aff
+from ...fusion.kernel_ir import Compute, IndexValue, Kernel, KernelProgram, LibraryCall, Literal, Load, Node, Store
+from .ops import OpLowering
+from .types import F32, I1, I32, I64, I8, PTR, VOID, constant, is_float, is_signed, mem_type, reg_type
+
+
+@dataclass
+class Segment:
+    name: str
+    kernels: list[Kernel]
+
+
+def _used_buffers(kernel: Kernel) -> list[int]:
+    seen: set[int] = set()
+    stack: list[Node] = [s.value for s in kernel.stores]
+    visited: set[int] = set()
+    while stack:
+        nd = stack.pop()
+        if id(nd) in visited:
+            continue
+        visited.add(id(nd))
+        if isinstance(nd, Load):
+            seen.add(nd.buffer)
+        elif isinstance(nd, Compute):
+            stack.extend(nd.args)
+    seen |= {s.buffer for s in kernel.stores}
+    return sorted(seen)
+
+
+class KernelRenderer:
+    def __init__(self, module: ir.Module, kp: KernelProgram, fastmath: bool) -> None:
+        self.module, self.kp, self.fastmath = module, kp, fastmath
+        self.libm_calls: set[str] = set()
+
+    # -- index arithmetic ------------------------------------------------------------------
+    def aff(self, b: ir.IRBuilder, a: Aff, loops: list[ir.Value]) -> ir.Value:
+        total: ir.Value = ir.Constant(I64, a.const)
+        for atom, k in a.terms:
+            if atom[0] == "i":
+                v = loops[atom[1]]
+            else:
+                inner = self.aff(b, atom[1], loops)
+                c = ir.Constant(I64, atom[2])
+                v = b.udiv(inner, c) if atom[0] == "div" else b.urem(inner, c)
+            term = v if k == 1 else b.mul(v, ir.Constant(I64, k))
+            total = term if (isinstance(total, ir.Constant) and total.constant == 0) else b.add(total, term)
+        return total
+
+    # -- expressions -----------------------------------------------------------------------
+    def node(self, b: ir.IRBuilder, nd: Node, env: dict, memo: dict, ops: OpLowering) -> ir.Value:
+        if nd in memo:
+            return memo[nd]
+        if isinstance(nd, Literal):
+            v: ir.Value = constant(nd.dtype, nd.value)
+        elif isinstance(nd, Load):
+            ptr = b.gep(env["bufs"][nd.buffer], [self.aff(b, nd.offset, env["loops"])], inbounds=True,
+                        source_etype=mem_type(nd.dtype))
+            v = b.load(ptr, typ=mem_type(nd.dtype))
+            if nd.dtype.kind == "b":
+                v = b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
+        elif isinstance(nd, IndexValue):
+            i = self.aff(b, nd.index, env["loops"])
+            v = ops.convert(i, np.dtype(np.int64), nd.dtype)
+        else:
+            args = [self.node(b, a, env, memo, ops) for a in nd.args]
+            v = ops.lower(nd.prim, args, [a.dtype for a in nd.args], nd.dtype)
+        memo[nd] = v
+        return v
+
+    def store(self, b: ir.IRBuilder, buffer: int, offset: Aff, value: ir.Value, dt: np.dtype, env: dict) -> None:
+        ptr = b.gep(env["bufs"][buffer], [self.aff(b, offset, env["loops"])], inbounds=True, source_etype=mem_type(dt))
+        if dt.kind == "b":
+            value = b.zext(value, I8)
+        b.store(value, ptr)
+
+    # -- loops -----------------------------------------------------------------------------
+    def loop(self, b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, body, name: str) -> None:
+        """for (i = lo; i < hi; ++i) body(b, i): guarded, rotated, phi-based (vectoriser-friendly)."""
+        fn = b.function
+        pre = b.block
+        loop_bb = fn.append_basic_block(f"{name}.body")
+        exit_bb = fn.append_basic_block(f"{name}.exit")
+        b.cbranch(b.icmp_signed("<", lo, hi), loop_bb, exit_bb)
+        b.position_at_end(loop_bb)
+        i = b.phi(I64, name=name)
+        i.add_incoming(lo, pre)
+        body(b, i)
+        nxt = b.add(i, ir.Constant(I64, 1), flags=("nsw", "nuw"))
+        i.add_incoming(nxt, b.block)
+        b.cbranch(b.icmp_signed("<", nxt, hi), loop_bb, exit_bb)
+        b.position_at_end(exit_bb)
+
+    # -- reductions ------------------------------------------------------------------------
+    @staticmethod
+    def acc_dtype(st: Store) -> np.dtype:
+        dt = st.value.dtype
+        if dt == np.float16 and st.reduce in ("sum", "prod"):
+            return np.dtype(np.float32)  # accumulate float16 in float32
+        return dt
+
+    def reduce_init(self, st: Store) -> ir.Constant:
+        dt = self.acc_dtype(st)
+        op = st.reduce
+        if op in ("sum", "or"):
+            return constant(dt, 0)
+        if op in ("prod", "and"):
+            return constant(dt, 1)
+        big = op in ("min", "argmin")
+        if is_float(dt):
+            return constant(dt, float("inf") if big else float("-inf"))
+        if dt.kind == "b":
+            return constant(dt, 1 if big else 0)
+        info = np.iinfo(dt)
+        return constant(dt, info.max if big else info.min)
+
+    def combine(self, b: ir.IRBuilder, st: Store, acc: ir.Value, x: ir.Value, ops: OpLowering) -> ir.Value:
+        dt = st.value.dtype
+        op = st.reduce
+        if self.acc_dtype(st) != dt:
+            x = b.fpext(x, F32)
+        flags = ("fast",) if self.fastmath else ("reassoc",)
+        if op == "sum":
+            return b.fadd(acc, x, flags=flags) if is_float(dt) else (b.or_(acc, x) if dt.kind == "b" else b.add(acc, x))
+        if op == "prod":
+            return b.fmul(acc, x, flags=flags) if is_float(dt) else (b.and_(acc, x) if dt.kind == "b" else b.mul(acc, x))
+        if op == "and":
+            return b.and_(acc, x)
+        if op == "or":
+            return b.or_(acc, x)
+        # max / min: NaN-propagating for floats, as NumPy's maximum.reduce
+        return ops.binary("maximum" if op == "max" else "minimum", acc, x, dt, dt)
+
+    def arg_better(self, b: ir.IRBuilder, st: Store, acc: ir.Value, x: ir.Value) -> ir.Value:
+        """argmax/argmin: strictly better (first occurrence wins), and the first NaN wins."""
+        dt = st.value.dtype
+        op = ">" if st.reduce == "argmax" else "<"
+        if is_float(dt):
+            if dt.itemsize == 2:
+                acc, x = b.fpext(acc, F32), b.fpext(x, F32)
+            better = b.fcmp_ordered(op, x, acc)
+            nan_x = b.fcmp_unordered("uno", x, x)
+            acc_ok = b.fcmp_ordered("ord", acc, acc)
+            return b.or_(better, b.and_(nan_x, acc_ok))
+        cmp = b.icmp_signed if is_signed(dt) else b.icmp_unsigned
+        return cmp(op, x, acc)
+
+    # -- kernels ---------------------------------------------------------------------------
+    def render_kernel(self, kernel: Kernel) -> tuple[ir.Function, list[int]]:
+        used = _used_buffers(kernel)
+        fnty = ir.FunctionType(VOID, [PTR] * len(used) + [I64, I64, PTR])
+        fn = ir.Function(self.module, fnty, kernel.name)
+        fn.linkage = "internal"
+        fn.attributes.add("nounwind")
+        for arg in fn.args[: len(used)]:
+            arg.add_attribute("noalias")
+        start, end, status = fn.args[len(used):]
+        entry = fn.append_basic_block("entry")
+        b = ir.IRBuilder(entry)
+        ops = OpLowering(self.module, b, status, self.fastmath)
+        env = {"bufs": dict(zip(used, fn.args)), "loops": [None] * len(kernel.domain)}
+        n_kept = len(kernel.kept)
+        reduced = [s for s in kernel.stores if s.reduce]
+        accs = {id(s): b.alloca(reg_type(self.acc_dtype(s))) for s in reduced}
+        idxs = {id(s): b.alloca(I64) for s in reduced if s.reduce in ("argmax", "argmin")}
+
+        def body_at(depth: int):
+            def emit(bb: ir.IRBuilder, i: ir.Value | None) -> None:
+                if i is not None:
+                    env["loops"][depth - 1] = i
+                if depth == n_kept and reduced:
+                    for s in reduced:
+                        bb.store(self.reduce_init(s), accs[id(s)])
+                        if id(s) in idxs:
+                            bb.store(ir.Constant(I64, 0), idxs[id(s)])
+                if depth == len(kernel.domain):
+                    memo: dict = {}
+                    for s in kernel.stores:
+                        x = self.node(bb, s.value, env, memo, ops)
+                        if not s.reduce:
+                            self.store(bb, s.buffer, s.offset, x, s.value.dtype, env)
+                        elif id(s) in idxs:
+                            acc = bb.load(accs[id(s)], typ=reg_type(s.value.dtype))
+                            better = self.arg_better(bb, s, acc, x)
+                            bb.store(bb.select(better, x, acc), accs[id(s)])
+                            k = self.aff(bb, s.reduce_index, env["loops"])
+                            old = bb.load(idxs[id(s)], typ=I64)
+                            bb.store(bb.select(better, k, old), idxs[id(s)])
+                        else:
+                            acc = bb.load(accs[id(s)], typ=reg_type(self.acc_dtype(s)))
+                            bb.store(self.combine(bb, s, acc, x, ops), accs[id(s)])
+                else:
+                    lo = start if depth == 0 else ir.Constant(I64, 0)
+                    hi = end if depth == 0 else ir.Constant(I64, kernel.domain[depth])
+                    self.loop(bb, lo, hi, body_at(depth + 1), f"i{depth}")
+                if depth == n_kept and reduced:
+                    for s in reduced:
+                        if id(s) in idxs:
+                            result = bb.load(idxs[id(s)], typ=I64)
+                        else:
+                            result = bb.load(accs[id(s)], typ=reg_type(self.acc_dtype(s)))
+                            if self.acc_dtype(s) != s.value.dtype:
+                                result = bb.fptrunc(result, reg_type(s.value.dtype))
+                        dt = np.dtype(np.int64) if id(s) in idxs else s.value.dtype
+                        self.store(bb, s.buffer, s.offset, result, dt, env)
+            return emit
+
+        body_at(0)(b, None)
+        b.ret_void()
+        self.libm_calls |= ops.libm_calls
+        return fn, used
+
+    def render_segment(self, seg: Segment) -> ir.Function:
+        fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR, PTR]), seg.name)
+        fn.attributes.add("nounwind")
+        bufs_arg, status = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        ptrs: dict[int, ir.Value] = {}
+        for kernel in seg.kernels:
+            kfn, used = self.render_kernel(kernel)
+            args = []
+            for bid in used:
+                if bid not in ptrs:
+                    slot = b.gep(bufs_arg, [ir.Constant(I64, bid)], inbounds=True, source_etype=PTR)
+                    ptrs[bid] = b.load(slot, typ=PTR)
+                args.append(ptrs[bid])
+            outer = kernel.domain[0] if kernel.domain else 1
+            b.call(kfn, args + [ir.Constant(I64, 0), ir.Constant(I64, outer), status])
+        b.ret_void()
+        return fn
+
+
+def segments_of(kp: KernelProgram) -> list[Segment | LibraryCall]:
+    """Group consecutive kernels into segments; library calls stay separate steps."""
+    out: list[Segment | LibraryCall] = []
+    for step in kp.steps:
+        if isinstance(step, LibraryCall):
+            out.append(step)
+        elif out and isinstance(out[-1], Segment):
+            out[-1].kernels.append(step)
+        else:
+            out.append(Segment(f"segment_{len(out)}", [step]))
+    return out
+
+
+def render_module(kp: KernelProgram, triple: str, data_layout: str, fastmath: bool) -> tuple[ir.Module, list, set[str]]:
+    """The LLVM module of a KernelProgram, its step list and the libm functions it calls."""
+    module = ir.Module(name=kp.name)
+    module.triple = triple
+    module.data_layout = data_layout
+    renderer = KernelRenderer(module, kp, fastmath)
+    steps = segments_of(kp)
+    for step in steps:
+        if isinstance(step, Segment):
+            renderer.render_segment(step)
+    return module, steps, renderer.libm_calls

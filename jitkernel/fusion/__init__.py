@@ -1,0 +1,6 @@
+"""Fusion: graph Program -> KernelProgram (loops with index maps, and library calls)."""
+from .kernel_ir import Buffer, Compute, IndexValue, Kernel, KernelProgram, LibraryCall, Literal, Load, Store
+from .schedule import schedule
+
+__all__ = ["schedule", "Buffer", "Compute", "IndexValue", "Kernel", "KernelProgram", "LibraryCall",
+           "Literal", "Load", "Store"]

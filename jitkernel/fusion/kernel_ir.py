@@ -1,0 +1,120 @@
+"""The kernel IR: buffers, loop kernels whose bodies are scalar expression DAGs reading buffers
+through index maps, and library calls. Shared by every backend: fusion decisions are made once,
+a backend only renders it."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..ir.types import short_dtype
+from .index import Aff
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A C-contiguous array the program reads or writes. role: input|const|temp|output."""
+
+    id: int
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    role: str
+    position: int = -1  # index among the program's inputs, consts or outputs
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+    def __str__(self) -> str:
+        return f"%{self.id}:{short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+
+# -- scalar expression nodes (hashable: equal nodes are computed once per element) --------
+
+
+@dataclass(frozen=True)
+class Load:
+    buffer: int
+    offset: Aff
+    dtype: np.dtype
+
+
+@dataclass(frozen=True)
+class Literal:
+    value: Any  # a Python bool/int/float exactly representable in dtype
+    dtype: np.dtype
+
+
+@dataclass(frozen=True)
+class Compute:
+    """An elementwise primitive applied to argument nodes (inputs have the loop dtypes)."""
+
+    prim: str
+    args: tuple
+    params: tuple  # sorted (name, value) pairs
+    dtype: np.dtype
+
+
+@dataclass(frozen=True)
+class IndexValue:
+    """The value of an index expression (iota)."""
+
+    index: Aff
+    dtype: np.dtype
+
+
+Node = Load | Literal | Compute | IndexValue
+
+
+@dataclass(frozen=True)
+class Store:
+    """Write `value` to buffer[offset] for every point of the kernel domain; with `reduce`, the
+    values over the trailing reduced loops are combined first (argmax/argmin store
+    `reduce_index`, the position inside the reduced loops, of the winner)."""
+
+    buffer: int
+    offset: Aff
+    value: Node
+    reduce: str | None = None  # sum|prod|max|min|and|or|argmax|argmin
+    reduce_index: Aff | None = None
+
+
+@dataclass
+class Kernel:
+    name: str
+    domain: tuple[int, ...]  # loop extents, outermost first
+    n_reduce: int  # how many trailing loops are reduced
+    stores: list[Store]
+    graph_ops: list[str] = field(default_factory=list)  # the fused graph equations, as text
+
+    @property
+    def kept(self) -> tuple[int, ...]:
+        return self.domain[: len(self.domain) - self.n_reduce]
+
+
+@dataclass
+class LibraryCall:
+    """A step run by a library (dot_general through NumPy's BLAS on the CPU)."""
+
+    name: str
+    prim: str
+    params: dict[str, Any]
+    inputs: list[int]
+    output: int
+    graph_ops: list[str] = field(default_factory=list)
+
+
+@dataclass
+class KernelProgram:
+    name: str
+    buffers: dict[int, Buffer]
+    inputs: list[int]  # buffer per program input
+    consts: list[tuple[int, np.ndarray]]  # buffer and value per constant
+    outputs: list[int]  # buffer per program output
+    steps: list[Kernel | LibraryCall]
+    fusion_record: list[dict[str, Any]] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        from .printer import format_kernel_program
+        return format_kernel_program(self)

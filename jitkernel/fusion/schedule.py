@@ -1,0 +1,370 @@
+"""Fusion: turn a graph Program into a KernelProgram.
+
+Every variable is either materialised (a buffer) or virtual (an expression recomputed where it
+is read). Movement ops on virtual values become index maps, elementwise chains become one loop
+body, elementwise producers are fused into the reductions that read them, and each kernel
+records which graph equations it absorbed and the bytes it moves.
+
+Materialised: program inputs, outputs and constants (size-1 constants become literals), results
+of reductions, concatenations and library calls, inputs of library calls, and virtual values
+that several kernels would otherwise each recompute at a real cost.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ir import AType, Eqn, Program, Var, primitives
+from . import index as ix
+from .index import Aff
+from .kernel_ir import (Buffer, Compute, IndexValue, Kernel, KernelProgram, LibraryCall, Literal,
+                        Load, Node, Store)
+
+# Relative cost of recomputing one element; movement ops are free (index maps).
+_EXPENSIVE = {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
+              "arccosh", "arctanh", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10",
+              "power", "arctan2", "hypot", "cbrt", "sqrt", "divide", "floor_divide", "remainder", "fmod"}
+RECOMPUTE_LIMIT = 3
+
+_REDUCE_OPS = {"reduce_sum": "sum", "reduce_prod": "prod", "reduce_max": "max", "reduce_min": "min",
+               "reduce_and": "and", "reduce_or": "or", "argmax": "argmax", "argmin": "argmin"}
+
+
+def _op_cost(eqn: Eqn) -> int:
+    kind = primitives.get(eqn.prim).kind
+    if kind == "movement":
+        return 0
+    return 8 if eqn.prim in _EXPENSIVE else 1
+
+
+class _Scheduler:
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.producer: dict[Var, Eqn] = program.producers()
+        self.eqn_index = {id(e): i for i, e in enumerate(program.eqns)}
+        self.const_value = dict(zip(program.constvars, program.consts))
+        self.leaves = set(program.invars) | set(program.constvars)
+        self.buffers: dict[int, Buffer] = {}
+        self.buf_of: dict[Var, int] = {}
+
+    # -- which variables get buffers ------------------------------------------------
+    def _is_literal(self, v: Var) -> bool:
+        return v in self.const_value and v.aval.size == 1
+
+    def materialized(self) -> set[Var]:
+        mat = set(self.program.outvars)
+        for eqn in self.program.eqns:
+            kind = primitives.get(eqn.prim).kind
+            if kind in ("reduce", "structural", "library"):
+                mat.update(eqn.outputs)
+            if kind == "library":
+                mat.update(eqn.inputs)
+        while True:
+            roots: dict[Var, set[Var]] = {}
+            for r in mat:
+                if r in self.leaves:
+                    continue
+                for u in self._virtual_cone(r, mat):
+                    roots.setdefault(u, set()).add(r)
+            cost_memo: dict[Var, int] = {}
+            extra = {u for u, rs in roots.items()
+                     if len(rs) >= 2 and self._cost(u, mat, cost_memo) >= RECOMPUTE_LIMIT}
+            if not extra:
+                return mat
+            # Materialise the latest such value first: that may make earlier ones single-use.
+            latest = max(extra, key=lambda u: self.eqn_index[id(self.producer[u])])
+            mat.add(latest)
+
+    def _virtual_cone(self, root: Var, mat: set[Var]) -> set[Var]:
+        """Virtual variables the kernel computing `root` would evaluate."""
+        seen: set[Var] = set()
+        stack = list(self.producer[root].inputs)
+        while stack:
+            u = stack.pop()
+            if u in seen or u in mat or u in self.leaves:
+                continue
+            seen.add(u)
+            stack.extend(self.producer[u].inputs)
+        return seen
+
+    def _cost(self, u: Var, mat: set[Var], memo: dict[Var, int]) -> int:
+        if u in memo:
+            return memo[u]
+        if u in mat or u in self.leaves:
+            return 0
+        eqn = self.producer[u]
+        memo[u] = _op_cost(eqn) + sum(self._cost(w, mat, memo) for w in eqn.inputs)
+        return memo[u]
+
+    # -- buffers ---------------------------------------------------------------------
+    def new_buffer(self, aval: AType, role: str, position: int = -1) -> int:
+        bid = len(self.buffers)
+        self.buffers[bid] = Buffer(bid, aval.shape, aval.dtype, role, position)
+        return bid
+
+    # -- expressions -----------------------------------------------------------------
+    def expr(self, v: Var, index: tuple[Aff, ...], extents: tuple[int, ...], memo: dict, ops: set[int]) -> Node:
+        index = tuple(ix.const(0) if n == 1 else i for i, n in zip(index, v.aval.shape))
+        key = (v, index)
+        if key in memo:
+            return memo[key]
+        node: Node
+        if self._is_literal(v):
+            node = Literal(self.const_value[v].reshape(()).item(), v.aval.dtype)
+        elif v in self.buf_of:
+            node = Load(self.buf_of[v], ix.linearize(index, v.aval.shape), v.aval.dtype)
+        else:
+            eqn = self.producer[v]
+            ops.add(self.eqn_index[id(eqn)])
+            node = self._expand(eqn, index, extents, memo, ops)
+        memo[key] = node
+        return node
+
+    def _expand(self, eqn: Eqn, index: tuple[Aff, ...], extents: tuple[int, ...], memo: dict, ops: set[int]) -> Node:
+        p, out, x = eqn.params, eqn.outputs[0], (eqn.inputs[0] if eqn.inputs else None)
+        prim = primitives.get(eqn.prim)
+        if prim.kind == "elementwise":
+            args = tuple(self.expr(a, index, extents, memo, ops) for a in eqn.inputs)
+            return Compute(eqn.prim, args, (), out.aval.dtype)
+        if eqn.prim == "iota":
+            return IndexValue(index[p["dimension"]], out.aval.dtype)
+        if eqn.prim == "broadcast_in_dim":
+            src = tuple(ix.const(0) if x.aval.shape[s] == 1 else index[d]
+                        for s, d in enumerate(p["broadcast_dimensions"]))
+            return self.expr(x, src, extents, memo, ops)
+        if eqn.prim == "transpose":
+            src = [None] * x.aval.ndim
+            for j, pj in enumerate(p["permutation"]):
+                src[pj] = index[j]
+            return self.expr(x, tuple(src), extents, memo, ops)
+        if eqn.prim == "slice":
+            src = tuple(ix.add(ix.const(s), ix.scale(i, st)) for s, st, i in zip(p["starts"], p["steps"], index))
+            return self.expr(x, src, extents, memo, ops)
+        if eqn.prim == "reshape":
+            linear = ix.linearize(index, out.aval.shape)
+            return self.expr(x, tuple(ix.unravel(linear, x.aval.shape, extents)), extents, memo, ops)
+        raise AssertionError(f"cannot fuse {eqn.prim} as an expression")
+
+    # -- kernels ---------------------------------------------------------------------
+    def _eqn_text(self, i: int) -> str:
+        e = self.program.eqns[i]
+        return f"{e.prim}->{e.outputs[0].aval}"
+
+    def _kernel(self, name: str, domain: tuple[int, ...], n_reduce: int, stores: list[Store], ops: set[int]) -> Kernel:
+        k = Kernel(name, tuple(domain), n_reduce, stores, [self._eqn_text(i) for i in sorted(ops)])
+        return collapse_kernel(k)
+
+    def build(self) -> KernelProgram:
+        program = self.program
+        mat = self.materialized()
+        inputs = [self.new_buffer(v.aval, "input", i) for i, v in enumerate(program.invars)]
+        self.buf_of.update(zip(program.invars, inputs))
+        consts = []
+        for i, (v, c) in enumerate(zip(program.constvars, program.consts)):
+            if not self._is_literal(v) or v in mat:
+                b = self.new_buffer(v.aval, "const", i)
+                self.buf_of[v] = b
+                consts.append((b, c))
+        outputs: list[int] = []
+        copies: list[tuple[Var, int]] = []
+        for pos, v in enumerate(program.outvars):
+            if v in self.leaves or v in program.outvars[:pos]:
+                b = self.new_buffer(v.aval, "output", pos)
+                copies.append((v, b))
+            else:
+                b = self.new_buffer(v.aval, "output", pos)
+                self.buf_of[v] = b
+            outputs.append(b)
+        steps: list[Any] = []
+        for eqn in program.eqns:
+            for v in eqn.outputs:
+                if v not in mat:
+                    continue
+                if v not in self.buf_of:
+                    self.buf_of[v] = self.new_buffer(v.aval, "temp")
+                steps.extend(self._steps_for(eqn, v, len(steps)))
+        for v, b in copies:
+            shape = v.aval.shape
+            index = tuple(ix.var(d) for d in range(len(shape)))
+            ops: set[int] = set()
+            value = self.expr(v, index, shape, {}, ops)
+            steps.append(self._kernel(f"k{len(steps)}_copy", shape, 0,
+                                      [Store(b, ix.linearize(index, shape), value)], ops))
+        kp = KernelProgram(program.name, self.buffers, inputs, consts, outputs, steps)
+        kp.fusion_record = fusion_record(program, kp)
+        return kp
+
+    def _steps_for(self, eqn: Eqn, v: Var, n: int) -> list[Any]:
+        kind = primitives.get(eqn.prim).kind
+        out = self.buf_of[v]
+        ops = {self.eqn_index[id(eqn)]}
+        if kind == "library":
+            return [LibraryCall(f"k{n}_{eqn.prim}", eqn.prim, dict(eqn.params),
+                                [self.buf_of[u] for u in eqn.inputs], out, [self._eqn_text(min(ops))])]
+        if kind == "reduce":
+            x = eqn.inputs[0]
+            axes = eqn.params["axes"] if "axes" in eqn.params else (eqn.params["axis"],)
+            kept = [d for d in range(x.aval.ndim) if d not in axes]
+            order = kept + list(axes)
+            domain = tuple(x.aval.shape[d] for d in order)
+            index = [None] * x.aval.ndim
+            for pos, d in enumerate(order):
+                index[d] = ix.var(pos)
+            value = self.expr(x, tuple(index), domain, {}, ops)
+            offset = ix.linearize([ix.var(k) for k in range(len(kept))], v.aval.shape)
+            op = _REDUCE_OPS[eqn.prim]
+            red_index = ix.var(len(kept)) if op in ("argmax", "argmin") else None
+            return [self._kernel(f"k{n}_{eqn.prim}", domain, len(axes),
+                                 [Store(out, offset, value, op, red_index)], ops)]
+        if eqn.prim == "concatenate":
+            axis = eqn.params["axis"]
+            steps, start = [], 0
+            for part in eqn.inputs:
+                shape = part.aval.shape
+                index = tuple(ix.var(d) for d in range(len(shape)))
+                dst = tuple(ix.add(i, ix.const(start)) if d == axis else i for d, i in enumerate(index))
+                part_ops = set(ops)
+                value = self.expr(part, index, shape, {}, part_ops)
+                steps.append(self._kernel(f"k{n + len(steps)}_concatenate", shape, 0,
+                                          [Store(out, ix.linearize(dst, v.aval.shape), value)], part_ops))
+                start += shape[axis]
+            return steps
+        shape = v.aval.shape
+        index = tuple(ix.var(d) for d in range(len(shape)))
+        value = self._expand(eqn, index, shape, {}, ops)  # v's own buffer is the destination
+        return [self._kernel(f"k{n}_{eqn.prim}", shape, 0, [Store(out, ix.linearize(index, shape), value)], ops)]
+
+
+# -- loop-nest simplification ------------------------------------------------------------
+
+
+def _map_affs(kernel: Kernel, f) -> Kernel:
+    memo: dict = {}
+
+    def node(nd: Node) -> Node:
+        if nd in memo:
+            return memo[nd]
+        if isinstance(nd, Load):
+            r = Load(nd.buffer, f(nd.offset), nd.dtype)
+        elif isinstance(nd, IndexValue):
+            r = IndexValue(f(nd.index), nd.dtype)
+        elif isinstance(nd, Compute):
+            r = Compute(nd.prim, tuple(node(a) for a in nd.args), nd.params, nd.dtype)
+        else:
+            r = nd
+        memo[nd] = r
+        return r
+
+    stores = [Store(s.buffer, f(s.offset), node(s.value), s.reduce,
+                    f(s.reduce_index) if s.reduce_index is not None else None) for s in kernel.stores]
+    return Kernel(kernel.name, kernel.domain, kernel.n_reduce, stores, kernel.graph_ops)
+
+
+def _all_affs(kernel: Kernel) -> list[Aff]:
+    out: list[Aff] = []
+    _map_affs(kernel, lambda a: (out.append(a), a)[1])
+    return out
+
+
+def _nonlinear_count(kernel: Kernel) -> int:
+    return sum(len([t for t in a.terms if t[0][0] != "i"]) for a in _all_affs(kernel))
+
+
+def collapse_kernel(kernel: Kernel) -> Kernel:
+    """Drop size-1 loops and merge adjacent loops of the same kind (kept/reduced) whenever every
+    index map stays as simple: `(a, b)` contiguous loops become one loop of `a*b`."""
+    # 1. size-1 loops vanish.
+    while True:
+        ones = [d for d, n in enumerate(kernel.domain) if n == 1]
+        if not ones:
+            break
+        d = ones[0]
+        domain = kernel.domain[:d] + kernel.domain[d + 1:]
+        n_reduce = kernel.n_reduce - (1 if d >= len(kernel.kept) else 0)
+        mapping = {j: (ix.const(0) if j == d else ix.var(j - 1 if j > d else j)) for j in range(len(kernel.domain))}
+        kernel = _map_affs(Kernel(kernel.name, domain, n_reduce, kernel.stores, kernel.graph_ops),
+                           lambda a, m=mapping, e=domain: ix.substitute(a, m, e))
+    # 2. merge neighbours, innermost pairs first.
+    changed = True
+    while changed:
+        changed = False
+        n_kept = len(kernel.kept)
+        for d in range(len(kernel.domain) - 2, -1, -1):
+            if (d < n_kept) != (d + 1 < n_kept):
+                continue
+            inner = kernel.domain[d + 1]
+            domain = kernel.domain[:d] + (kernel.domain[d] * inner,) + kernel.domain[d + 2:]
+            mapping = {}
+            for j in range(len(kernel.domain)):
+                if j == d:
+                    mapping[j] = ix.floordiv(ix.var(d), inner, domain)
+                elif j == d + 1:
+                    mapping[j] = ix.mod(ix.var(d), inner, domain)
+                elif j > d + 1:
+                    mapping[j] = ix.var(j - 1)
+            n_reduce = kernel.n_reduce - (1 if d >= n_kept else 0)
+            candidate = _map_affs(Kernel(kernel.name, domain, n_reduce, kernel.stores, kernel.graph_ops),
+                                  lambda a, m=mapping, e=domain: ix.substitute(a, m, e))
+            if _nonlinear_count(candidate) <= _nonlinear_count(kernel):
+                kernel, changed = candidate, True
+                break
+    return kernel
+
+
+# -- fusion record -----------------------------------------------------------------------
+
+
+def _loads(node: Node, seen: set) -> set[int]:
+    out: set[int] = set()
+    stack = [node]
+    while stack:
+        nd = stack.pop()
+        if id(nd) in seen:
+            continue
+        seen.add(id(nd))
+        if isinstance(nd, Load):
+            out.add(nd.buffer)
+        elif isinstance(nd, Compute):
+            stack.extend(nd.args)
+    return out
+
+
+def fusion_record(program: Program, kp: KernelProgram) -> list[dict[str, Any]]:
+    """Per step: the graph ops it contains and the bytes it reads and writes."""
+    record = []
+    for step in kp.steps:
+        if isinstance(step, Kernel):
+            reads: set[int] = set()
+            for st in step.stores:
+                reads |= _loads(st.value, set())
+            writes = {st.buffer for st in step.stores}
+            kind = "reduction" if step.n_reduce else "elementwise"
+        else:
+            reads, writes, kind = set(step.inputs), {step.output}, "library"
+        record.append({"kernel": step.name, "kind": kind, "ops": list(step.graph_ops),
+                       "bytes_read": sum(kp.buffers[b].nbytes for b in reads),
+                       "bytes_written": sum(kp.buffers[b].nbytes for b in writes)})
+    return record
+
+
+def unfused_bytes(program: Program) -> int:
+    """Bytes an op-by-op execution (one pass per non-movement equation) would move."""
+    total = 0
+    for eqn in program.eqns:
+        if primitives.get(eqn.prim).kind == "movement":
+            continue
+        total += sum(v.aval.size * v.aval.dtype.itemsize for v in eqn.inputs + eqn.outputs)
+    return total
+
+
+def schedule(program: Program) -> KernelProgram:
+    """Fuse `program` into kernels and library calls.
+
+    >>> import numpy as np, jitkernel as jk
+    >>> from jitkernel.passes import optimize
+    >>> prog = optimize(jk.make_ir(lambda x: (np.sin(x) * 2).sum(axis=1))(np.ones((4, 8), np.float32)))
+    >>> [k.name for k in schedule(prog).steps]
+    ['k0_reduce_sum']
+    """
+    return _Scheduler(program).build()

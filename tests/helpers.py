@@ -1,0 +1,151 @@
+"""Comparison helpers: a jitted result must equal NumPy's in result kind (0-d NumPy scalar vs
+ndarray), dtype, shape and value (exact for bool/int, dtype-aware tolerance for floats, NaN in
+the same places, infinities equal)."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+import jitkernel as jk
+
+# (rtol, atol) per float dtype, for results computed elementwise or over few elements.
+FLOAT_TOL = {
+    np.dtype(np.float16): (1e-2, 1e-2),
+    np.dtype(np.float32): (2e-5, 1e-5),
+    np.dtype(np.float64): (1e-12, 1e-12),
+}
+
+ALL_DTYPES = [np.dtype(n) for n in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                                     "uint32", "uint64", "float16", "float32", "float64")]
+INT_DTYPES = [d for d in ALL_DTYPES if d.kind in "iu"]
+FLOAT_DTYPES = [d for d in ALL_DTYPES if d.kind == "f"]
+
+
+def _fail(path: str, msg: str) -> None:
+    raise AssertionError(f"{path}: {msg}")
+
+
+def _check_leaf(got: Any, expected: Any, rtol: float | None, atol: float | None, path: str) -> None:
+    if isinstance(expected, (bool, int, float)) and not isinstance(expected, np.generic):
+        # A Python scalar out of plain Python code: jitkernel returns it as a 0-d NumPy scalar.
+        expected = np.asarray(expected)[()]
+    if isinstance(expected, np.ndarray):
+        if type(got) is not np.ndarray:
+            _fail(path, f"expected an ndarray (like NumPy), got {type(got).__name__}: {got!r}")
+    elif isinstance(expected, np.generic):
+        if not isinstance(got, np.generic):
+            _fail(path, f"expected a NumPy scalar {type(expected).__name__} (like NumPy), got "
+                        f"{type(got).__name__}: {got!r}")
+    else:
+        raise TypeError(f"{path}: cannot compare expected leaf of type {type(expected).__name__}")
+    if got.dtype != expected.dtype:
+        _fail(path, f"dtype {got.dtype} != NumPy's {expected.dtype}")
+    if got.shape != expected.shape:
+        _fail(path, f"shape {got.shape} != NumPy's {expected.shape}")
+    g, e = np.asarray(got), np.asarray(expected)
+    if e.dtype.kind in "biu":
+        if not np.array_equal(g, e):
+            bad = np.argwhere(g != e)
+            first = tuple(bad[0]) if bad.size else ()
+            _fail(path, f"{len(bad)} of {e.size} elements differ (exact {e.dtype} comparison); first at "
+                        f"{first}: got {g[first]!r}, NumPy {e[first]!r}\ngot:\n{g}\nNumPy:\n{e}")
+        return
+    dr, da = FLOAT_TOL[e.dtype]
+    rtol = dr if rtol is None else rtol
+    atol = da if atol is None else atol
+    g64, e64 = g.astype(np.float64), e.astype(np.float64)
+    gnan, enan = np.isnan(g64), np.isnan(e64)
+    if not np.array_equal(gnan, enan):
+        first = tuple(np.argwhere(gnan != enan)[0])
+        _fail(path, f"NaN positions differ; first at {first}: got {g64[first]!r}, NumPy {e64[first]!r}"
+                    f"\ngot:\n{g}\nNumPy:\n{e}")
+    ginf, einf = np.isinf(g64), np.isinf(e64)
+    if not np.array_equal(ginf, einf) or not np.array_equal(g64[einf], e64[einf]):
+        first = tuple(np.argwhere((ginf != einf) | (einf & (g64 != e64)))[0])
+        _fail(path, f"infinities differ; first at {first}: got {g64[first]!r}, NumPy {e64[first]!r}"
+                    f"\ngot:\n{g}\nNumPy:\n{e}")
+    fin = ~(enan | einf)
+    with np.errstate(all="ignore"):
+        err = np.abs(g64 - e64)
+        bad = fin & ~(err <= atol + rtol * np.abs(e64))
+    if bad.any():
+        first = tuple(np.argwhere(bad)[0])
+        _fail(path, f"{int(bad.sum())} of {e.size} {e.dtype} elements outside rtol={rtol:g} atol={atol:g}; "
+                    f"max abs error {err[fin].max():g}; first at {first}: got {g64[first]!r}, NumPy "
+                    f"{e64[first]!r}\ngot:\n{g}\nNumPy:\n{e}")
+
+
+def assert_matches_numpy(got: Any, expected: Any, rtol: float | None = None, atol: float | None = None,
+                         _path: str = "result") -> None:
+    """Assert `got` (a jitted function's result) matches `expected` (NumPy's) leaf by leaf through
+    tuples, lists and dicts: same pytree structure, same scalar-vs-array kind, dtype, shape, and
+    values (ints/bools exact; floats within the dtype's tolerance unless rtol/atol are given)."""
+    if isinstance(expected, dict):
+        if not isinstance(got, dict) or sorted(got) != sorted(expected):
+            _fail(_path, f"expected a dict with keys {sorted(expected)}, got {got!r}")
+        for k in expected:
+            assert_matches_numpy(got[k], expected[k], rtol, atol, f"{_path}[{k!r}]")
+        return
+    if isinstance(expected, (tuple, list)):
+        if type(got) is not type(expected) or len(got) != len(expected):
+            _fail(_path, f"expected a {type(expected).__name__} of {len(expected)}, got {got!r}")
+        for i, (g, e) in enumerate(zip(got, expected)):
+            assert_matches_numpy(g, e, rtol, atol, f"{_path}[{i}]")
+        return
+    if expected is None:
+        if got is not None:
+            _fail(_path, f"expected None, got {got!r}")
+        return
+    _check_leaf(got, expected, rtol, atol, _path)
+
+
+def numpy_result(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`fn(*args)` run by NumPy itself with floating-point warnings silenced."""
+    with np.errstate(all="ignore"):
+        return fn(*args, **kwargs)
+
+
+def check(fn: Callable[..., Any], *args: Any, backend: str, rtol: float | None = None,
+          atol: float | None = None, jit_kwargs: dict | None = None, **kwargs: Any) -> Any:
+    """Run `fn` with NumPy and jitted on `backend`, and assert they match. If NumPy raises,
+    the jitted call must raise the same exception type. Returns the jitted result."""
+    try:
+        expected = numpy_result(fn, *args, **kwargs)
+    except Exception as e:  # noqa: BLE001 - the jitted call must raise the same type
+        import pytest
+        with pytest.raises(type(e)):
+            jk.jit(fn, backend=backend, **(jit_kwargs or {}))(*args, **kwargs)
+        return None
+    got = jk.jit(fn, backend=backend, **(jit_kwargs or {}))(*args, **kwargs)
+    assert_matches_numpy(got, expected, rtol=rtol, atol=atol)
+    return got
+
+
+def sample(rng: np.random.Generator, dtype: Any, shape: tuple[int, ...], lo: float = -10.0,
+           hi: float = 10.0) -> np.ndarray:
+    """Random array of `dtype`: bools uniform; ints uniform over [lo, hi] clipped to the dtype's
+    range; floats uniform over [lo, hi]."""
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return rng.integers(0, 2, size=shape).astype(bool)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        lo_i, hi_i = max(int(np.ceil(lo)), info.min), min(int(np.floor(hi)), info.max)
+        return rng.integers(lo_i, hi_i, size=shape, endpoint=True, dtype=dt)
+    return rng.uniform(lo, hi, size=shape).astype(dt)
+
+
+def full_range(rng: np.random.Generator, dtype: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """Random integers over the dtype's whole range (bools for bool)."""
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return rng.integers(0, 2, size=shape).astype(bool)
+    info = np.iinfo(dt)
+    return rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=dt)
+
+
+def rng_for(*key: object) -> np.random.Generator:
+    """A Generator seeded deterministically from `key` (stable across runs and processes)."""
+    import zlib
+    return np.random.default_rng(zlib.crc32(repr(tuple(str(k) for k in key)).encode()))
