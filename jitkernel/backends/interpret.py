@@ -14,5 +14,5 @@ class InterpretBackend:
 
     def compile(self, program: Program, *, name: str, fastmath: bool = False) -> tuple[Any, dict]:
         def run(arrays: list[np.ndarray]) -> list[np.ndarray]:
-            return [np.array(o, copy=True) for o in eval_program(program, arrays, check=False)]
+            return [np.array(o, order="C", copy=True) for o in eval_program(program, arrays, check=False)]
         return run, {}

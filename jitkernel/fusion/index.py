@@ -137,6 +137,8 @@ def _split(x: Aff, c: int) -> tuple[Aff, Aff]:
 
 
 def floordiv(x: Aff, c: int, extents: Sequence[int]) -> Aff:
+    if c == 0:  # only in maps of empty arrays, which are never evaluated
+        return const(0)
     if c == 1:
         return x
     q, r = _split(x, c)
@@ -147,7 +149,7 @@ def floordiv(x: Aff, c: int, extents: Sequence[int]) -> Aff:
 
 
 def mod(x: Aff, c: int, extents: Sequence[int]) -> Aff:
-    if c == 1:
+    if c in (0, 1):
         return const(0)
     lo, hi = value_range(x, extents)
     if 0 <= lo and hi < c:

@@ -70,7 +70,9 @@ BINARY_UFUNCS = (
 def ufunc_loop(ufunc: np.ufunc, in_types: Sequence[object]) -> tuple[tuple[np.dtype, ...], tuple[np.dtype, ...]]:
     """NumPy's inner-loop dtypes for `ufunc` called on `in_types` (dtypes, or the Python types
     int/float/bool for weak scalars, NEP 50). Raises NumPy's own TypeError when no loop exists."""
-    loop = ufunc.resolve_dtypes(tuple(in_types) + (None,) * ufunc.nout)
+    # resolve_dtypes takes only int/float/complex as weak types; a Python bool is NumPy's bool.
+    in_types = tuple(np.dtype(np.bool_) if t is bool else t for t in in_types)
+    loop = ufunc.resolve_dtypes(in_types + (None,) * ufunc.nout)
     return tuple(loop[: ufunc.nin]), tuple(loop[ufunc.nin:])
 
 
@@ -125,7 +127,7 @@ def _iota_rule(in_avals: list[AType], *, shape: tuple[int, ...], dimension: int,
 def _iota_impl(*, shape: tuple[int, ...], dimension: int, dtype: np.dtype) -> list[np.ndarray]:
     idx = np.arange(shape[dimension], dtype=dtype).reshape(
         [shape[dimension] if d == dimension else 1 for d in range(len(shape))])
-    return [np.ascontiguousarray(np.broadcast_to(idx, shape))]
+    return [np.asarray(np.broadcast_to(idx, shape))]
 
 
 register(Primitive("iota", "creation", _iota_rule, _iota_impl))
@@ -161,7 +163,7 @@ def _reshape_rule(in_avals: list[AType], *, new_shape: tuple[int, ...]) -> list[
 
 
 register(Primitive("reshape", "movement", _reshape_rule,
-                   lambda x, *, new_shape: [np.ascontiguousarray(x).reshape(new_shape)]))
+                   lambda x, *, new_shape: [np.asarray(x).reshape(new_shape)]))
 
 
 def _transpose_rule(in_avals: list[AType], *, permutation: tuple[int, ...]) -> list[AType]:
@@ -172,7 +174,7 @@ def _transpose_rule(in_avals: list[AType], *, permutation: tuple[int, ...]) -> l
 
 
 register(Primitive("transpose", "movement", _transpose_rule,
-                   lambda x, *, permutation: [np.ascontiguousarray(np.transpose(x, permutation))]))
+                   lambda x, *, permutation: [np.asarray(np.transpose(x, permutation))]))
 
 
 def _slice_rule(in_avals: list[AType], *, starts: tuple[int, ...], steps: tuple[int, ...], shape: tuple[int, ...]) -> list[AType]:
@@ -186,7 +188,7 @@ def _slice_rule(in_avals: list[AType], *, starts: tuple[int, ...], steps: tuple[
 
 def _slice_impl(x: np.ndarray, *, starts: tuple[int, ...], steps: tuple[int, ...], shape: tuple[int, ...]) -> list[np.ndarray]:
     index = np.ix_(*[s + st * np.arange(n) for s, st, n in zip(starts, steps, shape)]) if shape else ()
-    return [np.ascontiguousarray(x[index])]
+    return [np.asarray(x[index])]
 
 
 register(Primitive("slice", "movement", _slice_rule, _slice_impl))

@@ -26,12 +26,38 @@ def apply_ufunc(ufunc: np.ufunc, *args: Any) -> Any:
         keys = [WEAK_DEFAULT[k] for k in keys]
     in_dts, out_dts = ufunc_loop(ufunc, keys)
     shape = broadcast_shapes(*[shape_of(a) for a in args])
+    if ufunc.__name__ in _COMPARE_OUT_OF_RANGE:
+        const = _compare_out_of_range(ufunc.__name__, args, in_dts)
+        if const is not None:
+            return broadcast_to_shape(ctx, ctx.const(np.asarray(const)), shape)
     ins = [broadcast_to_shape(ctx, lift(ctx, a, dt), shape) for a, dt in zip(args, in_dts)]
     outs = ctx.bind(ufunc.__name__, ins)
     if all_weak:
         for o in outs:
             o.weak = _PY_TYPE_OF_KIND[o.dtype.kind]
     return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+# "x OP v" is True for every integer x when v > the dtype's max (first) or v < its min (second).
+_COMPARE_OUT_OF_RANGE = {"equal": (False, False), "not_equal": (True, True), "less": (True, False),
+                         "less_equal": (True, False), "greater": (False, True), "greater_equal": (False, True)}
+_SWAPPED = {"equal": "equal", "not_equal": "not_equal", "less": "greater", "less_equal": "greater_equal",
+            "greater": "less", "greater_equal": "less_equal"}
+
+
+def _compare_out_of_range(name: str, args: tuple, in_dts: tuple) -> bool | None:
+    """NumPy 2 compares an integer array with a Python int outside its dtype's range by value
+    (uint8 array < 300 is all True, == -1 all False) instead of raising OverflowError: the
+    result is a constant. None when no operand is such a Python int."""
+    for i, (a, dt) in enumerate(zip(args, in_dts)):
+        if weak_type(a) is int and not isinstance(a, Tracer) and dt.kind in "iu":
+            info = np.iinfo(dt)
+            if info.min <= a <= info.max:
+                continue
+            op = name if i == 1 else _SWAPPED[name]  # v OP x  ==  x SWAPPED(OP) v
+            above, below = _COMPARE_OUT_OF_RANGE[op]
+            return above if a > info.max else below
+    return None
 
 
 def _make(name: str):
@@ -70,12 +96,32 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     dt = result_type(x, y)
     shape = broadcast_shapes(shape_of(condition), shape_of(x), shape_of(y))
     c = broadcast_to_shape(ctx, lift(ctx, condition, np.dtype(np.bool_)), shape)
-    a = broadcast_to_shape(ctx, lift(ctx, x, dt), shape)
-    b = broadcast_to_shape(ctx, lift(ctx, y, dt), shape)
+    a = broadcast_to_shape(ctx, lift(ctx, _where_operand(x, dt), dt), shape)
+    b = broadcast_to_shape(ctx, lift(ctx, _where_operand(y, dt), dt), shape)
     out = ctx.bind1("select", c, a, b)
     if weak_type(x) is not None and weak_type(y) is not None:
         out.weak = _PY_TYPE_OF_KIND[dt.kind]
     return out
+
+
+def _where_operand(x: Any, dt: np.dtype) -> Any:
+    """numpy.where converts a Python int operand to the result dtype unsafely (where(c, u8, -1)
+    holds 255), where a ufunc would raise OverflowError: cast it here as NumPy does."""
+    if weak_type(x) is int and not isinstance(x, Tracer) and dt.kind in "iu":
+        return np.asarray(x, dtype=np.int64).astype(dt)
+    return x
+
+
+def _clip_bound(a: Any, bound: Any, is_min: bool) -> Any:
+    """NumPy 2's clip drops a Python int bound outside an integer array's range when it cannot
+    clip anything (a min below the dtype's min, a max above its max); others raise as usual."""
+    if bound is None or weak_type(bound) is not int or isinstance(bound, Tracer):
+        return bound
+    dt = dtype_key(a)
+    if isinstance(dt, type) or dt.kind not in "iu":
+        return bound
+    info = np.iinfo(dt)
+    return None if (bound < info.min if is_min else bound > info.max) else bound
 
 
 def clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs: Any) -> Any:
@@ -90,7 +136,8 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs
     hi = kwargs.pop("max", a_max)
     if lo is None and hi is None:
         raise ValueError("One of max or min must be given")
-    result = a
+    lo, hi = _clip_bound(a, lo, True), _clip_bound(a, hi, False)
+    result = lift(ctx, a)
     if lo is not None:
         result = apply_ufunc(np.maximum, result, lo)
     if hi is not None:
@@ -104,7 +151,11 @@ def round(a: Any, decimals: int = 0, out: Any = None) -> Any:  # noqa: A001 - mi
     if ctx is None:
         return np.round(a, decimals)
     t = lift(ctx, a)
-    if t.dtype.kind in "biu":
+    if t.dtype == np.bool_ and decimals != 0:
+        # NumPy computes bool * 10**decimals into a bool output, which it refuses to cast.
+        raise TypeError(f"numpy.round of a bool array with decimals={decimals}: Cannot cast ufunc "
+                        "'multiply' output from dtype('float64') to dtype('bool') with casting rule 'same_kind'")
+    if t.dtype.kind in "iu":
         if decimals >= 0:
             return t
         from ..errors import UnsupportedOperationError

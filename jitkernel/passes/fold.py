@@ -19,7 +19,7 @@ def fold_constants(program: Program) -> Program:
         if foldable:
             outs = primitives.evaluate(eqn.prim, [values[v] for v in eqn.inputs], eqn.params)
             for o, val in zip(eqn.outputs, outs):
-                val = np.ascontiguousarray(np.asarray(val, dtype=o.aval.dtype).reshape(o.aval.shape))
+                val = np.array(np.asarray(val, dtype=o.aval.dtype).reshape(o.aval.shape), order="C")
                 values[o] = val
                 constvars.append(o)
                 consts.append(val)

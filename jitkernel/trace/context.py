@@ -66,7 +66,9 @@ class TraceContext:
         key = id(value) if isinstance(value, np.ndarray) and dtype is None else None
         if key is not None and key in self._const_ids:
             return Tracer(self, self._const_ids[key])
-        arr = np.ascontiguousarray(arr)
+        # A private C-ordered copy: the program keeps the value it saw at trace time, and the
+        # user's array is not touched (np.ascontiguousarray would also turn 0-d into 1-d).
+        arr = np.array(arr, order="C", copy=True)
         arr.flags.writeable = False
         v = Var(AType(arr.shape, arr.dtype))
         self.constvars.append(v)

@@ -108,16 +108,38 @@ class OpLowering:
         if src.kind in "iu":
             return b.sitofp(v, dt_) if is_signed(src) else b.uitofp(v, dt_)
         if dst.kind == "f":
-            return b.fpext(v, dt_) if dst.itemsize > src.itemsize else b.fptrunc(v, dt_)
+            if dst.itemsize > src.itemsize:
+                return b.fpext(v, dt_)
+            if src.itemsize == 8 and dst.itemsize == 2:
+                return b.fptrunc(self.round_to_odd_f32(v), dt_)
+            return b.fptrunc(v, dt_)
         # float -> int: NumPy (C casts on x86) goes through a 32- or 64-bit conversion and
         # truncates; out-of-range values are undefined in NumPy too (it warns); we only
         # store such a value, never branch or index on it.
+        if src.itemsize == 2:
+            v = b.fpext(v, F32)  # exact; keeps the constants below representable
         wide = 64 if dst.itemsize >= 4 and not (dst.kind == "i" and dst.itemsize == 4) else 32
         if dst.kind == "u" and dst.itemsize == 8:
-            r = b.fptoui(v, dt_)
+            # C on x86 converts below 2**63 through the signed instruction (so -3.0 -> 2**64 - 3).
+            two63 = ir.Constant(v.type, 2.0 ** 63)
+            r = b.select(b.fcmp_ordered("<", v, two63), b.fptosi(v, dt_), b.fptoui(v, dt_))
         else:
             r = b.fptosi(v, ir.IntType(wide))
         return b.trunc(r, dt_) if r.type.width > dt_.width else r
+
+    def round_to_odd_f32(self, v: ir.Value) -> ir.Value:
+        """double -> float rounded to odd, so that a second rounding to half is correct
+        (a direct double -> half conversion needs compiler-rt's __truncdfhf2, absent here)."""
+        b = self.b
+        r = b.fptrunc(v, F32)
+        back = b.fpext(r, v.type)
+        bits = b.bitcast(r, I32)
+        mag_r = b.call(self.intrinsic("llvm.fabs", v.type, 1), [back])
+        mag_v = b.call(self.intrinsic("llvm.fabs", v.type, 1), [v])
+        toward_zero = b.select(b.fcmp_ordered(">", mag_r, mag_v), b.sub(bits, ir.Constant(I32, 1)), bits)
+        inexact = b.fcmp_ordered("one", back, v)
+        odd = b.select(inexact, b.or_(toward_zero, ir.Constant(I32, 1)), toward_zero)
+        return b.bitcast(odd, F32)
 
     # -- unary ---------------------------------------------------------------------------
     def unary(self, prim: str, x: ir.Value, dt: np.dtype, out_dt: np.dtype) -> ir.Value:
@@ -139,6 +161,16 @@ class OpLowering:
             return b.not_(x)
         if prim == "square":
             return b.mul(x, x)
+        if prim == "reciprocal":
+            # NumPy computes (int)(1.0 / x): 1 -> 1, -1 -> -1, others -> 0; 1/0 converts inf,
+            # which x86 turns into INT_MIN for 32/64-bit signed types and 0 otherwise.
+            r = b.select(b.icmp_unsigned("==", x, ir.Constant(x.type, 1)), ir.Constant(x.type, 1), ir.Constant(x.type, 0))
+            if is_signed(dt):
+                r = b.select(b.icmp_signed("==", x, ir.Constant(x.type, -1)), ir.Constant(x.type, -1), r)
+                if dt.itemsize >= 4:
+                    r = b.select(b.icmp_signed("==", x, ir.Constant(x.type, 0)),
+                                 ir.Constant(x.type, -(1 << (x.type.width - 1))), r)
+            return r
         if prim == "sign":
             zero = ir.Constant(x.type, 0)
             if dt.kind == "u":

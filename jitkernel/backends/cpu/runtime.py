@@ -30,7 +30,7 @@ class CpuExecutable:
         self._n = n
         self._allocs = [(b.id, b.shape, b.dtype) for b in kp.buffers.values() if b.role in ("temp", "output")]
         self._inputs = list(kp.inputs)
-        self._consts = [(bid, np.ascontiguousarray(c)) for bid, c in kp.consts]
+        self._consts = [(bid, np.array(c, order="C")) for bid, c in kp.consts]
         self._outputs = list(kp.outputs)
         self._input_dtypes = [kp.buffers[b].dtype for b in kp.inputs]
 
@@ -38,7 +38,7 @@ class CpuExecutable:
         bufs: list = [None] * self._n
         for bid, a, dt in zip(self._inputs, arrays, self._input_dtypes):
             if not a.flags.c_contiguous or a.dtype != dt:
-                a = np.ascontiguousarray(a, dtype=dt)
+                a = np.array(a, dtype=dt, order="C")
             bufs[bid] = a
         for bid, c in self._consts:
             bufs[bid] = c
