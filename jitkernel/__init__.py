@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from . import events
-from .api import Jitted, Lowered, jit, make_ir
+from .api import CacheLimitWarning, Jitted, Lowered, Recompilation, jit, make_ir
 from .config import config
 from .errors import (CompileError, IRVerificationError, JitError, TracerArrayConversionError,
                      TracerBoolConversionError, TracerError, TracerIntegerConversionError,
@@ -19,7 +19,7 @@ from .interpreter import eval_program
 
 __version__ = "0.1.0"
 
-__all__ = ["jit", "make_ir", "Jitted", "Lowered", "config", "events", "eval_program",
+__all__ = ["jit", "make_ir", "Jitted", "Lowered", "Recompilation", "CacheLimitWarning", "config", "events", "eval_program",
            "JitError", "TracerError", "TracerBoolConversionError", "TracerIntegerConversionError",
            "TracerArrayConversionError", "UnsupportedOperationError", "CompileError",
            "IRVerificationError", "__version__"]

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
+import warnings
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -59,6 +62,65 @@ class Signature:
         return ", ".join(parts)
 
 
+def _describe_spec(spec: tuple) -> tuple[str, str]:
+    if spec[0] == "py":
+        return "python scalar", spec[1].__name__
+    return "array", f"{spec[1]}{spec[2]}"
+
+
+def signature_diff(old: Signature, new: Signature) -> list[str]:
+    """Why `new` missed the cache, relative to `old`, in NumPy notation, one reason per argument:
+    `x: shape (1000,) -> (2000,)`, `x: dtype float32 -> float64`, `n: static value 3 -> 4`."""
+    if old.treedef != new.treedef or old.names != new.names:
+        return [f"argument tree structure changed: {old.treedef} -> {new.treedef}"]
+    reasons = []
+    for name, a, b in zip(new.names, old.specs, new.specs):
+        if a == b:
+            continue
+        if a[0] == b[0] == "array":
+            if a[1] != b[1]:
+                reasons.append(f"{name}: dtype {a[1]} -> {b[1]}")
+            if a[2] != b[2]:
+                reasons.append(f"{name}: shape {a[2]} -> {b[2]}")
+        elif a[0] == b[0] == "py":
+            reasons.append(f"{name}: Python scalar type {a[1].__name__} -> {b[1].__name__}")
+        else:
+            ka, va = _describe_spec(a)
+            kb, vb = _describe_spec(b)
+            reasons.append(f"{name}: {ka} {va} -> {kb} {vb}")
+    old_static, new_static = dict(old.statics), dict(new.statics)
+    for k in sorted(set(old_static) | set(new_static)):
+        if k not in old_static or k not in new_static:
+            reasons.append(f"{k}: static argument {'added' if k in new_static else 'removed'}")
+        elif old_static[k] != new_static[k] or type(old_static[k]) is not type(new_static[k]):
+            reasons.append(f"{k}: static value {old_static[k]!r} -> {new_static[k]!r}")
+    return reasons or ["signature changed"]
+
+
+@dataclass
+class Recompilation:
+    """One cache miss of a function that already had compiled entries."""
+
+    function: str
+    reasons: list[str]
+    signature: str
+    previous_signature: str
+    compile_seconds: float = 0.0
+    trace_seconds: float = 0.0
+    details: dict = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return (f"jit: {self.function} recompiled ({'; '.join(self.reasons)}); "
+                f"trace {self.trace_seconds * 1e3:.1f} ms, compile {self.compile_seconds * 1e3:.1f} ms")
+
+
+class CacheLimitWarning(UserWarning):
+    """A jitted function reached its limit of compiled entries."""
+
+
+_log = logging.getLogger("jitkernel")
+
+
 class Lowered:
     """A traced, optimised and compiled function for one signature; `as_text(stage)` shows it."""
 
@@ -109,17 +171,27 @@ class Jitted:
         self.static_argnums = frozenset(nums) | frozenset(positional.index(n) for n in names if n in positional)
         self.static_argnames = frozenset(names) | frozenset(positional[i] for i in nums if 0 <= i < len(positional))
         self._positional = positional
-        self._cache: dict[tuple, Compiled] = {}
+        self._cache: dict[tuple, Compiled] = {}  # insertion order = least recently compiled first
+        self._signatures: dict[tuple, Signature] = {}
+        self._recompilations: list[Recompilation] = []
+        self._limit_warned = False
 
     # -- signature -----------------------------------------------------------------------
     def _arg_name(self, i: int) -> str:
         return self._positional[i] if i < len(self._positional) else f"args[{i}]"
 
     def _signature(self, args: tuple, kwargs: dict) -> tuple[Signature, list[np.ndarray]]:
-        dyn_args = tuple(None if i in self.static_argnums else a for i, a in enumerate(args))
+        dyn_args = tuple(a for i, a in enumerate(args) if i not in self.static_argnums)
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
         statics = tuple((self._arg_name(i), args[i]) for i in sorted(self.static_argnums) if i < len(args))
-        statics += tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
+        given = {k: v for k, v in kwargs.items() if k in self.static_argnames}
+        for i, p in enumerate(self._positional):
+            # A static parameter left at its default keys the cache by that default value.
+            if p in self.static_argnames and i >= len(args) and p not in given:
+                default = next(q.default for q in self._params if q.name == p)
+                if default is not inspect.Parameter.empty:
+                    given[p] = default
+        statics += tuple(sorted(given.items()))
         for k, v in statics:
             try:
                 hash(v)
@@ -147,7 +219,8 @@ class Jitted:
             else:
                 names.append(path)
 
-        for i, a in enumerate(dyn_args):
+        dyn_positions = [i for i in range(len(dyn_args) + len(self.static_argnums)) if i not in self.static_argnums]
+        for i, a in zip(dyn_positions, dyn_args):
             walk(a, self._arg_name(i))
         for k in sorted(dyn_kwargs):
             walk(dyn_kwargs[k], k)
@@ -160,7 +233,8 @@ class Jitted:
 
         def build_args(tracers: list) -> tuple[tuple, dict]:
             dyn_args, dyn_kwargs = tree_unflatten(sig.treedef, tracers)
-            full_args = tuple(args[i] if i in self.static_argnums else a for i, a in enumerate(dyn_args))
+            it = iter(dyn_args)
+            full_args = tuple(args[i] if i in self.static_argnums else next(it) for i in range(len(args)))
             full_kwargs = dict(dyn_kwargs)
             full_kwargs.update({k: v for k, v in kwargs.items() if k in self.static_argnames})
             return full_args, full_kwargs
@@ -170,22 +244,58 @@ class Jitted:
     def _compile(self, sig: Signature, args: tuple, kwargs: dict) -> Compiled:
         t0 = events.clock()
         program, out_tree = self._trace(sig, args, kwargs)
+        t1 = events.clock()
         if events.SUBSCRIBERS:
-            events.publish(events.TraceEvent(self.__name__, t0, events.clock() - t0, sig.describe()))
-        return compile_program(program, out_tree, self.backend or config.default_backend,
-                               name=self.__name__, fastmath=self.fastmath)
+            events.publish(events.TraceEvent(self.__name__, t0, t1 - t0, sig.describe()))
+        compiled = compile_program(program, out_tree, self.backend or config.default_backend,
+                                   name=self.__name__, fastmath=self.fastmath)
+        compiled.trace_seconds = t1 - t0
+        compiled.compile_seconds = events.clock() - t1
+        return compiled
+
+    def _closest(self, sig: Signature) -> Signature:
+        return min(self._signatures.values(), key=lambda old: len(signature_diff(old, sig)))
+
+    def _miss(self, sig: Signature, args: tuple, kwargs: dict) -> Compiled:
+        previous = self._closest(sig) if self._signatures else None
+        if events.SUBSCRIBERS:
+            events.publish(events.CacheEvent(self.__name__, events.clock(), 0.0, False, "memory", sig.describe()))
+        compiled = self._compile(sig, args, kwargs)
+        if previous is not None:
+            rec = Recompilation(self.__name__, signature_diff(previous, sig), sig.describe(),
+                                previous.describe(), compiled.compile_seconds, compiled.trace_seconds)
+            self._recompilations.append(rec)
+            if events.SUBSCRIBERS:
+                events.publish(events.RecompileEvent(self.__name__, events.clock(), compiled.compile_seconds
+                                                     + compiled.trace_seconds, reasons=list(rec.reasons),
+                                                     signature=rec.signature))
+            if config.explain_recompiles:
+                _log.warning(str(rec))
+        limit = config.max_cache_entries
+        if len(self._cache) >= limit:
+            if not self._limit_warned:
+                self._limit_warned = True
+                warnings.warn(f"jitted function {self.__name__!r} reached {limit} compiled signatures "
+                              f"(jk.config max_cache_entries); the least recently compiled ones are now "
+                              f"evicted. Recompilation reasons: f.recompilations()", CacheLimitWarning, stacklevel=4)
+            oldest = next(iter(self._cache))
+            del self._cache[oldest], self._signatures[oldest]
+        self._cache[sig.key] = compiled
+        self._signatures[sig.key] = sig
+        return compiled
 
     def _lookup(self, args: tuple, kwargs: dict) -> tuple[Compiled, list[np.ndarray]]:
         sig, arrays = self._signature(args, kwargs)
         compiled = self._cache.get(sig.key)
         if compiled is None:
-            if events.SUBSCRIBERS:
-                events.publish(events.CacheEvent(self.__name__, events.clock(), 0.0, False, "memory", sig.describe()))
-            compiled = self._compile(sig, args, kwargs)
-            self._cache[sig.key] = compiled
+            compiled = self._miss(sig, args, kwargs)
         elif events.SUBSCRIBERS:
             events.publish(events.CacheEvent(self.__name__, events.clock(), 0.0, True, "memory", sig.describe()))
         return compiled, arrays
+
+    def recompilations(self) -> list[Recompilation]:
+        """Every recompilation of this function so far, with its reasons."""
+        return list(self._recompilations)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         compiled, arrays = self._lookup(args, kwargs)
@@ -201,6 +311,7 @@ class Jitted:
 
     def clear_cache(self) -> None:
         self._cache.clear()
+        self._signatures.clear()
 
     def __repr__(self) -> str:
         return f"<jitted function {self.__qualname__}>"

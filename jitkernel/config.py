@@ -14,7 +14,8 @@ class Config:
 
     def __init__(self) -> None:
         self.default_backend = "cpu"
-        self.explain_recompiles = False
+        self.explain_recompiles = False  # log every recompilation with its reasons
+        self.max_cache_entries = 8  # compiled signatures kept per jitted function
 
     def update(self, name: str, value: Any) -> None:
         if not hasattr(self, name):

@@ -66,6 +66,14 @@ class CacheEvent(Event):
 
 
 @dataclass
+class RecompileEvent(Event):
+    """A cache miss of a function that already had entries; duration = trace + compile."""
+
+    reasons: list[str] = field(default_factory=list)
+    signature: str = ""
+
+
+@dataclass
 class RunEvent(Event):
     first: bool = False
     backend: str = ""
