@@ -17,7 +17,7 @@ from .errors import (CompileError, IRVerificationError, JitError, TracerArrayCon
                      UnsupportedOperationError)
 from .interpreter import eval_program
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = ["jit", "make_ir", "Jitted", "Lowered", "Recompilation", "CacheLimitWarning", "config", "events", "eval_program",
            "JitError", "TracerError", "TracerBoolConversionError", "TracerIntegerConversionError",

@@ -152,7 +152,7 @@ class Jitted:
 
     def __init__(self, fun: Callable[..., Any], static_argnums: int | Sequence[int] = (),
                  static_argnames: str | Sequence[str] = (), backend: str | None = None,
-                 fastmath: bool = False, name: str | None = None) -> None:
+                 fastmath: bool = False, name: str | None = None, disk_cache: bool = True) -> None:
         self.fun = fun
         self.__name__ = name or getattr(fun, "__name__", "function")
         self.__qualname__ = getattr(fun, "__qualname__", self.__name__)
@@ -160,6 +160,7 @@ class Jitted:
         self.__wrapped__ = fun
         self.backend = backend
         self.fastmath = bool(fastmath)
+        self.disk_cache = bool(disk_cache)
         nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
         names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
         try:
@@ -248,7 +249,8 @@ class Jitted:
         if events.SUBSCRIBERS:
             events.publish(events.TraceEvent(self.__name__, t0, t1 - t0, sig.describe()))
         compiled = compile_program(program, out_tree, self.backend or config.default_backend,
-                                   name=self.__name__, fastmath=self.fastmath)
+                                   name=self.__name__, fastmath=self.fastmath,
+                                   disk_cache=self.disk_cache and config.disk_cache)
         compiled.trace_seconds = t1 - t0
         compiled.compile_seconds = events.clock() - t1
         return compiled
@@ -298,6 +300,10 @@ class Jitted:
         return list(self._recompilations)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from .trace import Tracer
+        if any(isinstance(leaf, Tracer) for leaf in tree_flatten((args, kwargs))[0]):
+            # Called on traced values inside another jitted function: inline into that trace.
+            return self.fun(*args, **kwargs)
         compiled, arrays = self._lookup(args, kwargs)
         return compiled(arrays)
 
@@ -322,10 +328,12 @@ class Jitted:
 
 def jit(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[int] = (),
         static_argnames: str | Sequence[str] = (), backend: str | None = None,
-        fastmath: bool = False) -> Any:
+        fastmath: bool = False, disk_cache: bool = True) -> Any:
     """Compile `fun` on first call for each argument signature (usable with or without arguments).
 
     backend: "cpu" (LLVM, the default) or "interpret" (the NumPy reference interpreter).
+    fastmath: allow LLVM's fast-math rewrites on every float op (see docs/numpy-support.md).
+    disk_cache: reuse machine code from the persistent cache (jitkernel.cache) across processes.
 
     >>> import numpy as np, jitkernel as jk
     >>> @jk.jit(static_argnums=1)
@@ -336,7 +344,7 @@ def jit(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence
     """
     def wrap(f: Callable[..., Any]) -> Jitted:
         return Jitted(f, static_argnums=static_argnums, static_argnames=static_argnames,
-                      backend=backend, fastmath=fastmath)
+                      backend=backend, fastmath=fastmath, disk_cache=disk_cache)
     return wrap if fun is None else wrap(fun)
 
 

@@ -16,6 +16,7 @@ class Config:
         self.default_backend = "cpu"
         self.explain_recompiles = False  # log every recompilation with its reasons
         self.max_cache_entries = 8  # compiled signatures kept per jitted function
+        self.disk_cache = True  # persistent machine-code cache (jitkernel.cache)
 
     def update(self, name: str, value: Any) -> None:
         if not hasattr(self, name):

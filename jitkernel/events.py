@@ -46,6 +46,7 @@ class FuseEvent(Event):
     library_calls: int = 0
     graph_ops: int = 0
     groups: list[dict[str, Any]] = field(default_factory=list)  # one per kernel: ops, bytes
+    bytes_unfused: int = 0  # bytes an op-by-op execution would move
 
 
 @dataclass

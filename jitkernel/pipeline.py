@@ -46,12 +46,13 @@ class Compiled:
 
 
 def compile_program(program: Program, out_tree: TreeDef, backend: str, *, name: str,
-                    fastmath: bool = False) -> Compiled:
+                    fastmath: bool = False, disk_cache: bool = True) -> Compiled:
     """Optimise `program` and compile it with `backend` ("cpu" or "interpret")."""
     t0 = events.clock()
     optimized = optimize(program)
     if events.SUBSCRIBERS:
         events.publish(events.OptimizeEvent(name, t0, events.clock() - t0, len(program.eqns), len(optimized.eqns)))
     from .backends import get_backend
-    executable, texts = get_backend(backend).compile(optimized, name=name, fastmath=fastmath)
+    executable, texts = get_backend(backend).compile(optimized, name=name, fastmath=fastmath,
+                                                     disk_cache=disk_cache)
     return Compiled(name, backend, program, optimized, out_tree, executable, texts)

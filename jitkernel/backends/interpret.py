@@ -12,7 +12,8 @@ from ..ir import Program
 class InterpretBackend:
     name = "interpret"
 
-    def compile(self, program: Program, *, name: str, fastmath: bool = False) -> tuple[Any, dict]:
+    def compile(self, program: Program, *, name: str, fastmath: bool = False,
+                disk_cache: bool = True) -> tuple[Any, dict]:
         def run(arrays: list[np.ndarray]) -> list[np.ndarray]:
             return [np.array(o, order="C", copy=True) for o in eval_program(program, arrays, check=False)]
         return run, {}

@@ -67,11 +67,24 @@ def optimize(mod: llvm.ModuleRef, level: int = 3) -> llvm.ModuleRef:
     return mod
 
 
-class JitLibrary:
-    """Linked machine code of one module; keeps the ORC resource tracker (and so the code) alive."""
+def emit_object(mod: llvm.ModuleRef) -> bytes:
+    with _lock:
+        return shared_target_machine().emit_object(mod)
 
-    def __init__(self, optimized_ir: str, symbols: list[str]) -> None:
-        builder = llvm.JITLibraryBuilder().add_ir(optimized_ir)
+
+def toolchain_fingerprint() -> str:
+    """What the machine code depends on besides the IR: LLVM, the host CPU and its features."""
+    _init()
+    return "|".join([".".join(map(str, llvm.llvm_version_info)), llvm.get_process_triple(),
+                     llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()])
+
+
+class JitLibrary:
+    """Linked machine code of one module (object code); keeps the ORC resource tracker (and so the
+    code) alive."""
+
+    def __init__(self, objects: bytes, symbols: list[str]) -> None:
+        builder = llvm.JITLibraryBuilder().add_object_img(objects)
         for s in symbols:
             builder.export_symbol(s)
         try:
