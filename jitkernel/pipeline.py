@@ -33,6 +33,32 @@ class Compiled:
             raise ValueError(f"stage {stage!r} is not available for the {self.backend} backend")
         return self._texts[stage]()
 
+    def fast_entry(self, scalar_dtypes: list) -> Callable[[tuple], Any]:
+        """A call path for positional arguments whose signature is already known to match
+        (used only while nobody subscribes to events): Python scalars are converted, the
+        executable runs, outputs are finished."""
+        run = getattr(self.executable, "run", self.executable)
+        convert = [(i, dt) for i, dt in enumerate(scalar_dtypes) if dt is not None]
+        single = self.out_tree.kind == "leaf" and self.optimized.outvars[0].aval.ndim > 0
+        run_single = getattr(self.executable, "run_single", None)
+        if single and not convert and run_single is not None:
+            return run_single
+        finish = self.finish
+
+        def entry(args: tuple) -> Any:
+            if convert:
+                args = list(args)
+                for i, dt in convert:
+                    args[i] = np.asarray(args[i], dt)
+            if single:
+                return run(args)[0]
+            return finish(run(args))
+        return entry
+
+    def finish(self, outs: list[np.ndarray]) -> Any:
+        # NumPy returns scalars, not 0-d arrays, from ufuncs and reductions: so do we.
+        return tree_unflatten(self.out_tree, [o[()] if o.ndim == 0 else o for o in outs])
+
     def __call__(self, arrays: list[np.ndarray]) -> Any:
         if events.SUBSCRIBERS:
             t0 = events.clock()
@@ -41,8 +67,7 @@ class Compiled:
         else:
             outs = self.executable(arrays)
         self.calls += 1
-        # NumPy returns scalars, not 0-d arrays, from ufuncs and reductions: so do we.
-        return tree_unflatten(self.out_tree, [o[()] if o.ndim == 0 else o for o in outs])
+        return self.finish(outs)
 
 
 def compile_program(program: Program, out_tree: TreeDef, backend: str, *, name: str,

@@ -8,7 +8,7 @@ segment, whatever the number of kernels in it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import llvmlite.ir as ir
 import numpy as np
@@ -19,10 +19,16 @@ from .ops import OpLowering
 from .types import F32, I1, I32, I64, I8, PTR, VOID, constant, is_float, is_signed, mem_type, reg_type
 
 
+# Offset of `data` in NumPy's PyArrayObject (after the 16-byte PyObject header); part of NumPy's
+# ABI and checked once at import by runtime.py.
+DATA_OFFSET = 16
+
+
 @dataclass
 class Segment:
     name: str
     kernels: list[Kernel]
+    buffers: list[int] = field(default_factory=list)  # argument order of the native function
 
 
 def _used_buffers(kernel: Kernel) -> list[int]:
@@ -225,21 +231,21 @@ class KernelRenderer:
         return fn, used
 
     def render_segment(self, seg: Segment) -> ir.Function:
-        fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR, PTR]), seg.name)
+        """`segment_N(PyArrayObject* b0, ..., i32* status)`: reads each array's data pointer
+        itself (field `data` at offset DATA_OFFSET), so a call from Python passes only `id()`s."""
+        seg.buffers = sorted({b for k in seg.kernels for b in _used_buffers(k)})
+        fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR] * len(seg.buffers) + [PTR]), seg.name)
         fn.attributes.add("nounwind")
-        bufs_arg, status = fn.args
+        status = fn.args[-1]
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         ptrs: dict[int, ir.Value] = {}
+        for bid, obj in zip(seg.buffers, fn.args):
+            slot = b.gep(obj, [ir.Constant(I64, DATA_OFFSET)], inbounds=True, source_etype=I8)
+            ptrs[bid] = b.load(slot, typ=PTR)
         for kernel in seg.kernels:
             kfn, used = self.render_kernel(kernel)
-            args = []
-            for bid in used:
-                if bid not in ptrs:
-                    slot = b.gep(bufs_arg, [ir.Constant(I64, bid)], inbounds=True, source_etype=PTR)
-                    ptrs[bid] = b.load(slot, typ=PTR)
-                args.append(ptrs[bid])
             outer = kernel.domain[0] if kernel.domain else 1
-            b.call(kfn, args + [ir.Constant(I64, 0), ir.Constant(I64, outer), status])
+            b.call(kfn, [ptrs[bid] for bid in used] + [ir.Constant(I64, 0), ir.Constant(I64, outer), status])
         b.ret_void()
         return fn
 
