@@ -8,7 +8,7 @@ from ..._version import __version__
 from ...fusion import schedule
 from ...fusion.schedule import unfused_bytes
 from ...ir import Program
-from . import compiler
+from . import compiler, vector_math
 from .render import Segment, render_module
 from .runtime import CpuExecutable
 
@@ -30,7 +30,7 @@ class CpuBackend:
         t1 = events.clock()
         tm = compiler.shared_target_machine()
         module, steps, _ = render_module(kp, tm.triple, str(tm.target_data), fastmath)
-        llvm_text = str(module)
+        llvm_text = vector_math.annotate(str(module))
         mod = compiler.parse_and_verify(llvm_text)
         if events.SUBSCRIBERS:
             events.publish(events.CodegenEvent(name, t1, events.clock() - t1, "cpu"))

@@ -46,7 +46,10 @@ class OpLowering:
         if name in self.module.globals:
             return self.module.globals[name]
         fn = ir.Function(self.module, ir.FunctionType(ty, [ty] * nargs), name)
-        fn.attributes.add("nounwind")
+        # Pure math (errno is never read): without readnone LLVM cannot widen the call to its
+        # libmvec variant and scalarises it inside vector loops.
+        for attr in ("nounwind", "readnone"):
+            fn.attributes.add(attr)
         self.libm_calls.add(name)
         return fn
 

@@ -114,9 +114,14 @@ class KernelRenderer:
     # -- reductions ------------------------------------------------------------------------
     @staticmethod
     def acc_dtype(st: Store) -> np.dtype:
+        """Accumulator dtype: float16 sums/products accumulate in float32 and float32 sums in
+        float64. Vectorised reassociated sums keep one partial sum per lane instead of NumPy's
+        pairwise tree; a wider accumulator makes them at least as accurate as NumPy's."""
         dt = st.value.dtype
         if dt == np.float16 and st.reduce in ("sum", "prod"):
-            return np.dtype(np.float32)  # accumulate float16 in float32
+            return np.dtype(np.float32)
+        if dt == np.float32 and st.reduce == "sum":
+            return np.dtype(np.float64)
         return dt
 
     def reduce_init(self, st: Store) -> ir.Constant:
@@ -138,7 +143,7 @@ class KernelRenderer:
         dt = st.value.dtype
         op = st.reduce
         if self.acc_dtype(st) != dt:
-            x = b.fpext(x, F32)
+            x = b.fpext(x, reg_type(self.acc_dtype(st)))
         flags = ("fast",) if self.fastmath else ("reassoc",)
         if op == "sum":
             return b.fadd(acc, x, flags=flags) if is_float(dt) else (b.or_(acc, x) if dt.kind == "b" else b.add(acc, x))
