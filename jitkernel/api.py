@@ -28,7 +28,9 @@ def _leaf_spec(leaf: Any, where: str) -> tuple:
         t = bool if isinstance(leaf, bool) else int if isinstance(leaf, int) else float
         return ("py", t)
     if isinstance(leaf, (np.ndarray, np.generic)):
-        return ("array", check_dtype(leaf.dtype, where), tuple(leaf.shape))
+        # Byte-swapped data (">f4" on a little-endian host) is the same dtype to NumPy's rules.
+        dt = leaf.dtype if leaf.dtype.isnative else leaf.dtype.newbyteorder("=")
+        return ("array", check_dtype(dt, where), tuple(leaf.shape))
     if isinstance(leaf, complex):
         check_dtype(np.complex128, where)
     raise TypeError(f"{where}: jitkernel cannot pass a value of type {type(leaf).__name__} to a jitted "
@@ -40,7 +42,7 @@ def _leaf_array(leaf: Any, spec: tuple) -> np.ndarray:
         if spec[1] is int and not (-2**63 <= leaf < 2**63):
             raise OverflowError(f"Python integer {leaf} out of bounds for int64")
         return np.asarray(leaf, dtype=_PY_SCALAR_DTYPES[spec[1]])
-    return np.asarray(leaf)
+    return np.asarray(leaf, dtype=spec[1])  # a copy in native byte order only when it is not
 
 
 class Signature:

@@ -71,7 +71,9 @@ Node = Load | Literal | Compute | IndexValue
 class Store:
     """Write `value` to buffer[offset] for every point of the kernel domain; with `reduce`, the
     values over the trailing reduced loops are combined first (argmax/argmin store
-    `reduce_index`, the position inside the reduced loops, of the winner)."""
+    `reduce_index`, the position inside the reduced loops, of the winner). A `reduce` store in
+    a kernel without reduced loops accumulates in memory: the buffer is set to the identity
+    first, then every point combines into buffer[offset] (offset ignores the reduced axes)."""
 
     buffer: int
     offset: Aff

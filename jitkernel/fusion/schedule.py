@@ -88,13 +88,17 @@ class _Scheduler:
             stack.extend(self.producer[u].inputs)
         return seen
 
-    def _cost(self, u: Var, mat: set[Var], memo: dict[Var, int]) -> int:
+    def _cost(self, u: Var, mat: set[Var], memo: dict[Var, float]) -> float:
+        """Per-element cost of recomputing `u`; work on smaller (later broadcast) values is
+        amortised by their size ratio, since LLVM hoists it out of the inner loops."""
         if u in memo:
             return memo[u]
         if u in mat or u in self.leaves:
-            return 0
+            return 0.0
         eqn = self.producer[u]
-        memo[u] = _op_cost(eqn) + sum(self._cost(w, mat, memo) for w in eqn.inputs)
+        size = max(u.aval.size, 1)
+        memo[u] = _op_cost(eqn) + sum(self._cost(w, mat, memo) * min(w.aval.size / size, 1.0)
+                                      for w in eqn.inputs)
         return memo[u]
 
     # -- buffers ---------------------------------------------------------------------
@@ -206,6 +210,15 @@ class _Scheduler:
             x = eqn.inputs[0]
             axes = eqn.params["axes"] if "axes" in eqn.params else (eqn.params["axis"],)
             kept = [d for d in range(x.aval.ndim) if d not in axes]
+            op = _REDUCE_OPS[eqn.prim]
+            if kept and kept[-1] == x.aval.ndim - 1 and op not in ("argmax", "argmin"):
+                # The innermost axis is kept (column-like reduction): walk the input in memory
+                # order and accumulate into the output buffer, a vectorisable read-modify-write.
+                domain = x.aval.shape
+                index = tuple(ix.var(d) for d in range(x.aval.ndim))
+                value = self.expr(x, index, domain, {}, ops)
+                offset = ix.linearize([ix.var(d) for d in kept], v.aval.shape)
+                return [self._kernel(f"k{n}_{eqn.prim}", domain, 0, [Store(out, offset, value, op)], ops)]
             order = kept + list(axes)
             domain = tuple(x.aval.shape[d] for d in order)
             index = [None] * x.aval.ndim
@@ -213,7 +226,6 @@ class _Scheduler:
                 index[d] = ix.var(pos)
             value = self.expr(x, tuple(index), domain, {}, ops)
             offset = ix.linearize([ix.var(k) for k in range(len(kept))], v.aval.shape)
-            op = _REDUCE_OPS[eqn.prim]
             red_index = ix.var(len(kept)) if op in ("argmax", "argmin") else None
             return [self._kernel(f"k{n}_{eqn.prim}", domain, len(axes),
                                  [Store(out, offset, value, op, red_index)], ops)]

@@ -124,8 +124,8 @@ class KernelRenderer:
             return np.dtype(np.float64)
         return dt
 
-    def reduce_init(self, st: Store) -> ir.Constant:
-        dt = self.acc_dtype(st)
+    def reduce_init(self, st: Store, in_memory: bool = False) -> ir.Constant:
+        dt = st.value.dtype if in_memory else self.acc_dtype(st)
         op = st.reduce
         if op in ("sum", "or"):
             return constant(dt, 0)
@@ -139,10 +139,22 @@ class KernelRenderer:
         info = np.iinfo(dt)
         return constant(dt, info.max if big else info.min)
 
-    def combine(self, b: ir.IRBuilder, st: Store, acc: ir.Value, x: ir.Value, ops: OpLowering) -> ir.Value:
+    def fill(self, b: ir.IRBuilder, st: Store, env: dict) -> None:
+        """buffer[:] = identity of the reduction (memory-accumulated reductions)."""
+        buf = self.kp.buffers[st.buffer]
+        size = int(np.prod(buf.shape, dtype=np.int64))
+        init = self.reduce_init(st, in_memory=True)
+        value = b.zext(init, I8) if st.value.dtype.kind == "b" else init
+
+        def body(bb: ir.IRBuilder, i: ir.Value) -> None:
+            bb.store(value, bb.gep(env["bufs"][st.buffer], [i], inbounds=True, source_etype=mem_type(st.value.dtype)))
+        self.loop(b, ir.Constant(I64, 0), ir.Constant(I64, size), body, "fill")
+
+    def combine(self, b: ir.IRBuilder, st: Store, acc: ir.Value, x: ir.Value, ops: OpLowering,
+                in_memory: bool = False) -> ir.Value:
         dt = st.value.dtype
         op = st.reduce
-        if self.acc_dtype(st) != dt:
+        if not in_memory and self.acc_dtype(st) != dt:
             x = b.fpext(x, reg_type(self.acc_dtype(st)))
         flags = ("fast",) if self.fastmath else ("reassoc",)
         if op == "sum":
@@ -185,7 +197,11 @@ class KernelRenderer:
         ops = OpLowering(self.module, b, status, self.fastmath)
         env = {"bufs": dict(zip(used, fn.args)), "loops": [None] * len(kernel.domain)}
         n_kept = len(kernel.kept)
-        reduced = [s for s in kernel.stores if s.reduce]
+        in_memory = [s for s in kernel.stores if s.reduce and kernel.n_reduce == 0
+                     and s.reduce not in ("argmax", "argmin")]
+        for s in in_memory:
+            self.fill(b, s, env)
+        reduced = [s for s in kernel.stores if s.reduce and s not in in_memory]
         accs = {id(s): b.alloca(reg_type(self.acc_dtype(s))) for s in reduced}
         idxs = {id(s): b.alloca(I64) for s in reduced if s.reduce in ("argmax", "argmin")}
 
@@ -204,6 +220,14 @@ class KernelRenderer:
                         x = self.node(bb, s.value, env, memo, ops)
                         if not s.reduce:
                             self.store(bb, s.buffer, s.offset, x, s.value.dtype, env)
+                        elif s in in_memory:
+                            ptr = bb.gep(env["bufs"][s.buffer], [self.aff(bb, s.offset, env["loops"])],
+                                         inbounds=True, source_etype=mem_type(s.value.dtype))
+                            acc = bb.load(ptr, typ=mem_type(s.value.dtype))
+                            if s.value.dtype.kind == "b":
+                                acc = bb.icmp_unsigned("!=", acc, ir.Constant(I8, 0))
+                            self.store(bb, s.buffer, s.offset, self.combine(bb, s, acc, x, ops, in_memory=True),
+                                       s.value.dtype, env)
                         elif id(s) in idxs:
                             acc = bb.load(accs[id(s)], typ=reg_type(s.value.dtype))
                             better = self.arg_better(bb, s, acc, x)
