@@ -1,78 +1,104 @@
-"""`jitkernel` command line: `jitkernel demo` traces, compiles and runs the bundled example."""
+"""`jitkernel` command line.
+
+- `jitkernel demo`: executes notebooks/quickstart.ipynb headless in the "Python 3 (jitkernel)"
+  kernel (installing that kernelspec into this environment if needed), writes the executed
+  notebook and an HTML rendering with the inline plots, and prints the profile table.
+- `jitkernel install-kernel`: installs the kernelspec.
+
+The notebook tooling lives in the `magics` package and is imported only by these commands.
+"""
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
+from pathlib import Path
 
-import numpy as np
+PROFILE_TAG = "jitkernel-profile"  # the quickstart cell whose report the demo prints
 
 
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:8.3f} ms"
+def _default_notebook() -> Path:
+    return Path(__file__).resolve().parent.parent / "notebooks" / "quickstart.ipynb"
 
 
 def demo(args: argparse.Namespace) -> int:
-    import jitkernel as jk
-    from jitkernel import events
-    from jitkernel.examples.mlp import example_inputs, layer
+    """Run the quickstart notebook in a real kernel; write it and its HTML; print the profile."""
+    import nbformat
+    from nbclient.exceptions import CellExecutionError
 
-    phases: dict[str, float] = {}
+    from magics.kernelspec import KERNEL_NAME, ensure_kernelspec
+    from magics.nbhtml import notebook_to_html
+    from magics.nbrun import cell_outputs, execute_notebook
 
-    def record(e: events.Event) -> None:
-        key = type(e).__name__.replace("Event", "").lower()
-        phases[key] = phases.get(key, 0.0) + e.duration
-
-    unsubscribe = events.subscribe(record)
-    x, w, b = example_inputs()
-    f = jk.jit(layer)
+    notebook = Path(args.notebook) if args.notebook else _default_notebook()
+    if not notebook.is_file():
+        print(f"jitkernel demo: notebook not found: {notebook} (the demo runs from a source checkout; "
+              "pass --notebook PATH)", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    spec_dir = ensure_kernelspec(KERNEL_NAME)
+    print(f"kernel: {KERNEL_NAME} ({spec_dir})")
+    print(f"executing {notebook} ...", flush=True)
     t0 = time.perf_counter()
-    y, m = f(x, w, b)
-    first_call = time.perf_counter() - t0
-    unsubscribe()
-    warm = []
-    for _ in range(args.repeat):
-        t = time.perf_counter()
-        f(x, w, b)
-        warm.append(time.perf_counter() - t)
-    numpy_times = []
-    for _ in range(args.repeat):
-        t = time.perf_counter()
-        ey, em = layer(x, w, b)
-        numpy_times.append(time.perf_counter() - t)
-    ok = np.allclose(y, ey, rtol=1e-4, atol=1e-4) and np.isclose(m, em, rtol=1e-5)
+    failed: CellExecutionError | None = None
+    try:
+        nb = execute_notebook(notebook, KERNEL_NAME, spec_dir.parent, cwd=out, timeout=args.timeout,
+                              kernel_log=out / "kernel.log")
+    except CellExecutionError as e:
+        failed = e
+        nb = getattr(e, "nb", None)
+    elapsed = time.perf_counter() - t0
+    if nb is None:  # nbclient does not hand back the partial notebook: re-read for the record
+        nb = nbformat.read(notebook, as_version=4)
+    ipynb = out / notebook.name
+    html_path = ipynb.with_suffix(".html")
+    nbformat.write(nb, ipynb)
+    html_path.write_text(notebook_to_html(nb, title=f"jitkernel demo: {notebook.stem}"), encoding="utf-8")
+    if failed is not None:
+        print(f"\na cell failed ({failed.ename}: {failed.evalue})", file=sys.stderr)
+        print(str(failed)[-3000:], file=sys.stderr)
+        print(f"\npartial outputs: {ipynb}; kernel log: {out / 'kernel.log'}", file=sys.stderr)
+        return 1
+    print(f"executed in {elapsed:.1f} s\n")
+    tables = [o["data"]["text/plain"] for o in cell_outputs(nb, PROFILE_TAG)
+              if o.get("output_type") in ("display_data", "execute_result") and "text/html" in o.get("data", {})]
+    if tables:
+        print(tables[0] if isinstance(tables[0], str) else "".join(tables[0]))
+    else:
+        print(f"(no profile table found in the cell tagged {PROFILE_TAG!r})")
+    images = sum("image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
+    print(f"\nwrote {ipynb}")
+    print(f"wrote {html_path} ({images} inline plot{'s' if images != 1 else ''})")
+    return 0
 
-    lowered = f.lower(x, w, b)
-    print("== example: jitkernel/examples/mlp.py ==")
-    print("def layer(x, w, b):\n    h = np.tanh(x @ w + b)\n    return (h * h).sum(axis=1), h.max()\n")
-    print(f"inputs: x {x.dtype}{list(x.shape)}, w {w.dtype}{list(w.shape)}, b {b.dtype}{list(b.shape)}\n")
-    print("== traced IR (jk.make_ir(layer)(x, w, b)) ==")
-    print(jk.make_ir(layer)(x, w, b))
-    print("\n== fused kernels (f.lower(x, w, b).as_text('kernels')) ==")
-    print(lowered.as_text("kernels"))
-    if args.llvm:
-        print("\n== optimised LLVM IR ==")
-        print(lowered.as_text("llvm"))
-    print("\n== times ==")
-    for name in ("trace", "optimize", "fuse", "codegen", "compile", "run"):
-        if name in phases:
-            label = "first run" if name == "run" else name
-            print(f"  {label:<12}{_ms(phases[name])}")
-    print(f"  {'first call':<12}{_ms(first_call)}  (trace + compile + first run)")
-    print(f"  {'warm run':<12}{_ms(statistics.median(warm))}  (median of {args.repeat})")
-    print(f"  {'NumPy':<12}{_ms(statistics.median(numpy_times))}  (median of {args.repeat}, same inputs)")
-    print(f"\nresults match NumPy: {ok}")
-    return 0 if ok else 1
+
+def install_kernel(args: argparse.Namespace) -> int:
+    """Install the "Python 3 (jitkernel)" kernelspec."""
+    from magics.kernelspec import install_kernelspec
+
+    path = install_kernelspec(args.name, user=args.user, prefix=args.prefix)
+    print(f"installed kernelspec {args.name!r} (\"Python 3 (jitkernel)\") in {path}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="jitkernel", description="NumPy traced, fused and compiled with LLVM.")
     sub = parser.add_subparsers(dest="command", required=True)
-    p_demo = sub.add_parser("demo", help="trace, compile and run the bundled example; print IR, kernels and times")
-    p_demo.add_argument("--repeat", type=int, default=20, help="warm runs to time (default 20)")
-    p_demo.add_argument("--llvm", action="store_true", help="also print the optimised LLVM IR")
+    p_demo = sub.add_parser("demo", help="run the quickstart notebook headless; write it as .ipynb and .html "
+                                         "and print the profile table")
+    p_demo.add_argument("--out", default="jitkernel-demo-output",
+                        help="output folder (default: ./jitkernel-demo-output)")
+    p_demo.add_argument("--notebook", default=None, help="notebook to run (default: notebooks/quickstart.ipynb)")
+    p_demo.add_argument("--timeout", type=int, default=300, help="per-cell timeout in seconds (default 300)")
     p_demo.set_defaults(run=demo)
+    p_kernel = sub.add_parser("install-kernel", help='install the "Python 3 (jitkernel)" Jupyter kernelspec')
+    where = p_kernel.add_mutually_exclusive_group()
+    where.add_argument("--user", action="store_true", help="install for the current user")
+    where.add_argument("--prefix", default=None, help="install under PREFIX/share/jupyter/kernels "
+                                                      "(default: this environment, sys.prefix)")
+    p_kernel.add_argument("--name", default="jitkernel", help="kernelspec name (default: jitkernel)")
+    p_kernel.set_defaults(run=install_kernel)
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -14,7 +14,8 @@ from .index import Aff
 
 @dataclass(frozen=True)
 class Buffer:
-    """A C-contiguous array the program reads or writes. role: input|const|temp|output."""
+    """A C-contiguous array the program reads or writes. role: input|const|temp|output, or
+    scratch (one row per running row kernel, on its stack; see RowKernel)."""
 
     id: int
     shape: tuple[int, ...]
@@ -96,6 +97,25 @@ class Kernel:
 
 
 @dataclass
+class RowKernel:
+    """Several kernels that share their outer loops (the rows of a softmax, a layer norm, a
+    variance): for each outer index, the phases run in order, each over its own inner loops.
+    A phase may read what an earlier phase wrote for the same row (row scalars, row
+    temporaries). `scratch` buffers are row-local temporaries: one row of storage, private to
+    the running kernel (a stack array), indexed without the outer part."""
+
+    name: str
+    outer: tuple[int, ...]
+    phases: list[Kernel]  # each phase's domain starts with `outer`
+    scratch: dict[int, int] = field(default_factory=dict)  # buffer id -> elements per row
+    graph_ops: list[str] = field(default_factory=list)
+
+    @property
+    def domain(self) -> tuple[int, ...]:
+        return self.outer
+
+
+@dataclass
 class LibraryCall:
     """A step run by a library (dot_general through NumPy's BLAS on the CPU)."""
 
@@ -114,7 +134,7 @@ class KernelProgram:
     inputs: list[int]  # buffer per program input
     consts: list[tuple[int, np.ndarray]]  # buffer and value per constant
     outputs: list[int]  # buffer per program output
-    steps: list[Kernel | LibraryCall]
+    steps: list[Kernel | RowKernel | LibraryCall]
     fusion_record: list[dict[str, Any]] = field(default_factory=list)
 
     def __str__(self) -> str:

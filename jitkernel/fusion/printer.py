@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..ir.types import short_dtype
-from .kernel_ir import Compute, IndexValue, Kernel, KernelProgram, Literal, Load, Node
+from .kernel_ir import Compute, IndexValue, Kernel, KernelProgram, Literal, Load, Node, RowKernel
 
 
 def _node_text(node: Node, names: dict, lines: list[str], bufs: dict) -> str:
@@ -24,10 +24,10 @@ def _node_text(node: Node, names: dict, lines: list[str], bufs: dict) -> str:
     return name
 
 
-def format_kernel(kernel: Kernel, bufs: dict) -> list[str]:
+def format_kernel(kernel: Kernel, bufs: dict, first: int = 0, indent: str = "  ") -> list[str]:
     loops = ", ".join(f"i{d}<{n}" + (" (reduce)" if d >= len(kernel.kept) else "")
-                      for d, n in enumerate(kernel.domain))
-    lines = [f"  kernel {kernel.name} over [{loops}]:"]
+                      for d, n in enumerate(kernel.domain) if d >= first)
+    lines = [f"{indent}kernel {kernel.name} over [{loops}]:" if not first else f"{indent}phase over [{loops}]:"]
     if kernel.graph_ops:
         lines.append(f"    fuses: {'; '.join(kernel.graph_ops)}")
     names: dict = {}
@@ -46,10 +46,24 @@ def format_kernel_program(kp: KernelProgram) -> str:
     temps = [b for b in kp.buffers.values() if b.role == "temp"]
     if temps:
         lines.append("  temps: " + ", ".join(str(b) for b in temps))
+    scratch = [b for b in kp.buffers.values() if b.role == "scratch"]
+    if scratch:
+        lines.append("  row scratch: " + ", ".join(str(b) for b in scratch))
     lines.append("  outputs: " + ", ".join(str(kp.buffers[b]) for b in kp.outputs))
     for step in kp.steps:
         if isinstance(step, Kernel):
             lines += format_kernel(step, kp.buffers)
+        elif isinstance(step, RowKernel):
+            outer = ", ".join(f"i{d}<{n}" for d, n in enumerate(step.outer))
+            lines.append(f"  row kernel {step.name} over rows [{outer}], {len(step.phases)} phases:")
+            if step.graph_ops:
+                lines.append(f"    fuses: {'; '.join(step.graph_ops)}")
+            if step.scratch:
+                lines.append("    row scratch: " + ", ".join(f"%{b} ({n} per row)" for b, n in step.scratch.items()))
+            for phase in step.phases:
+                lines += format_kernel(phase, kp.buffers, first=len(step.outer), indent="    ")[0:1]
+                lines += [ln for ln in format_kernel(phase, kp.buffers, first=len(step.outer), indent="    ")[1:]
+                          if not ln.strip().startswith("fuses:")]
         else:
             ins = ", ".join(f"%{b}" for b in step.inputs)
             lines.append(f"  library {step.name}: %{step.output} = {step.prim}({ins}) {step.params}")

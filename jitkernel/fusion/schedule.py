@@ -19,7 +19,8 @@ from ..ir import AType, Eqn, Program, Var, primitives
 from . import index as ix
 from .index import Aff
 from .kernel_ir import (Buffer, Compute, IndexValue, Kernel, KernelProgram, LibraryCall, Literal,
-                        Load, Node, Store)
+                        Load, Node, RowKernel, Store)
+from .rows import fuse_rows
 
 # Relative cost of recomputing one element; movement ops are free (index maps).
 _EXPENSIVE = {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
@@ -156,8 +157,7 @@ class _Scheduler:
         return f"{e.prim}->{e.outputs[0].aval}"
 
     def _kernel(self, name: str, domain: tuple[int, ...], n_reduce: int, stores: list[Store], ops: set[int]) -> Kernel:
-        k = Kernel(name, tuple(domain), n_reduce, stores, [self._eqn_text(i) for i in sorted(ops)])
-        return collapse_kernel(k)
+        return Kernel(name, tuple(domain), n_reduce, stores, [self._eqn_text(i) for i in sorted(ops)])
 
     def build(self) -> KernelProgram:
         program = self.program
@@ -196,6 +196,8 @@ class _Scheduler:
             steps.append(self._kernel(f"k{len(steps)}_copy", shape, 0,
                                       [Store(b, ix.linearize(index, shape), value)], ops))
         kp = KernelProgram(program.name, self.buffers, inputs, consts, outputs, steps)
+        kp = fuse_rows(kp)
+        kp.steps = [collapse_step(step) for step in kp.steps]
         kp.fusion_record = fusion_record(program, kp)
         return kp
 
@@ -251,16 +253,17 @@ class _Scheduler:
 # -- loop-nest simplification ------------------------------------------------------------
 
 
-def _map_affs(kernel: Kernel, f) -> Kernel:
+def map_affs_by_buffer(kernel: Kernel, f) -> Kernel:
+    """Rebuild `kernel` with every index map `a` replaced by `f(buffer id or None, a)`."""
     memo: dict = {}
 
     def node(nd: Node) -> Node:
         if nd in memo:
             return memo[nd]
         if isinstance(nd, Load):
-            r = Load(nd.buffer, f(nd.offset), nd.dtype)
+            r = Load(nd.buffer, f(nd.buffer, nd.offset), nd.dtype)
         elif isinstance(nd, IndexValue):
-            r = IndexValue(f(nd.index), nd.dtype)
+            r = IndexValue(f(None, nd.index), nd.dtype)
         elif isinstance(nd, Compute):
             r = Compute(nd.prim, tuple(node(a) for a in nd.args), nd.params, nd.dtype)
         else:
@@ -268,9 +271,13 @@ def _map_affs(kernel: Kernel, f) -> Kernel:
         memo[nd] = r
         return r
 
-    stores = [Store(s.buffer, f(s.offset), node(s.value), s.reduce,
-                    f(s.reduce_index) if s.reduce_index is not None else None) for s in kernel.stores]
+    stores = [Store(s.buffer, f(s.buffer, s.offset), node(s.value), s.reduce,
+                    f(None, s.reduce_index) if s.reduce_index is not None else None) for s in kernel.stores]
     return Kernel(kernel.name, kernel.domain, kernel.n_reduce, stores, kernel.graph_ops)
+
+
+def _map_affs(kernel: Kernel, f) -> Kernel:
+    return map_affs_by_buffer(kernel, lambda _bid, a: f(a))
 
 
 def _all_affs(kernel: Kernel) -> list[Aff]:
@@ -283,12 +290,21 @@ def _nonlinear_count(kernel: Kernel) -> int:
     return sum(len([t for t in a.terms if t[0][0] != "i"]) for a in _all_affs(kernel))
 
 
-def collapse_kernel(kernel: Kernel) -> Kernel:
+def collapse_step(step: Any) -> Any:
+    if isinstance(step, Kernel):
+        return collapse_kernel(step)
+    if isinstance(step, RowKernel):
+        step.phases = [collapse_kernel(p, first=len(step.outer)) for p in step.phases]
+    return step
+
+
+def collapse_kernel(kernel: Kernel, first: int = 0) -> Kernel:
     """Drop size-1 loops and merge adjacent loops of the same kind (kept/reduced) whenever every
-    index map stays as simple: `(a, b)` contiguous loops become one loop of `a*b`."""
+    index map stays as simple: `(a, b)` contiguous loops become one loop of `a*b`. Loops before
+    `first` (a row kernel's shared outer loops) are left alone."""
     # 1. size-1 loops vanish.
     while True:
-        ones = [d for d, n in enumerate(kernel.domain) if n == 1]
+        ones = [d for d, n in enumerate(kernel.domain) if n == 1 and d >= first]
         if not ones:
             break
         d = ones[0]
@@ -302,7 +318,7 @@ def collapse_kernel(kernel: Kernel) -> Kernel:
     while changed:
         changed = False
         n_kept = len(kernel.kept)
-        for d in range(len(kernel.domain) - 2, -1, -1):
+        for d in range(len(kernel.domain) - 2, first - 1, -1):
             if (d < n_kept) != (d + 1 < n_kept):
                 continue
             inner = kernel.domain[d + 1]
@@ -346,12 +362,20 @@ def fusion_record(program: Program, kp: KernelProgram) -> list[dict[str, Any]]:
     """Per step: the graph ops it contains and the bytes it reads and writes."""
     record = []
     for step in kp.steps:
-        if isinstance(step, Kernel):
+        if isinstance(step, (Kernel, RowKernel)):
+            phases = step.phases if isinstance(step, RowKernel) else [step]
+            scratch = step.scratch if isinstance(step, RowKernel) else {}
             reads: set[int] = set()
-            for st in step.stores:
-                reads |= _loads(st.value, set())
-            writes = {st.buffer for st in step.stores}
-            kind = "reduction" if step.n_reduce else "elementwise"
+            writes: set[int] = set()
+            for phase in phases:
+                for st in phase.stores:
+                    reads |= _loads(st.value, set())
+                writes |= {st.buffer for st in phase.stores}
+            # Row-internal values (scratch, and what one phase writes for the next) cost nothing.
+            reads -= writes | set(scratch)
+            writes -= set(scratch)
+            kind = ("rows" if isinstance(step, RowKernel) else
+                    "reduction" if step.n_reduce or any(s.reduce for s in step.stores) else "elementwise")
         else:
             reads, writes, kind = set(step.inputs), {step.output}, "library"
         record.append({"kernel": step.name, "kind": kind, "ops": list(step.graph_ops),

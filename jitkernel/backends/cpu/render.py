@@ -14,7 +14,8 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ...fusion.index import Aff
-from ...fusion.kernel_ir import Compute, IndexValue, Kernel, KernelProgram, LibraryCall, Literal, Load, Node, Store
+from ...fusion.kernel_ir import (Compute, IndexValue, Kernel, KernelProgram, LibraryCall, Literal, Load, Node,
+                                 RowKernel, Store)
 from .ops import OpLowering
 from .types import F32, I1, I32, I64, I8, PTR, VOID, constant, is_float, is_signed, mem_type, reg_type
 
@@ -46,6 +47,12 @@ def _used_buffers(kernel: Kernel) -> list[int]:
             stack.extend(nd.args)
     seen |= {s.buffer for s in kernel.stores}
     return sorted(seen)
+
+
+def _kernel_buffers(kernel: Kernel | RowKernel) -> set[int]:
+    if isinstance(kernel, RowKernel):
+        return {b for p in kernel.phases for b in _used_buffers(p)} - set(kernel.scratch)
+    return set(_used_buffers(kernel))
 
 
 class KernelRenderer:
@@ -183,8 +190,10 @@ class KernelRenderer:
         return cmp(op, x, acc)
 
     # -- kernels ---------------------------------------------------------------------------
-    def render_kernel(self, kernel: Kernel) -> tuple[ir.Function, list[int]]:
-        used = _used_buffers(kernel)
+    def render_kernel(self, kernel: Kernel | RowKernel) -> tuple[ir.Function, list[int]]:
+        phases = kernel.phases if isinstance(kernel, RowKernel) else [kernel]
+        scratch = kernel.scratch if isinstance(kernel, RowKernel) else {}
+        used = sorted({b for p in phases for b in _used_buffers(p)} - set(scratch))
         fnty = ir.FunctionType(VOID, [PTR] * len(used) + [I64, I64, PTR])
         fn = ir.Function(self.module, fnty, kernel.name)
         fn.linkage = "internal"
@@ -192,18 +201,51 @@ class KernelRenderer:
         for arg in fn.args[: len(used)]:
             arg.add_attribute("noalias")
         start, end, status = fn.args[len(used):]
-        entry = fn.append_basic_block("entry")
-        b = ir.IRBuilder(entry)
+        # Allocas live in their own first block so that SROA/mem2reg promote them.
+        allocas = ir.IRBuilder(fn.append_basic_block("entry"))
+        body = fn.append_basic_block("start")
+        b = ir.IRBuilder(body)
         ops = OpLowering(self.module, b, status, self.fastmath)
-        env = {"bufs": dict(zip(used, fn.args)), "loops": [None] * len(kernel.domain)}
+        env = {"bufs": dict(zip(used, fn.args)), "loops": [None] * max(len(p.domain) for p in phases),
+               "allocas": allocas, "start": start, "end": end}
+        for bid, row_size in scratch.items():
+            buf = self.kp.buffers[bid]
+            env["bufs"][bid] = allocas.alloca(mem_type(buf.dtype), size=ir.Constant(I64, max(row_size, 1)))
+        if isinstance(kernel, RowKernel):
+            n_outer = len(kernel.outer)
+
+            def outer_at(depth: int):
+                def emit(bb: ir.IRBuilder, i: ir.Value | None) -> None:
+                    if i is not None:
+                        env["loops"][depth - 1] = i
+                    if depth == n_outer:
+                        for phase in phases:
+                            self.emit_phase(bb, phase, env, ops, n_outer)
+                        return
+                    lo = start if depth == 0 else ir.Constant(I64, 0)
+                    hi = end if depth == 0 else ir.Constant(I64, kernel.outer[depth])
+                    self.loop(bb, lo, hi, outer_at(depth + 1), f"r{depth}")
+                return emit
+            outer_at(0)(b, None)
+        else:
+            self.emit_phase(b, kernel, env, ops, 0)
+        b.ret_void()
+        allocas.branch(body)
+        self.libm_calls |= ops.libm_calls
+        return fn, used
+
+    def emit_phase(self, b: ir.IRBuilder, kernel: Kernel, env: dict, ops: OpLowering, first: int) -> None:
+        """Emit the loops of `kernel` from depth `first` on (outer loops, if any, are bound)."""
+        ops.b = b
         n_kept = len(kernel.kept)
         in_memory = [s for s in kernel.stores if s.reduce and kernel.n_reduce == 0
                      and s.reduce not in ("argmax", "argmin")]
         for s in in_memory:
             self.fill(b, s, env)
         reduced = [s for s in kernel.stores if s.reduce and s not in in_memory]
-        accs = {id(s): b.alloca(reg_type(self.acc_dtype(s))) for s in reduced}
-        idxs = {id(s): b.alloca(I64) for s in reduced if s.reduce in ("argmax", "argmin")}
+        allocas = env["allocas"]
+        accs = {id(s): allocas.alloca(reg_type(self.acc_dtype(s))) for s in reduced}
+        idxs = {id(s): allocas.alloca(I64) for s in reduced if s.reduce in ("argmax", "argmin")}
 
         def body_at(depth: int):
             def emit(bb: ir.IRBuilder, i: ir.Value | None) -> None:
@@ -239,8 +281,8 @@ class KernelRenderer:
                             acc = bb.load(accs[id(s)], typ=reg_type(self.acc_dtype(s)))
                             bb.store(self.combine(bb, s, acc, x, ops), accs[id(s)])
                 else:
-                    lo = start if depth == 0 else ir.Constant(I64, 0)
-                    hi = end if depth == 0 else ir.Constant(I64, kernel.domain[depth])
+                    lo = env["start"] if depth == 0 else ir.Constant(I64, 0)
+                    hi = env["end"] if depth == 0 else ir.Constant(I64, kernel.domain[depth])
                     self.loop(bb, lo, hi, body_at(depth + 1), f"i{depth}")
                 if depth == n_kept and reduced:
                     for s in reduced:
@@ -254,15 +296,12 @@ class KernelRenderer:
                         self.store(bb, s.buffer, s.offset, result, dt, env)
             return emit
 
-        body_at(0)(b, None)
-        b.ret_void()
-        self.libm_calls |= ops.libm_calls
-        return fn, used
+        body_at(first)(b, None)
 
     def render_segment(self, seg: Segment) -> ir.Function:
         """`segment_N(PyArrayObject* b0, ..., i32* status)`: reads each array's data pointer
         itself (field `data` at offset DATA_OFFSET), so a call from Python passes only `id()`s."""
-        seg.buffers = sorted({b for k in seg.kernels for b in _used_buffers(k)})
+        seg.buffers = sorted({b for k in seg.kernels for b in _kernel_buffers(k)})
         fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR] * len(seg.buffers) + [PTR]), seg.name)
         fn.attributes.add("nounwind")
         status = fn.args[-1]

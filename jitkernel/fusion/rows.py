@@ -1,0 +1,164 @@
+"""Row fusion: kernels that iterate the same rows become one `RowKernel`.
+
+Softmax, layer norm and variance are chains of reductions over the same rows and elementwise
+kernels over the same rows; run separately, each pass streams the whole array through memory.
+Fused, every row is read from memory once and stays in cache for the later phases, and
+temporaries that live within a row shrink to one row of stack ("scratch").
+
+A kernel joins a group when its outer loops equal the group's rows and everything it reads
+from an earlier phase of the group belongs to the same row (checked on the index maps).
+"""
+from __future__ import annotations
+
+from ..ir.types import AType
+from . import index as ix
+from .index import Aff
+from .kernel_ir import Buffer, Compute, Kernel, KernelProgram, LibraryCall, Load, Node, RowKernel
+
+MAX_SCRATCH_BYTES = 256 * 1024
+
+
+def _loads(node: Node, out: dict[int, list[Aff]], seen: set[int]) -> None:
+    stack = [node]
+    while stack:
+        nd = stack.pop()
+        if id(nd) in seen:
+            continue
+        seen.add(id(nd))
+        if isinstance(nd, Load):
+            out.setdefault(nd.buffer, []).append(nd.offset)
+        elif isinstance(nd, Compute):
+            stack.extend(nd.args)
+
+
+def kernel_loads(kernel: Kernel) -> dict[int, list[Aff]]:
+    out: dict[int, list[Aff]] = {}
+    seen: set[int] = set()
+    for st in kernel.stores:
+        _loads(st.value, out, seen)
+    return out
+
+
+def _in_memory(kernel: Kernel) -> bool:
+    return kernel.n_reduce == 0 and any(s.reduce for s in kernel.stores)
+
+
+def _joins(kernel: object, outer: tuple[int, ...]) -> bool:
+    if not isinstance(kernel, Kernel) or _in_memory(kernel):
+        return False
+    n = len(outer)
+    if kernel.n_reduce:
+        return kernel.kept == outer
+    return kernel.domain[:n] == outer and len(kernel.domain) > n
+
+
+def _row_split(offset: Aff, outer: tuple[int, ...], row_size: int) -> bool:
+    """offset == row_size * (C-order index of the outer loops) + inner, 0 <= inner < row_size?"""
+    n = len(outer)
+    expected = ix.scale(ix.linearize([ix.var(d) for d in range(n)], outer), row_size)
+    for d in range(n):
+        if offset.coef(d) != expected.coef(d):
+            return False
+    inner = ix.add(offset, ix.scale(expected, -1))
+    if any(d < n for d in inner.loop_vars()):
+        return False
+    return True
+
+
+def _inner_in_row(offset: Aff, outer: tuple[int, ...], row_size: int, domain: tuple[int, ...]) -> bool:
+    n = len(outer)
+    expected = ix.scale(ix.linearize([ix.var(d) for d in range(n)], outer), row_size)
+    inner = ix.add(offset, ix.scale(expected, -1))
+    lo, hi = ix.value_range(inner, domain)
+    return 0 <= lo and hi < row_size
+
+
+def _row_local(buf: Buffer, offsets: list[tuple[Aff, tuple[int, ...]]], outer: tuple[int, ...]) -> bool:
+    rows = 1
+    for n in outer:
+        rows *= n
+    size = AType(buf.shape, buf.dtype).size
+    if rows == 0 or size % rows:
+        return False
+    row_size = size // rows
+    return all(_row_split(off, outer, row_size) and _inner_in_row(off, outer, row_size, dom)
+               for off, dom in offsets)
+
+
+def _group_ok(group: list[Kernel], outer: tuple[int, ...], buffers: dict[int, Buffer]) -> bool:
+    written: dict[int, list[tuple[Aff, tuple[int, ...]]]] = {}
+    for phase in group:
+        for bid, offs in kernel_loads(phase).items():
+            if bid in written and not _row_local(buffers[bid], written[bid] + [(o, phase.domain) for o in offs], outer):
+                return False
+        for st in phase.stores:
+            written.setdefault(st.buffer, []).append((st.offset, phase.domain))
+    return True
+
+
+def _make_row_kernel(group: list[Kernel], outer: tuple[int, ...], kp_buffers: dict[int, Buffer],
+                     read_outside: set[int], outputs: set[int]) -> RowKernel:
+    rows = 1
+    for n in outer:
+        rows *= n
+    written = {st.buffer for phase in group for st in phase.stores}
+    scratch: dict[int, int] = {}
+    for bid in written:
+        buf = kp_buffers[bid]
+        if buf.role != "temp" or bid in read_outside or bid in outputs:
+            continue
+        row_size = AType(buf.shape, buf.dtype).size // max(rows, 1)
+        if row_size * buf.dtype.itemsize <= MAX_SCRATCH_BYTES:
+            scratch[bid] = row_size
+    for bid in scratch:  # no longer an array the runtime allocates
+        b = kp_buffers[bid]
+        kp_buffers[bid] = Buffer(b.id, b.shape, b.dtype, "scratch", b.position)
+    phases = [_drop_outer(phase, scratch, len(outer)) for phase in group]
+    ops: list[str] = []
+    for phase in group:
+        ops += [op for op in phase.graph_ops if op not in ops]
+    return RowKernel(f"{group[0].name}_rows", outer, phases, scratch, ops)
+
+
+def _drop_outer(kernel: Kernel, scratch: dict[int, int], n_outer: int) -> Kernel:
+    """Scratch buffers hold one row: index them by the inner part of their offsets only."""
+    if not scratch:
+        return kernel
+    from .schedule import map_affs_by_buffer
+    zero = {d: ix.const(0) for d in range(n_outer)}
+    return map_affs_by_buffer(kernel, lambda bid, a: ix.substitute(a, zero, kernel.domain) if bid in scratch else a)
+
+
+def fuse_rows(kp: KernelProgram) -> KernelProgram:
+    """Group consecutive row-compatible kernels (see module doc) into RowKernels."""
+    steps = kp.steps
+    readers: dict[int, set[int]] = {}
+    for i, step in enumerate(steps):
+        if isinstance(step, LibraryCall):
+            for b in step.inputs:
+                readers.setdefault(b, set()).add(i)
+        else:
+            for b in kernel_loads(step):
+                readers.setdefault(b, set()).add(i)
+    outputs = set(kp.outputs)
+    new_steps: list = []
+    i = 0
+    while i < len(steps):
+        k = steps[i]
+        if isinstance(k, Kernel) and k.n_reduce and k.kept:
+            outer = k.kept
+            group = [k]
+            j = i + 1
+            while j < len(steps) and _joins(steps[j], outer) and _group_ok(group + [steps[j]], outer, kp.buffers):
+                group.append(steps[j])
+                j += 1
+            if len(group) > 1:
+                inside = set(range(i, j))
+                read_outside = {b for b, rs in readers.items() if rs - inside}
+                new_steps.append(_make_row_kernel(group, outer, kp.buffers, read_outside, outputs))
+                i = j
+                continue
+        new_steps.append(k)
+        i += 1
+    kp.steps = new_steps
+    return kp
