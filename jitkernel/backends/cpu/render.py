@@ -55,9 +55,13 @@ def _kernel_buffers(kernel: Kernel | RowKernel) -> set[int]:
     return set(_used_buffers(kernel))
 
 
+WIDE_SUM_THRESHOLD = 1 << 16
+
+
 class KernelRenderer:
     def __init__(self, module: ir.Module, kp: KernelProgram, fastmath: bool) -> None:
         self.module, self.kp, self.fastmath = module, kp, fastmath
+        self._reduced_elements = 0
         self.libm_calls: set[str] = set()
 
     # -- index arithmetic ------------------------------------------------------------------
@@ -119,15 +123,15 @@ class KernelRenderer:
         b.position_at_end(exit_bb)
 
     # -- reductions ------------------------------------------------------------------------
-    @staticmethod
-    def acc_dtype(st: Store) -> np.dtype:
-        """Accumulator dtype: float16 sums/products accumulate in float32 and float32 sums in
-        float64. Vectorised reassociated sums keep one partial sum per lane instead of NumPy's
-        pairwise tree; a wider accumulator makes them at least as accurate as NumPy's."""
+    def acc_dtype(self, st: Store) -> np.dtype:
+        """Accumulator dtype: float16 sums/products accumulate in float32, and float32 sums of
+        more than WIDE_SUM_THRESHOLD elements in float64. A vectorised reassociated sum keeps one
+        partial sum per lane (64 here) instead of NumPy's pairwise tree: over short rows each lane
+        adds few terms, over long ones the wider accumulator keeps it as accurate as NumPy's."""
         dt = st.value.dtype
         if dt == np.float16 and st.reduce in ("sum", "prod"):
             return np.dtype(np.float32)
-        if dt == np.float32 and st.reduce == "sum":
+        if dt == np.float32 and st.reduce == "sum" and self._reduced_elements > WIDE_SUM_THRESHOLD:
             return np.dtype(np.float64)
         return dt
 
@@ -238,6 +242,7 @@ class KernelRenderer:
         """Emit the loops of `kernel` from depth `first` on (outer loops, if any, are bound)."""
         ops.b = b
         n_kept = len(kernel.kept)
+        self._reduced_elements = int(np.prod(kernel.domain[n_kept:], dtype=np.int64))
         in_memory = [s for s in kernel.stores if s.reduce and kernel.n_reduce == 0
                      and s.reduce not in ("argmax", "argmin")]
         for s in in_memory:
