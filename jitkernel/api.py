@@ -13,7 +13,7 @@ import numpy as np
 from . import events
 from .config import config
 from .ir import AType, Program, check_dtype
-from .pipeline import Compiled, compile_program
+from .pipeline import Compiled, compile_program, reuse_program
 from .trace import trace_program
 from .tree import TreeDef, tree_flatten, tree_unflatten
 
@@ -101,6 +101,26 @@ def signature_diff(old: Signature, new: Signature) -> list[str]:
     return reasons or ["signature changed"]
 
 
+def size_only_change(old: Signature, new: Signature) -> list[tuple[str, int]] | None:
+    """The (argument, axis) pairs whose sizes differ when nothing else does (same tree, dtypes,
+    ranks, Python scalar types and static values); None otherwise. Sizes 0 and 1 are never made
+    dynamic: broadcasting and empty arrays stay specialised."""
+    if old.treedef != new.treedef or old.names != new.names or old.statics != new.statics:
+        return None
+    dims = []
+    for name, a, b in zip(new.names, old.specs, new.specs):
+        if a == b:
+            continue
+        if a[0] != "array" or b[0] != "array" or a[1] != b[1] or len(a[2]) != len(b[2]):
+            return None
+        for d, (x, y) in enumerate(zip(a[2], b[2])):
+            if x != y:
+                if min(x, y) < 2:
+                    return None
+                dims.append((name, d))
+    return dims or None
+
+
 @dataclass
 class Recompilation:
     """One cache miss of a function that already had compiled entries."""
@@ -181,6 +201,7 @@ class Jitted:
         self._recompilations: list[Recompilation] = []
         self._limit_warned = False
         self._fast: dict[tuple, Callable] = {}
+        self._templates: list[tuple[Signature, set, Any]] = []  # shape-generic machine code
 
     # -- signature -----------------------------------------------------------------------
     def _arg_name(self, i: int) -> str:
@@ -247,42 +268,70 @@ class Jitted:
 
         return trace_program(self.fun, self.__name__, in_specs, build_args)
 
-    def _compile(self, sig: Signature, args: tuple, kwargs: dict) -> Compiled:
+    def _traced(self, sig: Signature, args: tuple, kwargs: dict) -> tuple[Program, TreeDef, float]:
         t0 = events.clock()
         program, out_tree = self._trace(sig, args, kwargs)
         t1 = events.clock()
         if events.SUBSCRIBERS:
             events.publish(events.TraceEvent(self.__name__, t0, t1 - t0, sig.describe()))
+        return program, out_tree, t1 - t0
+
+    def _compile(self, sig: Signature, args: tuple, kwargs: dict, previous: Compiled | None = None,
+                 traced: tuple | None = None) -> Compiled:
+        program, out_tree, trace_seconds = traced or self._traced(sig, args, kwargs)
+        t1 = events.clock()
         compiled = compile_program(program, out_tree, self.backend or config.default_backend,
                                    name=self.__name__, fastmath=self.fastmath,
-                                   disk_cache=self.disk_cache and config.disk_cache)
-        compiled.trace_seconds = t1 - t0
+                                   disk_cache=self.disk_cache and config.disk_cache, previous=previous)
+        compiled.trace_seconds = trace_seconds
         compiled.compile_seconds = events.clock() - t1
         return compiled
 
     def _closest(self, sig: Signature) -> Signature:
         return min(self._signatures.values(), key=lambda old: len(signature_diff(old, sig)))
 
+    def _try_dynamic(self, sig: Signature, args: tuple, kwargs: dict) -> tuple[Compiled | None, tuple | None]:
+        """Reuse a shape-generic template whose dynamic dimensions cover this signature's
+        differences: trace and fuse only, no LLVM compile. Returns (compiled, traced)."""
+        traced = None
+        for base, dims, template in self._templates:
+            changed = size_only_change(base, sig)
+            if changed is None or not set(changed) <= dims:
+                continue
+            traced = traced or self._traced(sig, args, kwargs)
+            t0 = events.clock()
+            compiled = reuse_program(traced[0], traced[1], self.backend or config.default_backend, template,
+                                     name=self.__name__)
+            if compiled is not None:
+                compiled.trace_seconds, compiled.compile_seconds = traced[2], events.clock() - t0
+                if events.SUBSCRIBERS:
+                    events.publish(events.CacheEvent(self.__name__, t0, events.clock() - t0, True, "dynamic",
+                                                     sig.describe()))
+                return compiled, traced
+        return None, traced
+
     def _miss(self, sig: Signature, args: tuple, kwargs: dict) -> Compiled:
-        previous = self._closest(sig) if self._signatures else None
         if events.SUBSCRIBERS:
             events.publish(events.CacheEvent(self.__name__, events.clock(), 0.0, False, "memory", sig.describe()))
-        compiled = self._compile(sig, args, kwargs)
-        if previous is not None:
-            rec = Recompilation(self.__name__, signature_diff(previous, sig), sig.describe(),
-                                previous.describe(), compiled.compile_seconds, compiled.trace_seconds)
-            self._recompilations.append(rec)
-            if events.SUBSCRIBERS:
-                events.publish(events.RecompileEvent(self.__name__, events.clock(), compiled.compile_seconds
-                                                     + compiled.trace_seconds, reasons=list(rec.reasons),
-                                                     signature=rec.signature))
-            if config.explain_recompiles:
-                _log.warning(str(rec))
+        compiled, traced = self._try_dynamic(sig, args, kwargs) if self._templates else (None, None)
+        if compiled is None:
+            previous = self._closest(sig) if self._signatures else None
+            changed = size_only_change(previous, sig) if previous is not None and config.dynamic_shapes else None
+            compiled = self._compile(sig, args, kwargs, self._cache[previous.key] if changed else None, traced)
+            if previous is not None:
+                reasons = signature_diff(previous, sig)
+                template = getattr(compiled.executable, "template", None)
+                if changed and template is not None:
+                    self._templates.append((sig, set(changed), template))
+                    reasons += [f"{name}: dimension {d} is now dynamic (the compiled kernels take its size at "
+                                f"run time; later sizes reuse them)" for name, d in changed]
+                self._record_recompilation(Recompilation(self.__name__, reasons, sig.describe(), previous.describe(),
+                                                         compiled.compile_seconds, compiled.trace_seconds))
         limit = config.max_cache_entries
         if len(self._cache) >= limit:
             if not self._limit_warned:
                 self._limit_warned = True
-                warnings.warn(f"jitted function {self.__name__!r} reached {limit} compiled signatures "
+                warnings.warn(f"jitted function {self.__name__!r} reached {limit} cached signatures "
                               f"(jk.config max_cache_entries); the least recently compiled ones are now "
                               f"evicted. Recompilation reasons: f.recompilations()", CacheLimitWarning, stacklevel=4)
             oldest = next(iter(self._cache))
@@ -291,6 +340,14 @@ class Jitted:
         self._cache[sig.key] = compiled
         self._signatures[sig.key] = sig
         return compiled
+
+    def _record_recompilation(self, rec: Recompilation) -> None:
+        self._recompilations.append(rec)
+        if events.SUBSCRIBERS:
+            events.publish(events.RecompileEvent(self.__name__, events.clock(), rec.compile_seconds + rec.trace_seconds,
+                                                 reasons=list(rec.reasons), signature=rec.signature))
+        if config.explain_recompiles:
+            _log.warning(str(rec))
 
     def _lookup(self, args: tuple, kwargs: dict) -> tuple[Compiled, list[np.ndarray]]:
         sig, arrays = self._signature(args, kwargs)
@@ -353,6 +410,7 @@ class Jitted:
         return len(self._cache)
 
     def clear_cache(self) -> None:
+        self._templates.clear()
         self._cache.clear()
         self._signatures.clear()
         self._fast.clear()

@@ -17,6 +17,7 @@ class Config:
         self.explain_recompiles = False  # log every recompilation with its reasons
         self.max_cache_entries = 8  # compiled signatures kept per jitted function
         self.disk_cache = True  # persistent machine-code cache (jitkernel.cache)
+        self.dynamic_shapes = True  # a dimension that changes size becomes a run-time parameter
 
     def update(self, name: str, value: Any) -> None:
         if not hasattr(self, name):

@@ -71,13 +71,31 @@ class Compiled:
 
 
 def compile_program(program: Program, out_tree: TreeDef, backend: str, *, name: str,
-                    fastmath: bool = False, disk_cache: bool = True) -> Compiled:
-    """Optimise `program` and compile it with `backend` ("cpu" or "interpret")."""
+                    fastmath: bool = False, disk_cache: bool = True, previous: Compiled | None = None) -> Compiled:
+    """Optimise `program` and compile it with `backend` ("cpu" or "interpret"). `previous`: an
+    entry of the same function whose signature differs in sizes only (see Jitted._miss)."""
+    optimized = _optimize(program, name)
+    from .backends import get_backend
+    executable, texts = get_backend(backend).compile(
+        optimized, name=name, fastmath=fastmath, disk_cache=disk_cache,
+        previous=previous.executable if previous is not None else None)
+    return Compiled(name, backend, program, optimized, out_tree, executable, texts)
+
+
+def reuse_program(program: Program, out_tree: TreeDef, backend: str, template: object, *, name: str) -> Compiled | None:
+    """Run a freshly traced program on an existing shape-generic template, or None."""
+    optimized = _optimize(program, name)
+    from .backends import get_backend
+    reused = get_backend(backend).reuse(optimized, template, name=name)
+    if reused is None:
+        return None
+    executable, texts = reused
+    return Compiled(name, backend, program, optimized, out_tree, executable, texts)
+
+
+def _optimize(program: Program, name: str) -> Program:
     t0 = events.clock()
     optimized = optimize(program)
     if events.SUBSCRIBERS:
         events.publish(events.OptimizeEvent(name, t0, events.clock() - t0, len(program.eqns), len(optimized.eqns)))
-    from .backends import get_backend
-    executable, texts = get_backend(backend).compile(optimized, name=name, fastmath=fastmath,
-                                                     disk_cache=disk_cache)
-    return Compiled(name, backend, program, optimized, out_tree, executable, texts)
+    return optimized

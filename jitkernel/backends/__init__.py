@@ -10,7 +10,8 @@ from ..ir import Program
 class Backend(Protocol):
     name: str
 
-    def compile(self, program: Program, *, name: str, fastmath: bool, disk_cache: bool) -> tuple[Any, dict]: ...
+    def compile(self, program: Program, *, name: str, fastmath: bool, disk_cache: bool,
+                previous: Any = None) -> tuple[Any, dict]: ...
 
 
 def get_backend(name: str) -> Backend:

@@ -13,7 +13,7 @@ class InterpretBackend:
     name = "interpret"
 
     def compile(self, program: Program, *, name: str, fastmath: bool = False,
-                disk_cache: bool = True) -> tuple[Any, dict]:
+                disk_cache: bool = True, previous: Any = None) -> tuple[Any, dict]:
         def run(arrays: list[np.ndarray]) -> list[np.ndarray]:
             return [np.array(o, order="C", copy=True) for o in eval_program(program, arrays, check=False)]
         return run, {}

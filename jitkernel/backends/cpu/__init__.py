@@ -1,11 +1,13 @@
 """The CPU backend: kernel IR -> LLVM IR (llvmlite) -> host-tuned O3 -> ORC JIT -> ctypes."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ... import cache, events
 from ..._version import __version__
-from ...fusion import schedule
+from ...fusion import KernelProgram, schedule
+from ...fusion.params import compatible, constants, parameter_values, parametrize, varying_positions
 from ...fusion.schedule import unfused_bytes
 from ...ir import Program
 from . import compiler, vector_math
@@ -13,11 +15,23 @@ from .render import Segment, render_module
 from .runtime import CpuExecutable
 
 
+@dataclass
+class Template:
+    """Machine code of a shape-generic kernel program, reusable by every program with the same
+    structure (see jitkernel.fusion.params)."""
+
+    structure: tuple
+    values: list
+    positions: list[int]
+    steps: list
+    library: Any
+    texts: dict
+
+
 class CpuBackend:
     name = "cpu"
 
-    def compile(self, program: Program, *, name: str, fastmath: bool = False,
-                disk_cache: bool = True) -> tuple[Any, dict]:
+    def _schedule(self, program: Program, name: str) -> KernelProgram:
         t0 = events.clock()
         kp = schedule(program)
         if events.SUBSCRIBERS:
@@ -27,6 +41,42 @@ class CpuBackend:
                 library_calls=sum(1 for s in kp.steps if hasattr(s, "prim")),
                 graph_ops=len(program.eqns), groups=kp.fusion_record,
                 bytes_unfused=unfused_bytes(program)))
+        return kp
+
+    def compile(self, program: Program, *, name: str, fastmath: bool = False,
+                disk_cache: bool = True, previous: Any = None) -> tuple[Any, dict]:
+        """Compile `program`. With `previous` (the executable of an earlier signature that
+        differs in sizes only), constants that differ between the two kernel programs become
+        run-time parameters and the result is a reusable template."""
+        kp = self._schedule(program, name)
+        structure, values = constants(kp)
+        positions: list[int] = []
+        generic = kp
+        if previous is not None and getattr(previous, "kp", None) is not None:
+            old_structure, old_values = constants(previous.kp)
+            if old_structure == structure:
+                positions = varying_positions(old_values, values)
+                if positions:
+                    generic = parametrize(kp, positions)
+        steps, library, texts = self._codegen(generic, name, fastmath, disk_cache)
+        executable = CpuExecutable(kp, steps, library, parameter_values(values, positions))
+        executable.unfused_bytes = unfused_bytes(program)
+        executable.template = Template(structure, values, positions, steps, library, texts) if positions else None
+        return executable, texts
+
+    def reuse(self, program: Program, template: Template, *, name: str) -> tuple[Any, dict] | None:
+        """Run `program` on a template's machine code when its kernel program has the same
+        structure; None when it does not (the caller compiles instead)."""
+        kp = self._schedule(program, name)
+        structure, values = constants(kp)
+        if not compatible(template.structure, template.values, template.positions, structure, values):
+            return None
+        executable = CpuExecutable(kp, template.steps, template.library, parameter_values(values, template.positions))
+        executable.unfused_bytes = unfused_bytes(program)
+        executable.template = template
+        return executable, template.texts
+
+    def _codegen(self, kp: KernelProgram, name: str, fastmath: bool, disk_cache: bool) -> tuple[list, Any, dict]:
         t1 = events.clock()
         tm = compiler.shared_target_machine()
         module, steps, _ = render_module(kp, tm.triple, str(tm.target_data), fastmath)
@@ -53,13 +103,12 @@ class CpuBackend:
         t3 = events.clock()
         library = compiler.JitLibrary(objects, symbols) if symbols else None
         if events.SUBSCRIBERS:
-            events.publish(events.CompileEvent(name, t3 if hit is not None else t2, events.clock() - (t3 if hit is not None else t2), "cpu"))
-        executable = CpuExecutable(kp, steps, library)
-        executable.unfused_bytes = unfused_bytes(program)
+            began = t3 if hit is not None else t2
+            events.publish(events.CompileEvent(name, began, events.clock() - began, "cpu"))
         texts = {
             "kernels": lambda: str(kp),
             "llvm": lambda: optimized_text,
             "llvm-unoptimized": lambda: llvm_text,
             "asm": lambda: compiler.emit_assembly(compiler.parse_and_verify(optimized_text)),
         }
-        return executable, texts
+        return steps, library, texts

@@ -17,7 +17,8 @@ from ...fusion.index import Aff
 from ...fusion.kernel_ir import (Compute, IndexValue, Kernel, KernelProgram, LibraryCall, Literal, Load, Node,
                                  RowKernel, Store)
 from .ops import OpLowering
-from .types import F32, I1, I32, I64, I8, PTR, VOID, constant, is_float, is_signed, mem_type, reg_type
+from ...fusion.params import Param
+from .types import F32, F64, I1, I32, I64, I8, PTR, VOID, constant, is_float, is_signed, mem_type, reg_type
 
 
 # Offset of `data` in NumPy's PyArrayObject (after the 16-byte PyObject header); part of NumPy's
@@ -66,24 +67,46 @@ class KernelRenderer:
 
     # -- index arithmetic ------------------------------------------------------------------
     def aff(self, b: ir.IRBuilder, a: Aff, loops: list[ir.Value]) -> ir.Value:
-        total: ir.Value = ir.Constant(I64, a.const)
+        total: ir.Value = self.ival(b, a.const)
         for atom, k in a.terms:
             if atom[0] == "i":
                 v = loops[atom[1]]
             else:
                 inner = self.aff(b, atom[1], loops)
-                c = ir.Constant(I64, atom[2])
+                c = self.ival(b, atom[2])
                 v = b.udiv(inner, c) if atom[0] == "div" else b.urem(inner, c)
-            term = v if k == 1 else b.mul(v, ir.Constant(I64, k))
+            term = v if k == 1 else b.mul(v, self.ival(b, k))
             total = term if (isinstance(total, ir.Constant) and total.constant == 0) else b.add(total, term)
         return total
+
+    # -- run-time parameters (shape-generic kernels) --------------------------------------------
+    def ival(self, b: ir.IRBuilder, v: object) -> ir.Value:
+        """An i64 constant, or the value of a run-time parameter slot."""
+        if isinstance(v, Param):
+            slot = b.gep(self.params, [ir.Constant(I64, v.index)], inbounds=True, source_etype=I64)
+            return b.load(slot, typ=I64)
+        return ir.Constant(I64, int(v))
+
+    def literal(self, b: ir.IRBuilder, dt: np.dtype, v: object) -> ir.Value:
+        if not isinstance(v, Param):
+            return constant(dt, v)
+        raw = self.ival(b, v)
+        if v.kind == "float":
+            f = b.bitcast(raw, F64)
+            return b.fptrunc(f, reg_type(dt)) if dt.kind == "f" and dt.itemsize < 8 else (
+                f if dt.kind == "f" else b.fptosi(f, reg_type(dt)))
+        if dt.kind == "f":
+            return b.sitofp(raw, reg_type(dt))
+        if dt.kind == "b":
+            return b.icmp_unsigned("!=", raw, ir.Constant(I64, 0))
+        return b.trunc(raw, reg_type(dt)) if reg_type(dt).width < 64 else raw
 
     # -- expressions -----------------------------------------------------------------------
     def node(self, b: ir.IRBuilder, nd: Node, env: dict, memo: dict, ops: OpLowering) -> ir.Value:
         if nd in memo:
             return memo[nd]
         if isinstance(nd, Literal):
-            v: ir.Value = constant(nd.dtype, nd.value)
+            v: ir.Value = self.literal(b, nd.dtype, nd.value)
         elif isinstance(nd, Load):
             ptr = b.gep(env["bufs"][nd.buffer], [self.aff(b, nd.offset, env["loops"])], inbounds=True,
                         source_etype=mem_type(nd.dtype))
@@ -153,13 +176,15 @@ class KernelRenderer:
     def fill(self, b: ir.IRBuilder, st: Store, env: dict) -> None:
         """buffer[:] = identity of the reduction (memory-accumulated reductions)."""
         buf = self.kp.buffers[st.buffer]
-        size = int(np.prod(buf.shape, dtype=np.int64))
+        size: ir.Value = ir.Constant(I64, 1)
+        for n in buf.shape:
+            size = b.mul(size, self.ival(b, n))
         init = self.reduce_init(st, in_memory=True)
         value = b.zext(init, I8) if st.value.dtype.kind == "b" else init
 
         def body(bb: ir.IRBuilder, i: ir.Value) -> None:
             bb.store(value, bb.gep(env["bufs"][st.buffer], [i], inbounds=True, source_etype=mem_type(st.value.dtype)))
-        self.loop(b, ir.Constant(I64, 0), ir.Constant(I64, size), body, "fill")
+        self.loop(b, ir.Constant(I64, 0), size, body, "fill")
 
     def combine(self, b: ir.IRBuilder, st: Store, acc: ir.Value, x: ir.Value, ops: OpLowering,
                 in_memory: bool = False) -> ir.Value:
@@ -198,13 +223,15 @@ class KernelRenderer:
         phases = kernel.phases if isinstance(kernel, RowKernel) else [kernel]
         scratch = kernel.scratch if isinstance(kernel, RowKernel) else {}
         used = sorted({b for p in phases for b in _used_buffers(p)} - set(scratch))
-        fnty = ir.FunctionType(VOID, [PTR] * len(used) + [I64, I64, PTR])
+        fnty = ir.FunctionType(VOID, [PTR] * len(used) + [I64, I64, PTR, PTR])
         fn = ir.Function(self.module, fnty, kernel.name)
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
         for arg in fn.args[: len(used)]:
             arg.add_attribute("noalias")
-        start, end, status = fn.args[len(used):]
+        start, end, status, params = fn.args[len(used):]
+        params.add_attribute("noalias")
+        self.params = params
         # Allocas live in their own first block so that SROA/mem2reg promote them.
         allocas = ir.IRBuilder(fn.append_basic_block("entry"))
         body = fn.append_basic_block("start")
@@ -214,7 +241,7 @@ class KernelRenderer:
                "allocas": allocas, "start": start, "end": end}
         for bid, row_size in scratch.items():
             buf = self.kp.buffers[bid]
-            env["bufs"][bid] = allocas.alloca(mem_type(buf.dtype), size=ir.Constant(I64, max(row_size, 1)))
+            env["bufs"][bid] = allocas.alloca(mem_type(buf.dtype), size=self.ival(allocas, row_size))
         if isinstance(kernel, RowKernel):
             n_outer = len(kernel.outer)
 
@@ -227,7 +254,7 @@ class KernelRenderer:
                             self.emit_phase(bb, phase, env, ops, n_outer)
                         return
                     lo = start if depth == 0 else ir.Constant(I64, 0)
-                    hi = end if depth == 0 else ir.Constant(I64, kernel.outer[depth])
+                    hi = end if depth == 0 else self.ival(bb, kernel.outer[depth])
                     self.loop(bb, lo, hi, outer_at(depth + 1), f"r{depth}")
                 return emit
             outer_at(0)(b, None)
@@ -242,7 +269,9 @@ class KernelRenderer:
         """Emit the loops of `kernel` from depth `first` on (outer loops, if any, are bound)."""
         ops.b = b
         n_kept = len(kernel.kept)
-        self._reduced_elements = int(np.prod(kernel.domain[n_kept:], dtype=np.int64))
+        # A run-time extent may be large: treat it so (wide accumulators).
+        self._reduced_elements = int(np.prod([n if isinstance(n, int) else WIDE_SUM_THRESHOLD + 1
+                                              for n in kernel.domain[n_kept:]], dtype=np.int64))
         in_memory = [s for s in kernel.stores if s.reduce and kernel.n_reduce == 0
                      and s.reduce not in ("argmax", "argmin")]
         for s in in_memory:
@@ -287,7 +316,7 @@ class KernelRenderer:
                             bb.store(self.combine(bb, s, acc, x, ops), accs[id(s)])
                 else:
                     lo = env["start"] if depth == 0 else ir.Constant(I64, 0)
-                    hi = env["end"] if depth == 0 else ir.Constant(I64, kernel.domain[depth])
+                    hi = env["end"] if depth == 0 else self.ival(bb, kernel.domain[depth])
                     self.loop(bb, lo, hi, body_at(depth + 1), f"i{depth}")
                 if depth == n_kept and reduced:
                     for s in reduced:
@@ -307,9 +336,10 @@ class KernelRenderer:
         """`segment_N(PyArrayObject* b0, ..., i32* status)`: reads each array's data pointer
         itself (field `data` at offset DATA_OFFSET), so a call from Python passes only `id()`s."""
         seg.buffers = sorted({b for k in seg.kernels for b in _kernel_buffers(k)})
-        fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR] * len(seg.buffers) + [PTR]), seg.name)
+        fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR] * len(seg.buffers) + [PTR, PTR]), seg.name)
         fn.attributes.add("nounwind")
-        status = fn.args[-1]
+        status, params = fn.args[-2], fn.args[-1]
+        self.params = params
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         ptrs: dict[int, ir.Value] = {}
         for bid, obj in zip(seg.buffers, fn.args):
@@ -317,8 +347,9 @@ class KernelRenderer:
             ptrs[bid] = b.load(slot, typ=PTR)
         for kernel in seg.kernels:
             kfn, used = self.render_kernel(kernel)
-            outer = kernel.domain[0] if kernel.domain else 1
-            b.call(kfn, [ptrs[bid] for bid in used] + [ir.Constant(I64, 0), ir.Constant(I64, outer), status])
+            self.params = params
+            outer = self.ival(b, kernel.domain[0]) if kernel.domain else ir.Constant(I64, 1)
+            b.call(kfn, [ptrs[bid] for bid in used] + [ir.Constant(I64, 0), outer, status, params])
         b.ret_void()
         return fn
 

@@ -48,10 +48,12 @@ class CpuExecutable:
     The per-call code is generated Python, specialised to this program (buffers are locals, no
     loops over steps): the same trick `collections.namedtuple` uses, for the same reason."""
 
-    def __init__(self, kp: KernelProgram, steps: list, library: object) -> None:
+    def __init__(self, kp: KernelProgram, steps: list, library: object, params: np.ndarray | None = None) -> None:
         self.kp = kp
         self._library = library  # keeps the machine code alive as long as this executable
         self._status_word = ctypes.c_int32(0)
+        # Run-time parameters of shape-generic kernels (unused slot when specialised).
+        self.params = np.zeros(1, np.int64) if params is None else np.ascontiguousarray(params, np.int64)
         self._last: list = [None] * len(kp.buffers)  # reusable output/temp arrays, by buffer id
         self.source = self._generate(kp, steps, library)
         namespace = self._namespace
@@ -82,10 +84,10 @@ class CpuExecutable:
         status_addr = ctypes.addressof(self._status_word)
         for n, step in enumerate(steps):
             if isinstance(step, Segment):
-                ns[f"seg{n}"] = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * (len(step.buffers) + 1)))(
+                ns[f"seg{n}"] = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * (len(step.buffers) + 2)))(
                     library.addresses[step.name])
                 args = ", ".join(f"id(b{b})" for b in step.buffers)
-                lines.append(f"    seg{n}({args}, {status_addr})")
+                lines.append(f"    seg{n}({args}, {status_addr}, {self.params.ctypes.data})")
             else:
                 if step.prim != "dot_general":
                     raise NotImplementedError(step.prim)
