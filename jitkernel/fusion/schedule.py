@@ -304,7 +304,10 @@ def collapse_kernel(kernel: Kernel, first: int = 0) -> Kernel:
     `first` (a row kernel's shared outer loops) are left alone."""
     # 1. size-1 loops vanish.
     while True:
-        ones = [d for d, n in enumerate(kernel.domain) if n == 1 and d >= first]
+        # Inside a row kernel a reduction keeps at least one reduced loop: without one it would
+        # become a memory-accumulated reduction, whose fill pass covers the whole buffer.
+        ones = [d for d, n in enumerate(kernel.domain) if n == 1 and d >= first
+                and not (first and kernel.n_reduce == 1 and d >= len(kernel.kept))]
         if not ones:
             break
         d = ones[0]

@@ -1,0 +1,136 @@
+"""Fusion decisions (what becomes one kernel) and the correctness of every fused shape:
+elementwise chains, row kernels (softmax, layer norm, variance), column reductions,
+broadcast-reduce without materialising the broadcast, multi-output programs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitkernel as jk
+from helpers import assert_matches_numpy
+
+
+def _kernels(fn, *args):
+    return jk.jit(fn, disk_cache=False).lower(*args).compiled.executable.kp
+
+
+def w1(x):
+    return np.sin(x) * np.cos(x) + np.sin(x) ** 2
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def layer_norm(x, g, b):
+    m = x.mean(-1, keepdims=True)
+    v = ((x - m) ** 2).mean(-1, keepdims=True)
+    return (x - m) / np.sqrt(v + 1e-5) * g + b
+
+
+def pairwise(x, y):
+    return ((x[:, None] - y[None, :]) ** 2).sum(1)
+
+
+def test_elementwise_chain_is_one_loop():
+    kp = _kernels(w1, np.ones(1000, np.float32))
+    assert len(kp.steps) == 1
+    (k,) = kp.steps
+    assert k.domain == (1000,) and not any(b.role == "temp" for b in kp.buffers.values())
+
+
+def test_softmax_is_one_row_kernel_with_row_scratch():
+    from jitkernel.fusion.kernel_ir import RowKernel
+    kp = _kernels(softmax, np.ones((64, 48), np.float32))
+    assert len(kp.steps) == 1 and isinstance(kp.steps[0], RowKernel)
+    assert not any(b.role == "temp" and b.shape == (64, 48) for b in kp.buffers.values())
+    assert any(b.role == "scratch" for b in kp.buffers.values())
+
+
+def test_broadcast_reduce_never_materialises_the_broadcast():
+    kp = _kernels(pairwise, np.ones(300, np.float32), np.ones(200, np.float32))
+    assert len(kp.steps) == 1
+    assert all(b.shape != (300, 200) for b in kp.buffers.values())
+
+
+def test_transpose_and_slices_are_index_maps():
+    kp = _kernels(lambda x: (x.T[::-1, 1:] * 2).sum(0), np.ones((5, 7), np.float32))
+    assert len(kp.steps) == 1
+
+
+def test_fusion_record_counts_bytes():
+    prog_bytes = _kernels(w1, np.ones(1000, np.float32)).fusion_record
+    assert prog_bytes[0]["bytes_read"] == 4000 and prog_bytes[0]["bytes_written"] == 4000
+    assert "sin->f32[1000]" in prog_bytes[0]["ops"]
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 1), (1, 5), (7, 33), (4, 6, 17), (2, 3, 4, 5), (0, 4), (4, 0)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_kernels_match_numpy(backend, shape, dtype):
+    rng = np.random.default_rng(sum(shape))
+    x = (rng.standard_normal(shape) * 3).astype(dtype)
+    g = rng.standard_normal(shape[-1:]).astype(dtype)
+    b = rng.standard_normal(shape[-1:]).astype(dtype)
+    with np.errstate(all="ignore"):
+        if shape[-1] == 0:  # max over an empty row: NumPy raises, so must we
+            with pytest.raises(ValueError, match="zero-size array"):
+                softmax(x)
+            with pytest.raises(ValueError, match="zero-size array"):
+                jk.jit(softmax, backend=backend)(x)
+        else:
+            assert_matches_numpy(jk.jit(softmax, backend=backend)(x), softmax(x),
+                                 rtol=1e-5 if dtype == np.float32 else None)
+        assert_matches_numpy(jk.jit(layer_norm, backend=backend)(x, g, b), layer_norm(x, g, b),
+                             rtol=1e-4 if dtype == np.float32 else 1e-10, atol=1e-4 if dtype == np.float32 else 1e-10)
+        f = jk.jit(lambda x: (x.var(-1), x.std(-1, keepdims=True), x.max(-1) - x.min(-1)), backend=backend)
+        expected = (x.var(-1), x.std(-1, keepdims=True), x.max(-1) - x.min(-1)) if shape[-1] else None
+        if expected is not None:
+            assert_matches_numpy(f(x), expected, rtol=1e-4 if dtype == np.float32 else 1e-10,
+                                 atol=1e-5 if dtype == np.float32 else 1e-10)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int64, np.float16, np.float32, np.float64, np.bool_])
+@pytest.mark.parametrize("shape,axis", [((6, 5), 0), ((4, 3, 5), (0, 1)), ((4, 3, 5), 1), ((3, 1, 4), 0), ((0, 3), 0)])
+def test_column_reductions_match_numpy(backend, dtype, shape, axis):
+    rng = np.random.default_rng(3)
+    x = rng.integers(-5, 6, shape).astype(dtype) if dtype != np.bool_ else rng.random(shape) < 0.5
+    for name in ("sum", "prod", "any", "all") + (("max", "min") if 0 not in shape else ()):
+        fn = lambda a, name=name: getattr(np, name)(a, axis=axis)  # noqa: E731
+        with np.errstate(all="ignore"):
+            assert_matches_numpy(jk.jit(fn, backend=backend)(x), fn(x), rtol=2e-3 if dtype == np.float16 else None)
+
+
+def test_pairwise_matches_numpy(backend):
+    rng = np.random.default_rng(0)
+    x, y = rng.random(257).astype(np.float32), rng.random(129).astype(np.float32)
+    assert_matches_numpy(jk.jit(pairwise, backend=backend)(x, y), pairwise(x, y), rtol=1e-5)
+
+
+def test_multi_output_and_shared_intermediates(backend):
+    def f(x, w):
+        h = np.tanh(x @ w)
+        return h, (h * h).sum(axis=1), h.max(), h.T[::2]
+    rng = np.random.default_rng(1)
+    x, w = rng.random((9, 5)).astype(np.float32), rng.random((5, 7)).astype(np.float32)
+    assert_matches_numpy(jk.jit(f, backend=backend)(x, w), f(x, w), rtol=1e-5)
+
+
+def test_long_float32_sum_is_accurate():
+    x = np.random.default_rng(0).random(1 << 20).astype(np.float32)
+    got = jk.jit(lambda a: a.sum())(x)
+    assert got.dtype == np.float32
+    assert abs(float(got) - float(x.astype(np.float64).sum())) <= 1e-6 * float(x.sum())
+
+
+@pytest.mark.parametrize("stage", ["ir", "optimized", "kernels", "llvm", "asm"])
+def test_every_stage_has_text(stage):
+    text = jk.jit(softmax).lower(np.ones((4, 8), np.float32)).as_text(stage)
+    assert text and ("row kernel" in text if stage == "kernels" else True)
+    if stage == "asm":
+        assert "segment_0" in text
+
+
+def test_unknown_stage_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown stage"):
+        jk.jit(w1).lower(np.ones(3)).as_text("ptx")
