@@ -1,6 +1,7 @@
 """Global options (`jk.config.update(name, value)`)."""
 from __future__ import annotations
 
+import os
 from typing import Any
 
 
@@ -18,6 +19,10 @@ class Config:
         self.max_cache_entries = 8  # compiled signatures kept per jitted function
         self.disk_cache = True  # persistent machine-code cache (jitkernel.cache)
         self.dynamic_shapes = True  # a dimension that changes size becomes a run-time parameter
+        # Threads for large kernels (outer loop split in ranges). JITKERNEL_THREADS overrides;
+        # the default 1 is what measured fastest on the 2-vCPU machines this was built on
+        # (docs/performance.md).
+        self.threads = int(os.environ.get("JITKERNEL_THREADS", "1"))
 
     def update(self, name: str, value: Any) -> None:
         if not hasattr(self, name):

@@ -134,3 +134,23 @@ def test_every_stage_has_text(stage):
 def test_unknown_stage_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown stage"):
         jk.jit(w1).lower(np.ones(3)).as_text("ptx")
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_split_across_threads_matches_numpy(threads):
+    old = jk.config.threads
+    jk.config.update("threads", threads)
+    try:
+        rng = np.random.default_rng(4)
+        x = rng.standard_normal((1031, 517)).astype(np.float32)
+        g = rng.standard_normal(517).astype(np.float32)
+        assert_matches_numpy(jk.jit(softmax)(x), softmax(x), rtol=1e-5)
+        assert_matches_numpy(jk.jit(layer_norm)(x, g, g), layer_norm(x, g, g), rtol=1e-4, atol=1e-5)
+        v = rng.standard_normal(1 << 19).astype(np.float32)
+        assert_matches_numpy(jk.jit(w1)(v), w1(v))
+        e = rng.integers(-1, 3, (700, 700)).astype(np.int64)
+        e[699, 699] = -1  # the last thread's range raises NumPy's error
+        with pytest.raises(ValueError, match="Integers to negative integer powers"):
+            jk.jit(lambda a, b: a ** b)(np.full((700, 700), 2, np.int64), e)
+    finally:
+        jk.config.update("threads", old)

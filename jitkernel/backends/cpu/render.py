@@ -29,8 +29,37 @@ DATA_OFFSET = 16
 @dataclass
 class Segment:
     name: str
-    kernels: list[Kernel]
+    kernels: list[Kernel | RowKernel]
     buffers: list[int] = field(default_factory=list)  # argument order of the native function
+    parallel: bool = False  # one kernel whose outer loop may be split across threads
+    step_index: int = -1  # position of its (first) kernel in KernelProgram.steps
+
+# Kernels at least this large (elements in the loop nest) get a segment of their own whose
+# outer loop the runtime may split across threads.
+PARALLEL_MIN_ELEMENTS = 1 << 18
+
+
+def _elements(kernel: Kernel | RowKernel) -> int:
+    domains = [p.domain for p in kernel.phases] if isinstance(kernel, RowKernel) else [kernel.domain]
+    total = 0
+    for d in domains:
+        n = 1
+        for e in d:
+            n *= e if isinstance(e, int) else PARALLEL_MIN_ELEMENTS
+        total += n
+    return total
+
+
+def splittable(kernel: Kernel | RowKernel) -> bool:
+    """Can disjoint ranges of the outer loop run concurrently? Yes when the outer loop is not a
+    reduced one and no store accumulates in memory (its fill pass covers the whole buffer)."""
+    if not kernel.domain:
+        return False
+    if isinstance(kernel, RowKernel):
+        return True
+    if any(s.reduce for s in kernel.stores) and kernel.n_reduce == 0:
+        return False
+    return len(kernel.kept) >= 1
 
 
 def _used_buffers(kernel: Kernel) -> list[int]:
@@ -336,9 +365,10 @@ class KernelRenderer:
         """`segment_N(PyArrayObject* b0, ..., i32* status)`: reads each array's data pointer
         itself (field `data` at offset DATA_OFFSET), so a call from Python passes only `id()`s."""
         seg.buffers = sorted({b for k in seg.kernels for b in _kernel_buffers(k)})
-        fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR] * len(seg.buffers) + [PTR, PTR]), seg.name)
+        fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR] * len(seg.buffers) + [I64, I64, PTR, PTR]),
+                         seg.name)
         fn.attributes.add("nounwind")
-        status, params = fn.args[-2], fn.args[-1]
+        start, end, status, params = fn.args[-4:]
         self.params = params
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         ptrs: dict[int, ir.Value] = {}
@@ -348,8 +378,12 @@ class KernelRenderer:
         for kernel in seg.kernels:
             kfn, used = self.render_kernel(kernel)
             self.params = params
-            outer = self.ival(b, kernel.domain[0]) if kernel.domain else ir.Constant(I64, 1)
-            b.call(kfn, [ptrs[bid] for bid in used] + [ir.Constant(I64, 0), outer, status, params])
+            if seg.parallel:  # the caller chooses the range of the outer loop
+                lo, hi = start, end
+            else:
+                lo = ir.Constant(I64, 0)
+                hi = self.ival(b, kernel.domain[0]) if kernel.domain else ir.Constant(I64, 1)
+            b.call(kfn, [ptrs[bid] for bid in used] + [lo, hi, status, params])
         b.ret_void()
         return fn
 
@@ -357,13 +391,15 @@ class KernelRenderer:
 def segments_of(kp: KernelProgram) -> list[Segment | LibraryCall]:
     """Group consecutive kernels into segments; library calls stay separate steps."""
     out: list[Segment | LibraryCall] = []
-    for step in kp.steps:
+    for i, step in enumerate(kp.steps):
         if isinstance(step, LibraryCall):
             out.append(step)
-        elif out and isinstance(out[-1], Segment):
+        elif splittable(step) and _elements(step) >= PARALLEL_MIN_ELEMENTS:
+            out.append(Segment(f"segment_{len(out)}", [step], parallel=True, step_index=i))
+        elif out and isinstance(out[-1], Segment) and not out[-1].parallel:
             out[-1].kernels.append(step)
         else:
-            out.append(Segment(f"segment_{len(out)}", [step]))
+            out.append(Segment(f"segment_{len(out)}", [step], step_index=i))
     return out
 
 

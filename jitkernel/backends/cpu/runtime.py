@@ -10,10 +10,15 @@ it), which avoids page faults on large fresh outputs without ever aliasing a liv
 from __future__ import annotations
 
 import ctypes
+import functools
+import operator
 import sys
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
 
 import numpy as np
 
+from ...config import config
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
 from ...ir.primitives import dot_general_numpy
 from .ops import STATUS_MESSAGES
@@ -84,10 +89,17 @@ class CpuExecutable:
         status_addr = ctypes.addressof(self._status_word)
         for n, step in enumerate(steps):
             if isinstance(step, Segment):
-                ns[f"seg{n}"] = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * (len(step.buffers) + 2)))(
+                ns[f"seg{n}"] = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(step.buffers)), ctypes.c_int64,
+                                                 ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)(
                     library.addresses[step.name])
                 args = ", ".join(f"id(b{b})" for b in step.buffers)
-                lines.append(f"    seg{n}({args}, {status_addr}, {self.params.ctypes.data})")
+                kernel = kp.steps[step.step_index]
+                outer = int(kernel.domain[0]) if kernel.domain else 1
+                if step.parallel and outer >= 2:
+                    ns["split"] = _run_split
+                    lines.append(f"    split(seg{n}, ({args},), {outer}, {self.params.ctypes.data}, status)")
+                else:
+                    lines.append(f"    seg{n}({args}, 0, {outer}, {status_addr}, {self.params.ctypes.data})")
             else:
                 if step.prim != "dot_general":
                     raise NotImplementedError(step.prim)
@@ -118,6 +130,31 @@ class CpuExecutable:
         for bit, (exc, msg) in STATUS_MESSAGES.items():
             if code & bit:
                 raise exc(msg)
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+
+
+def _run_split(seg: Callable, ids: tuple, outer: int, params: int, status: ctypes.c_int32) -> None:
+    """Run a segment's outer loop in `config.threads` contiguous ranges. ctypes releases the GIL
+    during each native call, so the ranges run in parallel; each has its own status word."""
+    global _pool, _pool_size
+    threads = min(config.threads, outer)
+    if threads <= 1:
+        seg(*ids, 0, outer, ctypes.addressof(status), params)
+        return
+    if _pool is None or _pool_size != threads:
+        _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="jitkernel")
+        _pool_size = threads
+    words = (ctypes.c_int32 * threads)()
+    bounds = [outer * t // threads for t in range(threads + 1)]
+    base = ctypes.addressof(words)
+    futures = [_pool.submit(seg, *ids, bounds[t], bounds[t + 1], base + 4 * t, params) for t in range(1, threads)]
+    seg(*ids, bounds[0], bounds[1], base, params)
+    for f in futures:
+        f.result()
+    status.value |= functools.reduce(operator.or_, words, 0)
 
 
 def _to_c_order(a: np.ndarray, dt: np.dtype) -> np.ndarray:
