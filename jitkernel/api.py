@@ -363,7 +363,7 @@ class Jitted:
         return list(self._recompilations)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not kwargs and not _SUBSCRIBERS:
+        if not kwargs:
             # Fast path: positional arrays and Python scalars, keyed by (shape, dtype char) / type.
             # (A byte-swapped array shares the char; the executable converts it.)
             try:
@@ -399,7 +399,13 @@ class Jitted:
                 scalars.append(_PY_SCALAR_DTYPES[type(a)])
             else:
                 return
-        self._fast[key[0] if len(key) == 1 else tuple(key)] = compiled.fast_entry(scalars)
+        self._fast[key[0] if len(key) == 1 else tuple(key)] = compiled.fast_entry(scalars, self._signatures_text(compiled))
+
+    def _signatures_text(self, compiled: Compiled) -> str:
+        for k, c in self._cache.items():
+            if c is compiled:
+                return self._signatures[k].describe()
+        return ""
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """Trace and compile for these arguments (or reuse the cached entry) without running."""
@@ -408,6 +414,23 @@ class Jitted:
 
     def cache_size(self) -> int:
         return len(self._cache)
+
+    def entries(self) -> list[tuple[str, Compiled]]:
+        """(signature text, compiled entry) for every cached signature, oldest first."""
+        return [(self._signatures[k].describe(), c) for k, c in self._cache.items()]
+
+    def last_compiled(self) -> Compiled | None:
+        """The most recently added compiled entry, or None."""
+        return next(reversed(self._cache.values()), None)
+
+    def compiled_for(self, *args: Any, **kwargs: Any) -> tuple[str, Compiled]:
+        """(signature text, compiled entry) a call with these arguments uses, compiling it if
+        needed; publishes no cache event for an existing entry."""
+        sig, _ = self._signature(args, kwargs)
+        compiled = self._cache.get(sig.key)
+        if compiled is None:
+            compiled = self._miss(sig, args, kwargs)
+        return sig.describe(), compiled
 
     def clear_cache(self) -> None:
         self._templates.clear()

@@ -10,6 +10,7 @@ The notebook tooling lives in the `magics` package and is imported only by these
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -49,7 +50,7 @@ def demo(args: argparse.Namespace) -> int:
         failed = e
         nb = getattr(e, "nb", None)
     elapsed = time.perf_counter() - t0
-    if nb is None:  # nbclient does not hand back the partial notebook: re-read for the record
+    if nb is None:
         nb = nbformat.read(notebook, as_version=4)
     ipynb = out / notebook.name
     html_path = ipynb.with_suffix(".html")
@@ -57,7 +58,7 @@ def demo(args: argparse.Namespace) -> int:
     html_path.write_text(notebook_to_html(nb, title=f"jitkernel demo: {notebook.stem}"), encoding="utf-8")
     if failed is not None:
         print(f"\na cell failed ({failed.ename}: {failed.evalue})", file=sys.stderr)
-        print(str(failed)[-3000:], file=sys.stderr)
+        print(re.sub(r"\x1b\[[0-9;]*m", "", str(failed))[-3000:], file=sys.stderr)
         print(f"\npartial outputs: {ipynb}; kernel log: {out / 'kernel.log'}", file=sys.stderr)
         return 1
     print(f"executed in {elapsed:.1f} s\n")

@@ -1,0 +1,24 @@
+"""The jitkernel IPython extension: `%load_ext jitkernel` (or `%load_ext magics`).
+
+Magics: `%%jit` (cell), `%jit_profile`, `%jit_explain`, `%jit_ir`, `%jit_cache`,
+`%jit_backend` (see docs/magics.md). Importing this package imports IPython; `jitkernel`
+itself never imports it at module level.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["load_ipython_extension", "unload_ipython_extension"]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register the magics in `ipython`, subscribe the recompilation diagnostics and start the
+    profiler session."""
+    from .extension import load
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """Remove the magics and the event subscriptions."""
+    from .extension import unload
+    unload(ipython)

@@ -1,0 +1,87 @@
+"""Profiler for jitted functions, fed by `jitkernel.events`.
+
+One session collector per process starts when the IPython extension loads, or on the first
+`start()` / `report()`. It records every engine event (trace, optimise, fuse, codegen,
+compile, cache, recompile, run) from then on.
+
+>>> import numpy as np, jitkernel as jk, profiler
+>>> _ = profiler.start(); profiler.reset()
+>>> f = jk.jit(lambda x: np.sin(x).sum(), backend="interpret")
+>>> _ = f(np.zeros(8)); _ = f(np.zeros(8))
+>>> r = profiler.report()
+>>> st = r["<lambda>"]; (st.calls, st.compiles, st.cache_hits)
+(2, 1, 1)
+>>> sorted({rec["phase"] for rec in r.records()})
+['cache', 'optimize', 'run', 'trace']
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from jitkernel import events
+
+from .collector import Collector, Snapshot
+from .report import PLOT_KINDS, Report
+from .stats import CallRecord, FunctionStats
+
+__all__ = ["start", "stop", "reset", "report", "session", "Collector", "Report", "Snapshot",
+           "FunctionStats", "CallRecord", "PLOT_KINDS", "function_name"]
+
+_SESSION: Collector | None = None
+
+
+def session() -> Collector:
+    """The process-wide collector (created, not started, on first use)."""
+    global _SESSION
+    if _SESSION is None:
+        _SESSION = Collector()
+    return _SESSION
+
+
+def start() -> Collector:
+    """Start the session collector (idempotent) and return it."""
+    c = session()
+    c.start()
+    return c
+
+
+def stop() -> None:
+    """Stop collecting; what was collected stays available to `report()`."""
+    if _SESSION is not None:
+        _SESSION.stop()
+
+
+def reset() -> None:
+    """Forget everything the session collected (it keeps running if it was)."""
+    session().reset()
+
+
+def function_name(fn: Any) -> str:
+    """The name events use for `fn`: a string as is, else its `__name__` (a Jitted or a function)."""
+    if isinstance(fn, str):
+        return fn
+    name = getattr(fn, "__name__", None)
+    if not isinstance(name, str):
+        raise TypeError(f"expected a jitted function or a function name, got {type(fn).__name__}")
+    return name
+
+
+def report(fn: Any = None, *, since: float | None = None, title: str = "jitkernel profile") -> Report:
+    """The profile of `fn` (a jitted function, a name, or a list of them; all when None),
+    counting only work that started at or after `since` (an `events.clock()` value).
+
+    Starts the session collector if it was not running (the report is then empty)."""
+    c = start()
+    names: Iterable[str] | None
+    if fn is None:
+        names = None
+    elif isinstance(fn, (list, tuple, set, frozenset)):
+        names = [function_name(f) for f in fn]
+    else:
+        names = [function_name(fn)]
+    return Report(c.snapshot(names, since), title=title)
+
+
+def clock() -> float:
+    """The engine's clock (for `report(since=...)`)."""
+    return events.clock()

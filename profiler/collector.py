@@ -1,0 +1,152 @@
+"""The event collector: subscribes to `jitkernel.events` and keeps what it hears.
+
+The subscriber runs inside every jitted call (the engine publishes a `RunEvent` and a memory
+`CacheEvent` per call while anyone listens), so it only appends the event to a list. Warm
+calls would make that list grow by two objects per call; every `compact_every` events the list
+is compacted: warm runs and memory cache hits become (start, duration) pairs in `array('d')`
+columns (16 bytes a call instead of two event objects), everything else is kept as is.
+"""
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from jitkernel import events
+
+_RUN = events.RunEvent
+_CACHE = events.CacheEvent
+
+
+@dataclass
+class WarmColumns:
+    """Compacted warm calls of one function: run starts and durations, memory-hit starts."""
+
+    run_starts: array = field(default_factory=lambda: array("d"))
+    run_durations: array = field(default_factory=lambda: array("d"))
+    hit_starts: array = field(default_factory=lambda: array("d"))
+
+    def copy(self, since: float | None = None) -> "WarmColumns":
+        """A copy, keeping only entries that started at or after `since`."""
+        if since is None:
+            return WarmColumns(array("d", self.run_starts), array("d", self.run_durations),
+                               array("d", self.hit_starts))
+        keep = [i for i, s in enumerate(self.run_starts) if s >= since]
+        return WarmColumns(array("d", (self.run_starts[i] for i in keep)),
+                           array("d", (self.run_durations[i] for i in keep)),
+                           array("d", (s for s in self.hit_starts if s >= since)))
+
+
+@dataclass
+class Snapshot:
+    """A consistent copy of what a collector holds: `t0` (the clock at start/reset), the events
+    in publication order and the compacted warm calls per function."""
+
+    t0: float
+    events: list[events.Event]
+    warm: dict[str, WarmColumns]
+
+    def functions(self) -> list[str]:
+        """Function names in order of first appearance."""
+        seen: dict[str, None] = {}
+        for e in self.events:
+            seen.setdefault(e.function, None)
+        for name in self.warm:
+            seen.setdefault(name, None)
+        return list(seen)
+
+
+class Collector:
+    """Collects engine events while started. `snapshot()` copies them for a report."""
+
+    def __init__(self, compact_every: int = 1_000) -> None:
+        self.compact_every = compact_every
+        self.t0 = events.clock()
+        self._events: list[events.Event] = []
+        self._warm: dict[str, WarmColumns] = {}
+        self._unsubscribe = None
+
+    # -- subscription ------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        """Whether the collector is subscribed to the engine's events."""
+        return self._on_event in events.SUBSCRIBERS
+
+    def start(self) -> None:
+        """Subscribe (idempotent; also after someone cleared `events.SUBSCRIBERS`)."""
+        if not self.running:
+            self._unsubscribe = events.subscribe(self._on_event)
+
+    def stop(self) -> None:
+        """Unsubscribe (idempotent); what was collected is kept."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    def reset(self) -> None:
+        """Forget everything collected so far and restart the clock."""
+        self._events.clear()
+        self._warm.clear()
+        self.t0 = events.clock()
+
+    def _on_event(self, event: events.Event) -> None:
+        buf = self._events
+        buf.append(event)
+        if len(buf) >= self.compact_every:
+            self.compact()
+
+    # -- storage -----------------------------------------------------------------------
+    def compact(self) -> None:
+        """Move warm runs and memory cache hits out of the event list into columns."""
+        buf = self._events
+        kept: list[events.Event] = []
+        runs: list[events.RunEvent] = []
+        hits: list[events.CacheEvent] = []
+        keep, run, hit = kept.append, runs.append, hits.append
+        for e in buf:
+            cls = e.__class__
+            if cls is _RUN:
+                run(e) if not e.first else keep(e)
+            elif cls is _CACHE and e.hit and e.level == "memory":
+                hit(e)
+            else:
+                keep(e)
+        buf[:] = kept
+        for fn, group in _by_function(runs).items():
+            cols = self._warm.get(fn) or self._warm.setdefault(fn, WarmColumns())
+            cols.run_starts.extend([e.start for e in group])
+            cols.run_durations.extend([e.duration for e in group])
+        for fn, group in _by_function(hits).items():
+            cols = self._warm.get(fn) or self._warm.setdefault(fn, WarmColumns())
+            cols.hit_starts.extend([e.start for e in group])
+
+    def __len__(self) -> int:
+        """Events held (compacted warm calls count two each)."""
+        return len(self._events) + sum(len(c.run_starts) + len(c.hit_starts) for c in self._warm.values())
+
+    def snapshot(self, functions: Iterable[str] | None = None, since: float | None = None) -> Snapshot:
+        """Copy the events of `functions` (all when None) that started at or after `since`
+        (an `events.clock()` value; all when None)."""
+        names = None if functions is None else set(functions)
+        evs = [e for e in list(self._events)
+               if (names is None or e.function in names) and (since is None or _begin(e) >= since)]
+        warm = {k: v.copy(since) for k, v in list(self._warm.items()) if names is None or k in names}
+        warm = {k: v for k, v in warm.items() if len(v.run_starts) or len(v.hit_starts)}
+        return Snapshot(self.t0, evs, warm)
+
+
+def _by_function(evs: list[events.Event]) -> dict[str, list[events.Event]]:
+    names = {e.function for e in evs}
+    if len(names) <= 1:
+        if not names:
+            return {}
+        return {names.pop(): evs}
+    out: dict[str, list[events.Event]] = {n: [] for n in names}
+    for e in evs:
+        out[e.function].append(e)
+    return out
+
+
+def _begin(e: events.Event) -> float:
+    """When the work an event describes began (a RecompileEvent is published at its end)."""
+    return e.start - e.duration if isinstance(e, events.RecompileEvent) else e.start

@@ -1,0 +1,98 @@
+"""Flat records (plain dicts) and the Chrome trace export built from them."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from jitkernel import events
+
+from .collector import Snapshot
+
+PHASES = {
+    events.TraceEvent: "trace", events.OptimizeEvent: "optimize", events.FuseEvent: "fuse",
+    events.CodegenEvent: "codegen", events.CompileEvent: "compile", events.CacheEvent: "cache",
+    events.RecompileEvent: "recompile", events.RunEvent: "run",
+}
+_BASE_FIELDS = {"function", "start", "duration"}
+
+
+def phase_name(event: events.Event) -> str:
+    """`trace`, `optimize`, `fuse`, `codegen`, `compile`, `cache`, `recompile`, `run` (other
+    event classes: their lower-cased name without `Event`)."""
+    name = PHASES.get(type(event))
+    return name if name is not None else type(event).__name__.removesuffix("Event").lower()
+
+
+def _details(event: events.Event) -> dict[str, Any]:
+    out = {}
+    for f in dataclasses.fields(event):
+        if f.name not in _BASE_FIELDS:
+            value = getattr(event, f.name)
+            out[f.name] = [dict(v) if isinstance(v, dict) else v for v in value] if isinstance(value, list) else value
+    return out
+
+
+def records(snap: Snapshot) -> list[dict[str, Any]]:
+    """One dict per phase occurrence: function, phase, start (s since the collector started or
+    was reset), duration (s) and details (the event's other fields). A recompile record starts
+    with the trace it caused and lasts its trace + compile time. Sorted by start."""
+    out = []
+    trace_start: dict[str, float] = {}
+    for e in snap.events:
+        start = e.start
+        if isinstance(e, events.TraceEvent):
+            trace_start[e.function] = e.start
+        elif isinstance(e, events.RecompileEvent):  # published at the end: anchor at its trace
+            start = trace_start.get(e.function, e.start - e.duration)
+        out.append({"function": e.function, "phase": phase_name(e), "start": start - snap.t0,
+                    "duration": e.duration, "details": _details(e)})
+    for name, cols in snap.warm.items():
+        for s, d in zip(cols.run_starts, cols.run_durations):
+            out.append({"function": name, "phase": "run", "start": s - snap.t0, "duration": d,
+                        "details": {"first": False}})
+        for s in cols.hit_starts:
+            out.append({"function": name, "phase": "cache", "start": s - snap.t0, "duration": 0.0,
+                        "details": {"hit": True, "level": "memory"}})
+    out.sort(key=lambda r: r["start"])
+    return out
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def chrome_trace(recs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Chrome trace-event JSON object: one complete event ("ph": "X", ts and dur in µs) per
+    record, one thread per function (named by metadata events), loadable by Perfetto and
+    chrome://tracing."""
+    pid = os.getpid()
+    tids: dict[str, int] = {}
+    trace_events: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "jitkernel"}}]
+    for r in recs:
+        tid = tids.get(r["function"])
+        if tid is None:
+            tid = tids[r["function"]] = len(tids) + 1
+            trace_events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                                 "args": {"name": r["function"]}})
+        trace_events.append({"name": r["phase"], "cat": "jitkernel", "ph": "X", "pid": pid, "tid": tid,
+                             "ts": r["start"] * 1e6, "dur": r["duration"] * 1e6,
+                             "args": _json_safe(r["details"])})
+    return {"traceEvents": trace_events, "displayTimeUnit": "ms"}
+
+
+def write_chrome_trace(recs: list[dict[str, Any]], path: str | os.PathLike) -> Path:
+    """Write `chrome_trace(recs)` to `path` (parent folders created); returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(chrome_trace(recs)))
+    return path

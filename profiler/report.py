@@ -1,0 +1,130 @@
+"""`Report`: the profile of a snapshot as a text table, an HTML table, plots and records."""
+from __future__ import annotations
+
+import html
+import os
+from pathlib import Path
+from typing import Any
+
+from .collector import Snapshot
+from .records import records as _records
+from .records import write_chrome_trace
+from .stats import CallRecord, FunctionStats, call_records, function_stats
+
+PLOT_KINDS = ("breakdown", "timeline", "fusion")
+
+COLUMNS = ("function", "calls", "cache hits", "compiles", "recompiles", "trace ms", "compile ms",
+           "first run ms", "warm median ms", "ops -> kernels", "bytes unfused -> fused")
+
+
+def format_ms(seconds: float | None) -> str:
+    """Milliseconds with three significant decimals for small values: `0.012`, `18.4`."""
+    if seconds is None:
+        return "-"
+    ms = seconds * 1e3
+    return f"{ms:.3f}" if ms < 10 else f"{ms:.1f}"
+
+
+def format_bytes(n: int | None) -> str:
+    """`512 B`, `25.6 kB`, `4.2 MB` (decimal units)."""
+    if n is None:
+        return "-"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def _row(st: FunctionStats) -> list[str]:
+    compiles = str(st.compiles) + (f" ({st.disk_hits} from disk)" if st.disk_hits else "")
+    if st.kernels is None:
+        fusion = "-"
+    else:
+        fusion = f"{st.graph_ops} -> {st.kernels}" + (f" + {st.library_calls} lib" if st.library_calls else "")
+    bytes_ = "-" if st.bytes_fused is None else f"{format_bytes(st.bytes_unfused)} -> {format_bytes(st.bytes_fused)}"
+    return [st.function, str(st.calls), str(st.cache_hits), compiles, str(st.recompiles), format_ms(st.trace),
+            format_ms(st.compile), format_ms(st.first_run), format_ms(st.warm_median), fusion, bytes_]
+
+
+class Report:
+    """The profile of some jitted functions over a time window.
+
+    Displays as an HTML table in notebooks and as a text table elsewhere; `plot(kind)` draws
+    it, `records()` and `to_chrome_trace(path)` export the underlying phases."""
+
+    def __init__(self, snapshot: Snapshot, title: str = "jitkernel profile") -> None:
+        self.snapshot = snapshot
+        self.title = title
+        self.functions: list[FunctionStats] = function_stats(snapshot)
+
+    # -- data --------------------------------------------------------------------------
+    def __getitem__(self, name: str) -> FunctionStats:
+        for st in self.functions:
+            if st.function == name:
+                return st
+        raise KeyError(f"no profile for function {name!r}; profiled: {[s.function for s in self.functions]}")
+
+    def records(self) -> list[dict[str, Any]]:
+        """One plain dict per phase occurrence: function, phase, start (s), duration (s), details."""
+        return _records(self.snapshot)
+
+    def calls(self, function: str) -> list[CallRecord]:
+        """The calls of `function` in time order with their trace/compile/run split."""
+        return call_records(self.snapshot, function)
+
+    def to_chrome_trace(self, path: str | os.PathLike) -> Path:
+        """Write a Chrome trace JSON (one complete event per phase; open it in
+        https://ui.perfetto.dev or chrome://tracing). Returns the path written."""
+        return write_chrome_trace(self.records(), path)
+
+    def plot(self, kind: str = "breakdown") -> Any:
+        """A matplotlib Figure (a subclass with `_repr_png_`, so it displays as one PNG):
+        `breakdown` (per call: trace, compile, first run, warm run), `timeline` (phases over
+        time with recompilation markers and reasons), `fusion` (graph ops per kernel, bytes
+        before and after fusion)."""
+        if kind not in PLOT_KINDS:
+            raise ValueError(f"unknown plot kind {kind!r}; kinds are {', '.join(PLOT_KINDS)}")
+        from . import plots  # matplotlib is imported only here
+        return getattr(plots, kind)(self)
+
+    # -- display -----------------------------------------------------------------------
+    def _recompile_lines(self) -> list[tuple[str, str]]:
+        return [(st.function, "; ".join(reasons)) for st in self.functions for _, reasons, _ in st.recompilations]
+
+    def __str__(self) -> str:
+        if not self.functions:
+            return f"{self.title}: no jitted calls recorded"
+        rows = [list(COLUMNS)] + [_row(st) for st in self.functions]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
+        lines = [self.title]
+        for k, r in enumerate(rows):
+            lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+            if k == 0:
+                lines.append("  ".join("-" * w for w in widths))
+        rec = self._recompile_lines()
+        if rec:
+            lines.append("recompilations:")
+            lines += [f"  {fn}: {why}" for fn, why in rec]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        head = "".join(f"<th>{esc(c)}</th>" for c in COLUMNS)
+        body = "".join("<tr>" + "".join(f"<td style='text-align:{'left' if i == 0 else 'right'}'>{esc(c)}</td>"
+                                        for i, c in enumerate(_row(st))) + "</tr>" for st in self.functions)
+        if not self.functions:
+            body = f"<tr><td colspan='{len(COLUMNS)}'>no jitted calls recorded</td></tr>"
+        out = [f"<div class='jitkernel-profile'><b>{esc(self.title)}</b>",
+               f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"]
+        rec = self._recompile_lines()
+        if rec:
+            out.append("<p>recompilations:</p><ul>" + "".join(
+                f"<li><code>{esc(fn)}</code>: {esc(why)}</li>" for fn, why in rec) + "</ul>")
+        out.append("</div>")
+        return "".join(out)

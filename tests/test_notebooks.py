@@ -1,0 +1,119 @@
+"""The notebooks, executed by nbclient in a real kernel started from the installed
+"Python 3 (jitkernel)" kernelspec, and `jitkernel demo` end to end."""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from jitkernel.cli import main
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+KERNEL = "jitkernel-test"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@pytest.fixture(scope="module")
+def kernels_dir(tmp_path_factory):
+    """The kernelspec installed by the CLI into a temporary prefix; a private disk cache."""
+    prefix = tmp_path_factory.mktemp("prefix")
+    assert main(["install-kernel", "--prefix", str(prefix), "--name", KERNEL]) == 0
+    saved = os.environ.get("JITKERNEL_CACHE_DIR")
+    os.environ["JITKERNEL_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))  # inherited by the kernel
+    yield prefix / "share" / "jupyter" / "kernels"
+    if saved is None:
+        os.environ.pop("JITKERNEL_CACHE_DIR", None)
+    else:
+        os.environ["JITKERNEL_CACHE_DIR"] = saved
+
+
+def _execute(name: str, kernels_dir: Path, cwd: Path):
+    from magics.nbrun import execute_notebook
+    return execute_notebook(NOTEBOOKS / f"{name}.ipynb", KERNEL, kernels_dir, cwd=cwd, timeout=120,
+                            kernel_log=cwd / "kernel.log")
+
+
+def _text(nb) -> str:
+    """All stream and text/plain output of the notebook."""
+    parts = []
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            if o["output_type"] == "stream":
+                parts.append(o["text"])
+            elif "data" in o and "text/plain" in o["data"]:
+                parts.append(o["data"]["text/plain"])
+    return _ANSI.sub("", "\n".join(parts))
+
+
+def _count(nb, mime: str) -> int:
+    return sum(mime in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
+
+
+def _reason(fn: str, arg: str, old: str, new: str) -> str:
+    """The diagnostics line for a shape change naming the argument and both shapes (further
+    reasons, such as a dimension becoming dynamic, may follow)."""
+    return (rf"^jit: {fn} recompiled \({arg}: shape {re.escape(old)} -> {re.escape(new)}(?:; [^\n]*)?\); "
+            rf"trace [\d.]+ ms, compile [\d.]+ ms$")
+
+
+def test_committed_notebooks_have_no_outputs():
+    for path in NOTEBOOKS.glob("*.ipynb"):
+        nb = json.loads(path.read_text())
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "code":
+                assert cell["outputs"] == [] and cell["execution_count"] is None, path.name
+
+
+def test_quickstart(kernels_dir, tmp_path):
+    nb = _execute("quickstart", kernels_dir, tmp_path)
+    text = _text(nb)
+    assert "results match NumPy: float32 (512,)" in text
+    assert "program layer(a: f32[512,256], b: f32[256,128], c: f32[128])" in text
+    assert "kernels layer:" in text and "library k0_dot_general" in text
+    assert "extension is already loaded" not in text  # the kernelspec loaded it; no %load_ext needed
+    table = [o for c in nb.cells if "jitkernel-profile" in c.metadata.get("tags", []) for o in c.outputs
+             if "text/html" in o.get("data", {})]
+    assert len(table) == 1 and ">layer</td>" in table[0]["data"]["text/html"]
+    assert _count(nb, "image/png") == 2
+
+
+def test_profiling(kernels_dir, tmp_path):
+    nb = _execute("profiling", kernels_dir, tmp_path)
+    text = _text(nb)
+    assert "True" in text  # softmax matches NumPy
+    assert "kernels softmax:" in text
+    assert re.search(_reason("normalize", "x", "(2048, 256)", "(1024, 256)"), text, re.M), text
+    assert _count(nb, "image/png") == 3  # fusion, breakdown, timeline: one image each
+    trace = json.loads((tmp_path / "profile_trace.json").read_text())
+    phases = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert {"trace", "fuse", "compile", "run"} <= {e["name"] for e in phases}
+    assert f"{len(phases)} phases;" in text
+
+
+def test_recompilation(kernels_dir, tmp_path):
+    nb = _execute("recompilation", kernels_dir, tmp_path)
+    text = _text(nb)
+    assert re.search(_reason("step", "x", "(1000, 64)", "(2000, 64)"), text, re.M), text
+    assert re.search(r"^jit: step recompiled \(x: dtype float32 -> float64", text, re.M), text
+    assert re.search(r"^step: [2-4] recompilations, \d signature\(s\) cached$", text, re.M), text
+    assert "before: x: float32[1000, 64]" in text
+    assert re.search(_reason("cell_y_s", "x", "(1000,)", "(5000,)"), text, re.M), text
+    assert "jit: power recompiled (n: static value 2 -> 3)" in text
+    assert _count(nb, "image/png") == 1
+
+
+def test_demo_writes_notebook_and_html_and_prints_the_profile(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert re.search(r"^function\s+calls\s+cache hits\s+compiles", printed, re.M), printed
+    assert re.search(r"^layer\s+\d+\s+\d+", printed, re.M), printed
+    executed = json.loads((out / "quickstart.ipynb").read_text())
+    assert any(c.get("outputs") for c in executed["cells"] if c["cell_type"] == "code")
+    html = (out / "quickstart.html").read_text()
+    assert html.count("<img src='data:image/png;base64,") == 2
+    assert "<table>" in html and "results match NumPy" in html and "<h1>jitkernel quickstart</h1>" in html
