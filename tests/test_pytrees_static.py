@@ -130,12 +130,16 @@ def test_jit_without_arguments_as_decorator(backend):
         """Docstring."""
         return np.sin(x) * y + 1
 
+    assert isinstance(f, jk.Jitted)
     assert f.__name__ == "f" and f.__doc__ == "Docstring." and f.__wrapped__ is not None
-    g = jk.jit(f.__wrapped__, backend=backend)
     x = _arr(4)
-    assert_matches_numpy(g(x, 2.0), numpy_result(f.__wrapped__, x, 2.0))
-    if backend == "interpret":  # the bare decorator uses the default backend
-        assert jk.config.default_backend in ("cpu", "interpret")
+    previous = jk.config.default_backend
+    jk.config.update("default_backend", backend)  # the bare decorator compiles for the default backend
+    try:
+        assert_matches_numpy(f(x, 2.0), numpy_result(f.__wrapped__, x, 2.0))
+        assert f.lower(x, 2.0).compiled.backend == backend
+    finally:
+        jk.config.update("default_backend", previous)
 
 
 def test_unhashable_static_argument_raises_typeerror(backend):
@@ -259,7 +263,10 @@ def test_make_ir_and_eval_program(backend):
 
 
 def test_jitted_function_calling_jitted_function(backend):
+    """A jitted function called on traced values inside another one is inlined into its trace."""
     inner = jk.jit(lambda x: x * 2, backend=backend)
-    outer = jk.jit(lambda x: inner(x) + 1, backend=backend)
+    power = jk.jit(lambda x, n: x ** n, static_argnums=1, backend=backend)
+    outer = jk.jit(lambda x: inner(x) + power(x, 3) + inner(np.float32(1.5)), backend=backend)
     x = _arr(3)
-    assert_matches_numpy(outer(x), x * 2 + 1)
+    assert_matches_numpy(outer(x), x * 2 + x ** 3 + np.float32(3.0))
+    assert inner.cache_size() == 1 and power.cache_size() == 0  # only the concrete call compiled

@@ -230,3 +230,75 @@ def test_reduction_unsupported_kwargs(backend):
         jk.jit(lambda x: np.sum(x, where=x > 0), backend=backend)(x)
     with pytest.raises(jk.UnsupportedOperationError, match="initial"):
         jk.jit(lambda x: np.max(x, initial=0.0), backend=backend)(x)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int16", "uint8", "bool"])
+def test_large_reductions_all_axes(dtype, backend):
+    """Large and odd-sized reductions along the contiguous axis, a strided axis and all axes."""
+    dt = np.dtype(dtype)
+    x = _data(dt, (1001, 37), "large", -1, 1) if dt.kind == "f" else _data(dt, (1001, 37), "large", -50, 50)
+    x[500, 3] = 1e9 if dt.kind == "f" else x[500, 3]
+
+    def f(x):
+        return {"sum0": x.sum(axis=0), "sum1": x.sum(axis=1), "sum": x.sum(), "max0": x.max(axis=0),
+                "min1": x.min(axis=1), "argmax0": x.argmax(axis=0), "argmin1": x.argmin(axis=1),
+                "argmax": x.argmax(), "mean0": x.mean(axis=0), "any1": x.any(axis=1), "all0": x.all(axis=0),
+                "sumT": x.T[::-1].sum(axis=1), "prod0": np.prod(x[:5], axis=0)}
+    kw = {"rtol": 1e-5, "atol": 1e-2} if dt == np.float32 else {"rtol": 1e-12, "atol": 1e-6} if dt == np.float64 else {}
+    check(f, x, backend=backend, **kw)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "uint16"])
+def test_argmax_ties_and_late_nan(dtype, backend):
+    x = np.full((7, 300), 6, dtype=dtype)
+    x[:, 250] = 9
+    x[:, 100] = 9  # a tie: the first occurrence wins
+    x[:, 5] = 1
+    x[:, 200] = 1
+    if dtype.startswith("float"):
+        x[3, 299] = np.nan  # NaN wins, even at the end
+        x[4, 0] = np.nan
+    check(lambda x: (x.argmax(axis=1), x.argmin(axis=1), np.argmax(x), x.max(axis=1), x.min(axis=1)), x,
+          backend=backend)
+
+
+# ----------------------------------------------------------------------------- row patterns
+
+def _softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _layer_norm(x, axis):
+    mu = x.mean(axis=axis, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=axis, keepdims=True)
+    return (x - mu) / np.sqrt(var + 1e-5)
+
+
+def _logsumexp(x, axis):
+    m = x.max(axis=axis, keepdims=True)
+    return np.log(np.exp(x - m).sum(axis=axis)) + m.squeeze(axis)
+
+
+@pytest.mark.parametrize("shape", [(4, 7), (1, 5), (5, 1), (3, 0), (33, 129), (2, 3, 17)], ids=str)
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_row_patterns(dtype, shape, backend):
+    """Softmax, layer norm, log-sum-exp, centring and variance along each axis: reductions whose
+    results feed elementwise work on the same rows (the fusion engine's row kernels)."""
+    x = _data(np.dtype(dtype), shape, "rows", -4, 4)
+
+    def f(x):
+        out = {}
+        for axis in range(-1, -x.ndim - 1, -1):
+            if x.shape[axis] == 0:
+                continue  # max over an empty axis raises (tested elsewhere)
+            out[f"softmax{axis}"] = _softmax(x, axis)
+            out[f"layernorm{axis}"] = _layer_norm(x, axis)
+            out[f"logsumexp{axis}"] = _logsumexp(x, axis)
+            out[f"centred{axis}"] = x - x.mean(axis=axis, keepdims=True)
+            out[f"var{axis}"] = x.var(axis=axis)
+            out[f"scaled{axis}"] = x / np.abs(x).max(axis=axis, keepdims=True) + x.sum(axis=axis, keepdims=True)
+        out["softmaxT"] = _softmax(x.T, 0)
+        return out
+    tol = {"float16": {"rtol": 2e-2, "atol": 2e-2}, "float32": {"rtol": 1e-4, "atol": 1e-4}}.get(dtype, {})
+    check(f, x, backend=backend, **tol)

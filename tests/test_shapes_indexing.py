@@ -8,9 +8,9 @@ import pytest
 import jitkernel as jk
 import jitkernel.numpy as jnp
 
-from helpers import assert_matches_numpy, check, numpy_result, rng_for, sample
+from helpers import ALL_DTYPES, assert_matches_numpy, check, numpy_result, rng_for, sample
 
-MOVE_DTYPES = ["bool", "int8", "uint16", "int64", "uint64", "float16", "float32", "float64"]
+MOVE_DTYPES = [str(d) for d in ALL_DTYPES]
 
 
 def _x(dtype, shape, key="x", lo=-10, hi=10):
@@ -252,7 +252,7 @@ def test_readonly_and_unaligned_inputs(backend):
 
 # ----------------------------------------------------------------------------- matmul family
 
-MATMUL_DTYPES = ["bool", "int8", "int32", "int64", "uint8", "float16", "float32", "float64"]
+MATMUL_DTYPES = [str(d) for d in ALL_DTYPES]
 
 
 def _mm_tol(dtype):
@@ -336,3 +336,48 @@ def test_empty_like_shape_and_dtype(backend):
     got = jk.jit(lambda x: (np.empty_like(x), np.empty_like(x, dtype=np.int8)), backend=backend)(x)
     assert got[0].shape == (2, 3) and got[0].dtype == np.float32
     assert got[1].shape == (2, 3) and got[1].dtype == np.int8
+
+
+def test_non_native_byte_order_inputs(backend):
+    """Byte-swapped arrays (">f4" on a little-endian host) hold the same values and dtype to
+    NumPy's promotion rules; computed results come back in native byte order, as NumPy's do."""
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    swapped = x.astype(x.dtype.newbyteorder())
+    i = np.arange(4, dtype=np.dtype(np.int16).newbyteorder())
+    assert not swapped.dtype.isnative
+    check(lambda a, i: (a * 2 + i, a.sum(axis=0), np.maximum(a, 3.0), i.astype(np.float32)), swapped, i,
+          backend=backend)
+    got = jk.jit(lambda a: (a.T, a[::-1]), backend=backend)(swapped)  # pure moves: values equal
+    assert_matches_numpy(got, (x.T, x[::-1]))
+
+
+def test_same_array_passed_twice(backend):
+    x = np.arange(6, dtype=np.float64).reshape(2, 3)
+    check(lambda a, b: (a + b, a @ b.T, a - b[::-1]), x, x, backend=backend)
+    check(lambda a, b: a * b, x, x.T.T, backend=backend)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8", "float16"])
+def test_large_odd_sized_elementwise(dtype, backend):
+    """Sizes that are not multiples of any vector width, and large views (vectorised loops must
+    handle their tails and strides)."""
+    rng = rng_for("large", dtype)
+    a = sample(rng, dtype, (1023, 517), 0, 9)
+    b = sample(rng, dtype, (517,), 1, 9)
+    c = sample(rng, dtype, (2050, 1031), 0, 9)[::-2, 3::3]
+
+    def f(a, b, c):
+        return a * b - a, np.maximum(a.T, 3), c + 1, np.where(a > b, a, b)[::-1, 1:], (a[:, :343] + c[:1023:, :343])
+    check(f, a, b, c, backend=backend)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_large_matmul(dtype, backend):
+    rng = rng_for("large-mm", dtype)
+    lo, hi = (-1, 1) if dtype.startswith("float") else (-50, 50)
+    a = sample(rng, dtype, (131, 70), lo, hi)
+    b = sample(rng, dtype, (70, 97), lo, hi)
+    batch = sample(rng, dtype, (3, 17, 70), lo, hi)
+    tol = {"float32": {"rtol": 1e-4, "atol": 1e-4}, "float64": {"rtol": 1e-10, "atol": 1e-10}}.get(dtype, {})
+    check(lambda a, b, batch: (a @ b, a[::-1].T.T @ b[:, ::2], batch @ b, np.dot(b.T, a.T)), a, b, batch,
+          backend=backend, **tol)

@@ -137,7 +137,8 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs
     if lo is None and hi is None:
         raise ValueError("One of max or min must be given")
     lo, hi = _clip_bound(a, lo, True), _clip_bound(a, hi, False)
-    result = lift(ctx, a)
+    t = lift(ctx, a)
+    result = lift(ctx, t, t.dtype)  # numpy.clip takes asanyarray(a): `a` is never a weak scalar
     if lo is not None:
         result = apply_ufunc(np.maximum, result, lo)
     if hi is not None:

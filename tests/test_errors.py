@@ -1,0 +1,225 @@
+"""Errors: each names its cause (function, source line, NumPy function, dtype) and has the type
+NumPy users expect (TypeError / ValueError / IndexError) or jitkernel's own documented type."""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import pytest
+
+import jitkernel as jk
+
+X = np.linspace(-1, 1, 6, dtype=np.float32)
+
+
+# ----------------------------------------------------------------------------- concrete values
+
+def test_if_on_traced_value_names_function_and_line(backend):
+    def my_branchy_function(x):
+        if x.sum() > 0:  # the line the message must quote
+            return x
+        return -x
+
+    with pytest.raises(jk.TracerBoolConversionError) as exc:
+        jk.jit(my_branchy_function, backend=backend)(X)
+    msg = str(exc.value)
+    assert "my_branchy_function" in msg
+    assert "if x.sum() > 0:" in msg
+    assert "test_errors.py" in msg
+    assert "np.where" in msg and "static_argnums" in msg  # how to fix it
+
+
+@pytest.mark.parametrize("fn,line", [
+    (lambda x: bool(x[0]), "bool(x[0])"),
+    (lambda x: x if x.all() else -x, "x if x.all() else -x"),
+    (lambda x: (x > 0) and x, "(x > 0) and x"),
+    (lambda x: x[0] or x, "x[0] or x"),
+    (lambda x: not x.any(), "not x.any()"),
+    (lambda x: [v for v in x if v > 0], "[v for v in x if v > 0]"),
+    (lambda x: 1 if np.max(x) == 1 else 2, "np.max(x) == 1"),
+], ids=["bool", "ternary", "and", "or", "not", "comprehension-if", "compare"])
+def test_bool_conversions(fn, line, backend):
+    with pytest.raises(jk.TracerBoolConversionError, match="truth value") as exc:
+        jk.jit(fn, backend=backend)(X)
+    assert line in str(exc.value)
+    assert "<lambda>" in str(exc.value)
+
+
+def test_while_and_assert_on_traced_value(backend):
+    def looping(x):
+        while x.sum() < 10:
+            x = x + 1
+        return x
+
+    def asserting(x):
+        assert (x > -5).all()
+        return x
+
+    with pytest.raises(jk.TracerBoolConversionError, match="looping") as exc:
+        jk.jit(looping, backend=backend)(X)
+    assert "while x.sum() < 10:" in str(exc.value)
+    with pytest.raises(jk.TracerBoolConversionError, match="asserting"):
+        jk.jit(asserting, backend=backend)(X)
+
+
+def test_bool_conversion_is_a_typeerror():
+    assert issubclass(jk.TracerBoolConversionError, TypeError)
+    assert issubclass(jk.TracerBoolConversionError, jk.JitError)
+    assert issubclass(jk.TracerIntegerConversionError, TypeError)
+    assert issubclass(jk.UnsupportedOperationError, NotImplementedError)
+
+
+@pytest.mark.parametrize("fn,what", [
+    (lambda x: int(x[0]), "int()"),
+    (lambda x: float(x.sum()), "float()"),
+    (lambda x: range(x.shape[0])[x.argmax()], "operator.index()"),
+    (lambda x: operator.index(x[0].astype(np.int32)), "operator.index()"),
+    (lambda x: x.item(), "item()"),
+    (lambda x: x.tolist(), "tolist()"),
+    (lambda x: x.reshape(int(x.sum()), -1), "int()"),
+], ids=["int", "float", "range-index", "operator.index", "item", "tolist", "int-in-shape"])
+def test_integer_conversions(fn, what, backend):
+    with pytest.raises(jk.TracerIntegerConversionError) as exc:
+        jk.jit(fn, backend=backend)(X)
+    msg = str(exc.value)
+    assert what in msg and "<lambda>" in msg and "static" in msg
+
+
+def test_int_conversion_message_names_function_and_line(backend):
+    def sizes(x, n):
+        return x[: int(n)]
+
+    with pytest.raises(jk.TracerIntegerConversionError) as exc:
+        jk.jit(sizes, backend=backend)(X, 3)
+    assert "sizes" in str(exc.value) and "return x[: int(n)]" in str(exc.value)
+    # The fix the message suggests works:
+    np.testing.assert_array_equal(jk.jit(sizes, static_argnums=1, backend=backend)(X, 3), X[:3])
+
+
+def test_asarray_of_tracer(backend):
+    with pytest.raises(jk.TracerArrayConversionError, match="concrete"):
+        jk.jit(lambda x: np.asarray(x) + 1, backend=backend)(X)
+    with pytest.raises(jk.TracerArrayConversionError):
+        jk.jit(lambda x: np.array([x[0], x[1]]), backend=backend)(X)
+
+
+# ----------------------------------------------------------------------------- unsupported NumPy
+
+@pytest.mark.parametrize("fn,name", [
+    (lambda x: np.fft.fft(x), "fft"), (lambda x: np.sort(x), "sort"), (lambda x: np.unique(x), "unique"),
+    (lambda x: np.cumsum(x), "cumsum"), (lambda x: np.argsort(x), "argsort"), (lambda x: np.median(x), "median"),
+    (lambda x: np.nonzero(x), "nonzero"), (lambda x: np.linalg.norm(x), "norm"),
+    (lambda x: np.einsum("i,i->", x, x), "einsum"), (lambda x: np.diff(x), "diff"),
+    (lambda x: np.logaddexp(x, x), "logaddexp"), (lambda x: np.divmod(x, 2.0), "divmod"),
+    (lambda x: np.add.accumulate(x), "accumulate"), (lambda x: np.maximum.reduceat(x, [0, 2]), "reduceat"),
+    (lambda x: np.where(x > 0), "where"), (lambda x: x[np.array([0, 1])], "index"),
+    (lambda x: np.add(x, x, out=np.empty_like(X)), "out"), (lambda x: np.sum(x, where=x > 0), "where"),
+    (lambda x: np.tile(x, 2), "tile"), (lambda x: np.cumprod(x), "cumprod"),
+], ids=["fft", "sort", "unique", "cumsum", "argsort", "median", "nonzero", "norm", "einsum", "diff",
+        "logaddexp", "divmod", "accumulate", "reduceat", "where-1arg", "advanced-index", "out", "sum-where",
+        "tile", "cumprod"])
+def test_unsupported_numpy_raises_and_names_it(fn, name, backend):
+    with pytest.raises(jk.UnsupportedOperationError) as exc:
+        jk.jit(fn, backend=backend)(X)
+    assert name in str(exc.value)
+
+
+def test_unsupported_function_message_format(backend):
+    with pytest.raises(jk.UnsupportedOperationError, match=r"numpy\.sort is not supported"):
+        jk.jit(lambda x: np.sort(x), backend=backend)(X)
+    with pytest.raises(jk.UnsupportedOperationError, match=r"numpy\.fft\.fft"):
+        jk.jit(lambda x: np.fft.fft(x), backend=backend)(X)
+
+
+# ----------------------------------------------------------------------------- shapes
+
+@pytest.mark.parametrize("fn,shapes", [
+    (lambda x, y: x + y, ((3,), (4,))),
+    (lambda x, y: np.maximum(x, y), ((2, 3), (3, 2))),
+    (lambda x, y: x * y[0], ((5,), (2, 4))),
+    (lambda x, y: np.where(x > 0, x, y), ((3,), (2,))),
+    (lambda x, y: np.clip(x, y, 1), ((3,), (2,))),
+], ids=["add", "maximum", "mul", "where", "clip"])
+def test_broadcast_mismatch_valueerror(fn, shapes, backend):
+    x, y = (np.ones(s, np.float32) for s in shapes)
+    with pytest.raises(ValueError):
+        fn(x, y)
+    with pytest.raises(ValueError, match="broadcast"):
+        jk.jit(fn, backend=backend)(x, y)
+
+
+def test_broadcast_mismatch_message_names_both_shapes(backend):
+    with pytest.raises(ValueError) as exc:
+        jk.jit(lambda x, y: x - y, backend=backend)(np.ones((2, 3)), np.ones((4,)))
+    msg = str(exc.value).replace(" ", "")
+    assert "(2,3)" in msg and "(4,)" in msg, msg
+
+
+def test_len_and_iteration_of_0d(backend):
+    with pytest.raises(TypeError, match="len"):
+        jk.jit(lambda x: len(x), backend=backend)(np.float32(1))
+    with pytest.raises(TypeError, match="0-d"):
+        jk.jit(lambda x: [v for v in x], backend=backend)(np.array(1.0))
+    # iteration over a 1-d traced array unrolls, like NumPy
+    got = jk.jit(lambda x: [v * 2 for v in x], backend=backend)(X[:3])
+    assert [float(g) for g in got] == [float(v * 2) for v in X[:3]]
+
+
+# ----------------------------------------------------------------------------- dtypes
+
+@pytest.mark.parametrize("arg,kind", [
+    (np.array([1, 2], dtype=object), "object"), (np.array(["a", "b"]), "str"), (np.array([b"a"]), "bytes"),
+    (np.array([1 + 2j]), "complex"), (np.complex64(1j), "complex"), (1 + 2j, "complex"),
+    (np.array(["2020-01-01"], dtype="datetime64[D]"), "datetime"),
+    (np.zeros(2, dtype=[("a", "f4")]), "structured"),
+], ids=["object", "str", "bytes", "complex-array", "complex-scalar", "python-complex", "datetime", "structured"])
+def test_unsupported_dtype_arguments(arg, kind, backend):
+    with pytest.raises(TypeError) as exc:
+        jk.jit(lambda x: x + 1 if kind != "str" else x, backend=backend)(arg)
+    assert kind in str(exc.value)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x.astype(np.complex64), lambda x: x * 1j, lambda x: x + np.array([1j, 2j, 3j, 4j, 5j, 6j]),
+    lambda x: np.sum(x, dtype=np.complex128), lambda x: x + np.zeros(6, dtype=object),
+    lambda x: np.zeros_like(x, dtype=complex), lambda x: np.mean(x, dtype=object),
+], ids=["astype", "python-complex", "complex-const", "sum-dtype", "object-const", "zeros_like", "mean-object"])
+def test_unsupported_dtypes_inside(fn, backend):
+    with pytest.raises(TypeError, match="complex|object"):
+        jk.jit(fn, backend=backend)(X)
+
+
+# ----------------------------------------------------------------------------- misc
+
+def test_unknown_backend_valueerror():
+    with pytest.raises(ValueError, match="backend"):
+        jk.jit(lambda x: x + 1, backend="tpu")(X)
+
+
+def test_leaked_tracer(backend):
+    leaked = []
+
+    def f(x):
+        leaked.append(x * 2)
+        return x
+
+    jk.jit(f, backend=backend)(X)
+    with pytest.raises(jk.UnsupportedOperationError, match="another"):
+        jk.jit(lambda x: x + leaked[0], backend=backend)(X)
+    with pytest.raises(jk.UnsupportedOperationError, match="another"):
+        jk.jit(lambda x: leaked[0], backend=backend)(X)
+
+
+def test_error_leaves_no_trace_state_behind(backend):
+    """After an error inside tracing, the next (valid) trace works and nothing is cached."""
+    def f(x, flag):
+        if flag:
+            return x + 1
+        return x
+
+    jf = jk.jit(f, backend=backend)
+    with pytest.raises(jk.TracerBoolConversionError):
+        jf(X, X[0] > 0)
+    assert jf.cache_size() == 0
+    assert jk.trace.current_context() is None
+    np.testing.assert_array_equal(jk.jit(f, static_argnums=1, backend=backend)(X, True), X + 1)
