@@ -55,14 +55,18 @@ class Compiled:
             self.calls += 1
             return result
 
-        if single and not convert and run_single is not None:
+        if single and not convert and run_single is not None and not self.program.int_arg_bounds:
             def entry_single(args: tuple) -> Any:
                 if subscribers:
                     return observed(args, lambda: run_single(args))
                 return run_single(args)
             return entry_single
 
+        check = self.check_inputs if self.program.int_arg_bounds else None
+
         def entry(args: tuple) -> Any:
+            if check is not None:
+                check(args)
             if convert:
                 args = list(args)
                 for i, dt in convert:
@@ -78,7 +82,17 @@ class Compiled:
         # NumPy returns scalars, not 0-d arrays, from ufuncs and reductions: so do we.
         return tree_unflatten(self.out_tree, [o[()] if o.ndim == 0 else o for o in outs])
 
+    def check_inputs(self, args: Any) -> None:
+        """Python int arguments cast to a narrower integer type must fit it, as in NumPy."""
+        for i, dt in self.program.int_arg_bounds:
+            v = int(args[i])
+            info = np.iinfo(dt)
+            if not info.min <= v <= info.max:
+                raise OverflowError(f"Python integer {v} out of bounds for {dt}")
+
     def __call__(self, arrays: list[np.ndarray]) -> Any:
+        if self.program.int_arg_bounds:
+            self.check_inputs(arrays)
         if events.SUBSCRIBERS:
             t0 = events.clock()
             outs = self.executable(arrays)

@@ -335,14 +335,20 @@ def test_python_int_out_of_range_overflows(dtype, scalar, backend):
         jk.jit(lambda x: np.multiply(scalar, x), backend=backend)(x)
 
 
-@pytest.mark.xfail(strict=True, reason="a Python int argument is traced as an int64 value; its range is not "
-                   "checked against the dtype it is cast to at run time (NumPy raises OverflowError)")
-def test_python_int_argument_out_of_range_overflows(backend):
+@pytest.mark.parametrize("value", [300, -1])
+def test_python_int_argument_out_of_range_overflows(backend, value):
+    """A Python int argument is a run-time value: its range is checked on each call against the
+    integer dtype it is cast to, as NumPy does, on the first call and on warm calls alike."""
     x = np.arange(3, dtype=np.uint8)
     with pytest.raises(OverflowError):
-        numpy_result(lambda x, s: x + s, x, 300)
-    with pytest.raises(OverflowError):
-        jk.jit(lambda x, s: x + s, backend=backend)(x, 300)
+        numpy_result(lambda x, s: x + s, x, value)
+    f = jk.jit(lambda x, s: x + s, backend=backend)
+    with pytest.raises(OverflowError, match=f"Python integer {value} out of bounds for uint8"):
+        f(x, value)
+    check(lambda x, s: x + s, x, 7, backend=backend)
+    assert_matches_numpy(f(x, 7), x + 7)  # compiled and warm now
+    with pytest.raises(OverflowError, match=f"Python integer {value} out of bounds for uint8"):
+        f(x, value)
 
 
 @pytest.mark.parametrize("scalar", [300, -1, 2**70, -(2**70)])

@@ -50,6 +50,8 @@ class Program:
     eqns: list[Eqn]
     outvars: list[Var]
     name: str = "program"
+    # (input index, integer dtype): Python int arguments that NumPy would range-check.
+    int_arg_bounds: list = field(default_factory=list)
 
     @property
     def in_avals(self) -> list[AType]:

@@ -76,6 +76,10 @@ def lift(ctx: TraceContext, x: Any, dtype: np.dtype | None = None) -> Tracer:
             return x
         if x.dtype == dtype:
             return Tracer(ctx, x.ir_var)  # same data, now strongly typed
+        if x.weak is int and np.dtype(dtype).kind in "iu":
+            # NumPy raises OverflowError when a Python int does not fit the dtype it meets:
+            # checked when the call's value is known (Compiled.check_inputs).
+            ctx.weak_int_cast(x.ir_var, np.dtype(dtype))
         return ctx.bind1("convert", x, dtype=np.dtype(dtype))
     if weak_type(x) is not None:
         return ctx.const(np.asarray(x, dtype=dtype if dtype is not None else WEAK_DEFAULT[weak_type(x)]))

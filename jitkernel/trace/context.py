@@ -40,6 +40,7 @@ class TraceContext:
         self.constvars: list[Var] = []
         self.consts: list[np.ndarray] = []
         self._const_ids: dict[int, Var] = {}
+        self.int_arg_bounds: list[tuple[int, np.dtype]] = []
 
     def __enter__(self) -> "TraceContext":
         _active.append(self)
@@ -78,6 +79,11 @@ class TraceContext:
             self._keepalive = getattr(self, "_keepalive", []) + [value]
         return Tracer(self, v)
 
+    def weak_int_cast(self, var: Var, dtype: np.dtype) -> None:
+        """Record that input `var` (a Python int argument) is cast to integer `dtype`."""
+        if var in self.invars:
+            self.int_arg_bounds.append((self.invars.index(var), dtype))
+
     def bind(self, prim: str, inputs: Sequence["Tracer"], **params: Any) -> list["Tracer"]:
         """Append `prim(*inputs, **params)`; the shape rule raises NumPy-style errors."""
         from .tracer import Tracer
@@ -95,5 +101,7 @@ class TraceContext:
         return self.bind(prim, inputs, **params)[0]
 
     def program(self, outvars: list[Var]) -> Program:
-        return Program(list(self.invars), list(self.constvars), list(self.consts), list(self.eqns),
-                       outvars, self.name)
+        program = Program(list(self.invars), list(self.constvars), list(self.consts), list(self.eqns),
+                          outvars, self.name)
+        program.int_arg_bounds = sorted(set(self.int_arg_bounds), key=lambda t: (t[0], t[1].str))
+        return program
