@@ -154,3 +154,13 @@ def test_split_across_threads_matches_numpy(threads):
             jk.jit(lambda a, b: a ** b)(np.full((700, 700), 2, np.int64), e)
     finally:
         jk.config.update("threads", old)
+
+
+def test_sibling_kernels_share_one_loop(backend):
+    x = np.random.default_rng(5).standard_normal((40, 30)).astype(np.float32)
+    cases = [lambda x: (x + 1, x * 2), lambda x: (x.sum(), x.max(), x.argmin()),
+             lambda x: (x.sum(1), x.max(1), x.mean(1))]
+    for fn in cases:
+        assert_matches_numpy(jk.jit(fn, backend=backend)(x), fn(x), rtol=1e-5)
+        if backend == "cpu":
+            assert len(_kernels(fn, x).steps) == 1

@@ -49,7 +49,9 @@ def _joins(kernel: object, outer: tuple[int, ...]) -> bool:
     n = len(outer)
     if kernel.n_reduce:
         return kernel.kept == outer
-    return kernel.domain[:n] == outer and len(kernel.domain) > n
+    # An elementwise kernel over exactly the rows is the reduction's epilogue (a phase with no
+    # inner loop).
+    return kernel.domain[:n] == outer
 
 
 def _row_split(offset: Aff, outer: tuple[int, ...], row_size: int) -> bool:
@@ -161,4 +163,22 @@ def fuse_rows(kp: KernelProgram) -> KernelProgram:
         new_steps.append(k)
         i += 1
     kp.steps = new_steps
+    return kp
+
+
+def merge_siblings(kp: KernelProgram) -> KernelProgram:
+    """Multi-output kernels: consecutive kernels over the same loops (same domain, same reduced
+    loops), none reading what an earlier one of them writes, become one kernel with several
+    stores, so shared inputs are read once (e.g. `x + 1, x * 2`, or `x.sum(), x.max()`)."""
+    merged: list = []
+    for step in kp.steps:
+        prev = merged[-1] if merged else None
+        if (isinstance(step, Kernel) and isinstance(prev, Kernel) and step.domain == prev.domain
+                and step.n_reduce == prev.n_reduce and not _in_memory(step) and not _in_memory(prev)
+                and not (set(kernel_loads(step)) & {s.buffer for s in prev.stores})):
+            ops = prev.graph_ops + [op for op in step.graph_ops if op not in prev.graph_ops]
+            merged[-1] = Kernel(prev.name, prev.domain, prev.n_reduce, prev.stores + step.stores, ops)
+        else:
+            merged.append(step)
+    kp.steps = merged
     return kp

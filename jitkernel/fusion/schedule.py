@@ -20,7 +20,7 @@ from . import index as ix
 from .index import Aff
 from .kernel_ir import (Buffer, Compute, IndexValue, Kernel, KernelProgram, LibraryCall, Literal,
                         Load, Node, RowKernel, Store)
-from .rows import fuse_rows
+from .rows import fuse_rows, merge_siblings
 
 # Relative cost of recomputing one element; movement ops are free (index maps).
 _EXPENSIVE = {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
@@ -196,8 +196,9 @@ class _Scheduler:
             steps.append(self._kernel(f"k{len(steps)}_copy", shape, 0,
                                       [Store(b, ix.linearize(index, shape), value)], ops))
         kp = KernelProgram(program.name, self.buffers, inputs, consts, outputs, steps)
-        kp = fuse_rows(kp)
+        kp = fuse_rows(merge_siblings(kp))
         kp.steps = [collapse_step(step) for step in kp.steps]
+        kp = merge_siblings(kp)  # loops that only became equal once collapsed (x.sum() with argmin)
         kp.fusion_record = fusion_record(program, kp)
         return kp
 
