@@ -5,6 +5,13 @@ import os
 from typing import Any
 
 
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 class Config:
     """Engine-wide settings; read them as attributes, change them with `update`.
 
@@ -19,10 +26,9 @@ class Config:
         self.max_cache_entries = 8  # compiled signatures kept per jitted function
         self.disk_cache = True  # persistent machine-code cache (jitkernel.cache)
         self.dynamic_shapes = True  # a dimension that changes size becomes a run-time parameter
-        # Threads for large kernels (outer loop split in ranges). JITKERNEL_THREADS overrides;
-        # the default 1 is what measured fastest on the 2-vCPU machines this was built on
-        # (docs/performance.md).
-        self.threads = int(os.environ.get("JITKERNEL_THREADS", "1"))
+        # Threads for large kernels (outer loop split in ranges): the CPUs this process may use,
+        # unless JITKERNEL_THREADS says otherwise (docs/performance.md has the measurements).
+        self.threads = int(os.environ.get("JITKERNEL_THREADS", "0")) or _usable_cpus()
 
     def update(self, name: str, value: Any) -> None:
         if not hasattr(self, name):

@@ -17,7 +17,7 @@ from ...fusion.index import Aff
 from ...fusion.kernel_ir import (Compute, IndexValue, Kernel, KernelProgram, LibraryCall, Literal, Load, Node,
                                  RowKernel, Store)
 from .ops import OpLowering
-from ...fusion.params import Param
+from ...fusion.params import Param, constants
 from .types import F32, F64, I1, I32, I64, I8, PTR, VOID, constant, is_float, is_signed, mem_type, reg_type
 
 
@@ -32,6 +32,7 @@ class Segment:
     kernels: list[Kernel | RowKernel]
     buffers: list[int] = field(default_factory=list)  # argument order of the native function
     parallel: bool = False  # one kernel whose outer loop may be split across threads
+    has_params: bool = False  # takes the run-time parameter array
     step_index: int = -1  # position of its (first) kernel in KernelProgram.steps
 
 # Kernels at least this large (elements in the loop nest) get a segment of their own whose
@@ -365,10 +366,16 @@ class KernelRenderer:
         """`segment_N(PyArrayObject* b0, ..., i32* status)`: reads each array's data pointer
         itself (field `data` at offset DATA_OFFSET), so a call from Python passes only `id()`s."""
         seg.buffers = sorted({b for k in seg.kernels for b in _kernel_buffers(k)})
-        fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR] * len(seg.buffers) + [I64, I64, PTR, PTR]),
-                         seg.name)
+        # Arguments: the arrays, [start, end) for a splittable segment, the status word, and the
+        # parameter array when the program has run-time parameters. Each ctypes argument costs
+        # tens of nanoseconds on every call, so none is passed that is not needed.
+        extra = ([I64, I64] if seg.parallel else []) + [PTR] + ([PTR] if self.has_params else [])
+        fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR] * len(seg.buffers) + extra), seg.name)
         fn.attributes.add("nounwind")
-        start, end, status, params = fn.args[-4:]
+        rest = list(fn.args[len(seg.buffers):])
+        start, end = (rest.pop(0), rest.pop(0)) if seg.parallel else (None, None)
+        status = rest.pop(0)
+        params = rest.pop(0) if self.has_params else ir.Constant(PTR, None)
         self.params = params
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         ptrs: dict[int, ir.Value] = {}
@@ -409,7 +416,11 @@ def render_module(kp: KernelProgram, triple: str, data_layout: str, fastmath: bo
     module.triple = triple
     module.data_layout = data_layout
     renderer = KernelRenderer(module, kp, fastmath)
+    renderer.has_params = any(isinstance(v, Param) for v in constants(kp)[1])
     steps = segments_of(kp)
+    for step in steps:
+        if isinstance(step, Segment):
+            step.has_params = renderer.has_params
     for step in steps:
         if isinstance(step, Segment):
             renderer.render_segment(step)

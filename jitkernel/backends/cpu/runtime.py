@@ -89,17 +89,19 @@ class CpuExecutable:
         status_addr = ctypes.addressof(self._status_word)
         for n, step in enumerate(steps):
             if isinstance(step, Segment):
-                ns[f"seg{n}"] = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(step.buffers)), ctypes.c_int64,
-                                                 ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)(
-                    library.addresses[step.name])
+                range_types = [ctypes.c_int64, ctypes.c_int64] if step.parallel else []
+                param_types = [ctypes.c_void_p] if step.has_params else []
+                ns[f"seg{n}"] = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(step.buffers)), *range_types,
+                                                 ctypes.c_void_p, *param_types)(library.addresses[step.name])
                 args = ", ".join(f"id(b{b})" for b in step.buffers)
-                kernel = kp.steps[step.step_index]
-                outer = int(kernel.domain[0]) if kernel.domain else 1
-                if step.parallel and outer >= 2:
+                params = f", {self.params.ctypes.data}" if step.has_params else ""
+                if step.parallel:
+                    kernel = kp.steps[step.step_index]
                     ns["split"] = _run_split
-                    lines.append(f"    split(seg{n}, ({args},), {outer}, {self.params.ctypes.data}, status)")
+                    params_tuple = f"({self.params.ctypes.data},)" if step.has_params else "()"
+                    lines.append(f"    split(seg{n}, ({args},), {int(kernel.domain[0])}, {params_tuple}, status)")
                 else:
-                    lines.append(f"    seg{n}({args}, 0, {outer}, {status_addr}, {self.params.ctypes.data})")
+                    lines.append(f"    seg{n}({args}, {status_addr}{params})")
             else:
                 if step.prim != "dot_general":
                     raise NotImplementedError(step.prim)
@@ -136,13 +138,13 @@ _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
 
 
-def _run_split(seg: Callable, ids: tuple, outer: int, params: int, status: ctypes.c_int32) -> None:
+def _run_split(seg: Callable, ids: tuple, outer: int, params: tuple, status: ctypes.c_int32) -> None:
     """Run a segment's outer loop in `config.threads` contiguous ranges. ctypes releases the GIL
     during each native call, so the ranges run in parallel; each has its own status word."""
     global _pool, _pool_size
     threads = min(config.threads, outer)
     if threads <= 1:
-        seg(*ids, 0, outer, ctypes.addressof(status), params)
+        seg(*ids, 0, outer, ctypes.addressof(status), *params)
         return
     if _pool is None or _pool_size != threads:
         _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="jitkernel")
@@ -150,8 +152,8 @@ def _run_split(seg: Callable, ids: tuple, outer: int, params: int, status: ctype
     words = (ctypes.c_int32 * threads)()
     bounds = [outer * t // threads for t in range(threads + 1)]
     base = ctypes.addressof(words)
-    futures = [_pool.submit(seg, *ids, bounds[t], bounds[t + 1], base + 4 * t, params) for t in range(1, threads)]
-    seg(*ids, bounds[0], bounds[1], base, params)
+    futures = [_pool.submit(seg, *ids, bounds[t], bounds[t + 1], base + 4 * t, *params) for t in range(1, threads)]
+    seg(*ids, bounds[0], bounds[1], base, *params)
     for f in futures:
         f.result()
     status.value |= functools.reduce(operator.or_, words, 0)
