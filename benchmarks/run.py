@@ -74,7 +74,7 @@ ORDER = ["numpy", "jitkernel", "jitkernel-fastmath", "numexpr", "numba", "numba-
 WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8"]
 OPENBLAS_HINTS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
-               "NUMEXPR_MAX_THREADS", "NUMBA_NUM_THREADS", "XLA_FLAGS", "JAX_PLATFORMS")
+               "NUMEXPR_MAX_THREADS", "NUMBA_NUM_THREADS", "JITKERNEL_THREADS", "XLA_FLAGS", "JAX_PLATFORMS")
 REEXEC_MARK = "JK_BENCH_REEXECUTED"
 XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
@@ -136,7 +136,7 @@ def _wanted_env(args: argparse.Namespace) -> dict[str, str | None]:
     if args.threads is not None:
         n = str(args.threads)
         for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
-                  "NUMEXPR_MAX_THREADS", "NUMBA_NUM_THREADS"):
+                  "NUMEXPR_MAX_THREADS", "NUMBA_NUM_THREADS", "JITKERNEL_THREADS"):
             env[k] = n
         if args.threads == 1:
             xla = os.environ.get("XLA_FLAGS", "")
@@ -856,8 +856,10 @@ def blas_info(np: Any) -> dict[str, Any]:
 
 
 def thread_info(libs: Libs) -> dict[str, Any]:
+    import jitkernel as jk
     info: dict[str, Any] = {"env": {k: os.environ.get(k, "<unset>") for k in THREAD_VARS},
-                            "jitkernel": "kernels single-threaded; matmul via NumPy (OpenBLAS threads)"}
+                            "jitkernel": f"{jk.config.threads} thread(s) for large kernels "
+                                         "(JITKERNEL_THREADS); matmul via NumPy (OpenBLAS threads)"}
     if libs.ne is not None:
         ne = libs.ne
         info["numexpr"] = ne.get_num_threads() if hasattr(ne, "get_num_threads") else getattr(ne, "nthreads", "?")
