@@ -95,6 +95,26 @@ class Kernel:
     def kept(self) -> tuple[int, ...]:
         return self.domain[: len(self.domain) - self.n_reduce]
 
+    def loads(self) -> dict[int, list[Aff]]:
+        """Every buffer the kernel reads, with the index maps it reads it through."""
+        out: dict[int, list[Aff]] = {}
+        seen: set[int] = set()
+        stack: list = [s.value for s in self.stores]
+        while stack:
+            nd = stack.pop()
+            if id(nd) in seen:
+                continue
+            seen.add(id(nd))
+            if isinstance(nd, Load):
+                out.setdefault(nd.buffer, []).append(nd.offset)
+            elif isinstance(nd, Compute):
+                stack.extend(nd.args)
+        return out
+
+    def buffers(self) -> list[int]:
+        """Every buffer the kernel reads or writes, sorted."""
+        return sorted(set(self.loads()) | {s.buffer for s in self.stores})
+
 
 @dataclass
 class RowKernel:

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .index import Aff
-from .kernel_ir import (Buffer, Compute, IndexValue, Kernel, KernelProgram, LibraryCall, Literal, Load,
+from .kernel_ir import (Buffer, Compute, IndexValue, Kernel, KernelProgram, Literal, Load,
                         Node, RowKernel, Store)
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..ir.types import short_dtype
-from .kernel_ir import Compute, IndexValue, Kernel, KernelProgram, Literal, Load, Node, RowKernel
+from .kernel_ir import IndexValue, Kernel, KernelProgram, Literal, Load, Node, RowKernel
 
 
 def _node_text(node: Node, names: dict, lines: list[str], bufs: dict) -> str:

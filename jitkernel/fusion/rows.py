@@ -13,30 +13,9 @@ from __future__ import annotations
 from ..ir.types import AType
 from . import index as ix
 from .index import Aff
-from .kernel_ir import Buffer, Compute, Kernel, KernelProgram, LibraryCall, Load, Node, RowKernel
+from .kernel_ir import Buffer, Kernel, KernelProgram, LibraryCall, RowKernel
 
 MAX_SCRATCH_BYTES = 256 * 1024
-
-
-def _loads(node: Node, out: dict[int, list[Aff]], seen: set[int]) -> None:
-    stack = [node]
-    while stack:
-        nd = stack.pop()
-        if id(nd) in seen:
-            continue
-        seen.add(id(nd))
-        if isinstance(nd, Load):
-            out.setdefault(nd.buffer, []).append(nd.offset)
-        elif isinstance(nd, Compute):
-            stack.extend(nd.args)
-
-
-def kernel_loads(kernel: Kernel) -> dict[int, list[Aff]]:
-    out: dict[int, list[Aff]] = {}
-    seen: set[int] = set()
-    for st in kernel.stores:
-        _loads(st.value, out, seen)
-    return out
 
 
 def _in_memory(kernel: Kernel) -> bool:
@@ -90,7 +69,7 @@ def _row_local(buf: Buffer, offsets: list[tuple[Aff, tuple[int, ...]]], outer: t
 def _group_ok(group: list[Kernel], outer: tuple[int, ...], buffers: dict[int, Buffer]) -> bool:
     written: dict[int, list[tuple[Aff, tuple[int, ...]]]] = {}
     for phase in group:
-        for bid, offs in kernel_loads(phase).items():
+        for bid, offs in phase.loads().items():
             if bid in written and not _row_local(buffers[bid], written[bid] + [(o, phase.domain) for o in offs], outer):
                 return False
         for st in phase.stores:
@@ -140,7 +119,7 @@ def fuse_rows(kp: KernelProgram) -> KernelProgram:
             for b in step.inputs:
                 readers.setdefault(b, set()).add(i)
         else:
-            for b in kernel_loads(step):
+            for b in step.loads():
                 readers.setdefault(b, set()).add(i)
     outputs = set(kp.outputs)
     new_steps: list = []
@@ -175,7 +154,7 @@ def merge_siblings(kp: KernelProgram) -> KernelProgram:
         prev = merged[-1] if merged else None
         if (isinstance(step, Kernel) and isinstance(prev, Kernel) and step.domain == prev.domain
                 and step.n_reduce == prev.n_reduce and not _in_memory(step) and not _in_memory(prev)
-                and not (set(kernel_loads(step)) & {s.buffer for s in prev.stores})):
+                and not (set(step.loads()) & {s.buffer for s in prev.stores})):
             ops = prev.graph_ops + [op for op in step.graph_ops if op not in prev.graph_ops]
             merged[-1] = Kernel(prev.name, prev.domain, prev.n_reduce, prev.stores + step.stores, ops)
         else:

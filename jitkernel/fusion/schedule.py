@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 
 from ..ir import AType, Eqn, Program, Var, primitives
 from . import index as ix
@@ -347,21 +346,6 @@ def collapse_kernel(kernel: Kernel, first: int = 0) -> Kernel:
 # -- fusion record -----------------------------------------------------------------------
 
 
-def _loads(node: Node, seen: set) -> set[int]:
-    out: set[int] = set()
-    stack = [node]
-    while stack:
-        nd = stack.pop()
-        if id(nd) in seen:
-            continue
-        seen.add(id(nd))
-        if isinstance(nd, Load):
-            out.add(nd.buffer)
-        elif isinstance(nd, Compute):
-            stack.extend(nd.args)
-    return out
-
-
 def fusion_record(program: Program, kp: KernelProgram) -> list[dict[str, Any]]:
     """Per step: the graph ops it contains and the bytes it reads and writes."""
     record = []
@@ -372,8 +356,7 @@ def fusion_record(program: Program, kp: KernelProgram) -> list[dict[str, Any]]:
             reads: set[int] = set()
             writes: set[int] = set()
             for phase in phases:
-                for st in phase.stores:
-                    reads |= _loads(st.value, set())
+                reads |= set(phase.loads())
                 writes |= {st.buffer for st in phase.stores}
             # Row-internal values (scratch, and what one phase writes for the next) cost nothing.
             reads -= writes | set(scratch)

@@ -52,7 +52,6 @@ def apply_ufunc_protocol(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: di
         return getattr(jnp, _REDUCE_METHODS[name])(inputs[0], **kwargs)
     if method == "outer" and len(inputs) == 2 and hasattr(jnp, name):
         a, b = inputs
-        na = len(jnp.asarray(a).shape)
         nb = len(jnp.asarray(b).shape)
         return getattr(jnp, name)(jnp.reshape(a, tuple(jnp.asarray(a).shape) + (1,) * nb), b)
     raise UnsupportedOperationError(f"numpy.{name}.{method} is not supported inside a jitted function")

@@ -9,7 +9,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ...errors import UnsupportedOperationError
-from .types import F32, I1, I32, constant, is_float, is_signed, reg_type
+from .types import F32, I1, I32, is_float, is_signed, reg_type
 
 # NumPy ufunc -> (llvm intrinsic or None, libm base name): float math functions.
 _MATH = {
@@ -97,7 +97,7 @@ class OpLowering:
         b = self.b
         if src == dst:
             return v
-        st, dt_ = reg_type(src), reg_type(dst)
+        dt_ = reg_type(dst)
         if dst.kind == "b":
             return self.truthy(v, src)
         if src.kind == "b":

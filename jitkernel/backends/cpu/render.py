@@ -14,11 +14,11 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ...fusion.index import Aff
-from ...fusion.kernel_ir import (Compute, IndexValue, Kernel, KernelProgram, LibraryCall, Literal, Load, Node,
+from ...fusion.kernel_ir import (IndexValue, Kernel, KernelProgram, LibraryCall, Literal, Load, Node,
                                  RowKernel, Store)
 from .ops import OpLowering
 from ...fusion.params import Param, constants
-from .types import F32, F64, I1, I32, I64, I8, PTR, VOID, constant, is_float, is_signed, mem_type, reg_type
+from .types import F32, F64, I64, I8, PTR, VOID, constant, is_float, is_signed, mem_type, reg_type
 
 
 # Offset of `data` in NumPy's PyArrayObject (after the 16-byte PyObject header); part of NumPy's
@@ -63,27 +63,10 @@ def splittable(kernel: Kernel | RowKernel) -> bool:
     return len(kernel.kept) >= 1
 
 
-def _used_buffers(kernel: Kernel) -> list[int]:
-    seen: set[int] = set()
-    stack: list[Node] = [s.value for s in kernel.stores]
-    visited: set[int] = set()
-    while stack:
-        nd = stack.pop()
-        if id(nd) in visited:
-            continue
-        visited.add(id(nd))
-        if isinstance(nd, Load):
-            seen.add(nd.buffer)
-        elif isinstance(nd, Compute):
-            stack.extend(nd.args)
-    seen |= {s.buffer for s in kernel.stores}
-    return sorted(seen)
-
-
 def _kernel_buffers(kernel: Kernel | RowKernel) -> set[int]:
     if isinstance(kernel, RowKernel):
-        return {b for p in kernel.phases for b in _used_buffers(p)} - set(kernel.scratch)
-    return set(_used_buffers(kernel))
+        return {b for p in kernel.phases for b in p.buffers()} - set(kernel.scratch)
+    return set(kernel.buffers())
 
 
 WIDE_SUM_THRESHOLD = 1 << 16
@@ -252,7 +235,7 @@ class KernelRenderer:
     def render_kernel(self, kernel: Kernel | RowKernel) -> tuple[ir.Function, list[int]]:
         phases = kernel.phases if isinstance(kernel, RowKernel) else [kernel]
         scratch = kernel.scratch if isinstance(kernel, RowKernel) else {}
-        used = sorted({b for p in phases for b in _used_buffers(p)} - set(scratch))
+        used = sorted({b for p in phases for b in p.buffers()} - set(scratch))
         fnty = ir.FunctionType(VOID, [PTR] * len(used) + [I64, I64, PTR, PTR])
         fn = ir.Function(self.module, fnty, kernel.name)
         fn.linkage = "internal"
