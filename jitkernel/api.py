@@ -476,7 +476,7 @@ def make_ir(fun: Callable[..., Any], static_argnums: int | Sequence[int] = (),
     program <lambda>(a: f32[2]) {
       const b: f32[] = 1.0
       c: f32[2] = exp a
-      d: f32[2] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(2,)] b
+      d: f32[2] = broadcast_in_dim[broadcast_dimensions=() shape=(2,)] b
       e: f32[2] = add c d
       return (e)
     }

@@ -17,6 +17,8 @@ def _format_param(value: object) -> str:
 
 
 def _format_const(value: np.ndarray) -> str:
+    if value.ndim == 0:
+        return repr(value.item())
     if value.size <= 4:
         return np.array2string(value, separator=",").replace("\n", "")
     return f"<{value.size} values>"
