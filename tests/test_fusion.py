@@ -164,3 +164,22 @@ def test_sibling_kernels_share_one_loop(backend):
         assert_matches_numpy(jk.jit(fn, backend=backend)(x), fn(x), rtol=1e-5)
         if backend == "cpu":
             assert len(_kernels(fn, x).steps) == 1
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint8, np.bool_])
+def test_large_full_reductions_in_two_stages(threads, dtype):
+    """Whole-array reductions of >= 2^20 elements run as chunk partials (split across threads)
+    then a combine: same results as NumPy, and a length no chunk count divides stays one pass."""
+    old = jk.config.threads
+    jk.config.update("threads", threads)
+    try:
+        rng = np.random.default_rng(6)
+        for n in (1 << 20, 3 * (1 << 19), (1 << 20) + 3):
+            x = (rng.random(n) * 4).astype(dtype) if dtype != np.bool_ else rng.random(n) < 0.999
+            fn = lambda a: (a.sum(), a.max(), a.min(), a.any(), a.all(), np.argmax(a))  # noqa: E731
+            assert_matches_numpy(jk.jit(fn)(x), fn(x), rtol=1e-6 if dtype == np.float32 else None)
+        kp = _kernels(lambda a: a.sum(), np.ones(1 << 20, np.float32))
+        assert [k.name.rsplit("_", 1)[-1] for k in kp.steps] == ["partials", "combine"]
+    finally:
+        jk.config.update("threads", old)

@@ -116,6 +116,29 @@ class Kernel:
         return sorted(set(self.loads()) | {s.buffer for s in self.stores})
 
 
+def map_affs_by_buffer(kernel: Kernel, f) -> Kernel:
+    """Rebuild `kernel` with every index map `a` replaced by `f(buffer id or None, a)`."""
+    memo: dict = {}
+
+    def node(nd: Node) -> Node:
+        if nd in memo:
+            return memo[nd]
+        if isinstance(nd, Load):
+            r = Load(nd.buffer, f(nd.buffer, nd.offset), nd.dtype)
+        elif isinstance(nd, IndexValue):
+            r = IndexValue(f(None, nd.index), nd.dtype)
+        elif isinstance(nd, Compute):
+            r = Compute(nd.prim, tuple(node(a) for a in nd.args), nd.params, nd.dtype)
+        else:
+            r = nd
+        memo[nd] = r
+        return r
+
+    stores = [Store(s.buffer, f(s.buffer, s.offset), node(s.value), s.reduce,
+                    f(None, s.reduce_index) if s.reduce_index is not None else None) for s in kernel.stores]
+    return Kernel(kernel.name, kernel.domain, kernel.n_reduce, stores, kernel.graph_ops)
+
+
 @dataclass
 class RowKernel:
     """Several kernels that share their outer loops (the rows of a softmax, a layer norm, a

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..ir.types import AType
 from . import index as ix
 from .index import Aff
-from .kernel_ir import Buffer, Kernel, KernelProgram, LibraryCall, RowKernel
+from .kernel_ir import Buffer, Kernel, KernelProgram, LibraryCall, Load, RowKernel, Store, map_affs_by_buffer
 
 MAX_SCRATCH_BYTES = 256 * 1024
 
@@ -105,7 +105,6 @@ def _drop_outer(kernel: Kernel, scratch: dict[int, int], n_outer: int) -> Kernel
     """Scratch buffers hold one row: index them by the inner part of their offsets only."""
     if not scratch:
         return kernel
-    from .schedule import map_affs_by_buffer
     zero = {d: ix.const(0) for d in range(n_outer)}
     return map_affs_by_buffer(kernel, lambda bid, a: ix.substitute(a, zero, kernel.domain) if bid in scratch else a)
 
@@ -160,4 +159,42 @@ def merge_siblings(kp: KernelProgram) -> KernelProgram:
         else:
             merged.append(step)
     kp.steps = merged
+    return kp
+
+
+SPLIT_MIN_ELEMENTS = 1 << 20
+SPLIT_PARTS = (64, 32, 16, 8)
+
+
+def split_full_reductions(kp: KernelProgram) -> KernelProgram:
+    """A reduction of a whole large array (no kept loop) cannot be split across threads as it
+    is: reduce it in two stages instead, `parts` partial results over contiguous chunks (a
+    kernel whose outer loop is kept, hence splittable), then the partials. Only when a chunk
+    count divides the length (no ragged tail); argmax/argmin keep their single pass."""
+    steps: list = []
+    for step in kp.steps:
+        if not (isinstance(step, Kernel) and len(step.domain) == 1 and step.n_reduce == 1
+                and isinstance(step.domain[0], int) and step.domain[0] >= SPLIT_MIN_ELEMENTS
+                and all(s.reduce in ("sum", "prod", "max", "min", "and", "or") for s in step.stores)):
+            steps.append(step)
+            continue
+        n = step.domain[0]
+        parts = next((p for p in SPLIT_PARTS if n % p == 0), None)
+        if parts is None:
+            steps.append(step)
+            continue
+        chunk = n // parts
+        flat = {0: ix.add(ix.scale(ix.var(0), chunk), ix.var(1))}
+        first = map_affs_by_buffer(Kernel(step.name, (parts, chunk), 1, step.stores, step.graph_ops),
+                                   lambda _bid, a: ix.substitute(a, flat, (parts, chunk)))
+        partial_stores, final_stores = [], []
+        for st in first.stores:
+            bid = max(kp.buffers) + 1
+            dt = st.value.dtype
+            kp.buffers[bid] = Buffer(bid, (parts,), dt, "temp")
+            partial_stores.append(Store(bid, ix.var(0), st.value, st.reduce))
+            final_stores.append(Store(st.buffer, st.offset, Load(bid, ix.var(0), dt), st.reduce))
+        steps.append(Kernel(f"{step.name}_partials", (parts, chunk), 1, partial_stores, step.graph_ops))
+        steps.append(Kernel(f"{step.name}_combine", (parts,), 1, final_stores, []))
+    kp.steps = steps
     return kp

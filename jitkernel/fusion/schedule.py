@@ -19,7 +19,8 @@ from . import index as ix
 from .index import Aff
 from .kernel_ir import (Buffer, Compute, IndexValue, Kernel, KernelProgram, LibraryCall, Literal,
                         Load, Node, RowKernel, Store)
-from .rows import fuse_rows, merge_siblings
+from .kernel_ir import map_affs_by_buffer
+from .rows import fuse_rows, merge_siblings, split_full_reductions
 
 # Relative cost of recomputing one element; movement ops are free (index maps).
 _EXPENSIVE = {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
@@ -198,6 +199,7 @@ class _Scheduler:
         kp = fuse_rows(merge_siblings(kp))
         kp.steps = [collapse_step(step) for step in kp.steps]
         kp = merge_siblings(kp)  # loops that only became equal once collapsed (x.sum() with argmin)
+        kp = split_full_reductions(kp)
         kp.fusion_record = fusion_record(program, kp)
         return kp
 
@@ -251,29 +253,6 @@ class _Scheduler:
 
 
 # -- loop-nest simplification ------------------------------------------------------------
-
-
-def map_affs_by_buffer(kernel: Kernel, f) -> Kernel:
-    """Rebuild `kernel` with every index map `a` replaced by `f(buffer id or None, a)`."""
-    memo: dict = {}
-
-    def node(nd: Node) -> Node:
-        if nd in memo:
-            return memo[nd]
-        if isinstance(nd, Load):
-            r = Load(nd.buffer, f(nd.buffer, nd.offset), nd.dtype)
-        elif isinstance(nd, IndexValue):
-            r = IndexValue(f(None, nd.index), nd.dtype)
-        elif isinstance(nd, Compute):
-            r = Compute(nd.prim, tuple(node(a) for a in nd.args), nd.params, nd.dtype)
-        else:
-            r = nd
-        memo[nd] = r
-        return r
-
-    stores = [Store(s.buffer, f(s.buffer, s.offset), node(s.value), s.reduce,
-                    f(None, s.reduce_index) if s.reduce_index is not None else None) for s in kernel.stores]
-    return Kernel(kernel.name, kernel.domain, kernel.n_reduce, stores, kernel.graph_ops)
 
 
 def _map_affs(kernel: Kernel, f) -> Kernel:
