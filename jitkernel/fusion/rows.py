@@ -15,6 +15,8 @@ from . import index as ix
 from .index import Aff
 from .kernel_ir import Buffer, Kernel, KernelProgram, LibraryCall, Load, RowKernel, Store, map_affs_by_buffer
 
+# Stack bytes all scratch rows of one row kernel may take (threads have 8 MiB stacks here; rows
+# this small also stay in L2).
 MAX_SCRATCH_BYTES = 256 * 1024
 
 
@@ -89,7 +91,8 @@ def _make_row_kernel(group: list[Kernel], outer: tuple[int, ...], kp_buffers: di
         if buf.role != "temp" or bid in read_outside or bid in outputs:
             continue
         row_size = AType(buf.shape, buf.dtype).size // max(rows, 1)
-        if row_size * buf.dtype.itemsize <= MAX_SCRATCH_BYTES:
+        used = sum(n * kp_buffers[b].dtype.itemsize for b, n in scratch.items())
+        if used + row_size * buf.dtype.itemsize <= MAX_SCRATCH_BYTES:
             scratch[bid] = row_size
     for bid in scratch:  # no longer an array the runtime allocates
         b = kp_buffers[bid]
