@@ -36,7 +36,9 @@ def format_bytes(n: int | None) -> str:
 
 
 def _row(st: FunctionStats) -> list[str]:
-    compiles = str(st.compiles) + (f" ({st.disk_hits} from disk)" if st.disk_hits else "")
+    reused = [f"{st.disk_hits} from disk"] if st.disk_hits else []
+    reused += [f"{st.dynamic_hits} shape-generic"] if st.dynamic_hits else []
+    compiles = str(st.compiles) + (f" ({', '.join(reused)})" if reused else "")
     if st.kernels is None:
         fusion = "-"
     else:

@@ -7,7 +7,8 @@ How each number is measured is documented in docs/profiling.md; in short:
 - *first run* sums the `RunEvent(first=True)` durations (one per compiled signature);
 - *warm median* is the median of the `RunEvent(first=False)` durations;
 - *compiles* counts memory-cache misses (each runs the pipeline), *disk hits* how many of those
-  took their machine code from the persistent cache.
+  took their machine code from the persistent cache, *dynamic hits* how many reused the
+  shape-generic machine code of a dynamic dimension (trace and fusion only, no LLVM).
 """
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ class FunctionStats:
     calls: int = 0
     cache_hits: int = 0
     disk_hits: int = 0
+    dynamic_hits: int = 0
     compiles: int = 0
     recompiles: int = 0
     trace: float = 0.0
@@ -64,7 +66,7 @@ class FunctionStats:
         """Plain values, times in milliseconds (for tables and JSON)."""
         ms = lambda s: None if s is None else s * 1e3  # noqa: E731
         return {"function": self.function, "calls": self.calls, "cache_hits": self.cache_hits,
-                "disk_hits": self.disk_hits, "compiles": self.compiles, "recompiles": self.recompiles,
+                "disk_hits": self.disk_hits, "dynamic_hits": self.dynamic_hits, "compiles": self.compiles, "recompiles": self.recompiles,
                 "trace_ms": ms(self.trace), "compile_ms": ms(self.compile), "first_run_ms": ms(self.first_run),
                 "warm_runs": self.warm_runs, "warm_median_ms": ms(self.warm_median),
                 "graph_ops": self.graph_ops, "kernels": self.kernels, "library_calls": self.library_calls,
@@ -92,6 +94,8 @@ def function_stats(snap: Snapshot) -> list[FunctionStats]:
                     st.compiles += 1
             elif e.level == "disk" and e.hit:
                 st.disk_hits += 1
+            elif e.level == "dynamic" and e.hit:
+                st.dynamic_hits += 1
         elif cls is events.TraceEvent:
             st.trace += e.duration
         elif isinstance(e, COMPILE_EVENTS):
