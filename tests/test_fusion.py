@@ -183,3 +183,24 @@ def test_large_full_reductions_in_two_stages(threads, dtype):
         assert [k.name.rsplit("_", 1)[-1] for k in kp.steps] == ["partials", "combine"]
     finally:
         jk.config.update("threads", old)
+
+
+def test_stored_value_feeding_a_reduction_is_one_loop(backend):
+    """`z, z.sum()`: one loop computes z once, stores it and reduces it (no re-read of z)."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((64, 48)).astype(np.float32)
+
+    def f(x):
+        z = np.sin(x) * np.cos(x)
+        return z, z.sum(), (z * 2).max()
+    assert_matches_numpy(jk.jit(f, backend=backend)(x), f(x), rtol=1e-5)
+    if backend == "cpu":
+        (k,) = _kernels(f, x).steps
+        assert sum(1 for s in k.stores if s.reduce) == 2 and sum(1 for s in k.stores if not s.reduce) == 1
+    v = rng.standard_normal(1 << 20).astype(np.float32)
+    g = lambda v: (np.tanh(v) * 2, (np.tanh(v) * 2).sum())  # noqa: E731
+    assert_matches_numpy(jk.jit(g, backend=backend)(v), g(v), rtol=1e-5)
+    if backend == "cpu":
+        kp = _kernels(g, v)
+        assert [k.name.rsplit("_", 1)[-1] for k in kp.steps] == ["partials", "combine"]
+        assert not any(b.role == "temp" and b.shape == v.shape for b in kp.buffers.values())

@@ -13,7 +13,8 @@ from __future__ import annotations
 from ..ir.types import AType
 from . import index as ix
 from .index import Aff
-from .kernel_ir import Buffer, Kernel, KernelProgram, LibraryCall, Load, RowKernel, Store, map_affs_by_buffer
+from .kernel_ir import (Buffer, Compute, Kernel, KernelProgram, LibraryCall, Load, RowKernel, Store,
+                        map_affs_by_buffer)
 
 # Stack bytes all scratch rows of one row kernel may take (threads have 8 MiB stacks here; rows
 # this small also stay in L2).
@@ -154,15 +155,94 @@ def merge_siblings(kp: KernelProgram) -> KernelProgram:
     merged: list = []
     for step in kp.steps:
         prev = merged[-1] if merged else None
-        if (isinstance(step, Kernel) and isinstance(prev, Kernel) and step.domain == prev.domain
-                and step.n_reduce == prev.n_reduce and not _in_memory(step) and not _in_memory(prev)
-                and not (set(step.loads()) & {s.buffer for s in prev.stores})):
+        if not (isinstance(step, Kernel) and isinstance(prev, Kernel) and step.domain == prev.domain
+                and not _in_memory(step) and not _in_memory(prev)):
+            merged.append(step)
+        elif not (set(step.loads()) & {s.buffer for s in prev.stores}) and (
+                step.n_reduce == prev.n_reduce or _elementwise(step) or _elementwise(prev)):
             ops = prev.graph_ops + [op for op in step.graph_ops if op not in prev.graph_ops]
-            merged[-1] = Kernel(prev.name, prev.domain, prev.n_reduce, prev.stores + step.stores, ops)
+            merged[-1] = Kernel(prev.name, prev.domain, max(prev.n_reduce, step.n_reduce),
+                                prev.stores + step.stores, ops)
+        elif _absorbable(prev, step):
+            merged[-1] = _absorb(prev, step)
         else:
             merged.append(step)
     kp.steps = merged
+    return drop_dead_stores(kp)
+
+
+def _elementwise(kernel: Kernel) -> bool:
+    return not kernel.n_reduce and not any(s.reduce for s in kernel.stores)
+
+
+def _absorbable(prev: Kernel, step: Kernel) -> bool:
+    """An elementwise kernel followed by a kernel over the same loops that reads what it wrote
+    exactly where it wrote it (`z = f(x); z * 2, z.sum()`): one loop can compute the value once,
+    store it and use it."""
+    if not (prev.n_reduce == step.n_reduce or _elementwise(prev) or _elementwise(step)):
+        return False
+    loads = step.loads()
+    if any(s.reduce and s.buffer in loads for s in prev.stores):
+        return False  # a reduction's result exists only after the loop
+    written = {s.buffer: s.offset for s in prev.stores if not s.reduce}
+    reads = {b: offs for b, offs in loads.items() if b in written}
+    return bool(reads) and all(off == written[b] for b, offs in reads.items() for off in offs)
+
+
+def drop_dead_stores(kp: KernelProgram) -> KernelProgram:
+    """Stores to temporaries that no step reads any more (their readers absorbed the value)."""
+    read: set[int] = set()
+    for step in kp.steps:
+        if isinstance(step, LibraryCall):
+            read |= set(step.inputs)
+        else:
+            for phase in (step.phases if isinstance(step, RowKernel) else [step]):
+                read |= set(phase.loads())
+    dead = {b for b, buf in kp.buffers.items() if buf.role == "temp" and b not in read}
+    if not dead:
+        return kp
+    steps = []
+    for step in kp.steps:
+        if isinstance(step, Kernel):
+            stores = [s for s in step.stores if s.buffer not in dead]
+            if not stores:
+                continue
+            step = Kernel(step.name, step.domain, step.n_reduce, stores, step.graph_ops)
+        steps.append(step)
+    for b in dead:
+        if not any(isinstance(s, (RowKernel, LibraryCall)) and b in _step_writes(s) for s in steps):
+            del kp.buffers[b]
+    kp.steps = steps
     return kp
+
+
+def _step_writes(step: object) -> set[int]:
+    if isinstance(step, LibraryCall):
+        return {step.output}
+    return {s.buffer for p in step.phases for s in p.stores}
+
+
+def _absorb(prev: Kernel, step: Kernel) -> Kernel:
+    """One loop that stores prev's values and reduces them in a register, instead of writing
+    them and reading them back."""
+    values = {s.buffer: s.value for s in prev.stores if not s.reduce}
+    memo: dict = {}
+
+    def node(nd):
+        if id(nd) in memo:
+            return memo[id(nd)]
+        if isinstance(nd, Load) and nd.buffer in values:
+            r = values[nd.buffer]
+        elif isinstance(nd, Compute):
+            r = Compute(nd.prim, tuple(node(a) for a in nd.args), nd.params, nd.dtype)
+        else:
+            r = nd
+        memo[id(nd)] = r
+        return r
+
+    stores = [Store(s.buffer, s.offset, node(s.value), s.reduce, s.reduce_index) for s in step.stores]
+    ops = prev.graph_ops + [op for op in step.graph_ops if op not in prev.graph_ops]
+    return Kernel(step.name, step.domain, max(prev.n_reduce, step.n_reduce), prev.stores + stores, ops)
 
 
 SPLIT_MIN_ELEMENTS = 1 << 20
@@ -178,7 +258,8 @@ def split_full_reductions(kp: KernelProgram) -> KernelProgram:
     for step in kp.steps:
         if not (isinstance(step, Kernel) and len(step.domain) == 1 and step.n_reduce == 1
                 and isinstance(step.domain[0], int) and step.domain[0] >= SPLIT_MIN_ELEMENTS
-                and all(s.reduce in ("sum", "prod", "max", "min", "and", "or") for s in step.stores)):
+                and any(s.reduce for s in step.stores)
+                and all(s.reduce in (None, "sum", "prod", "max", "min", "and", "or") for s in step.stores)):
             steps.append(step)
             continue
         n = step.domain[0]
@@ -192,6 +273,9 @@ def split_full_reductions(kp: KernelProgram) -> KernelProgram:
                                    lambda _bid, a: ix.substitute(a, flat, (parts, chunk)))
         partial_stores, final_stores = [], []
         for st in first.stores:
+            if st.reduce is None:  # an elementwise output computed in the same loop
+                partial_stores.append(st)
+                continue
             bid = max(kp.buffers) + 1
             dt = st.value.dtype
             kp.buffers[bid] = Buffer(bid, (parts,), dt, "temp")

@@ -59,7 +59,7 @@ class CpuExecutable:
         self._status_word = ctypes.c_int32(0)
         # Run-time parameters of shape-generic kernels (unused slot when specialised).
         self.params = np.zeros(1, np.int64) if params is None else np.ascontiguousarray(params, np.int64)
-        self._last: list = [None] * len(kp.buffers)  # reusable output/temp arrays, by buffer id
+        self._last: list = [None] * (max(kp.buffers, default=-1) + 1)  # reusable arrays, by buffer id
         self.source = self._generate(kp, steps, library)
         namespace = self._namespace
         exec(compile(self.source, f"<jitkernel executable {kp.name}>", "exec"), namespace)
