@@ -5,7 +5,7 @@ import functools
 import inspect
 import logging
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -18,7 +18,6 @@ from .trace import trace_program
 from .tree import TreeDef, tree_flatten, tree_unflatten
 
 _ndarray = np.ndarray
-_SUBSCRIBERS = events.SUBSCRIBERS  # the list object itself: `if _SUBSCRIBERS` costs ~20 ns
 _PY_SCALAR_DTYPES = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dtype(np.float64)}
 
 
@@ -131,7 +130,6 @@ class Recompilation:
     previous_signature: str
     compile_seconds: float = 0.0
     trace_seconds: float = 0.0
-    details: dict = field(default_factory=dict)
 
     def __str__(self) -> str:
         return (f"jit: {self.function} recompiled ({'; '.join(self.reasons)}); "
@@ -349,14 +347,14 @@ class Jitted:
         if config.explain_recompiles:
             _log.warning(str(rec))
 
-    def _lookup(self, args: tuple, kwargs: dict) -> tuple[Compiled, list[np.ndarray]]:
+    def _lookup(self, args: tuple, kwargs: dict) -> tuple[Signature, Compiled, list[np.ndarray]]:
         sig, arrays = self._signature(args, kwargs)
         compiled = self._cache.get(sig.key)
         if compiled is None:
             compiled = self._miss(sig, args, kwargs)
         elif events.SUBSCRIBERS:
             events.publish(events.CacheEvent(self.__name__, events.clock(), 0.0, True, "memory", sig.describe()))
-        return compiled, arrays
+        return sig, compiled, arrays
 
     def recompilations(self) -> list[Recompilation]:
         """Every recompilation of this function so far, with its reasons."""
@@ -381,13 +379,13 @@ class Jitted:
         if any(isinstance(leaf, Tracer) for leaf in tree_flatten((args, kwargs))[0]):
             # Called on traced values inside another jitted function: inline into that trace.
             return self.fun(*args, **kwargs)
-        compiled, arrays = self._lookup(args, kwargs)
+        sig, compiled, arrays = self._lookup(args, kwargs)
         result = compiled(arrays)
         if not kwargs and not self.static_argnums:
-            self._register_fast(args, compiled)
+            self._register_fast(args, compiled, sig)
         return result
 
-    def _register_fast(self, args: tuple, compiled: Compiled) -> None:
+    def _register_fast(self, args: tuple, compiled: Compiled, sig: Signature) -> None:
         key: list = []
         scalars: list = []
         for a in args:
@@ -399,17 +397,11 @@ class Jitted:
                 scalars.append(_PY_SCALAR_DTYPES[type(a)])
             else:
                 return
-        self._fast[key[0] if len(key) == 1 else tuple(key)] = compiled.fast_entry(scalars, self._signatures_text(compiled))
-
-    def _signatures_text(self, compiled: Compiled) -> str:
-        for k, c in self._cache.items():
-            if c is compiled:
-                return self._signatures[k].describe()
-        return ""
+        self._fast[key[0] if len(key) == 1 else tuple(key)] = compiled.fast_entry(scalars, sig.describe())
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """Trace and compile for these arguments (or reuse the cached entry) without running."""
-        compiled, _ = self._lookup(args, kwargs)
+        _, compiled, _ = self._lookup(args, kwargs)
         return Lowered(compiled)
 
     def cache_size(self) -> int:

@@ -46,7 +46,7 @@ class Compiled:
         name, backend = self.name, self.backend
         clock, publish, CacheEvent, RunEvent = events.clock, events.publish, events.CacheEvent, events.RunEvent
 
-        def observed(args: tuple, outs: Callable[[], Any]) -> Any:
+        def observed(outs: Callable[[], Any]) -> Any:
             t0 = clock()
             publish(CacheEvent(name, t0, 0.0, True, "memory", signature))
             t1 = clock()
@@ -58,7 +58,7 @@ class Compiled:
         if single and not convert and run_single is not None and not self.program.int_arg_bounds:
             def entry_single(args: tuple) -> Any:
                 if subscribers:
-                    return observed(args, lambda: run_single(args))
+                    return observed(lambda: run_single(args))
                 return run_single(args)
             return entry_single
 
@@ -72,7 +72,7 @@ class Compiled:
                 for i, dt in convert:
                     args[i] = np.asarray(args[i], dt)
             if subscribers:
-                return observed(args, lambda: run(args)[0] if single else finish(run(args)))
+                return observed(lambda: run(args)[0] if single else finish(run(args)))
             if single:
                 return run(args)[0]
             return finish(run(args))

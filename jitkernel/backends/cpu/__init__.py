@@ -60,7 +60,6 @@ class CpuBackend:
                     generic = parametrize(kp, positions)
         steps, library, texts = self._codegen(generic, name, fastmath, disk_cache)
         executable = CpuExecutable(kp, steps, library, parameter_values(values, positions))
-        executable.unfused_bytes = unfused_bytes(program)
         executable.template = Template(structure, values, positions, steps, library, texts) if positions else None
         return executable, texts
 
@@ -72,14 +71,13 @@ class CpuBackend:
         if not compatible(template.structure, template.values, template.positions, structure, values):
             return None
         executable = CpuExecutable(kp, template.steps, template.library, parameter_values(values, template.positions))
-        executable.unfused_bytes = unfused_bytes(program)
         executable.template = template
         return executable, template.texts
 
     def _codegen(self, kp: KernelProgram, name: str, fastmath: bool, disk_cache: bool) -> tuple[list, Any, dict]:
         t1 = events.clock()
         tm = compiler.shared_target_machine()
-        module, steps, _ = render_module(kp, tm.triple, str(tm.target_data), fastmath)
+        module, steps = render_module(kp, tm.triple, str(tm.target_data), fastmath)
         llvm_text = vector_math.annotate(str(module))
         mod = compiler.parse_and_verify(llvm_text)
         if events.SUBSCRIBERS:

@@ -35,7 +35,6 @@ class OpLowering:
     def __init__(self, module: ir.Module, builder: ir.IRBuilder, status: ir.Value, fastmath: bool) -> None:
         self.module, self.b, self.status = module, builder, status
         self.flags = ("fast",) if fastmath else ()
-        self.libm_calls: set[str] = set()
 
     # -- helpers -------------------------------------------------------------------------
     def intrinsic(self, name: str, ty: ir.Type, nargs: int) -> ir.Function:
@@ -50,7 +49,6 @@ class OpLowering:
         # libmvec variant and scalarises it inside vector loops.
         for attr in ("nounwind", "readnone"):
             fn.attributes.add(attr)
-        self.libm_calls.add(name)
         return fn
 
     def call_math(self, spec: tuple, ty: ir.Type, args: list[ir.Value]) -> ir.Value:

@@ -76,7 +76,6 @@ class KernelRenderer:
     def __init__(self, module: ir.Module, kp: KernelProgram, fastmath: bool) -> None:
         self.module, self.kp, self.fastmath = module, kp, fastmath
         self._reduced_elements = 0
-        self.libm_calls: set[str] = set()
 
     # -- index arithmetic ------------------------------------------------------------------
     def aff(self, b: ir.IRBuilder, a: Aff, loops: list[ir.Value]) -> ir.Value:
@@ -235,7 +234,7 @@ class KernelRenderer:
     def render_kernel(self, kernel: Kernel | RowKernel) -> tuple[ir.Function, list[int]]:
         phases = kernel.phases if isinstance(kernel, RowKernel) else [kernel]
         scratch = kernel.scratch if isinstance(kernel, RowKernel) else {}
-        used = sorted({b for p in phases for b in p.buffers()} - set(scratch))
+        used = sorted(_kernel_buffers(kernel))
         fnty = ir.FunctionType(VOID, [PTR] * len(used) + [I64, I64, PTR, PTR])
         fn = ir.Function(self.module, fnty, kernel.name)
         fn.linkage = "internal"
@@ -275,7 +274,6 @@ class KernelRenderer:
             self.emit_phase(b, kernel, env, ops, 0)
         b.ret_void()
         allocas.branch(body)
-        self.libm_calls |= ops.libm_calls
         return fn, used
 
     def emit_phase(self, b: ir.IRBuilder, kernel: Kernel, env: dict, ops: OpLowering, first: int) -> None:
@@ -393,8 +391,8 @@ def segments_of(kp: KernelProgram) -> list[Segment | LibraryCall]:
     return out
 
 
-def render_module(kp: KernelProgram, triple: str, data_layout: str, fastmath: bool) -> tuple[ir.Module, list, set[str]]:
-    """The LLVM module of a KernelProgram, its step list and the libm functions it calls."""
+def render_module(kp: KernelProgram, triple: str, data_layout: str, fastmath: bool) -> tuple[ir.Module, list]:
+    """The LLVM module of a KernelProgram and its step list (segments and library calls)."""
     module = ir.Module(name=kp.name)
     module.triple = triple
     module.data_layout = data_layout
@@ -404,7 +402,5 @@ def render_module(kp: KernelProgram, triple: str, data_layout: str, fastmath: bo
     for step in steps:
         if isinstance(step, Segment):
             step.has_params = renderer.has_params
-    for step in steps:
-        if isinstance(step, Segment):
             renderer.render_segment(step)
-    return module, steps, renderer.libm_calls
+    return module, steps

@@ -2,10 +2,10 @@
 call as possible (measured: a 10-element call costs about a microsecond here).
 
 Native segments receive the arrays' `id()`s and read each data pointer themselves, which costs
-nothing, where `ndarray.ctypes.data` costs about 2 µs per array. Temporaries come from a pool
-(thread-safe under the GIL: a call pops a set, pushes it back after). An output array is reused
-for the next call only when nothing but the executable still references it (the caller dropped
-it), which avoids page faults on large fresh outputs without ever aliasing a live result.
+nothing, where `ndarray.ctypes.data` costs about 2 µs per array. An output or temporary array is
+reused by the next call only when nothing but the executable still references it (the caller
+dropped it, no other call is using it), which avoids page faults on large fresh arrays without
+ever aliasing a live result; a concurrent call sees the extra reference and allocates its own.
 """
 from __future__ import annotations
 
@@ -60,13 +60,13 @@ class CpuExecutable:
         # Run-time parameters of shape-generic kernels (unused slot when specialised).
         self.params = np.zeros(1, np.int64) if params is None else np.ascontiguousarray(params, np.int64)
         self._last: list = [None] * (max(kp.buffers, default=-1) + 1)  # reusable arrays, by buffer id
-        self.source = self._generate(kp, steps, library)
-        namespace = self._namespace
+        self.source, namespace = self._generate(kp, steps, library)
         exec(compile(self.source, f"<jitkernel executable {kp.name}>", "exec"), namespace)
         self.run = namespace["run"]
         self.run_single = namespace.get("run_single")
 
-    def _generate(self, kp: KernelProgram, steps: list, library: object) -> str:
+    def _generate(self, kp: KernelProgram, steps: list, library: object) -> tuple[str, dict]:
+        """The runner's source and the namespace it runs in."""
         ns: dict = {"np": np, "empty": np.empty, "getrefcount": _getrefcount, "FREE": _FREE_REFCOUNT,
                     "last": self._last, "status": self._status_word, "raise_status": self._raise_status,
                     "to_c": _to_c_order, "dot_general": dot_general_numpy}
@@ -120,8 +120,7 @@ class CpuExecutable:
         source = lines[0] + "\n" + body + "\n    return [" + ", ".join(f"b{b}" for b in kp.outputs) + "]\n"
         if kp.outputs:
             source += "def run_single(arrays):\n" + body + f"\n    return b{kp.outputs[0]}\n"
-        self._namespace = ns
-        return source
+        return source, ns
 
     def __call__(self, arrays: list | tuple) -> list[np.ndarray]:
         return self.run(arrays)
