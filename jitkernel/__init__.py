@@ -12,7 +12,7 @@ from __future__ import annotations
 from . import events
 from .api import CacheLimitWarning, Jitted, Lowered, Recompilation, jit, make_ir
 from .config import config
-from .errors import (CompileError, IRVerificationError, JitError, TracerArrayConversionError,
+from .errors import (BackendUnavailableError, CompileError, IRVerificationError, JitError, TracerArrayConversionError,
                      TracerBoolConversionError, TracerError, TracerIntegerConversionError,
                      UnsupportedOperationError)
 from .interpreter import eval_program
@@ -20,7 +20,7 @@ from .interpreter import eval_program
 from ._version import __version__
 
 __all__ = ["jit", "make_ir", "Jitted", "Lowered", "Recompilation", "CacheLimitWarning", "config", "events", "eval_program",
-           "JitError", "TracerError", "TracerBoolConversionError", "TracerIntegerConversionError",
+           "JitError", "BackendUnavailableError", "TracerError", "TracerBoolConversionError", "TracerIntegerConversionError",
            "TracerArrayConversionError", "UnsupportedOperationError", "CompileError",
            "IRVerificationError", "__version__"]
 

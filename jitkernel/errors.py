@@ -33,3 +33,9 @@ class CompileError(JitError):
 
 class IRVerificationError(JitError):
     """A Program broke an IR invariant (types, SSA, shapes); a bug in a pass or a rule."""
+
+
+class BackendUnavailableError(JitError):
+    """A backend was asked for that this machine or build cannot run (e.g. "cuda" with no GPU,
+    CUDA toolkit or PyCUDA); raised by `jk.jit(..., backend=...)`, or at the first call when
+    `jk.config.default_backend` names it."""
