@@ -360,19 +360,24 @@ class Jitted:
         sig, arrays = self._signature(args, kwargs)
         compiled = self._cache.get(sig.key)
         if compiled is None:
-            try:
-                compiled = self._miss(sig, args, kwargs)
-            except BaseException as e:
-                if events.SUBSCRIBERS:  # the profiler counts this miss as failed, not as a compile
-                    events.publish(events.CompileFailedEvent(
-                        self.__name__, events.clock(), 0.0, error=_one_line(e), signature=sig.describe(),
-                        function_id=self.function_id))
-                raise
-            compiled.function_id = self.function_id
+            compiled = self._observed_miss(sig, args, kwargs)
         elif events.SUBSCRIBERS:
             events.publish(events.CacheEvent(self.__name__, events.clock(), 0.0, True, "memory", sig.describe(),
                                              function_id=self.function_id))
         return sig, compiled, arrays
+
+    def _observed_miss(self, sig: Signature, args: tuple, kwargs: dict) -> Compiled:
+        """`_miss`, with the entry tagged by this function's id and a failure published."""
+        try:
+            compiled = self._miss(sig, args, kwargs)
+        except BaseException as e:
+            if events.SUBSCRIBERS:  # the profiler counts this miss as failed, not as a compile
+                events.publish(events.CompileFailedEvent(
+                    self.__name__, events.clock(), 0.0, error=_one_line(e), signature=sig.describe(),
+                    function_id=self.function_id))
+            raise
+        compiled.function_id = self.function_id
+        return compiled
 
     def recompilations(self) -> list[Recompilation]:
         """Every recompilation of this function so far, with its reasons."""
@@ -439,7 +444,7 @@ class Jitted:
         sig, _ = self._signature(args, kwargs)
         compiled = self._cache.get(sig.key)
         if compiled is None:
-            compiled = self._miss(sig, args, kwargs)
+            compiled = self._observed_miss(sig, args, kwargs)
         return sig.describe(), compiled
 
     def clear_cache(self) -> None:

@@ -8,8 +8,9 @@ columns (16 bytes a call instead of two event objects), everything else is kept 
 
 Functions are keyed by (name, function_id): two function objects with the same name (a `%%jit`
 cell run again) are profiled apart. The engine's lead events carry the id; the backends' events
-(fuse, codegen, compile, disk cache) do not, and get the id of the last event of that name
-before them, which is the call that compiled (the pipeline runs synchronously in that call).
+(fuse, codegen, compile, disk cache) do not, and get the id of the latest memory-cache miss of
+that name before them, which is the call that compiled (the pipeline runs synchronously in that
+call). Two same-named functions compiling at the same moment on two threads could be mixed up.
 """
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ class Collector:
         self._warm: dict[FunctionKey, WarmColumns] = {}
         self._unsubscribe = None
         self._attributed = 0  # events before this index in _events have their function_id
-        self._last_id: dict[str, int] = {}  # name -> function_id of its latest event that had one
+        self._last_id: dict[str, int] = {}  # name -> function_id of its latest memory-cache miss
 
     # -- subscription ------------------------------------------------------------------
     @property
@@ -124,12 +125,15 @@ class Collector:
 
     # -- storage -----------------------------------------------------------------------
     def _attribute(self) -> None:
-        """Give events published without a function_id the id of the call they belong to."""
+        """Give events published without a function_id the id of the call they belong to: the
+        latest memory-cache miss of that name (warm calls of a namesake on another thread, which
+        carry their own id, do not change it)."""
         buf, last = self._events, self._last_id
         end = len(buf)
         for e in islice(buf, self._attributed, end):
             if e.function_id:
-                last[e.function] = e.function_id
+                if e.__class__ is _CACHE and not e.hit and e.level == "memory":
+                    last[e.function] = e.function_id
             else:
                 fid = last.get(e.function)
                 if fid is not None:
