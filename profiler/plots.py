@@ -272,7 +272,11 @@ def _timeline_notes(markers: list[dict[str, Any]]) -> list[str]:
     if len(notes) > MAX_NOTES:
         more = len(notes) - MAX_NOTES
         notes = notes[:MAX_NOTES] + [f"... and {more} more (str(report) lists every recompilation)"]
-    return (["recompilations and failed compiles:"] + notes) if notes else []
+    if not notes:
+        return []
+    failed = any(r["phase"] == "failed" for r in markers)
+    return ["recompilations and failed compiles:" if failed and k else "failed compiles:" if failed
+            else "recompilations:"] + notes
 
 
 def _draw_markers(ax: Any, axis: _Axis, row: dict[str, int], markers: list[dict[str, Any]],

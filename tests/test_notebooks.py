@@ -107,6 +107,11 @@ def test_recompilation(kernels_dir, tmp_path):
     assert "before: x: float32[1000, 64]" in text
     assert re.search(_reason("cell_y_s", "x", "(1000,)", "(5000,)"), text, re.M), text
     assert "jit: power recompiled (n: static value 2 -> 3)" in text
+    # the edited `step` is profiled apart from the first one, not merged into it
+    profile = next(o["data"]["text/plain"] for o in nb.cells[-1].outputs if "text/html" in o.get("data", {}))
+    rows = {line.split("  ")[0]: line.split() for line in profile.splitlines() if line.startswith("step")}
+    assert set(rows) == {"step", "step (2)"}, profile
+    assert rows["step (2)"][2:5] == ["1", "0", "1"], profile  # calls, cache hits, compiles
     assert _count(nb, "image/png") == 1
 
 
