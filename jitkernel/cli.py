@@ -140,11 +140,13 @@ def main(argv: list[str] | None = None) -> int:
     p_kernel.set_defaults(run=install_kernel)
     p_lab = sub.add_parser("lab", help="open the notebooks in JupyterLab with the jitkernel kernel "
                                        "(needs the optional extra: pip install -e '.[notebook]')")
-    p_lab.add_argument("--dir", default=None, help="folder to open (default: the checkout's notebooks/)")
-    p_lab.add_argument("jupyter_args", nargs=argparse.REMAINDER,
-                       help="further arguments for JupyterLab, e.g. --no-browser --port 8889")
+    p_lab.add_argument("--dir", default=None, help="folder to open (default: the checkout's notebooks/); "
+                                                   "other arguments go to JupyterLab, e.g. --no-browser --port 8889")
     p_lab.set_defaults(run=lab)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "lab":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.jupyter_args = [a for a in extra if a != "--"]
     return args.run(args)
 
 

@@ -41,6 +41,24 @@ def test_lab_without_jupyterlab_says_how_to_install_it():
     assert "jitkernel install-kernel --user" in done.stderr
 
 
+def test_lab_starts_jupyterlab_on_the_notebooks_with_the_arguments_given(tmp_path):
+    # JupyterLab is an optional extra, not installed for the tests: a stand-in `jupyterlab`
+    # package that prints the command line it got shows what `jitkernel lab` starts.
+    stub = tmp_path / "jupyterlab"
+    stub.mkdir()
+    (stub / "__init__.py").write_text("")
+    (stub / "__main__.py").write_text("import json, sys\nprint('JUPYTERLAB', json.dumps(sys.argv[1:]))\n")
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
+    done = subprocess.run([sys.executable, "-m", "jitkernel", "lab", "--no-browser", "--port", "8899"],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    argv = __import__("json").loads(done.stdout.split("JUPYTERLAB", 1)[1])
+    assert argv == [f"--ServerApp.root_dir={ROOT / 'notebooks'}", "--no-browser", "--port", "8899"]
+    assert "kernel: jitkernel" in done.stdout
+    wrong = _run("-m", "jitkernel", "demo", "--no-browser")
+    assert wrong.returncode == 2 and "unrecognized arguments: --no-browser" in wrong.stderr
+
+
 def test_notebook_extra_is_optional_and_not_part_of_test():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert any(r.startswith("jupyterlab") for r in extras["notebook"])
