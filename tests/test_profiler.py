@@ -343,3 +343,65 @@ def test_timeline_marks_a_failed_compile():
     fig = r.plot("timeline")
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["_bad"]
     assert any("trace failed, not counted as a compile" in t for t in _timeline_texts(fig))
+
+
+def _namesakes():
+    """Two function objects named `f` (as two runs of a %%jit cell make); `fail=True` makes the
+    trace raise, so that call is a failed compile every time."""
+    def f(x, fail):
+        if fail:
+            raise ValueError("the trace fails")
+        return x * 2.0
+    first = jk.jit(f, static_argnames="fail", backend="interpret")
+
+    def f(x, fail):  # noqa: F811
+        if fail:
+            raise ValueError("the trace fails")
+        return x + 1.0
+    return first, jk.jit(f, static_argnames="fail", backend="interpret")
+
+
+
+def test_profile_counts_follow_a_model_of_the_calls():
+    from hypothesis import given, settings
+    from hypothesis import strategies as hst
+
+    call = hst.tuples(hst.sampled_from([0, 1]), hst.sampled_from([2, 3]),
+                      hst.sampled_from([np.float32, np.float64]), hst.booleans())
+
+    @settings(max_examples=30, deadline=None, database=None, derandomize=True)
+    @given(hst.lists(call, min_size=1, max_size=14), hst.sampled_from([3, 7, 1000]))
+    def check(calls, compact_every):
+        fns = _namesakes()
+        model = [{"calls": 0, "failed": 0, "signatures": set()} for _ in fns]
+        order: list[int] = []
+        c = Collector(compact_every=compact_every)
+        c.start()
+        try:
+            for which, n, dtype, fail in calls:
+                if which not in order:
+                    order.append(which)
+                m = model[which]
+                if fail:
+                    with pytest.raises(ValueError):
+                        fns[which](np.ones(n, dtype), fail=True)
+                    m["failed"] += 1
+                else:
+                    fns[which](np.ones(n, dtype), fail=False)
+                    m["calls"] += 1
+                    m["signatures"].add((n, dtype))
+        finally:
+            c.stop()
+        from profiler.report import Report
+        r = Report(c.snapshot())
+        assert [st.function for st in r.functions] == ["f", "f (2)"][:len(order)]
+        for label, which in zip(["f", "f (2)"], order):
+            st, m = r[label], model[which]
+            assert r[fns[which]] is st
+            assert (st.calls, st.failed) == (m["calls"], m["failed"])
+            assert st.compiles + st.shape_generic == len(m["signatures"])
+            assert st.cache_hits == m["calls"] - len(m["signatures"])
+            assert len(r.calls(fns[which])) == m["calls"]
+            assert all(f.stage == "trace" for f in st.failures)
+
+    check()
