@@ -70,10 +70,10 @@ class Report:
 
     def _find(self, function: Any) -> FunctionStats | None:
         fid = getattr(function, "function_id", None)
-        for st in self.functions:
-            if st.function == function if fid is None else (st.name, st.function_id) == (function.__name__, fid):
-                return st
-        return None
+        if fid is None:  # a label
+            return next((st for st in self.functions if st.function == function), None)
+        key = (function.__name__, fid)  # a jitted function object
+        return next((st for st in self.functions if (st.name, st.function_id) == key), None)
 
     def records(self) -> list[dict[str, Any]]:
         """One plain dict per phase occurrence: function, phase, start (s), duration (s), details."""
