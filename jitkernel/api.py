@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import logging
 import warnings
 from dataclasses import dataclass
@@ -19,6 +20,12 @@ from .tree import TreeDef, tree_flatten, tree_unflatten
 
 _ndarray = np.ndarray
 _PY_SCALAR_DTYPES = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dtype(np.float64)}
+_FUNCTION_IDS = itertools.count(1)  # Jitted.function_id: events of same-named functions stay apart
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
 
 
 def _leaf_spec(leaf: Any, where: str) -> tuple:
@@ -176,6 +183,7 @@ class Jitted:
                  static_argnames: str | Sequence[str] = (), backend: str | None = None,
                  fastmath: bool = False, name: str | None = None, disk_cache: bool = True) -> None:
         self.fun = fun
+        self.function_id = next(_FUNCTION_IDS)
         self.__name__ = name or getattr(fun, "__name__", "function")
         self.__qualname__ = getattr(fun, "__qualname__", self.__name__)
         self.__doc__ = getattr(fun, "__doc__", None)
@@ -310,7 +318,8 @@ class Jitted:
 
     def _miss(self, sig: Signature, args: tuple, kwargs: dict) -> Compiled:
         if events.SUBSCRIBERS:
-            events.publish(events.CacheEvent(self.__name__, events.clock(), 0.0, False, "memory", sig.describe()))
+            events.publish(events.CacheEvent(self.__name__, events.clock(), 0.0, False, "memory", sig.describe(),
+                                             function_id=self.function_id))
         compiled, traced = self._try_dynamic(sig, args, kwargs) if self._templates else (None, None)
         if compiled is None:
             previous = self._closest(sig) if self._signatures else None
@@ -351,10 +360,24 @@ class Jitted:
         sig, arrays = self._signature(args, kwargs)
         compiled = self._cache.get(sig.key)
         if compiled is None:
-            compiled = self._miss(sig, args, kwargs)
+            compiled = self._observed_miss(sig, args, kwargs)
         elif events.SUBSCRIBERS:
-            events.publish(events.CacheEvent(self.__name__, events.clock(), 0.0, True, "memory", sig.describe()))
+            events.publish(events.CacheEvent(self.__name__, events.clock(), 0.0, True, "memory", sig.describe(),
+                                             function_id=self.function_id))
         return sig, compiled, arrays
+
+    def _observed_miss(self, sig: Signature, args: tuple, kwargs: dict) -> Compiled:
+        """`_miss`, with the entry tagged by this function's id and a failure published."""
+        try:
+            compiled = self._miss(sig, args, kwargs)
+        except BaseException as e:
+            if events.SUBSCRIBERS:  # the profiler counts this miss as failed, not as a compile
+                events.publish(events.CompileFailedEvent(
+                    self.__name__, events.clock(), 0.0, error=_one_line(e), signature=sig.describe(),
+                    function_id=self.function_id))
+            raise
+        compiled.function_id = self.function_id
+        return compiled
 
     def recompilations(self) -> list[Recompilation]:
         """Every recompilation of this function so far, with its reasons."""
@@ -421,7 +444,7 @@ class Jitted:
         sig, _ = self._signature(args, kwargs)
         compiled = self._cache.get(sig.key)
         if compiled is None:
-            compiled = self._miss(sig, args, kwargs)
+            compiled = self._observed_miss(sig, args, kwargs)
         return sig.describe(), compiled
 
     def clear_cache(self) -> None:

@@ -23,6 +23,7 @@ class Compiled:
         self.executable = executable
         self._texts = texts
         self.calls = 0
+        self.function_id = 0  # the owning Jitted's function_id (set by it), carried by the events
 
     def text(self, stage: str) -> str:
         if stage == "ir":
@@ -43,15 +44,15 @@ class Compiled:
         run_single = getattr(self.executable, "run_single", None)
         finish = self.finish
         subscribers = events.SUBSCRIBERS
-        name, backend = self.name, self.backend
+        name, backend, function_id = self.name, self.backend, self.function_id
         clock, publish, CacheEvent, RunEvent = events.clock, events.publish, events.CacheEvent, events.RunEvent
 
         def observed(outs: Callable[[], Any]) -> Any:
             t0 = clock()
-            publish(CacheEvent(name, t0, 0.0, True, "memory", signature))
+            publish(CacheEvent(name, t0, 0.0, True, "memory", signature, function_id=function_id))
             t1 = clock()
             result = outs()
-            publish(RunEvent(name, t1, clock() - t1, False, backend))
+            publish(RunEvent(name, t1, clock() - t1, False, backend, function_id=function_id))
             self.calls += 1
             return result
 
@@ -96,7 +97,8 @@ class Compiled:
         if events.SUBSCRIBERS:
             t0 = events.clock()
             outs = self.executable(arrays)
-            events.publish(events.RunEvent(self.name, t0, events.clock() - t0, self.calls == 0, self.backend))
+            events.publish(events.RunEvent(self.name, t0, events.clock() - t0, self.calls == 0, self.backend,
+                                           function_id=self.function_id))
         else:
             outs = self.executable(arrays)
         self.calls += 1
