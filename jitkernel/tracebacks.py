@@ -28,11 +28,16 @@ from .config import config
 ENGINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 # Example programs shipped with the package are user code as far as a traceback is concerned.
 _USER_DIRS = (os.path.join(ENGINE_DIR, "examples") + os.sep,)
+# Code the engine generates at run time (the CPU runtime's per-program call functions) is
+# compiled under file names like "<jitkernel executable f>".
+GENERATED_PREFIX = "<jitkernel"
 
 
 def is_engine_file(filename: str, extra_dirs: Iterable[str] = ()) -> bool:
     """Whether a frame's file belongs to jitkernel's engine (or to one of `extra_dirs`)."""
     if filename.startswith(ENGINE_DIR) and not filename.startswith(_USER_DIRS):
+        return True
+    if filename.startswith(GENERATED_PREFIX):
         return True
     return any(filename.startswith(d) for d in extra_dirs)
 
