@@ -488,22 +488,25 @@ class Jitted:
             return list(self._recompilations)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            if not kwargs:
-                # Fast path: positional arrays and Python scalars, keyed by (shape, dtype char) / type.
-                # (A byte-swapped array shares the char; the executable converts it.) Lock-free:
-                # one dict read; entries are only added and cleared under the lock.
-                try:
-                    if len(args) == 1:
-                        a = args[0]
-                        key = (a.shape, a.dtype.char) if type(a) is _ndarray else type(a)
-                    else:
-                        key = tuple([(a.shape, a.dtype.char) if type(a) is _ndarray else type(a) for a in args])
-                    entry = self._fast[key]
-                except (KeyError, TypeError, AttributeError):
-                    pass
+        if not kwargs:
+            # Fast path: positional arrays and Python scalars, keyed by (shape, dtype char) / type.
+            # (A byte-swapped array shares the char; the executable converts it.)
+            try:
+                if len(args) == 1:
+                    a = args[0]
+                    key = (a.shape, a.dtype.char) if type(a) is _ndarray else type(a)
                 else:
+                    key = tuple([(a.shape, a.dtype.char) if type(a) is _ndarray else type(a) for a in args])
+                entry = self._fast[key]
+            except (KeyError, TypeError, AttributeError):
+                pass
+            else:
+                try:  # lock-free: one dict read above; a try costs nothing until something raises
                     return entry(args)
+                except BaseException as e:
+                    hide_engine_frames(e)
+                    raise
+        try:
             return self._call(args, kwargs)
         except BaseException as e:
             hide_engine_frames(e)  # the user's frames only (jk.config "traceback")
