@@ -4,9 +4,11 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import os
 import struct
 import threading
 import warnings
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -232,6 +234,20 @@ class Lowered:
         return self.as_text("kernels")
 
 
+_INSTANCES: "weakref.WeakSet[Jitted]" = weakref.WeakSet()
+
+
+def _new_locks_in_child() -> None:
+    """A forked child has only the forking thread: a lock that another thread of the parent held
+    (compiling, say) would never be released there. Every function gets a fresh one."""
+    for jitted in list(_INSTANCES):
+        jitted._lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_locks_in_child)
+
+
 class Jitted:
     """A function compiled on first call for each new argument signature.
 
@@ -280,6 +296,7 @@ class Jitted:
         # Guards every change to the caches above (compiles of this function run one at a time);
         # the warm fast path only reads `_fast` and takes no lock.
         self._lock = threading.RLock()
+        _INSTANCES.add(self)
 
     # -- signature -----------------------------------------------------------------------
     def _arg_name(self, i: int) -> str:

@@ -39,6 +39,15 @@ _disabled: dict[str, str] = {}  # cache directory -> why it is off in this proce
 _lock = threading.Lock()
 
 
+def _new_lock_in_child() -> None:
+    global _lock
+    _lock = threading.Lock()  # another thread of the parent may have held it at the fork
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
+
+
 class DiskCacheWarning(UserWarning):
     """The persistent compile cache cannot be used; compilation continues without it."""
 

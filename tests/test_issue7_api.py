@@ -537,3 +537,36 @@ def test_jit_cache_clear_touches_only_the_suite_cache(ip, tmp_path, monkeypatch)
     _, out = _cell(ip, "%jit_cache --clear")
     assert not list(suite.glob("*.jko")) and "jit cache cleared" in out, out
     assert all(p.read_bytes() == b"user entry" for p in decoys)
+
+
+_FORK_SCRIPT = textwrap.dedent("""
+    import os, sys, threading, time, numpy as np, jitkernel as jk
+    started = threading.Event()
+
+    def slow(x):
+        if x.shape[0] == 5:  # trace time: this thread holds the function's lock meanwhile
+            started.set()
+            time.sleep(3)
+        return x * 2
+    f = jk.jit(slow)
+    f(np.ones(3))
+    t = threading.Thread(target=f, args=(np.ones(5),))
+    t.start()
+    started.wait()
+    pid = os.fork()
+    if pid == 0:  # the child: a new signature of the same function must compile, not wait forever
+        import signal
+        signal.alarm(30)  # a deadlocked child does not outlive the test
+        ok = np.array_equal(f(np.ones(7)), np.full(7, 2.0))
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    t.join()
+    print("child", os.waitstatus_to_exitcode(status))
+""")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_fork_while_another_thread_compiles_leaves_the_child_a_working_function():
+    out = subprocess.run([sys.executable, "-c", _FORK_SCRIPT], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    assert out.returncode == 0 and out.stdout.strip().endswith("child 0"), out.stdout + out.stderr[-2000:]
