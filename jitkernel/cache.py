@@ -86,9 +86,10 @@ def _disable(directory: Path, error: OSError) -> None:
         if str(directory) in _disabled:
             return
         _disabled[str(directory)] = reason
-    warnings.warn(f"jitkernel: the persistent compile cache is off for this process: cannot write to "
-                  f"{directory}: {reason}; compilation continues without it (set JITKERNEL_CACHE_DIR to a "
-                  f"writable directory, or jk.config.update('disk_cache', False) to silence this)",
+    warnings.warn(f"jitkernel: the persistent compile cache is off for this process (no new entries; "
+                  f"entries already there are still read): cannot write to {directory}: {reason}; "
+                  f"compilation continues without it. Set JITKERNEL_CACHE_DIR to a writable directory, or "
+                  f"jk.config.update('disk_cache', False) to silence this.",
                   DiskCacheWarning, stacklevel=user_stacklevel())
 
 
