@@ -466,7 +466,8 @@ class Jitted:
                 self._limit_warned = True
                 warnings.warn(f"jitted function {self.__name__!r} reached {limit} cached signatures "
                               f"(jk.config max_cache_entries); the least recently compiled ones are now "
-                              f"evicted. Recompilation reasons: f.recompilations()", CacheLimitWarning, stacklevel=user_stacklevel())
+                              f"evicted. Recompilation reasons: f.recompilations()", CacheLimitWarning,
+                              stacklevel=user_stacklevel())
             while len(self._cache) >= max(limit, 1):
                 self._evict(next(iter(self._cache)))
         self._cache[sig.key] = compiled
