@@ -176,7 +176,8 @@ _DISK_SCRIPT = textwrap.dedent("""
     from jitkernel import events
     warnings.simplefilter("always")
     seen = []
-    events.subscribe(lambda e: seen.append(bool(e.hit)) if type(e).__name__ == "CacheEvent" and e.level == "disk" else None)
+    events.subscribe(lambda e: seen.append(bool(e.hit))
+                     if type(e).__name__ == "CacheEvent" and e.level == "disk" else None)
     which = sys.argv[1]
     fns = {"a": lambda x: np.sin(x) * 2, "b": lambda x: np.cos(x) + x.sum(), "c": lambda x: x * 3 - 1}
     x = np.arange(6, dtype=np.float32)
@@ -363,13 +364,14 @@ def test_explicit_unavailable_backend_fails_at_jit():
 
 def test_default_backend_that_cannot_run_fails_at_the_first_call():
     f = jk.jit(lambda x: x + 1)
+    before = jk.config.default_backend
     jk.config.update("default_backend", "cuda")
     try:
         with pytest.raises(jk.BackendUnavailableError, match="no CUDA backend") as info:
             f(np.ones(2))
         assert not [fr for fr in traceback.extract_tb(info.value.__traceback__) if is_engine_file(fr.filename)]
     finally:
-        jk.config.update("default_backend", "cpu")
+        jk.config.update("default_backend", before)
     np.testing.assert_array_equal(f(np.ones(2)), np.full(2, 2.0))
 
 
