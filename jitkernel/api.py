@@ -414,12 +414,11 @@ class Jitted:
         The dimensions are every one that some earlier signature, equal up to sizes, has with
         another size, where this call's size is 2 or more: so sizes 1, 2, 3, ... compile twice,
         not once per size, and dimensions that changed one at a time end up dynamic together.
-        The comparison is a probe: the same function traced and fused (no code generation, no
-        events) with each of those sizes one larger. Every product of dynamic sizes then differs
-        between the two kernel programs, so no size-dependent constant stays fixed by
-        coincidence (an earlier (2, 3) and a new (3, 2) both have 6 elements). When the probe
-        cannot be traced (user code that needs these exact sizes), an earlier entry that differs
-        in exactly those dimensions, with sizes >= 2, serves instead."""
+        The comparison is an earlier entry that differs in exactly those dimensions, with sizes
+        >= 2 on both sides. When there is none (the earlier sizes were 0 or 1, or the dimensions
+        changed one at a time) it is a probe: the same function traced and fused (no code
+        generation, no events) with each of those sizes one larger. The probe runs the user's
+        function once more, so it is the second choice."""
         if not config.dynamic_shapes or self._backend_name() not in SHAPE_GENERIC:
             return None, []
         related = [(old, ch) for old in self._signatures.values() if (ch := size_changes(old, sig))]
@@ -428,17 +427,15 @@ class Jitted:
             return None, []
         order = {name: i for i, name in enumerate(sig.names)}
         ordered = sorted(dims, key=lambda nd: (order[nd[0]], nd[1]))
-        try:
-            program, _ = self._trace(_with_sizes(sig, dims, 1), args, kwargs)
-            probe = size_probe(program, self._backend_name())
-        except Exception:
-            probe = None
-        if probe is not None:
-            return probe, ordered
         for old, ch in related:
             if {(name, d) for name, d, _, _ in ch} == dims and all(min(a, b) >= 2 for _, _, a, b in ch):
                 return self._cache[old.key], ordered
-        return None, []
+        try:
+            program, _ = self._trace(_with_sizes(sig, dims, 1), args, kwargs)
+            probe = size_probe(program, self._backend_name())
+        except Exception:  # e.g. user code that needs these exact sizes: compile specialised
+            return None, []
+        return (probe, ordered) if probe is not None else (None, [])
 
     def _miss(self, sig: Signature, args: tuple, kwargs: dict) -> Compiled:
         """Compile (or reuse shape-generic code) for a signature not in the cache. Called with

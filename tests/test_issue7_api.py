@@ -311,7 +311,7 @@ def test_sizes_one_to_five_compile_twice(compiles):
     ([(0,), (2,), (3,), (7,)], 2),
     ([(1, 1), (2, 2), (3, 3), (4, 4), (5, 5)], 2),
     ([(1, 5), (2, 5), (3, 5), (9, 5)], 2),
-    ([(2, 3), (3, 2), (4, 5), (5, 4), (6, 7)], 2),
+    ([(2, 3), (3, 2), (4, 5), (5, 4), (6, 7)], 3),  # 2*3 == 3*2: the element count stays fixed once
     ([(2, 3), (3, 3), (3, 4), (4, 5), (7, 9)], 3),  # axes that change one at a time end up dynamic together
     ([(1, 3), (1, 4), (2, 4), (5, 6), (1, 9)], 4),  # (1, k) and (m >= 2, k) are two classes
 ])
