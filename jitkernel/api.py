@@ -386,7 +386,9 @@ class Jitted:
         return compiled
 
     def _closest(self, sig: Signature) -> Signature:
-        return min(self._signatures.values(), key=lambda old: len(signature_diff(old, sig)))
+        """The earlier signature with the fewest differences; of equals, the latest compiled
+        (what the user most likely changed from)."""
+        return min(reversed(self._signatures.values()), key=lambda old: len(signature_diff(old, sig)))
 
     def _try_dynamic(self, sig: Signature, args: tuple, kwargs: dict) -> tuple[Compiled | None, tuple | None]:
         """Reuse a shape-generic template whose dynamic dimensions cover this signature's
