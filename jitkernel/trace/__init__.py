@@ -8,7 +8,7 @@ import numpy as np
 from ..ir import AType, Program, Var
 from ..tree import TreeDef, tree_flatten
 from .context import TraceContext, current_context
-from .tracer import Tracer
+from .tracer import Tracer, stored_into_array_error
 
 __all__ = ["TraceContext", "Tracer", "current_context", "trace_program"]
 
@@ -21,7 +21,13 @@ def trace_program(fun: Callable[..., Any], name: str,
     with TraceContext(name) as ctx:
         tracers = [ctx.new_input(aval, weak) for aval, weak in in_specs]
         args, kwargs = build_args(tracers)
-        result = fun(*args, **kwargs)
+        try:
+            result = fun(*args, **kwargs)
+        except (ValueError, TypeError) as e:
+            real = stored_into_array_error(ctx, e)
+            if real is None:
+                raise
+            raise real.with_traceback(e.__traceback__) from None
         leaves, out_tree = tree_flatten(result)
         outvars: list[Var] = []
         for leaf in leaves:

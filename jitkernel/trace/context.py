@@ -150,6 +150,7 @@ class TraceContext:
         self.consts: list[np.ndarray] = []
         self._const_ids: dict[int, Var] = {}
         self.int_arg_bounds: list[tuple[int, np.dtype]] = []
+        self.pending_store_error: Exception | None = None  # see tracer.stored_into_array_error
 
     def __enter__(self) -> "TraceContext":
         _traces.stack.append(self)

@@ -169,8 +169,9 @@ def augmented_assign(target: Any, other: Any, stem: str) -> Any:
     binary = getattr(Tracer, f"__{stem}__")
     if target.weak is not None or (target.ndim == 0 and target.scalar):
         return binary(target, other)  # Python and NumPy scalars are immutable: NumPy rebinds too
+    refs = _refs_in_method(target)  # first, alone: an argument being pushed would count too
     symbol = INPLACE_OPERATORS[stem][0]
-    why = _why_shared(target, _refs_in_method(target))
+    why = _why_shared(target, refs)
     if why is not None:
         raise _error(target._ctx.name, symbol, why)
     _numpy_verdict(stem, target.dtype, target.ndim, other)

@@ -17,6 +17,21 @@ def _jnp():
     return jnp
 
 
+def stored_into_array_error(ctx: TraceContext, e: BaseException) -> BaseException | None:
+    """The TracerArrayConversionError behind NumPy's own error for `out[i] = traced`, if any:
+    NumPy replaces what the Tracer raised (sometimes clearing it) with "setting an array element
+    with a sequence", so the Tracer also leaves it on the trace context."""
+    pending, ctx.pending_store_error = getattr(ctx, "pending_store_error", None), None
+    cause, depth = e, 0
+    while cause is not None and depth < 8:
+        if cause is pending or (isinstance(cause, TracerArrayConversionError) and "stored into a NumPy array" in str(cause)):
+            return cause
+        cause, depth = cause.__context__, depth + 1
+    if pending is not None and "setting an array element with a sequence" in str(e):
+        return pending
+    return None
+
+
 class Memory:
     """The identity of the memory a Tracer stands for. Views (reshape, transpose, slicing,
     broadcast_to) share their input's Memory; `argument` marks the caller's arrays. Used to
@@ -87,6 +102,7 @@ class Tracer:
 
     def __len__(self) -> int:
         if not self.shape:
+            self._stored_into_array()  # NumPy's `out[i] = traced` asks for len() first
             raise TypeError("len() of unsized object")
         return self.shape[0]
 
@@ -102,6 +118,7 @@ class Tracer:
         return f"in jitted function {self._ctx.name!r} at {user_frame_location()}"
 
     def __bool__(self) -> bool:
+        self._stored_into_array()
         raise TracerBoolConversionError(
             f"the truth value of a traced array {self.aval} is not known while tracing ({self._where()}). "
             "Python `if`, `while`, `and`, `or`, `not` and bool() need concrete values. Use "
@@ -133,12 +150,16 @@ class Tracer:
         """`out[i] = traced` on a NumPy array (made inside the function, hence a constant): NumPy
         asks the traced value for its data; say what really happened."""
         if user_instruction()[0] == "STORE_SUBSCR":
-            raise TracerArrayConversionError(
+            # NumPy replaces this error with "setting an array element with a sequence";
+            # trace_program puts it back (see stored_into_array_error).
+            err = TracerArrayConversionError(
                 f"a traced value {self.aval} is being stored into a NumPy array ({self._where()}). "
                 "A NumPy array created inside a jitted function (np.zeros(...), np.empty(...)) is a "
                 "constant of the compiled program and cannot hold traced values, and in-place updates "
                 "are not supported yet. Build the array from traced values instead: np.stack([...]), "
                 "np.concatenate, or np.where(mask, value, x).")
+            self._ctx.pending_store_error = err
+            raise err
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         self._stored_into_array()
