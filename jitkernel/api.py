@@ -15,6 +15,7 @@ from .config import config
 from .ir import AType, Program, check_dtype
 from .pipeline import Compiled, compile_program, reuse_program
 from .trace import trace_program
+from .trace.context import check_array_subclass
 from .tree import TreeDef, tree_flatten, tree_unflatten
 
 _ndarray = np.ndarray
@@ -27,11 +28,17 @@ def _leaf_spec(leaf: Any, where: str) -> tuple:
         t = bool if isinstance(leaf, bool) else int if isinstance(leaf, int) else float
         return ("py", t)
     if isinstance(leaf, (np.ndarray, np.generic)):
+        if type(leaf) is not _ndarray and isinstance(leaf, _ndarray):
+            check_array_subclass(type(leaf), where)  # np.matrix, masked arrays: TypeError
         # Byte-swapped data (">f4" on a little-endian host) is the same dtype to NumPy's rules.
         dt = leaf.dtype if leaf.dtype.isnative else leaf.dtype.newbyteorder("=")
         return ("array", check_dtype(dt, where), tuple(leaf.shape))
     if isinstance(leaf, complex):
         check_dtype(np.complex128, where)
+    if isinstance(leaf, (list, tuple)) or (hasattr(leaf, "__array__") or hasattr(leaf, "__array_interface__")):
+        # (Lists and tuples are pytrees; one arrives here only inside an unregistered container.)
+        raise TypeError(f"{where}: jitkernel cannot pass a {type(leaf).__name__} to a jitted function: pass an "
+                        "array (np.asarray(...)), or mark the argument static (static_argnums / static_argnames)")
     raise TypeError(f"{where}: jitkernel cannot pass a value of type {type(leaf).__name__} to a jitted "
                     "function; pass arrays, scalars or pytrees of them, or mark the argument static")
 

@@ -8,7 +8,7 @@ import numpy as np
 from ..ir import AType, Program, Var
 from ..tree import TreeDef, tree_flatten
 from .context import TraceContext, current_context
-from .tracer import Tracer, stored_into_array_error
+from .tracer import Tracer, conversion_error
 
 __all__ = ["TraceContext", "Tracer", "current_context", "trace_program"]
 
@@ -24,7 +24,7 @@ def trace_program(fun: Callable[..., Any], name: str,
         try:
             result = fun(*args, **kwargs)
         except (ValueError, TypeError) as e:
-            real = stored_into_array_error(ctx, e)
+            real = conversion_error(ctx, e)
             if real is None:
                 raise
             raise real.with_traceback(e.__traceback__) from None

@@ -37,8 +37,14 @@ def is_tracing() -> bool:
     return bool(_traces.stack)
 
 
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
+_ENGINE_DIRS = (_PACKAGE_DIR + os.sep, _NUMPY_DIR + os.sep)
+
+
 def _is_engine_file(filename: str) -> bool:
-    return os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep)
+    """jitkernel's own files and NumPy's Python layer (np.sum -> fromnumeric.py): never the
+    user's line."""
+    return os.path.abspath(filename).startswith(_ENGINE_DIRS)
 
 
 def user_frame(depth: int = 1) -> Any:
@@ -150,7 +156,7 @@ class TraceContext:
         self.consts: list[np.ndarray] = []
         self._const_ids: dict[int, Var] = {}
         self.int_arg_bounds: list[tuple[int, np.dtype]] = []
-        self.pending_store_error: Exception | None = None  # see tracer.stored_into_array_error
+        self.pending_conversion_error: Exception | None = None  # see tracer.conversion_error
 
     def __enter__(self) -> "TraceContext":
         _traces.stack.append(self)

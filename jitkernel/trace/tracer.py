@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import (InPlaceUpdateError, TracerArrayConversionError, TracerBoolConversionError,
+from ..errors import (InPlaceUpdateError, TracerArrayConversionError, TracerBoolConversionError, TracerError,
                       TracerIntegerConversionError)
 from ..ir import AType, Var
-from .context import TraceContext, user_frame_location, user_instruction
+from .context import TraceContext, user_frame, user_frame_location, user_instruction
 
 
 def _jnp():
@@ -17,19 +17,22 @@ def _jnp():
     return jnp
 
 
-def stored_into_array_error(ctx: TraceContext, e: BaseException) -> BaseException | None:
-    """The TracerArrayConversionError behind NumPy's own error for `out[i] = traced`, if any:
-    NumPy replaces what the Tracer raised (sometimes clearing it) with "setting an array element
-    with a sequence", so the Tracer also leaves it on the trace context."""
-    pending, ctx.pending_store_error = getattr(ctx, "pending_store_error", None), None
+# Errors NumPy raises in place of the one a Tracer raised inside its conversion code.
+_NUMPY_REPLACEMENTS = ("setting an array element with a sequence", "expected a sequence of integers",
+                       "cannot be interpreted as an integer", "must be a string, a bytes-like object or a real number")
+
+
+def conversion_error(ctx: TraceContext, e: BaseException) -> BaseException | None:
+    """The Tracer's own error behind NumPy's error `e` (see Tracer._raise_pending), if any."""
+    pending, ctx.pending_conversion_error = ctx.pending_conversion_error, None
+    if pending is None or isinstance(e, TracerError):
+        return None
     cause, depth = e, 0
     while cause is not None and depth < 8:
-        if cause is pending or (isinstance(cause, TracerArrayConversionError) and "stored into a NumPy array" in str(cause)):
-            return cause
+        if cause is pending:
+            return pending
         cause, depth = cause.__context__, depth + 1
-    if pending is not None and "setting an array element with a sequence" in str(e):
-        return pending
-    return None
+    return pending if any(m in str(e) for m in _NUMPY_REPLACEMENTS) else None
 
 
 class Memory:
@@ -127,12 +130,35 @@ class Tracer:
             "known at trace time. Traced control flow (jitkernel.cond / while_loop / fori_loop / scan) "
             "is not available yet.")
 
+    def _argument_name(self) -> str | None:
+        """The user's local name for this Tracer when it is an argument of the function."""
+        if self.ir_var not in self._ctx.invars:
+            return None
+        frame = user_frame(2)
+        if frame is None:
+            return None
+        return next((k for k, v in frame.f_locals.items() if v is self), None)
+
+    def _static_hint(self) -> str:
+        name = self._argument_name()
+        if name is None:
+            return "Keep the value as an array, or make the argument it comes from static (static_argnums / static_argnames)."
+        return (f"`{name}` is an argument: mark it static so its value is known at trace time, "
+                f"jk.jit(f, static_argnames=(\"{name}\",)) (or %%jit --static {name} in a notebook); "
+                "a new value then compiles a new version.")
+
+    def _raise_pending(self, err: Exception) -> None:
+        # NumPy often replaces what a Tracer raises inside its conversions (np.zeros(n): "expected
+        # a sequence of integers"; out[i] = v: "setting an array element with a sequence"),
+        # sometimes clearing it; trace_program puts the real cause back (conversion_error).
+        self._ctx.pending_conversion_error = err
+        raise err
+
     def _no_scalar(self, what: str) -> Any:
         self._stored_into_array()
-        raise TracerIntegerConversionError(
+        self._raise_pending(TracerIntegerConversionError(
             f"{what}() of a traced array {self.aval} needs its concrete value, which is not known while "
-            f"tracing ({self._where()}). Keep the value as an array, or make the argument static "
-            "(static_argnums / static_argnames).")
+            f"tracing ({self._where()}). {self._static_hint()}"))
 
     def __int__(self) -> int:
         return self._no_scalar("int")
@@ -141,7 +167,10 @@ class Tracer:
         return self._no_scalar("float")
 
     def __index__(self) -> int:
-        return self._no_scalar("operator.index")
+        self._stored_into_array()
+        self._raise_pending(TracerIntegerConversionError(
+            f"a traced value {self.aval} is used where a Python int is needed (a shape, a size, an index, "
+            f"range(...)) ({self._where()}); shapes and sizes must be known at trace time. {self._static_hint()}"))
 
     def __complex__(self) -> complex:
         return self._no_scalar("complex")
@@ -150,22 +179,23 @@ class Tracer:
         """`out[i] = traced` on a NumPy array (made inside the function, hence a constant): NumPy
         asks the traced value for its data; say what really happened."""
         if user_instruction()[0] == "STORE_SUBSCR":
-            # NumPy replaces this error with "setting an array element with a sequence";
-            # trace_program puts it back (see stored_into_array_error).
-            err = TracerArrayConversionError(
+            self._raise_pending(TracerArrayConversionError(
                 f"a traced value {self.aval} is being stored into a NumPy array ({self._where()}). "
                 "A NumPy array created inside a jitted function (np.zeros(...), np.empty(...)) is a "
                 "constant of the compiled program and cannot hold traced values, and in-place updates "
                 "are not supported yet. Build the array from traced values instead: np.stack([...]), "
-                "np.concatenate, or np.where(mask, value, x).")
-            self._ctx.pending_store_error = err
-            raise err
+                "np.concatenate, or np.where(mask, value, x)."))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         self._stored_into_array()
-        raise TracerArrayConversionError(
-            f"a traced array {self.aval} cannot be converted to a concrete NumPy array "
-            f"({self._where()}); the NumPy function called here is probably not supported by jitkernel.")
+        if self.weak is not None and self.ir_var in self._ctx.invars:
+            why = ("this value is a Python scalar argument: a list or tuple argument is traced as a "
+                   "sequence of Python scalars, so NumPy cannot make an array of it here; pass an array "
+                   "(np.asarray(...)) to the jitted function instead")
+        else:
+            why = "the NumPy function called here is probably not supported by jitkernel"
+        self._raise_pending(TracerArrayConversionError(
+            f"a traced array {self.aval} cannot be converted to a concrete NumPy array ({self._where()}); {why}."))
 
     def tolist(self) -> Any:
         return self._no_scalar("tolist")
