@@ -51,6 +51,21 @@ def _leaf_array(leaf: Any, spec: tuple) -> np.ndarray:
     return np.asarray(leaf, dtype=spec[1])  # a copy in native byte order only when it is not
 
 
+def _restore_byteorder(result: Any, compiled: Compiled, leaves: list) -> Any:
+    """Give outputs that are an input, a copy or a view of one (program.byteorder_sources) that
+    input's byte order, as NumPy does: kernels compute in native order, so a '>i2' argument
+    returned as-is would otherwise come back '<i2'."""
+    swapped = {i: leaf.dtype for i, leaf in enumerate(leaves)
+               if isinstance(leaf, _ndarray) and not leaf.dtype.isnative}
+    if not swapped:
+        return result
+    outs, out_tree = tree_flatten(result)
+    for k, i in compiled.program.byteorder_sources:
+        if i in swapped and isinstance(outs[k], _ndarray):
+            outs[k] = outs[k].astype(swapped[i])
+    return tree_unflatten(out_tree, outs)
+
+
 class Signature:
     """How one call's arguments key the cache: tree structure, per-leaf (dtype, shape) or Python
     scalar type, and the static arguments' values."""
@@ -369,14 +384,15 @@ class Jitted:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not kwargs:
-            # Fast path: positional arrays and Python scalars, keyed by (shape, dtype char) / type.
-            # (A byte-swapped array shares the char; the executable converts it.)
+            # Fast path: positional arrays and Python scalars, keyed by (shape, dtype) / type.
             try:
+                # Exact ndarrays only (subclasses take the checked slow path); keyed by the dtype
+                # itself, so a byte-swapped array never takes a native entry.
                 if len(args) == 1:
                     a = args[0]
-                    key = (a.shape, a.dtype.char) if type(a) is _ndarray else type(a)
+                    key = (a.shape, a.dtype) if type(a) is _ndarray else type(a)
                 else:
-                    key = tuple([(a.shape, a.dtype.char) if type(a) is _ndarray else type(a) for a in args])
+                    key = tuple([(a.shape, a.dtype) if type(a) is _ndarray else type(a) for a in args])
                 entry = self._fast[key]
             except (KeyError, TypeError, AttributeError):
                 pass
@@ -388,6 +404,10 @@ class Jitted:
             return self.fun(*args, **kwargs)
         sig, compiled, arrays = self._lookup(args, kwargs)
         result = compiled(arrays)
+        if getattr(compiled.program, "byteorder_sources", None):
+            dyn = (tuple(a for i, a in enumerate(args) if i not in self.static_argnums),
+                   {k: v for k, v in kwargs.items() if k not in self.static_argnames})
+            result = _restore_byteorder(result, compiled, tree_flatten(dyn)[0])
         if not kwargs and not self.static_argnums:
             self._register_fast(args, compiled, sig)
         return result
@@ -397,7 +417,9 @@ class Jitted:
         scalars: list = []
         for a in args:
             if type(a) is _ndarray:
-                key.append((a.shape, a.dtype.char))
+                if not a.dtype.isnative:
+                    return  # byte-swapped inputs take the slow path (_restore_byteorder)
+                key.append((a.shape, a.dtype))
                 scalars.append(None)
             elif type(a) in _PY_SCALAR_DTYPES:
                 key.append(type(a))

@@ -245,8 +245,9 @@ def astype(x: Any, dtype: Any, copy: bool = True) -> Any:
     dt = check_dtype(dtype, "astype")
     t = lift(ctx, x)
     if t.dtype == dt:
-        from ..trace.tracer import Tracer
-        out = Tracer(ctx, t.ir_var)  # astype copies (a new array, strong) even to the same dtype
+        # astype makes a new array even to the same dtype (native byte order, strong): an
+        # identity convert, removed by simplify after the byte-order analysis.
+        out = ctx.bind1("convert", t, dtype=dt)
         out.scalar = t.scalar
         return out
     return lift(ctx, t, dt)

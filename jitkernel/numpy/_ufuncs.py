@@ -93,7 +93,8 @@ def positive(x: Any) -> Any:
     if ctx is None:
         return np.positive(x)
     in_dts, _ = ufunc_loop(np.positive, [dtype_key(x) if not isinstance(dtype_key(x), type) else WEAK_DEFAULT[dtype_key(x)]])
-    return lift(ctx, x, in_dts[0])
+    t = lift(ctx, x, in_dts[0])
+    return _fresh(t) if isinstance(x, Tracer) and t.ir_var is x.ir_var else t
 
 
 def where(condition: Any, x: Any = None, y: Any = None) -> Any:
@@ -159,8 +160,9 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs
 
 
 def _fresh(t: Tracer) -> Tracer:
-    """A new array holding t's values (a copy: no shared memory, strong)."""
-    return Tracer(t._ctx, t.ir_var)
+    """A new array computed from t (what a ufunc returns: native byte order, no shared memory,
+    strong): an identity convert, which simplify removes after the byte-order analysis."""
+    return t._ctx.bind1("convert", t, dtype=t.dtype)
 
 
 def round(a: Any, decimals: int = 0, out: Any = None) -> Any:  # noqa: A001 - mirrors numpy.round
