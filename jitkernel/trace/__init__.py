@@ -7,7 +7,7 @@ import numpy as np
 
 from ..ir import AType, Program, Var
 from ..tree import TreeDef, tree_flatten
-from .context import TraceContext, current_context
+from .context import TraceContext, current_context, user_line_warnings
 from . import random_guard
 from .tracer import Tracer, conversion_error
 
@@ -22,7 +22,7 @@ def trace_program(fun: Callable[..., Any], name: str,
     watch = random_guard.RandomStateWatch(fun)
     random_guard.install()
     try:
-        with TraceContext(name) as ctx:
+        with TraceContext(name) as ctx, user_line_warnings():
             tracers = [ctx.new_input(aval, weak) for aval, weak in in_specs]
             args, kwargs = build_args(tracers)
             try:

@@ -145,6 +145,28 @@ def check_array_subclass(cls: type, where: str) -> None:
             "plain-array semantics are what you want (see docs/numpy-support.md, 'Array subclasses').")
 
 
+def _warn_at_user_line(err: str, flag: int) -> None:
+    """np.errstate(call=...) callback while tracing: NumPy's floating-point warning, attributed
+    to the user's line (NumPy warns from the innermost Python frame, often a jitkernel file)."""
+    import warnings
+    frame = user_frame(1)
+    message = f"{err} encountered (NumPy, while tracing)"  # NumPy passes "overflow", "divide by zero", ...
+    if frame is None:
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
+        return
+    registry = frame.f_globals.setdefault("__warningregistry__", {})
+    warnings.warn_explicit(message, RuntimeWarning, frame.f_code.co_filename, frame.f_lineno,
+                           frame.f_globals.get("__name__"), registry, frame.f_globals)
+
+
+def user_line_warnings() -> Any:
+    """While tracing, NumPy's floating-point warnings (errstate "warn") point at the user's line;
+    "raise", "ignore" and the user's own np.errstate inside the function are kept. np.errstate is
+    context-local, so other threads are unaffected."""
+    modes = {k: ("call" if v == "warn" else v) for k, v in np.geterr().items()}
+    return np.errstate(call=_warn_at_user_line, **modes)
+
+
 class TraceContext:
     """Collects equations while a function runs on Tracers."""
 
