@@ -10,10 +10,12 @@ constant of the compiled program: every call would return the same numbers. Two 
    to finish restores the originals; a lock makes install/restore safe across threads, and the
    restore runs on exceptions too.
 2. Methods of generator objects cannot be patched (Generator, RandomState and the bit generators
-   are extension types). So the state of NumPy's global RandomState, of `random`'s global
-   Random, and of every generator the traced function can name (its globals, closure cells and
-   defaults, and those of the Python functions it names, two levels deep) is compared before and
-   after the trace: a change means a sample was drawn while tracing.
+   are extension types), and `from numpy.random import rand` binds the unpatched method. So the
+   state of every generator the traced function can name (its globals, closure cells and
+   defaults, bound methods' owners, and those of the Python functions it names, two levels deep)
+   is compared before and after the trace: a change means a sample was drawn while tracing.
+   For the modules' global generators the comparison is skipped when another thread called a
+   module function meanwhile (it would be inconclusive).
 Generators reached in other ways (an attribute of an argument, a helper module's global) are not
 seen; docs/numpy-support.md says so.
 """
@@ -33,6 +35,7 @@ from .context import is_tracing, user_frame_location
 
 _lock = threading.Lock()
 _installed = 0
+_foreign_calls = 0  # module random functions called by non-tracing threads while patched
 _saved: list[tuple[Any, str, Any]] = []
 
 _ADVICE = ("A random sample drawn while tracing would be frozen into the compiled program as a "
@@ -48,8 +51,10 @@ def _raise(qualified: str) -> None:
 def _guard(qualified: str, original: Callable) -> Callable:
     @functools.wraps(original)
     def guarded(*args: Any, **kwargs: Any) -> Any:
+        global _foreign_calls
         if is_tracing():
             _raise(qualified)
+        _foreign_calls += 1  # another thread drew while some trace runs (RandomStateWatch)
         return original(*args, **kwargs)
     guarded.__jitkernel_original__ = original  # type: ignore[attr-defined]
     return guarded
@@ -169,21 +174,28 @@ def _referenced(fun: Any, depth: int = 2) -> dict[int, tuple[str, Any]]:
     return found
 
 
+def _GLOBALS() -> tuple:
+    return (np.random.mtrand._rand, _pyrandom._inst)
+
+
 class RandomStateWatch:
     """Snapshots of the generators a trace could draw from; `check()` raises if one moved."""
 
     def __init__(self, fun: Any) -> None:
-        self.generators = [("NumPy's global generator (np.random.*)", np.random.mtrand._rand)]
+        self.generators = []
         for name, value in _referenced(fun).values():
-            if value is np.random.mtrand._rand:
-                continue
-            what = "the random module's global generator" if value is _pyrandom._inst else \
+            what = "NumPy's global generator" if value is np.random.mtrand._rand else \
+                "the random module's global generator" if value is _pyrandom._inst else \
                 f"`{name}` ({type(value).__module__}.{type(value).__name__})"
-            self.generators.append((what, value))
+            self.generators.append((f"{what} (through `{name}`)" if value in _GLOBALS() else what, value))
         self.before = [_state(g) for _, g in self.generators]
+        self.foreign = _foreign_calls
 
     def check(self, function_name: str) -> None:
+        foreign = _foreign_calls != self.foreign
         for (name, g), before in zip(self.generators, self.before):
+            if foreign and g in _GLOBALS():
+                continue  # another thread drew from the module's generator meanwhile: inconclusive
             if _state(g) != before:
                 raise TracedRandomError(
                     f"jitted function {function_name!r} drew random numbers from {name} while it was being "

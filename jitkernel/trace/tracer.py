@@ -188,12 +188,11 @@ class Tracer:
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         self._stored_into_array()
+        why = ("NumPy needs concrete data here: np.asarray()/np.array() of a traced value (use the value "
+               "itself, or jitkernel.numpy.asarray), or a NumPy function jitkernel does not support")
         if self.weak is not None and self.ir_var in self._ctx.invars:
-            why = ("this value is a Python scalar argument: a list or tuple argument is traced as a "
-                   "sequence of Python scalars, so NumPy cannot make an array of it here; pass an array "
-                   "(np.asarray(...)) to the jitted function instead")
-        else:
-            why = "the NumPy function called here is probably not supported by jitkernel"
+            why += (". This value is a Python scalar argument: a list or tuple argument is traced as separate "
+                    "Python scalars, not as an array; pass an array (np.asarray(...)) to the jitted function instead")
         self._raise_pending(TracerArrayConversionError(
             f"a traced array {self.aval} cannot be converted to a concrete NumPy array ({self._where()}); {why}."))
 
