@@ -109,6 +109,19 @@ def test_in_place_keeps_numpy_errors(tmp_path):
         jk.jit(g)(np.arange(3.0))
 
 
+def test_numpy_arrays_outside_the_function_are_never_replaced(tmp_path):
+    """`state.w += x`, `G += x` on a NumPy array that outlives the call: NumPy changes it; jit
+    must raise rather than leave a traced value behind (or change nothing)."""
+    f = load(tmp_path, "class S:\n    pass\nstate = S()\nstate.w = np.zeros(3)\nG = np.zeros(3)\n"
+                       "def f(x):\n    state.w += x\n    return state.w\n"
+                       "def g(x):\n    global G\n    G += x\n    return G\n", "f")
+    with pytest.raises(jk.InPlaceUpdateError, match="state.w"):
+        jk.jit(f)(np.ones(3))
+    with pytest.raises(jk.InPlaceUpdateError, match="G"):
+        jk.jit(f.__globals__["g"])(np.ones(3))
+    assert type(f.__globals__["state"].w) is np.ndarray and type(f.__globals__["G"]) is np.ndarray
+
+
 def test_python_scalar_argument_rebinds(tmp_path):
     f = load(tmp_path, "def f(x, s):\n    s += 1\n    s *= 2\n    return x * s\n")
     assert_matches_numpy(jk.jit(f)(np.ones(2, np.float32), 2.0), f(np.ones(2, np.float32), 2.0))

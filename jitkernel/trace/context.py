@@ -65,16 +65,23 @@ def user_frame_location() -> str:
     return f"{frame.f_code.co_filename}:{frame.f_lineno}" + (f": {line}" if line else "")
 
 
-def user_instruction() -> tuple[str, str]:
+def user_instruction(following: bool = False) -> tuple[str, str]:
     """(opname, argrepr) of the instruction the user's frame is executing, e.g. ("BINARY_OP",
-    "+=") inside `x += y` or ("STORE_SUBSCR", "") inside `out[0] = v`; ("", "") if unknown."""
+    "+=") inside `x += y` or ("STORE_SUBSCR", "") inside `out[0] = v`; with `following`, of the
+    instruction after it (the store of an augmented assignment: STORE_FAST for a local);
+    ("", "") if unknown."""
     import dis
     frame = user_frame(2)
     if frame is None:
         return "", ""
+    found = False
     for ins in dis.get_instructions(frame.f_code):
-        if ins.offset == frame.f_lasti:
+        if found:
             return ins.opname, ins.argrepr
+        if ins.offset == frame.f_lasti:
+            if not following:
+                return ins.opname, ins.argrepr
+            found = True
     return "", ""
 
 

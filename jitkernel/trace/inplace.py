@@ -201,6 +201,11 @@ def concrete_augmented_assign(ctx: Any, stem: str, inputs: tuple, refs: int) -> 
     symbol = INPLACE_OPERATORS[stem][0]
     if id(array) in ctx._const_ids:
         refs -= 1  # the trace's own keep-alive reference to a constant it captured earlier
+    if user_instruction(following=True)[0] != "STORE_FAST":
+        # `self.w += x`, `G += x` (global), `d[k] += x`: NumPy would change an array that lives
+        # on after the call; rebinding would leave a traced value there instead.
+        raise _error(ctx.name, symbol, "it is not a local variable of the function (an attribute, a container "
+                                       "element or a global), and NumPy would change that array outside the call")
     if array.base is not None:
         raise _error(ctx.name, symbol, "it is a view of another NumPy array, which NumPy would change too")
     if not array.flags.writeable:
