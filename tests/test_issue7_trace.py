@@ -286,6 +286,7 @@ def test_python_bool_arithmetic_is_python_arithmetic():
 
 # ------------------------------------------------------------------------------- item 5
 
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
 def test_semantic_subclasses_are_rejected_naming_the_type():
     f = jk.jit(lambda x: x * x)
     f(np.ones((2, 2)))  # registers the fast path for plain arrays of this shape
