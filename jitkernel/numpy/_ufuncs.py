@@ -11,7 +11,6 @@ from ..trace.tracer import Tracer
 from ._core import (WEAK_DEFAULT, broadcast_shapes, broadcast_to_shape, context_of, dtype_key,
                     lift, result_type, shape_of, weak_type)
 
-_PY_TYPE_OF_KIND = {"b": bool, "i": int, "u": int, "f": float}
 
 
 def apply_ufunc(ufunc: np.ufunc, *args: Any) -> Any:

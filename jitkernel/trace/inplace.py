@@ -143,6 +143,11 @@ def _numpy_verdict(stem: str, dtype: np.dtype, ndim: int, other: Any) -> None:
         pass  # shape errors are checked on the real shapes; values are not known here
 
 
+def _numpy_shape(shape: tuple) -> str:
+    """A shape as NumPy's messages print it: (2,3), (3,)."""
+    return "(" + ",".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
 def _finish(result: Any, dtype: np.dtype, shape: tuple, stem: str) -> Any:
     """The in-place result: NumPy's shape rule (the output keeps the target's shape) and cast
     (the target keeps its dtype)."""
@@ -152,8 +157,8 @@ def _finish(result: Any, dtype: np.dtype, shape: tuple, stem: str) -> Any:
             d = next(i for i, (a, b) in enumerate(zip(shape, result.shape)) if a != b)
             raise ValueError(f"matmul: Output operand 0 has a mismatch in its core dimension {d}, with gufunc "
                              f"signature (n?,k),(k,m?)->(n?,m?) (size {shape[d]} is different from {result.shape[d]})")
-        raise ValueError(f"non-broadcastable output operand with shape {tuple(shape)} doesn't match the broadcast "
-                         f"shape {tuple(result.shape)}")
+        raise ValueError(f"non-broadcastable output operand with shape {_numpy_shape(shape)} doesn't match the "
+                         f"broadcast shape {_numpy_shape(result.shape)}")
     if result.dtype != dtype or result.weak is not None:
         from ..numpy._core import lift
         result = lift(result._ctx, result, dtype)
