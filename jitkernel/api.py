@@ -22,6 +22,7 @@ from .ir import AType, Program, check_dtype
 from .pipeline import Compiled, compile_program, reuse_program
 from .trace import trace_program
 from .tracebacks import hide_engine_frames, user_stacklevel
+from .trace.context import check_array_subclass
 from .tree import TreeDef, tree_flatten, tree_unflatten
 
 _ndarray = np.ndarray
@@ -40,11 +41,17 @@ def _leaf_spec(leaf: Any, where: str) -> tuple:
         t = bool if isinstance(leaf, bool) else int if isinstance(leaf, int) else float
         return ("py", t)
     if isinstance(leaf, (np.ndarray, np.generic)):
+        if type(leaf) is not _ndarray and isinstance(leaf, _ndarray):
+            check_array_subclass(type(leaf), where)  # np.matrix, masked arrays: TypeError
         # Byte-swapped data (">f4" on a little-endian host) is the same dtype to NumPy's rules.
         dt = leaf.dtype if leaf.dtype.isnative else leaf.dtype.newbyteorder("=")
         return ("array", check_dtype(dt, where), tuple(leaf.shape))
     if isinstance(leaf, complex):
         check_dtype(np.complex128, where)
+    if isinstance(leaf, (list, tuple)) or (hasattr(leaf, "__array__") or hasattr(leaf, "__array_interface__")):
+        # (Lists and tuples are pytrees; one arrives here only inside an unregistered container.)
+        raise TypeError(f"{where}: jitkernel cannot pass a {type(leaf).__name__} to a jitted function: pass an "
+                        "array (np.asarray(...)), or mark the argument static (static_argnums / static_argnames)")
     raise TypeError(f"{where}: jitkernel cannot pass a value of type {type(leaf).__name__} to a jitted "
                     "function; pass arrays, scalars or pytrees of them, or mark the argument static")
 
@@ -104,6 +111,21 @@ def _static_change(old: Any, new: Any) -> str:
     if type(old) is not type(new):
         return f"{a} ({type(old).__name__}) -> {b} ({type(new).__name__})"
     return f"{a} -> {b} (bits {_value_bits(old)} -> {_value_bits(new)})"
+
+
+def _restore_byteorder(result: Any, compiled: Compiled, leaves: list) -> Any:
+    """Give outputs that are an input, a copy or a view of one (program.byteorder_sources) that
+    input's byte order, as NumPy does: kernels compute in native order, so a '>i2' argument
+    returned as-is would otherwise come back '<i2'."""
+    swapped = {i: leaf.dtype for i, leaf in enumerate(leaves)
+               if isinstance(leaf, _ndarray) and not leaf.dtype.isnative}
+    if not swapped:
+        return result
+    outs, out_tree = tree_flatten(result)
+    for k, i in compiled.program.byteorder_sources:
+        if i in swapped and isinstance(outs[k], _ndarray):
+            outs[k] = outs[k].astype(swapped[i])
+    return tree_unflatten(out_tree, outs)
 
 
 class Signature:
@@ -529,14 +551,15 @@ class Jitted:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not kwargs:
-            # Fast path: positional arrays and Python scalars, keyed by (shape, dtype char) / type.
-            # (A byte-swapped array shares the char; the executable converts it.)
+            # Fast path: positional arrays and Python scalars, keyed by (shape, dtype) / type.
             try:
+                # Exact ndarrays only (subclasses take the checked slow path); keyed by the dtype
+                # itself, so a byte-swapped array never takes a native entry.
                 if len(args) == 1:
                     a = args[0]
-                    key = (a.shape, a.dtype.char) if type(a) is _ndarray else type(a)
+                    key = (a.shape, a.dtype) if type(a) is _ndarray else type(a)
                 else:
-                    key = tuple([(a.shape, a.dtype.char) if type(a) is _ndarray else type(a) for a in args])
+                    key = tuple([(a.shape, a.dtype) if type(a) is _ndarray else type(a) for a in args])
                 entry = self._fast[key]
             except (KeyError, TypeError, AttributeError):
                 pass
@@ -559,6 +582,10 @@ class Jitted:
             return self.fun(*args, **kwargs)
         sig, compiled, arrays = self._lookup(args, kwargs)
         result = compiled(arrays)
+        if getattr(compiled.program, "byteorder_sources", None):
+            dyn = (tuple(a for i, a in enumerate(args) if i not in self.static_argnums),
+                   {k: v for k, v in kwargs.items() if k not in self.static_argnames})
+            result = _restore_byteorder(result, compiled, tree_flatten(dyn)[0])
         if not kwargs and not self.static_argnums:
             self._register_fast(args, compiled, sig)
         return result
@@ -568,7 +595,9 @@ class Jitted:
         scalars: list = []
         for a in args:
             if type(a) is _ndarray:
-                key.append((a.shape, a.dtype.char))
+                if not a.dtype.isnative:
+                    return  # byte-swapped inputs take the slow path (_restore_byteorder)
+                key.append((a.shape, a.dtype))
                 scalars.append(None)
             elif type(a) in _PY_SCALAR_DTYPES:
                 key.append(type(a))

@@ -11,7 +11,6 @@ from ..trace.tracer import Tracer
 from ._core import (WEAK_DEFAULT, broadcast_shapes, broadcast_to_shape, context_of, dtype_key,
                     lift, result_type, shape_of, weak_type)
 
-_PY_TYPE_OF_KIND = {"b": bool, "i": int, "u": int, "f": float}
 
 
 def apply_ufunc(ufunc: np.ufunc, *args: Any) -> Any:
@@ -21,20 +20,20 @@ def apply_ufunc(ufunc: np.ufunc, *args: Any) -> Any:
     if ctx is None:
         return ufunc(*args)
     keys = [dtype_key(a) for a in args]
-    all_weak = all(isinstance(k, type) for k in keys)
-    if all_weak:
+    if all(isinstance(k, type) for k in keys):
         keys = [WEAK_DEFAULT[k] for k in keys]
     in_dts, out_dts = ufunc_loop(ufunc, keys)
     shape = broadcast_shapes(*[shape_of(a) for a in args])
     if ufunc.__name__ in _COMPARE_OUT_OF_RANGE:
+        _check_bool_compare(args, keys)
         const = _compare_out_of_range(ufunc.__name__, args, in_dts)
         if const is not None:
             return broadcast_to_shape(ctx, ctx.const(np.asarray(const)), shape)
     ins = [broadcast_to_shape(ctx, lift(ctx, a, dt), shape) for a, dt in zip(args, in_dts)]
+    # The result of a NumPy function is a strong array even when every operand was a Python
+    # scalar (NEP 50): np.add(1, 2) is an int64. Tracer operators on Python scalars mark their
+    # results weak themselves (trace/tracer.py).
     outs = ctx.bind(ufunc.__name__, ins)
-    if all_weak:
-        for o in outs:
-            o.weak = _PY_TYPE_OF_KIND[o.dtype.kind]
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
@@ -43,6 +42,18 @@ _COMPARE_OUT_OF_RANGE = {"equal": (False, False), "not_equal": (True, True), "le
                          "less_equal": (True, False), "greater": (False, True), "greater_equal": (False, True)}
 _SWAPPED = {"equal": "equal", "not_equal": "not_equal", "less": "greater", "less_equal": "greater_equal",
             "greater": "less", "greater_equal": "less_equal"}
+
+
+def _check_bool_compare(args: tuple, keys: list) -> None:
+    """A bool array compared with a Python int: NumPy compares by value only for integer arrays;
+    with a bool array it converts the int to a C long, and one outside int64 raises."""
+    if not any(isinstance(k, np.dtype) and k == np.bool_ for k in keys):
+        return
+    if any(isinstance(k, np.dtype) and k.kind in "iuf" for k in keys):
+        return
+    for a in args:
+        if weak_type(a) is int and not isinstance(a, Tracer) and not -2**63 <= a < 2**63:
+            raise OverflowError("Python int too large to convert to C long")
 
 
 def _compare_out_of_range(name: str, args: tuple, in_dts: tuple) -> bool | None:
@@ -81,7 +92,8 @@ def positive(x: Any) -> Any:
     if ctx is None:
         return np.positive(x)
     in_dts, _ = ufunc_loop(np.positive, [dtype_key(x) if not isinstance(dtype_key(x), type) else WEAK_DEFAULT[dtype_key(x)]])
-    return lift(ctx, x, in_dts[0])
+    t = lift(ctx, x, in_dts[0])
+    return _fresh(t) if isinstance(x, Tracer) and t.ir_var is x.ir_var else t
 
 
 def where(condition: Any, x: Any = None, y: Any = None) -> Any:
@@ -99,8 +111,7 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     a = broadcast_to_shape(ctx, lift(ctx, _where_operand(x, dt), dt), shape)
     b = broadcast_to_shape(ctx, lift(ctx, _where_operand(y, dt), dt), shape)
     out = ctx.bind1("select", c, a, b)
-    if weak_type(x) is not None and weak_type(y) is not None:
-        out.weak = _PY_TYPE_OF_KIND[dt.kind]
+    out.scalar = False  # numpy.where returns an ndarray, 0-d included; never weak (NEP 50)
     return out
 
 
@@ -128,22 +139,29 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs
     """numpy.clip: maximum then minimum, NaN propagating, with NumPy's result dtype."""
     ctx = context_of(a, a_min, a_max)
     if ctx is None:
-        return np.clip(a, a_min, a_max)
+        return np.clip(a, a_min, a_max, **kwargs)
     if out is not None:
         from ..errors import UnsupportedOperationError
         raise UnsupportedOperationError("numpy.clip: out= is not supported inside jit")
     lo = kwargs.pop("min", a_min)
     hi = kwargs.pop("max", a_max)
-    if lo is None and hi is None:
-        raise ValueError("One of max or min must be given")
     lo, hi = _clip_bound(a, lo, True), _clip_bound(a, hi, False)
     t = lift(ctx, a)
     result = lift(ctx, t, t.dtype)  # numpy.clip takes asanyarray(a): `a` is never a weak scalar
+    if lo is None and hi is None:
+        # NumPy 2.1+ returns a copy of `a` when neither bound is given (np.clip(x), clip(x, None, None)).
+        return _fresh(result)
     if lo is not None:
         result = apply_ufunc(np.maximum, result, lo)
     if hi is not None:
         result = apply_ufunc(np.minimum, result, hi)
     return result
+
+
+def _fresh(t: Tracer) -> Tracer:
+    """A new array computed from t (what a ufunc returns: native byte order, no shared memory,
+    strong): an identity convert, which simplify removes after the byte-order analysis."""
+    return t._ctx.bind1("convert", t, dtype=t.dtype)
 
 
 def round(a: Any, decimals: int = 0, out: Any = None) -> Any:  # noqa: A001 - mirrors numpy.round
