@@ -16,9 +16,10 @@ import numpy as np
 from ...fusion.index import Aff
 from ...fusion.kernel_ir import (IndexValue, Kernel, KernelProgram, LibraryCall, Literal, Load, Node,
                                  RowKernel, Store, follows_numpy_blocks)
+from . import pairwise
 from .ops import _MATH2, OpLowering
 from ...fusion.params import Param, block_kind, constants
-from .types import F32, F64, I1, I64, I8, PTR, VOID, constant, is_float, is_signed, mem_type, reg_type
+from .types import F32, F64, I1, I32, I64, I8, PTR, VOID, constant, is_float, is_signed, mem_type, reg_type
 
 
 # Offset of `data` in NumPy's PyArrayObject (after the 16-byte PyObject header); part of NumPy's
@@ -69,10 +70,12 @@ def _kernel_buffers(kernel: Kernel | RowKernel) -> set[int]:
     return set(kernel.buffers())
 
 
-# NumPy's pairwise summation (numpy/_core/src/umath/loops_utils.h.src): blocks of at most
-# PW_BLOCKSIZE elements are summed with 8 accumulators; the stack holds one frame per halving.
-PAIRWISE_LEAF = 128
+# NumPy's pairwise summation (numpy/_core/src/umath/loops_utils.h.src, pairwise.py); the stack
+# of the recursion holds one frame per halving.
 PAIRWISE_STACK = 64
+# Largest subtree of the pairwise recursion materialised on the stack and summed by
+# pairwise.jk_pairwise_* (bytes: 4096 * 8 = 32 KiB per pairwise sum of the loop).
+PAIRWISE_SCRATCH = 4096
 
 
 class KernelRenderer:
@@ -162,7 +165,7 @@ class KernelRenderer:
     # -- reductions ------------------------------------------------------------------------
     # NumPy's summation order is followed exactly (docs/numpy-support.md, "Reductions"): within
     # one NumPy block (Store.block) a float sum is NumPy's pairwise sum (8 strided accumulators
-    # per leaf of at most PAIRWISE_LEAF elements, halving above), blocks are added in order,
+    # per leaf of at most 128 elements, halving above; pairwise.py), blocks are added in order,
     # products and everything else are sequential. Reassociating would change not only the
     # rounding but the kind of answer (an intermediate overflow gives inf in one order and a
     # finite value in another), so no accumulator carries `reassoc` unless fastmath asks.
@@ -326,54 +329,38 @@ class KernelRenderer:
                 acc = b.load(accs[id(s)], typ=ty)
                 b.store(b.fpext(b.fptrunc(acc, reg_type(s.value.dtype)), ty), accs[id(s)])
 
-    def pairwise_leaf(self, b: ir.IRBuilder, lo: ir.Value, m: ir.Value, set_index, point,
-                      stores: list[Store], slots: dict) -> dict:
-        """NumPy's pairwise_sum for m <= PAIRWISE_LEAF elements at [lo, lo + m): accumulators
-        r[0..7] over the strided groups of 8, ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)), then the
-        rest in order. Starting r and the result from -0.0 is bit-identical to NumPy's
-        r[j] = x[j] (and is its m < 8 case): -0.0 + x == x for every x."""
-        neg_zero = {id(s): constant(self.acc_dtype(s), -0.0) for s in stores}
-        for s in stores:
-            for j in range(8):
-                b.store(neg_zero[id(s)], slots[id(s)][j])
-
-        def group(bb: ir.IRBuilder, g: ir.Value) -> None:
-            i0 = bb.add(lo, bb.shl(g, ir.Constant(I64, 3)))
-            for j in range(8):
-                set_index(bb, bb.add(i0, ir.Constant(I64, j)) if j else i0)
-                vals = point(bb)
-                for s in stores:
-                    r = bb.load(slots[id(s)][j], typ=reg_type(self.acc_dtype(s)))
-                    bb.store(bb.fadd(r, vals[id(s)]), slots[id(s)][j])
-        self.loop(b, ir.Constant(I64, 0), b.lshr(m, ir.Constant(I64, 3)), group, "pw")
-        for s in stores:
-            r = [b.load(slots[id(s)][j], typ=reg_type(self.acc_dtype(s))) for j in range(8)]
-            res = b.fadd(b.fadd(b.fadd(r[0], r[1]), b.fadd(r[2], r[3])), b.fadd(b.fadd(r[4], r[5]), b.fadd(r[6], r[7])))
-            b.store(res, slots[id(s)][8])
-        m8 = b.and_(m, ir.Constant(I64, -8))
-
-        def tail(bb: ir.IRBuilder, i: ir.Value) -> None:
-            set_index(bb, i)
+    def materialise_node(self, b: ir.IRBuilder, lo: ir.Value, n: ir.Value, set_index, point,
+                         stores: list[Store], scratch: dict) -> dict:
+        """A subtree of NumPy's pairwise recursion, [lo, lo + n) with n <= PAIRWISE_SCRATCH: the
+        body runs in order (every other store of the loop too) and writes the values of the
+        pairwise sums to stack buffers, which pairwise.jk_pairwise_* sum as NumPy does."""
+        def step(bb: ir.IRBuilder, i: ir.Value) -> None:
+            set_index(bb, bb.add(lo, i))
             vals = point(bb)
             for s in stores:
-                r = bb.load(slots[id(s)][8], typ=reg_type(self.acc_dtype(s)))
-                bb.store(bb.fadd(r, vals[id(s)]), slots[id(s)][8])
-        self.loop(b, b.add(lo, m8), b.add(lo, m), tail, "pwtail")
-        return {id(s): b.load(slots[id(s)][8], typ=reg_type(self.acc_dtype(s))) for s in stores}
+                ty = reg_type(self.acc_dtype(s))
+                bb.store(vals[id(s)], bb.gep(scratch[id(s)], [i], inbounds=True, source_etype=ty))
+        self.loop(b, ir.Constant(I64, 0), n, step, "pw.values")
+        return {id(s): b.call(pairwise.declare(self.module, reg_type(self.acc_dtype(s))), [scratch[id(s)], n])
+                for s in stores}
 
     def pairwise_sum(self, b: ir.IRBuilder, base: ir.Value, count: ir.Value, set_index, point,
                      stores: list[Store]) -> dict:
         """NumPy's recursive pairwise_sum over [base, base + count), run by an explicit stack:
-        a node of more than PAIRWISE_LEAF elements splits at n2 = n/2 - (n/2) % 8 and returns
-        left + right; a leaf is pairwise_leaf. One leaf body serves every node."""
+        a node of more than PAIRWISE_SCRATCH elements splits at n2 = n/2 - (n/2) % 8 and
+        returns left + right; a smaller node is materialise_node. One body serves every node."""
         fn = b.function
         allocas = self._allocas
+        scratch = {id(s): allocas.alloca(reg_type(self.acc_dtype(s)), size=ir.Constant(I64, PAIRWISE_SCRATCH))
+                   for s in stores}
+        if isinstance(count, ir.Constant) and count.constant <= PAIRWISE_SCRATCH:
+            # A compile-time block that fits: one node, no stack (the common row reduction).
+            return self.materialise_node(b, base, count, set_index, point, stores, scratch)
         depth = ir.Constant(I64, PAIRWISE_STACK)
         stk_lo = allocas.alloca(I64, size=depth)
         stk_n = allocas.alloca(I64, size=depth)
         stk_state = allocas.alloca(I8, size=depth)  # 0: new, 1: left child running, 2: right child running
         stk_part = {id(s): allocas.alloca(reg_type(self.acc_dtype(s)), size=depth) for s in stores}
-        slots = {id(s): [allocas.alloca(reg_type(self.acc_dtype(s))) for _ in range(9)] for s in stores}
 
         def at(arr: ir.Value, i: ir.Value, ty: ir.Type) -> ir.Value:
             return b.gep(arr, [i], inbounds=True, source_etype=ty)
@@ -384,7 +371,7 @@ class KernelRenderer:
         b.store(ir.Constant(I8, 0), at(stk_state, zero, I8))
         pre = b.block
         head = fn.append_basic_block("pw.head")
-        leaf = fn.append_basic_block("pw.leaf")
+        leaf = fn.append_basic_block("pw.node")
         inner = fn.append_basic_block("pw.inner")
         push_left = fn.append_basic_block("pw.left")
         push_right = fn.append_basic_block("pw.right")
@@ -401,10 +388,10 @@ class KernelRenderer:
         top = b.sub(sp, one)
         lo = b.load(at(stk_lo, top, I64), typ=I64)
         n = b.load(at(stk_n, top, I64), typ=I64)
-        b.cbranch(b.icmp_signed("<=", n, ir.Constant(I64, PAIRWISE_LEAF)), leaf, inner)
+        b.cbranch(b.icmp_signed("<=", n, ir.Constant(I64, PAIRWISE_SCRATCH)), leaf, inner)
 
         b.position_at_end(leaf)
-        vals = self.pairwise_leaf(b, lo, n, set_index, point, stores, slots)
+        vals = self.materialise_node(b, lo, n, set_index, point, stores, scratch)
         leaf_end = b.block
         b.branch(deliver)
 
@@ -413,10 +400,9 @@ class KernelRenderer:
         half = b.and_(b.lshr(n, one), ir.Constant(I64, -8))
         b.cbranch(b.icmp_unsigned("==", state, ir.Constant(I8, 0)), push_left, push_right)
 
-        for block_, child_lo, child_n, new_state in ((push_left, lo, half, 1), (push_right, None, None, 2)):
+        for block_, is_left, new_state in ((push_left, True, 1), (push_right, False, 2)):
             b.position_at_end(block_)
-            if child_lo is None:
-                child_lo, child_n = b.add(lo, half), b.sub(n, half)
+            child_lo, child_n = (lo, half) if is_left else (b.add(lo, half), b.sub(n, half))
             b.store(ir.Constant(I8, new_state), at(stk_state, top, I8))
             b.store(child_lo, at(stk_lo, sp, I64))
             b.store(child_n, at(stk_n, sp, I64))
@@ -472,28 +458,32 @@ class KernelRenderer:
     def fix_zero_sign(self, b: ir.IRBuilder, kernel: Kernel, st: Store, env: dict, ops: OpLowering, acc: ir.Value) -> None:
         """A float max/min whose result is a zero: NumPy keeps, of equal values, the later one
         (float32/float64) or the first one (float16), so the sign is that of the last (first)
-        zero of the reduced values. Rare, so found by a second pass only then."""
+        zero of the reduced values. Rare, so found only then, by a scan that stops at it."""
         dt = st.value.dtype
         ty = reg_type(dt)
-        value = b.load(acc, typ=ty)
         fn = b.function
-        fix = fn.append_basic_block("zsign")
+        scan = fn.append_basic_block("zsign")
+        step = fn.append_basic_block("zsign.next")
+        found = fn.append_basic_block("zsign.found")
         cont = fn.append_basic_block("zsign.end")
-        b.cbranch(b.fcmp_ordered("==", value, ir.Constant(ty, 0.0)), fix, cont)
-        b.position_at_end(fix)
-        found = self._allocas.alloca(I1)
-        b.store(ir.Constant(I1, 0), found)
-        set_index = self.flat_setter(kernel, env)
-
-        def scan(bb: ir.IRBuilder, t: ir.Value) -> None:
-            set_index(bb, t)
-            x = self.node(bb, st.value, env, {}, ops)
-            is_zero = bb.fcmp_ordered("==", x, ir.Constant(ty, 0.0))
-            seen = bb.load(found, typ=I1)
-            take = is_zero if dt.itemsize != 2 else bb.and_(is_zero, bb.not_(seen))
-            bb.store(bb.select(take, x, bb.load(acc, typ=ty)), acc)
-            bb.store(bb.or_(seen, is_zero), found)
-        self.loop(b, ir.Constant(I64, 0), self.reduced_extent(b, kernel), scan, "zs")
+        forward = dt.itemsize == 2
+        total = self.reduced_extent(b, kernel)
+        first = ir.Constant(I64, 0) if forward else b.sub(total, ir.Constant(I64, 1))
+        b.cbranch(b.fcmp_ordered("==", b.load(acc, typ=ty), ir.Constant(ty, 0.0)), scan, cont)
+        pre = b.block
+        b.position_at_end(scan)
+        k = b.phi(I64, name="zs")
+        k.add_incoming(first, pre)
+        self.flat_setter(kernel, env)(b, k)
+        x = self.node(b, st.value, env, {}, ops)
+        b.cbranch(b.fcmp_ordered("==", x, ir.Constant(ty, 0.0)), found, step)
+        b.position_at_end(step)
+        nxt = b.add(k, ir.Constant(I64, 1 if forward else -1))
+        k.add_incoming(nxt, step)
+        more = b.icmp_signed("<", nxt, total) if forward else b.icmp_signed(">=", nxt, ir.Constant(I64, 0))
+        b.cbranch(more, scan, cont)
+        b.position_at_end(found)
+        b.store(x, acc)
         b.branch(cont)
         b.position_at_end(cont)
 
