@@ -104,26 +104,25 @@ class KernelRenderer:
             return b.load(slot, typ=I64)
         return ir.Constant(I64, int(v))
 
-    def literal(self, b: ir.IRBuilder, dt: np.dtype, v: object) -> ir.Value:
+    def literal(self, b: ir.IRBuilder, dt: np.dtype, v: object, ops: OpLowering) -> ir.Value:
+        """A literal of dtype `dt`: a constant, or a run-time parameter (an int64 slot; floats
+        stored as float64 bits) converted by OpLowering.convert, the one place that lowers every
+        dtype pair without runtime-library calls (a direct double -> half fptrunc needs
+        compiler-rt's __truncdfhf2, which the process does not have; a constant never needs it,
+        which is why only shape-generic programs met it)."""
         if not isinstance(v, Param):
             return constant(dt, v)
         raw = self.ival(b, v)
         if v.kind == "float":
-            f = b.bitcast(raw, F64)
-            return b.fptrunc(f, reg_type(dt)) if dt.kind == "f" and dt.itemsize < 8 else (
-                f if dt.kind == "f" else b.fptosi(f, reg_type(dt)))
-        if dt.kind == "f":
-            return b.sitofp(raw, reg_type(dt))
-        if dt.kind == "b":
-            return b.icmp_unsigned("!=", raw, ir.Constant(I64, 0))
-        return b.trunc(raw, reg_type(dt)) if reg_type(dt).width < 64 else raw
+            return ops.convert(b.bitcast(raw, F64), np.dtype(np.float64), dt)
+        return ops.convert(raw, np.dtype(np.int64), dt)
 
     # -- expressions -----------------------------------------------------------------------
     def node(self, b: ir.IRBuilder, nd: Node, env: dict, memo: dict, ops: OpLowering) -> ir.Value:
         if nd in memo:
             return memo[nd]
         if isinstance(nd, Literal):
-            v: ir.Value = self.literal(b, nd.dtype, nd.value)
+            v: ir.Value = self.literal(b, nd.dtype, nd.value, ops)
         elif isinstance(nd, Load):
             ptr = b.gep(env["bufs"][nd.buffer], [self.aff(b, nd.offset, env["loops"])], inbounds=True,
                         source_etype=mem_type(nd.dtype))
