@@ -55,10 +55,13 @@ def _tree(b: ir.IRBuilder, vals: list[ir.Value]) -> ir.Value:
 
 def _chains(b: ir.IRBuilder, ty: ir.Type, a: ir.Value, length: ir.Value, k: int) -> list[ir.Value]:
     """k leaves of `length` elements (a multiple of 8) at a, a+length, ...: each leaf's 8
-    accumulators as a vector, run side by side; returns each leaf's tree8 total."""
+    accumulators as 8 vector lanes, run side by side; returns each leaf's tree8 total. float32
+    leaves go two to a 16-lane vector (leaf q in lanes 0-7, leaf q+1 in lanes 8-15): every lane
+    still adds its own elements in NumPy's order, with half the vector additions."""
     fn = b.function
-    vec = ir.VectorType(ty, 8)
-    init = ir.Constant(vec, [ir.Constant(ty, -0.0)] * 8)
+    pack = 2 if ty == F32 and k % 2 == 0 else 1
+    vec = ir.VectorType(ty, 8 * pack)
+    init = ir.Constant(vec, [ir.Constant(ty, -0.0)] * (8 * pack))
     groups = b.lshr(length, ir.Constant(I64, 3))
     pre = b.block
     body = fn.append_basic_block(f"chains{k}")
@@ -67,15 +70,24 @@ def _chains(b: ir.IRBuilder, ty: ir.Type, a: ir.Value, length: ir.Value, k: int)
     b.position_at_end(body)
     g = b.phi(I64)
     g.add_incoming(ir.Constant(I64, 0), pre)
-    rs = [b.phi(vec) for _ in range(k)]
+    rs = [b.phi(vec) for _ in range(k // pack)]
     for r in rs:
         r.add_incoming(init, pre)
     offset = b.shl(g, ir.Constant(I64, 3))
-    new = []
-    for q, r in enumerate(rs):
+    align = 4 if ty == F32 else 8
+
+    def leaf_load(q: int) -> ir.Value:
         start = offset if q == 0 else b.add(offset, b.mul(length, ir.Constant(I64, q)))
         ptr = b.gep(a, [start], inbounds=True, source_etype=ty)
-        new.append(b.fadd(r, b.load(ptr, typ=vec, align=4 if ty == F32 else 8)))
+        return b.load(ptr, typ=ir.VectorType(ty, 8), align=align)
+
+    new = []
+    for p, r in enumerate(rs):
+        if pack == 1:
+            v = leaf_load(p)
+        else:
+            v = b.shuffle_vector(leaf_load(2 * p), leaf_load(2 * p + 1), ir.Constant(ir.VectorType(I32, 16), list(range(16))))
+        new.append(b.fadd(r, v))
     nxt = b.add(g, ir.Constant(I64, 1), flags=("nsw", "nuw"))
     latch = b.block
     g.add_incoming(nxt, latch)
@@ -89,8 +101,15 @@ def _chains(b: ir.IRBuilder, ty: ir.Type, a: ir.Value, length: ir.Value, k: int)
         phi.add_incoming(init, pre)
         phi.add_incoming(n, latch)
         phis.append(phi)
-    return [_tree8(b, phi) for phi in phis]
-
+    out = []
+    for phi in phis:
+        if pack == 1:
+            out.append(_tree8(b, phi))
+            continue
+        for half in (0, 1):
+            lanes = b.shuffle_vector(phi, phi, ir.Constant(ir.VectorType(I32, 8), list(range(8 * half, 8 * half + 8))))
+            out.append(_tree8(b, lanes))
+    return out
 
 
 def _define(module: ir.Module, ty: ir.Type) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 from ...fusion.index import Aff
 from ...fusion.kernel_ir import (IndexValue, Kernel, KernelProgram, LibraryCall, Literal, Load, Node,
                                  RowKernel, Store, follows_numpy_blocks)
-from . import pairwise
+from . import pairwise as pairwise_rt
 from .ops import _MATH2, OpLowering
 from ...fusion.params import Param, block_kind, constants
 from .types import F32, F64, I1, I32, I64, I8, PTR, VOID, constant, is_float, is_signed, mem_type, reg_type
@@ -292,9 +292,11 @@ class KernelRenderer:
                     size = self.ival(bb, block)
                     count = bb.udiv(self.ival(bb, kernel.domain[last]), size)
 
+                    direct = self.contiguous_sum(kernel, pairwise, env)
+
                     def one(b2: ir.IRBuilder, q: ir.Value) -> None:
                         self.reduce_block(b2, b2.mul(q, size), size, lambda b3, t: loops.__setitem__(last, t),
-                                          point, pairwise, blocked, accs)
+                                          point, pairwise, blocked, accs, direct)
                     self.loop(bb, ir.Constant(I64, 0), count, one, "blk")
                 return emit
             at(n_kept)(b, None)
@@ -308,11 +310,37 @@ class KernelRenderer:
             self.reduce_block(bb, bb.mul(q, size), size, set_index, point, pairwise, blocked, accs)
         self.loop(b, ir.Constant(I64, 0), count, one, "blk")
 
+    def contiguous_sum(self, kernel: Kernel, pairwise: list[Store], env: dict):
+        """A kernel that only sums a buffer read contiguously along its last loop (np.sum(x),
+        x.sum(axis=1)): the pairwise function can read the buffer itself, no copy. Returns
+        block(b, base) -> the address of the block's first value, or None."""
+        if len(kernel.stores) != 1 or len(pairwise) != 1:
+            return None
+        st = pairwise[0]
+        v = st.value
+        last = len(kernel.domain) - 1
+        if not isinstance(v, Load) or self.acc_dtype(st) != v.dtype or v.offset.coef(last) != 1:
+            return None
+        if any(atom[0] != "i" and last in atom[1].loop_vars() for atom, _ in v.offset.terms):
+            return None
+
+        def address(b: ir.IRBuilder, base: ir.Value) -> ir.Value:
+            env["loops"][last] = base
+            return b.gep(env["bufs"][v.buffer], [self.aff(b, v.offset, env["loops"])], inbounds=True,
+                         source_etype=mem_type(v.dtype))
+        return address
+
     def reduce_block(self, b: ir.IRBuilder, base: ir.Value, count: ir.Value, set_index, point,
-                     pairwise: list[Store], blocked: list[Store], accs: dict) -> None:
+                     pairwise: list[Store], blocked: list[Store], accs: dict, direct=None) -> None:
         """One NumPy block [base, base + count): float sums pairwise, added to their
         accumulators; everything else sequential; float16 accumulators rounded at the end."""
-        if pairwise:
+        if direct is not None:
+            (s,) = pairwise
+            fn = pairwise_rt.declare(self.module, reg_type(self.acc_dtype(s)))
+            total = b.call(fn, [direct(b, base), count])
+            acc = b.load(accs[id(s)], typ=reg_type(self.acc_dtype(s)))
+            b.store(b.fadd(acc, total), accs[id(s)])
+        elif pairwise:
             sums = self.pairwise_sum(b, base, count, set_index, point, pairwise)
             for s in pairwise:
                 acc = b.load(accs[id(s)], typ=reg_type(self.acc_dtype(s)))
@@ -340,7 +368,7 @@ class KernelRenderer:
                 ty = reg_type(self.acc_dtype(s))
                 bb.store(vals[id(s)], bb.gep(scratch[id(s)], [i], inbounds=True, source_etype=ty))
         self.loop(b, ir.Constant(I64, 0), n, step, "pw.values")
-        return {id(s): b.call(pairwise.declare(self.module, reg_type(self.acc_dtype(s))), [scratch[id(s)], n])
+        return {id(s): b.call(pairwise_rt.declare(self.module, reg_type(self.acc_dtype(s))), [scratch[id(s)], n])
                 for s in stores}
 
     def pairwise_sum(self, b: ir.IRBuilder, base: ir.Value, count: ir.Value, set_index, point,
