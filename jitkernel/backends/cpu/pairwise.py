@@ -42,12 +42,12 @@ def declare(module: ir.Module, acc_type: ir.Type) -> ir.Function:
     return fn
 
 
-def _tree8(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
+def tree8(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
     x = [b.extract_element(v, ir.Constant(I32, j)) for j in range(8)]
     return b.fadd(b.fadd(b.fadd(x[0], x[1]), b.fadd(x[2], x[3])), b.fadd(b.fadd(x[4], x[5]), b.fadd(x[6], x[7])))
 
 
-def _tree(b: ir.IRBuilder, vals: list[ir.Value]) -> ir.Value:
+def tree(b: ir.IRBuilder, vals: list[ir.Value]) -> ir.Value:
     while len(vals) > 1:
         vals = [b.fadd(vals[i], vals[i + 1]) for i in range(0, len(vals), 2)]
     return vals[0]
@@ -104,11 +104,11 @@ def _chains(b: ir.IRBuilder, ty: ir.Type, a: ir.Value, length: ir.Value, k: int)
     out = []
     for phi in phis:
         if pack == 1:
-            out.append(_tree8(b, phi))
+            out.append(tree8(b, phi))
             continue
         for half in (0, 1):
             lanes = b.shuffle_vector(phi, phi, ir.Constant(ir.VectorType(I32, 8), list(range(8 * half, 8 * half + 8))))
-            out.append(_tree8(b, lanes))
+            out.append(tree8(b, lanes))
     return out
 
 
@@ -154,14 +154,14 @@ def _define(module: ir.Module, ty: ir.Type) -> None:
                      b.and_(b.icmp_signed(">", n, ir.Constant(I64, 2 * LEAF)), b.icmp_signed("<=", n, ir.Constant(I64, 4 * LEAF))))
     b.cbranch(is_quad, quad, not_quad)
     b.position_at_end(quad)
-    b.ret(_tree(b, _chains(b, ty, a, b.lshr(n, ir.Constant(I64, 2)), 4)))
+    b.ret(tree(b, _chains(b, ty, a, b.lshr(n, ir.Constant(I64, 2)), 4)))
 
     b.position_at_end(not_quad)
     is_oct = b.and_(b.icmp_unsigned("==", b.and_(n, ir.Constant(I64, 127)), ir.Constant(I64, 0)),
                     b.and_(b.icmp_signed(">", n, ir.Constant(I64, 4 * LEAF)), b.icmp_signed("<=", n, ir.Constant(I64, 8 * LEAF))))
     b.cbranch(is_oct, oct_, split)
     b.position_at_end(oct_)
-    b.ret(_tree(b, _chains(b, ty, a, b.lshr(n, ir.Constant(I64, 3)), 8)))
+    b.ret(tree(b, _chains(b, ty, a, b.lshr(n, ir.Constant(I64, 3)), 8)))
 
     b.position_at_end(split)
     half = b.and_(b.lshr(n, ir.Constant(I64, 1)), ir.Constant(I64, -8))

@@ -19,7 +19,7 @@ from ...fusion.kernel_ir import (IndexValue, Kernel, KernelProgram, LibraryCall,
 from . import pairwise as pairwise_rt
 from .ops import _MATH2, OpLowering
 from ...fusion.params import Param, block_kind, constants
-from .types import F32, F64, I1, I32, I64, I8, PTR, VOID, constant, is_float, is_signed, mem_type, reg_type
+from .types import F32, F64, I64, I8, PTR, VOID, constant, is_float, is_signed, mem_type, reg_type
 
 
 # Offset of `data` in NumPy's PyArrayObject (after the 16-byte PyObject header); part of NumPy's
