@@ -10,11 +10,13 @@ from an earlier phase of the group belongs to the same row (checked on the index
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..ir.types import AType
 from . import index as ix
 from .index import Aff
 from .kernel_ir import (Buffer, Compute, Kernel, KernelProgram, LibraryCall, Load, RowKernel, Store,
-                        map_affs_by_buffer)
+                        follows_numpy_blocks, map_affs_by_buffer)
 
 # Stack bytes all scratch rows of one row kernel may take (threads have 8 MiB stacks here; rows
 # this small also stay in L2).
@@ -156,7 +158,7 @@ def merge_siblings(kp: KernelProgram) -> KernelProgram:
     for step in kp.steps:
         prev = merged[-1] if merged else None
         if not (isinstance(step, Kernel) and isinstance(prev, Kernel) and step.domain == prev.domain
-                and not _in_memory(step) and not _in_memory(prev)):
+                and not _in_memory(step) and not _in_memory(prev) and _same_blocks(prev, step)):
             merged.append(step)
         elif not (set(step.loads()) & {s.buffer for s in prev.stores}) and (
                 step.n_reduce == prev.n_reduce or _elementwise(step) or _elementwise(prev)):
@@ -169,6 +171,12 @@ def merge_siblings(kp: KernelProgram) -> KernelProgram:
             merged.append(step)
     kp.steps = merged
     return drop_dead_stores(kp)
+
+
+def _same_blocks(a: Kernel, b: Kernel) -> bool:
+    """One loop nest follows one NumPy block structure (Store.block): reductions whose order
+    depends on it may share a loop only when their blocks agree."""
+    return len({repr(s.block) for s in a.stores + b.stores if follows_numpy_blocks(s)}) <= 1
 
 
 def _elementwise(kernel: Kernel) -> bool:
@@ -240,20 +248,45 @@ def _absorb(prev: Kernel, step: Kernel) -> Kernel:
         memo[id(nd)] = r
         return r
 
-    stores = [Store(s.buffer, s.offset, node(s.value), s.reduce, s.reduce_index) for s in step.stores]
+    stores = [s.with_value(node(s.value)) for s in step.stores]
     ops = prev.graph_ops + [op for op in step.graph_ops if op not in prev.graph_ops]
     return Kernel(step.name, step.domain, max(prev.n_reduce, step.n_reduce), prev.stores + stores, ops)
 
 
 SPLIT_MIN_ELEMENTS = 1 << 20
+PAIRWISE_LEAF = 128  # NumPy's PW_BLOCKSIZE
 SPLIT_PARTS = (64, 32, 16, 8)
+
+
+def _split_parts(step: Kernel) -> int | None:
+    """How many chunk partials a whole-array reduction may be split into without leaving
+    NumPy's order: integer, bool and max/min reductions split anywhere; a float sum only where
+    NumPy's pairwise recursion itself halves exactly down to the chunks (a power-of-two count
+    of chunks that are multiples of 8 and longer than a pairwise leaf), so the partials combine
+    as a balanced tree; float products (sequential in NumPy) and float16 sums never."""
+    n = step.domain[0]
+    for parts in SPLIT_PARTS:
+        if n % parts:
+            continue
+        chunk = n // parts
+        ok = True
+        for s in step.stores:
+            dt = s.value.dtype
+            if s.reduce == "prod" and dt.kind == "f" or (s.reduce == "sum" and dt == np.float16):
+                return None
+            if follows_numpy_blocks(s) and not (s.block == n and chunk % 8 == 0 and chunk > PAIRWISE_LEAF):
+                ok = False
+        if ok:
+            return parts
+    return None
 
 
 def split_full_reductions(kp: KernelProgram) -> KernelProgram:
     """A reduction of a whole large array (no kept loop) cannot be split across threads as it
     is: reduce it in two stages instead, `parts` partial results over contiguous chunks (a
     kernel whose outer loop is kept, hence splittable), then the partials. Only when a chunk
-    count divides the length (no ragged tail); argmax/argmin keep their single pass."""
+    count divides the length (no ragged tail) and NumPy's order allows it (_split_parts);
+    argmax/argmin keep their single pass."""
     steps: list = []
     for step in kp.steps:
         if not (isinstance(step, Kernel) and len(step.domain) == 1 and step.n_reduce == 1
@@ -263,7 +296,7 @@ def split_full_reductions(kp: KernelProgram) -> KernelProgram:
             steps.append(step)
             continue
         n = step.domain[0]
-        parts = next((p for p in SPLIT_PARTS if n % p == 0), None)
+        parts = _split_parts(step)
         if parts is None:
             steps.append(step)
             continue
@@ -279,8 +312,10 @@ def split_full_reductions(kp: KernelProgram) -> KernelProgram:
             bid = max(kp.buffers) + 1
             dt = st.value.dtype
             kp.buffers[bid] = Buffer(bid, (parts,), dt, "temp")
-            partial_stores.append(Store(bid, ix.var(0), st.value, st.reduce))
-            final_stores.append(Store(st.buffer, st.offset, Load(bid, ix.var(0), dt), st.reduce))
+            pairwise = follows_numpy_blocks(st)
+            partial_stores.append(Store(bid, ix.var(0), st.value, st.reduce, block=chunk if pairwise else None))
+            final_stores.append(Store(st.buffer, st.offset, Load(bid, ix.var(0), dt), st.reduce,
+                                      block="tree" if pairwise else None))
         steps.append(Kernel(f"{step.name}_partials", (parts, chunk), 1, partial_stores, step.graph_ops))
         steps.append(Kernel(f"{step.name}_combine", (parts,), 1, final_stores, []))
     kp.steps = steps

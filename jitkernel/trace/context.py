@@ -184,7 +184,9 @@ class TraceContext:
         self.constvars: list[Var] = []
         self.consts: list[np.ndarray] = []
         self._const_ids: dict[int, Var] = {}
-        self.int_arg_bounds: list[tuple[int, np.dtype]] = []
+        # (input index, dtype, lowest, highest): the values a Python int argument may take;
+        # None where NumPy accepts any value on that side (see weak_int_cast).
+        self.int_arg_bounds: list[tuple[int, np.dtype, int | None, int | None]] = []
         self.pending_conversion_error: Exception | None = None  # see tracer.conversion_error
 
     def __enter__(self) -> "TraceContext":
@@ -231,10 +233,19 @@ class TraceContext:
             self._keepalive = getattr(self, "_keepalive", []) + [value]
         return Tracer(self, v)
 
-    def weak_int_cast(self, var: Var, dtype: np.dtype) -> None:
-        """Record that input `var` (a Python int argument) is cast to integer `dtype`."""
+    def weak_int_cast(self, var: Var, dtype: np.dtype, check_below: bool = True, check_above: bool = True) -> None:
+        """Record that input `var` (a Python int argument) is cast to integer `dtype`, where
+        NumPy raises OverflowError for a value outside the dtype's range (arithmetic, bitwise
+        ops, shifts, maximum/minimum). A side not checked is one where NumPy accepts any value
+        (np.clip's bound that cannot clip); comparisons and np.where never get here."""
+        info = np.iinfo(dtype)
+        lo = info.min if check_below else None
+        hi = info.max if check_above else None
+        # A Python int argument is an int64 already (larger ones are rejected): nothing to check.
+        if (lo is None or lo <= -(1 << 63)) and (hi is None or hi >= (1 << 63) - 1):
+            return
         if var in self.invars:
-            self.int_arg_bounds.append((self.invars.index(var), dtype))
+            self.int_arg_bounds.append((self.invars.index(var), np.dtype(dtype), lo, hi))
 
     def bind(self, prim: str, inputs: Sequence["Tracer"], **params: Any) -> list["Tracer"]:
         """Append `prim(*inputs, **params)`; the shape rule raises NumPy-style errors."""
@@ -260,7 +271,7 @@ class TraceContext:
     def program(self, outvars: list[Var]) -> Program:
         program = Program(list(self.invars), list(self.constvars), list(self.consts), list(self.eqns),
                           outvars, self.name)
-        program.int_arg_bounds = sorted(set(self.int_arg_bounds), key=lambda t: (t[0], t[1].str))
+        program.int_arg_bounds = sorted(set(self.int_arg_bounds), key=lambda t: (t[0], t[1].str, str(t[2:])))
         program.byteorder_sources = self._byteorder_sources(outvars)
         return program
 
