@@ -186,7 +186,9 @@ def _clip_bound(a: Any, bound: Any, is_min: bool) -> Any:
         limit = int(info.min if is_min else info.max)
         if not -(1 << 63) <= limit < (1 << 63):
             return bound  # an int64 value never passes uint64's maximum
-        return apply_ufunc(np.maximum if is_min else np.minimum, bound, limit)
+        clamped = apply_ufunc(np.maximum if is_min else np.minimum, bound, limit)
+        # Still the user's Python int as far as promotion goes (NEP 50): clip(int8, s) is int8.
+        return Tracer(clamped._ctx, clamped.ir_var, int)
     return None if (bound < info.min if is_min else bound > info.max) else bound
 
 
