@@ -162,8 +162,11 @@ def _warn_at_user_line(err: str, flag: int) -> None:
         warnings.warn(message, RuntimeWarning, stacklevel=2)
         return
     registry = frame.f_globals.setdefault("__warningregistry__", {})
+    # No module_globals: with them linecache asks the module's __loader__ for the source, and
+    # some loaders raise instead (`python -c`: BuiltinImporter, "'__main__' is not a built-in
+    # module"); the file name and line are enough for the warning to point at the user's line.
     warnings.warn_explicit(message, RuntimeWarning, frame.f_code.co_filename, frame.f_lineno,
-                           frame.f_globals.get("__name__"), registry, frame.f_globals)
+                           frame.f_globals.get("__name__"), registry)
 
 
 def user_line_warnings() -> Any:
