@@ -15,7 +15,7 @@ import numpy as np
 
 from ...fusion.index import Aff
 from ...fusion.kernel_ir import (IndexValue, Kernel, KernelProgram, LibraryCall, Literal, Load, Node,
-                                 RowKernel, Store)
+                                 RowKernel, Store, postorder)
 from .ops import OpLowering
 from ...fusion.params import Param, constants
 from .types import F32, F64, I64, I8, PTR, VOID, constant, is_float, is_signed, mem_type, reg_type
@@ -114,25 +114,26 @@ class KernelRenderer:
         return b.trunc(raw, reg_type(dt)) if reg_type(dt).width < 64 else raw
 
     # -- expressions -----------------------------------------------------------------------
-    def node(self, b: ir.IRBuilder, nd: Node, env: dict, memo: dict, ops: OpLowering) -> ir.Value:
-        if nd in memo:
-            return memo[nd]
-        if isinstance(nd, Literal):
-            v: ir.Value = self.literal(b, nd.dtype, nd.value)
-        elif isinstance(nd, Load):
-            ptr = b.gep(env["bufs"][nd.buffer], [self.aff(b, nd.offset, env["loops"])], inbounds=True,
-                        source_etype=mem_type(nd.dtype))
-            v = b.load(ptr, typ=mem_type(nd.dtype))
-            if nd.dtype.kind == "b":
-                v = b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
-        elif isinstance(nd, IndexValue):
-            i = self.aff(b, nd.index, env["loops"])
-            v = ops.convert(i, np.dtype(np.int64), nd.dtype)
-        else:
-            args = [self.node(b, a, env, memo, ops) for a in nd.args]
-            v = ops.lower(nd.prim, args, [a.dtype for a in nd.args], nd.dtype)
-        memo[nd] = v
-        return v
+    def node(self, b: ir.IRBuilder, root: Node, env: dict, memo: dict, ops: OpLowering) -> ir.Value:
+        """The LLVM value of `root`, emitting every node it needs that `memo` lacks, arguments
+        first (iterative: a body may chain 10^5 operations)."""
+        for nd in postorder([root], memo):
+            if isinstance(nd, Literal):
+                v: ir.Value = self.literal(b, nd.dtype, nd.value)
+            elif isinstance(nd, Load):
+                ptr = b.gep(env["bufs"][nd.buffer], [self.aff(b, nd.offset, env["loops"])], inbounds=True,
+                            source_etype=mem_type(nd.dtype))
+                v = b.load(ptr, typ=mem_type(nd.dtype))
+                if nd.dtype.kind == "b":
+                    v = b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
+            elif isinstance(nd, IndexValue):
+                i = self.aff(b, nd.index, env["loops"])
+                v = ops.convert(i, np.dtype(np.int64), nd.dtype)
+            else:
+                args = [memo[a] for a in nd.args]
+                v = ops.lower(nd.prim, args, [a.dtype for a in nd.args], nd.dtype)
+            memo[nd] = v
+        return memo[root]
 
     def store(self, b: ir.IRBuilder, buffer: int, offset: Aff, value: ir.Value, dt: np.dtype, env: dict) -> None:
         ptr = b.gep(env["bufs"][buffer], [self.aff(b, offset, env["loops"])], inbounds=True, source_etype=mem_type(dt))
