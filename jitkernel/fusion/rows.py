@@ -13,6 +13,8 @@ from __future__ import annotations
 from ..ir.types import AType
 from . import index as ix
 from .index import Aff
+from . import split
+from .split import kernel_computes
 from .kernel_ir import (Buffer, Kernel, KernelProgram, LibraryCall, Load, RowKernel, Store, map_affs_by_buffer,
                         rebuild)
 
@@ -129,11 +131,14 @@ def fuse_rows(kp: KernelProgram) -> KernelProgram:
     i = 0
     while i < len(steps):
         k = steps[i]
-        if isinstance(k, Kernel) and k.n_reduce and k.kept:
+        # A kernel too large for one function is split later (fusion/split.py); it stays out
+        # of row kernels, whose phases are not split.
+        if isinstance(k, Kernel) and k.n_reduce and k.kept and kernel_computes(k) <= split.MAX_KERNEL_COMPUTES:
             outer = k.kept
             group = [k]
             j = i + 1
-            while j < len(steps) and _joins(steps[j], outer) and _group_ok(group + [steps[j]], outer, kp.buffers):
+            while (j < len(steps) and _joins(steps[j], outer) and kernel_computes(steps[j]) <= split.MAX_KERNEL_COMPUTES
+                   and _group_ok(group + [steps[j]], outer, kp.buffers)):
                 group.append(steps[j])
                 j += 1
             if len(group) > 1:

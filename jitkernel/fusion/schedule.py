@@ -21,6 +21,7 @@ from .kernel_ir import (Buffer, Compute, IndexValue, Kernel, KernelProgram, Libr
                         Load, Node, RowKernel, Store)
 from .kernel_ir import Interner, map_affs_by_buffer, postorder
 from .rows import fuse_rows, merge_siblings, split_full_reductions
+from .split import split_large_kernels
 
 # Relative cost of recomputing one element; movement ops are free (index maps).
 _EXPENSIVE = {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
@@ -250,6 +251,7 @@ class _Scheduler:
         kp.steps = [collapse_step(step) for step in kp.steps]
         kp = merge_siblings(kp)  # loops that only became equal once collapsed (x.sum() with argmin)
         kp = split_full_reductions(kp)
+        kp = split_large_kernels(kp)  # bound the size of one LLVM function
         kp.fusion_record = fusion_record(program, kp)
         return kp
 

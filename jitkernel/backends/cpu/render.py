@@ -18,6 +18,7 @@ from ...fusion.kernel_ir import (IndexValue, Kernel, KernelProgram, LibraryCall,
                                  RowKernel, Store, postorder)
 from .ops import OpLowering
 from ...fusion.params import Param, constants
+from ...fusion.split import kernel_computes
 from .types import F32, F64, I64, I8, PTR, VOID, constant, is_float, is_signed, mem_type, reg_type
 
 
@@ -70,6 +71,13 @@ def _kernel_buffers(kernel: Kernel | RowKernel) -> set[int]:
 
 
 WIDE_SUM_THRESHOLD = 1 << 16
+
+# Kernel functions with at least this many operations are not inlined into their segment.
+NOINLINE_MIN_COMPUTES = 256
+
+
+def _computes(phases: list[Kernel]) -> int:
+    return sum(kernel_computes(p) for p in phases)
 
 
 class KernelRenderer:
@@ -240,6 +248,10 @@ class KernelRenderer:
         fn = ir.Function(self.module, fnty, kernel.name)
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
+        if _computes(phases) >= NOINLINE_MIN_COMPUTES:
+            # A large body stays its own function: inlined into the segment, the parts of a
+            # split kernel would make one huge function again (fusion/split.py).
+            fn.attributes.add("noinline")
         for arg in fn.args[: len(used)]:
             arg.add_attribute("noalias")
         start, end, status, params = fn.args[len(used):]
