@@ -40,6 +40,8 @@ class TraceContext:
         self.constvars: list[Var] = []
         self.consts: list[np.ndarray] = []
         self._const_ids: dict[int, Var] = {}
+        self._keepalive: list[Any] = []
+        self._input_index: dict[Var, int] = {}
         self.int_arg_bounds: list[tuple[int, np.dtype]] = []
 
     def __enter__(self) -> "TraceContext":
@@ -52,6 +54,7 @@ class TraceContext:
     def new_input(self, aval: AType, weak: type | None = None) -> "Tracer":
         from .tracer import Tracer
         v = Var(aval)
+        self._input_index[v] = len(self.invars)
         self.invars.append(v)
         return Tracer(self, v, weak)
 
@@ -76,13 +79,13 @@ class TraceContext:
         self.consts.append(arr)
         if key is not None:
             self._const_ids[key] = v
-            self._keepalive = getattr(self, "_keepalive", []) + [value]
+            self._keepalive.append(value)  # ids stay unique while the trace runs
         return Tracer(self, v)
 
     def weak_int_cast(self, var: Var, dtype: np.dtype) -> None:
         """Record that input `var` (a Python int argument) is cast to integer `dtype`."""
-        if var in self.invars:
-            self.int_arg_bounds.append((self.invars.index(var), dtype))
+        if var in self._input_index:  # a dict: this runs once per operation on such an input
+            self.int_arg_bounds.append((self._input_index[var], dtype))
 
     def bind(self, prim: str, inputs: Sequence["Tracer"], **params: Any) -> list["Tracer"]:
         """Append `prim(*inputs, **params)`; the shape rule raises NumPy-style errors."""
