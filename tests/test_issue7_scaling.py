@@ -213,3 +213,22 @@ def test_random_long_chains_match_numpy(program: tuple[list, str, int]) -> None:
     finally:
         split.MAX_KERNEL_COMPUTES = old_cap
     assert_matches_numpy(got, expected, rtol=1e-9, atol=1e-12)
+
+
+def test_alternating_reshape_transpose_index_maps_stay_small() -> None:
+    """Each reshape the range rules cannot simplify nested the previous index map twice: 20
+    rounds of `reshape(2, 3).T.reshape(6)` took minutes and 300 never finished. Values read
+    through too deep a map now get a buffer, so the kernel text grows linearly."""
+    def f(x):
+        for i in range(300):
+            x = x.reshape(2, 3).T.reshape(6)
+            if i % 50 == 0:
+                x = np.sin(x)
+        return x
+    x = np.arange(6.0)
+    jitted = jk.jit(f, disk_cache=False)
+    with low_recursion_limit():
+        text = jitted.lower(x).as_text("kernels")
+        got = jitted(x)
+    assert max(len(line) for line in text.splitlines()) < 2000
+    assert_matches_numpy(got, f(x))

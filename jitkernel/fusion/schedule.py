@@ -35,6 +35,18 @@ _REDUCE_OPS = {"reduce_sum": "sum", "reduce_prod": "prod", "reduce_max": "max", 
 
 _MANY = object()  # "two or more kernel roots" in _Scheduler.materialized
 
+# Reshapes that the range rules cannot simplify nest `//` and `%` atoms, and each level holds the
+# previous one twice: alternating reshapes and transposes would grow index maps exponentially.
+# A movement output read through deeper maps than this gets a buffer instead (its kernel starts
+# again from plain loop variables).
+MAX_INDEX_DEPTH = 6
+
+
+class _IndexTooDeep(Exception):
+    def __init__(self, var: Var) -> None:
+        super().__init__(var)
+        self.var = var
+
 
 def _merge_roots(a: Any, b: Any) -> Any:
     if a is None or a is b:
@@ -198,6 +210,8 @@ class _Scheduler:
             src = tuple(ix.unravel(linear, x.aval.shape, extents))
         else:
             raise AssertionError(f"cannot fuse {eqn.prim} as an expression")
+        if any(a.depth > MAX_INDEX_DEPTH for a in src):
+            raise _IndexTooDeep(out)
         return [self._key(x, src)]
 
     # -- kernels ---------------------------------------------------------------------
@@ -238,14 +252,9 @@ class _Scheduler:
                     continue
                 if v not in self.buf_of:
                     self.buf_of[v] = self.new_buffer(v.aval, "temp")
-                steps.extend(self._steps_for(eqn, v, len(steps)))
+                self._emit(steps, lambda n, eqn=eqn, v=v: self._steps_for(eqn, v, n))
         for v, b in copies:
-            shape = v.aval.shape
-            index = tuple(ix.var(d) for d in range(len(shape)))
-            ops: set[int] = set()
-            value = self.expr(v, index, shape, {}, ops)
-            steps.append(self._kernel(f"k{len(steps)}_copy", shape, 0,
-                                      [Store(b, ix.linearize(index, shape), value)], ops))
+            self._emit(steps, lambda n, v=v, b=b: [self._copy_kernel(v, b, n)])
         kp = KernelProgram(program.name, self.buffers, inputs, consts, outputs, steps)
         kp = fuse_rows(merge_siblings(kp))
         kp.steps = [collapse_step(step) for step in kp.steps]
@@ -254,6 +263,29 @@ class _Scheduler:
         kp = split_large_kernels(kp)  # bound the size of one LLVM function
         kp.fusion_record = fusion_record(program, kp)
         return kp
+
+    def _emit(self, steps: list[Any], make) -> None:
+        """Append `make(len(steps))`'s steps. Where an expression would read a value through too
+        deep an index map, that value gets a buffer and its kernel goes first, then `make` runs
+        again (a work list, not recursion: chains of such values can be long)."""
+        pending = [make]
+        while pending:
+            try:
+                new = pending[-1](len(steps))
+            except _IndexTooDeep as e:
+                u = e.var
+                self.buf_of[u] = self.new_buffer(u.aval, "temp")
+                pending.append(lambda n, eqn=self.producer[u], u=u: self._steps_for(eqn, u, n))
+                continue
+            pending.pop()
+            steps.extend(new)
+
+    def _copy_kernel(self, v: Var, b: int, n: int) -> Kernel:
+        shape = v.aval.shape
+        index = tuple(ix.var(d) for d in range(len(shape)))
+        ops: set[int] = set()
+        value = self.expr(v, index, shape, {}, ops)
+        return self._kernel(f"k{n}_copy", shape, 0, [Store(b, ix.linearize(index, shape), value)], ops)
 
     def _steps_for(self, eqn: Eqn, v: Var, n: int) -> list[Any]:
         kind = primitives.get(eqn.prim).kind
