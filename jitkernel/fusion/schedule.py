@@ -39,7 +39,7 @@ _MANY = object()  # "two or more kernel roots" in _Scheduler.materialized
 # previous one twice: alternating reshapes and transposes would grow index maps exponentially.
 # A movement output read through deeper maps than this gets a buffer instead (its kernel starts
 # again from plain loop variables).
-MAX_INDEX_DEPTH = 6
+MAX_INDEX_DEPTH = 4
 
 
 class _IndexTooDeep(Exception):

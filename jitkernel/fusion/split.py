@@ -32,16 +32,17 @@ def split_large_kernels(kp: KernelProgram, cap: int | None = None) -> KernelProg
     call time) operations by parts of at most `cap`."""
     cap = MAX_KERNEL_COMPUTES if cap is None else cap
     steps: list[Any] = []
+    next_id = [max(kp.buffers, default=-1) + 1]  # new temporaries' ids, without a scan per kernel
     for step in kp.steps:
         if isinstance(step, Kernel) and kernel_computes(step) > cap:
-            steps.extend(_split(kp, step, cap))
+            steps.extend(_split(kp, step, cap, next_id))
         else:
             steps.append(step)
     kp.steps = steps
     return kp
 
 
-def _split(kp: KernelProgram, kernel: Kernel, cap: int) -> list[Kernel]:
+def _split(kp: KernelProgram, kernel: Kernel, cap: int, next_id: list[int]) -> list[Kernel]:
     order = postorder(s.value for s in kernel.stores)
     computes = [nd for nd in order if type(nd) is Compute]
     part_of = {id(nd): i // cap for i, nd in enumerate(computes)}
@@ -57,10 +58,10 @@ def _split(kp: KernelProgram, kernel: Kernel, cap: int) -> list[Kernel]:
             exported[id(st.value)] = st.value
     offset = ix.linearize([ix.var(d) for d in range(len(kernel.domain))], kernel.domain)
     temp: dict[int, int] = {}
-    next_id = max(kp.buffers) + 1
     for key, nd in exported.items():
-        kp.buffers[next_id] = Buffer(next_id, tuple(kernel.domain), nd.dtype, "temp")
-        temp[key], next_id = next_id, next_id + 1
+        bid = next_id[0]
+        kp.buffers[bid] = Buffer(bid, tuple(kernel.domain), nd.dtype, "temp")
+        temp[key], next_id[0] = bid, bid + 1
 
     def arg(a: Node, part: int, built: dict[int, Node]) -> Node:
         if type(a) is not Compute:
