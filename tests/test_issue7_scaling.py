@@ -232,3 +232,24 @@ def test_alternating_reshape_transpose_index_maps_stay_small() -> None:
         got = jitted(x)
     assert max(len(line) for line in text.splitlines()) < 2000
     assert_matches_numpy(got, f(x))
+
+
+def test_split_kernels_are_shape_generic(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A split program's temporaries take the dynamic sizes too: sizes 4..7 compile twice."""
+    monkeypatch.setattr(split, "MAX_KERNEL_COMPUTES", 50)
+
+    def f(x):
+        for i in range(300):
+            x = np.sin(x) if i % 2 else x * 0.9 + 0.01
+        return x.sum(axis=1), x
+    compiles = []
+    unsubscribe = jk.events.subscribe(lambda e: compiles.append(e) if isinstance(e, jk.events.CompileEvent) else None)
+    try:
+        g = jk.jit(f, disk_cache=False)
+        for n in (4, 5, 6, 7):
+            x = np.linspace(-1.0, 1.0, n * 3).reshape(n, 3)
+            assert_matches_numpy(g(x), f(x))
+        assert "_part" in g.lower(x).as_text("kernels")
+    finally:
+        unsubscribe()
+    assert len(compiles) == 2
