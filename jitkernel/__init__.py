@@ -12,16 +12,16 @@ from __future__ import annotations
 from . import events
 from .api import CacheLimitWarning, Jitted, Lowered, Recompilation, jit, make_ir
 from .config import config
-from .errors import (BackendUnavailableError, CompileError, IRVerificationError, JitError, TracerArrayConversionError,
-                     TracerBoolConversionError, TracerError, TracerIntegerConversionError,
-                     UnsupportedOperationError)
+from .errors import (BackendUnavailableError, CompileError, InPlaceUpdateError, IRVerificationError, JitError,
+                     TracedRandomError, TracerArrayConversionError, TracerBoolConversionError, TracerError,
+                     TracerIntegerConversionError, UnsupportedOperationError)
 from .interpreter import eval_program
 
 from ._version import __version__
 
 __all__ = ["jit", "make_ir", "Jitted", "Lowered", "Recompilation", "CacheLimitWarning", "config", "events", "eval_program",
            "JitError", "BackendUnavailableError", "TracerError", "TracerBoolConversionError", "TracerIntegerConversionError",
-           "TracerArrayConversionError", "UnsupportedOperationError", "CompileError",
+           "TracerArrayConversionError", "UnsupportedOperationError", "InPlaceUpdateError", "TracedRandomError", "CompileError",
            "IRVerificationError", "__version__"]
 
 

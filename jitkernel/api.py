@@ -3,22 +3,36 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import logging
+import os
+import struct
+import threading
 import warnings
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import events
+from .backends import SHAPE_GENERIC, check_backend, size_probe
 from .config import config
 from .ir import AType, Program, check_dtype
 from .pipeline import Compiled, compile_program, reuse_program
 from .trace import trace_program
+from .tracebacks import hide_engine_frames, user_stacklevel
+from .trace.context import check_array_subclass
 from .tree import TreeDef, tree_flatten, tree_unflatten
 
 _ndarray = np.ndarray
 _PY_SCALAR_DTYPES = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dtype(np.float64)}
+_FUNCTION_IDS = itertools.count(1)  # Jitted.function_id: events of same-named functions stay apart
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
 
 
 def _leaf_spec(leaf: Any, where: str) -> tuple:
@@ -27,11 +41,17 @@ def _leaf_spec(leaf: Any, where: str) -> tuple:
         t = bool if isinstance(leaf, bool) else int if isinstance(leaf, int) else float
         return ("py", t)
     if isinstance(leaf, (np.ndarray, np.generic)):
+        if type(leaf) is not _ndarray and isinstance(leaf, _ndarray):
+            check_array_subclass(type(leaf), where)  # np.matrix, masked arrays: TypeError
         # Byte-swapped data (">f4" on a little-endian host) is the same dtype to NumPy's rules.
         dt = leaf.dtype if leaf.dtype.isnative else leaf.dtype.newbyteorder("=")
         return ("array", check_dtype(dt, where), tuple(leaf.shape))
     if isinstance(leaf, complex):
         check_dtype(np.complex128, where)
+    if isinstance(leaf, (list, tuple)) or (hasattr(leaf, "__array__") or hasattr(leaf, "__array_interface__")):
+        # (Lists and tuples are pytrees; one arrives here only inside an unregistered container.)
+        raise TypeError(f"{where}: jitkernel cannot pass a {type(leaf).__name__} to a jitted function: pass an "
+                        "array (np.asarray(...)), or mark the argument static (static_argnums / static_argnames)")
     raise TypeError(f"{where}: jitkernel cannot pass a value of type {type(leaf).__name__} to a jitted "
                     "function; pass arrays, scalars or pytrees of them, or mark the argument static")
 
@@ -44,15 +64,80 @@ def _leaf_array(leaf: Any, spec: tuple) -> np.ndarray:
     return np.asarray(leaf, dtype=spec[1])  # a copy in native byte order only when it is not
 
 
+def static_key(value: Any) -> Any:
+    """The cache key of a static argument's value: two values share a compiled entry only when
+    traced code cannot tell them apart. `==` is not enough (`0.0 == -0.0`, `1 == 1.0 == True`,
+    `np.float32(1) == 1.0`), so the key holds the exact type and, for floats and complex
+    numbers, the bits (a NaN matches itself bit for bit); tuples and frozensets are keyed
+    element by element, NumPy scalars by dtype and bytes.
+
+    >>> static_key(0.0) == static_key(-0.0), static_key(1) == static_key(True)
+    (False, False)
+    >>> static_key((1, float("nan"))) == static_key((1, float("nan")))
+    True
+    """
+    t = type(value)
+    if isinstance(value, np.generic):  # before float: np.float64 is a float subclass
+        return (t, value.dtype.str, value.tobytes())
+    if isinstance(value, float):
+        return (t, struct.pack("<d", value))
+    if isinstance(value, complex):
+        return (t, struct.pack("<dd", value.real, value.imag))
+    if isinstance(value, tuple):
+        return (t, tuple(static_key(v) for v in value))
+    if isinstance(value, frozenset):
+        return (t, frozenset(static_key(v) for v in value))
+    return (t, value)
+
+
+def _value_bits(value: Any) -> str:
+    """The bits that tell equal-looking static values apart, for diagnostics."""
+    if isinstance(value, np.generic):
+        return f"{value.dtype}:{value.tobytes().hex()}"
+    if isinstance(value, float):
+        return "0x" + struct.pack(">d", value).hex()
+    if isinstance(value, complex):
+        return f"({_value_bits(value.real)}, {_value_bits(value.imag)})"
+    if isinstance(value, (tuple, frozenset)):
+        return "(" + ", ".join(_value_bits(v) for v in value) + ")"
+    return repr(value)
+
+
+def _static_change(old: Any, new: Any) -> str:
+    """`3 -> 4`; when the reprs agree, what differs (`nan -> nan (bits 0x7ff8... -> 0xfff8...)`)."""
+    a, b = repr(old), repr(new)
+    if a != b:
+        return f"{a} -> {b}"
+    if type(old) is not type(new):
+        return f"{a} ({type(old).__name__}) -> {b} ({type(new).__name__})"
+    return f"{a} -> {b} (bits {_value_bits(old)} -> {_value_bits(new)})"
+
+
+def _restore_byteorder(result: Any, compiled: Compiled, leaves: list) -> Any:
+    """Give outputs that are an input, a copy or a view of one (program.byteorder_sources) that
+    input's byte order, as NumPy does: kernels compute in native order, so a '>i2' argument
+    returned as-is would otherwise come back '<i2'."""
+    swapped = {i: leaf.dtype for i, leaf in enumerate(leaves)
+               if isinstance(leaf, _ndarray) and not leaf.dtype.isnative}
+    if not swapped:
+        return result
+    outs, out_tree = tree_flatten(result)
+    for k, i in compiled.program.byteorder_sources:
+        if i in swapped and isinstance(outs[k], _ndarray):
+            outs[k] = outs[k].astype(swapped[i])
+    return tree_unflatten(out_tree, outs)
+
+
 class Signature:
     """How one call's arguments key the cache: tree structure, per-leaf (dtype, shape) or Python
-    scalar type, and the static arguments' values."""
+    scalar type, and the static arguments' values (by `static_key`: type and bits, not `==`)."""
 
-    __slots__ = ("key", "treedef", "specs", "statics", "names")
+    __slots__ = ("key", "treedef", "specs", "statics", "static_keys", "names")
 
     def __init__(self, treedef: TreeDef, specs: tuple, statics: tuple, names: tuple) -> None:
         self.treedef, self.specs, self.statics, self.names = treedef, specs, statics, names
-        self.key = (treedef, specs, statics)
+        self.static_keys = tuple((k, static_key(v)) for k, v in statics)
+        self.key = (treedef, specs, self.static_keys)
 
     def describe(self) -> str:
         parts = []
@@ -92,32 +177,49 @@ def signature_diff(old: Signature, new: Signature) -> list[str]:
             kb, vb = _describe_spec(b)
             reasons.append(f"{name}: {ka} {va} -> {kb} {vb}")
     old_static, new_static = dict(old.statics), dict(new.statics)
+    old_keys, new_keys = dict(old.static_keys), dict(new.static_keys)
     for k in sorted(set(old_static) | set(new_static)):
         if k not in old_static or k not in new_static:
             reasons.append(f"{k}: static argument {'added' if k in new_static else 'removed'}")
-        elif old_static[k] != new_static[k] or type(old_static[k]) is not type(new_static[k]):
-            reasons.append(f"{k}: static value {old_static[k]!r} -> {new_static[k]!r}")
+        elif old_keys[k] != new_keys[k]:
+            reasons.append(f"{k}: static value {_static_change(old_static[k], new_static[k])}")
     return reasons or ["signature changed"]
 
 
-def size_only_change(old: Signature, new: Signature) -> list[tuple[str, int]] | None:
-    """The (argument, axis) pairs whose sizes differ when nothing else does (same tree, dtypes,
-    ranks, Python scalar types and static values); None otherwise. Sizes 0 and 1 are never made
-    dynamic: broadcasting and empty arrays stay specialised."""
-    if old.treedef != new.treedef or old.names != new.names or old.statics != new.statics:
+def size_changes(old: Signature, new: Signature) -> list[tuple[str, int, int, int]] | None:
+    """(argument, axis, old size, new size) for every size that differs, when nothing else does
+    (same tree, dtypes, ranks, Python scalar types and static values); None otherwise, and
+    None when nothing differs."""
+    if old.treedef != new.treedef or old.names != new.names or old.static_keys != new.static_keys:
         return None
-    dims = []
+    changes = []
     for name, a, b in zip(new.names, old.specs, new.specs):
         if a == b:
             continue
         if a[0] != "array" or b[0] != "array" or a[1] != b[1] or len(a[2]) != len(b[2]):
             return None
-        for d, (x, y) in enumerate(zip(a[2], b[2])):
-            if x != y:
-                if min(x, y) < 2:
-                    return None
-                dims.append((name, d))
-    return dims or None
+        changes += [(name, d, x, y) for d, (x, y) in enumerate(zip(a[2], b[2])) if x != y]
+    return changes or None
+
+
+def size_only_change(old: Signature, new: Signature) -> list[tuple[str, int]] | None:
+    """The (argument, axis) pairs whose sizes differ when nothing else does, or None. None too
+    when a differing size is 0 or 1 on either side: a shape-generic entry never serves those
+    (a size-1 dimension broadcasts, a size-0 one empties the computation)."""
+    changes = size_changes(old, new)
+    if changes is None or any(min(x, y) < 2 for _, _, x, y in changes):
+        return None
+    return [(name, d) for name, d, _, _ in changes]
+
+
+def _with_sizes(sig: Signature, dims: set[tuple[str, int]], bump: int) -> Signature:
+    """`sig` with the sizes of `dims` increased by `bump` (a probe signature, see Jitted._dynamic_base)."""
+    specs = []
+    for name, spec in zip(sig.names, sig.specs):
+        if spec[0] == "array" and any(n == name for n, _ in dims):
+            spec = (spec[0], spec[1], tuple(s + bump if (name, d) in dims else s for d, s in enumerate(spec[2])))
+        specs.append(spec)
+    return Signature(sig.treedef, tuple(specs), sig.statics, sig.names)
 
 
 @dataclass
@@ -161,6 +263,20 @@ class Lowered:
         return self.as_text("kernels")
 
 
+_INSTANCES: "weakref.WeakSet[Jitted]" = weakref.WeakSet()
+
+
+def _new_locks_in_child() -> None:
+    """A forked child has only the forking thread: a lock that another thread of the parent held
+    (compiling, say) would never be released there. Every function gets a fresh one."""
+    for jitted in list(_INSTANCES):
+        jitted._lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_locks_in_child)
+
+
 class Jitted:
     """A function compiled on first call for each new argument signature.
 
@@ -176,10 +292,17 @@ class Jitted:
                  static_argnames: str | Sequence[str] = (), backend: str | None = None,
                  fastmath: bool = False, name: str | None = None, disk_cache: bool = True) -> None:
         self.fun = fun
+        self.function_id = next(_FUNCTION_IDS)
         self.__name__ = name or getattr(fun, "__name__", "function")
         self.__qualname__ = getattr(fun, "__qualname__", self.__name__)
         self.__doc__ = getattr(fun, "__doc__", None)
         self.__wrapped__ = fun
+        try:
+            if backend is not None:
+                check_backend(backend)  # an explicit backend that cannot run fails here, not at the first call
+        except BaseException as e:
+            hide_engine_frames(e)
+            raise
         self.backend = backend
         self.fastmath = bool(fastmath)
         self.disk_cache = bool(disk_cache)
@@ -200,6 +323,10 @@ class Jitted:
         self._limit_warned = False
         self._fast: dict[tuple, Callable] = {}
         self._templates: list[tuple[Signature, set, Any]] = []  # shape-generic machine code
+        # Guards every change to the caches above (compiles of this function run one at a time);
+        # the warm fast path only reads `_fast` and takes no lock.
+        self._lock = threading.RLock()
+        _INSTANCES.add(self)
 
     # -- signature -----------------------------------------------------------------------
     def _arg_name(self, i: int) -> str:
@@ -274,11 +401,14 @@ class Jitted:
             events.publish(events.TraceEvent(self.__name__, t0, t1 - t0, sig.describe()))
         return program, out_tree, t1 - t0
 
-    def _compile(self, sig: Signature, args: tuple, kwargs: dict, previous: Compiled | None = None,
+    def _backend_name(self) -> str:
+        return self.backend or config.default_backend
+
+    def _compile(self, sig: Signature, args: tuple, kwargs: dict, previous: Any = None,
                  traced: tuple | None = None) -> Compiled:
         program, out_tree, trace_seconds = traced or self._traced(sig, args, kwargs)
         t1 = events.clock()
-        compiled = compile_program(program, out_tree, self.backend or config.default_backend,
+        compiled = compile_program(program, out_tree, self._backend_name(),
                                    name=self.__name__, fastmath=self.fastmath,
                                    disk_cache=self.disk_cache and config.disk_cache, previous=previous)
         compiled.trace_seconds = trace_seconds
@@ -286,7 +416,9 @@ class Jitted:
         return compiled
 
     def _closest(self, sig: Signature) -> Signature:
-        return min(self._signatures.values(), key=lambda old: len(signature_diff(old, sig)))
+        """The earlier signature with the fewest differences; of equals, the latest compiled
+        (what the user most likely changed from)."""
+        return min(reversed(self._signatures.values()), key=lambda old: len(signature_diff(old, sig)))
 
     def _try_dynamic(self, sig: Signature, args: tuple, kwargs: dict) -> tuple[Compiled | None, tuple | None]:
         """Reuse a shape-generic template whose dynamic dimensions cover this signature's
@@ -298,8 +430,7 @@ class Jitted:
                 continue
             traced = traced or self._traced(sig, args, kwargs)
             t0 = events.clock()
-            compiled = reuse_program(traced[0], traced[1], self.backend or config.default_backend, template,
-                                     name=self.__name__)
+            compiled = reuse_program(traced[0], traced[1], self._backend_name(), template, name=self.__name__)
             if compiled is not None:
                 compiled.trace_seconds, compiled.compile_seconds = traced[2], events.clock() - t0
                 if events.SUBSCRIBERS:
@@ -308,21 +439,55 @@ class Jitted:
                 return compiled, traced
         return None, traced
 
+    def _dynamic_base(self, sig: Signature, args: tuple, kwargs: dict) -> tuple[Any, list[tuple[str, int]]]:
+        """(what the new compile compares its kernels with, the dimensions to make dynamic), or
+        (None, []) for a specialised compile.
+
+        The dimensions are every one that some earlier signature, equal up to sizes, has with
+        another size, where this call's size is 2 or more: so sizes 1, 2, 3, ... compile twice,
+        not once per size, and dimensions that changed one at a time end up dynamic together.
+        The comparison is an earlier entry that differs in exactly those dimensions, with sizes
+        >= 2 on both sides. When there is none (the earlier sizes were 0 or 1, or the dimensions
+        changed one at a time) it is a probe: the same function traced and fused (no code
+        generation, no events) with each of those sizes one larger. The probe runs the user's
+        function once more, so it is the second choice."""
+        if not config.dynamic_shapes or self._backend_name() not in SHAPE_GENERIC:
+            return None, []
+        related = [(old, ch) for old in self._signatures.values() if (ch := size_changes(old, sig))]
+        dims = {(name, d) for _, ch in related for name, d, _, new in ch if new >= 2}
+        if not dims:
+            return None, []
+        order = {name: i for i, name in enumerate(sig.names)}
+        ordered = sorted(dims, key=lambda nd: (order[nd[0]], nd[1]))
+        for old, ch in related:
+            if {(name, d) for name, d, _, _ in ch} == dims and all(min(a, b) >= 2 for _, _, a, b in ch):
+                return self._cache[old.key], ordered
+        try:
+            program, _ = self._trace(_with_sizes(sig, dims, 1), args, kwargs)
+            probe = size_probe(program, self._backend_name())
+        except Exception:  # e.g. user code that needs these exact sizes: compile specialised
+            return None, []
+        return (probe, ordered) if probe is not None else (None, [])
+
     def _miss(self, sig: Signature, args: tuple, kwargs: dict) -> Compiled:
+        """Compile (or reuse shape-generic code) for a signature not in the cache. Called with
+        the lock held."""
+        check_backend(self._backend_name())  # jk.config.default_backend may name one that cannot run
         if events.SUBSCRIBERS:
-            events.publish(events.CacheEvent(self.__name__, events.clock(), 0.0, False, "memory", sig.describe()))
+            events.publish(events.CacheEvent(self.__name__, events.clock(), 0.0, False, "memory", sig.describe(),
+                                             function_id=self.function_id))
         compiled, traced = self._try_dynamic(sig, args, kwargs) if self._templates else (None, None)
         if compiled is None:
             previous = self._closest(sig) if self._signatures else None
-            changed = size_only_change(previous, sig) if previous is not None and config.dynamic_shapes else None
-            compiled = self._compile(sig, args, kwargs, self._cache[previous.key] if changed else None, traced)
+            base, dims = self._dynamic_base(sig, args, kwargs) if previous is not None else (None, [])
+            compiled = self._compile(sig, args, kwargs, base, traced)
             if previous is not None:
                 reasons = signature_diff(previous, sig)
                 template = getattr(compiled.executable, "template", None)
-                if changed and template is not None:
-                    self._templates.append((sig, set(changed), template))
+                if base is not None and template is not None:
+                    self._templates.append((sig, set(dims), template))
                     reasons += [f"{name}: dimension {d} is now dynamic (the compiled kernels take its size at "
-                                f"run time; later sizes reuse them)" for name, d in changed]
+                                f"run time; later sizes reuse them)" for name, d in dims]
                 self._record_recompilation(Recompilation(self.__name__, reasons, sig.describe(), previous.describe(),
                                                          compiled.compile_seconds, compiled.trace_seconds))
         limit = config.max_cache_entries
@@ -331,13 +496,19 @@ class Jitted:
                 self._limit_warned = True
                 warnings.warn(f"jitted function {self.__name__!r} reached {limit} cached signatures "
                               f"(jk.config max_cache_entries); the least recently compiled ones are now "
-                              f"evicted. Recompilation reasons: f.recompilations()", CacheLimitWarning, stacklevel=4)
-            oldest = next(iter(self._cache))
-            del self._cache[oldest], self._signatures[oldest]
-            self._fast.clear()
+                              f"evicted. Recompilation reasons: f.recompilations()", CacheLimitWarning,
+                              stacklevel=user_stacklevel())
+            while len(self._cache) >= max(limit, 1):
+                self._evict(next(iter(self._cache)))
         self._cache[sig.key] = compiled
         self._signatures[sig.key] = sig
         return compiled
+
+    def _evict(self, key: tuple) -> None:
+        """Drop one compiled entry (the lock is held). The fast path forgets every entry: it is
+        keyed differently, and is rebuilt by the next calls."""
+        del self._cache[key], self._signatures[key]
+        self._fast.clear()
 
     def _record_recompilation(self, rec: Recompilation) -> None:
         self._recompilations.append(rec)
@@ -349,38 +520,72 @@ class Jitted:
 
     def _lookup(self, args: tuple, kwargs: dict) -> tuple[Signature, Compiled, list[np.ndarray]]:
         sig, arrays = self._signature(args, kwargs)
-        compiled = self._cache.get(sig.key)
+        compiled = self._cache.get(sig.key)  # one dict read: atomic, no lock needed
         if compiled is None:
-            compiled = self._miss(sig, args, kwargs)
-        elif events.SUBSCRIBERS:
-            events.publish(events.CacheEvent(self.__name__, events.clock(), 0.0, True, "memory", sig.describe()))
+            with self._lock:  # one compile at a time per function; another thread may have done it
+                compiled = self._cache.get(sig.key)
+                if compiled is None:
+                    return sig, self._observed_miss(sig, args, kwargs), arrays
+        if events.SUBSCRIBERS:
+            events.publish(events.CacheEvent(self.__name__, events.clock(), 0.0, True, "memory", sig.describe(),
+                                             function_id=self.function_id))
         return sig, compiled, arrays
+
+    def _observed_miss(self, sig: Signature, args: tuple, kwargs: dict) -> Compiled:
+        """`_miss`, with the entry tagged by this function's id and a failure published."""
+        try:
+            compiled = self._miss(sig, args, kwargs)
+        except BaseException as e:
+            if events.SUBSCRIBERS:  # the profiler counts this miss as failed, not as a compile
+                events.publish(events.CompileFailedEvent(
+                    self.__name__, events.clock(), 0.0, error=_one_line(e), signature=sig.describe(),
+                    function_id=self.function_id))
+            raise
+        compiled.function_id = self.function_id
+        return compiled
 
     def recompilations(self) -> list[Recompilation]:
         """Every recompilation of this function so far, with its reasons."""
-        return list(self._recompilations)
+        with self._lock:
+            return list(self._recompilations)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not kwargs:
-            # Fast path: positional arrays and Python scalars, keyed by (shape, dtype char) / type.
-            # (A byte-swapped array shares the char; the executable converts it.)
+            # Fast path: positional arrays and Python scalars, keyed by (shape, dtype) / type.
             try:
+                # Exact ndarrays only (subclasses take the checked slow path); keyed by the dtype
+                # itself, so a byte-swapped array never takes a native entry.
                 if len(args) == 1:
                     a = args[0]
-                    key = (a.shape, a.dtype.char) if type(a) is _ndarray else type(a)
+                    key = (a.shape, a.dtype) if type(a) is _ndarray else type(a)
                 else:
-                    key = tuple([(a.shape, a.dtype.char) if type(a) is _ndarray else type(a) for a in args])
+                    key = tuple([(a.shape, a.dtype) if type(a) is _ndarray else type(a) for a in args])
                 entry = self._fast[key]
             except (KeyError, TypeError, AttributeError):
                 pass
             else:
-                return entry(args)
+                try:  # lock-free: one dict read above; a try costs nothing until something raises
+                    return entry(args)
+                except BaseException as e:
+                    hide_engine_frames(e)
+                    raise
+        try:
+            return self._call(args, kwargs)
+        except BaseException as e:
+            hide_engine_frames(e)  # the user's frames only (jk.config "traceback")
+            raise  # a bare raise does not add this frame back
+
+    def _call(self, args: tuple, kwargs: dict) -> Any:
         from .trace import Tracer
         if any(isinstance(leaf, Tracer) for leaf in tree_flatten((args, kwargs))[0]):
             # Called on traced values inside another jitted function: inline into that trace.
             return self.fun(*args, **kwargs)
         sig, compiled, arrays = self._lookup(args, kwargs)
         result = compiled(arrays)
+        if getattr(compiled.program, "byteorder_sources", None):
+            dyn = (tuple(a for i, a in enumerate(args) if i not in self.static_argnums),
+                   {k: v for k, v in kwargs.items() if k not in self.static_argnames})
+            result = _restore_byteorder(result, compiled, tree_flatten(dyn)[0])
         if not kwargs and not self.static_argnums:
             self._register_fast(args, compiled, sig)
         return result
@@ -390,18 +595,27 @@ class Jitted:
         scalars: list = []
         for a in args:
             if type(a) is _ndarray:
-                key.append((a.shape, a.dtype.char))
+                if not a.dtype.isnative:
+                    return  # byte-swapped inputs take the slow path (_restore_byteorder)
+                key.append((a.shape, a.dtype))
                 scalars.append(None)
             elif type(a) in _PY_SCALAR_DTYPES:
                 key.append(type(a))
                 scalars.append(_PY_SCALAR_DTYPES[type(a)])
             else:
                 return
-        self._fast[key[0] if len(key) == 1 else tuple(key)] = compiled.fast_entry(scalars, sig.describe())
+        entry = compiled.fast_entry(scalars, sig.describe())
+        with self._lock:
+            if self._cache.get(sig.key) is compiled:  # not evicted by another thread meanwhile
+                self._fast[key[0] if len(key) == 1 else tuple(key)] = entry
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """Trace and compile for these arguments (or reuse the cached entry) without running."""
-        _, compiled, _ = self._lookup(args, kwargs)
+        try:
+            _, compiled, _ = self._lookup(args, kwargs)
+        except BaseException as e:
+            hide_engine_frames(e)
+            raise
         return Lowered(compiled)
 
     def cache_size(self) -> int:
@@ -409,26 +623,30 @@ class Jitted:
 
     def entries(self) -> list[tuple[str, Compiled]]:
         """(signature text, compiled entry) for every cached signature, oldest first."""
-        return [(self._signatures[k].describe(), c) for k, c in self._cache.items()]
+        with self._lock:
+            return [(self._signatures[k].describe(), c) for k, c in self._cache.items()]
 
     def last_compiled(self) -> Compiled | None:
         """The most recently added compiled entry, or None."""
-        return next(reversed(self._cache.values()), None)
+        with self._lock:
+            return next(reversed(self._cache.values()), None)
 
     def compiled_for(self, *args: Any, **kwargs: Any) -> tuple[str, Compiled]:
         """(signature text, compiled entry) a call with these arguments uses, compiling it if
         needed; publishes no cache event for an existing entry."""
         sig, _ = self._signature(args, kwargs)
-        compiled = self._cache.get(sig.key)
-        if compiled is None:
-            compiled = self._miss(sig, args, kwargs)
+        with self._lock:
+            compiled = self._cache.get(sig.key)
+            if compiled is None:
+                compiled = self._observed_miss(sig, args, kwargs)
         return sig.describe(), compiled
 
     def clear_cache(self) -> None:
-        self._templates.clear()
-        self._cache.clear()
-        self._signatures.clear()
-        self._fast.clear()
+        with self._lock:
+            self._templates.clear()
+            for key in list(self._cache):
+                self._evict(key)
+            self._fast.clear()
 
     def __repr__(self) -> str:
         return f"<jitted function {self.__qualname__}>"
@@ -453,6 +671,13 @@ def jit(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence
     >>> float(power_sum(np.arange(4.0), 2))
     14.0
     """
+    try:
+        if backend is not None:
+            check_backend(backend)  # fails where the backend is named, `@jk.jit(backend=...)` included
+    except BaseException as e:
+        hide_engine_frames(e)
+        raise
+
     def wrap(f: Callable[..., Any]) -> Jitted:
         return Jitted(f, static_argnums=static_argnums, static_argnames=static_argnames,
                       backend=backend, fastmath=fastmath, disk_cache=disk_cache)
@@ -476,6 +701,10 @@ def make_ir(fun: Callable[..., Any], static_argnums: int | Sequence[int] = (),
     jitted = fun if isinstance(fun, Jitted) else Jitted(fun, static_argnums, static_argnames)
 
     def traced(*args: Any, **kwargs: Any) -> Program:
-        sig, _ = jitted._signature(args, kwargs)
-        return jitted._trace(sig, args, kwargs)[0]
+        try:
+            sig, _ = jitted._signature(args, kwargs)
+            return jitted._trace(sig, args, kwargs)[0]
+        except BaseException as e:
+            hide_engine_frames(e)
+            raise
     return traced

@@ -3,13 +3,20 @@
 - `jitkernel demo`: executes notebooks/quickstart.ipynb headless in the "Python 3 (jitkernel)"
   kernel (installing that kernelspec into this environment if needed), writes the executed
   notebook and an HTML rendering with the inline plots, and prints the profile table.
-- `jitkernel install-kernel`: installs the kernelspec.
+- `jitkernel install-kernel`: installs the kernelspec (into this environment, or with `--user`
+  for a Jupyter installed elsewhere).
+- `jitkernel lab`: opens notebooks/ in JupyterLab with that kernel (JupyterLab comes with the
+  optional `notebook` extra: `pip install -e '.[notebook]'`, or `make lab`).
+
+`python -m jitkernel ...` runs the same command line (jitkernel/__main__.py).
 
 The notebook tooling lives in the `magics` package and is imported only by these commands.
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
 import re
 import sys
 import time
@@ -83,6 +90,37 @@ def install_kernel(args: argparse.Namespace) -> int:
     return 0
 
 
+def lab_missing_message() -> str:
+    """What `jitkernel lab` says when JupyterLab is not installed in this environment."""
+    return (f"jitkernel lab: JupyterLab is not installed in this environment ({sys.prefix}).\n"
+            f"  Install the optional notebook extra from the source checkout:\n"
+            f"      {sys.executable} -m pip install -e '.[notebook]'\n"
+            f"  or run `make lab`, which installs it into .venv and opens the notebooks.\n"
+            f"  With a Jupyter installed elsewhere: `jitkernel install-kernel --user`, then pick the\n"
+            f"  \"Python 3 (jitkernel)\" kernel there.")
+
+
+def _lab_directory() -> Path:
+    """notebooks/ of the source checkout, else the current directory (an installed package)."""
+    notebooks = _default_notebook().parent
+    return notebooks if notebooks.is_dir() else Path.cwd()
+
+
+def lab(args: argparse.Namespace) -> int:
+    """Open JupyterLab on notebooks/ with the "Python 3 (jitkernel)" kernel installed here."""
+    if importlib.util.find_spec("jupyterlab") is None:
+        print(lab_missing_message(), file=sys.stderr)
+        return 2
+    from magics.kernelspec import KERNEL_NAME, ensure_kernelspec
+
+    spec_dir = ensure_kernelspec(KERNEL_NAME)
+    directory = Path(args.dir) if args.dir else _lab_directory()
+    print(f"kernel: {KERNEL_NAME} ({spec_dir}); opening JupyterLab in {directory}", flush=True)
+    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={directory}", *args.jupyter_args]
+    os.execv(sys.executable, command)  # JupyterLab handles Ctrl-C and its own shutdown
+    return 0  # not reached
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="jitkernel", description="NumPy traced, fused and compiled with LLVM.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -100,7 +138,15 @@ def main(argv: list[str] | None = None) -> int:
                                                       "(default: this environment, sys.prefix)")
     p_kernel.add_argument("--name", default="jitkernel", help="kernelspec name (default: jitkernel)")
     p_kernel.set_defaults(run=install_kernel)
-    args = parser.parse_args(argv)
+    p_lab = sub.add_parser("lab", help="open the notebooks in JupyterLab with the jitkernel kernel "
+                                       "(needs the optional extra: pip install -e '.[notebook]')")
+    p_lab.add_argument("--dir", default=None, help="folder to open (default: the checkout's notebooks/); "
+                                                   "other arguments go to JupyterLab, e.g. --no-browser --port 8889")
+    p_lab.set_defaults(run=lab)
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "lab":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.jupyter_args = [a for a in extra if a != "--"]
     return args.run(args)
 
 

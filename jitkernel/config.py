@@ -12,6 +12,9 @@ def _usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+TRACEBACK_MODES = ("user", "full")
+
+
 class Config:
     """Engine-wide settings; read them as attributes, change them with `update`.
 
@@ -29,10 +32,19 @@ class Config:
         # Threads for large kernels (outer loop split in ranges): the CPUs this process may use,
         # unless JITKERNEL_THREADS says otherwise (docs/performance.md has the measurements).
         self.threads = int(os.environ.get("JITKERNEL_THREADS", "0")) or _usable_cpus()
+        # "user": errors of jitted calls show the user's frames only (jitkernel.tracebacks);
+        # "full": every frame, the engine's included (for debugging jitkernel itself).
+        self.traceback = "user"
 
     def update(self, name: str, value: Any) -> None:
         if not hasattr(self, name):
             raise AttributeError(f"unknown jitkernel option {name!r}; options: {sorted(vars(self))}")
+        if name == "traceback" and value not in TRACEBACK_MODES:
+            raise ValueError(f"jitkernel option 'traceback' must be one of {', '.join(map(repr, TRACEBACK_MODES))}, "
+                             f"got {value!r}")
+        if name == "default_backend":
+            from .backends import check_backend_name
+            check_backend_name(value)  # unknown names fail here; unavailable ones at the first call
         setattr(self, name, value)
 
 

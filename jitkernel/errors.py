@@ -39,3 +39,14 @@ class BackendUnavailableError(JitError):
     """A backend was asked for that this machine or build cannot run (e.g. "cuda" with no GPU,
     CUDA toolkit or PyCUDA); raised by `jk.jit(..., backend=...)`, or at the first call when
     `jk.config.default_backend` names it."""
+
+
+class InPlaceUpdateError(UnsupportedOperationError):
+    """An in-place update (`x += y`, any augmented assignment, `x[i] = v`) of a traced array that
+    NumPy would make visible elsewhere: an argument (the caller's array), a view of one, or an
+    array another variable or view still refers to. Writing back is not supported yet."""
+
+
+class TracedRandomError(UnsupportedOperationError):
+    """`np.random` (or the `random` module) was used while tracing: the sample would be frozen
+    into the compiled program as a constant, so every call would return the same numbers."""

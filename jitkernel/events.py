@@ -22,11 +22,17 @@ clock = time.perf_counter
 
 @dataclass
 class Event:
-    """Base: the jitted function's name, a monotonic start time (time.perf_counter) and a duration (s)."""
+    """Base: the jitted function's name, a monotonic start time (time.perf_counter) and a duration (s).
+
+    `function_id` tells two function objects with the same name apart (a `%%jit` cell run again
+    defines a new `step`): it is the `Jitted.function_id` of the function that published the
+    event, 0 where the publisher does not know it (the backends' events: the profiler gives them
+    the id of the call they belong to). Keyword-only, so positional construction is unchanged."""
 
     function: str
     start: float
     duration: float = 0.0
+    function_id: int = field(default=0, kw_only=True)
 
 
 @dataclass
@@ -71,6 +77,15 @@ class RecompileEvent(Event):
     """A cache miss of a function that already had entries; duration = trace + compile."""
 
     reasons: list[str] = field(default_factory=list)
+    signature: str = ""
+
+
+@dataclass
+class CompileFailedEvent(Event):
+    """A memory-cache miss whose trace or compile raised; published before the exception
+    propagates (`error`: the exception's type and first line). Not a compile."""
+
+    error: str = ""
     signature: str = ""
 
 

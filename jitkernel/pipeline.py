@@ -23,6 +23,7 @@ class Compiled:
         self.executable = executable
         self._texts = texts
         self.calls = 0
+        self.function_id = 0  # the owning Jitted's function_id (set by it), carried by the events
 
     def text(self, stage: str) -> str:
         if stage == "ir":
@@ -43,15 +44,15 @@ class Compiled:
         run_single = getattr(self.executable, "run_single", None)
         finish = self.finish
         subscribers = events.SUBSCRIBERS
-        name, backend = self.name, self.backend
+        name, backend, function_id = self.name, self.backend, self.function_id
         clock, publish, CacheEvent, RunEvent = events.clock, events.publish, events.CacheEvent, events.RunEvent
 
         def observed(outs: Callable[[], Any]) -> Any:
             t0 = clock()
-            publish(CacheEvent(name, t0, 0.0, True, "memory", signature))
+            publish(CacheEvent(name, t0, 0.0, True, "memory", signature, function_id=function_id))
             t1 = clock()
             result = outs()
-            publish(RunEvent(name, t1, clock() - t1, False, backend))
+            publish(RunEvent(name, t1, clock() - t1, False, backend, function_id=function_id))
             self.calls += 1
             return result
 
@@ -83,11 +84,11 @@ class Compiled:
         return tree_unflatten(self.out_tree, [o[()] if o.ndim == 0 else o for o in outs])
 
     def check_inputs(self, args: Any) -> None:
-        """Python int arguments cast to a narrower integer type must fit it, as in NumPy."""
-        for i, dt in self.program.int_arg_bounds:
+        """Python int arguments cast to a narrower integer type must fit it, as in NumPy
+        (bounds from TraceContext.weak_int_cast; None: any value is accepted on that side)."""
+        for i, dt, lo, hi in self.program.int_arg_bounds:
             v = int(args[i])
-            info = np.iinfo(dt)
-            if not info.min <= v <= info.max:
+            if (lo is not None and v < lo) or (hi is not None and v > hi):
                 raise OverflowError(f"Python integer {v} out of bounds for {dt}")
 
     def __call__(self, arrays: list[np.ndarray]) -> Any:
@@ -96,7 +97,8 @@ class Compiled:
         if events.SUBSCRIBERS:
             t0 = events.clock()
             outs = self.executable(arrays)
-            events.publish(events.RunEvent(self.name, t0, events.clock() - t0, self.calls == 0, self.backend))
+            events.publish(events.RunEvent(self.name, t0, events.clock() - t0, self.calls == 0, self.backend,
+                                           function_id=self.function_id))
         else:
             outs = self.executable(arrays)
         self.calls += 1

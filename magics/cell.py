@@ -12,7 +12,7 @@ import jitkernel as jk
 import profiler
 from jitkernel.api import Jitted
 
-from .cellexec import CellCode, parse_cell, prune_engine_frames
+from .cellexec import CellCode, parse_cell, show_cell_frames_only
 from .defs import run_defs_cell, top_level_defs
 from .diagnostics import stage_text
 from .nodef import build_function, plan_cell
@@ -57,16 +57,20 @@ class JitCellMagics(Magics):
         same; a change prints the reason (unless -q).
         """
         __tracebackhide__ = True
-        args = magic_arguments.parse_argstring(self.jit, line)
-        options = cell_options(args)
-        code = parse_cell(self.shell, "jit", line, cell)
-        since = profiler.clock()
-        if top_level_defs(code.tree):
-            value, functions = run_defs_cell(self.shell, code, options,
-                                             lambda f: self.extension.registry.track(f, options))
-        else:
-            value, function = self._run_traced_cell(code, line, options)
-            functions = [function]
+        try:
+            args = magic_arguments.parse_argstring(self.jit, line)
+            options = cell_options(args)
+            code = parse_cell(self.shell, "jit", line, cell)
+            since = profiler.clock()
+            if top_level_defs(code.tree):
+                value, functions = run_defs_cell(self.shell, code, options,
+                                                 lambda f: self.extension.registry.track(f, options))
+            else:
+                value, function = self._run_traced_cell(code, line, options)
+                functions = [function]
+        except Exception as e:
+            show_cell_frames_only(self.shell, e)  # not run_cell_magic's lines, not the engine's
+            raise
         if options.profile:
             names = [f.__name__ for f in functions]
             display(profiler.report(names, since=since, title=f"%%jit profile: {', '.join(names) or 'no functions'}"))
@@ -92,7 +96,6 @@ class JitCellMagics(Magics):
         except Exception as e:
             if jitted.cache_size() == 0:  # never compiled: forget it (a fixed cell starts afresh)
                 registry.forget(jitted, key)
-            prune_engine_frames(e)
             raise
         ns.update(outputs)
         if options.show:

@@ -11,12 +11,16 @@ from __future__ import annotations
 import ast
 import os
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
-import jitkernel
+import IPython
+from IPython.core.error import UsageError
 
-_ENGINE_DIR = os.path.dirname(os.path.abspath(jitkernel.__file__)) + os.sep
+import jitkernel
+from jitkernel.tracebacks import hide_engine_frames
+
+_MAGICS_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_IPYTHON_DIR = os.path.dirname(os.path.abspath(IPython.__file__)) + os.sep
 
 
 @dataclass
@@ -62,23 +66,28 @@ def run_cell_body(shell: Any, code: CellCode) -> Any:
 
 
 def prune_engine_frames(exc: BaseException) -> BaseException:
-    """Drop the jitkernel engine's frames that lie between two user frames from `exc`'s
-    traceback (trace -> compile -> call plumbing), so a traced cell's error reads
-    `Cell In[n], line 1` -> `Cell In[n], line k`. Frames where the error was raised are kept."""
-    entries: list[TracebackType] = []
-    tb = exc.__traceback__
-    while tb is not None:
-        entries.append(tb)
-        tb = tb.tb_next
-    is_engine = [e.tb_frame.f_code.co_filename.startswith(_ENGINE_DIR) for e in entries]
-    last_user = max((i for i, eng in enumerate(is_engine) if not eng), default=-1)
-    kept = [e for i, e in enumerate(entries) if not (is_engine[i] and i < last_user)]
-    for a, b in zip(kept, kept[1:]):
-        a.tb_next = b
-    if kept:
-        kept[-1].tb_next = None
-        exc.__traceback__ = kept[0]
-    return exc
+    """Drop the frames of jitkernel's engine, of this extension and of IPython from `exc`'s
+    traceback and those of its chained exceptions (`jitkernel.tracebacks`), so a traced cell's
+    error shows the cell's lines only. `jk.config.update("traceback", "full")` keeps them all."""
+    return hide_engine_frames(exc, extra_dirs=(_MAGICS_DIR, _IPYTHON_DIR))
+
+
+def show_cell_frames_only(shell: Any, exc: BaseException) -> None:
+    """Make IPython show `exc` with the user's cell frames only. The magic's own frames are
+    pruned now; the frames IPython adds above the magic (the cell's `run_cell_magic(...)` line,
+    `interactiveshell.py`) are added after the magic re-raises, so the exception renders itself
+    (`_render_traceback_`, IPython's hook) from the frames left now. UsageErrors and exceptions
+    that render themselves already are left alone."""
+    if jitkernel.config.traceback == "full" or isinstance(exc, UsageError) or hasattr(exc, "_render_traceback_"):
+        return
+    user_tb = prune_engine_frames(exc).__traceback__
+
+    def render() -> list[str]:
+        return shell.InteractiveTB.structured_traceback(type(exc), exc, user_tb, tb_offset=0)
+    try:
+        exc._render_traceback_ = render  # type: ignore[attr-defined]
+    except (AttributeError, TypeError):  # an exception type without instance attributes
+        pass
 
 
 class CellSyntaxError(Exception):

@@ -20,12 +20,12 @@ from typing import Any, Iterable
 
 from jitkernel import events
 
-from .collector import Collector, Snapshot
+from .collector import Collector, Selector, Snapshot
 from .report import PLOT_KINDS, Report
 from .stats import CallRecord, FunctionStats
 
 __all__ = ["start", "stop", "reset", "report", "session", "Collector", "Report", "Snapshot",
-           "FunctionStats", "CallRecord", "PLOT_KINDS", "function_name"]
+           "FunctionStats", "CallRecord", "PLOT_KINDS", "function_name", "function_selector"]
 
 _SESSION: Collector | None = None
 
@@ -66,20 +66,31 @@ def function_name(fn: Any) -> str:
     return name
 
 
+def function_selector(fn: Any) -> Selector:
+    """What `report(fn)` selects: a jitted function object by its identity ((name,
+    function_id): not another function of the same name), a name or function by its name."""
+    fid = getattr(fn, "function_id", None)
+    if isinstance(fid, int) and not isinstance(fn, str):
+        return (function_name(fn), fid)
+    return function_name(fn)
+
+
 def report(fn: Any = None, *, since: float | None = None, title: str = "jitkernel profile") -> Report:
     """The profile of `fn` (a jitted function, a name, or a list of them; all when None),
-    counting only work that started at or after `since` (an `events.clock()` value).
+    counting only work that started at or after `since` (an `events.clock()` value). A name
+    selects every function of that name (shown apart: `step`, `step (2)`); a jitted function
+    only itself.
 
     Starts the session collector if it was not running (the report is then empty)."""
     c = start()
-    names: Iterable[str] | None
+    selectors: Iterable[Selector] | None
     if fn is None:
-        names = None
+        selectors = None
     elif isinstance(fn, (list, tuple, set, frozenset)):
-        names = [function_name(f) for f in fn]
+        selectors = [function_selector(f) for f in fn]
     else:
-        names = [function_name(fn)]
-    return Report(c.snapshot(names, since), title=title)
+        selectors = [function_selector(fn)]
+    return Report(c.snapshot(selectors, since), title=title)
 
 
 def clock() -> float:

@@ -5,17 +5,32 @@ The subscriber runs inside every jitted call (the engine publishes a `RunEvent` 
 calls would make that list grow by two objects per call; every `compact_every` events the list
 is compacted: warm runs and memory cache hits become (start, duration) pairs in `array('d')`
 columns (16 bytes a call instead of two event objects), everything else is kept as is.
+
+Functions are keyed by (name, function_id): two function objects with the same name (a `%%jit`
+cell run again) are profiled apart. The engine's lead events carry the id; the backends' events
+(fuse, codegen, compile, disk cache) do not, and get the id of the latest memory-cache miss of
+that name before them, which is the call that compiled (the pipeline runs synchronously in that
+call). Two same-named functions compiling at the same moment on two threads could be mixed up.
 """
 from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
-from typing import Iterable
+from itertools import islice
+from typing import Iterable, Union
 
 from jitkernel import events
 
 _RUN = events.RunEvent
 _CACHE = events.CacheEvent
+
+FunctionKey = tuple[str, int]  # (name, function_id): one jitted function object
+Selector = Union[str, FunctionKey]  # a name (every function of that name) or one key
+
+
+def key_of(e: events.Event) -> FunctionKey:
+    """The function object an event belongs to."""
+    return (e.function, e.function_id)
 
 
 @dataclass
@@ -44,16 +59,26 @@ class Snapshot:
 
     t0: float
     events: list[events.Event]
-    warm: dict[str, WarmColumns]
+    warm: dict[FunctionKey, WarmColumns]
 
-    def functions(self) -> list[str]:
-        """Function names in order of first appearance."""
-        seen: dict[str, None] = {}
+    def functions(self) -> list[FunctionKey]:
+        """Function keys in order of first appearance."""
+        seen: dict[FunctionKey, None] = {}
         for e in self.events:
-            seen.setdefault(e.function, None)
-        for name in self.warm:
-            seen.setdefault(name, None)
+            seen.setdefault(key_of(e), None)
+        for key in self.warm:
+            seen.setdefault(key, None)
         return list(seen)
+
+    def labels(self) -> dict[FunctionKey, str]:
+        """The name each function is shown under: its name, and `name (2)`, `name (3)`, ... for
+        later function objects of the same name, in order of first appearance."""
+        count: dict[str, int] = {}
+        out = {}
+        for key in self.functions():
+            n = count[key[0]] = count.get(key[0], 0) + 1
+            out[key] = key[0] if n == 1 else f"{key[0]} ({n})"
+        return out
 
 
 class Collector:
@@ -63,8 +88,10 @@ class Collector:
         self.compact_every = compact_every
         self.t0 = events.clock()
         self._events: list[events.Event] = []
-        self._warm: dict[str, WarmColumns] = {}
+        self._warm: dict[FunctionKey, WarmColumns] = {}
         self._unsubscribe = None
+        self._attributed = 0  # events before this index in _events have their function_id
+        self._last_id: dict[str, int] = {}  # name -> function_id of its latest memory-cache miss
 
     # -- subscription ------------------------------------------------------------------
     @property
@@ -87,6 +114,7 @@ class Collector:
         """Forget everything collected so far and restart the clock."""
         self._events.clear()
         self._warm.clear()
+        self._attributed = 0
         self.t0 = events.clock()
 
     def _on_event(self, event: events.Event) -> None:
@@ -96,8 +124,25 @@ class Collector:
             self.compact()
 
     # -- storage -----------------------------------------------------------------------
+    def _attribute(self) -> None:
+        """Give events published without a function_id the id of the call they belong to: the
+        latest memory-cache miss of that name (warm calls of a namesake on another thread, which
+        carry their own id, do not change it)."""
+        buf, last = self._events, self._last_id
+        end = len(buf)
+        for e in islice(buf, self._attributed, end):
+            if e.function_id:
+                if e.__class__ is _CACHE and not e.hit and e.level == "memory":
+                    last[e.function] = e.function_id
+            else:
+                fid = last.get(e.function)
+                if fid is not None:
+                    e.function_id = fid
+        self._attributed = end
+
     def compact(self) -> None:
         """Move warm runs and memory cache hits out of the event list into columns."""
+        self._attribute()
         buf = self._events
         kept: list[events.Event] = []
         runs: list[events.RunEvent] = []
@@ -112,6 +157,7 @@ class Collector:
             else:
                 keep(e)
         buf[:] = kept
+        self._attributed = len(kept)
         for fn, group in _by_function(runs).items():
             cols = self._warm.get(fn) or self._warm.setdefault(fn, WarmColumns())
             cols.run_starts.extend([e.start for e in group])
@@ -124,26 +170,32 @@ class Collector:
         """Events held (compacted warm calls count two each)."""
         return len(self._events) + sum(len(c.run_starts) + len(c.hit_starts) for c in self._warm.values())
 
-    def snapshot(self, functions: Iterable[str] | None = None, since: float | None = None) -> Snapshot:
-        """Copy the events of `functions` (all when None) that started at or after `since`
-        (an `events.clock()` value; all when None)."""
-        names = None if functions is None else set(functions)
+    def snapshot(self, functions: Iterable[Selector] | None = None, since: float | None = None) -> Snapshot:
+        """Copy the events of `functions` (all when None; each a name, meaning every function of
+        that name, or a (name, function_id) key) that started at or after `since` (an
+        `events.clock()` value; all when None)."""
+        self._attribute()
+        wanted = None if functions is None else set(functions)
+
+        def selected(key: FunctionKey) -> bool:
+            return wanted is None or key in wanted or key[0] in wanted
+
         evs = [e for e in list(self._events)
-               if (names is None or e.function in names) and (since is None or _begin(e) >= since)]
-        warm = {k: v.copy(since) for k, v in list(self._warm.items()) if names is None or k in names}
+               if selected(key_of(e)) and (since is None or _begin(e) >= since)]
+        warm = {k: v.copy(since) for k, v in list(self._warm.items()) if selected(k)}
         warm = {k: v for k, v in warm.items() if len(v.run_starts) or len(v.hit_starts)}
         return Snapshot(self.t0, evs, warm)
 
 
-def _by_function(evs: list[events.Event]) -> dict[str, list[events.Event]]:
-    names = {e.function for e in evs}
-    if len(names) <= 1:
-        if not names:
+def _by_function(evs: list[events.Event]) -> dict[FunctionKey, list[events.Event]]:
+    keys = {key_of(e) for e in evs}
+    if len(keys) <= 1:
+        if not keys:
             return {}
-        return {names.pop(): evs}
-    out: dict[str, list[events.Event]] = {n: [] for n in names}
+        return {keys.pop(): evs}
+    out: dict[FunctionKey, list[events.Event]] = {k: [] for k in keys}
     for e in evs:
-        out[e.function].append(e)
+        out[key_of(e)].append(e)
     return out
 
 

@@ -7,10 +7,13 @@ notebook shows exactly one PNG per plot whether or not pyplot's inline backend i
 from __future__ import annotations
 
 import io
+import textwrap
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from .report import format_bytes
 from .stats import CallRecord
@@ -18,10 +21,14 @@ from .stats import CallRecord
 if TYPE_CHECKING:
     from .report import Report
 
-MAX_FUNCTIONS = 6  # rows per figure; the busiest functions are kept
+MAX_FUNCTIONS = 6  # subplots per figure (breakdown, fusion); the busiest functions are kept
+MAX_TIMELINE_ROWS = 14  # rows of the timeline
 MAX_CALLS = 60  # bars per function in the breakdown
+MAX_NOTES = 24  # recompilation / failure notes listed under the timeline
+NOTE_WIDTH = 140  # characters per line of a note (wrapped, never cut)
 COLORS = {"trace": "#4c72b0", "optimize": "#8172b2", "fuse": "#937860", "codegen": "#da8bc3",
-          "compile": "#dd8452", "first run": "#55a868", "warm run": "#8c8c8c", "recompile": "#c44e52"}
+          "compile": "#dd8452", "first run": "#55a868", "warm run": "#8c8c8c", "recompile": "#c44e52",
+          "failed": "#000000"}
 
 
 class ProfileFigure(Figure):
@@ -54,12 +61,17 @@ def _empty(kind: str, message: str) -> ProfileFigure:
     return fig
 
 
-def _busiest(report: Report, names: list[str]) -> list[str]:
-    if len(names) <= MAX_FUNCTIONS:
-        return names
-    calls = {st.function: st.calls + st.compiles for st in report.functions}
-    keep = set(sorted(names, key=lambda n: -calls.get(n, 0))[:MAX_FUNCTIONS])
-    return [n for n in names if n in keep]
+def _busiest(report: Report, names: list[str], limit: int = MAX_FUNCTIONS) -> tuple[list[str], int]:
+    """At most `limit` of `names` (the busiest, in their order) and how many were left out."""
+    if len(names) <= limit:
+        return names, 0
+    work = {st.function: st.calls + st.compiles + st.shape_generic + st.failed for st in report.functions}
+    keep = set(sorted(names, key=lambda n: -work.get(n, 0))[:limit])
+    return [n for n in names if n in keep], len(names) - limit
+
+
+def _hidden_note(hidden: int) -> str:
+    return "" if not hidden else f" ({hidden} more function{'s' if hidden > 1 else ''} not shown; the busiest are)"
 
 
 def _select_calls(calls: list[CallRecord]) -> tuple[list[int], list[CallRecord]]:
@@ -77,10 +89,12 @@ def _select_calls(calls: list[CallRecord]) -> tuple[list[int], list[CallRecord]]
 
 def breakdown(report: Report) -> ProfileFigure:
     """Stacked bars per call (log scale, ms): trace, compile, first run, warm run."""
-    names = _busiest(report, [st.function for st in report.functions if st.calls])
+    names, hidden = _busiest(report, [st.function for st in report.functions if st.calls])
     if not names:
         return _empty("breakdown", "no jitted calls recorded")
     fig = ProfileFigure("breakdown", figsize=(9, 1.0 + 2.3 * len(names)))
+    if hidden:
+        fig.suptitle(f"time per call{_hidden_note(hidden)}", fontsize=10, x=0.01, ha="left")
     axes = fig.subplots(len(names), 1, squeeze=False)[:, 0]
     for ax, name in zip(axes, names):
         all_calls = report.calls(name)
@@ -116,68 +130,207 @@ def breakdown(report: Report) -> ProfileFigure:
     return fig
 
 
+class _Axis:
+    """Time (ms) -> x position on the timeline: activity keeps its scale, idle gaps longer than
+    a quarter of the busy time (and over 2 ms) are collapsed to a narrow marked band, so a
+    notebook session's bursts minutes apart all stay readable."""
+
+    def __init__(self, spans: list[tuple[float, float]]) -> None:
+        merged: list[list[float]] = []
+        for a, b in sorted(spans):
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        busy = sum(b - a for a, b in merged) or 1e-3
+        threshold = max(0.25 * busy, 2.0)
+        clusters = [list(merged[0])]
+        self.gaps: list[tuple[float, float]] = []  # collapsed (real start, real end)
+        for a, b in merged[1:]:
+            if a - clusters[-1][1] > threshold:
+                self.gaps.append((clusters[-1][1], a))
+                clusters.append([a, b])
+            else:
+                clusters[-1][1] = max(clusters[-1][1], b)
+        shown = sum(b - a for a, b in clusters) or 1e-3
+        self.gap_width = 0.05 * shown
+        real, pos, x = [], [], 0.0
+        for a, b in clusters:
+            real += [a, b]
+            pos += [x, x + (b - a)]
+            x += (b - a) + self.gap_width
+        self.clusters, self._real, self._pos = clusters, np.array(real), np.array(pos)
+        self.width = pos[-1] - pos[0] or 1e-3
+
+    def __call__(self, t: float) -> float:
+        return float(np.interp(t, self._real, self._pos))
+
+    def ticks(self, max_ticks: int = 9) -> tuple[list[float], list[str]]:
+        """Tick positions and labels (real ms): the start of every cluster after an idle gap,
+        and round values inside each cluster by its width; never closer than a tick's width."""
+        min_gap = self.width / (max_ticks + 2)
+        ticks: list[tuple[float, float, bool]] = []  # (position, real ms, forced)
+        for i, (a, b) in enumerate(self.clusters):
+            n = max(1, int(round((b - a) / self.width * max_ticks)))
+            inside = [v for v in MaxNLocator(nbins=n).tick_values(a, b) if a <= v <= b] if b > a else []
+            candidates = ([(self(a), a, True)] if i > 0 or not inside else []) + [(self(v), v, False) for v in inside]
+            for x, v, forced in candidates:
+                while ticks and x - ticks[-1][0] < min_gap and forced and not ticks[-1][2]:
+                    ticks.pop()  # a cluster's start beats a round value just before it
+                if not ticks or x - ticks[-1][0] >= min_gap:
+                    ticks.append((x, v, forced))
+        return [t[0] for t in ticks], [_format_ms_tick(t[1]) for t in ticks]
+
+
+def _format_ms_tick(ms: float) -> str:
+    return f"{ms:.0f}" if abs(ms) >= 100 else f"{ms:.3g}"
+
+
+def _format_gap(ms: float) -> str:
+    if ms >= 60e3:
+        return f"{ms / 60e3:.1f} min"
+    return f"{ms / 1e3:.2f} s" if ms >= 1e3 else f"{ms:.0f} ms"
+
+
+def _wrap_note(text: str) -> str:
+    return textwrap.fill(text, width=NOTE_WIDTH, subsequent_indent="     ", break_long_words=True)
+
+
 def timeline(report: Report) -> ProfileFigure:
-    """Phases over time (ms since the profile started), one row per function, with a marker and
-    the reasons at every recompilation."""
-    names = _busiest(report, [st.function for st in report.functions])
+    """Phases over time (ms since the profile started), one row per function, with a numbered
+    marker at every recompilation and a cross at every failed compile, their reasons listed in
+    full under the plot. The axis zooms to activity: long idle gaps are collapsed and marked."""
+    all_names = [st.function for st in report.functions]
+    names, hidden = _busiest(report, all_names, MAX_TIMELINE_ROWS)
     recs = [r for r in report.records() if r["function"] in names and r["phase"] != "cache"]
     if not recs:
         return _empty("timeline", "no jitted calls recorded")
-    fig = ProfileFigure("timeline", figsize=(10, 1.4 + 0.9 * len(names)))
-    ax = fig.add_subplot()
+    names = [n for n in names if any(r["function"] == n for r in recs)]
+    axis = _Axis([(r["start"] * 1e3, (r["start"] + r["duration"]) * 1e3) for r in recs])
     row = {n: i for i, n in enumerate(names)}
     spans: dict[tuple[str, str], list[tuple[float, float]]] = {}
-    recompiles = []
+    markers = []
     for r in recs:
-        if r["phase"] == "recompile":
-            recompiles.append(r)
+        if r["phase"] in ("recompile", "failed"):
+            markers.append(r)
             continue
         label = r["phase"] if r["phase"] != "run" else ("first run" if r["details"].get("first") else "warm run")
-        spans.setdefault((r["function"], label), []).append((r["start"] * 1e3, r["duration"] * 1e3))
-    labelled = set()
+        a = axis(r["start"] * 1e3)
+        spans.setdefault((r["function"], label), []).append((a, axis((r["start"] + r["duration"]) * 1e3) - a))
+    notes = _timeline_notes(markers)
+    note_lines = sum(n.count("\n") + 1 for n in notes) + (1 if notes else 0)
+    plot_height = 1.1 + 0.55 * len(names)
+    note_height = 0.16 * note_lines + (0.2 if notes else 0)
+    fig = ProfileFigure("timeline", figsize=(11, plot_height + note_height + 0.3))
+    if notes:
+        grid = fig.add_gridspec(2, 1, height_ratios=[plot_height, note_height], hspace=0.0)
+        ax, text_ax = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
+    else:
+        ax, text_ax = fig.add_subplot(), None
+    labelled: set[str] = set()
     for (fn, label), xs in spans.items():
         color = COLORS.get(label, "#333333")
         ax.broken_barh(xs, (row[fn] - 0.35, 0.7), facecolors=color, edgecolors=color, linewidth=0.6,
                        label=None if label in labelled else label)
         labelled.add(label)
-    notes = []
-    for k, r in enumerate(recompiles, 1):
-        t = r["start"] * 1e3
-        y = row[r["function"]]
-        ax.plot([t, t], [y - 0.45, y + 0.45], color=COLORS["recompile"], linewidth=1.5,
-                label=None if "recompile" in labelled else "recompile")
-        labelled.add("recompile")
-        ax.annotate(str(k), (t, y - 0.45), textcoords="offset points", xytext=(0, 2), ha="center",
-                    va="bottom", fontsize=7, color=COLORS["recompile"], fontweight="bold")
-        reasons = "; ".join(r["details"].get("reasons", [])) or "recompiled"
-        notes.append(f"{k}. {r['function']}: {reasons if len(reasons) <= 110 else reasons[:107] + '...'}")
-    if notes:
-        shown = notes[:8] + ([f"... and {len(notes) - 8} more"] if len(notes) > 8 else [])
-        ax.annotate("recompilations:\n" + "\n".join(shown), (0.0, 0.0), xycoords="axes fraction",
-                    textcoords="offset points", xytext=(0, -34), va="top", ha="left", fontsize=7,
-                    color=COLORS["recompile"])
-    ax.set_yticks(range(len(names)), names)
-    ax.set_ylim(len(names) - 0.4, -0.75)  # first function on top
-    ax.set_xlabel("ms since the profile started")
-    ax.set_title("jitkernel timeline", fontsize=10, loc="left")
+    _draw_markers(ax, axis, row, markers, labelled)
+    for a, b in axis.gaps:  # collapsed idle time: a grey band saying how long
+        x0 = axis(a)
+        ax.axvspan(x0, x0 + axis.gap_width, color="#e8e8e8", zorder=0)
+        ax.text(x0 + axis.gap_width / 2, len(names) - 0.5, f"idle {_format_gap(b - a)}", rotation=90,
+                ha="center", va="bottom", fontsize=7, color="#555555")
+    pad = 0.02 * axis.width
+    ax.set_xlim(axis(axis.clusters[0][0]) - pad, axis(axis.clusters[-1][1]) + pad)
+    positions, labels = axis.ticks()
+    ax.set_xticks(positions, labels, fontsize=8)
+    ax.set_yticks(range(len(names)), names, fontsize=9)
+    ax.set_ylim(len(names) - 0.4, -0.85)  # first function on top, room for the marker numbers
+    gaps = "; idle gaps collapsed" if axis.gaps else ""
+    ax.set_xlabel(f"ms since the profile started{gaps}", fontsize=9)
+    ax.set_title(f"jitkernel timeline{_hidden_note(hidden)}", fontsize=10, loc="left")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    if text_ax is not None:
+        text_ax.axis("off")
+        text_ax.text(0.0, 0.0, "\n".join(notes), transform=text_ax.transAxes, va="bottom", ha="left",
+                     fontsize=7.5, color=COLORS["recompile"], family="monospace")
     fig.tight_layout()
     return fig
+
+
+def _timeline_notes(markers: list[dict[str, Any]]) -> list[str]:
+    """One wrapped line group per recompilation (numbered as its marker) and failed compile (x)."""
+    notes, k = [], 0
+    for r in markers:
+        if r["phase"] == "recompile":
+            k += 1
+            reasons = "; ".join(r["details"].get("reasons", [])) or "recompiled"
+            notes.append(_wrap_note(f"{k:>2}. {r['function']}: {reasons}"))
+        else:
+            details = r["details"]
+            notes.append(_wrap_note(f" x. {r['function']}: {details.get('stage', 'compile')} failed, not counted as "
+                                    f"a compile: {details.get('error', '')}"))
+    if len(notes) > MAX_NOTES:
+        more = len(notes) - MAX_NOTES
+        notes = notes[:MAX_NOTES] + [f"... and {more} more (str(report) lists every recompilation)"]
+    if not notes:
+        return []
+    failed = any(r["phase"] == "failed" for r in markers)
+    return ["recompilations and failed compiles:" if failed and k else "failed compiles:" if failed
+            else "recompilations:"] + notes
+
+
+def _draw_markers(ax: Any, axis: _Axis, row: dict[str, int], markers: list[dict[str, Any]],
+                  labelled: set[str]) -> None:
+    """Recompilations: a red line with its number above the row (numbers close together are
+    staggered upwards); failed compiles: a black cross."""
+    k = 0
+    last_x: dict[str, list[float]] = {}
+    for r in markers:
+        x, y = axis(r["start"] * 1e3), row[r["function"]]
+        if r["phase"] == "failed":
+            ax.plot([x], [y], marker="x", markersize=9, markeredgewidth=2, color=COLORS["failed"],
+                    label=None if "failed compile" in labelled else "failed compile", linestyle="none")
+            labelled.add("failed compile")
+            continue
+        k += 1
+        ax.plot([x, x], [y - 0.45, y + 0.45], color=COLORS["recompile"], linewidth=1.5,
+                label=None if "recompile" in labelled else "recompile")
+        labelled.add("recompile")
+        near = [p for p in last_x.setdefault(r["function"], []) if abs(p - x) < 0.025 * axis.width]
+        level = len(near) % 3  # stagger up to three close numbers, then start again
+        last_x[r["function"]] = near + [x]
+        ax.annotate(str(k), (x, y - 0.45), textcoords="offset points", xytext=(0, 1 + 8 * level), ha="center",
+                    va="bottom", fontsize=7, color=COLORS["recompile"], fontweight="bold")
 
 
 def _op_name(op: Any) -> str:
     return str(op).split("->", 1)[0]
 
 
+def _op_list(ops: list[Any], limit: int = 80) -> str:
+    """The op names of a kernel, as many as fit in `limit` characters, then `+ n more`."""
+    names = [_op_name(o) for o in ops]
+    out: list[str] = []
+    for i, name in enumerate(names):
+        rest = len(names) - i
+        if len(", ".join(out + [name])) > limit and rest > 0:
+            return ", ".join(out) + f", + {rest} more"
+        out.append(name)
+    return ", ".join(out)
+
+
 def fusion(report: Report) -> ProfileFigure:
     """Per function (its latest compile): the graph ops each kernel absorbed, and the bytes an
     op-by-op execution would move against the bytes the fused kernels move."""
     stats = [st for st in report.functions if st.groups]
-    stats = [st for st in stats if st.function in _busiest(report, [s.function for s in stats])]
+    shown, hidden = _busiest(report, [s.function for s in stats])
+    stats = [st for st in stats if st.function in shown]
     if not stats:
         return _empty("fusion", "no fusion recorded (compile a function with the cpu backend)")
     heights = [max(1.6, 0.45 * len(st.groups) + 1.0) for st in stats]
     fig = ProfileFigure("fusion", figsize=(10, sum(heights) + 0.4))
+    if hidden:
+        fig.suptitle(f"fusion{_hidden_note(hidden)}", fontsize=10, x=0.01, ha="left")
     grid = fig.add_gridspec(len(stats), 2, width_ratios=[3.2, 1], height_ratios=heights)
     for i, st in enumerate(stats):
         ax = fig.add_subplot(grid[i, 0])
@@ -187,13 +340,11 @@ def fusion(report: Report) -> ProfileFigure:
         colors = [COLORS["compile"] if g.get("kind") == "library" else COLORS["trace"] for g in groups]
         ax.barh(y, counts, color=colors, height=0.6)
         for yi, g, n in zip(y, groups, counts):
-            ops = ", ".join(_op_name(o) for o in g.get("ops", []))
-            if len(ops) > 80:
-                ops = ops[:77] + "..."
-            ax.text(n + 0.1, yi, f" {ops}", va="center", fontsize=7)
+            ax.text(n + 0.1, yi, f" {_op_list(g.get('ops', []))}", va="center", fontsize=7)
         ax.set_yticks(y, [f"{g.get('kernel', '?')} ({g.get('kind', '?')})" for g in groups], fontsize=8)
         ax.invert_yaxis()
         ax.set_xlim(0, max(counts + [1]) * 2.2)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # a kernel absorbs whole ops
         ax.set_xlabel("graph ops fused", fontsize=8)
         lib = f" + {st.library_calls} library call(s)" if st.library_calls else ""
         ax.set_title(f"{st.function}: {st.graph_ops} graph ops -> {st.kernels} kernel(s){lib}", fontsize=10, loc="left")

@@ -9,18 +9,18 @@ from typing import Any
 
 from jitkernel import events
 
-from .collector import Snapshot
+from .collector import Snapshot, key_of
 
 PHASES = {
     events.TraceEvent: "trace", events.OptimizeEvent: "optimize", events.FuseEvent: "fuse",
     events.CodegenEvent: "codegen", events.CompileEvent: "compile", events.CacheEvent: "cache",
-    events.RecompileEvent: "recompile", events.RunEvent: "run",
+    events.RecompileEvent: "recompile", events.RunEvent: "run", events.CompileFailedEvent: "failed",
 }
-_BASE_FIELDS = {"function", "start", "duration"}
+_BASE_FIELDS = {"function", "start", "duration", "function_id"}
 
 
 def phase_name(event: events.Event) -> str:
-    """`trace`, `optimize`, `fuse`, `codegen`, `compile`, `cache`, `recompile`, `run` (other
+    """`trace`, `optimize`, `fuse`, `codegen`, `compile`, `cache`, `recompile`, `run`, `failed` (other
     event classes: their lower-cased name without `Event`)."""
     name = PHASES.get(type(event))
     return name if name is not None else type(event).__name__.removesuffix("Event").lower()
@@ -36,20 +36,31 @@ def _details(event: events.Event) -> dict[str, Any]:
 
 
 def records(snap: Snapshot) -> list[dict[str, Any]]:
-    """One dict per phase occurrence: function, phase, start (s since the collector started or
-    was reset), duration (s) and details (the event's other fields). A recompile record starts
-    with the trace it caused and lasts its trace + compile time. Sorted by start."""
+    """One dict per phase occurrence: function (its label: `step`, `step (2)` for a second
+    function object named `step`), phase, start (s since the collector started or was reset),
+    duration (s) and details (the event's other fields). A recompile record starts with the
+    trace it caused and lasts its trace + compile time. Sorted by start."""
     out = []
-    trace_start: dict[str, float] = {}
+    labels = snap.labels()
+    trace_start: dict[tuple[str, int], float] = {}
+    traced: dict[tuple[str, int], bool] = {}  # whether the current cache miss got past its trace
     for e in snap.events:
         start = e.start
+        key = key_of(e)
+        details = _details(e)
         if isinstance(e, events.TraceEvent):
-            trace_start[e.function] = e.start
+            trace_start[key] = e.start
+            traced[key] = True
         elif isinstance(e, events.RecompileEvent):  # published at the end: anchor at its trace
-            start = trace_start.get(e.function, e.start - e.duration)
-        out.append({"function": e.function, "phase": phase_name(e), "start": start - snap.t0,
-                    "duration": e.duration, "details": _details(e)})
-    for name, cols in snap.warm.items():
+            start = trace_start.get(key, e.start - e.duration)
+        elif isinstance(e, events.CacheEvent) and e.level == "memory" and not e.hit:
+            traced[key] = False
+        elif isinstance(e, events.CompileFailedEvent):
+            details["stage"] = "compile" if traced.get(key) else "trace"
+        out.append({"function": labels[key], "phase": phase_name(e), "start": start - snap.t0,
+                    "duration": e.duration, "details": details})
+    for key, cols in snap.warm.items():
+        name = labels[key]
         for s, d in zip(cols.run_starts, cols.run_durations):
             out.append({"function": name, "phase": "run", "start": s - snap.t0, "duration": d,
                         "details": {"first": False}})

@@ -13,8 +13,8 @@ from .stats import CallRecord, FunctionStats, call_records, function_stats
 
 PLOT_KINDS = ("breakdown", "timeline", "fusion")
 
-COLUMNS = ("function", "calls", "cache hits", "compiles", "recompiles", "trace ms", "compile ms",
-           "first run ms", "warm median ms", "ops -> kernels", "bytes unfused -> fused")
+COLUMNS = ("function", "calls", "cache hits", "compiles", "shape-generic", "recompiles", "trace ms",
+           "compile ms", "first run ms", "warm median ms", "ops -> kernels", "bytes unfused -> fused")
 
 
 def format_ms(seconds: float | None) -> str:
@@ -36,15 +36,16 @@ def format_bytes(n: int | None) -> str:
 
 
 def _row(st: FunctionStats) -> list[str]:
-    reused = [f"{st.disk_hits} from disk"] if st.disk_hits else []
-    reused += [f"{st.dynamic_hits} shape-generic"] if st.dynamic_hits else []
-    compiles = str(st.compiles) + (f" ({', '.join(reused)})" if reused else "")
+    notes = [f"{st.disk_hits} from disk"] if st.disk_hits else []
+    notes += [f"+{st.failed} failed"] if st.failed else []
+    compiles = str(st.compiles) + (f" ({', '.join(notes)})" if notes else "")
     if st.kernels is None:
         fusion = "-"
     else:
         fusion = f"{st.graph_ops} -> {st.kernels}" + (f" + {st.library_calls} lib" if st.library_calls else "")
     bytes_ = "-" if st.bytes_fused is None else f"{format_bytes(st.bytes_unfused)} -> {format_bytes(st.bytes_fused)}"
-    return [st.function, str(st.calls), str(st.cache_hits), compiles, str(st.recompiles), format_ms(st.trace),
+    return [st.function, str(st.calls), str(st.cache_hits), compiles, str(st.shape_generic), str(st.recompiles),
+            format_ms(st.trace),
             format_ms(st.compile), format_ms(st.first_run), format_ms(st.warm_median), fusion, bytes_]
 
 
@@ -60,19 +61,29 @@ class Report:
         self.functions: list[FunctionStats] = function_stats(snapshot)
 
     # -- data --------------------------------------------------------------------------
-    def __getitem__(self, name: str) -> FunctionStats:
-        for st in self.functions:
-            if st.function == name:
-                return st
-        raise KeyError(f"no profile for function {name!r}; profiled: {[s.function for s in self.functions]}")
+    def __getitem__(self, function: Any) -> FunctionStats:
+        """The stats of a label (`"step"`, `"step (2)"`) or of a jitted function object."""
+        st = self._find(function)
+        if st is None:
+            raise KeyError(f"no profile for function {function!r}; profiled: {[s.function for s in self.functions]}")
+        return st
+
+    def _find(self, function: Any) -> FunctionStats | None:
+        fid = getattr(function, "function_id", None)
+        if fid is None:  # a label
+            return next((st for st in self.functions if st.function == function), None)
+        key = (function.__name__, fid)  # a jitted function object
+        return next((st for st in self.functions if (st.name, st.function_id) == key), None)
 
     def records(self) -> list[dict[str, Any]]:
         """One plain dict per phase occurrence: function, phase, start (s), duration (s), details."""
         return _records(self.snapshot)
 
-    def calls(self, function: str) -> list[CallRecord]:
-        """The calls of `function` in time order with their trace/compile/run split."""
-        return call_records(self.snapshot, function)
+    def calls(self, function: Any) -> list[CallRecord]:
+        """The calls of `function` (a label or a jitted function) in time order with their
+        trace/compile/run split."""
+        st = self[function]
+        return call_records(self.snapshot, (st.name, st.function_id))
 
     def to_chrome_trace(self, path: str | os.PathLike) -> Path:
         """Write a Chrome trace JSON (one complete event per phase; open it in
@@ -93,6 +104,10 @@ class Report:
     def _recompile_lines(self) -> list[tuple[str, str]]:
         return [(st.function, "; ".join(reasons)) for st in self.functions for _, reasons, _ in st.recompilations]
 
+    def _failure_lines(self) -> list[tuple[str, str]]:
+        return [(st.function, f"{f.stage} failed ({f.signature}): {f.error}" if f.signature else
+                 f"{f.stage} failed: {f.error}") for st in self.functions for f in st.failures]
+
     def __str__(self) -> str:
         if not self.functions:
             return f"{self.title}: no jitted calls recorded"
@@ -107,6 +122,10 @@ class Report:
         if rec:
             lines.append("recompilations:")
             lines += [f"  {fn}: {why}" for fn, why in rec]
+        failed = self._failure_lines()
+        if failed:
+            lines.append("failed compiles (not counted as compiles):")
+            lines += [f"  {fn}: {why}" for fn, why in failed]
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -128,5 +147,9 @@ class Report:
         if rec:
             out.append("<p>recompilations:</p><ul>" + "".join(
                 f"<li><code>{esc(fn)}</code>: {esc(why)}</li>" for fn, why in rec) + "</ul>")
+        failed = self._failure_lines()
+        if failed:
+            out.append("<p>failed compiles (not counted as compiles):</p><ul>" + "".join(
+                f"<li><code>{esc(fn)}</code>: {esc(why)}</li>" for fn, why in failed) + "</ul>")
         out.append("</div>")
         return "".join(out)

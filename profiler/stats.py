@@ -6,9 +6,11 @@ How each number is measured is documented in docs/profiling.md; in short:
   `CompileEvent` (optimise + fuse + LLVM codegen + LLVM optimisation/link);
 - *first run* sums the `RunEvent(first=True)` durations (one per compiled signature);
 - *warm median* is the median of the `RunEvent(first=False)` durations;
-- *compiles* counts memory-cache misses (each runs the pipeline), *disk hits* how many of those
-  took their machine code from the persistent cache, *dynamic hits* how many reused the
-  shape-generic machine code of a dynamic dimension (trace and fusion only, no LLVM).
+- a memory-cache miss ends one of three ways: a *compile* (the pipeline produced machine code;
+  *disk hits* counts those that took it from the persistent cache), a *shape-generic* reuse (a
+  new size of a dynamic dimension ran on existing machine code: trace and fusion only, no LLVM,
+  so neither a compile nor a cache hit), or a *failure* (`CompileFailedEvent`: the trace or the
+  compile raised; listed in `failures`, never counted as a compile).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from typing import Any
 
 from jitkernel import events
 
-from .collector import Snapshot
+from .collector import FunctionKey, Snapshot, key_of
 
 COMPILE_EVENTS = (events.OptimizeEvent, events.FuseEvent, events.CodegenEvent, events.CompileEvent)
 
@@ -39,15 +41,27 @@ class CallRecord:
 
 
 @dataclass
+class Failure:
+    """A memory-cache miss whose trace (`stage="trace"`) or compile (`stage="compile"`) raised."""
+
+    start: float
+    stage: str
+    error: str
+    signature: str = ""
+
+
+@dataclass
 class FunctionStats:
-    """Totals for one jitted function (times in seconds)."""
+    """Totals for one jitted function object (times in seconds). `function` is the label it is
+    shown under (`step`, or `step (2)` for a second function named `step`), `name` its name."""
 
     function: str
     calls: int = 0
     cache_hits: int = 0
     disk_hits: int = 0
-    dynamic_hits: int = 0
+    shape_generic: int = 0
     compiles: int = 0
+    failed: int = 0
     recompiles: int = 0
     trace: float = 0.0
     compile: float = 0.0
@@ -61,12 +75,16 @@ class FunctionStats:
     bytes_fused: int | None = None
     groups: list[dict[str, Any]] = field(default_factory=list)
     recompilations: list[tuple[float, list[str], str]] = field(default_factory=list)  # (start, reasons, signature)
+    failures: list[Failure] = field(default_factory=list)
+    name: str = ""
+    function_id: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """Plain values, times in milliseconds (for tables and JSON)."""
         ms = lambda s: None if s is None else s * 1e3  # noqa: E731
         return {"function": self.function, "calls": self.calls, "cache_hits": self.cache_hits,
-                "disk_hits": self.disk_hits, "dynamic_hits": self.dynamic_hits, "compiles": self.compiles, "recompiles": self.recompiles,
+                "disk_hits": self.disk_hits, "shape_generic": self.shape_generic, "compiles": self.compiles,
+                "failed": self.failed, "recompiles": self.recompiles,
                 "trace_ms": ms(self.trace), "compile_ms": ms(self.compile), "first_run_ms": ms(self.first_run),
                 "warm_runs": self.warm_runs, "warm_median_ms": ms(self.warm_median),
                 "graph_ops": self.graph_ops, "kernels": self.kernels, "library_calls": self.library_calls,
@@ -74,29 +92,36 @@ class FunctionStats:
 
 
 def function_stats(snap: Snapshot) -> list[FunctionStats]:
-    """One `FunctionStats` per function in the snapshot, in order of first appearance."""
-    table = {name: FunctionStats(name) for name in snap.functions()}
-    warm_durations: dict[str, list[float]] = {name: [] for name in table}
+    """One `FunctionStats` per function object in the snapshot, in order of first appearance."""
+    table = {key: FunctionStats(label, name=key[0], function_id=key[1]) for key, label in snap.labels().items()}
+    warm_durations: dict[FunctionKey, list[float]] = {key: [] for key in table}
+    misses = dict.fromkeys(table, 0)
+    traced = dict.fromkeys(table, False)  # whether the current miss got past its trace
     for e in snap.events:
-        st = table[e.function]
+        key = key_of(e)
+        st = table[key]
         cls = e.__class__
         if cls is events.RunEvent:
             st.calls += 1
             if e.first:
                 st.first_run += e.duration
             else:
-                warm_durations[e.function].append(e.duration)
+                warm_durations[key].append(e.duration)
         elif cls is events.CacheEvent:
             if e.level == "memory":
                 if e.hit:
                     st.cache_hits += 1
                 else:
-                    st.compiles += 1
+                    misses[key] += 1
+                    traced[key] = False
             elif e.level == "disk" and e.hit:
                 st.disk_hits += 1
             elif e.level == "dynamic" and e.hit:
-                st.dynamic_hits += 1
+                st.shape_generic += 1
+        elif cls is events.CompileFailedEvent:
+            st.failures.append(Failure(e.start, "compile" if traced[key] else "trace", e.error, e.signature))
         elif cls is events.TraceEvent:
+            traced[key] = True
             st.trace += e.duration
         elif isinstance(e, COMPILE_EVENTS):
             st.compile += e.duration
@@ -108,36 +133,46 @@ def function_stats(snap: Snapshot) -> list[FunctionStats]:
         elif cls is events.RecompileEvent:
             st.recompiles += 1
             st.recompilations.append((e.start - e.duration, list(e.reasons), e.signature))
-    for name, cols in snap.warm.items():
-        st = table[name]
+    for key, cols in snap.warm.items():
+        st = table[key]
         st.calls += len(cols.run_durations)
         st.cache_hits += len(cols.hit_starts)
-        warm_durations[name].extend(cols.run_durations)
-    for name, durations in warm_durations.items():
-        table[name].warm_runs = len(durations)
-        table[name].warm_median = statistics.median(durations) if durations else None
+        warm_durations[key].extend(cols.run_durations)
+    for key, durations in warm_durations.items():
+        st = table[key]
+        st.warm_runs = len(durations)
+        st.warm_median = statistics.median(durations) if durations else None
+        st.failed = len(st.failures)
+        # A miss the snapshot saw begin is a compile unless it failed or reused machine code.
+        st.compiles = max(0, misses[key] - st.failed - st.shape_generic)
     return list(table.values())
 
 
-def call_records(snap: Snapshot, function: str) -> list[CallRecord]:
-    """The calls of `function` in time order, each with its trace/compile/run split.
+def call_records(snap: Snapshot, function: FunctionKey) -> list[CallRecord]:
+    """The calls of `function` (a (name, function_id) key) in time order, each with its
+    trace/compile/run split.
 
     A call that compiled is the run of events from its memory-cache miss to its first run;
-    warm calls come from `RunEvent(first=False)` (or the compacted columns)."""
+    warm calls come from `RunEvent(first=False)` (or the compacted columns); a miss that
+    failed is no call."""
     calls: list[CallRecord] = []
     pending: CallRecord | None = None
+    label = snap.labels().get(function, function[0])
     for e in snap.events:
-        if e.function != function:
+        if key_of(e) != function:
             continue
         cls = e.__class__
+        if cls is events.CompileFailedEvent:
+            pending = None
+            continue
         if cls is events.CacheEvent:
             if e.level == "memory" and not e.hit:
-                pending = CallRecord(function, e.start, signature=e.signature)
+                pending = CallRecord(label, e.start, signature=e.signature)
             elif e.level == "disk" and e.hit and pending is not None:
                 pending.disk_hit = True
         elif cls is events.TraceEvent:
             if pending is None:  # collector started mid-call
-                pending = CallRecord(function, e.start, signature=e.signature)
+                pending = CallRecord(label, e.start, signature=e.signature)
             pending.trace += e.duration
         elif isinstance(e, COMPILE_EVENTS) and pending is not None:
             pending.compile += e.duration
@@ -149,9 +184,9 @@ def call_records(snap: Snapshot, function: str) -> list[CallRecord]:
                 calls.append(pending)
                 pending = None
             else:
-                calls.append(CallRecord(function, e.start, run=e.duration, first=e.first))
+                calls.append(CallRecord(label, e.start, run=e.duration, first=e.first))
     cols = snap.warm.get(function)
     if cols is not None:
-        calls.extend(CallRecord(function, s, run=d) for s, d in zip(cols.run_starts, cols.run_durations))
+        calls.extend(CallRecord(label, s, run=d) for s, d in zip(cols.run_starts, cols.run_durations))
         calls.sort(key=lambda c: c.start)
     return calls

@@ -56,7 +56,7 @@ def _check_leaf(got: Any, expected: Any, rtol: float | None, atol: float | None,
             _fail(path, f"{len(bad)} of {e.size} elements differ (exact {e.dtype} comparison); first at "
                         f"{first}: got {g[first]!r}, NumPy {e[first]!r}\ngot:\n{g}\nNumPy:\n{e}")
         return
-    dr, da = FLOAT_TOL[e.dtype]
+    dr, da = FLOAT_TOL[e.dtype.newbyteorder("=")]  # a byte-swapped result has the same tolerance
     rtol = dr if rtol is None else rtol
     atol = da if atol is None else atol
     g64, e64 = g.astype(np.float64), e.astype(np.float64)

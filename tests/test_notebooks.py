@@ -74,6 +74,11 @@ def test_quickstart(kernels_dir, tmp_path):
     assert "program layer(a: f32[512,256], b: f32[256,128], c: f32[128])" in text
     assert "kernels layer:" in text and "library k0_dot_general" in text
     assert "extension is already loaded" not in text  # the kernelspec loaded it; no %load_ext needed
+    # warm calls against NumPy: medians after a warm-up; the fused elementwise + reduction wins
+    timings = dict(re.findall(r"^(layer|row_loss)\s+jitkernel\s+[\d.]+ ms\s+NumPy\s+[\d.]+ ms\s+"
+                              r"NumPy / jitkernel\s+([\d.]+)$", text, re.M))
+    assert set(timings) == {"layer", "row_loss"}, text
+    assert float(timings["row_loss"]) > 1.0, text  # about 10x here: fusion saves four full passes
     table = [o for c in nb.cells if "jitkernel-profile" in c.metadata.get("tags", []) for o in c.outputs
              if "text/html" in o.get("data", {})]
     assert len(table) == 1 and ">layer</td>" in table[0]["data"]["text/html"]
@@ -102,6 +107,11 @@ def test_recompilation(kernels_dir, tmp_path):
     assert "before: x: float32[1000, 64]" in text
     assert re.search(_reason("cell_y_s", "x", "(1000,)", "(5000,)"), text, re.M), text
     assert "jit: power recompiled (n: static value 2 -> 3)" in text
+    # the edited `step` is profiled apart from the first one, not merged into it
+    profile = next(o["data"]["text/plain"] for o in nb.cells[-1].outputs if "text/html" in o.get("data", {}))
+    rows = {line.split("  ")[0]: line.split() for line in profile.splitlines() if line.startswith("step")}
+    assert set(rows) == {"step", "step (2)"}, profile
+    assert rows["step (2)"][2:5] == ["1", "0", "1"], profile  # calls, cache hits, compiles
     assert _count(nb, "image/png") == 1
 
 

@@ -102,7 +102,8 @@ def test_compaction_keeps_the_numbers():
     f(np.ones((6, 4), np.float32))
     c.stop()
     st_late = Report(c.snapshot(since=late))["_step"]
-    assert (st_late.calls, st_late.cache_hits, st_late.compiles) == (2, 1, 1)
+    # (6, 4) runs on the shape-generic code made at (5, 4): a reuse, not a compile
+    assert (st_late.calls, st_late.cache_hits, st_late.compiles, st_late.shape_generic) == (2, 1, 0, 1)
 
 
 def test_session_api_and_filters():
@@ -156,3 +157,251 @@ def test_plots_are_single_pngs():
     assert empty.plot("timeline")._repr_png_().startswith(b"\x89PNG")
     with pytest.raises(ValueError, match="unknown plot kind"):
         r.plot("pie")
+
+
+# -- issue 7 item 21: failed traces, same-named functions, plot readability ----------------------
+def _bad(x):
+    return np.zeros(x.shape[0] + x)  # a traced size: the trace fails
+
+
+def _report_of(*calls) -> "profiler.Report":
+    from profiler.report import Report
+    c = Collector()
+    c.start()
+    try:
+        for call in calls:
+            call()
+    finally:
+        c.stop()
+    return Report(c.snapshot())
+
+
+def _raises(f, *args):
+    def call():
+        with pytest.raises(Exception):
+            f(*args)
+    return call
+
+
+@pytest.mark.parametrize("backend", ["interpret", "cpu"])
+def test_a_failed_trace_is_not_a_compile(backend):
+    bad = jk.jit(_bad, backend=backend)
+    good = jk.jit(_step, backend=backend)
+    x = np.ones((3, 3), np.float32)
+    r = _report_of(_raises(bad, x), _raises(bad, x), lambda: good(x), lambda: good(x))
+    st = r["_bad"]
+    assert (st.calls, st.compiles, st.failed, st.cache_hits) == (0, 0, 2, 0)
+    assert [f.stage for f in st.failures] == ["trace", "trace"]
+    assert "TracerIntegerConversionError" in st.failures[0].error
+    assert (r["_step"].compiles, r["_step"].failed) == (1, 0)
+    assert r.calls("_bad") == []
+    text = str(r)
+    assert "0 (+2 failed)" in text and "failed compiles (not counted as compiles):" in text
+    assert "_bad: trace failed (x: float32[3, 3]): TracerIntegerConversionError" in text
+    assert "trace failed" in r._repr_html_()
+    assert [rec["details"]["stage"] for rec in r.records() if rec["phase"] == "failed"] == ["trace", "trace"]
+
+
+def test_a_failed_compile_after_a_good_one_counts_once():
+    def sometimes(x):
+        if x.shape[0] > 4:
+            raise ValueError("too big")
+        return x + 1
+    f = jk.jit(sometimes, backend="interpret")
+    r = _report_of(lambda: f(np.ones(3)), _raises(f, np.ones(8)), lambda: f(np.ones(3)))
+    st = r["sometimes"]
+    assert (st.calls, st.cache_hits, st.compiles, st.failed, st.recompiles) == (2, 1, 1, 1, 0)
+
+
+def _redefined_steps():
+    """Two different function objects named `step`, as a %%jit cell run twice defines."""
+    def step(x):
+        return np.tanh(x).sum()
+    first = jk.jit(step)
+
+    def step(x):  # noqa: F811 -- the point: same name, another function
+        return (np.tanh(x) * 2.0).sum()
+    return first, jk.jit(step)
+
+
+def test_a_redefined_function_is_profiled_apart():
+    first, second = _redefined_steps()
+    assert first.function_id != second.function_id
+    x = np.ones(16)
+    r = _report_of(lambda: first(x), lambda: first(x), lambda: second(x), lambda: second(np.ones(32)),
+                   lambda: first(x))
+    assert [st.function for st in r.functions] == ["step", "step (2)"]
+    old, new = r["step"], r["step (2)"]
+    assert (old.calls, old.compiles, old.cache_hits, old.recompiles) == (3, 1, 2, 0)
+    assert (new.calls, new.compiles, new.cache_hits, new.recompiles) == (2, 2, 0, 1)
+    assert r[first] is old and r[second] is new
+    # the backends' events (fuse, codegen, compile) carry no id: each is attributed to its call
+    assert old.kernels == new.kernels == 1 and old.compile > 0 and new.compile > 0
+    assert [c.first for c in r.calls(second)] == [True, True]
+    assert {rec["function"] for rec in r.records()} == {"step", "step (2)"}
+    assert "step (2): x: shape (16,) -> (32,)" in str(r)
+
+
+def test_report_of_a_function_object_excludes_its_namesakes(tmp_path):
+    first, second = _redefined_steps()
+    profiler.start()
+    profiler.reset()
+    first(np.ones(4))
+    second(np.ones(4))
+    second(np.ones(4))
+    only = profiler.report(second)
+    assert [(st.function, st.calls) for st in only.functions] == [("step", 2)]
+    both = profiler.report("step")
+    assert [st.function for st in both.functions] == ["step", "step (2)"]
+    names = {e["args"]["name"] for e in json.loads(both.to_chrome_trace(tmp_path / "t.json").read_text())["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert names == {"step", "step (2)"}
+
+
+def test_compaction_keeps_same_named_functions_apart():
+    first, second = _redefined_steps()
+    c = Collector(compact_every=8)
+    c.start()
+    x = np.ones(4)
+    for _ in range(30):
+        first(x)
+        second(x)
+    second(x)
+    c.stop()
+    from profiler.report import Report
+    r = Report(c.snapshot())
+    assert (r["step"].calls, r["step (2)"].calls) == (30, 31)
+    assert (r["step"].compiles, r["step (2)"].compiles) == (1, 1)
+
+
+def _timeline_texts(fig) -> list[str]:
+    return [t.get_text() for ax in fig.axes for t in ax.texts]
+
+
+def test_timeline_zooms_to_activity_and_keeps_every_reason():
+    import time
+    f = jk.jit(lambda x, n: x ** n, static_argnums=1, backend="interpret")
+    long_name = "x_with_a_rather_long_argument_name_for_the_reason_text"
+
+    def g(**kw):
+        return kw[long_name] * 2
+    gj = jk.jit(g, backend="interpret")
+
+    def calls():
+        for n in range(2, 6):
+            f(np.ones(4), n)
+        time.sleep(0.5)  # idle time in the middle of the profile
+        for m in (3, 4, 5):
+            gj(**{long_name: np.ones((m, 7, 2))})
+    r = _report_of(calls)
+    fig = r.plot("timeline")
+    texts = _timeline_texts(fig)
+    notes = next(t for t in texts if t.startswith("recompilations"))
+    for st in r.functions:
+        for _, reasons, _ in st.recompilations:
+            for reason in reasons:  # in full, wrapped but never cut
+                assert reason.replace(" ", "") in notes.replace("\n", "").replace(" ", "")
+    assert "..." not in notes
+    assert any(t.startswith("idle ") for t in texts)  # the 0.5 s gap is collapsed and marked
+    ax = fig.axes[0]
+    lo, hi = ax.get_xlim()
+    recs = [rec for rec in r.records() if rec["phase"] != "cache"]
+    busy = sum(rec["duration"] for rec in recs) * 1e3
+    assert hi - lo < busy * 3 + 10  # the axis spans the activity, not the 500 ms of idle time
+
+
+def test_plots_say_how_many_functions_are_hidden():
+    fns = []
+    for i in range(20):
+        ns = {"np": np}
+        exec(f"def fn_{i}(x):\n    return np.sin(x) + {i}", ns)
+        fns.append(jk.jit(ns[f"fn_{i}"], backend="cpu" if i < 8 else "interpret"))
+    r = _report_of(*[(lambda f=f: f(np.ones(3))) for f in fns])
+    from profiler import plots
+    timeline = r.plot("timeline")
+    rows = [t.get_text() for t in timeline.axes[0].get_yticklabels()]
+    assert len(rows) == plots.MAX_TIMELINE_ROWS
+    assert f"{20 - plots.MAX_TIMELINE_ROWS} more functions not shown" in timeline.axes[0].get_title(loc="left")
+    breakdown = r.plot("breakdown")
+    assert f"{20 - plots.MAX_FUNCTIONS} more functions not shown" in breakdown._suptitle.get_text()
+    fusion = r.plot("fusion")
+    assert f"{8 - plots.MAX_FUNCTIONS} more functions not shown" in fusion._suptitle.get_text()
+
+
+def test_fusion_plot_has_integer_op_counts():
+    f = jk.jit(lambda x: np.sin(x))  # one kernel of one op: matplotlib's default ticks are 0, 0.5, 1...
+    r = _report_of(lambda: f(np.ones(8)))
+    ax = r.plot("fusion").axes[0]
+    ax.figure.to_png()
+    ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+    assert ticks and all(float(t).is_integer() for t in ticks)
+
+
+def test_timeline_marks_a_failed_compile():
+    bad = jk.jit(_bad, backend="interpret")
+    r = _report_of(_raises(bad, np.ones(3)))
+    fig = r.plot("timeline")
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["_bad"]
+    assert any("trace failed, not counted as a compile" in t for t in _timeline_texts(fig))
+
+
+def _namesakes():
+    """Two function objects named `f` (as two runs of a %%jit cell make); `fail=True` makes the
+    trace raise, so that call is a failed compile every time."""
+    def f(x, fail):
+        if fail:
+            raise ValueError("the trace fails")
+        return x * 2.0
+    first = jk.jit(f, static_argnames="fail", backend="interpret")
+
+    def f(x, fail):  # noqa: F811
+        if fail:
+            raise ValueError("the trace fails")
+        return x + 1.0
+    return first, jk.jit(f, static_argnames="fail", backend="interpret")
+
+
+
+def test_profile_counts_follow_a_model_of_the_calls():
+    from hypothesis import given, settings
+    from hypothesis import strategies as hst
+
+    call = hst.tuples(hst.sampled_from([0, 1]), hst.sampled_from([2, 3]),
+                      hst.sampled_from([np.float32, np.float64]), hst.booleans())
+
+    @settings(max_examples=30, deadline=None, database=None, derandomize=True)
+    @given(hst.lists(call, min_size=1, max_size=14), hst.sampled_from([3, 7, 1000]))
+    def check(calls, compact_every):
+        fns = _namesakes()
+        model = [{"calls": 0, "failed": 0, "signatures": set()} for _ in fns]
+        order: list[int] = []
+        c = Collector(compact_every=compact_every)
+        c.start()
+        try:
+            for which, n, dtype, fail in calls:
+                if which not in order:
+                    order.append(which)
+                m = model[which]
+                if fail:
+                    with pytest.raises(ValueError):
+                        fns[which](np.ones(n, dtype), fail=True)
+                    m["failed"] += 1
+                else:
+                    fns[which](np.ones(n, dtype), fail=False)
+                    m["calls"] += 1
+                    m["signatures"].add((n, dtype))
+        finally:
+            c.stop()
+        from profiler.report import Report
+        r = Report(c.snapshot())
+        assert [st.function for st in r.functions] == ["f", "f (2)"][:len(order)]
+        for label, which in zip(["f", "f (2)"], order):
+            st, m = r[label], model[which]
+            assert r[fns[which]] is st
+            assert (st.calls, st.failed) == (m["calls"], m["failed"])
+            assert st.compiles + st.shape_generic == len(m["signatures"])
+            assert st.cache_hits == m["calls"] - len(m["signatures"])
+            assert len(r.calls(fns[which])) == m["calls"]
+            assert all(f.stage == "trace" for f in st.failures)
+
+    check()

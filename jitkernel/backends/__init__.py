@@ -1,10 +1,32 @@
 """Backends: each is a renderer plus a runtime behind `compile(program, name=, fastmath=)`,
-returning (executable, {stage: text thunk}). A backend never reaches back into tracing."""
+returning (executable, {stage: text thunk}). A backend never reaches back into tracing.
+
+Whether a backend can run is decided here, once, for every entry point: `jk.jit(backend=...)`,
+the first call of a function that uses `jk.config.default_backend`, and the notebook magics.
+An unknown name is a `ValueError` listing the backends; a known backend that this build or
+machine cannot run is a `jk.BackendUnavailableError` saying what is missing.
+
+>>> check_backend("cpu")
+>>> check_backend("tpu")
+Traceback (most recent call last):
+    ...
+ValueError: unknown backend 'tpu'; backends are 'cpu', 'interpret' and 'cuda' (not available in this build)
+"""
 from __future__ import annotations
 
+import importlib.util
+import os
+import shutil
 from typing import Any, Protocol
 
+from ..errors import BackendUnavailableError
 from ..ir import Program
+
+AVAILABLE = ("cpu", "interpret")
+# Known names without an implementation in this build ("gpu" is an alias of "cuda").
+UNAVAILABLE = {"cuda": "cuda", "gpu": "cuda"}
+# Backends whose compiled kernels can become shape-generic (docs/recompilation.md).
+SHAPE_GENERIC = ("cpu",)
 
 
 class Backend(Protocol):
@@ -14,13 +36,57 @@ class Backend(Protocol):
                 previous: Any = None) -> tuple[Any, dict]: ...
 
 
+def check_backend_name(name: Any) -> None:
+    """ValueError unless `name` is a backend jitkernel knows (available or not)."""
+    if not isinstance(name, str) or (name not in AVAILABLE and name not in UNAVAILABLE):
+        raise ValueError(f"unknown backend {name!r}; backends are 'cpu', 'interpret' and 'cuda' "
+                         "(not available in this build)")
+
+
+def _cuda_environment() -> str:
+    """What this machine has of a CUDA setup, for the error message (cheap checks only)."""
+    gpu = "found" if any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/nvidia0")) else "not found"
+    nvcc = shutil.which("nvcc")
+    pycuda = importlib.util.find_spec("pycuda") is not None
+    return (f"NVIDIA GPU device {gpu}, nvcc {'at ' + nvcc if nvcc else 'not on PATH'}, "
+            f"pycuda {'installed' if pycuda else 'not installed'}")
+
+
+def check_backend(name: Any) -> None:
+    """Raise unless `name` is a backend that can run here: ValueError for an unknown name,
+    `BackendUnavailableError` for a known one this build or machine lacks."""
+    check_backend_name(name)
+    if name in UNAVAILABLE:
+        raise BackendUnavailableError(
+            f"backend {name!r} is not available: this build of jitkernel has no CUDA backend yet "
+            f"(on this machine: {_cuda_environment()}); use backend='cpu' (LLVM, the default) or "
+            "backend='interpret'")
+
+
+class _SizeProbe:
+    """Stands in for an earlier compiled entry when a new compile looks for its size-dependent
+    constants: the kernel program of the same function traced at other sizes (see
+    `Jitted._dynamic_base`). The CPU backend compares `previous.executable.kp` only."""
+
+    def __init__(self, kp: Any) -> None:
+        self.executable = self
+        self.kp = kp
+
+
+def size_probe(program: Program, backend: str) -> Any:
+    """A `_SizeProbe` for `program` (optimised and fused, no code generation, no events), or
+    None for a backend without shape-generic kernels."""
+    if backend not in SHAPE_GENERIC:
+        return None
+    from ..fusion import schedule
+    from ..passes import optimize
+    return _SizeProbe(schedule(optimize(program)))
+
+
 def get_backend(name: str) -> Backend:
+    check_backend(name)
     if name == "interpret":
         from .interpret import InterpretBackend
         return InterpretBackend()
-    if name == "cpu":
-        from .cpu import CpuBackend
-        return CpuBackend()
-    if name in ("cuda", "gpu"):
-        raise ValueError("the CUDA backend is not available in this build yet; use backend='cpu' or 'interpret'")
-    raise ValueError(f"unknown backend {name!r}; backends are 'cpu' and 'interpret'")
+    from .cpu import CpuBackend
+    return CpuBackend()

@@ -188,6 +188,27 @@ class Store:
     value: Node
     reduce: str | None = None  # sum|prod|max|min|and|or|argmax|argmin
     reduce_index: Aff | None = None
+    # NumPy's block of a register reduction: the number of trailing elements of the reduced
+    # loops (flattened in C order) that one call of NumPy's inner loop reduces, i.e. the
+    # product of the trailing run of reduced axes. NumPy reduces each block alone (pairwise
+    # for float sums) and combines blocks in order; renderers follow that order (None: any).
+    # "tree": the combine of power-of-two chunk partials of one pairwise sum (a balanced tree).
+    block: Any = None
+
+    def with_value(self, value: Node, offset: Aff | None = None, reduce_index: Any = "same") -> "Store":
+        """This store with another value (and index maps), every other field kept."""
+        return Store(self.buffer, self.offset if offset is None else offset, value, self.reduce,
+                     self.reduce_index if reduce_index == "same" else reduce_index, self.block)
+
+
+def follows_numpy_blocks(st: Store) -> bool:
+    """Does this register reduction's result depend on NumPy's order (Store.block)? Float sums
+    (pairwise within a block, blocks added in order) and float16 products (accumulated in
+    float32 within a block, rounded to float16 between blocks) do; integer and bool
+    reductions, max/min and float32/float64 products (sequential) do not."""
+    dt = st.value.dtype
+    return (st.block is not None and dt.kind == "f"
+            and (st.reduce == "sum" or (st.reduce == "prod" and dt.itemsize == 2)))
 
 
 @dataclass
@@ -233,8 +254,8 @@ def map_affs_by_buffer(kernel: Kernel, f) -> Kernel:
         return nd
 
     new = rebuild([s.value for s in kernel.stores], leaf)
-    stores = [Store(s.buffer, f(s.buffer, s.offset), new[id(s.value)], s.reduce,
-                    f(None, s.reduce_index) if s.reduce_index is not None else None) for s in kernel.stores]
+    stores = [s.with_value(new[id(s.value)], f(s.buffer, s.offset),
+                           f(None, s.reduce_index) if s.reduce_index is not None else None) for s in kernel.stores]
     return Kernel(kernel.name, kernel.domain, kernel.n_reduce, stores, kernel.graph_ops)
 
 

@@ -107,10 +107,11 @@ class _Walker:
         memo: dict = {}
         stores = []
         for st in k.stores:
-            self.s("store", st.buffer, st.reduce, st.reduce_index is not None)
+            self.s("store", st.buffer, st.reduce, st.reduce_index is not None, block_kind(st.block, k))
             offset = self.aff(st.offset)
             red = self.aff(st.reduce_index) if st.reduce_index is not None else None
-            stores.append(Store(st.buffer, offset, self.node(st.value, memo), st.reduce, red))
+            block = self.c(st.block) if isinstance(st.block, (int, Param)) else st.block
+            stores.append(Store(st.buffer, offset, self.node(st.value, memo), st.reduce, red, block))
         return Kernel(k.name, domain, k.n_reduce, stores, k.graph_ops)
 
     def program(self, kp: KernelProgram) -> KernelProgram:
@@ -138,6 +139,20 @@ class _Walker:
         out = KernelProgram(kp.name, buffers, list(kp.inputs), list(kp.consts), list(kp.outputs), steps)
         out.fusion_record = kp.fusion_record
         return out
+
+
+def _value(v: Any) -> Any:
+    return v.value if isinstance(v, Param) else v
+
+
+def block_kind(block: Any, k: Kernel) -> Any:
+    """Structure of a reduction's NumPy block relative to its loops (the renderer's choice of
+    loop structure depends on it, so programs sharing machine code must agree on it)."""
+    if not isinstance(block, (int, Param)) or k.n_reduce == 0:
+        return block
+    last = _value(k.domain[-1])
+    b = _value(block)
+    return "in-last-loop" if b > 0 and last % b == 0 else ("empty" if b == 0 else "general")
 
 
 def constants(kp: KernelProgram) -> tuple[tuple, list]:

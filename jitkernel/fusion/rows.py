@@ -10,13 +10,15 @@ from an earlier phase of the group belongs to the same row (checked on the index
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..ir.types import AType
 from . import index as ix
 from .index import Aff
 from . import split
+from .kernel_ir import (Buffer, Kernel, KernelProgram, LibraryCall, Load, RowKernel, Store, follows_numpy_blocks,
+                        map_affs_by_buffer, rebuild)
 from .split import kernel_computes
-from .kernel_ir import (Buffer, Kernel, KernelProgram, LibraryCall, Load, RowKernel, Store, map_affs_by_buffer,
-                        rebuild)
 
 # Stack bytes all scratch rows of one row kernel may take (threads have 8 MiB stacks here; rows
 # this small also stay in L2).
@@ -165,6 +167,9 @@ def merge_siblings(kp: KernelProgram) -> KernelProgram:
             merged.append(step)
             continue
         group = prev if isinstance(prev, _Group) else _Group(prev)
+        if not group.same_blocks(step):
+            merged.append(step)
+            continue
         loads = step.loads()
         if not (set(loads) & group.written) and (
                 step.n_reduce == group.n_reduce or _elementwise(step) or group.elementwise):
@@ -190,9 +195,15 @@ class _Group:
         self.values: dict[int, object] = {}  # non-reduce stores: buffer -> value (the last one)
         self.offsets: dict[int, Aff] = {}
         self.reduced: set[int] = set()
+        self.blocks: set[str] = set()  # NumPy block structures its reductions follow
         self.ops: dict[str, None] = {}
         self.elementwise = True
         self.add(first.stores, first)
+
+    def same_blocks(self, step: Kernel) -> bool:
+        """One loop nest follows one NumPy block structure (Store.block): reductions whose
+        order depends on it may share a loop only when their blocks agree."""
+        return len(self.blocks | {repr(s.block) for s in step.stores if follows_numpy_blocks(s)}) <= 1
 
     def add(self, stores: list[Store], kernel: Kernel, name: str | None = None) -> None:
         self.stores.extend(stores)
@@ -202,6 +213,8 @@ class _Group:
                 self.reduced.add(st.buffer)
             else:
                 self.values[st.buffer], self.offsets[st.buffer] = st.value, st.offset
+            if follows_numpy_blocks(st):
+                self.blocks.add(repr(st.block))
         self.ops.update(dict.fromkeys(kernel.graph_ops))
         self.n_reduce = max(self.n_reduce, kernel.n_reduce)
         self.elementwise = self.elementwise and _elementwise(kernel)
@@ -274,18 +287,43 @@ def _absorbed_stores(prev: _Group, step: Kernel) -> list[Store]:
         return values[nd.buffer] if isinstance(nd, Load) and nd.buffer in values else nd
 
     new = rebuild([s.value for s in step.stores], leaf)
-    return [Store(s.buffer, s.offset, new[id(s.value)], s.reduce, s.reduce_index) for s in step.stores]
+    return [s.with_value(new[id(s.value)]) for s in step.stores]
 
 
 SPLIT_MIN_ELEMENTS = 1 << 20
+PAIRWISE_LEAF = 128  # NumPy's PW_BLOCKSIZE
 SPLIT_PARTS = (64, 32, 16, 8)
+
+
+def _split_parts(step: Kernel) -> int | None:
+    """How many chunk partials a whole-array reduction may be split into without leaving
+    NumPy's order: integer, bool and max/min reductions split anywhere; a float sum only where
+    NumPy's pairwise recursion itself halves exactly down to the chunks (a power-of-two count
+    of chunks that are multiples of 8 and longer than a pairwise leaf), so the partials combine
+    as a balanced tree; float products (sequential in NumPy) and float16 sums never."""
+    n = step.domain[0]
+    for parts in SPLIT_PARTS:
+        if n % parts:
+            continue
+        chunk = n // parts
+        ok = True
+        for s in step.stores:
+            dt = s.value.dtype
+            if s.reduce == "prod" and dt.kind == "f" or (s.reduce == "sum" and dt == np.float16):
+                return None
+            if follows_numpy_blocks(s) and not (s.block == n and chunk % 8 == 0 and chunk > PAIRWISE_LEAF):
+                ok = False
+        if ok:
+            return parts
+    return None
 
 
 def split_full_reductions(kp: KernelProgram) -> KernelProgram:
     """A reduction of a whole large array (no kept loop) cannot be split across threads as it
     is: reduce it in two stages instead, `parts` partial results over contiguous chunks (a
     kernel whose outer loop is kept, hence splittable), then the partials. Only when a chunk
-    count divides the length (no ragged tail); argmax/argmin keep their single pass."""
+    count divides the length (no ragged tail) and NumPy's order allows it (_split_parts);
+    argmax/argmin keep their single pass."""
     steps: list = []
     for step in kp.steps:
         if not (isinstance(step, Kernel) and len(step.domain) == 1 and step.n_reduce == 1
@@ -295,7 +333,7 @@ def split_full_reductions(kp: KernelProgram) -> KernelProgram:
             steps.append(step)
             continue
         n = step.domain[0]
-        parts = next((p for p in SPLIT_PARTS if n % p == 0), None)
+        parts = _split_parts(step)
         if parts is None:
             steps.append(step)
             continue
@@ -312,8 +350,10 @@ def split_full_reductions(kp: KernelProgram) -> KernelProgram:
             bid, next_id = next_id, next_id + 1
             dt = st.value.dtype
             kp.buffers[bid] = Buffer(bid, (parts,), dt, "temp")
-            partial_stores.append(Store(bid, ix.var(0), st.value, st.reduce))
-            final_stores.append(Store(st.buffer, st.offset, Load(bid, ix.var(0), dt), st.reduce))
+            pairwise = follows_numpy_blocks(st)
+            partial_stores.append(Store(bid, ix.var(0), st.value, st.reduce, block=chunk if pairwise else None))
+            final_stores.append(Store(st.buffer, st.offset, Load(bid, ix.var(0), dt), st.reduce,
+                                      block="tree" if pairwise else None))
         steps.append(Kernel(f"{step.name}_partials", (parts, chunk), 1, partial_stores, step.graph_ops))
         steps.append(Kernel(f"{step.name}_combine", (parts,), 1, final_stores, []))
     kp.steps = steps

@@ -315,8 +315,9 @@ class _Scheduler:
             value = self.expr(x, tuple(index), domain, {}, ops)
             offset = ix.linearize([ix.var(k) for k in range(len(kept))], v.aval.shape)
             red_index = ix.var(len(kept)) if op in ("argmax", "argmin") else None
+            block = _numpy_block(x.aval.shape, axes)
             return [self._kernel(f"k{n}_{eqn.prim}", domain, len(axes),
-                                 [Store(out, offset, value, op, red_index)], ops)]
+                                 [Store(out, offset, value, op, red_index, block)], ops)]
         if eqn.prim == "concatenate":
             axis = eqn.params["axis"]
             steps, start = [], 0
@@ -334,6 +335,16 @@ class _Scheduler:
         index = tuple(ix.var(d) for d in range(len(shape)))
         value = self.expr(v, index, shape, {}, ops, expand=True)  # v's own buffer is the destination
         return [self._kernel(f"k{n}_{eqn.prim}", shape, 0, [Store(out, ix.linearize(index, shape), value)], ops)]
+
+
+def _numpy_block(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
+    """Elements NumPy's reduction reduces per inner-loop call on a C-contiguous operand: its
+    iterator coalesces the trailing run of reduced axes into the inner loop (Store.block)."""
+    block, d = 1, len(shape) - 1
+    while d in axes:
+        block *= shape[d]
+        d -= 1
+    return block
 
 
 # -- loop-nest simplification ------------------------------------------------------------

@@ -82,7 +82,6 @@ def _split(kp: KernelProgram, kernel: Kernel, cap: int, next_id: list[int]) -> l
             stores = [Store(temp[id(nd)], offset, built[id(nd)]) for nd in members if id(nd) in temp]
             out.append(Kernel(f"{kernel.name}_part{p}", kernel.domain, 0, stores, []))
         else:
-            stores = [Store(s.buffer, s.offset, arg(s.value, p, built), s.reduce, s.reduce_index)
-                      for s in kernel.stores]
+            stores = [s.with_value(arg(s.value, p, built)) for s in kernel.stores]
             out.append(Kernel(kernel.name, kernel.domain, kernel.n_reduce, stores, kernel.graph_ops))
     return out

@@ -98,10 +98,8 @@ def broadcast_to_shape(ctx: TraceContext, t: Tracer, shape: tuple[int, ...]) -> 
             s not in (1, d) for s, d in zip(t.shape[::-1], shape[::-1])):
         raise ValueError(f"operands could not be broadcast together with remapped shapes [original->remapped]: {t.shape} and requested shape {shape}")
     offset = len(shape) - len(t.shape)
-    out = ctx.bind1("broadcast_in_dim", t, shape=shape,
-                    broadcast_dimensions=tuple(range(offset, len(shape))))
-    out.weak = t.weak
-    return out
+    return ctx.bind1("broadcast_in_dim", t, shape=shape,
+                     broadcast_dimensions=tuple(range(offset, len(shape))))
 
 
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:

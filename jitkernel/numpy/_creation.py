@@ -52,13 +52,23 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subo
     return np.full_like(a, fill_value, dtype=dtype, shape=shape) if r is None else r
 
 
+def _new_array(t: Tracer) -> Tracer:
+    """A fresh ndarray with t's values: strong (NEP 50), 0-d arrays stay arrays, no shared memory."""
+    out = Tracer(t._ctx, t.ir_var)
+    out.scalar = False
+    return out
+
+
 def asarray(a: Any, dtype: Any = None, order: Any = None, **kw: Any) -> Any:
-    """numpy.asarray: a traced array stays traced; a list holding traced values is stacked."""
+    """numpy.asarray: a traced array stays traced (the same array when no conversion is
+    needed); a list holding traced values is stacked; a scalar becomes a strong 0-d array."""
     ctx = context_of(a)
     if ctx is None:
         return np.asarray(a, dtype=dtype)
     if isinstance(a, Tracer):
-        return a if dtype is None else lift(ctx, a, check_dtype(dtype))
+        if dtype is not None and check_dtype(dtype) != a.dtype:
+            return _new_array(lift(ctx, a, check_dtype(dtype)))
+        return a if a.weak is None and not (a.ndim == 0 and a.scalar) else _new_array(a)
     if isinstance(a, (list, tuple)):
         out = stack([asarray(x) for x in a])
         return out if dtype is None else lift(ctx, out, check_dtype(dtype))
@@ -66,9 +76,14 @@ def asarray(a: Any, dtype: Any = None, order: Any = None, **kw: Any) -> Any:
 
 
 def array(a: Any, dtype: Any = None, copy: Any = True, **kw: Any) -> Any:
-    """numpy.array (see asarray)."""
-    return asarray(a, dtype=dtype)
+    """numpy.array: a new array (a copy unless copy=False allows sharing)."""
+    out = asarray(a, dtype=dtype)
+    if isinstance(out, Tracer) and out is a and copy is not False:
+        return _new_array(out)
+    return out
 
 
 def copy(a: Any, **kw: Any) -> Any:
-    return asarray(a)
+    """numpy.copy: a new array."""
+    out = asarray(a)
+    return _new_array(out) if isinstance(out, Tracer) and out is a else out

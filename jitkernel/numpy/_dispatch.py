@@ -42,6 +42,14 @@ def apply_function_protocol(func: Any, args: tuple, kwargs: dict) -> Any:
 def apply_ufunc_protocol(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
     from .. import numpy as jnp
     name = ufunc.__name__
+    if method == "__call__" and "out" in kwargs:
+        from ..trace import inplace
+        stem = inplace.concrete_inplace_stem(ufunc, inputs, kwargs)
+        if stem is not None:
+            # `a OP= traced` on a NumPy array `a`: ndarray.__iadd__ calls us with out=(a,).
+            refs = inplace._refs_of_out(inputs, kwargs)
+            from ._core import context_of
+            return inplace.concrete_augmented_assign(context_of(*inputs), stem, inputs, refs)
     if method == "__call__":
         fn = getattr(jnp, name, None)
         if fn is None:

@@ -73,5 +73,11 @@ def getitem(t: Tracer, index: Any) -> Tracer:
     out = t
     if tuple(sizes) != t.shape or any(s != 0 for s in starts) or any(s != 1 for s in steps):
         out = ctx.bind1("slice", lift(ctx, t), starts=tuple(starts), steps=tuple(steps), shape=tuple(sizes))
-        out.weak = t.weak
-    return reshape(out, tuple(final_shape))
+    out = reshape(out, tuple(final_shape))
+    if out is t:
+        from ._shape import _view_of
+        out = _view_of(t)  # x[...], x[:]: a new view
+    if all(isinstance(ix, (int, np.integer)) for ix in index) and len(index) == t.ndim:
+        # An integer for every axis gives a NumPy scalar: a copy, not a view.
+        out = Tracer(ctx, out.ir_var)
+    return out

@@ -45,9 +45,16 @@ def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None
     t = lift(ctx, a)
     new = _resolve_shape(shape, t.size)
     if new == t.shape:
-        return t
-    out = ctx.bind1("reshape", t, new_shape=new)
-    out.weak = t.weak
+        return t if t.weak is None and not (t.ndim == 0 and t.scalar) else _view_of(t)
+    return ctx.bind1("reshape", t, new_shape=new)
+
+
+def _view_of(t: Any) -> Any:
+    """A new Tracer that is a view of t (NumPy's reshape/transpose to the same shape return a
+    new view object; of a Python or NumPy scalar, a strong 0-d array)."""
+    from ..trace.tracer import Tracer
+    out = Tracer(t._ctx, t.ir_var)
+    out.share_memory_with(t)
     return out
 
 
@@ -72,7 +79,7 @@ def transpose(a: Any, axes: Any = None) -> Any:
         if len(perm) != t.ndim or len(set(perm)) != t.ndim:
             raise ValueError("axes don't match array")
     if perm == tuple(range(t.ndim)):
-        return t
+        return t if t.weak is None and not (t.ndim == 0 and t.scalar) else _view_of(t)
     return ctx.bind1("transpose", t, permutation=perm)
 
 
@@ -237,6 +244,10 @@ def astype(x: Any, dtype: Any, copy: bool = True) -> Any:
         return np.asarray(x).astype(dtype)
     dt = check_dtype(dtype, "astype")
     t = lift(ctx, x)
-    if t.dtype == dt and t.weak is None:
-        return t
+    if t.dtype == dt:
+        # astype makes a new array even to the same dtype (native byte order, strong): an
+        # identity convert, removed by simplify after the byte-order analysis.
+        out = ctx.bind1("convert", t, dtype=dt)
+        out.scalar = t.scalar
+        return out
     return lift(ctx, t, dt)

@@ -11,7 +11,6 @@ from ..trace.tracer import Tracer
 from ._core import (WEAK_DEFAULT, broadcast_shapes, broadcast_to_shape, context_of, dtype_key,
                     lift, result_type, shape_of, weak_type)
 
-_PY_TYPE_OF_KIND = {"b": bool, "i": int, "u": int, "f": float}
 
 
 def apply_ufunc(ufunc: np.ufunc, *args: Any) -> Any:
@@ -21,20 +20,23 @@ def apply_ufunc(ufunc: np.ufunc, *args: Any) -> Any:
     if ctx is None:
         return ufunc(*args)
     keys = [dtype_key(a) for a in args]
-    all_weak = all(isinstance(k, type) for k in keys)
-    if all_weak:
+    if all(isinstance(k, type) for k in keys):
         keys = [WEAK_DEFAULT[k] for k in keys]
     in_dts, out_dts = ufunc_loop(ufunc, keys)
     shape = broadcast_shapes(*[shape_of(a) for a in args])
     if ufunc.__name__ in _COMPARE_OUT_OF_RANGE:
+        _check_bool_compare(args, keys)
         const = _compare_out_of_range(ufunc.__name__, args, in_dts)
         if const is not None:
             return broadcast_to_shape(ctx, ctx.const(np.asarray(const)), shape)
+        by_value = _compare_integers_by_value(ctx, ufunc.__name__, args, in_dts, shape)
+        if by_value is not None:
+            return by_value
     ins = [broadcast_to_shape(ctx, lift(ctx, a, dt), shape) for a, dt in zip(args, in_dts)]
+    # The result of a NumPy function is a strong array even when every operand was a Python
+    # scalar (NEP 50): np.add(1, 2) is an int64. Tracer operators on Python scalars mark their
+    # results weak themselves (trace/tracer.py).
     outs = ctx.bind(ufunc.__name__, ins)
-    if all_weak:
-        for o in outs:
-            o.weak = _PY_TYPE_OF_KIND[o.dtype.kind]
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
@@ -43,6 +45,18 @@ _COMPARE_OUT_OF_RANGE = {"equal": (False, False), "not_equal": (True, True), "le
                          "less_equal": (True, False), "greater": (False, True), "greater_equal": (False, True)}
 _SWAPPED = {"equal": "equal", "not_equal": "not_equal", "less": "greater", "less_equal": "greater_equal",
             "greater": "less", "greater_equal": "less_equal"}
+
+
+def _check_bool_compare(args: tuple, keys: list) -> None:
+    """A bool array compared with a Python int: NumPy compares by value only for integer arrays;
+    with a bool array it converts the int to a C long, and one outside int64 raises."""
+    if not any(isinstance(k, np.dtype) and k == np.bool_ for k in keys):
+        return
+    if any(isinstance(k, np.dtype) and k.kind in "iuf" for k in keys):
+        return
+    for a in args:
+        if weak_type(a) is int and not isinstance(a, Tracer) and not -2**63 <= a < 2**63:
+            raise OverflowError("Python int too large to convert to C long")
 
 
 def _compare_out_of_range(name: str, args: tuple, in_dts: tuple) -> bool | None:
@@ -58,6 +72,47 @@ def _compare_out_of_range(name: str, args: tuple, in_dts: tuple) -> bool | None:
             above, below = _COMPARE_OUT_OF_RANGE[op]
             return above if a > info.max else below
     return None
+
+
+# "s OP u" for a negative signed s and any unsigned u (s is smaller than every u).
+_NEGATIVE_LEFT = {"equal": False, "not_equal": True, "less": True, "less_equal": True,
+                  "greater": False, "greater_equal": False}
+_INT64, _UINT64 = np.dtype(np.int64), np.dtype(np.uint64)
+
+
+def _compare_integers_by_value(ctx: Any, name: str, args: tuple, in_dts: tuple,
+                               shape: tuple[int, ...]) -> Tracer | None:
+    """NumPy compares integers by value, whatever their signedness: uint64 against a signed
+    type has its own loop (no common dtype holds both ranges), and a Python int compares by
+    value even outside the array's range (`int8_array < 1000` is all True). Casting both to
+    one type would wrap, so such comparisons are traced as a sign test plus a comparison of
+    the same width; every backend inherits it. None: the ordinary loop is exact."""
+    if not all(dt.kind in "iu" for dt in in_dts):
+        return None
+    # A traced Python int is an int64 at run time (arguments of 2**63 or more are rejected):
+    # compare its value, never a cast of it to the other operand's dtype.
+    dts = [_INT64 if weak_type(a) is int and isinstance(a, Tracer) else dt for a, dt in zip(args, in_dts)]
+    if dts == list(in_dts) and in_dts[0] == in_dts[1]:
+        return None
+    unsigned64 = [dt == _UINT64 for dt in dts]
+    if not any(unsigned64) or all(unsigned64):
+        # Both ranges fit in int64 (or both are uint64): compare there.
+        common = _UINT64 if all(unsigned64) else _INT64
+        ins = [broadcast_to_shape(ctx, lift(ctx, a, common), shape) for a in args]
+        return ctx.bind1(name, *ins)
+    u = 0 if unsigned64[0] else 1
+    s = 1 - u
+    signed = broadcast_to_shape(ctx, lift(ctx, args[s], _INT64), shape)
+    unsigned = broadcast_to_shape(ctx, lift(ctx, args[u], _UINT64), shape)
+    pair = [None, None]
+    pair[u], pair[s] = unsigned, ctx.bind1("convert", signed, dtype=_UINT64)
+    same_width = ctx.bind1(name, *pair)
+    negative = ctx.bind1("less", signed, broadcast_to_shape(ctx, ctx.const(np.asarray(0, _INT64)), shape))
+    # With the signed operand negative the answer is known: it is smaller than any uint64.
+    when_negative = _NEGATIVE_LEFT[name if s == 0 else _SWAPPED[name]]
+    if when_negative:
+        return ctx.bind1("logical_or", negative, same_width)
+    return ctx.bind1("logical_and", ctx.bind1("logical_not", negative), same_width)
 
 
 def _make(name: str):
@@ -81,7 +136,8 @@ def positive(x: Any) -> Any:
     if ctx is None:
         return np.positive(x)
     in_dts, _ = ufunc_loop(np.positive, [dtype_key(x) if not isinstance(dtype_key(x), type) else WEAK_DEFAULT[dtype_key(x)]])
-    return lift(ctx, x, in_dts[0])
+    t = lift(ctx, x, in_dts[0])
+    return _fresh(t) if isinstance(x, Tracer) and t.ir_var is x.ir_var else t
 
 
 def where(condition: Any, x: Any = None, y: Any = None) -> Any:
@@ -99,15 +155,17 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     a = broadcast_to_shape(ctx, lift(ctx, _where_operand(x, dt), dt), shape)
     b = broadcast_to_shape(ctx, lift(ctx, _where_operand(y, dt), dt), shape)
     out = ctx.bind1("select", c, a, b)
-    if weak_type(x) is not None and weak_type(y) is not None:
-        out.weak = _PY_TYPE_OF_KIND[dt.kind]
+    out.scalar = False  # numpy.where returns an ndarray, 0-d included; never weak (NEP 50)
     return out
 
 
 def _where_operand(x: Any, dt: np.dtype) -> Any:
     """numpy.where converts a Python int operand to the result dtype unsafely (where(c, u8, -1)
-    holds 255), where a ufunc would raise OverflowError: cast it here as NumPy does."""
-    if weak_type(x) is int and not isinstance(x, Tracer) and dt.kind in "iu":
+    holds 255), where a ufunc would raise OverflowError: cast it here as NumPy does (a traced
+    Python int argument too: a wrapping convert, no range check)."""
+    if weak_type(x) is int and dt.kind in "iu":
+        if isinstance(x, Tracer):
+            return x if x.dtype == dt else x._ctx.bind1("convert", x, dtype=dt)
         return np.asarray(x, dtype=np.int64).astype(dt)
     return x
 
@@ -115,12 +173,20 @@ def _where_operand(x: Any, dt: np.dtype) -> Any:
 def _clip_bound(a: Any, bound: Any, is_min: bool) -> Any:
     """NumPy 2's clip drops a Python int bound outside an integer array's range when it cannot
     clip anything (a min below the dtype's min, a max above its max); others raise as usual."""
-    if bound is None or weak_type(bound) is not int or isinstance(bound, Tracer):
+    if bound is None or weak_type(bound) is not int:
         return bound
     dt = dtype_key(a)
     if isinstance(dt, type) or dt.kind not in "iu":
         return bound
     info = np.iinfo(dt)
+    if isinstance(bound, Tracer):
+        # A traced Python int argument: the same rule at run time. Clamp it to the dtype's
+        # range on the side where it cannot clip, and range-check only the other side.
+        bound._ctx.weak_int_cast(bound.ir_var, dt, check_below=not is_min, check_above=is_min)
+        limit = int(info.min if is_min else info.max)
+        if not -(1 << 63) <= limit < (1 << 63):
+            return bound  # an int64 value never passes uint64's maximum
+        return apply_ufunc(np.maximum if is_min else np.minimum, bound, limit)
     return None if (bound < info.min if is_min else bound > info.max) else bound
 
 
@@ -128,22 +194,29 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs
     """numpy.clip: maximum then minimum, NaN propagating, with NumPy's result dtype."""
     ctx = context_of(a, a_min, a_max)
     if ctx is None:
-        return np.clip(a, a_min, a_max)
+        return np.clip(a, a_min, a_max, **kwargs)
     if out is not None:
         from ..errors import UnsupportedOperationError
         raise UnsupportedOperationError("numpy.clip: out= is not supported inside jit")
     lo = kwargs.pop("min", a_min)
     hi = kwargs.pop("max", a_max)
-    if lo is None and hi is None:
-        raise ValueError("One of max or min must be given")
     lo, hi = _clip_bound(a, lo, True), _clip_bound(a, hi, False)
     t = lift(ctx, a)
     result = lift(ctx, t, t.dtype)  # numpy.clip takes asanyarray(a): `a` is never a weak scalar
+    if lo is None and hi is None:
+        # NumPy 2.1+ returns a copy of `a` when neither bound is given (np.clip(x), clip(x, None, None)).
+        return _fresh(result)
     if lo is not None:
         result = apply_ufunc(np.maximum, result, lo)
     if hi is not None:
         result = apply_ufunc(np.minimum, result, hi)
     return result
+
+
+def _fresh(t: Tracer) -> Tracer:
+    """A new array computed from t (what a ufunc returns: native byte order, no shared memory,
+    strong): an identity convert, which simplify removes after the byte-order analysis."""
+    return t._ctx.bind1("convert", t, dtype=t.dtype)
 
 
 def round(a: Any, decimals: int = 0, out: Any = None) -> Any:  # noqa: A001 - mirrors numpy.round

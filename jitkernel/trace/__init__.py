@@ -7,8 +7,9 @@ import numpy as np
 
 from ..ir import AType, Program, Var
 from ..tree import TreeDef, tree_flatten
-from .context import TraceContext, current_context
-from .tracer import Tracer
+from .context import TraceContext, current_context, user_line_warnings
+from . import random_guard
+from .tracer import Tracer, conversion_error
 
 __all__ = ["TraceContext", "Tracer", "current_context", "trace_program"]
 
@@ -18,21 +19,33 @@ def trace_program(fun: Callable[..., Any], name: str,
                   build_args: Callable[[list[Tracer]], tuple[tuple, dict]]) -> tuple[Program, TreeDef]:
     """Trace `fun(*args, **kwargs)` where `build_args` places one Tracer per spec into the
     argument pytrees (static arguments are already there). Returns (program, output tree)."""
-    with TraceContext(name) as ctx:
-        tracers = [ctx.new_input(aval, weak) for aval, weak in in_specs]
-        args, kwargs = build_args(tracers)
-        result = fun(*args, **kwargs)
-        leaves, out_tree = tree_flatten(result)
-        outvars: list[Var] = []
-        for leaf in leaves:
-            if isinstance(leaf, Tracer) and leaf._ctx is ctx:
-                outvars.append(leaf.ir_var)
-            elif isinstance(leaf, Tracer):
-                from ..errors import UnsupportedOperationError
-                raise UnsupportedOperationError(f"{name}: returned a value traced by another function")
-            else:
-                try:
-                    outvars.append(ctx.const(np.asarray(leaf)).ir_var)
-                except (TypeError, ValueError) as e:
-                    raise TypeError(f"{name}: output of type {type(leaf).__name__} is not an array: {e}") from None
+    watch = random_guard.RandomStateWatch(fun)
+    random_guard.install()
+    try:
+        with TraceContext(name) as ctx, user_line_warnings():
+            tracers = [ctx.new_input(aval, weak) for aval, weak in in_specs]
+            args, kwargs = build_args(tracers)
+            try:
+                result = fun(*args, **kwargs)
+            except (ValueError, TypeError) as e:
+                real = conversion_error(ctx, e)
+                if real is None:
+                    raise
+                raise real.with_traceback(e.__traceback__) from None
+            leaves, out_tree = tree_flatten(result)
+            outvars: list[Var] = []
+            for leaf in leaves:
+                if isinstance(leaf, Tracer) and leaf._ctx is ctx:
+                    outvars.append(leaf.ir_var)
+                elif isinstance(leaf, Tracer):
+                    from ..errors import UnsupportedOperationError
+                    raise UnsupportedOperationError(f"{name}: returned a value traced by another function")
+                else:
+                    try:
+                        outvars.append(ctx.const(leaf if isinstance(leaf, np.ndarray) else np.asarray(leaf)).ir_var)
+                    except (TypeError, ValueError) as e:
+                        raise TypeError(f"{name}: output of type {type(leaf).__name__} is not an array: {e}") from None
+    finally:
+        random_guard.uninstall()
+    watch.check(name)
     return ctx.program(outvars), out_tree

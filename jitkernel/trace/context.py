@@ -1,8 +1,10 @@
 """Trace contexts: record primitive applications on Tracers into a Program."""
 from __future__ import annotations
 
+import ast
 import os
 import sys
+import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -11,23 +13,165 @@ from ..errors import UnsupportedOperationError
 from ..ir import AType, Eqn, Program, Var, check_dtype, primitives
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_active: list["TraceContext"] = []
+
+
+class _ThreadTraces(threading.local):
+    """The traces running in this thread, innermost last. Thread-local: two threads tracing at
+    once must each see only their own context (a shared list made one thread's NumPy calls
+    record into the other's program)."""
+
+    def __init__(self) -> None:
+        self.stack: list[TraceContext] = []
+
+
+_traces = _ThreadTraces()
 
 
 def current_context() -> "TraceContext | None":
-    return _active[-1] if _active else None
+    stack = _traces.stack
+    return stack[-1] if stack else None
+
+
+def is_tracing() -> bool:
+    """Whether this thread is inside a trace."""
+    return bool(_traces.stack)
+
+
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
+_ENGINE_DIRS = (_PACKAGE_DIR + os.sep, _NUMPY_DIR + os.sep)
+
+
+def _is_engine_file(filename: str) -> bool:
+    """jitkernel's own files and NumPy's Python layer (np.sum -> fromnumeric.py): never the
+    user's line."""
+    return os.path.abspath(filename).startswith(_ENGINE_DIRS)
+
+
+def user_frame(depth: int = 1) -> Any:
+    """The innermost frame outside jitkernel (the user's code), or None."""
+    frame = sys._getframe(depth)
+    while frame is not None and _is_engine_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame
 
 
 def user_frame_location() -> str:
     """`file:line: source` of the innermost frame outside jitkernel (the user's code)."""
     import linecache
-    frame = sys._getframe(1)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep):
-        frame = frame.f_back
+    frame = user_frame(2)
     if frame is None:
         return "<unknown location>"
     line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
     return f"{frame.f_code.co_filename}:{frame.f_lineno}" + (f": {line}" if line else "")
+
+
+def user_instruction(following: bool = False) -> tuple[str, str]:
+    """(opname, argrepr) of the instruction the user's frame is executing, e.g. ("BINARY_OP",
+    "+=") inside `x += y` or ("STORE_SUBSCR", "") inside `out[0] = v`; with `following`, of the
+    instruction after it (the store of an augmented assignment: STORE_FAST for a local);
+    ("", "") if unknown."""
+    import dis
+    frame = user_frame(2)
+    if frame is None:
+        return "", ""
+    found = False
+    for ins in dis.get_instructions(frame.f_code):
+        if found:
+            return ins.opname, ins.argrepr
+        if ins.offset == frame.f_lasti:
+            if not following:
+                return ins.opname, ins.argrepr
+            found = True
+    return "", ""
+
+
+def user_statement_target() -> str | None:
+    """The target of the augmented assignment the user's frame is executing (`x1` in
+    `x1 += A @ y`, `s.acc` in `s.acc *= 2`), read from the source; None if unknown."""
+    import linecache
+    frame = user_frame(2)
+    if frame is None:
+        return None
+    try:
+        positions = list(frame.f_code.co_positions())[frame.f_lasti // 2]
+        start, end, col, end_col = positions
+        lines = [linecache.getline(frame.f_code.co_filename, n) for n in range(start, end + 1)]
+        if not lines or None in positions:
+            return None
+        lines[-1] = lines[-1][:end_col]
+        lines[0] = lines[0][col:]
+        node = ast.parse("".join(lines).strip()).body[0]
+    except (IndexError, ValueError, SyntaxError, TypeError):
+        return None
+    return ast.unparse(node.target) if isinstance(node, ast.AugAssign) else None
+
+
+# Movement primitives whose NumPy counterparts (reshape, transpose, basic slicing,
+# broadcast_to) return views of their input. Reshape may copy in NumPy (non-contiguous input);
+# treating it as a view is the conservative choice for the in-place checks.
+VIEW_PRIMITIVES = frozenset({"reshape", "transpose", "slice", "broadcast_in_dim"})
+
+# Attributes an ndarray subclass may define without changing what NumPy computes on it:
+# construction, metadata propagation, pickling and printing.
+_PLAIN_SUBCLASS_ATTRIBUTES = frozenset({
+    "__new__", "__init__", "__array_finalize__", "__reduce__", "__reduce_ex__", "__setstate__",
+    "__repr__", "__str__", "__format__", "__class_getitem__", "__init_subclass__", "__getstate__",
+    "__copy__", "__deepcopy__", "__sizeof__"})
+_subclass_verdicts: dict[type, str | None] = {np.ndarray: None, np.memmap: None}
+
+
+def _semantic_overrides(cls: type) -> str | None:
+    """Names of the ndarray attributes that `cls` (or a base between it and ndarray, memmap
+    excepted) overrides in a way that can change results; None for a plain-data subclass."""
+    overridden: list[str] = []
+    for base in cls.__mro__:
+        if base in (np.ndarray, np.memmap, object):
+            continue
+        overridden += sorted(name for name in vars(base)
+                             if hasattr(np.ndarray, name) and name not in _PLAIN_SUBCLASS_ATTRIBUTES
+                             and name not in ("__module__", "__doc__", "__dict__", "__weakref__",
+                                              "__slots__", "__qualname__"))
+    overridden = list(dict.fromkeys(overridden))
+    return None if not overridden else ", ".join(overridden[:6]) + (", ..." if len(overridden) > 6 else "")
+
+
+def check_array_subclass(cls: type, where: str) -> None:
+    """Reject ndarray subclasses whose NumPy semantics differ from ndarray's (np.matrix: `*` is
+    a matrix product; masked arrays: reductions skip masked elements; anything overriding
+    __array_ufunc__, __array_function__, __array_wrap__, operators or methods). Plain-data
+    subclasses (np.memmap, subclasses that only add construction or metadata) are ndarrays to
+    jitkernel. Raises TypeError naming the type."""
+    verdict = _subclass_verdicts.get(cls, "")
+    if verdict == "":
+        verdict = _subclass_verdicts[cls] = _semantic_overrides(cls)
+    if verdict is not None:
+        raise TypeError(
+            f"{where}: jitkernel cannot compile NumPy operations on a {cls.__module__}.{cls.__qualname__}, an "
+            f"ndarray subclass that changes NumPy's semantics (it overrides {verdict}); jitkernel would "
+            "treat it as a plain ndarray and could return a different result. Pass np.asarray(x) if "
+            "plain-array semantics are what you want (see docs/numpy-support.md, 'Array subclasses').")
+
+
+def _warn_at_user_line(err: str, flag: int) -> None:
+    """np.errstate(call=...) callback while tracing: NumPy's floating-point warning, attributed
+    to the user's line (NumPy warns from the innermost Python frame, often a jitkernel file)."""
+    import warnings
+    frame = user_frame(1)
+    message = f"{err} encountered (NumPy, while tracing)"  # NumPy passes "overflow", "divide by zero", ...
+    if frame is None:
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
+        return
+    registry = frame.f_globals.setdefault("__warningregistry__", {})
+    warnings.warn_explicit(message, RuntimeWarning, frame.f_code.co_filename, frame.f_lineno,
+                           frame.f_globals.get("__name__"), registry, frame.f_globals)
+
+
+def user_line_warnings() -> Any:
+    """While tracing, NumPy's floating-point warnings (errstate "warn") point at the user's line;
+    "raise", "ignore" and the user's own np.errstate inside the function are kept. np.errstate is
+    context-local, so other threads are unaffected."""
+    modes = {k: ("call" if v == "warn" else v) for k, v in np.geterr().items()}
+    return np.errstate(call=_warn_at_user_line, **modes)
 
 
 class TraceContext:
@@ -42,27 +186,37 @@ class TraceContext:
         self._const_ids: dict[int, Var] = {}
         self._keepalive: list[Any] = []
         self._input_index: dict[Var, int] = {}
-        self.int_arg_bounds: list[tuple[int, np.dtype]] = []
+        # (input index, dtype, lowest, highest): the values a Python int argument may take;
+        # None where NumPy accepts any value on that side (see weak_int_cast).
+        self.int_arg_bounds: list[tuple[int, np.dtype, int | None, int | None]] = []
+        self.pending_conversion_error: Exception | None = None  # see tracer.conversion_error
 
     def __enter__(self) -> "TraceContext":
-        _active.append(self)
+        _traces.stack.append(self)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        _active.remove(self)
+        _traces.stack.remove(self)
 
     def new_input(self, aval: AType, weak: type | None = None) -> "Tracer":
-        from .tracer import Tracer
+        from .tracer import Memory, Tracer
         v = Var(aval)
         self._input_index[v] = len(self.invars)
         self.invars.append(v)
-        return Tracer(self, v, weak)
+        t = Tracer(self, v, weak)
+        if weak is None:
+            # The caller's array: updating it in place would need a write-back (not yet).
+            t._mem = Memory(argument=True)
+            t.scalar = False
+        return t
 
     def const(self, value: Any, dtype: np.dtype | None = None) -> "Tracer":
         """Lift a concrete value (NumPy array or scalar) into the program as a constant."""
         from .tracer import Tracer
         if isinstance(value, Tracer):
             raise TypeError("const() of a Tracer")
+        if isinstance(value, np.ndarray) and type(value) is not np.ndarray:
+            check_array_subclass(type(value), "a NumPy array used inside the jitted function")
         arr = np.asarray(value) if dtype is None else np.asarray(value, dtype=dtype)
         if dtype is not None and isinstance(value, np.ndarray) and value.dtype != dtype:
             arr = value.astype(dtype)
@@ -82,10 +236,19 @@ class TraceContext:
             self._keepalive.append(value)  # ids stay unique while the trace runs
         return Tracer(self, v)
 
-    def weak_int_cast(self, var: Var, dtype: np.dtype) -> None:
-        """Record that input `var` (a Python int argument) is cast to integer `dtype`."""
+    def weak_int_cast(self, var: Var, dtype: np.dtype, check_below: bool = True, check_above: bool = True) -> None:
+        """Record that input `var` (a Python int argument) is cast to integer `dtype`, where
+        NumPy raises OverflowError for a value outside the dtype's range (arithmetic, bitwise
+        ops, shifts, maximum/minimum). A side not checked is one where NumPy accepts any value
+        (np.clip's bound that cannot clip); comparisons and np.where never get here."""
+        info = np.iinfo(dtype)
+        lo = info.min if check_below else None
+        hi = info.max if check_above else None
+        # A Python int argument is an int64 already (larger ones are rejected): nothing to check.
+        if (lo is None or lo <= -(1 << 63)) and (hi is None or hi >= (1 << 63) - 1):
+            return
         if var in self._input_index:  # a dict: this runs once per operation on such an input
-            self.int_arg_bounds.append((self._input_index[var], dtype))
+            self.int_arg_bounds.append((self._input_index[var], np.dtype(dtype), lo, hi))
 
     def bind(self, prim: str, inputs: Sequence["Tracer"], **params: Any) -> list["Tracer"]:
         """Append `prim(*inputs, **params)`; the shape rule raises NumPy-style errors."""
@@ -98,7 +261,12 @@ class TraceContext:
         out_avals = primitives.infer_avals(prim, [v.aval for v in in_vars], params)
         outs = [Var(a) for a in out_avals]
         self.eqns.append(Eqn(prim, in_vars, outs, dict(params)))
-        return [Tracer(self, o) for o in outs]
+        results = [Tracer(self, o) for o in outs]
+        if prim in VIEW_PRIMITIVES:
+            # NumPy returns a view here: the result shares its input's memory (in-place
+            # updates through either must be visible in both; see trace/inplace.py).
+            results[0].share_memory_with(inputs[0])
+        return results
 
     def bind1(self, prim: str, *inputs: "Tracer", **params: Any) -> "Tracer":
         return self.bind(prim, inputs, **params)[0]
@@ -106,5 +274,23 @@ class TraceContext:
     def program(self, outvars: list[Var]) -> Program:
         program = Program(list(self.invars), list(self.constvars), list(self.consts), list(self.eqns),
                           outvars, self.name)
-        program.int_arg_bounds = sorted(set(self.int_arg_bounds), key=lambda t: (t[0], t[1].str))
+        program.int_arg_bounds = sorted(set(self.int_arg_bounds), key=lambda t: (t[0], t[1].str, str(t[2:])))
+        program.byteorder_sources = self._byteorder_sources(outvars)
         return program
+
+    def _byteorder_sources(self, outvars: list[Var]) -> tuple[tuple[int, int], ...]:
+        """(output index, input index) for each non-0-d output that is an input, a copy of one or
+        a view of one (reshape, transpose, slicing, broadcast_to): NumPy returns those in the
+        input's byte order (a '>i2' argument returned as-is stays '>i2'); every computed result
+        is native. The caller restores the order (Jitted.__call__)."""
+        view_of = {e.outputs[0]: e.inputs[0] for e in self.eqns if e.prim in VIEW_PRIMITIVES}
+        position = {v: i for i, v in enumerate(self.invars)}
+        sources = []
+        for k, v in enumerate(outvars):
+            if not v.aval.shape:
+                continue  # a 0-d result is a NumPy scalar: always native
+            while v in view_of:
+                v = view_of[v]
+            if v in position and self.invars[position[v]].aval.shape is not None:
+                sources.append((k, position[v]))
+        return tuple(sources)

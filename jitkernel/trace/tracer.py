@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import (TracerArrayConversionError, TracerBoolConversionError,
-                      TracerIntegerConversionError, UnsupportedOperationError)
+from ..errors import (InPlaceUpdateError, TracerArrayConversionError, TracerBoolConversionError, TracerError,
+                      TracerIntegerConversionError)
 from ..ir import AType, Var
-from .context import TraceContext, user_frame_location
+from .context import TraceContext, user_frame, user_frame_location, user_instruction
 
 
 def _jnp():
@@ -17,17 +17,59 @@ def _jnp():
     return jnp
 
 
+# Errors NumPy raises in place of the one a Tracer raised inside its conversion code.
+_NUMPY_REPLACEMENTS = ("setting an array element with a sequence", "expected a sequence of integers",
+                       "cannot be interpreted as an integer", "must be a string, a bytes-like object or a real number")
+
+
+def conversion_error(ctx: TraceContext, e: BaseException) -> BaseException | None:
+    """The Tracer's own error behind NumPy's error `e` (see Tracer._raise_pending), if any."""
+    pending, ctx.pending_conversion_error = ctx.pending_conversion_error, None
+    if pending is None or isinstance(e, TracerError):
+        return None
+    cause, depth = e, 0
+    while cause is not None and depth < 8:
+        if cause is pending:
+            return pending
+        cause, depth = cause.__context__, depth + 1
+    return pending if any(m in str(e) for m in _NUMPY_REPLACEMENTS) else None
+
+
+class Memory:
+    """The identity of the memory a Tracer stands for. Views (reshape, transpose, slicing,
+    broadcast_to) share their input's Memory; `argument` marks the caller's arrays. Used to
+    decide whether an in-place update could be observed elsewhere (trace/inplace.py)."""
+
+    __slots__ = ("argument",)
+
+    def __init__(self, argument: bool = False) -> None:
+        self.argument = argument
+
+
 class Tracer:
     """An abstract array (shape, dtype) inside a trace. `weak` is int/float/bool for values that
-    came from Python scalars, which promote weakly as NEP 50 says."""
+    stand for Python scalars, which promote weakly as NEP 50 says (only Python scalars are weak:
+    the result of a NumPy function never is). `scalar` tells, for a 0-d value, whether NumPy
+    would hold a scalar (immutable: the 0-d result of a ufunc, a reduction or an integer index)
+    rather than a 0-d ndarray (an argument, a view). `_mem` is the Memory it shares with its
+    views (None until a view is made)."""
 
-    __slots__ = ("_ctx", "ir_var", "weak")
+    __slots__ = ("_ctx", "ir_var", "weak", "scalar", "_mem")
     __array_priority__ = 1000
 
     def __init__(self, ctx: TraceContext, var: Var, weak: type | None = None) -> None:
         self._ctx = ctx
         self.ir_var = var
         self.weak = weak
+        self.scalar = not var.aval.shape
+        self._mem = None
+
+    def share_memory_with(self, base: "Tracer") -> None:
+        """Make this Tracer a view of `base` (NumPy returns a view for this operation)."""
+        if base._mem is None:
+            base._mem = Memory()
+        self._mem = base._mem
+        self.scalar = False
 
     # -- abstract value -------------------------------------------------------------
     @property
@@ -63,6 +105,7 @@ class Tracer:
 
     def __len__(self) -> int:
         if not self.shape:
+            self._stored_into_array()  # NumPy's `out[i] = traced` asks for len() first
             raise TypeError("len() of unsized object")
         return self.shape[0]
 
@@ -78,6 +121,7 @@ class Tracer:
         return f"in jitted function {self._ctx.name!r} at {user_frame_location()}"
 
     def __bool__(self) -> bool:
+        self._stored_into_array()
         raise TracerBoolConversionError(
             f"the truth value of a traced array {self.aval} is not known while tracing ({self._where()}). "
             "Python `if`, `while`, `and`, `or`, `not` and bool() need concrete values. Use "
@@ -86,11 +130,35 @@ class Tracer:
             "known at trace time. Traced control flow (jitkernel.cond / while_loop / fori_loop / scan) "
             "is not available yet.")
 
+    def _argument_name(self) -> str | None:
+        """The user's local name for this Tracer when it is an argument of the function."""
+        if self.ir_var not in self._ctx.invars:
+            return None
+        frame = user_frame(2)
+        if frame is None:
+            return None
+        return next((k for k, v in frame.f_locals.items() if v is self), None)
+
+    def _static_hint(self) -> str:
+        name = self._argument_name()
+        if name is None:
+            return "Keep the value as an array, or make the argument it comes from static (static_argnums / static_argnames)."
+        return (f"`{name}` is an argument: mark it static so its value is known at trace time, "
+                f"jk.jit(f, static_argnames=(\"{name}\",)) (or %%jit --static {name} in a notebook); "
+                "a new value then compiles a new version.")
+
+    def _raise_pending(self, err: Exception) -> None:
+        # NumPy often replaces what a Tracer raises inside its conversions (np.zeros(n): "expected
+        # a sequence of integers"; out[i] = v: "setting an array element with a sequence"),
+        # sometimes clearing it; trace_program puts the real cause back (conversion_error).
+        self._ctx.pending_conversion_error = err
+        raise err
+
     def _no_scalar(self, what: str) -> Any:
-        raise TracerIntegerConversionError(
+        self._stored_into_array()
+        self._raise_pending(TracerIntegerConversionError(
             f"{what}() of a traced array {self.aval} needs its concrete value, which is not known while "
-            f"tracing ({self._where()}). Keep the value as an array, or make the argument static "
-            "(static_argnums / static_argnames).")
+            f"tracing ({self._where()}). {self._static_hint()}"))
 
     def __int__(self) -> int:
         return self._no_scalar("int")
@@ -99,15 +167,34 @@ class Tracer:
         return self._no_scalar("float")
 
     def __index__(self) -> int:
-        return self._no_scalar("operator.index")
+        self._stored_into_array()
+        self._raise_pending(TracerIntegerConversionError(
+            f"a traced value {self.aval} is used where a Python int is needed (a shape, a size, an index, "
+            f"range(...)) ({self._where()}); shapes and sizes must be known at trace time. {self._static_hint()}"))
 
     def __complex__(self) -> complex:
         return self._no_scalar("complex")
 
+    def _stored_into_array(self) -> None:
+        """`out[i] = traced` on a NumPy array (made inside the function, hence a constant): NumPy
+        asks the traced value for its data; say what really happened."""
+        if user_instruction()[0] == "STORE_SUBSCR":
+            self._raise_pending(TracerArrayConversionError(
+                f"a traced value {self.aval} is being stored into a NumPy array ({self._where()}). "
+                "A NumPy array created inside a jitted function (np.zeros(...), np.empty(...)) is a "
+                "constant of the compiled program and cannot hold traced values, and in-place updates "
+                "are not supported yet. Build the array from traced values instead: np.stack([...]), "
+                "np.concatenate, or np.where(mask, value, x)."))
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        raise TracerArrayConversionError(
-            f"a traced array {self.aval} cannot be converted to a concrete NumPy array "
-            f"({self._where()}); the NumPy function called here is probably not supported by jitkernel.")
+        self._stored_into_array()
+        why = ("NumPy needs concrete data here: np.asarray()/np.array() of a traced value (use the value "
+               "itself, or jitkernel.numpy.asarray), or a NumPy function jitkernel does not support")
+        if self.weak is not None and self.ir_var in self._ctx.invars:
+            why += (". This value is a Python scalar argument: a list or tuple argument is traced as separate "
+                    "Python scalars, not as an array; pass an array (np.asarray(...)) to the jitted function instead")
+        self._raise_pending(TracerArrayConversionError(
+            f"a traced array {self.aval} cannot be converted to a concrete NumPy array ({self._where()}); {why}."))
 
     def tolist(self) -> Any:
         return self._no_scalar("tolist")
@@ -130,9 +217,21 @@ class Tracer:
         return getitem(self, index)
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        raise UnsupportedOperationError(
-            f"in-place assignment x[...] = v on a traced array is not supported ({self._where()}); "
-            "arrays inside jit are immutable: build the result with np.where or np.concatenate")
+        raise InPlaceUpdateError(
+            f"in-place assignment x[...] = v on a traced array is not supported yet ({self._where()}); "
+            "build the result as a new array instead: np.where(mask, v, x), or np.concatenate of the parts")
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for attributes a Tracer does not have. AttributeError keeps hasattr() working.
+        if name == "at":
+            raise AttributeError(
+                f"traced arrays have no .at ({self._where()}): NumPy arrays have none either, and in-place "
+                "updates are not supported inside jit yet. Build a new array instead: "
+                "np.where(mask, value, x) for elementwise updates, np.concatenate for regions.")
+        if not name.startswith("_") and hasattr(np.ndarray, name):
+            raise AttributeError(f"ndarray.{name} is not supported on traced arrays inside jit ({self._where()}); "
+                                 "see docs/numpy-support.md for what is")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # -- methods that mirror ndarray ---------------------------------------------------
     def astype(self, dtype: Any, copy: bool = True) -> "Tracer":
@@ -161,7 +260,7 @@ class Tracer:
         return _jnp().ravel(self, order)
 
     def copy(self) -> "Tracer":
-        return self
+        return _jnp().copy(self)
 
     def sum(self, axis: Any = None, dtype: Any = None, keepdims: bool = False, **kw: Any) -> "Tracer":
         return _jnp().sum(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
@@ -206,16 +305,91 @@ class Tracer:
         return _jnp().dot(self, other)
 
 
+def _is_python_scalar(x: Any) -> bool:
+    """A Python scalar, or a Tracer standing for one (np.float64 is a float subclass: excluded)."""
+    return type(x) in (bool, int, float) or (isinstance(x, Tracer) and x.weak is not None)
+
+
+# Python promotes bool to int for arithmetic (True + True == 2); NumPy's bool loops would not.
+_BOOL_STAYS_BOOL = {"bitwise_and", "bitwise_or", "bitwise_xor", "equal", "not_equal", "less",
+                    "less_equal", "greater", "greater_equal"}
+
+
+def _weak_result(t: Any) -> Any:
+    """Mark a result as a Python scalar (an operator applied to Python scalars only)."""
+    if not isinstance(t, Tracer):
+        return t
+    kind = {"b": bool, "i": int, "u": int, "f": float}[t.dtype.kind]
+    return Tracer(t._ctx, t.ir_var, kind)
+
+
+def _python_int(x: Any) -> Any:
+    if type(x) is bool:
+        return int(x)
+    if isinstance(x, Tracer) and x.weak is bool:
+        return Tracer(x._ctx, _jnp().astype(x, np.int64).ir_var, int)
+    return x
+
+
+def _python_scalar_op(name: str, a: Any, b: Any) -> Any:
+    """`a OP b` where both stand for Python scalars: the result is a Python scalar too, with
+    Python's bool -> int promotion. (Values follow int64/float64: Python's unbounded ints and
+    ZeroDivisionError are not modelled; see docs/numpy-support.md.)"""
+    if name not in _BOOL_STAYS_BOOL or not (dtype_is_bool(a) and dtype_is_bool(b)):
+        a, b = _python_int(a), _python_int(b)
+    return _weak_result(getattr(_jnp(), name)(a, b))
+
+
+def dtype_is_bool(x: Any) -> bool:
+    return type(x) is bool or (isinstance(x, Tracer) and x.weak is bool)
+
+
+def _scalar_type_name(x: Any) -> str:
+    if isinstance(x, Tracer):
+        return {bool: "bool", int: "int", float: "float"}[x.weak] if x.weak else f"numpy.{x.dtype.name}"
+    return type(x).__name__ if type(x) in (bool, int, float) else f"numpy.{np.dtype(type(x)).name}"
+
+
+def _is_numpy_scalar(x: Any) -> bool:
+    return (isinstance(x, Tracer) and x.ndim == 0 and x.scalar) or type(x) in (bool, int, float) \
+        or isinstance(x, np.generic)
+
+
 def _binary(name: str, reflected: bool = False):
     def method(self: Tracer, other: Any) -> Any:
         if isinstance(other, (list, tuple)):
             other = np.asarray(other)
         elif not isinstance(other, (Tracer, np.ndarray, np.generic, bool, int, float)):
             return NotImplemented
-        fn = getattr(_jnp(), name)
-        return fn(other, self) if reflected else fn(self, other)
+        a, b = (other, self) if reflected else (self, other)
+        if name == "matmul" and _is_numpy_scalar(a) and _is_numpy_scalar(b):
+            # NumPy scalars have no `@` (0-d arrays raise ValueError in np.matmul instead).
+            raise TypeError(f"unsupported operand type(s) for @: '{_scalar_type_name(a)}' and '{_scalar_type_name(b)}'")
+        if self.weak is not None and _is_python_scalar(other):
+            return _python_scalar_op(name, a, b)
+        if name == "power" and not reflected and type(other) is int and other == 2 and not _is_numpy_scalar(self):
+            # ndarray ** 2 is np.square(ndarray) in NumPy (its fast scalar power): bool ** 2 is int8.
+            return _jnp().square(self)
+        return getattr(_jnp(), name)(a, b)
     return method
 
+
+def _inplace(stem: str):
+    def method(self: Tracer, other: Any) -> Any:
+        return augmented_assign(self, other, stem)
+    method.__name__ = f"__i{stem}__"
+    return method
+
+
+def _unary(name: str):
+    def method(self: Tracer) -> Any:
+        if self.weak is not None:
+            return _weak_result(getattr(_jnp(), name)(_python_int(self)))
+        return getattr(_jnp(), name)(self)
+    return method
+
+
+from .inplace import INPLACE_OPERATORS, augmented_assign  # noqa: E402
 
 for _op, _fn in {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
                  "floordiv": "floor_divide", "mod": "remainder", "pow": "power",
@@ -223,11 +397,14 @@ for _op, _fn in {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": 
                  "xor": "bitwise_xor", "lshift": "left_shift", "rshift": "right_shift"}.items():
     setattr(Tracer, f"__{_op}__", _binary(_fn))
     setattr(Tracer, f"__r{_op}__", _binary(_fn, reflected=True))
+for _op in INPLACE_OPERATORS:
+    setattr(Tracer, f"__i{_op}__", _inplace(_op))
 for _op, _fn in {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
                  "gt": "greater", "ge": "greater_equal"}.items():
     setattr(Tracer, f"__{_op}__", _binary(_fn))
-Tracer.__neg__ = lambda self: _jnp().negative(self)
-Tracer.__pos__ = lambda self: _jnp().positive(self)
-Tracer.__abs__ = lambda self: _jnp().absolute(self)
-Tracer.__invert__ = lambda self: _jnp().invert(self)
-Tracer.__divmod__ = lambda self, o: (_jnp().floor_divide(self, o), _jnp().remainder(self, o))
+Tracer.__neg__ = _unary("negative")
+Tracer.__pos__ = _unary("positive")
+Tracer.__abs__ = _unary("absolute")
+Tracer.__invert__ = _unary("invert")
+Tracer.__divmod__ = lambda self, o: (self // o, self % o)
+Tracer.__rdivmod__ = lambda self, o: (o // self, o % self)

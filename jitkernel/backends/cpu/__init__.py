@@ -10,7 +10,7 @@ from ...fusion import KernelProgram, schedule
 from ...fusion.params import compatible, constants, parameter_values, parametrize, varying_positions
 from ...fusion.schedule import unfused_bytes
 from ...ir import Program
-from . import compiler, vector_math
+from . import compiler, pairwise, vector_math
 from .render import Segment, render_module
 from .runtime import CpuExecutable
 
@@ -99,7 +99,8 @@ class CpuBackend:
             if disk_cache and symbols:
                 cache.store(key, objects, optimized_text)
         t3 = events.clock()
-        library = compiler.JitLibrary(objects, symbols) if symbols else None
+        runtime = pairwise.addresses() if "jk_pairwise_" in llvm_text else None
+        library = compiler.JitLibrary(objects, symbols, runtime) if symbols else None
         if events.SUBSCRIBERS:
             began = t3 if hit is not None else t2
             events.publish(events.CompileEvent(name, began, events.clock() - began, "cpu"))

@@ -83,8 +83,10 @@ class JitLibrary:
     """Linked machine code of one module (object code); keeps the ORC resource tracker (and so the
     code) alive."""
 
-    def __init__(self, objects: bytes, symbols: list[str]) -> None:
+    def __init__(self, objects: bytes, symbols: list[str], imports: dict[str, int] | None = None) -> None:
         builder = llvm.JITLibraryBuilder().add_object_img(objects)
+        for name, address in (imports or {}).items():  # runtime functions the module calls (pairwise.py)
+            builder.import_symbol(name, address)
         for s in symbols:
             builder.export_symbol(s)
         try:
