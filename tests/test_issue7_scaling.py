@@ -98,6 +98,7 @@ def test_every_stage_text_of_a_5000_operation_program() -> None:
         texts = {stage: lowered.as_text(stage) for stage in lowered.STAGES}
         got = jitted(x)
     assert all(texts.values())
+    assert len(jk.make_ir(f)(x).eqns) >= 5000
     assert texts["ir"].count(" = sin ") == 1250
     # Over MAX_KERNEL_COMPUTES operations: the kernel was split, each part its own function.
     assert "_part0" in texts["kernels"] and "_part0" in texts["llvm"]
