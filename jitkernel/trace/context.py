@@ -187,6 +187,8 @@ class TraceContext:
         self.constvars: list[Var] = []
         self.consts: list[np.ndarray] = []
         self._const_ids: dict[int, Var] = {}
+        self._keepalive: list[Any] = []
+        self._input_index: dict[Var, int] = {}
         # (input index, dtype, lowest, highest): the values a Python int argument may take;
         # None where NumPy accepts any value on that side (see weak_int_cast).
         self.int_arg_bounds: list[tuple[int, np.dtype, int | None, int | None]] = []
@@ -202,6 +204,7 @@ class TraceContext:
     def new_input(self, aval: AType, weak: type | None = None) -> "Tracer":
         from .tracer import Memory, Tracer
         v = Var(aval)
+        self._input_index[v] = len(self.invars)
         self.invars.append(v)
         t = Tracer(self, v, weak)
         if weak is None:
@@ -233,7 +236,7 @@ class TraceContext:
         self.consts.append(arr)
         if key is not None:
             self._const_ids[key] = v
-            self._keepalive = getattr(self, "_keepalive", []) + [value]
+            self._keepalive.append(value)  # ids stay unique while the trace runs
         return Tracer(self, v)
 
     def weak_int_cast(self, var: Var, dtype: np.dtype, check_below: bool = True, check_above: bool = True) -> None:
@@ -247,8 +250,8 @@ class TraceContext:
         # A Python int argument is an int64 already (larger ones are rejected): nothing to check.
         if (lo is None or lo <= -(1 << 63)) and (hi is None or hi >= (1 << 63) - 1):
             return
-        if var in self.invars:
-            self.int_arg_bounds.append((self.invars.index(var), np.dtype(dtype), lo, hi))
+        if var in self._input_index:  # a dict: this runs once per operation on such an input
+            self.int_arg_bounds.append((self._input_index[var], np.dtype(dtype), lo, hi))
 
     def bind(self, prim: str, inputs: Sequence["Tracer"], **params: Any) -> list["Tracer"]:
         """Append `prim(*inputs, **params)`; the shape rule raises NumPy-style errors."""

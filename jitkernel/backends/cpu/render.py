@@ -15,10 +15,11 @@ import numpy as np
 
 from ...fusion.index import Aff
 from ...fusion.kernel_ir import (IndexValue, Kernel, KernelProgram, LibraryCall, Literal, Load, Node,
-                                 RowKernel, Store, follows_numpy_blocks)
+                                 RowKernel, Store, follows_numpy_blocks, postorder)
 from . import pairwise as pairwise_rt
 from .ops import _MATH2, OpLowering
 from ...fusion.params import Param, block_kind, constants
+from ...fusion.split import kernel_computes
 from .types import F32, F64, I64, I8, PTR, VOID, constant, is_float, is_signed, mem_type, reg_type
 
 
@@ -77,6 +78,13 @@ PAIRWISE_STACK = 64
 # pairwise.jk_pairwise_* (bytes: 4096 * 8 = 32 KiB per pairwise sum of the loop).
 PAIRWISE_SCRATCH = 4096
 
+# Kernel functions with at least this many operations are not inlined into their segment.
+NOINLINE_MIN_COMPUTES = 256
+
+
+def _computes(phases: list[Kernel]) -> int:
+    return sum(kernel_computes(p) for p in phases)
+
 
 class KernelRenderer:
     def __init__(self, module: ir.Module, kp: KernelProgram, fastmath: bool) -> None:
@@ -118,25 +126,26 @@ class KernelRenderer:
         return ops.convert(raw, np.dtype(np.int64), dt)
 
     # -- expressions -----------------------------------------------------------------------
-    def node(self, b: ir.IRBuilder, nd: Node, env: dict, memo: dict, ops: OpLowering) -> ir.Value:
-        if nd in memo:
-            return memo[nd]
-        if isinstance(nd, Literal):
-            v: ir.Value = self.literal(b, nd.dtype, nd.value, ops)
-        elif isinstance(nd, Load):
-            ptr = b.gep(env["bufs"][nd.buffer], [self.aff(b, nd.offset, env["loops"])], inbounds=True,
-                        source_etype=mem_type(nd.dtype))
-            v = b.load(ptr, typ=mem_type(nd.dtype))
-            if nd.dtype.kind == "b":
-                v = b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
-        elif isinstance(nd, IndexValue):
-            i = self.aff(b, nd.index, env["loops"])
-            v = ops.convert(i, np.dtype(np.int64), nd.dtype)
-        else:
-            args = [self.node(b, a, env, memo, ops) for a in nd.args]
-            v = ops.lower(nd.prim, args, [a.dtype for a in nd.args], nd.dtype)
-        memo[nd] = v
-        return v
+    def node(self, b: ir.IRBuilder, root: Node, env: dict, memo: dict, ops: OpLowering) -> ir.Value:
+        """The LLVM value of `root`, emitting every node it needs that `memo` lacks, arguments
+        first (iterative: a body may chain 10^5 operations)."""
+        for nd in postorder([root], memo):
+            if isinstance(nd, Literal):
+                v: ir.Value = self.literal(b, nd.dtype, nd.value, ops)
+            elif isinstance(nd, Load):
+                ptr = b.gep(env["bufs"][nd.buffer], [self.aff(b, nd.offset, env["loops"])], inbounds=True,
+                            source_etype=mem_type(nd.dtype))
+                v = b.load(ptr, typ=mem_type(nd.dtype))
+                if nd.dtype.kind == "b":
+                    v = b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
+            elif isinstance(nd, IndexValue):
+                i = self.aff(b, nd.index, env["loops"])
+                v = ops.convert(i, np.dtype(np.int64), nd.dtype)
+            else:
+                args = [memo[a] for a in nd.args]
+                v = ops.lower(nd.prim, args, [a.dtype for a in nd.args], nd.dtype)
+            memo[nd] = v
+        return memo[root]
 
     def store(self, b: ir.IRBuilder, buffer: int, offset: Aff, value: ir.Value, dt: np.dtype, env: dict) -> None:
         ptr = b.gep(env["bufs"][buffer], [self.aff(b, offset, env["loops"])], inbounds=True, source_etype=mem_type(dt))
@@ -523,6 +532,10 @@ class KernelRenderer:
         fn = ir.Function(self.module, fnty, kernel.name)
         fn.linkage = "internal"
         fn.attributes.add("nounwind")
+        if _computes(phases) >= NOINLINE_MIN_COMPUTES:
+            # A large body stays its own function: inlined into the segment, the parts of a
+            # split kernel would make one huge function again (fusion/split.py).
+            fn.attributes.add("noinline")
         for arg in fn.args[: len(used)]:
             arg.add_attribute("noalias")
         start, end, status, params = fn.args[len(used):]
