@@ -172,11 +172,23 @@ class JitLibrary:
 
 
 def _hold_llvm_across_fork() -> None:
-    """A child forked while another thread is inside LLVM would inherit LLVM's locks held by a
-    thread that does not exist there: fork waits for the compile lock instead."""
-    if hasattr(os, "register_at_fork"):
-        os.register_at_fork(before=_lock.acquire, after_in_parent=_lock.release,
-                            after_in_child=_lock.release)
+    """A child forked while another thread is inside LLVM would inherit locks held by a thread
+    that does not exist there (ours, and llvmlite's own lock around every LLVM call: the child's
+    first LLVM call would wait forever). Fork waits until both are free and takes them; parent
+    and child each release them afterwards."""
+    if not hasattr(os, "register_at_fork"):
+        return
+    llvmlite_lock = llvm.ffi.lib._lock  # an _LLVMLock (re-entrant), taken by every ffi call
+
+    def before() -> None:
+        _lock.acquire()
+        llvmlite_lock.__enter__()
+
+    def after() -> None:
+        llvmlite_lock.__exit__(None, None, None)
+        _lock.release()
+
+    os.register_at_fork(before=before, after_in_parent=after, after_in_child=after)
 
 
 _hold_llvm_across_fork()

@@ -43,6 +43,19 @@ _check_data_offset()
 _getrefcount = sys.getrefcount
 
 
+def _pin_vector_math_library() -> object:
+    """LLVM dlcloses the libraries it loaded (libmvec, vector_math.py) in its static destructors
+    at exit, while a long call interrupted earlier may still run its vector sin on a background
+    thread: a reference of our own keeps libmvec mapped until the process is gone."""
+    try:
+        return ctypes.CDLL("libmvec.so.1")
+    except OSError:
+        return None
+
+
+_LIBMVEC = _pin_vector_math_library()
+
+
 def _free_refcount() -> int:
     """getrefcount of an array referenced only by a list slot and the local being tested."""
     holder = [np.empty(1)]
@@ -152,8 +165,10 @@ class CpuExecutable:
                 sets_status = getattr(step, "sets_status", True)
                 range_types = [ctypes.c_int64, ctypes.c_int64] if step.parallel else []
                 param_types = [ctypes.c_void_p] if step.has_params else []
-                ns[f"seg{n}"] = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(step.buffers)), *range_types,
-                                                 ctypes.c_void_p, *param_types)(library.addresses[step.name])
+                seg = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(step.buffers)), *range_types,
+                                       ctypes.c_void_p, *param_types)(library.addresses[step.name])
+                seg.library = library  # whoever holds the function (a worker thread, too) holds its code
+                ns[f"seg{n}"] = seg
                 arrays = "(" + "".join(f"b{b}, " for b in step.buffers) + ")"
                 params = (self.params.ctypes.data,) if step.has_params else ()
                 work = _segment_work(kp, step)
@@ -310,17 +325,23 @@ def _run_split(seg: Callable, arrays: tuple, chunks: tuple, params: tuple, statu
         status.value |= functools.reduce(operator.or_, call.words, 0)
 
 
-def _call_segment(seg: Callable, keep: tuple, ids: list, tail: tuple) -> None:
-    seg(*ids, *tail)  # `keep` (arrays, status word) lives in this frame until the call returns
+def _call_segment(seg: Callable, keep: tuple, ids: list, tail: tuple, done: threading.Event) -> None:
+    try:
+        seg(*ids, *tail)  # `keep` (arrays, status word) lives in this frame until the call returns
+    finally:
+        done.set()
 
 
 def _run_on_worker(seg: Callable, arrays: tuple, params: tuple, status: StatusWord | None) -> None:
-    """A long segment that cannot be split: run on a worker while this thread waits
+    """A long segment that cannot be split: run it on a thread of its own while this thread waits
     interruptibly. After an interrupt the native call runs to its end in the background, holding
-    the arrays and the status word."""
+    the arrays and the status word; the thread is a daemon, so it never delays the exit."""
     ids = [id(a) for a in arrays]
     addr = status.addr if status is not None else _NO_STATUS.addr
-    _worker_pool(1).submit(_call_segment, seg, (arrays, status), ids, (addr, *params)).result()
+    done = threading.Event()
+    threading.Thread(target=_call_segment, args=(seg, (arrays, status), ids, (addr, *params), done),
+                     name="jitkernel-long-call", daemon=True).start()
+    done.wait()
 
 
 def _to_c_order(a: np.ndarray, dt: np.dtype) -> np.ndarray:
