@@ -110,8 +110,10 @@ class CpuExecutable:
         self._status: list = [StatusWord()]  # reusable status word (same rule as the arrays)
         self.source, namespace = self._generate(kp, steps, library)
         exec(compile(self.source, f"<jitkernel executable {kp.name}>", "exec"), namespace)
-        self.run = namespace["run"]
-        self.run_single = namespace.get("run_single")
+        # Taken out of their namespace, which is their globals: no cycle, so a dropped executable
+        # (and its machine code) is freed at once, not at the next garbage collection.
+        self.run = namespace.pop("run")
+        self.run_single = namespace.pop("run_single", None)
 
     def _generate(self, kp: KernelProgram, steps: list, library: object) -> tuple[str, dict]:
         """The runner's source and the namespace it runs in. The namespace holds no reference to
