@@ -169,7 +169,9 @@ class CpuExecutable:
                 param_types = [ctypes.c_void_p] if step.has_params else []
                 seg = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(step.buffers)), *range_types,
                                        ctypes.c_void_p, *param_types)(library.addresses[step.name])
-                seg.library = library  # whoever holds the function (a worker thread, too) holds its code
+                # Whoever holds the function (a worker thread after an interrupt, too) holds the
+                # machine code and the parameter array whose address the calls pass.
+                seg.keep = (library, self.params)
                 ns[f"seg{n}"] = seg
                 arrays = "(" + "".join(f"b{b}, " for b in step.buffers) + ")"
                 params = (self.params.ctypes.data,) if step.has_params else ()
@@ -315,8 +317,10 @@ def _run_split(seg: Callable, arrays: tuple, chunks: tuple, params: tuple, statu
         chunks = _chunks(chunks[-1][1], threads)
     call = _SplitCall(seg, arrays, chunks, params, threads)
     pool = _worker_pool(threads - 1)
-    futures = [pool.submit(call.work, t) for t in range(1, threads)]
+    futures = []
     try:
+        for t in range(1, threads):
+            futures.append(pool.submit(call.work, t))
         call.work(0)
         for f in futures:
             f.result()  # an interruptible wait
