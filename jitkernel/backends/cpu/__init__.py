@@ -94,7 +94,7 @@ class CpuBackend:
             if disk_cache and symbols and events.SUBSCRIBERS:
                 events.publish(events.CacheEvent(name, t2, 0.0, False, "disk"))
             compiler.optimize(mod)
-            optimized_text = str(mod)
+            optimized_text = compiler.module_text(mod)
             objects = compiler.emit_object(mod) if symbols else b""
             if disk_cache and symbols:
                 cache.store(key, objects, optimized_text)

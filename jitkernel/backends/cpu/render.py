@@ -36,6 +36,7 @@ class Segment:
     parallel: bool = False  # one kernel whose outer loop may be split across threads
     has_params: bool = False  # takes the run-time parameter array
     step_index: int = -1  # position of its (first) kernel in KernelProgram.steps
+    sets_status: bool = True  # may write the status word (False: the runtime passes none and checks none)
 
 # Kernels at least this large (elements in the loop nest) get a segment of their own whose
 # outer loop the runtime may split across threads.
@@ -680,8 +681,10 @@ class KernelRenderer:
         for bid, obj in zip(seg.buffers, fn.args):
             slot = b.gep(obj, [ir.Constant(I64, DATA_OFFSET)], inbounds=True, source_etype=I8)
             ptrs[bid] = b.load(slot, typ=PTR)
+        seg.sets_status = False
         for kernel in seg.kernels:
             kfn, used = self.render_kernel(kernel)
+            seg.sets_status |= _uses(kfn, kfn.args[len(used) + 2])
             self.params = params
             if seg.parallel:  # the caller chooses the range of the outer loop
                 lo, hi = start, end
@@ -691,6 +694,12 @@ class KernelRenderer:
             b.call(kfn, [ptrs[bid] for bid in used] + [lo, hi, status, params])
         b.ret_void()
         return fn
+
+
+def _uses(fn: ir.Function, arg: ir.Argument) -> bool:
+    """Does any instruction of `fn` read `arg`? (Kernels are leaves: they call only libm and
+    intrinsics, so a direct operand is the only way to reach the status word.)"""
+    return any(arg in getattr(ins, "operands", ()) for bb in fn.blocks for ins in bb.instructions)
 
 
 def segments_of(kp: KernelProgram) -> list[Segment | LibraryCall]:
