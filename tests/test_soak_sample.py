@@ -1,0 +1,53 @@
+"""A fixed sample of the differential soak (benchmarks/soak.py) in the regular suite: 300
+random programs (mixed signedness, weak Python scalars, float16/32/64, where/clip/maximum with
+scalars, signed zeros, inf/NaN/huge values in reductions, dynamic sizes, threads, concurrent
+calls, static arguments), each run by NumPy and jitted on the cpu and interpret backends.
+
+The programs are the soak's own (`generate(SEED, i)`), so a failure here is reproduced by
+`python -m benchmarks.soak --seed 20261201 --show I`, which prints a minimal reproducer. The
+full 10,000-program soak is `python -m benchmarks.soak` (about 12 minutes; not in `make test`)."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks.soak import NOT_MISMATCH, generate, run_program  # noqa: E402
+
+SEED = 20261201
+PROGRAMS = 300
+CHUNK = 25
+
+
+@pytest.mark.parametrize("start", range(0, PROGRAMS, CHUNK), ids=lambda s: f"programs{s}-{s + CHUNK - 1}")
+def test_soak_sample(start: int) -> None:
+    """Every program of the chunk matches NumPy on both backends (or jitkernel says it is
+    unsupported); a mismatch prints its program and inputs."""
+    bad = []
+    for i in range(start, start + CHUNK):
+        prog = generate(SEED, i)
+        for fd in run_program(prog):
+            if fd.cls in NOT_MISMATCH:
+                continue
+            upto = fd.call if prog.mode in ("dynamic", "static") else None
+            calls = prog.calls if upto is not None or prog.mode == "concurrent" else [prog.calls[fd.call]]
+            shown = type(prog)(**{**prog.__dict__, "calls": calls})
+            bad.append(f"program {i} ({prog.family}) on {fd.backend}: {fd.cls}: {fd.message}\n"
+                       f"{shown.reproducer(fd.backend, upto)}")
+    assert not bad, f"{len(bad)} mismatches (python -m benchmarks.soak --seed {SEED} --show N shrinks one):\n\n" \
+                    + "\n\n".join(bad)
+
+
+def test_sample_covers_every_family() -> None:
+    """The sample is not degenerate: every family and call mode of the soak occurs in it."""
+    progs = [generate(SEED, i) for i in range(PROGRAMS)]
+    families = {p.family for p in progs}
+    modes = {p.mode for p in progs}
+    assert families >= {"mixed_int", "weak", "float", "any", "reduce", "dynamic", "threads", "concurrent", "static"}
+    assert modes == {"single", "dynamic", "threads", "concurrent", "static"}
+    dtypes = " ".join(" ".join(" ".join(c) for c in p.calls) for p in progs)
+    for dt in ("uint64", "int8", "float16", "float32", "float64", "bool", "np.inf", "np.nan", "-0.0"):
+        assert dt in dtypes, dt
