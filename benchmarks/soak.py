@@ -125,6 +125,11 @@ def draw_values(rng: np.random.Generator, dtype: str, shape: tuple, style: str) 
         return x.reshape(shape)
     if style == "unit":
         return rng.uniform(0.9, 1.1, size=shape).astype(dt)
+    if style == "overflow":  # finite values whose sum or product overflows in some orders
+        fi = np.finfo(dt)
+        pool = np.array([fi.max, -fi.max, fi.max / 2, -fi.max / 2, float(fi.max) ** 0.5, float(fi.tiny) ** 0.5,
+                         fi.tiny, 0.0, -0.0, 1.0, -3.0, 1e-3], dtype=dt)
+        return rng.choice(pool, size=shape)
     x = np.round(rng.uniform(-10, 10, size=n), int(rng.integers(0, 4))).astype(dt)
     if style in ("extreme", "huge") and n:
         fi = np.finfo(dt)
@@ -293,6 +298,8 @@ class Builder:
                 b, bv = self.operand(disc, kx)
                 exact = x.exact and (bv is None or bv.exact)
             a, b, av, bv = (x.name, b, x, bv) if rng.random() < 0.7 else (b, x.name, bv, x)
+            if op == "**" and av is not x:
+                exact = False  # a scalar base: NumPy calls pow (exp2 for 2 ** x), not a fast path
             return f"{a} {op} {b}", [av, bv], exact, False
         if r < 0.48:  # comparisons (mixed signedness, out-of-range Python ints)
             if not x.exact:
@@ -441,7 +448,9 @@ class Builder:
         if name not in ("argmax", "argmin") and rng.random() < 0.3:
             kw.append("keepdims=True")
         if name in ("sum", "prod", "mean") and rng.random() < 0.15:
-            kw.append(f"dtype=np.{rng.choice(['float64', 'float32', 'int64', 'int8', 'uint64'])}")
+            # float -> int conversion of NaN or out-of-range values is undefined: ints of ints only
+            pool = ["float64", "float32"] + (["int64", "int8", "uint64"] if kind in "biu" else [])
+            kw.append(f"dtype=np.{rng.choice(pool)}")
         if name in ("var", "std") and rng.random() < 0.3:
             kw.append(f"ddof={int(rng.integers(0, 3))}")
         if rng.random() < 0.5:
@@ -546,7 +555,7 @@ def _dtype_pool(rng: np.random.Generator, family: str) -> list[str]:
 
 def _array_recipe(rng: np.random.Generator, dtype: str, shape: tuple, family: str, layout: str | None = None) -> str:
     style = {"mixed_int": ["extreme", "full", "small"], "float": ["extreme", "small", "huge"],
-             "weak": ["small", "extreme"], "reduce": ["huge", "extreme", "small", "small", "unit"]}.get(
+             "weak": ["small", "extreme"], "reduce": ["huge", "overflow", "overflow", "extreme", "small", "unit"]}.get(
         family, ["small", "extreme"])
     x = draw_values(rng, dtype, shape, str(rng.choice(style)))
     big_endian = rng.random() < 0.03 and dtype not in ("bool", "int8", "uint8")
@@ -586,7 +595,7 @@ def gen_elementwise(index: int, rng: np.random.Generator, family: str) -> Progra
     calls = [[_array_recipe(rng, dtypes[i], shapes[i], family, layouts[i]) for i in range(n_arrays)]
              + [sc[j][c] for j in range(n_scalars)] for c in range(n_calls)]
     b = Builder(rng, params, calls, params[n_arrays:])
-    b.grow(int(rng.integers(1, 7)))
+    b.grow(int(rng.integers(0, 3)) if family == "reduce" else int(rng.integers(1, 7)))
     body, tols = b.finish(reduce=True, reduce_p=0.9 if family == "reduce" else 0.25)
     return Program(index, family, params, body, calls, tols=tols)
 
@@ -819,11 +828,11 @@ def compare(got: Any, exp: Any, tol: dict) -> tuple[str, str] | None:
         keep = (gfin == efin)
         g64, e64, gnan, enan, gfin, efin = g64[keep], e64[keep], gnan[keep], enan[keep], gfin[keep], efin[keep]
     if not np.array_equal(gnan, enan):
-        k = int(np.argwhere(gnan != enan)[0][0])
+        k = int(np.flatnonzero(gnan != enan)[0])
         return "nan", f"NaN positions differ; first: got {g64.reshape(-1)[k]!r}, NumPy {e64.reshape(-1)[k]!r}"
     inf_e, inf_g = np.isinf(e64), np.isinf(g64)
     if not np.array_equal(inf_e, inf_g) or not np.array_equal(g64[inf_e], e64[inf_e]):
-        k = int(np.argwhere((inf_e != inf_g) | (inf_e & (g64 != e64))).reshape(-1)[0])
+        k = int(np.flatnonzero((inf_e != inf_g) | (inf_e & (g64 != e64)))[0])
         return "inf", f"infinities differ; first: got {g64.reshape(-1)[k]!r}, NumPy {e64.reshape(-1)[k]!r}"
     fin = efin & gfin
     with np.errstate(all="ignore"):
@@ -1004,11 +1013,17 @@ def _needed(assigns: list[str], name: str | None, ret: str | None = None) -> lis
 
 
 def _reproduces(prog: Program, finding: Finding) -> bool:
+    """Whether `prog` shows `finding`'s class on its backend (its message then becomes the
+    smaller program's)."""
     try:
         fs = run_program(prog, (finding.backend,))
     except Exception:  # noqa: BLE001
         return False
-    return any(x.cls == finding.cls for x in fs)
+    for x in fs:
+        if x.cls == finding.cls:
+            prog.shrunk_message = x.message  # type: ignore[attr-defined]
+            return True
+    return False
 
 
 # ----------------------------------------------------------------------------- worker and driver
@@ -1031,6 +1046,8 @@ def run_range(seed: int, start: int, stop: int, out: Any = None, do_shrink: bool
             small = shrink(prog, fd) if do_shrink and fd.cls not in NOT_MISMATCH + ("harness-error",) else prog
             upto = None if small.mode not in ("dynamic", "static") else len(small.calls) - 1
             fd.reproducer = small.reproducer(fd.backend, upto) if fd.backend != "-" else prog.reproducer("cpu")
+            if small is not prog and getattr(small, "shrunk_message", fd.message) != fd.message:
+                fd.message = f"{small.shrunk_message}  [as generated: {fd.message}]"
             fd.source = small.source()
         summary["programs"] += 1
         summary["findings"] += [asdict(x) for x in fs]
