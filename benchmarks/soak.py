@@ -228,6 +228,10 @@ def make_env(params: list[str], call: list[str]) -> dict:
         return {p: eval(r, {"np": np}) for p, r in zip(params, call)}
 
 
+# Ops whose result depends on the sign of a zero operand (1 / -0.0 is -inf, copysign, signbit).
+_SIGN_EXPOSING = re.compile(r" / | // | % |\*\*|reciprocal|copysign|signbit|arctan2")
+
+
 class Builder:
     """Grows one elementwise program line by line, evaluating each candidate line with NumPy
     on every call's inputs: lines NumPy rejects everywhere are dropped, lines it rejects for some
@@ -382,6 +386,8 @@ class Builder:
         if cand is None:
             return False
         expr, deps, exact, minmax = cand
+        if any(d is not None and d.minmax and self.kind(d) == "f" for d in deps) and _SIGN_EXPOSING.search(expr):
+            return False  # NumPy's sign of a zero out of max/min/clip depends on the layout: keep it hidden
         values: list = []
         for k, env in enumerate(self.envs):
             if not self.alive[k]:
@@ -671,8 +677,8 @@ def gen_threads(index: int, rng: np.random.Generator) -> Program:
             if np.dtype(dt).kind == "f":
                 row.append(f"np.random.default_rng({seed}).uniform(-10, 10, {sh}).astype(np.{dt})")
             else:
-                row.append(f"np.random.default_rng({seed}).integers(-5 if np.{dt}(0) - 1 < 0 else 0, 100, {sh})"
-                           f".astype(np.{dt})")
+                lo = -5 if np.dtype(dt).kind == "i" else 0
+                row.append(f"np.random.default_rng({seed}).integers({lo}, 100, {sh}).astype(np.{dt})")
         row.append(str(rng.choice(["2", "3", "0.5", "-1"])))
         calls.append(row)
     b = Builder(rng, params, calls, ["s0"])
@@ -807,7 +813,7 @@ def _is_limit(e: BaseException, args: list) -> bool:
         type(a) is int and not -2**63 <= a < 2**63 for a in args)
 
 
-NOT_MISMATCH = ("unsupported", "limit")
+NOT_MISMATCH = ("unsupported", "limit", "order-dependent")
 
 
 def compare(got: Any, exp: Any, tol: dict) -> tuple[str, str] | None:
@@ -845,9 +851,12 @@ def compare(got: Any, exp: Any, tol: dict) -> tuple[str, str] | None:
     g64, e64 = g.astype(np.float64), e.astype(np.float64)
     gnan, enan = np.isnan(g64), np.isnan(e64)
     gfin, efin = np.isfinite(g64), np.isfinite(e64)
+    tolerated = 0
     if not tol.get("strict", True):
-        # an overflow whose occurrence depends on the order of a long sum: compare the rest
-        keep = (gfin == efin)
+        # an overflow whose occurrence (and inf - inf) depends on the order of a long sum or
+        # product: compare where both sides are finite, count the rest
+        keep = gfin & efin | (gnan & enan) | ((g64 == e64) & ~gfin)
+        tolerated = int((~keep).sum())
         g64, e64, gnan, enan, gfin, efin = g64[keep], e64[keep], gnan[keep], enan[keep], gfin[keep], efin[keep]
     if not np.array_equal(gnan, enan):
         k = int(np.flatnonzero(gnan != enan)[0])
@@ -872,6 +881,8 @@ def compare(got: Any, exp: Any, tol: dict) -> tuple[str, str] | None:
         zeros = fin & (e64 == 0) & (g64 == 0)
         if not np.array_equal(np.signbit(g64[zeros]), np.signbit(e64[zeros])):
             return "signed-zero", "sign of zero differs: got " + repr(g64[zeros][:4]) + ", NumPy " + repr(e64[zeros][:4])
+    if tolerated:
+        return "order-dependent", f"{tolerated} elements overflow differently (inf/nan vs finite) in a long reduction"
     return None
 
 
@@ -1072,6 +1083,9 @@ def run_range(seed: int, start: int, stop: int, out: Any = None, do_shrink: bool
             prog = Program(i, "?", [], ["return None"], [[]])
             fs = [Finding(i, prog.family, "-", "harness-error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}", 0)]
         for fd in fs:
+            if fd.cls in NOT_MISMATCH:  # counted, not reported with a reproducer
+                fd.source = prog.source()
+                continue
             small = shrink(prog, fd) if do_shrink and fd.cls not in NOT_MISMATCH + ("harness-error",) else prog
             upto = None if small.mode not in ("dynamic", "static") else len(small.calls) - 1
             fd.reproducer = small.reproducer(fd.backend, upto) if fd.backend != "-" else prog.reproducer("cpu")
