@@ -1188,6 +1188,13 @@ def summarize(result: dict) -> str:
              f"({1000 * result['seconds'] / max(1, result['programs']):.0f} s per 1,000), "
              f"{progs_bad} programs with a mismatch ({len(mism)} findings), "
              f"{len(unsup)} unsupported or documented-limit calls ({len({f['index'] for f in unsup})} programs)"]
+    programs_by_cls: dict[str, set] = {}
+    for f in mism:
+        programs_by_cls.setdefault(f["cls"], set()).add(f["index"])
+    lines.append("programs per mismatch class:")
+    for k, v in sorted(programs_by_cls.items(), key=lambda kv: -len(kv[1])):
+        lines.append(f"  {len(v):5d}  {k}")
+    lines.append("findings per class [family, backend]:")
     for k, v in sorted(by_cls.items(), key=lambda kv: -kv[1]):
         lines.append(f"  {v:5d}  {k}")
     unsup_kinds: dict[str, int] = {}
