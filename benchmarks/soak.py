@@ -1209,15 +1209,22 @@ def summarize(result: dict) -> str:
 
 
 def write_results(result: dict, path_base: str) -> None:
+    """`<base>.json`: every finding (compact); `<base>.txt`: the summary, then one reproducer per
+    mismatching program and class (the backends that show it named together)."""
     os.makedirs(os.path.dirname(path_base), exist_ok=True)
-    with open(path_base + ".json", "w") as fh:
-        json.dump(result, fh, indent=1)
+    slim = dict(result, findings=[{k: v for k, v in f.items() if k != "source"} for f in result["findings"]])
+    with open(path_base + ".json", "w") as fh:  # the reproducer holds the source
+        json.dump(slim, fh, separators=(",", ":"))
+    groups: dict[tuple, list[dict]] = {}
+    for f in result["findings"]:
+        if f["cls"] not in NOT_MISMATCH:
+            groups.setdefault((f["index"], f["cls"]), []).append(f)
     with open(path_base + ".txt", "w") as fh:
         fh.write(summarize(result) + "\n\n")
-        for f in result["findings"]:
-            if f["cls"] in NOT_MISMATCH:
-                continue
-            fh.write(f"### program {f['index']} ({f['family']}), backend {f['backend']}: {f['cls']}\n{f['message']}\n\n"
+        for (index, cls), fs in groups.items():
+            f = fs[0]
+            backends = ", ".join(x["backend"] for x in fs)
+            fh.write(f"### program {index} ({f['family']}), backend {backends}: {cls}\n{f['message']}\n\n"
                      f"{f['reproducer']}\n\n")
 
 
