@@ -53,3 +53,25 @@ def test_sample_covers_every_family() -> None:
     dtypes = " ".join(" ".join(" ".join(c) for c in p.calls) for p in progs)
     for dt in ("uint64", "int8", "float16", "float32", "float64", "bool", "np.inf", "np.nan", "-0.0"):
         assert dt in dtypes, dt
+
+
+def test_soak_command_writes_summary_and_reproducers(tmp_path) -> None:
+    """The soak's command line (worker subprocesses, summary, results files) on 20 programs.
+    Its exit status is 1 while any mismatch remains, 0 after; never a crash of the driver."""
+    import json
+    import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    base = tmp_path / "soak"
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.soak", "--count", "20", "--seed", str(SEED),
+                           "--chunk", "10", "--out-base", str(base), "--quiet"],
+                          cwd=root, capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, JITKERNEL_CACHE_DIR=str(tmp_path / "cache")))
+    assert proc.returncode in (0, 1), proc.stderr
+    assert f"soak: seed {SEED}, families all, 20 programs" in proc.stdout, proc.stdout
+    result = json.loads((base.parent / "soak.json").read_text())
+    assert result["programs"] == 20
+    text = (base.parent / "soak.txt").read_text()
+    mismatches = [f for f in result["findings"] if f["cls"] not in NOT_MISMATCH]
+    assert (proc.returncode == 1) == bool(mismatches)
+    for f in mismatches:
+        assert f"### program {f['index']} " in text and f["reproducer"].startswith("import numpy as np")
