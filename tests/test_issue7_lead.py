@@ -111,3 +111,17 @@ def test_hidden_outputs_never_reach_the_caller():
     assert isinstance(out, np.ndarray) and out.tolist() == [1, 2]
     g = jk.jit(lambda a: {"x": a + 1} if (a ** a) is not None else None)
     assert list(g(np.array([1, 2]))) == ["x"]
+
+
+def test_recompilation_records_are_bounded(monkeypatch):
+    # A function recompiled in a loop keeps only the latest records (memory stays flat).
+    import collections
+    import jitkernel.api as api
+    f = jk.jit(lambda x, n: x + n, static_argnums=1, backend="interpret")
+    f._recompilations = collections.deque(maxlen=3)
+    for n in range(6):
+        f(np.zeros(2), n)
+    recs = f.recompilations()
+    assert len(recs) == 3 and recs[-1].reasons == ["n: static value 4 -> 5"]
+    assert api.MAX_RECOMPILATION_RECORDS >= 100
+    assert jk.jit(lambda x: x)._recompilations.maxlen == api.MAX_RECOMPILATION_RECORDS
