@@ -125,3 +125,21 @@ def test_recompilation_records_are_bounded(monkeypatch):
     assert len(recs) == 3 and recs[-1].reasons == ["n: static value 4 -> 5"]
     assert api.MAX_RECOMPILATION_RECORDS >= 100
     assert jk.jit(lambda x: x)._recompilations.maxlen == api.MAX_RECOMPILATION_RECORDS
+
+
+@pytest.mark.parametrize("fill", [np.nan, np.inf, -1, 300, 300.5, -0.0, True, 2**63, np.float32(1e10)])
+@pytest.mark.parametrize("dtype", [np.uint16, np.int8, np.int64, np.float16, np.bool_])
+def test_full_like_converts_a_static_fill_as_numpy_does(fill, dtype, backend):
+    # np.full's copyto(casting="unsafe"): NaN and out-of-range floats become whatever NumPy
+    # makes of them; out-of-range Python ints raise NumPy's OverflowError.
+    a = np.array([6, 5], dtype)
+    with np.errstate(all="ignore"):
+        try:
+            want = np.full_like(a, fill)
+        except Exception as e:  # noqa: BLE001 - the type is what is compared
+            with pytest.raises(type(e)):
+                jk.jit(np.full_like, static_argnums=1, backend=backend)(a, fill)
+            return
+        got = jk.jit(np.full_like, static_argnums=1, backend=backend)(a, fill)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)

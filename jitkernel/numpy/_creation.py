@@ -21,7 +21,9 @@ def _filled(a: Any, fill: Any, dtype: Any, shape: Any) -> Any:
         return None
     dt = check_dtype(dtype, "the dtype= of *_like") if dtype is not None else a.dtype
     shape = a.shape if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
-    return broadcast_to_shape(ctx, ctx.const(np.asarray(fill, dtype=dt)), shape)
+    # np.full's own conversion (copyto, casting="unsafe"): NaN or an out-of-range fill value
+    # becomes what NumPy makes of it, with its warning; np.asarray(nan, int) would raise.
+    return broadcast_to_shape(ctx, ctx.const(np.full((), fill, dtype=dt)), shape)
 
 
 def zeros_like(a: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, **kw: Any) -> Any:
