@@ -144,6 +144,25 @@ def test_numpy_scalar_base_uses_scalar_pow():
         assert_same(got, want)
 
 
+def _scalar_inplace_power(a):
+    s = a[1]
+    s **= 0.5  # a NumPy scalar is immutable: rebinds to scalar math's pow, -0.0 -> 0.0
+    return s
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [
+    _scalar_inplace_power,
+    lambda a: 2.0 ** a, lambda a: 2.0 ** a[1:].reshape(()), lambda a: (-0.0) ** np.float64(0.5) + a[0] * 0,
+    lambda a: np.power(a[1:], np.array([0.5])),  # same shape (1,): a real stride, pow: 0.0
+    lambda a: np.power(a[1:].reshape(1, 1), np.array([0.5])),  # broadcast: stride 0, sqrt: -0.0
+    lambda a: np.power(a, a[1:] * 0 + 0.5),  # a traced one-element exponent, broadcast
+    lambda a: np.power(a.reshape(2, 1), np.array([0.5, 3.0])),  # an exponent per element: pow
+])
+def test_power_of_scalars_and_one_element_exponents(backend, fn):
+    check(fn, np.array([-np.inf, -0.0]), backend=backend)
+
+
 def test_bool_array_to_a_traced_int_power_raises_naming_the_cause():
     f = jk.jit(lambda b, n: b ** n)
     with pytest.raises(jk.UnsupportedOperationError, match="depends on n's value"):

@@ -367,22 +367,24 @@ def _binary(name: str, reflected: bool = False):
             raise TypeError(f"unsupported operand type(s) for @: '{_scalar_type_name(a)}' and '{_scalar_type_name(b)}'")
         if self.weak is not None and _is_python_scalar(other):
             return _python_scalar_op(name, a, b)
-        if name == "power" and not reflected:
-            return _power_operator(self, other)
+        if name == "power":
+            return _power_operator(a, b)
         return getattr(_jnp(), name)(a, b)
     return method
 
 
-def _power_operator(base: "Tracer", exponent: Any) -> Any:
+def _power_operator(base: Any, exponent: Any) -> Any:
     """`base ** exponent` as NumPy's operator computes it. ndarray.__pow__ and __ipow__ (number.c,
     fast_scalar_power, NumPy 2.4) take a Python int 2 as np.square for every dtype (bool ** 2 is
     int8), and for float arrays a Python int -1 as np.reciprocal and a Python float 0.5 as
     np.sqrt (-inf ** 0.5 is nan); anything else (NumPy scalars, bools, other values) is
-    np.power. A NumPy scalar base uses NumPy's scalar math: C pow, with no fast path at all."""
+    np.power. Between NumPy (or Python) scalars it is NumPy's scalar math: C pow, no fast path."""
     jnp = _jnp()
-    if base.ndim == 0 and base.scalar and _is_numpy_scalar(exponent) and not isinstance(exponent, np.ndarray):
+    if _is_numpy_scalar(base) and _is_numpy_scalar(exponent):
         from ..numpy._ufuncs import apply_ufunc
         return apply_ufunc(np.power, base, exponent)
+    if not isinstance(base, Tracer):  # 2 ** array: the array's __rpow__, never a fast scalar power
+        return jnp.power(base, exponent)
     is_float = base.dtype.kind == "f"
     if type(exponent) is int and -2**63 <= exponent < 2**63:
         if exponent == 2:
