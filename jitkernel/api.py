@@ -1,6 +1,7 @@
 """The public entry points: `jit`, `make_ir` and the objects they return."""
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
 import itertools
@@ -27,6 +28,7 @@ from .tree import TreeDef, tree_flatten, tree_unflatten
 
 _ndarray = np.ndarray
 _PY_SCALAR_DTYPES = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dtype(np.float64)}
+MAX_RECOMPILATION_RECORDS = 1000  # kept per jitted function (f.recompilations())
 _FUNCTION_IDS = itertools.count(1)  # Jitted.function_id: events of same-named functions stay apart
 
 
@@ -319,7 +321,9 @@ class Jitted:
         self._positional = positional
         self._cache: dict[tuple, Compiled] = {}  # insertion order = least recently compiled first
         self._signatures: dict[tuple, Signature] = {}
-        self._recompilations: list[Recompilation] = []
+        # The latest recompilations only: a function recompiled in a loop for hours must not grow
+        # without bound (each record is about 1 KB).
+        self._recompilations: collections.deque[Recompilation] = collections.deque(maxlen=MAX_RECOMPILATION_RECORDS)
         self._limit_warned = False
         self._fast: dict[tuple, Callable] = {}
         self._templates: list[tuple[Signature, set, Any]] = []  # shape-generic machine code
@@ -545,7 +549,8 @@ class Jitted:
         return compiled
 
     def recompilations(self) -> list[Recompilation]:
-        """Every recompilation of this function so far, with its reasons."""
+        """The recompilations of this function so far (the latest MAX_RECOMPILATION_RECORDS), with
+        their reasons."""
         with self._lock:
             return list(self._recompilations)
 

@@ -84,11 +84,11 @@ class Compiled:
         return tree_unflatten(self.out_tree, [o[()] if o.ndim == 0 else o for o in outs])
 
     def check_inputs(self, args: Any) -> None:
-        """Python int arguments cast to a narrower integer type must fit it, as in NumPy."""
-        for i, dt in self.program.int_arg_bounds:
+        """Python int arguments cast to a narrower integer type must fit it, as in NumPy
+        (bounds from TraceContext.weak_int_cast; None: any value is accepted on that side)."""
+        for i, dt, lo, hi in self.program.int_arg_bounds:
             v = int(args[i])
-            info = np.iinfo(dt)
-            if not info.min <= v <= info.max:
+            if (lo is not None and v < lo) or (hi is not None and v > hi):
                 raise OverflowError(f"Python integer {v} out of bounds for {dt}")
 
     def __call__(self, arrays: list[np.ndarray]) -> Any:

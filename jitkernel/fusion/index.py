@@ -21,6 +21,11 @@ class Aff:
     terms: tuple[tuple[Atom, int], ...] = ()
     const: int = 0
 
+    def __post_init__(self) -> None:
+        # Nesting of `//` and `%` atoms, computed once from the (already built) inner maps.
+        object.__setattr__(self, "depth", max((atom[1].depth + 1 for atom, _ in self.terms if atom[0] != "i"),
+                                              default=0))
+
     def __str__(self) -> str:
         parts = []
         for atom, c in self.terms:

@@ -3,8 +3,9 @@ through index maps, and library calls. Shared by every backend: fusion decisions
 a backend only renders it."""
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -41,20 +42,63 @@ class Load:
     dtype: np.dtype
 
 
-@dataclass(frozen=True)
+def _value_key(value: Any) -> Any:
+    """Equality of literal values: floats by bit pattern (0.0 and -0.0 differ, NaN equals
+    itself), and the Python type counts (True and 1 and 1.0 are three literals)."""
+    if isinstance(value, float):
+        return (float, struct.pack("<d", value))
+    return (type(value), value)
+
+
+@dataclass(frozen=True, eq=False)
 class Literal:
     value: Any  # a Python bool/int/float exactly representable in dtype
     dtype: np.dtype
 
+    def _key(self) -> tuple:
+        return (_value_key(self.value), self.dtype)
 
-@dataclass(frozen=True)
+    def __eq__(self, other: object) -> bool:
+        return self is other or (type(other) is Literal and self._key() == other._key())
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+
+@dataclass(frozen=True, eq=False)
 class Compute:
-    """An elementwise primitive applied to argument nodes (inputs have the loop dtypes)."""
+    """An elementwise primitive applied to argument nodes (inputs have the loop dtypes).
+
+    Equality is shallow: the same primitive, params and dtype applied to the *same* argument
+    objects. Comparing whole DAGs structurally would cost time proportional to their size on
+    every dictionary lookup (quadratic over a kernel, exponential on shared subexpressions)
+    and recurse once per level. The builders (`Interner`) share equal argument nodes, which
+    makes shallow equality structural. The hash is computed once, from the arguments' hashes.
+    """
 
     prim: str
     args: tuple
     params: tuple  # sorted (name, value) pairs
     dtype: np.dtype
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.prim, self.params, self.dtype,
+                                                tuple(hash(a) for a in self.args))))
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is not Compute or self._hash != other._hash:
+            return False
+        return (self.prim == other.prim and self.params == other.params and self.dtype == other.dtype
+                and len(self.args) == len(other.args)
+                and all(a is b or (type(a) is not Compute and a == b) for a, b in zip(self.args, other.args)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:  # not recursive: bodies can be hundreds of thousands of nodes deep
+        return f"Compute({self.prim!r}, <{len(self.args)} args>, {self.params!r}, {self.dtype!r})"
 
 
 @dataclass(frozen=True)
@@ -66,6 +110,69 @@ class IndexValue:
 
 
 Node = Load | Literal | Compute | IndexValue
+
+
+def postorder(roots: Iterable[Node], done: Any = ()) -> list[Node]:
+    """Every node reachable from `roots` once (by identity), each after its arguments, in the
+    order a left-to-right recursive walk would finish them; nodes in `done` (a container of
+    nodes, e.g. a memo) and what only they reach are left out. Iterative: a body may be a
+    chain of a hundred thousand operations."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    for root in roots:
+        if id(root) in seen or root in done:
+            continue
+        seen.add(id(root))
+        stack: list[tuple[Node, int]] = [(root, 0)]
+        while stack:
+            nd, i = stack[-1]
+            args = nd.args if type(nd) is Compute else ()
+            while i < len(args) and (id(args[i]) in seen or args[i] in done):
+                i += 1
+            if i < len(args):
+                stack[-1] = (nd, i + 1)
+                seen.add(id(args[i]))
+                stack.append((args[i], 0))
+            else:
+                stack.pop()
+                order.append(nd)
+    return order
+
+
+class Interner:
+    """Shares equal nodes while a body is built: once the arguments of every node are the
+    canonical objects, shallow equality (Compute.__eq__) is structural equality, so equal
+    nodes are one object and are computed once per element."""
+
+    def __init__(self) -> None:
+        self._table: dict[Node, Node] = {}
+
+    def __call__(self, nd: Node) -> Node:
+        return self._table.setdefault(nd, nd)
+
+
+def rebuild(roots: Iterable[Node], leaf: Callable[[Node], Node],
+            compute: Callable[[Compute, tuple], Node] | None = None) -> dict[int, Node]:
+    """Rebuild the DAGs under `roots` bottom-up without recursion: `leaf(nd)` gives the new
+    node of a Load/Literal/IndexValue, `compute(nd, new_args)` that of a Compute (default: the
+    same operation on the new arguments). Returns id(old node) -> new node; equal new nodes
+    are shared (Interner)."""
+    intern = Interner()
+    new: dict[int, Node] = {}
+    for nd in postorder(roots):
+        if type(nd) is Compute:
+            args = tuple(new[id(a)] for a in nd.args)
+            r = compute(nd, args) if compute is not None else (
+                nd if all(a is b for a, b in zip(args, nd.args)) else Compute(nd.prim, args, nd.params, nd.dtype))
+        else:
+            r = leaf(nd)
+        new[id(nd)] = intern(r)
+    return new
+
+
+def count_computes(roots: Iterable[Node]) -> int:
+    """Distinct Compute nodes under `roots` (what one evaluation of the body computes)."""
+    return sum(1 for nd in postorder(roots) if type(nd) is Compute)
 
 
 @dataclass(frozen=True)
@@ -81,6 +188,27 @@ class Store:
     value: Node
     reduce: str | None = None  # sum|prod|max|min|and|or|argmax|argmin
     reduce_index: Aff | None = None
+    # NumPy's block of a register reduction: the number of trailing elements of the reduced
+    # loops (flattened in C order) that one call of NumPy's inner loop reduces, i.e. the
+    # product of the trailing run of reduced axes. NumPy reduces each block alone (pairwise
+    # for float sums) and combines blocks in order; renderers follow that order (None: any).
+    # "tree": the combine of power-of-two chunk partials of one pairwise sum (a balanced tree).
+    block: Any = None
+
+    def with_value(self, value: Node, offset: Aff | None = None, reduce_index: Any = "same") -> "Store":
+        """This store with another value (and index maps), every other field kept."""
+        return Store(self.buffer, self.offset if offset is None else offset, value, self.reduce,
+                     self.reduce_index if reduce_index == "same" else reduce_index, self.block)
+
+
+def follows_numpy_blocks(st: Store) -> bool:
+    """Does this register reduction's result depend on NumPy's order (Store.block)? Float sums
+    (pairwise within a block, blocks added in order) and float16 products (accumulated in
+    float32 within a block, rounded to float16 between blocks) do; integer and bool
+    reductions, max/min and float32/float64 products (sequential) do not."""
+    dt = st.value.dtype
+    return (st.block is not None and dt.kind == "f"
+            and (st.reduce == "sum" or (st.reduce == "prod" and dt.itemsize == 2)))
 
 
 @dataclass
@@ -118,24 +246,16 @@ class Kernel:
 
 def map_affs_by_buffer(kernel: Kernel, f) -> Kernel:
     """Rebuild `kernel` with every index map `a` replaced by `f(buffer id or None, a)`."""
-    memo: dict = {}
-
-    def node(nd: Node) -> Node:
-        if nd in memo:
-            return memo[nd]
+    def leaf(nd: Node) -> Node:
         if isinstance(nd, Load):
-            r = Load(nd.buffer, f(nd.buffer, nd.offset), nd.dtype)
-        elif isinstance(nd, IndexValue):
-            r = IndexValue(f(None, nd.index), nd.dtype)
-        elif isinstance(nd, Compute):
-            r = Compute(nd.prim, tuple(node(a) for a in nd.args), nd.params, nd.dtype)
-        else:
-            r = nd
-        memo[nd] = r
-        return r
+            return Load(nd.buffer, f(nd.buffer, nd.offset), nd.dtype)
+        if isinstance(nd, IndexValue):
+            return IndexValue(f(None, nd.index), nd.dtype)
+        return nd
 
-    stores = [Store(s.buffer, f(s.buffer, s.offset), node(s.value), s.reduce,
-                    f(None, s.reduce_index) if s.reduce_index is not None else None) for s in kernel.stores]
+    new = rebuild([s.value for s in kernel.stores], leaf)
+    stores = [s.with_value(new[id(s.value)], f(s.buffer, s.offset),
+                           f(None, s.reduce_index) if s.reduce_index is not None else None) for s in kernel.stores]
     return Kernel(kernel.name, kernel.domain, kernel.n_reduce, stores, kernel.graph_ops)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from .index import Aff
 from .kernel_ir import (Buffer, Compute, IndexValue, Kernel, KernelProgram, Literal, Load,
-                        Node, RowKernel, Store)
+                        Node, RowKernel, Store, postorder)
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,18 @@ def _bits(value: Any) -> Any:
     if isinstance(value, float):
         return ("f", np.float64(value).tobytes())
     return ("i", int(value)) if not isinstance(value, Param) else ("p", value.index)
+
+
+class _IdMemo:
+    """`node in _IdMemo(memo)`: is the node (by identity) in a memo keyed by id()?"""
+
+    __slots__ = ("memo",)
+
+    def __init__(self, memo: dict) -> None:
+        self.memo = memo
+
+    def __contains__(self, nd: object) -> bool:
+        return id(nd) in self.memo
 
 
 class _Walker:
@@ -66,24 +78,28 @@ class _Walker:
             terms.append((new_atom, self.c(k)))
         return Aff(tuple(terms), self.c(a.const))
 
-    def node(self, nd: Node, memo: dict) -> Node:
-        if id(nd) in memo:
-            self.s("ref", memo[id(nd)][0])
-            return memo[id(nd)][1]
-        if isinstance(nd, Load):
-            self.s("load", nd.buffer, nd.dtype.str)
-            r: Node = Load(nd.buffer, self.aff(nd.offset), nd.dtype)
-        elif isinstance(nd, Literal):
-            self.s("lit", nd.dtype.str)
-            r = Literal(self.c(nd.value), nd.dtype)
-        elif isinstance(nd, IndexValue):
-            self.s("index", nd.dtype.str)
-            r = IndexValue(self.aff(nd.index), nd.dtype)
-        else:
-            self.s("op", nd.prim, repr(nd.params), nd.dtype.str, len(nd.args))
-            r = Compute(nd.prim, tuple(self.node(a, memo) for a in nd.args), nd.params, nd.dtype)
-        memo[id(nd)] = (len(memo), r)
-        return r
+    def node(self, root: Node, memo: dict) -> Node:
+        """Rebuild the DAG under `root`, recording it in post-order (arguments first, each node
+        once: later uses are `ref`s to its number). Iterative: bodies may be very deep."""
+        if id(root) in memo:
+            self.s("ref", memo[id(root)][0])
+            return memo[id(root)][1]
+        for nd in postorder([root], _IdMemo(memo)):
+            if isinstance(nd, Load):
+                self.s("load", nd.buffer, nd.dtype.str)
+                r: Node = Load(nd.buffer, self.aff(nd.offset), nd.dtype)
+            elif isinstance(nd, Literal):
+                self.s("lit", nd.dtype.str)
+                r = Literal(self.c(nd.value), nd.dtype)
+            elif isinstance(nd, IndexValue):
+                self.s("index", nd.dtype.str)
+                r = IndexValue(self.aff(nd.index), nd.dtype)
+            else:
+                refs = tuple(memo[id(a)][0] for a in nd.args)
+                self.s("op", nd.prim, repr(nd.params), nd.dtype.str, refs)
+                r = Compute(nd.prim, tuple(memo[id(a)][1] for a in nd.args), nd.params, nd.dtype)
+            memo[id(nd)] = (len(memo), r)
+        return memo[id(root)][1]
 
     def kernel(self, k: Kernel) -> Kernel:
         self.s("kernel", k.name, k.n_reduce, len(k.domain))
@@ -91,10 +107,11 @@ class _Walker:
         memo: dict = {}
         stores = []
         for st in k.stores:
-            self.s("store", st.buffer, st.reduce, st.reduce_index is not None)
+            self.s("store", st.buffer, st.reduce, st.reduce_index is not None, block_kind(st.block, k))
             offset = self.aff(st.offset)
             red = self.aff(st.reduce_index) if st.reduce_index is not None else None
-            stores.append(Store(st.buffer, offset, self.node(st.value, memo), st.reduce, red))
+            block = self.c(st.block) if isinstance(st.block, (int, Param)) else st.block
+            stores.append(Store(st.buffer, offset, self.node(st.value, memo), st.reduce, red, block))
         return Kernel(k.name, domain, k.n_reduce, stores, k.graph_ops)
 
     def program(self, kp: KernelProgram) -> KernelProgram:
@@ -122,6 +139,20 @@ class _Walker:
         out = KernelProgram(kp.name, buffers, list(kp.inputs), list(kp.consts), list(kp.outputs), steps)
         out.fusion_record = kp.fusion_record
         return out
+
+
+def _value(v: Any) -> Any:
+    return v.value if isinstance(v, Param) else v
+
+
+def block_kind(block: Any, k: Kernel) -> Any:
+    """Structure of a reduction's NumPy block relative to its loops (the renderer's choice of
+    loop structure depends on it, so programs sharing machine code must agree on it)."""
+    if not isinstance(block, (int, Param)) or k.n_reduce == 0:
+        return block
+    last = _value(k.domain[-1])
+    b = _value(block)
+    return "in-last-loop" if b > 0 and last % b == 0 else ("empty" if b == 0 else "general")
 
 
 def constants(kp: KernelProgram) -> tuple[tuple, list]:

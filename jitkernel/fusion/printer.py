@@ -2,26 +2,33 @@
 from __future__ import annotations
 
 from ..ir.types import short_dtype
-from .kernel_ir import IndexValue, Kernel, KernelProgram, Literal, Load, Node, RowKernel
+from .kernel_ir import IndexValue, Kernel, KernelProgram, Literal, Load, Node, RowKernel, postorder
 
 
-def _node_text(node: Node, names: dict, lines: list[str], bufs: dict) -> str:
-    if node in names:
-        return names[node]
-    if isinstance(node, Load):
-        text = f"load %{node.buffer}[{node.offset}]"
-    elif isinstance(node, Literal):
+def _node_text(root: Node, names: dict, lines: list[str], bufs: dict) -> str:
+    """The name of `root`'s value, after appending a line for every node it needs that has
+    none yet (arguments first; iterative, bodies may be very deep)."""
+    for node in postorder([root], names):
+        if isinstance(node, Literal):
+            continue  # printed inline where used
+        if isinstance(node, Load):
+            text = f"load %{node.buffer}[{node.offset}]"
+        elif isinstance(node, IndexValue):
+            text = f"index({node.index})"
+        else:
+            args = ", ".join(_ref(a, names) for a in node.args)
+            params = "".join(f" {k}={v}" for k, v in node.params)
+            text = f"{node.prim}({args}){params}"
+        name = f"t{len(names)}"
+        names[node] = name
+        lines.append(f"      {name}: {short_dtype(node.dtype)} = {text}")
+    return _ref(root, names)
+
+
+def _ref(node: Node, names: dict) -> str:
+    if isinstance(node, Literal):
         return f"{node.value!r}:{short_dtype(node.dtype)}"
-    elif isinstance(node, IndexValue):
-        text = f"index({node.index})"
-    else:
-        args = ", ".join(_node_text(a, names, lines, bufs) for a in node.args)
-        params = "".join(f" {k}={v}" for k, v in node.params)
-        text = f"{node.prim}({args}){params}"
-    name = f"t{len(names)}"
-    names[node] = name
-    lines.append(f"      {name}: {short_dtype(node.dtype)} = {text}")
-    return name
+    return names[node]
 
 
 def format_kernel(kernel: Kernel, bufs: dict, first: int = 0, indent: str = "  ") -> list[str]:
@@ -61,9 +68,8 @@ def format_kernel_program(kp: KernelProgram) -> str:
             if step.scratch:
                 lines.append("    row scratch: " + ", ".join(f"%{b} ({n} per row)" for b, n in step.scratch.items()))
             for phase in step.phases:
-                lines += format_kernel(phase, kp.buffers, first=len(step.outer), indent="    ")[0:1]
-                lines += [ln for ln in format_kernel(phase, kp.buffers, first=len(step.outer), indent="    ")[1:]
-                          if not ln.strip().startswith("fuses:")]
+                text = format_kernel(phase, kp.buffers, first=len(step.outer), indent="    ")
+                lines += text[0:1] + [ln for ln in text[1:] if not ln.strip().startswith("fuses:")]
         else:
             ins = ", ".join(f"%{b}" for b in step.inputs)
             lines.append(f"  library {step.name}: %{step.output} = {step.prim}({ins}) {step.params}")

@@ -10,11 +10,15 @@ from an earlier phase of the group belongs to the same row (checked on the index
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..ir.types import AType
 from . import index as ix
 from .index import Aff
-from .kernel_ir import (Buffer, Compute, Kernel, KernelProgram, LibraryCall, Load, RowKernel, Store,
-                        map_affs_by_buffer)
+from . import split
+from .kernel_ir import (Buffer, Kernel, KernelProgram, LibraryCall, Load, RowKernel, Store, follows_numpy_blocks,
+                        map_affs_by_buffer, rebuild)
+from .split import kernel_computes
 
 # Stack bytes all scratch rows of one row kernel may take (threads have 8 MiB stacks here; rows
 # this small also stay in L2).
@@ -99,10 +103,10 @@ def _make_row_kernel(group: list[Kernel], outer: tuple[int, ...], kp_buffers: di
         b = kp_buffers[bid]
         kp_buffers[bid] = Buffer(b.id, b.shape, b.dtype, "scratch", b.position)
     phases = [_drop_outer(phase, scratch, len(outer)) for phase in group]
-    ops: list[str] = []
+    ops: dict[str, None] = {}  # ordered and unique, in linear time
     for phase in group:
-        ops += [op for op in phase.graph_ops if op not in ops]
-    return RowKernel(f"{group[0].name}_rows", outer, phases, scratch, ops)
+        ops.update(dict.fromkeys(phase.graph_ops))
+    return RowKernel(f"{group[0].name}_rows", outer, phases, scratch, list(ops))
 
 
 def _drop_outer(kernel: Kernel, scratch: dict[int, int], n_outer: int) -> Kernel:
@@ -129,11 +133,14 @@ def fuse_rows(kp: KernelProgram) -> KernelProgram:
     i = 0
     while i < len(steps):
         k = steps[i]
-        if isinstance(k, Kernel) and k.n_reduce and k.kept:
+        # A kernel too large for one function is split later (fusion/split.py); it stays out
+        # of row kernels, whose phases are not split.
+        if isinstance(k, Kernel) and k.n_reduce and k.kept and kernel_computes(k) <= split.MAX_KERNEL_COMPUTES:
             outer = k.kept
             group = [k]
             j = i + 1
-            while j < len(steps) and _joins(steps[j], outer) and _group_ok(group + [steps[j]], outer, kp.buffers):
+            while (j < len(steps) and _joins(steps[j], outer) and kernel_computes(steps[j]) <= split.MAX_KERNEL_COMPUTES
+                   and _group_ok(group + [steps[j]], outer, kp.buffers)):
                 group.append(steps[j])
                 j += 1
             if len(group) > 1:
@@ -152,41 +159,86 @@ def merge_siblings(kp: KernelProgram) -> KernelProgram:
     """Multi-output kernels: consecutive kernels over the same loops (same domain, same reduced
     loops), none reading what an earlier one of them writes, become one kernel with several
     stores, so shared inputs are read once (e.g. `x + 1, x * 2`, or `x.sum(), x.max()`)."""
-    merged: list = []
+    merged: list = []  # steps, and _Group for a multi-output kernel being grown in place
     for step in kp.steps:
         prev = merged[-1] if merged else None
-        if not (isinstance(step, Kernel) and isinstance(prev, Kernel) and step.domain == prev.domain
-                and not _in_memory(step) and not _in_memory(prev)):
+        if not (isinstance(step, Kernel) and isinstance(prev, (Kernel, _Group)) and step.domain == prev.domain
+                and not _in_memory(step) and not (isinstance(prev, Kernel) and _in_memory(prev))):
             merged.append(step)
-        elif not (set(step.loads()) & {s.buffer for s in prev.stores}) and (
-                step.n_reduce == prev.n_reduce or _elementwise(step) or _elementwise(prev)):
-            ops = prev.graph_ops + [op for op in step.graph_ops if op not in prev.graph_ops]
-            merged[-1] = Kernel(prev.name, prev.domain, max(prev.n_reduce, step.n_reduce),
-                                prev.stores + step.stores, ops)
-        elif _absorbable(prev, step):
-            merged[-1] = _absorb(prev, step)
+            continue
+        group = prev if isinstance(prev, _Group) else _Group(prev)
+        if not group.same_blocks(step):
+            merged.append(step)
+            continue
+        loads = step.loads()
+        if not (set(loads) & group.written) and (
+                step.n_reduce == group.n_reduce or _elementwise(step) or group.elementwise):
+            group.add(step.stores, step)
+        elif _absorbable(group, step, loads):
+            group.add(_absorbed_stores(group, step), step, name=step.name)
         else:
             merged.append(step)
-    kp.steps = merged
+            continue
+        merged[-1] = group
+    kp.steps = [m.kernel() if isinstance(m, _Group) else m for m in merged]
     return drop_dead_stores(kp)
+
+
+class _Group:
+    """A multi-output kernel under construction (see merge_siblings): stores, the buffers
+    they write and the graph ops grow in place, so merging k kernels costs O(k), not O(k^2)."""
+
+    def __init__(self, first: Kernel) -> None:
+        self.name, self.domain, self.n_reduce = first.name, first.domain, first.n_reduce
+        self.stores: list[Store] = []
+        self.written: set[int] = set()
+        self.values: dict[int, object] = {}  # non-reduce stores: buffer -> value (the last one)
+        self.offsets: dict[int, Aff] = {}
+        self.reduced: set[int] = set()
+        self.blocks: set[str] = set()  # NumPy block structures its reductions follow
+        self.ops: dict[str, None] = {}
+        self.elementwise = True
+        self.add(first.stores, first)
+
+    def same_blocks(self, step: Kernel) -> bool:
+        """One loop nest follows one NumPy block structure (Store.block): reductions whose
+        order depends on it may share a loop only when their blocks agree."""
+        return len(self.blocks | {repr(s.block) for s in step.stores if follows_numpy_blocks(s)}) <= 1
+
+    def add(self, stores: list[Store], kernel: Kernel, name: str | None = None) -> None:
+        self.stores.extend(stores)
+        for st in stores:
+            self.written.add(st.buffer)
+            if st.reduce:
+                self.reduced.add(st.buffer)
+            else:
+                self.values[st.buffer], self.offsets[st.buffer] = st.value, st.offset
+            if follows_numpy_blocks(st):
+                self.blocks.add(repr(st.block))
+        self.ops.update(dict.fromkeys(kernel.graph_ops))
+        self.n_reduce = max(self.n_reduce, kernel.n_reduce)
+        self.elementwise = self.elementwise and _elementwise(kernel)
+        if name is not None:
+            self.name = name
+
+    def kernel(self) -> Kernel:
+        return Kernel(self.name, self.domain, self.n_reduce, self.stores, list(self.ops))
 
 
 def _elementwise(kernel: Kernel) -> bool:
     return not kernel.n_reduce and not any(s.reduce for s in kernel.stores)
 
 
-def _absorbable(prev: Kernel, step: Kernel) -> bool:
+def _absorbable(prev: _Group, step: Kernel, loads: dict[int, list[Aff]]) -> bool:
     """An elementwise kernel followed by a kernel over the same loops that reads what it wrote
     exactly where it wrote it (`z = f(x); z * 2, z.sum()`): one loop can compute the value once,
     store it and use it."""
-    if not (prev.n_reduce == step.n_reduce or _elementwise(prev) or _elementwise(step)):
+    if not (prev.n_reduce == step.n_reduce or prev.elementwise or _elementwise(step)):
         return False
-    loads = step.loads()
-    if any(s.reduce and s.buffer in loads for s in prev.stores):
+    if any(b in prev.reduced for b in loads):
         return False  # a reduction's result exists only after the loop
-    written = {s.buffer: s.offset for s in prev.stores if not s.reduce}
-    reads = {b: offs for b, offs in loads.items() if b in written}
-    return bool(reads) and all(off == written[b] for b, offs in reads.items() for off in offs)
+    reads = {b: offs for b, offs in loads.items() if b in prev.offsets}
+    return bool(reads) and all(off == prev.offsets[b] for b, offs in reads.items() for off in offs)
 
 
 def drop_dead_stores(kp: KernelProgram) -> KernelProgram:
@@ -209,9 +261,12 @@ def drop_dead_stores(kp: KernelProgram) -> KernelProgram:
                 continue
             step = Kernel(step.name, step.domain, step.n_reduce, stores, step.graph_ops)
         steps.append(step)
-    for b in dead:
-        if not any(isinstance(s, (RowKernel, LibraryCall)) and b in _step_writes(s) for s in steps):
-            del kp.buffers[b]
+    still_written: set[int] = set()
+    for s in steps:
+        if isinstance(s, (RowKernel, LibraryCall)):
+            still_written |= _step_writes(s)
+    for b in dead - still_written:
+        del kp.buffers[b]
     kp.steps = steps
     return kp
 
@@ -222,38 +277,53 @@ def _step_writes(step: object) -> set[int]:
     return {s.buffer for p in step.phases for s in p.stores}
 
 
-def _absorb(prev: Kernel, step: Kernel) -> Kernel:
-    """One loop that stores prev's values and reduces them in a register, instead of writing
-    them and reading them back."""
-    values = {s.buffer: s.value for s in prev.stores if not s.reduce}
-    memo: dict = {}
+def _absorbed_stores(prev: _Group, step: Kernel) -> list[Store]:
+    """step's stores, reading prev's values instead of loading them back: one loop stores
+    prev's values and reduces them in a register, instead of writing them and reading them
+    back."""
+    values = prev.values
 
-    def node(nd):
-        if id(nd) in memo:
-            return memo[id(nd)]
-        if isinstance(nd, Load) and nd.buffer in values:
-            r = values[nd.buffer]
-        elif isinstance(nd, Compute):
-            r = Compute(nd.prim, tuple(node(a) for a in nd.args), nd.params, nd.dtype)
-        else:
-            r = nd
-        memo[id(nd)] = r
-        return r
+    def leaf(nd):
+        return values[nd.buffer] if isinstance(nd, Load) and nd.buffer in values else nd
 
-    stores = [Store(s.buffer, s.offset, node(s.value), s.reduce, s.reduce_index) for s in step.stores]
-    ops = prev.graph_ops + [op for op in step.graph_ops if op not in prev.graph_ops]
-    return Kernel(step.name, step.domain, max(prev.n_reduce, step.n_reduce), prev.stores + stores, ops)
+    new = rebuild([s.value for s in step.stores], leaf)
+    return [s.with_value(new[id(s.value)]) for s in step.stores]
 
 
 SPLIT_MIN_ELEMENTS = 1 << 20
+PAIRWISE_LEAF = 128  # NumPy's PW_BLOCKSIZE
 SPLIT_PARTS = (64, 32, 16, 8)
+
+
+def _split_parts(step: Kernel) -> int | None:
+    """How many chunk partials a whole-array reduction may be split into without leaving
+    NumPy's order: integer, bool and max/min reductions split anywhere; a float sum only where
+    NumPy's pairwise recursion itself halves exactly down to the chunks (a power-of-two count
+    of chunks that are multiples of 8 and longer than a pairwise leaf), so the partials combine
+    as a balanced tree; float products (sequential in NumPy) and float16 sums never."""
+    n = step.domain[0]
+    for parts in SPLIT_PARTS:
+        if n % parts:
+            continue
+        chunk = n // parts
+        ok = True
+        for s in step.stores:
+            dt = s.value.dtype
+            if s.reduce == "prod" and dt.kind == "f" or (s.reduce == "sum" and dt == np.float16):
+                return None
+            if follows_numpy_blocks(s) and not (s.block == n and chunk % 8 == 0 and chunk > PAIRWISE_LEAF):
+                ok = False
+        if ok:
+            return parts
+    return None
 
 
 def split_full_reductions(kp: KernelProgram) -> KernelProgram:
     """A reduction of a whole large array (no kept loop) cannot be split across threads as it
     is: reduce it in two stages instead, `parts` partial results over contiguous chunks (a
     kernel whose outer loop is kept, hence splittable), then the partials. Only when a chunk
-    count divides the length (no ragged tail); argmax/argmin keep their single pass."""
+    count divides the length (no ragged tail) and NumPy's order allows it (_split_parts);
+    argmax/argmin keep their single pass."""
     steps: list = []
     for step in kp.steps:
         if not (isinstance(step, Kernel) and len(step.domain) == 1 and step.n_reduce == 1
@@ -263,7 +333,7 @@ def split_full_reductions(kp: KernelProgram) -> KernelProgram:
             steps.append(step)
             continue
         n = step.domain[0]
-        parts = next((p for p in SPLIT_PARTS if n % p == 0), None)
+        parts = _split_parts(step)
         if parts is None:
             steps.append(step)
             continue
@@ -272,15 +342,18 @@ def split_full_reductions(kp: KernelProgram) -> KernelProgram:
         first = map_affs_by_buffer(Kernel(step.name, (parts, chunk), 1, step.stores, step.graph_ops),
                                    lambda _bid, a: ix.substitute(a, flat, (parts, chunk)))
         partial_stores, final_stores = [], []
+        next_id = max(kp.buffers) + 1
         for st in first.stores:
             if st.reduce is None:  # an elementwise output computed in the same loop
                 partial_stores.append(st)
                 continue
-            bid = max(kp.buffers) + 1
+            bid, next_id = next_id, next_id + 1
             dt = st.value.dtype
             kp.buffers[bid] = Buffer(bid, (parts,), dt, "temp")
-            partial_stores.append(Store(bid, ix.var(0), st.value, st.reduce))
-            final_stores.append(Store(st.buffer, st.offset, Load(bid, ix.var(0), dt), st.reduce))
+            pairwise = follows_numpy_blocks(st)
+            partial_stores.append(Store(bid, ix.var(0), st.value, st.reduce, block=chunk if pairwise else None))
+            final_stores.append(Store(st.buffer, st.offset, Load(bid, ix.var(0), dt), st.reduce,
+                                      block="tree" if pairwise else None))
         steps.append(Kernel(f"{step.name}_partials", (parts, chunk), 1, partial_stores, step.graph_ops))
         steps.append(Kernel(f"{step.name}_combine", (parts,), 1, final_stores, []))
     kp.steps = steps

@@ -19,8 +19,9 @@ from . import index as ix
 from .index import Aff
 from .kernel_ir import (Buffer, Compute, IndexValue, Kernel, KernelProgram, LibraryCall, Literal,
                         Load, Node, RowKernel, Store)
-from .kernel_ir import map_affs_by_buffer
+from .kernel_ir import Interner, map_affs_by_buffer, postorder
 from .rows import fuse_rows, merge_siblings, split_full_reductions
+from .split import split_large_kernels
 
 # Relative cost of recomputing one element; movement ops are free (index maps).
 _EXPENSIVE = {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
@@ -30,6 +31,27 @@ RECOMPUTE_LIMIT = 3
 
 _REDUCE_OPS = {"reduce_sum": "sum", "reduce_prod": "prod", "reduce_max": "max", "reduce_min": "min",
                "reduce_and": "and", "reduce_or": "or", "argmax": "argmax", "argmin": "argmin"}
+
+
+_MANY = object()  # "two or more kernel roots" in _Scheduler.materialized
+
+# Reshapes that the range rules cannot simplify nest `//` and `%` atoms, and each level holds the
+# previous one twice: alternating reshapes and transposes would grow index maps exponentially.
+# A movement output read through deeper maps than this gets a buffer instead (its kernel starts
+# again from plain loop variables).
+MAX_INDEX_DEPTH = 4
+
+
+class _IndexTooDeep(Exception):
+    def __init__(self, var: Var) -> None:
+        super().__init__(var)
+        self.var = var
+
+
+def _merge_roots(a: Any, b: Any) -> Any:
+    if a is None or a is b:
+        return b
+    return a if b is None else _MANY
 
 
 def _op_cost(eqn: Eqn) -> int:
@@ -61,46 +83,40 @@ class _Scheduler:
                 mat.update(eqn.outputs)
             if kind == "library":
                 mat.update(eqn.inputs)
-        while True:
-            roots: dict[Var, set[Var]] = {}
-            for r in mat:
-                if r in self.leaves:
-                    continue
-                for u in self._virtual_cone(r, mat):
-                    roots.setdefault(u, set()).add(r)
-            cost_memo: dict[Var, int] = {}
-            extra = {u for u, rs in roots.items()
-                     if len(rs) >= 2 and self._cost(u, mat, cost_memo) >= RECOMPUTE_LIMIT}
-            if not extra:
-                return mat
-            # Materialise the latest such value first: that may make earlier ones single-use.
-            latest = max(extra, key=lambda u: self.eqn_index[id(self.producer[u])])
-            mat.add(latest)
-
-    def _virtual_cone(self, root: Var, mat: set[Var]) -> set[Var]:
-        """Virtual variables the kernel computing `root` would evaluate."""
-        seen: set[Var] = set()
-        stack = list(self.producer[root].inputs)
-        while stack:
-            u = stack.pop()
-            if u in seen or u in mat or u in self.leaves:
+        cost = self._costs(mat)
+        # A virtual value that the kernels of two or more materialised values would each
+        # recompute, at a cost of RECOMPUTE_LIMIT or more, gets a buffer. Deciding the latest
+        # such value first may make earlier ones single-use, so decide in reverse program
+        # order: when a value is decided, every later one is, and the roots that evaluate it
+        # are known. One pass; `root[v]` is the one kernel root evaluating v, or _MANY.
+        root: dict[Var, Any] = {}
+        for eqn in reversed(self.program.eqns):
+            reach = None
+            for v in eqn.outputs:
+                if v not in mat and root.get(v) is _MANY and cost[v] >= RECOMPUTE_LIMIT:
+                    mat.add(v)
+                reach = _merge_roots(reach, v if v in mat else root.get(v))
+            if reach is None:
                 continue
-            seen.add(u)
-            stack.extend(self.producer[u].inputs)
-        return seen
+            for u in eqn.inputs:
+                if u not in self.leaves:
+                    root[u] = _merge_roots(root.get(u), reach)
+        return mat
 
-    def _cost(self, u: Var, mat: set[Var], memo: dict[Var, float]) -> float:
-        """Per-element cost of recomputing `u`; work on smaller (later broadcast) values is
-        amortised by their size ratio, since LLVM hoists it out of the inner loops."""
-        if u in memo:
-            return memo[u]
-        if u in mat or u in self.leaves:
-            return 0.0
-        eqn = self.producer[u]
-        size = max(u.aval.size, 1)
-        memo[u] = _op_cost(eqn) + sum(self._cost(w, mat, memo) * min(w.aval.size / size, 1.0)
-                                      for w in eqn.inputs)
-        return memo[u]
+    def _costs(self, mat: set[Var]) -> dict[Var, float]:
+        """Per-element cost of recomputing each virtual variable (0 for materialised ones and
+        leaves); work on smaller (later broadcast) values is amortised by their size ratio,
+        since LLVM hoists it out of the inner loops. One forward pass over the program."""
+        cost: dict[Var, float] = {}
+        for eqn in self.program.eqns:
+            for u in eqn.outputs:
+                if u in mat:
+                    cost[u] = 0.0
+                    continue
+                size = max(u.aval.size, 1)
+                cost[u] = _op_cost(eqn) + sum(cost.get(w, 0.0) * min(w.aval.size / size, 1.0)
+                                              for w in eqn.inputs)
+        return cost
 
     # -- buffers ---------------------------------------------------------------------
     def new_buffer(self, aval: AType, role: str, position: int = -1) -> int:
@@ -109,47 +125,94 @@ class _Scheduler:
         return bid
 
     # -- expressions -----------------------------------------------------------------
-    def expr(self, v: Var, index: tuple[Aff, ...], extents: tuple[int, ...], memo: dict, ops: set[int]) -> Node:
-        index = tuple(ix.const(0) if n == 1 else i for i, n in zip(index, v.aval.shape))
-        key = (v, index)
-        if key in memo:
-            return memo[key]
-        node: Node
-        if self._is_literal(v):
-            node = Literal(self.const_value[v].reshape(()).item(), v.aval.dtype)
-        elif v in self.buf_of:
-            node = Load(self.buf_of[v], ix.linearize(index, v.aval.shape), v.aval.dtype)
-        else:
-            eqn = self.producer[v]
-            ops.add(self.eqn_index[id(eqn)])
-            node = self._expand(eqn, index, extents, memo, ops)
-        memo[key] = node
-        return node
+    def _key(self, v: Var, index: tuple[Aff, ...]) -> tuple:
+        return (v, tuple(ix.const(0) if n == 1 else i for i, n in zip(index, v.aval.shape)))
 
-    def _expand(self, eqn: Eqn, index: tuple[Aff, ...], extents: tuple[int, ...], memo: dict, ops: set[int]) -> Node:
+    def expr(self, v: Var, index: tuple[Aff, ...], extents: tuple[int, ...], memo: dict, ops: set[int],
+             expand: bool = False) -> Node:
+        """The scalar expression of `v` at `index`: a Load of its buffer, a literal, or (virtual
+        values, and `v` itself with `expand`) its producer's operation on the expressions of
+        its inputs. Iterative, with an explicit stack: a program may chain 10^5 operations.
+        `memo` maps (var, index) to nodes; `memo["intern"]` shares equal nodes."""
+        intern = memo.get("intern")
+        if intern is None:
+            intern = memo["intern"] = Interner()
+        root = self._key(v, index)
+        if not expand and root in memo:
+            return memo[root]
+        # Stack entries: (key, None) to visit, (key, plan) to finish once the inputs are built.
+        stack: list[tuple[tuple, Any]] = [(root, None)]
+        result: Node | None = None
+        while stack:
+            key, plan = stack.pop()
+            is_root = key is root
+            if plan is None:
+                if key in memo and not (expand and is_root):
+                    continue
+                var, idx = key
+                leaf = None if (expand and is_root) else self._leaf(var, idx)
+                if leaf is not None:
+                    memo[key] = intern(leaf)
+                    continue
+                eqn = self.producer[var]
+                ops.add(self.eqn_index[id(eqn)])
+                plan = self._plan(eqn, idx, extents)
+                if isinstance(plan, tuple) and plan[0] == "node":
+                    node = intern(plan[1])
+                    if expand and is_root:
+                        result = node
+                    else:
+                        memo[key] = node
+                    continue
+                stack.append((key, plan))
+                for k in reversed(plan):
+                    if k not in memo:
+                        stack.append((k, None))
+                continue
+            eqn = self.producer[key[0]]
+            if primitives.get(eqn.prim).kind == "elementwise":
+                node = intern(Compute(eqn.prim, tuple(memo[k] for k in plan), (), eqn.outputs[0].aval.dtype))
+            else:  # movement: the input's expression at the mapped index
+                node = memo[plan[0]]
+            if expand and is_root:
+                result = node
+            else:
+                memo[key] = node
+        return result if expand else memo[root]
+
+    def _leaf(self, v: Var, index: tuple[Aff, ...]) -> Node | None:
+        if self._is_literal(v):
+            return Literal(self.const_value[v].reshape(()).item(), v.aval.dtype)
+        if v in self.buf_of:
+            return Load(self.buf_of[v], ix.linearize(index, v.aval.shape), v.aval.dtype)
+        return None
+
+    def _plan(self, eqn: Eqn, index: tuple[Aff, ...], extents: tuple[int, ...]) -> Any:
+        """The (var, index) keys `eqn`'s output at `index` is made of, or ("node", node)."""
         p, out, x = eqn.params, eqn.outputs[0], (eqn.inputs[0] if eqn.inputs else None)
         prim = primitives.get(eqn.prim)
         if prim.kind == "elementwise":
-            args = tuple(self.expr(a, index, extents, memo, ops) for a in eqn.inputs)
-            return Compute(eqn.prim, args, (), out.aval.dtype)
+            return [self._key(a, index) for a in eqn.inputs]
         if eqn.prim == "iota":
-            return IndexValue(index[p["dimension"]], out.aval.dtype)
+            return ("node", IndexValue(index[p["dimension"]], out.aval.dtype))
         if eqn.prim == "broadcast_in_dim":
             src = tuple(ix.const(0) if x.aval.shape[s] == 1 else index[d]
                         for s, d in enumerate(p["broadcast_dimensions"]))
-            return self.expr(x, src, extents, memo, ops)
-        if eqn.prim == "transpose":
+        elif eqn.prim == "transpose":
             src = [None] * x.aval.ndim
             for j, pj in enumerate(p["permutation"]):
                 src[pj] = index[j]
-            return self.expr(x, tuple(src), extents, memo, ops)
-        if eqn.prim == "slice":
+            src = tuple(src)
+        elif eqn.prim == "slice":
             src = tuple(ix.add(ix.const(s), ix.scale(i, st)) for s, st, i in zip(p["starts"], p["steps"], index))
-            return self.expr(x, src, extents, memo, ops)
-        if eqn.prim == "reshape":
+        elif eqn.prim == "reshape":
             linear = ix.linearize(index, out.aval.shape)
-            return self.expr(x, tuple(ix.unravel(linear, x.aval.shape, extents)), extents, memo, ops)
-        raise AssertionError(f"cannot fuse {eqn.prim} as an expression")
+            src = tuple(ix.unravel(linear, x.aval.shape, extents))
+        else:
+            raise AssertionError(f"cannot fuse {eqn.prim} as an expression")
+        if any(a.depth > MAX_INDEX_DEPTH for a in src):
+            raise _IndexTooDeep(out)
+        return [self._key(x, src)]
 
     # -- kernels ---------------------------------------------------------------------
     def _eqn_text(self, i: int) -> str:
@@ -172,13 +235,15 @@ class _Scheduler:
                 consts.append((b, c))
         outputs: list[int] = []
         copies: list[tuple[Var, int]] = []
+        seen_outputs: set[Var] = set()
         for pos, v in enumerate(program.outvars):
-            if v in self.leaves or v in program.outvars[:pos]:
+            if v in self.leaves or v in seen_outputs:
                 b = self.new_buffer(v.aval, "output", pos)
                 copies.append((v, b))
             else:
                 b = self.new_buffer(v.aval, "output", pos)
                 self.buf_of[v] = b
+            seen_outputs.add(v)
             outputs.append(b)
         steps: list[Any] = []
         for eqn in program.eqns:
@@ -187,21 +252,40 @@ class _Scheduler:
                     continue
                 if v not in self.buf_of:
                     self.buf_of[v] = self.new_buffer(v.aval, "temp")
-                steps.extend(self._steps_for(eqn, v, len(steps)))
+                self._emit(steps, lambda n, eqn=eqn, v=v: self._steps_for(eqn, v, n))
         for v, b in copies:
-            shape = v.aval.shape
-            index = tuple(ix.var(d) for d in range(len(shape)))
-            ops: set[int] = set()
-            value = self.expr(v, index, shape, {}, ops)
-            steps.append(self._kernel(f"k{len(steps)}_copy", shape, 0,
-                                      [Store(b, ix.linearize(index, shape), value)], ops))
+            self._emit(steps, lambda n, v=v, b=b: [self._copy_kernel(v, b, n)])
         kp = KernelProgram(program.name, self.buffers, inputs, consts, outputs, steps)
         kp = fuse_rows(merge_siblings(kp))
         kp.steps = [collapse_step(step) for step in kp.steps]
         kp = merge_siblings(kp)  # loops that only became equal once collapsed (x.sum() with argmin)
         kp = split_full_reductions(kp)
+        kp = split_large_kernels(kp)  # bound the size of one LLVM function
         kp.fusion_record = fusion_record(program, kp)
         return kp
+
+    def _emit(self, steps: list[Any], make) -> None:
+        """Append `make(len(steps))`'s steps. Where an expression would read a value through too
+        deep an index map, that value gets a buffer and its kernel goes first, then `make` runs
+        again (a work list, not recursion: chains of such values can be long)."""
+        pending = [make]
+        while pending:
+            try:
+                new = pending[-1](len(steps))
+            except _IndexTooDeep as e:
+                u = e.var
+                self.buf_of[u] = self.new_buffer(u.aval, "temp")
+                pending.append(lambda n, eqn=self.producer[u], u=u: self._steps_for(eqn, u, n))
+                continue
+            pending.pop()
+            steps.extend(new)
+
+    def _copy_kernel(self, v: Var, b: int, n: int) -> Kernel:
+        shape = v.aval.shape
+        index = tuple(ix.var(d) for d in range(len(shape)))
+        ops: set[int] = set()
+        value = self.expr(v, index, shape, {}, ops)
+        return self._kernel(f"k{n}_copy", shape, 0, [Store(b, ix.linearize(index, shape), value)], ops)
 
     def _steps_for(self, eqn: Eqn, v: Var, n: int) -> list[Any]:
         kind = primitives.get(eqn.prim).kind
@@ -231,8 +315,9 @@ class _Scheduler:
             value = self.expr(x, tuple(index), domain, {}, ops)
             offset = ix.linearize([ix.var(k) for k in range(len(kept))], v.aval.shape)
             red_index = ix.var(len(kept)) if op in ("argmax", "argmin") else None
+            block = _numpy_block(x.aval.shape, axes)
             return [self._kernel(f"k{n}_{eqn.prim}", domain, len(axes),
-                                 [Store(out, offset, value, op, red_index)], ops)]
+                                 [Store(out, offset, value, op, red_index, block)], ops)]
         if eqn.prim == "concatenate":
             axis = eqn.params["axis"]
             steps, start = [], 0
@@ -248,8 +333,18 @@ class _Scheduler:
             return steps
         shape = v.aval.shape
         index = tuple(ix.var(d) for d in range(len(shape)))
-        value = self._expand(eqn, index, shape, {}, ops)  # v's own buffer is the destination
+        value = self.expr(v, index, shape, {}, ops, expand=True)  # v's own buffer is the destination
         return [self._kernel(f"k{n}_{eqn.prim}", shape, 0, [Store(out, ix.linearize(index, shape), value)], ops)]
+
+
+def _numpy_block(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
+    """Elements NumPy's reduction reduces per inner-loop call on a C-contiguous operand: its
+    iterator coalesces the trailing run of reduced axes into the inner loop (Store.block)."""
+    block, d = 1, len(shape) - 1
+    while d in axes:
+        block *= shape[d]
+        d -= 1
+    return block
 
 
 # -- loop-nest simplification ------------------------------------------------------------
@@ -261,7 +356,15 @@ def _map_affs(kernel: Kernel, f) -> Kernel:
 
 def _all_affs(kernel: Kernel) -> list[Aff]:
     out: list[Aff] = []
-    _map_affs(kernel, lambda a: (out.append(a), a)[1])
+    for st in kernel.stores:
+        out.append(st.offset)
+        if st.reduce_index is not None:
+            out.append(st.reduce_index)
+    for nd in postorder(st.value for st in kernel.stores):
+        if isinstance(nd, Load):
+            out.append(nd.offset)
+        elif isinstance(nd, IndexValue):
+            out.append(nd.index)
     return out
 
 

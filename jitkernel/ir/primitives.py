@@ -242,9 +242,8 @@ def _reduce_impl(name: str) -> Impl:
     uf = REDUCE_UFUNCS[name]
 
     def impl(x: np.ndarray, *, axes: tuple[int, ...]) -> list[np.ndarray]:
-        if x.dtype == np.float16 and name in ("reduce_sum", "reduce_prod"):
-            # Our kernels accumulate float16 in float32 (as NumPy's pairwise float16 sum does).
-            return [np.asarray(uf.reduce(x.astype(np.float32), axis=axes)).astype(np.float16)]
+        # NumPy's own reduction, in its own order (float16 accumulates in float32 within an
+        # inner loop and rounds between them): the kernels follow exactly that order.
         return [np.asarray(uf.reduce(x, axis=axes, dtype=x.dtype))]
     return impl
 

@@ -1,6 +1,8 @@
 """Abstract array types: a shape and a dtype. The only type information the IR carries."""
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,7 +52,7 @@ class AType:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)  # exact Python ints; np.prod cost ~5 us on every query
 
     def __str__(self) -> str:
         return f"{short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"

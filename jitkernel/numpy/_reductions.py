@@ -10,7 +10,7 @@ import numpy as np
 from ..ir import check_dtype
 from ._core import context_of, lift, normalize_axes, normalize_axis, unsupported_kwargs
 from ._shape import reshape
-from ._ufuncs import apply_ufunc
+from ._ufuncs import _fresh, apply_ufunc
 
 
 @functools.lru_cache(maxsize=None)
@@ -36,7 +36,14 @@ def _reduce(prim: str, ufunc_name: str | None, a: Any, axis: Any, dtype: Any, ke
     else:
         acc = t.dtype
     t = lift(ctx, t, acc)
-    out = ctx.bind1(prim, t, axes=axes) if axes else t
+    if axes:
+        out = ctx.bind1(prim, t, axes=axes)
+    elif prim == "reduce_sum" and t.dtype.kind in "fc":
+        # Over no axes (a 0-d input, axis=()) NumPy still adds each element to the identity
+        # +0.0, so -0.0 sums to +0.0; products (1 * x), max and min return x itself.
+        out = apply_ufunc(np.add, t, t.dtype.type(0))
+    else:
+        out = _fresh(t)  # a new array, as NumPy's reduction returns (never a view of `a`)
     return _keep(out, t.shape, axes, keepdims)
 
 
@@ -135,6 +142,16 @@ def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
     return n
 
 
+def _divide_by_count(ctx: Any, s: Any, n: int) -> Any:
+    """s / n as numpy.mean and numpy.var compute it: NumPy divides by an intp count, a strong
+    integer, so float16/float32 sums are divided in float64 and cast back to the sum's dtype
+    (`true_divide(ret, rcount, out=ret, casting="unsafe")`). Dividing by a weak Python int would
+    stay in float16 and turn a count above 65504 into inf (var of 300,000 float16 values: nan
+    instead of NumPy's inf), and round float32 quotients differently."""
+    count = np.intp(n) if isinstance(n, (int, np.integer)) else np.float64(n)  # ddof may be a float
+    return lift(ctx, apply_ufunc(np.divide, s, count), s.dtype)
+
+
 def _mean_dtype(t: Any, dtype: Any) -> tuple[np.dtype, np.dtype]:
     """(accumulator dtype, result dtype) of numpy.mean."""
     if dtype is not None:
@@ -157,7 +174,7 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims:
     acc, res = _mean_dtype(t, dtype)
     axes = normalize_axes(axis, t.ndim)
     s = sum(t, axis=axes, dtype=acc, keepdims=keepdims)
-    m = apply_ufunc(np.divide, s, _count(t.shape, axes))
+    m = _divide_by_count(ctx, s, _count(t.shape, axes))
     return lift(ctx, m, res) if m.dtype != res else m
 
 
@@ -173,11 +190,11 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any 
         np.dtype(np.float64) if t.dtype.kind in "biu" else None)
     n = _count(t.shape, axes)
     arrmean = sum(t, axis=axes, dtype=acc, keepdims=True)
-    arrmean = lift(ctx, apply_ufunc(np.divide, arrmean, n), arrmean.dtype)
+    arrmean = _divide_by_count(ctx, arrmean, n)
     x = apply_ufunc(np.subtract, t, arrmean)
     x = apply_ufunc(np.multiply, x, x)
     s = sum(x, axis=axes, dtype=acc, keepdims=keepdims)
-    return lift(ctx, apply_ufunc(np.divide, s, builtins_max(n - ddof, 0)), s.dtype)
+    return _divide_by_count(ctx, s, builtins_max(n - ddof, 0))
 
 
 def builtins_max(a: Any, b: Any) -> Any:

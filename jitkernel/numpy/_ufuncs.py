@@ -29,6 +29,9 @@ def apply_ufunc(ufunc: np.ufunc, *args: Any) -> Any:
         const = _compare_out_of_range(ufunc.__name__, args, in_dts)
         if const is not None:
             return broadcast_to_shape(ctx, ctx.const(np.asarray(const)), shape)
+        by_value = _compare_integers_by_value(ctx, ufunc.__name__, args, in_dts, shape)
+        if by_value is not None:
+            return by_value
     ins = [broadcast_to_shape(ctx, lift(ctx, a, dt), shape) for a, dt in zip(args, in_dts)]
     # The result of a NumPy function is a strong array even when every operand was a Python
     # scalar (NEP 50): np.add(1, 2) is an int64. Tracer operators on Python scalars mark their
@@ -69,6 +72,47 @@ def _compare_out_of_range(name: str, args: tuple, in_dts: tuple) -> bool | None:
             above, below = _COMPARE_OUT_OF_RANGE[op]
             return above if a > info.max else below
     return None
+
+
+# "s OP u" for a negative signed s and any unsigned u (s is smaller than every u).
+_NEGATIVE_LEFT = {"equal": False, "not_equal": True, "less": True, "less_equal": True,
+                  "greater": False, "greater_equal": False}
+_INT64, _UINT64 = np.dtype(np.int64), np.dtype(np.uint64)
+
+
+def _compare_integers_by_value(ctx: Any, name: str, args: tuple, in_dts: tuple,
+                               shape: tuple[int, ...]) -> Tracer | None:
+    """NumPy compares integers by value, whatever their signedness: uint64 against a signed
+    type has its own loop (no common dtype holds both ranges), and a Python int compares by
+    value even outside the array's range (`int8_array < 1000` is all True). Casting both to
+    one type would wrap, so such comparisons are traced as a sign test plus a comparison of
+    the same width; every backend inherits it. None: the ordinary loop is exact."""
+    if not all(dt.kind in "iu" for dt in in_dts):
+        return None
+    # A traced Python int is an int64 at run time (arguments of 2**63 or more are rejected):
+    # compare its value, never a cast of it to the other operand's dtype.
+    dts = [_INT64 if weak_type(a) is int and isinstance(a, Tracer) else dt for a, dt in zip(args, in_dts)]
+    if dts == list(in_dts) and in_dts[0] == in_dts[1]:
+        return None
+    unsigned64 = [dt == _UINT64 for dt in dts]
+    if not any(unsigned64) or all(unsigned64):
+        # Both ranges fit in int64 (or both are uint64): compare there.
+        common = _UINT64 if all(unsigned64) else _INT64
+        ins = [broadcast_to_shape(ctx, lift(ctx, a, common), shape) for a in args]
+        return ctx.bind1(name, *ins)
+    u = 0 if unsigned64[0] else 1
+    s = 1 - u
+    signed = broadcast_to_shape(ctx, lift(ctx, args[s], _INT64), shape)
+    unsigned = broadcast_to_shape(ctx, lift(ctx, args[u], _UINT64), shape)
+    pair = [None, None]
+    pair[u], pair[s] = unsigned, ctx.bind1("convert", signed, dtype=_UINT64)
+    same_width = ctx.bind1(name, *pair)
+    negative = ctx.bind1("less", signed, broadcast_to_shape(ctx, ctx.const(np.asarray(0, _INT64)), shape))
+    # With the signed operand negative the answer is known: it is smaller than any uint64.
+    when_negative = _NEGATIVE_LEFT[name if s == 0 else _SWAPPED[name]]
+    if when_negative:
+        return ctx.bind1("logical_or", negative, same_width)
+    return ctx.bind1("logical_and", ctx.bind1("logical_not", negative), same_width)
 
 
 def _make(name: str):
@@ -189,10 +233,13 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
 
 def _where_operand(x: Any, dt: np.dtype) -> Any:
     """numpy.where converts a Python int operand to the result dtype unsafely (where(c, u8, -1)
-    holds 255), where a ufunc would raise OverflowError: cast it here as NumPy does. NumPy
-    takes any int in [-2**63, 2**64) as its 64-bit two's complement (where(c, 2**64 - 1, 7) is
-    int64 -1) and raises OverflowError for the rest."""
-    if weak_type(x) is int and not isinstance(x, Tracer) and dt.kind in "iu":
+    holds 255), where a ufunc would raise OverflowError: cast it here as NumPy does (a traced
+    Python int argument too: a wrapping convert, no range check). NumPy takes any int in
+    [-2**63, 2**64) as its 64-bit two's complement (where(c, 2**64 - 1, 7) is int64 -1) and
+    raises OverflowError for the rest."""
+    if weak_type(x) is int and dt.kind in "iu":
+        if isinstance(x, Tracer):
+            return x if x.dtype == dt else x._ctx.bind1("convert", x, dtype=dt)
         if not -2**63 <= x < 2**64:
             raise OverflowError("Python int too large to convert to C long")  # NumPy's own error
         return np.asarray(x % 2**64, dtype=np.uint64).astype(dt)
@@ -202,12 +249,22 @@ def _where_operand(x: Any, dt: np.dtype) -> Any:
 def _clip_bound(a: Any, bound: Any, is_min: bool) -> Any:
     """NumPy 2's clip (_methods._clip) drops a Python int bound at or beyond an integer array's
     range (a min <= the dtype's min, a max >= its max): it cannot clip anything."""
-    if bound is None or weak_type(bound) is not int or isinstance(bound, Tracer):
+    if bound is None or weak_type(bound) is not int:
         return bound
     dt = dtype_key(a)
     if isinstance(dt, type) or dt.kind not in "iu":
         return bound
     info = np.iinfo(dt)
+    if isinstance(bound, Tracer):
+        # A traced Python int argument: the same rule at run time. Clamp it to the dtype's
+        # range on the side where it cannot clip, and range-check only the other side.
+        bound._ctx.weak_int_cast(bound.ir_var, dt, check_below=not is_min, check_above=is_min)
+        limit = int(info.min if is_min else info.max)
+        if not -(1 << 63) <= limit < (1 << 63):
+            return bound  # an int64 value never passes uint64's maximum
+        clamped = apply_ufunc(np.maximum if is_min else np.minimum, bound, limit)
+        # Still the user's Python int as far as promotion goes (NEP 50): clip(int8, s) is int8.
+        return Tracer(clamped._ctx, clamped.ir_var, int)
     return None if (bound <= info.min if is_min else bound >= info.max) else bound
 
 

@@ -45,7 +45,30 @@ def trace_program(fun: Callable[..., Any], name: str,
                         outvars.append(ctx.const(leaf if isinstance(leaf, np.ndarray) else np.asarray(leaf)).ir_var)
                     except (TypeError, ValueError) as e:
                         raise TypeError(f"{name}: output of type {type(leaf).__name__} is not an array: {e}") from None
+            outvars += _unread_raising_values(ctx, outvars)
     finally:
         random_guard.uninstall()
     watch.check(name)
     return ctx.program(outvars), out_tree
+
+
+def _unread_raising_values(ctx: TraceContext, outvars: list[Var]) -> list[Var]:
+    """Hidden outputs that keep alive the values whose computation can raise at run time but
+    that no output reads. NumPy evaluates every statement, so `unused = a ** b; return a + 1`
+    raises for a negative integer exponent; dead-code elimination would drop the power and
+    return a result silently. Integer `power` is the one primitive that raises at run time
+    (the status word, backends/cpu/ops.py STATUS_MESSAGES). Each such value is summed to a
+    scalar (computed inside a fused loop, nothing stored) and appended after the real outputs;
+    `tree_unflatten` of the output tree reads only the real ones, so callers never see them."""
+    live = set(outvars)
+    for eqn in reversed(ctx.eqns):
+        if any(o in live for o in eqn.outputs):
+            live.update(eqn.inputs)
+    hidden = []
+    for eqn in list(ctx.eqns):
+        out = eqn.outputs[0]
+        if eqn.prim == "power" and out.aval.dtype.kind in "iu" and out not in live:
+            axes = tuple(range(out.aval.ndim))
+            value = Tracer(ctx, out)
+            hidden.append(ctx.bind1("reduce_sum", value, axes=axes).ir_var if axes else out)
+    return hidden

@@ -162,8 +162,11 @@ def _warn_at_user_line(err: str, flag: int) -> None:
         warnings.warn(message, RuntimeWarning, stacklevel=2)
         return
     registry = frame.f_globals.setdefault("__warningregistry__", {})
+    # No module_globals: with them linecache asks the module's __loader__ for the source, and
+    # some loaders raise instead (`python -c`: BuiltinImporter, "'__main__' is not a built-in
+    # module"); the file name and line are enough for the warning to point at the user's line.
     warnings.warn_explicit(message, RuntimeWarning, frame.f_code.co_filename, frame.f_lineno,
-                           frame.f_globals.get("__name__"), registry, frame.f_globals)
+                           frame.f_globals.get("__name__"), registry)
 
 
 def user_line_warnings() -> Any:
@@ -184,7 +187,11 @@ class TraceContext:
         self.constvars: list[Var] = []
         self.consts: list[np.ndarray] = []
         self._const_ids: dict[int, Var] = {}
-        self.int_arg_bounds: list[tuple[int, np.dtype]] = []
+        self._keepalive: list[Any] = []
+        self._input_index: dict[Var, int] = {}
+        # (input index, dtype, lowest, highest): the values a Python int argument may take;
+        # None where NumPy accepts any value on that side (see weak_int_cast).
+        self.int_arg_bounds: list[tuple[int, np.dtype, int | None, int | None]] = []
         self.pending_conversion_error: Exception | None = None  # see tracer.conversion_error
 
     def __enter__(self) -> "TraceContext":
@@ -197,6 +204,7 @@ class TraceContext:
     def new_input(self, aval: AType, weak: type | None = None) -> "Tracer":
         from .tracer import Memory, Tracer
         v = Var(aval)
+        self._input_index[v] = len(self.invars)
         self.invars.append(v)
         t = Tracer(self, v, weak)
         if weak is None:
@@ -228,13 +236,22 @@ class TraceContext:
         self.consts.append(arr)
         if key is not None:
             self._const_ids[key] = v
-            self._keepalive = getattr(self, "_keepalive", []) + [value]
+            self._keepalive.append(value)  # ids stay unique while the trace runs
         return Tracer(self, v)
 
-    def weak_int_cast(self, var: Var, dtype: np.dtype) -> None:
-        """Record that input `var` (a Python int argument) is cast to integer `dtype`."""
-        if var in self.invars:
-            self.int_arg_bounds.append((self.invars.index(var), dtype))
+    def weak_int_cast(self, var: Var, dtype: np.dtype, check_below: bool = True, check_above: bool = True) -> None:
+        """Record that input `var` (a Python int argument) is cast to integer `dtype`, where
+        NumPy raises OverflowError for a value outside the dtype's range (arithmetic, bitwise
+        ops, shifts, maximum/minimum). A side not checked is one where NumPy accepts any value
+        (np.clip's bound that cannot clip); comparisons and np.where never get here."""
+        info = np.iinfo(dtype)
+        lo = info.min if check_below else None
+        hi = info.max if check_above else None
+        # A Python int argument is an int64 already (larger ones are rejected): nothing to check.
+        if (lo is None or lo <= -(1 << 63)) and (hi is None or hi >= (1 << 63) - 1):
+            return
+        if var in self._input_index:  # a dict: this runs once per operation on such an input
+            self.int_arg_bounds.append((self._input_index[var], np.dtype(dtype), lo, hi))
 
     def bind(self, prim: str, inputs: Sequence["Tracer"], **params: Any) -> list["Tracer"]:
         """Append `prim(*inputs, **params)`; the shape rule raises NumPy-style errors."""
@@ -260,7 +277,7 @@ class TraceContext:
     def program(self, outvars: list[Var]) -> Program:
         program = Program(list(self.invars), list(self.constvars), list(self.consts), list(self.eqns),
                           outvars, self.name)
-        program.int_arg_bounds = sorted(set(self.int_arg_bounds), key=lambda t: (t[0], t[1].str))
+        program.int_arg_bounds = sorted(set(self.int_arg_bounds), key=lambda t: (t[0], t[1].str, str(t[2:])))
         program.byteorder_sources = self._byteorder_sources(outvars)
         return program
 

@@ -10,7 +10,7 @@ from ...fusion import KernelProgram, schedule
 from ...fusion.params import compatible, constants, parameter_values, parametrize, varying_positions
 from ...fusion.schedule import unfused_bytes
 from ...ir import Program
-from . import compiler, vector_math
+from . import compiler, pairwise, vector_math
 from .render import Segment, render_module
 from .runtime import CpuExecutable
 
@@ -94,12 +94,13 @@ class CpuBackend:
             if disk_cache and symbols and events.SUBSCRIBERS:
                 events.publish(events.CacheEvent(name, t2, 0.0, False, "disk"))
             compiler.optimize(mod)
-            optimized_text = str(mod)
+            optimized_text = compiler.module_text(mod)
             objects = compiler.emit_object(mod) if symbols else b""
             if disk_cache and symbols:
                 cache.store(key, objects, optimized_text)
         t3 = events.clock()
-        library = compiler.JitLibrary(objects, symbols) if symbols else None
+        runtime = pairwise.addresses() if "jk_pairwise_" in llvm_text else None
+        library = compiler.JitLibrary(objects, symbols, runtime) if symbols else None
         if events.SUBSCRIBERS:
             began = t3 if hit is not None else t2
             events.publish(events.CompileEvent(name, began, events.clock() - began, "cpu"))

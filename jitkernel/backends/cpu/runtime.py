@@ -6,23 +6,30 @@ nothing, where `ndarray.ctypes.data` costs about 2 µs per array. An output or t
 reused by the next call only when nothing but the executable still references it (the caller
 dropped it, no other call is using it), which avoids page faults on large fresh arrays without
 ever aliasing a live result; a concurrent call sees the extra reference and allocates its own.
+
+Everything a call writes belongs to that call: its status word (taken like the reusable arrays,
+only when no other call holds it), the per-thread words of a split segment, and, after an
+interrupt, every buffer that worker threads may still touch (the submitted work holds them until
+the native code has returned). See "Calls: threads, interrupts, fork" in docs/architecture.md.
 """
 from __future__ import annotations
 
 import ctypes
 import functools
 import operator
+import os
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
 
 from ...config import config
-from ...fusion.kernel_ir import KernelProgram, LibraryCall
+from ...fusion.kernel_ir import Compute, KernelProgram, LibraryCall, RowKernel
 from ...ir.primitives import dot_general_numpy
 from .ops import STATUS_MESSAGES
-from .render import DATA_OFFSET, Segment
+from .render import DATA_OFFSET, PARALLEL_MIN_ELEMENTS, Segment
 
 
 def _check_data_offset() -> None:
@@ -36,6 +43,19 @@ _check_data_offset()
 _getrefcount = sys.getrefcount
 
 
+def _pin_vector_math_library() -> object:
+    """LLVM dlcloses the libraries it loaded (libmvec, vector_math.py) in its static destructors
+    at exit, while a long call interrupted earlier may still run its vector sin on a background
+    thread: a reference of our own keeps libmvec mapped until the process is gone."""
+    try:
+        return ctypes.CDLL("libmvec.so.1")
+    except OSError:
+        return None
+
+
+_LIBMVEC = _pin_vector_math_library()
+
+
 def _free_refcount() -> int:
     """getrefcount of an array referenced only by a list slot and the local being tested."""
     holder = [np.empty(1)]
@@ -44,6 +64,33 @@ def _free_refcount() -> int:
 
 
 _FREE_REFCOUNT = _free_refcount()
+
+# Work units (loop-nest elements times (1 + expression nodes)) of one chunk of a split segment:
+# the granularity at which a long call notices an interrupt. 2^23 units is about 1-20 ms here.
+CHUNK_WORK = 1 << 23
+# A segment that cannot be split (its outer loop is reduced) and is estimated above this runs on
+# a worker thread while the calling thread waits interruptibly.
+LONG_WORK = 1 << 25
+
+
+class StatusWord(ctypes.c_int32):
+    """The error flags of one call (ops.py ORs codes into it); `addr` is taken once."""
+
+    def __init__(self) -> None:
+        ctypes.c_int32.__init__(self, 0)
+        self.addr = ctypes.addressof(self)
+
+
+# Segments that never write a status word get this address (nothing reads it).
+_NO_STATUS = StatusWord()
+
+
+def _raise_status(word: StatusWord) -> None:
+    code = word.value
+    word.value = 0
+    for bit, (exc, msg) in STATUS_MESSAGES.items():
+        if code & bit:
+            raise exc(msg)
 
 
 class CpuExecutable:
@@ -55,53 +102,95 @@ class CpuExecutable:
 
     def __init__(self, kp: KernelProgram, steps: list, library: object, params: np.ndarray | None = None) -> None:
         self.kp = kp
+        self.steps = steps
         self._library = library  # keeps the machine code alive as long as this executable
-        self._status_word = ctypes.c_int32(0)
         # Run-time parameters of shape-generic kernels (unused slot when specialised).
         self.params = np.zeros(1, np.int64) if params is None else np.ascontiguousarray(params, np.int64)
         self._last: list = [None] * (max(kp.buffers, default=-1) + 1)  # reusable arrays, by buffer id
+        self._status: list = [StatusWord()]  # reusable status word (same rule as the arrays)
         self.source, namespace = self._generate(kp, steps, library)
         exec(compile(self.source, f"<jitkernel executable {kp.name}>", "exec"), namespace)
-        self.run = namespace["run"]
-        self.run_single = namespace.get("run_single")
+        # Taken out of their namespace, which is their globals: no cycle, so a dropped executable
+        # (and its machine code) is freed at once, not at the next garbage collection.
+        self.run = namespace.pop("run")
+        self.run_single = namespace.pop("run_single", None)
 
     def _generate(self, kp: KernelProgram, steps: list, library: object) -> tuple[str, dict]:
-        """The runner's source and the namespace it runs in."""
+        """The runner's source and the namespace it runs in. The namespace holds no reference to
+        the executable (no cycle), but holds the library: the runner needs its machine code."""
         ns: dict = {"np": np, "empty": np.empty, "getrefcount": _getrefcount, "FREE": _FREE_REFCOUNT,
-                    "last": self._last, "status": self._status_word, "raise_status": self._raise_status,
-                    "to_c": _to_c_order, "dot_general": dot_general_numpy}
-        lines = ["def run(arrays):"]
+                    "last": self._last, "status": self._status, "Word": StatusWord,
+                    "raise_status": _raise_status, "to_c": _to_c_order, "dot_general": dot_general_numpy,
+                    "split": _run_split, "on_worker": _run_on_worker, "library": library}
+        head = ["def run(arrays):"]
         for i, bid in enumerate(kp.inputs):
             dt = np.dtype(kp.buffers[bid].dtype.str)
             ns[f"dt{bid}"] = dt
-            lines.append(f"    b{bid} = arrays[{i}]")
-            lines.append(f"    if (b{bid}.dtype is not dt{bid} and b{bid}.dtype != dt{bid}) or not b{bid}.flags.c_contiguous:")
-            lines.append(f"        b{bid} = to_c(b{bid}, dt{bid})")
+            head.append(f"    b{bid} = arrays[{i}]")
+            head.append(f"    if (b{bid}.dtype is not dt{bid} and b{bid}.dtype != dt{bid}) or not b{bid}.flags.c_contiguous:")
+            head.append(f"        b{bid} = to_c(b{bid}, dt{bid})")
         for bid, c in kp.consts:
             ns[f"b{bid}"] = np.array(c, order="C")
         library_outputs = {st.output for st in steps if isinstance(st, LibraryCall)}
         for b in kp.buffers.values():
             if b.role in ("temp", "output") and b.id not in library_outputs:
                 ns[f"shape{b.id}"], ns[f"dt{b.id}"] = b.shape, b.dtype
-                lines.append(f"    b{b.id} = last[{b.id}]")
-                lines.append(f"    if b{b.id} is None or getrefcount(b{b.id}) != FREE:")
-                lines.append(f"        b{b.id} = last[{b.id}] = empty(shape{b.id}, dt{b.id})")
-        status_addr = ctypes.addressof(self._status_word)
+                head.append(f"    b{b.id} = last[{b.id}]")
+                head.append(f"    if b{b.id} is None or getrefcount(b{b.id}) != FREE:")
+                head.append(f"        b{b.id} = last[{b.id}] = empty(shape{b.id}, dt{b.id})")
+        with_status = any(isinstance(s, Segment) and getattr(s, "sets_status", True) for s in steps)
+        body = self._step_lines(kp, steps, library, ns)
+        if with_status:
+            # The call's own status word; a word left behind by an interrupted call (it may hold
+            # a flag, or workers may still write it) is replaced, never reused.
+            head += ["    st = status[0]",
+                     "    if getrefcount(st) != FREE:",
+                     "        st = status[0] = Word()",
+                     "    try:"]
+            body = ["    " + line for line in body]
+            body += ["    except BaseException:",
+                     "        status[0] = Word()",
+                     "        raise",
+                     "    if st.value:",
+                     "        raise_status(st)"]
+        text = "\n".join(head[1:] + body)
+        # run returns the list of outputs; run_single the first output itself.
+        source = head[0] + "\n" + text + "\n    return [" + ", ".join(f"b{b}" for b in kp.outputs) + "]\n"
+        if kp.outputs:
+            source += "def run_single(arrays):\n" + text + f"\n    return b{kp.outputs[0]}\n"
+        return source, ns
+
+    def _step_lines(self, kp: KernelProgram, steps: list, library: object, ns: dict) -> list[str]:
+        lines = []
         for n, step in enumerate(steps):
             if isinstance(step, Segment):
+                sets_status = getattr(step, "sets_status", True)
                 range_types = [ctypes.c_int64, ctypes.c_int64] if step.parallel else []
                 param_types = [ctypes.c_void_p] if step.has_params else []
-                ns[f"seg{n}"] = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(step.buffers)), *range_types,
-                                                 ctypes.c_void_p, *param_types)(library.addresses[step.name])
-                args = ", ".join(f"id(b{b})" for b in step.buffers)
-                params = f", {self.params.ctypes.data}" if step.has_params else ""
+                seg = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(step.buffers)), *range_types,
+                                       ctypes.c_void_p, *param_types)(library.addresses[step.name])
+                # Whoever holds the function (a worker thread after an interrupt, too) holds the
+                # machine code and the parameter array whose address the calls pass.
+                seg.keep = (library, self.params)
+                ns[f"seg{n}"] = seg
+                arrays = "(" + "".join(f"b{b}, " for b in step.buffers) + ")"
+                params = (self.params.ctypes.data,) if step.has_params else ()
+                work = _segment_work(kp, step)
                 if step.parallel:
-                    kernel = kp.steps[step.step_index]
-                    ns["split"] = _run_split
-                    params_tuple = f"({self.params.ctypes.data},)" if step.has_params else "()"
-                    lines.append(f"    split(seg{n}, ({args},), {int(kernel.domain[0])}, {params_tuple}, status)")
+                    outer = int(kp.steps[step.step_index].domain[0])
+                    ns[f"chunks{n}"] = _chunks(outer, max(1, -(-work // CHUNK_WORK)))
+                    ns[f"params{n}"] = params
+                    word = "st" if sets_status else "None"
+                    lines.append(f"    split(seg{n}, {arrays}, chunks{n}, params{n}, {word})")
+                elif work >= LONG_WORK:
+                    ns[f"params{n}"] = params
+                    word = "st" if sets_status else "None"
+                    lines.append(f"    on_worker(seg{n}, {arrays}, params{n}, {word})")
                 else:
-                    lines.append(f"    seg{n}({args}, {status_addr}{params})")
+                    args = ", ".join(f"id(b{b})" for b in step.buffers)
+                    addr = "st.addr" if sets_status else str(_NO_STATUS.addr)
+                    extra = f", {params[0]}" if params else ""
+                    lines.append(f"    seg{n}({args}, {addr}{extra})")
             else:
                 if step.prim != "dot_general":
                     raise NotImplementedError(step.prim)
@@ -113,49 +202,152 @@ class CpuExecutable:
                     lines.append(f"    if b{step.output}.dtype != dt_lib{n} or not b{step.output}.flags.c_contiguous:")
                     lines.append(f"        b{step.output} = to_c(b{step.output}, dt_lib{n})")
                     ns[f"dt_lib{n}"] = out.dtype
-        lines.append("    if status.value:")
-        lines.append("        raise_status()")
-        body = "\n".join(lines[1:])
-        # run returns the list of outputs; run_single the first output itself.
-        source = lines[0] + "\n" + body + "\n    return [" + ", ".join(f"b{b}" for b in kp.outputs) + "]\n"
-        if kp.outputs:
-            source += "def run_single(arrays):\n" + body + f"\n    return b{kp.outputs[0]}\n"
-        return source, ns
+        return lines
 
     def __call__(self, arrays: list | tuple) -> list[np.ndarray]:
         return self.run(arrays)
 
-    def _raise_status(self) -> None:
-        code = self._status_word.value
-        self._status_word.value = 0
-        for bit, (exc, msg) in STATUS_MESSAGES.items():
-            if code & bit:
-                raise exc(msg)
 
+# -- work estimates ---------------------------------------------------------------------------
+
+def _kernel_work(kernel) -> int:
+    """Elements of the loop nest times (1 + distinct expression nodes): a rough time estimate."""
+    phases = kernel.phases if isinstance(kernel, RowKernel) else [kernel]
+    total = 0
+    for phase in phases:
+        elements = 1
+        for e in phase.domain:
+            elements *= e if isinstance(e, int) else PARALLEL_MIN_ELEMENTS
+        seen: set[int] = set()
+        stack = [s.value for s in phase.stores]
+        while stack:
+            nd = stack.pop()
+            if id(nd) not in seen:
+                seen.add(id(nd))
+                if isinstance(nd, Compute):
+                    stack.extend(nd.args)
+        total += elements * (1 + len(seen))
+    return total
+
+
+def _segment_work(kp: KernelProgram, seg: Segment) -> int:
+    """Work of a segment, from the executable's own (specialised) kernels where they line up
+    with the segment's, else from the segment's (run-time extents counted as large)."""
+    concrete = kp.steps[seg.step_index: seg.step_index + len(seg.kernels)] if seg.step_index >= 0 else []
+    kernels = concrete if len(concrete) == len(seg.kernels) and not any(
+        isinstance(k, LibraryCall) for k in concrete) else seg.kernels
+    return sum(_kernel_work(k) for k in kernels)
+
+
+def _chunks(outer: int, n: int) -> tuple[tuple[int, int], ...]:
+    """`n` contiguous ranges covering [0, outer), boundaries on multiples of 64 where the loop is
+    long enough (vector-aligned starts)."""
+    n = max(1, min(n, outer))
+    align = 64 if outer >= 64 * n else 1
+    bounds = [0] + [outer * t // n // align * align for t in range(1, n)] + [outer]
+    return tuple((lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo)
+
+
+# -- the worker pool --------------------------------------------------------------------------
 
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
+_pool_lock = threading.Lock()
 
 
-def _run_split(seg: Callable, ids: tuple, outer: int, params: tuple, status: ctypes.c_int32) -> None:
-    """Run a segment's outer loop in `config.threads` contiguous ranges. ctypes releases the GIL
-    during each native call, so the ranges run in parallel; each has its own status word."""
+def _worker_pool(workers: int) -> ThreadPoolExecutor:
+    """A pool with at least `workers` threads (one pool per process, grown on demand)."""
     global _pool, _pool_size
-    threads = min(config.threads, outer)
+    pool = _pool
+    if pool is not None and _pool_size >= workers:
+        return pool
+    with _pool_lock:
+        if _pool is None or _pool_size < workers:
+            old = _pool
+            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jitkernel")
+            _pool_size = workers
+            if old is not None:
+                old.shutdown(wait=False)  # queued work still runs; its threads end afterwards
+        return _pool
+
+
+def _forget_pool_in_child() -> None:
+    """After fork the child has none of the parent's threads: start a fresh pool on demand."""
+    global _pool, _pool_size, _pool_lock
+    _pool, _pool_size, _pool_lock = None, 0, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
+class _SplitCall:
+    """One call of a split segment: the chunks still to run, one status word per thread, and
+    the arrays, which this object keeps alive for as long as any worker holds it."""
+
+    def __init__(self, seg: Callable, arrays: tuple, chunks: tuple, params: tuple, threads: int) -> None:
+        self.seg, self.arrays, self.params = seg, arrays, params
+        self.ids = [id(a) for a in arrays]
+        self.words = (ctypes.c_int32 * threads)()
+        self.todo = iter(chunks)  # shared: each next() hands one chunk to one thread (atomic)
+        self.abort = False
+
+    def work(self, t: int) -> None:
+        seg, ids, params, todo = self.seg, self.ids, self.params, self.todo
+        addr = ctypes.addressof(self.words) + 4 * t
+        for lo, hi in todo:
+            if self.abort:
+                return
+            seg(*ids, lo, hi, addr, *params)
+
+
+def _run_split(seg: Callable, arrays: tuple, chunks: tuple, params: tuple, status: StatusWord | None) -> None:
+    """Run a segment's outer loop chunk by chunk, on `config.threads` threads (the caller's
+    included; ctypes releases the GIL during each native call). An interrupt (KeyboardInterrupt)
+    is raised between two chunks; workers still inside a chunk finish it, then stop, and hold the
+    arrays until they do."""
+    threads = min(config.threads, chunks[-1][1])
     if threads <= 1:
-        seg(*ids, 0, outer, ctypes.addressof(status), *params)
+        ids = [id(a) for a in arrays]
+        addr = status.addr if status is not None else _NO_STATUS.addr
+        for lo, hi in chunks:  # only this thread touches the buffers: an interrupt may stop it anywhere
+            seg(*ids, lo, hi, addr, *params)
         return
-    if _pool is None or _pool_size != threads:
-        _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="jitkernel")
-        _pool_size = threads
-    words = (ctypes.c_int32 * threads)()
-    bounds = [outer * t // threads for t in range(threads + 1)]
-    base = ctypes.addressof(words)
-    futures = [_pool.submit(seg, *ids, bounds[t], bounds[t + 1], base + 4 * t, *params) for t in range(1, threads)]
-    seg(*ids, bounds[0], bounds[1], base, *params)
-    for f in futures:
-        f.result()
-    status.value |= functools.reduce(operator.or_, words, 0)
+    if len(chunks) < threads:
+        chunks = _chunks(chunks[-1][1], threads)
+    call = _SplitCall(seg, arrays, chunks, params, threads)
+    pool = _worker_pool(threads - 1)
+    futures = []
+    try:
+        for t in range(1, threads):
+            futures.append(pool.submit(call.work, t))
+        call.work(0)
+        for f in futures:
+            f.result()  # an interruptible wait
+    except BaseException:
+        call.abort = True
+        raise
+    if status is not None:
+        status.value |= functools.reduce(operator.or_, call.words, 0)
+
+
+def _call_segment(seg: Callable, keep: tuple, ids: list, tail: tuple, done: threading.Event) -> None:
+    try:
+        seg(*ids, *tail)  # `keep` (arrays, status word) lives in this frame until the call returns
+    finally:
+        done.set()
+
+
+def _run_on_worker(seg: Callable, arrays: tuple, params: tuple, status: StatusWord | None) -> None:
+    """A long segment that cannot be split: run it on a thread of its own while this thread waits
+    interruptibly. After an interrupt the native call runs to its end in the background, holding
+    the arrays and the status word; the thread is a daemon, so it never delays the exit."""
+    ids = [id(a) for a in arrays]
+    addr = status.addr if status is not None else _NO_STATUS.addr
+    done = threading.Event()
+    threading.Thread(target=_call_segment, args=(seg, (arrays, status), ids, (addr, *params), done),
+                     name="jitkernel-long-call", daemon=True).start()
+    done.wait()
 
 
 def _to_c_order(a: np.ndarray, dt: np.dtype) -> np.ndarray:

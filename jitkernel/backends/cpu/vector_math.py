@@ -62,7 +62,8 @@ def prefer_full_width(ir_text: str) -> str:
     on these cores, which halves the width of libmvec calls and of every elementwise loop."""
     if not _has_avx512():
         return ir_text
-    return re.sub(r"^(define [^\n]*\)) nounwind", r'\1 nounwind "prefer-vector-width"="512"', ir_text, flags=re.M)
+    return re.sub(r"^(define [^\n]*\)(?: noinline)?) nounwind", r'\1 nounwind "prefer-vector-width"="512"',
+                  ir_text, flags=re.M)
 
 
 @functools.lru_cache(maxsize=None)

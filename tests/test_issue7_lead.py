@@ -1,0 +1,127 @@
+"""Issue 7 classes found by the differential soak (benchmarks/soak.py) and fixed on main:
+mean/var/std divide by NumPy's strong intp count; a sum over no axes adds to the identity;
+NumPy warnings raised while tracing a `python -c` program."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import jitkernel as jk
+
+FLOATS = [np.float16, np.float32, np.float64]
+
+
+def _same(got, want) -> None:
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)  # NaN equals NaN; values bit for bit otherwise
+    assert np.signbit(got).tolist() == np.signbit(want).tolist()
+
+
+@pytest.mark.parametrize("fn", ["mean", "var", "std"])
+def test_float16_statistics_of_more_than_65504_values_follow_numpy(fn, backend):
+    # NumPy divides by an intp count in float64: the float16 sum overflows to inf and the
+    # result is inf, never inf / float16(300000) = inf / inf = nan.
+    a = np.full(300_000, 3.0, np.float16)
+    with np.errstate(all="ignore"):
+        want = getattr(np, fn)(a)
+    _same(jk.jit(lambda x: getattr(np, fn)(x), backend=backend)(a), want)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(dtype=st.sampled_from(FLOATS), rows=st.integers(1, 4), cols=st.integers(1, 300),
+       axis=st.sampled_from([None, 0, 1, -1]), fn=st.sampled_from(["mean", "var", "std"]),
+       ddof=st.sampled_from([0, 1, 0.5]), seed=st.integers(0, 2**16))
+def test_statistics_equal_numpy_bit_for_bit(dtype, rows, cols, axis, fn, ddof, seed):
+    a = (np.random.default_rng(seed).standard_normal((rows, cols)) * 100).astype(dtype)
+    kw = {} if fn == "mean" else {"ddof": ddof}
+    with np.errstate(all="ignore"):
+        want = getattr(np, fn)(a, axis=axis, **kw)
+        got = jk.jit(lambda x: getattr(np, fn)(x, axis=axis, **kw))(a)
+    _same(got, want)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape, axis", [((), None), ((), ()), ((1,), ()), ((3, 2), ()), ((2, 9), ())])
+@pytest.mark.parametrize("fn", ["sum", "prod", "mean", "max", "min"])
+def test_reductions_over_no_axes_keep_numpys_signed_zero(dtype, shape, axis, fn, backend):
+    a = np.full(shape, -0.0, dtype)
+    _same(jk.jit(lambda x: getattr(np, fn)(x, axis=axis), backend=backend)(a), getattr(np, fn)(a, axis=axis))
+
+
+def test_reduction_over_no_axes_is_a_new_native_array():
+    a = np.array([1.5, -0.0], ">f8")
+    got = jk.jit(lambda x: np.max(x, axis=()))(a)
+    assert got.dtype == np.max(a, axis=()).dtype and got.dtype.isnative
+
+
+def test_numpy_warning_while_tracing_a_python_dash_c_program():
+    # The warning points at the user's line; the loader of `python -c`'s __main__ cannot give
+    # source lines, which used to raise ImportError out of the warning itself.
+    code = ("import numpy as np, jitkernel as jk\n"
+            "a = np.ones(3, np.float16)\n"
+            "print(jk.jit(lambda x: x * 1e300)(a))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[inf inf inf]"
+    assert "<string>:3: RuntimeWarning: overflow encountered" in proc.stderr
+
+
+# An unread value whose computation raises in NumPy (integer power, negative exponent) must still
+# raise: dead-code elimination may not drop a statement NumPy executes.
+_UNREAD_STATEMENTS = [
+    "u = a ** b",
+    "u = (a ** b) * 2",
+    "u = np.power(a, b).sum()",
+    "u = a ** b; w = u + 1",
+    "u = (a ** b)[1:]",
+]
+_RETURNS = ["a + 1", "a * b", "(a ** 2).sum()", "a"]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(stmt=st.sampled_from(_UNREAD_STATEMENTS), ret=st.sampled_from(_RETURNS),
+       dtype=st.sampled_from([np.int8, np.int32, np.int64, np.uint8, np.uint64]),
+       exps=st.lists(st.integers(-2, 3), min_size=3, max_size=3),
+       backend=st.sampled_from(["cpu", "interpret"]))
+def test_unread_integer_powers_still_raise(stmt, ret, dtype, exps, backend):
+    ns: dict = {"np": np}
+    exec(f"def f(a, b):\n    {stmt}\n    return {ret}\n", ns)
+    f = ns["f"]
+    a = np.array([3, 1, 2], dtype)
+    b = np.array(exps).astype(dtype) if np.dtype(dtype).kind == "i" else np.array([abs(e) for e in exps], dtype)
+    try:
+        want = f(a, b)
+    except ValueError as e:
+        with pytest.raises(ValueError, match="negative integer powers"):
+            jk.jit(f, backend=backend)(a, b)
+        assert "negative integer powers" in str(e)
+        return
+    got = jk.jit(f, backend=backend)(a, b)
+    _same(got, want) if np.asarray(want).dtype.kind == "f" else np.testing.assert_array_equal(got, want)
+
+
+def test_hidden_outputs_never_reach_the_caller():
+    f = jk.jit(lambda a: (a ** a, a)[1])
+    out = f(np.array([1, 2], np.int64))
+    assert isinstance(out, np.ndarray) and out.tolist() == [1, 2]
+    g = jk.jit(lambda a: {"x": a + 1} if (a ** a) is not None else None)
+    assert list(g(np.array([1, 2]))) == ["x"]
+
+
+def test_recompilation_records_are_bounded(monkeypatch):
+    # A function recompiled in a loop keeps only the latest records (memory stays flat).
+    import collections
+    import jitkernel.api as api
+    f = jk.jit(lambda x, n: x + n, static_argnums=1, backend="interpret")
+    f._recompilations = collections.deque(maxlen=3)
+    for n in range(6):
+        f(np.zeros(2), n)
+    recs = f.recompilations()
+    assert len(recs) == 3 and recs[-1].reasons == ["n: static value 4 -> 5"]
+    assert api.MAX_RECOMPILATION_RECORDS >= 100
+    assert jk.jit(lambda x: x)._recompilations.maxlen == api.MAX_RECOMPILATION_RECORDS
