@@ -317,3 +317,15 @@ def test_generated_clip_matches_numpy(array, lo, hi, backend, traced_bounds):
             assert_same(got[1], want[1], zero_signs=False)
         return
     check(lambda x: np.clip(x, lo, hi), a, backend=backend, zero_signs=False)
+
+
+# ------------------------------------------------------- *_like fills: NumPy's unsafe copyto
+
+@pytest.mark.parametrize("dtype", ["uint64", "int64", "uint8", "int8", "bool", "float16", "float32"])
+def test_full_like_converts_its_fill_as_numpy(dtype):
+    """numpy.full_like copies the fill with casting="unsafe": NaN into uint64 is a value (with
+    NumPy's warning), not asarray's "cannot convert float NaN to integer" (soak seed 1, 1348)."""
+    a = np.zeros(2, dtype)
+    for v in [np.nan, np.inf, 1e300, -0.0, 2.7, 2**63, 2**64 - 1, 2**64, -1, 300, np.float64(np.nan),
+              np.uint64(2**64 - 1), True, [1, 2]]:
+        check(lambda a, v=v: np.full_like(a, v), a)
