@@ -306,16 +306,24 @@ _CLIP_OPERAND = st.one_of(
        backend=st.sampled_from(BACKENDS), traced_bounds=st.booleans())
 def test_generated_clip_matches_numpy(array, lo, hi, backend, traced_bounds):
     """The class: clip of every dtype with bounds of every kind (None, Python scalars, NumPy
-    scalars, arrays), as literals or as arguments."""
+    scalars, arrays), as literals or as arguments (Python scalars and arrays; a NumPy scalar
+    argument is a 0-d array, documented)."""
     a = CLIP_ARRAYS[array]
-    if traced_bounds and isinstance(lo, np.ndarray) and isinstance(hi, np.ndarray):
-        want = outcome(np.clip, a, lo, hi)
-        got = outcome(jk.jit(lambda x, l, h: np.clip(x, l, h), backend=backend), a, lo, hi)
-        if want[0] == "raise":
-            assert got[0] == "raise" and issubclass(got[1], want[1])
-        else:
-            assert_same(got[1], want[1], zero_signs=False)
-        return
+    if traced_bounds:
+        passed = [b for b in (lo, hi) if type(b) in (bool, int, float) or isinstance(b, np.ndarray)]
+        if passed:
+            def fn(x, *args, lo=lo, hi=hi):
+                it = iter(args)
+                bounds = [next(it) if (type(b) in (bool, int, float) or isinstance(b, np.ndarray)) else b for b in (lo, hi)]
+                return np.clip(x, *bounds)
+            want = outcome(fn, a, *passed)
+            got = outcome(jk.jit(fn, backend=backend), a, *passed)
+            if want[0] == "raise":
+                assert got[0] == "raise" and issubclass(got[1], want[1]), (want, got)
+            else:
+                assert got[0] == "ok", (want, got)
+                assert_same(got[1], want[1], zero_signs=False)
+            return
     check(lambda x: np.clip(x, lo, hi), a, backend=backend, zero_signs=False)
 
 
@@ -329,3 +337,24 @@ def test_full_like_converts_its_fill_as_numpy(dtype):
     for v in [np.nan, np.inf, 1e300, -0.0, 2.7, 2**63, 2**64 - 1, 2**64, -1, 300, np.float64(np.nan),
               np.uint64(2**64 - 1), True, [1, 2]]:
         check(lambda a, v=v: np.full_like(a, v), a)
+
+
+CLIP_OTHER_BOUNDS = [None, 5, np.uint64(7), np.float32(2.5), np.array([3], np.uint64), np.int16(-3)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("s", [65535, -1, 300, 3, -129, 2**40])
+def test_clip_with_a_python_int_argument_bound(backend, s):
+    """A traced Python int bound is converted to the loop dtype of all three operands, as NumPy
+    does: clip(u8, 65535, u64) is fine (uint64 loop), clip(u8, 65535, 5) raises OverflowError
+    (soak seed 2, program 1091)."""
+    for a in [CLIP_ARRAYS[k] for k in ("uint8", "int8", "float32", "bool")]:
+        for o in CLIP_OTHER_BOUNDS:
+            for fn in [lambda a, s, o=o: np.clip(a, s, o), lambda a, s, o=o: np.clip(a, o, s)]:
+                want = outcome(fn, a, s)
+                got = outcome(jk.jit(fn, backend=backend), a, s)
+                if want[0] == "raise":
+                    assert got[0] == "raise" and issubclass(got[1], want[1]), (a.dtype, s, o, want, got)
+                else:
+                    assert got[0] == "ok", (a.dtype, s, o, want, got)
+                    assert_same(got[1], want[1], zero_signs=False)

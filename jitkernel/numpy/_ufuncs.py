@@ -246,9 +246,10 @@ def _where_operand(x: Any, dt: np.dtype) -> Any:
     return x
 
 
-def _clip_bound(a: Any, bound: Any, is_min: bool) -> Any:
+def _clip_bound(a: Any, bound: Any, is_min: bool, loop: np.dtype) -> Any:
     """NumPy 2's clip (_methods._clip) drops a Python int bound at or beyond an integer array's
-    range (a min <= the dtype's min, a max >= its max): it cannot clip anything."""
+    range (a min <= the dtype's min, a max >= its max): it cannot clip anything. A bound kept
+    meets the loop dtype `loop` (the array's, or a wider one the other bound brings in)."""
     if bound is None or weak_type(bound) is not int:
         return bound
     dt = dtype_key(a)
@@ -258,7 +259,8 @@ def _clip_bound(a: Any, bound: Any, is_min: bool) -> Any:
     if isinstance(bound, Tracer):
         # A traced Python int argument: the same rule at run time. Clamp it to the dtype's
         # range on the side where it cannot clip, and range-check only the other side.
-        bound._ctx.weak_int_cast(bound.ir_var, dt, check_below=not is_min, check_above=is_min)
+        if loop.kind in "iu":  # NumPy converts the kept bound to the loop dtype (OverflowError)
+            bound._ctx.weak_int_cast(bound.ir_var, loop, check_below=not is_min, check_above=is_min)
         limit = int(info.min if is_min else info.max)
         if not -(1 << 63) <= limit < (1 << 63):
             return bound  # an int64 value never passes uint64's maximum
@@ -282,7 +284,8 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs
     hi = kwargs.pop("max", a_max)
     t = lift(ctx, a)
     t = lift(ctx, t, t.dtype)  # numpy.clip takes asanyarray(a): `a` is never a weak scalar
-    lo, hi = _clip_bound(t, lo, True), _clip_bound(t, hi, False)
+    loop = _clip_loop_dtype(t, lo, hi)
+    lo, hi = _clip_bound(t, lo, True, loop), _clip_bound(t, hi, False, loop)
     if lo is None and hi is None:
         # NumPy 2.1+ returns positive(a) (a copy; bool raises) when neither bound is given.
         return positive(t)
@@ -290,12 +293,22 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs
         return apply_ufunc(np.minimum, t, hi)
     if hi is None:
         return apply_ufunc(np.maximum, t, lo)
-    keys = [dtype_key(x) for x in (t, lo, hi)]
-    dt = ufunc_loop(_CLIP_UFUNC, keys)[0][0]
+    dt = _clip_loop_dtype(t, lo, hi)
     shape = broadcast_shapes(shape_of(t), shape_of(lo), shape_of(hi))
     t, lo, hi = (broadcast_to_shape(ctx, lift(ctx, x, dt), shape) for x in (t, lo, hi))
     # NumPy's clip loop is min(max(x, lo), hi) with NaN propagating, in the resolved dtype.
     return apply_ufunc(np.minimum, apply_ufunc(np.maximum, t, lo), hi)
+
+
+def _clip_loop_dtype(t: Tracer, lo: Any, hi: Any) -> np.dtype:
+    """The loop dtype of clip's ufunc call: NumPy's clip ufunc over all three operands, or
+    minimum / maximum when one bound is None (neither: t's own)."""
+    if lo is None and hi is None:
+        return t.dtype
+    if lo is None or hi is None:
+        ufunc, bound = (np.minimum, hi) if lo is None else (np.maximum, lo)
+        return ufunc_loop(ufunc, [t.dtype, dtype_key(bound)])[0][0]
+    return ufunc_loop(_CLIP_UFUNC, [dtype_key(x) for x in (t, lo, hi)])[0][0]
 
 
 from numpy._core.umath import clip as _CLIP_UFUNC  # noqa: E402 - NumPy's 3-operand clip ufunc
