@@ -177,7 +177,8 @@ def select_by_exponent(exponent: Tracer, base: Tracer, cases: list, otherwise: A
     result = otherwise(base)
     exponent = broadcast_to_shape(ctx, lift(ctx, exponent, exponent.dtype), result.shape)
     for value, fn in reversed(cases):
-        hit = ctx.bind1("equal", exponent, broadcast_to_shape(ctx, ctx.const(np.asarray(value, exponent.dtype)), exponent.shape))
+        target = broadcast_to_shape(ctx, ctx.const(np.asarray(value, exponent.dtype)), exponent.shape)
+        hit = ctx.bind1("equal", exponent, target)
         result = ctx.bind1("select", hit, lift(ctx, fn(base), result.dtype), result)
     return result
 
