@@ -97,9 +97,18 @@ def _elementwise_impl(ufunc: np.ufunc) -> Impl:
     return impl
 
 
+def _power_impl(x: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
+    """The power primitive is pow for every element. NumPy's float loop computes an exponent
+    of stride 0 (a 0-d or broadcast one) with sqrt / x * x / 1 / x instead; tracing decides
+    those fast paths (numpy/_ufuncs.power), so give the loop a real exponent stride here."""
+    out = np.power(np.array(x, copy=True).reshape(-1), np.array(y, copy=True).reshape(-1))
+    return [np.asarray(out.reshape(np.shape(x)))]
+
+
 for _name in UNARY_UFUNCS + BINARY_UFUNCS:
     _uf = getattr(np, _name)
-    register(Primitive(_name, "elementwise", _elementwise_rule(_uf), _elementwise_impl(_uf), _uf))
+    _impl = _power_impl if _name == "power" else _elementwise_impl(_uf)
+    register(Primitive(_name, "elementwise", _elementwise_rule(_uf), _impl, _uf))
 
 
 def _convert_rule(in_avals: list[AType], *, dtype: np.dtype) -> list[AType]:

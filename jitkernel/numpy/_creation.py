@@ -21,9 +21,15 @@ def _filled(a: Any, fill: Any, dtype: Any, shape: Any) -> Any:
         return None
     dt = check_dtype(dtype, "the dtype= of *_like") if dtype is not None else a.dtype
     shape = a.shape if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
-    # np.full's own conversion (copyto, casting="unsafe"): NaN or an out-of-range fill value
-    # becomes what NumPy makes of it, with its warning; np.asarray(nan, int) would raise.
-    return broadcast_to_shape(ctx, ctx.const(np.full((), fill, dtype=dt)), shape)
+    return broadcast_to_shape(ctx, ctx.const(_fill_value(fill, dt)), shape)
+
+
+def _fill_value(fill: Any, dt: np.dtype) -> np.ndarray:
+    """The fill converted as numpy.full / full_like do (copyto with casting="unsafe": NaN into
+    an int dtype is NumPy's value with its warning, not asarray's ValueError)."""
+    value = np.empty(np.shape(fill), dt)
+    np.copyto(value, fill, casting="unsafe")
+    return value
 
 
 def zeros_like(a: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, **kw: Any) -> Any:

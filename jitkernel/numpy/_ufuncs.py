@@ -130,6 +130,79 @@ def _make(name: str):
 UFUNC_FUNCTIONS = {name: _make(name) for name in UNARY_UFUNCS + BINARY_UFUNCS}
 
 
+# NumPy's float32/float64 power loop (loops_umath_fp.dispatch.c.src, NumPy 2.4) computes an
+# exponent that is one value for the whole inner loop (stride 0) with these instead of pow:
+# `x ** 0.5` is sqrt (-inf -> nan, -0.0 -> -0.0), `x ** 2.0` is x * x (exact). float16 has no
+# such path (HALF_power is powf). The value is compared in the loop dtype.
+_POWER_FAST_PATHS = ((-1.0, "reciprocal"), (0.0, "ones"), (0.5, "sqrt"), (1.0, "copy"), (2.0, "square"))
+
+
+def _stride_zero_exponent(x2: Any, out_shape: tuple) -> bool:
+    """Whether NumPy's inner loop sees x2 with stride 0: a 0-d exponent, or a one-element one
+    broadcast to a different shape. (A one-element array of the output's own shape has a real
+    stride; a broadcast (n, 1) column varies per row and is computed with pow here, see
+    docs/numpy-support.md.)"""
+    shape = tuple(shape_of(x2))
+    return int(np.prod(shape)) == 1 and (shape == () or shape != tuple(out_shape))
+
+
+def _power_fast_op(name: str, base: Tracer) -> Tracer:
+    if name == "ones":
+        return broadcast_to_shape(base._ctx, base._ctx.const(np.ones((), base.dtype)), base.shape)
+    if name == "copy":
+        return _fresh(base)
+    return apply_ufunc(getattr(np, name), base)
+
+
+def _float_power_scalar_exponent(ctx: Any, x1: Any, x2: Any, dt: np.dtype, shape: tuple) -> Tracer:
+    """numpy.power in a float32/float64 loop with a stride-0 exponent: NumPy's fast paths for
+    exponents -1, 0, 0.5, 1, 2, decided at trace time for a known exponent and by selects on
+    the exponent's value for a traced one (a Python scalar argument)."""
+    base = broadcast_to_shape(ctx, lift(ctx, x1, dt), shape)
+    if not isinstance(x2, Tracer):
+        value = np.asarray(x2).astype(dt).reshape(())  # the value the loop compares
+        for fast, name in _POWER_FAST_PATHS:
+            if value == fast:
+                return _power_fast_op(name, base)
+        return apply_ufunc(np.power, base, broadcast_to_shape(ctx, lift(ctx, x2, dt), shape))
+    exponent = broadcast_to_shape(ctx, lift(ctx, x2, dt), shape)
+    return select_by_exponent(exponent, base, [(v, lambda b, n=n: _power_fast_op(n, b)) for v, n in _POWER_FAST_PATHS],
+                              lambda b: apply_ufunc(np.power, b, exponent))
+
+
+def select_by_exponent(exponent: Tracer, base: Tracer, cases: list, otherwise: Any) -> Tracer:
+    """`cases` is [(value, fn)]: fn(base) where `exponent == value`, otherwise(base) elsewhere
+    (value-dependent dispatch on a traced exponent, as NumPy decides per call)."""
+    ctx = base._ctx
+    result = otherwise(base)
+    exponent = broadcast_to_shape(ctx, lift(ctx, exponent, exponent.dtype), result.shape)
+    for value, fn in reversed(cases):
+        target = broadcast_to_shape(ctx, ctx.const(np.asarray(value, exponent.dtype)), exponent.shape)
+        hit = ctx.bind1("equal", exponent, target)
+        result = ctx.bind1("select", hit, lift(ctx, fn(base), result.dtype), result)
+    return result
+
+
+def power(x1: Any, x2: Any, **kwargs: Any) -> Any:
+    """numpy.power, with NumPy's float loop fast paths for a stride-0 exponent (see above)."""
+    from ._core import unsupported_kwargs
+    unsupported_kwargs("power", kwargs, out=None, where=True, casting="same_kind", order="K", dtype=None, subok=True)
+    ctx = context_of(x1, x2)
+    if ctx is None:
+        return np.power(x1, x2)
+    keys = [dtype_key(a) for a in (x1, x2)]
+    if all(isinstance(k, type) for k in keys):
+        keys = [WEAK_DEFAULT[k] for k in keys]
+    dt = ufunc_loop(np.power, keys)[0][0]
+    shape = broadcast_shapes(shape_of(x1), shape_of(x2))
+    if dt in (np.float32, np.float64) and _stride_zero_exponent(x2, shape):
+        return _float_power_scalar_exponent(ctx, x1, x2, dt, shape)
+    return apply_ufunc(np.power, x1, x2)
+
+
+UFUNC_FUNCTIONS["power"] = power
+
+
 def positive(x: Any) -> Any:
     """numpy.positive: a copy with the same dtype (bool is rejected, as NumPy does)."""
     ctx = context_of(x)
@@ -162,17 +235,22 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
 def _where_operand(x: Any, dt: np.dtype) -> Any:
     """numpy.where converts a Python int operand to the result dtype unsafely (where(c, u8, -1)
     holds 255), where a ufunc would raise OverflowError: cast it here as NumPy does (a traced
-    Python int argument too: a wrapping convert, no range check)."""
+    Python int argument too: a wrapping convert, no range check). NumPy takes any int in
+    [-2**63, 2**64) as its 64-bit two's complement (where(c, 2**64 - 1, 7) is int64 -1) and
+    raises OverflowError for the rest."""
     if weak_type(x) is int and dt.kind in "iu":
         if isinstance(x, Tracer):
             return x if x.dtype == dt else x._ctx.bind1("convert", x, dtype=dt)
-        return np.asarray(x, dtype=np.int64).astype(dt)
+        if not -2**63 <= x < 2**64:
+            raise OverflowError("Python int too large to convert to C long")  # NumPy's own error
+        return np.asarray(x % 2**64, dtype=np.uint64).astype(dt)
     return x
 
 
-def _clip_bound(a: Any, bound: Any, is_min: bool) -> Any:
-    """NumPy 2's clip drops a Python int bound outside an integer array's range when it cannot
-    clip anything (a min below the dtype's min, a max above its max); others raise as usual."""
+def _clip_bound(a: Any, bound: Any, is_min: bool, loop: np.dtype) -> Any:
+    """NumPy 2's clip (_methods._clip) drops a Python int bound at or beyond an integer array's
+    range (a min <= the dtype's min, a max >= its max): it cannot clip anything. A bound kept
+    meets the loop dtype `loop` (the array's, or a wider one the other bound brings in)."""
     if bound is None or weak_type(bound) is not int:
         return bound
     dt = dtype_key(a)
@@ -182,18 +260,21 @@ def _clip_bound(a: Any, bound: Any, is_min: bool) -> Any:
     if isinstance(bound, Tracer):
         # A traced Python int argument: the same rule at run time. Clamp it to the dtype's
         # range on the side where it cannot clip, and range-check only the other side.
-        bound._ctx.weak_int_cast(bound.ir_var, dt, check_below=not is_min, check_above=is_min)
+        if loop.kind in "iu":  # NumPy converts the kept bound to the loop dtype (OverflowError)
+            bound._ctx.weak_int_cast(bound.ir_var, loop, check_below=not is_min, check_above=is_min)
         limit = int(info.min if is_min else info.max)
         if not -(1 << 63) <= limit < (1 << 63):
             return bound  # an int64 value never passes uint64's maximum
         clamped = apply_ufunc(np.maximum if is_min else np.minimum, bound, limit)
         # Still the user's Python int as far as promotion goes (NEP 50): clip(int8, s) is int8.
         return Tracer(clamped._ctx, clamped.ir_var, int)
-    return None if (bound < info.min if is_min else bound > info.max) else bound
+    return None if (bound <= info.min if is_min else bound >= info.max) else bound
 
 
 def clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs: Any) -> Any:
-    """numpy.clip: maximum then minimum, NaN propagating, with NumPy's result dtype."""
+    """numpy.clip as NumPy 2's _clip: positive(a) without bounds, minimum / maximum with one,
+    and the 3-operand clip ufunc with both, whose dtype is resolved over all three operands at
+    once (clip(bool, 0, float32) is float32, where maximum then minimum would give float64)."""
     ctx = context_of(a, a_min, a_max)
     if ctx is None:
         return np.clip(a, a_min, a_max, **kwargs)
@@ -202,17 +283,36 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs
         raise UnsupportedOperationError("numpy.clip: out= is not supported inside jit")
     lo = kwargs.pop("min", a_min)
     hi = kwargs.pop("max", a_max)
-    lo, hi = _clip_bound(a, lo, True), _clip_bound(a, hi, False)
     t = lift(ctx, a)
-    result = lift(ctx, t, t.dtype)  # numpy.clip takes asanyarray(a): `a` is never a weak scalar
+    t = lift(ctx, t, t.dtype)  # numpy.clip takes asanyarray(a): `a` is never a weak scalar
+    loop = _clip_loop_dtype(t, lo, hi)
+    lo, hi = _clip_bound(t, lo, True, loop), _clip_bound(t, hi, False, loop)
     if lo is None and hi is None:
-        # NumPy 2.1+ returns a copy of `a` when neither bound is given (np.clip(x), clip(x, None, None)).
-        return _fresh(result)
-    if lo is not None:
-        result = apply_ufunc(np.maximum, result, lo)
-    if hi is not None:
-        result = apply_ufunc(np.minimum, result, hi)
-    return result
+        # NumPy 2.1+ returns positive(a) (a copy; bool raises) when neither bound is given.
+        return positive(t)
+    if lo is None:
+        return apply_ufunc(np.minimum, t, hi)
+    if hi is None:
+        return apply_ufunc(np.maximum, t, lo)
+    dt = _clip_loop_dtype(t, lo, hi)
+    shape = broadcast_shapes(shape_of(t), shape_of(lo), shape_of(hi))
+    t, lo, hi = (broadcast_to_shape(ctx, lift(ctx, x, dt), shape) for x in (t, lo, hi))
+    # NumPy's clip loop is min(max(x, lo), hi) with NaN propagating, in the resolved dtype.
+    return apply_ufunc(np.minimum, apply_ufunc(np.maximum, t, lo), hi)
+
+
+def _clip_loop_dtype(t: Tracer, lo: Any, hi: Any) -> np.dtype:
+    """The loop dtype of clip's ufunc call: NumPy's clip ufunc over all three operands, or
+    minimum / maximum when one bound is None (neither: t's own)."""
+    if lo is None and hi is None:
+        return t.dtype
+    if lo is None or hi is None:
+        ufunc, bound = (np.minimum, hi) if lo is None else (np.maximum, lo)
+        return ufunc_loop(ufunc, [t.dtype, dtype_key(bound)])[0][0]
+    return ufunc_loop(_CLIP_UFUNC, [dtype_key(x) for x in (t, lo, hi)])[0][0]
+
+
+from numpy._core.umath import clip as _CLIP_UFUNC  # noqa: E402 - NumPy's 3-operand clip ufunc
 
 
 def _fresh(t: Tracer) -> Tracer:

@@ -367,11 +367,54 @@ def _binary(name: str, reflected: bool = False):
             raise TypeError(f"unsupported operand type(s) for @: '{_scalar_type_name(a)}' and '{_scalar_type_name(b)}'")
         if self.weak is not None and _is_python_scalar(other):
             return _python_scalar_op(name, a, b)
-        if name == "power" and not reflected and type(other) is int and other == 2 and not _is_numpy_scalar(self):
-            # ndarray ** 2 is np.square(ndarray) in NumPy (its fast scalar power): bool ** 2 is int8.
-            return _jnp().square(self)
+        if name == "power":
+            return _power_operator(a, b)
         return getattr(_jnp(), name)(a, b)
     return method
+
+
+def _power_operator(base: Any, exponent: Any) -> Any:
+    """`base ** exponent` as NumPy's operator computes it. ndarray.__pow__ and __ipow__ (number.c,
+    fast_scalar_power, NumPy 2.4) take a Python int 2 as np.square for every dtype (bool ** 2 is
+    int8), and for float arrays a Python int -1 as np.reciprocal and a Python float 0.5 as
+    np.sqrt (-inf ** 0.5 is nan); anything else (NumPy scalars, bools, other values) is
+    np.power. Between NumPy (or Python) scalars it is NumPy's scalar math: C pow, no fast path."""
+    jnp = _jnp()
+    if _is_numpy_scalar(base) and _is_numpy_scalar(exponent):
+        from ..numpy._ufuncs import apply_ufunc
+        return apply_ufunc(np.power, base, exponent)
+    if not isinstance(base, Tracer):  # 2 ** array: the array's __rpow__, never a fast scalar power
+        return jnp.power(base, exponent)
+    is_float = base.dtype.kind == "f"
+    if type(exponent) is int and -2**63 <= exponent < 2**63:
+        if exponent == 2:
+            return jnp.square(base)
+        if exponent == -1 and is_float:
+            return jnp.reciprocal(base)
+    elif type(exponent) is float and exponent == 0.5 and is_float:
+        return jnp.sqrt(base)
+    elif isinstance(exponent, Tracer) and exponent.weak in (int, float):
+        return _power_by_traced_python_scalar(base, exponent)
+    return jnp.power(base, exponent)
+
+
+def _power_by_traced_python_scalar(base: "Tracer", exponent: "Tracer") -> Any:
+    """`array ** p` for a Python scalar argument `p`: NumPy picks square / reciprocal / sqrt by
+    p's value on every call, so the program selects on it."""
+    from ..numpy._ufuncs import select_by_exponent
+    jnp = _jnp()
+    if base.dtype.kind == "b" and exponent.weak is int:
+        from ..errors import UnsupportedOperationError
+        raise UnsupportedOperationError(
+            "bool_array ** n with a Python int argument n: NumPy's result dtype depends on n's value "
+            "(int8 for n == 2, int64 otherwise); mark n static (static_argnames) or call np.power / np.square")
+    if base.dtype.kind != "f":
+        return jnp.power(base, exponent)  # int ** 2 is square in NumPy: the same values and dtype
+    if exponent.weak is int:
+        cases = [(2, jnp.square), (-1, jnp.reciprocal)]
+    else:
+        cases = [(0.5, jnp.sqrt)]
+    return select_by_exponent(exponent, base, cases, lambda b: jnp.power(b, exponent))
 
 
 def _inplace(stem: str):
