@@ -143,3 +143,39 @@ def test_full_like_converts_a_static_fill_as_numpy_does(fill, dtype, backend):
         got = jk.jit(np.full_like, static_argnums=1, backend=backend)(a, fill)
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
+
+
+_ZERO_D_FUNCTIONS = [lambda a: a, lambda a: a.copy(), lambda a: a.reshape(()), lambda a: a[...],
+                     lambda a: a + 1, lambda a: a.sum(), lambda a: (a, a * 2), lambda a: a.T]
+
+
+@pytest.mark.parametrize("k", range(len(_ZERO_D_FUNCTIONS)))
+@pytest.mark.parametrize("x", [np.array(0.5, ">f8"), np.array(3, np.int16), np.array([1.5], ">f4"),
+                               np.array(-0.0, np.float32)], ids=repr)
+def test_zero_d_results_are_arrays_or_scalars_as_in_numpy(k, x, backend):
+    # An argument returned as is, a copy or a reshape to () stays a 0-d array (in the
+    # argument's byte order); ufunc and reduction results are NumPy scalars.
+    f = _ZERO_D_FUNCTIONS[k]
+    want, got = f(x), jk.jit(f, backend=backend)(x)
+    for w, g in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)):
+        assert type(g) is type(w) and g.dtype == w.dtype and g.shape == w.shape
+        _same(g, w)
+
+
+@pytest.mark.parametrize("value", [np.nan, -np.nan, -0.0, np.inf])
+def test_uniform_nan_and_signed_zero_constants_stay_shape_generic(value):
+    # A folded constant whose elements share one bit pattern becomes a broadcast scalar, NaN
+    # included, so the program's kernels do not change with the size (README: sizes 1..5
+    # compile at most twice).
+    compiles = []
+    unsub = jk.events.subscribe(lambda e: compiles.append(e) if isinstance(e, jk.events.CompileEvent) else None)
+    try:
+        f = jk.jit(lambda a: (a + np.full(a.shape, value), np.argmin(value < a, axis=0)))
+        for n in range(1, 6):
+            a = np.arange(n, dtype=np.float64)
+            got, want = f(a), (a + np.full(a.shape, value), np.argmin(value < a, axis=0))
+            _same(got[0], want[0])
+            assert got[1] == want[1]
+    finally:
+        unsub()
+    assert len(compiles) <= 2

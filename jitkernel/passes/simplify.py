@@ -8,13 +8,20 @@ from ..ir import AType, Eqn, Program, Var
 from .rewrite import substitute
 
 
+def _all_same_bits(c: np.ndarray) -> bool:
+    """Every element has the first one's bit pattern: exact for NaNs (payload and sign
+    included) and signed zeros, where `==` is not (a folded NaN constant stayed an array whose
+    size changes with the input's, so such programs could never become shape-generic)."""
+    rows = np.ascontiguousarray(c).view(np.uint8).reshape(c.size, c.dtype.itemsize)
+    return bool((rows == rows[0]).all())
+
+
 def _uniform_consts(program: Program) -> Program:
     """A constant whose elements are all equal becomes broadcast(scalar): kernels then use a
     literal instead of reading memory."""
     constvars, consts, eqns = [], [], []
     for v, c in zip(program.constvars, program.consts):
-        if c.size > 1 and c.size <= 1 << 22 and (c.dtype.kind != "f" or not np.isnan(c).any()) \
-                and np.all(c == c.flat[0]) and np.array_equal(np.signbit(c), np.signbit(np.full_like(c, c.flat[0]))):
+        if c.size > 1 and c.size <= 1 << 22 and _all_same_bits(c):
             scalar = Var(AType((), c.dtype))
             constvars.append(scalar)
             consts.append(np.asarray(c.flat[0], dtype=c.dtype).reshape(()))

@@ -52,15 +52,21 @@ class CpuBackend:
         structure, values = constants(kp)
         positions: list[int] = []
         generic = kp
+        same_structure = False
         if previous is not None and getattr(previous, "kp", None) is not None:
             old_structure, old_values = constants(previous.kp)
             if old_structure == structure:
+                same_structure = True
                 positions = varying_positions(old_values, values)
                 if positions:
                     generic = parametrize(kp, positions)
         steps, library, texts = self._codegen(generic, name, fastmath, disk_cache)
         executable = CpuExecutable(kp, steps, library, parameter_values(values, positions))
-        executable.template = Template(structure, values, positions, steps, library, texts) if positions else None
+        # A template also when nothing varies: a size change that leaves the kernel program
+        # identical (the changed argument is not read, or only its dtype matters) is reused
+        # by later sizes as well; `compatible` then demands every constant equal.
+        executable.template = (Template(structure, values, positions, steps, library, texts)
+                               if positions or same_structure else None)
         return executable, texts
 
     def reuse(self, program: Program, template: Template, *, name: str) -> tuple[Any, dict] | None:
