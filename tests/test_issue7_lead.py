@@ -179,3 +179,25 @@ def test_uniform_nan_and_signed_zero_constants_stay_shape_generic(value):
     finally:
         unsub()
     assert len(compiles) <= 2
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(op=st.sampled_from(["%", "//", "fmod", "divmod0", "divmod1"]),
+       dtype=st.sampled_from(FLOATS),
+       divisor=st.sampled_from([1e300, 2.0, -3.5, 0.0, -0.0, np.inf, np.nan]),
+       special=st.sampled_from([np.nan, np.inf, -np.inf, 0.0, -0.0]))
+def test_nan_through_float_remainders_survives_llvm(op, dtype, divisor, special):
+    # LLVM folded isnan(fmod(select(c, NaN, y), x)) to false when fmod was a libm call; the
+    # backend emits `frem` now. Values chosen by a comparison, then reduced modulo a constant.
+    expr = {"%": "v % D", "//": "v // D", "fmod": "np.fmod(v, D)",
+            "divmod0": "divmod(v, D)[0]", "divmod1": "divmod(v, D)[1]"}[op]
+    ns: dict = {"np": np, "D": dtype(divisor), "S": dtype(special), "T": dtype(0.75)}  # constants
+    exec(f"def f(a):\n    v = np.where(a >= 0, S, T)\n    r = {expr}\n"
+         f"    return np.isnan(r), np.signbit(r), r\n", ns)
+    f = ns["f"]
+    a = np.array([-4.5, 0.25, 7.0, -0.0], dtype)
+    with np.errstate(all="ignore"):
+        want = f(a)
+        got = jk.jit(f)(a)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[2], want[2])

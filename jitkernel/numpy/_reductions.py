@@ -20,8 +20,8 @@ def _default_accumulator(ufunc_name: str, dtype: np.dtype) -> np.dtype:
 
 
 def _keep(t: Any, in_shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> Any:
-    if not keepdims:
-        return t
+    if not keepdims or not in_shape:
+        return t  # a 0-d reduction result stays what the reduction made (a NumPy scalar)
     return reshape(t, tuple(1 if d in axes else n for d, n in enumerate(in_shape)))
 
 

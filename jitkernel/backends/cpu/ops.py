@@ -53,6 +53,12 @@ class OpLowering:
 
     def call_math(self, spec: tuple, ty: ir.Type, args: list[ir.Value]) -> ir.Value:
         intrinsic, base = spec
+        if base == "fmod":
+            # LLVM's `frem`, not a call to libm's fmod: LLVM 20's optimiser folds
+            # isnan(fmod(select(c, NaN, y), x)) to false (the NaN through fmod is lost: NumPy's
+            # `nan % 1e300` came out not-NaN). frem has fmod's semantics and lowers to the
+            # same library call, but its NaN propagation is modelled correctly.
+            return self.b.frem(args[0], args[1], flags=self.flags)
         fn = self.intrinsic(intrinsic, ty, len(args)) if intrinsic else self.libm(base, ty, len(args))
         return self.b.call(fn, args, fastmath=self.flags)
 
