@@ -54,7 +54,7 @@ class OpLowering:
     def call_math(self, spec: tuple, ty: ir.Type, args: list[ir.Value]) -> ir.Value:
         intrinsic, base = spec
         if base == "fmod":
-            # LLVM's `frem`, not a call to libm's fmod: LLVM 20's optimiser folds
+            # LLVM's `frem`, not a call to libm's fmod: LLVM 22's optimiser folds
             # isnan(fmod(select(c, NaN, y), x)) to false (the NaN through fmod is lost: NumPy's
             # `nan % 1e300` came out not-NaN). frem has fmod's semantics and lowers to the
             # same library call, but its NaN propagation is modelled correctly.
