@@ -81,9 +81,7 @@ class Compiled:
 
     def finish(self, outs: list[np.ndarray]) -> Any:
         # NumPy returns scalars, not 0-d arrays, from ufuncs and reductions: so do we.
-        arrays = self.program.array_outputs
-        return tree_unflatten(self.out_tree, [o[()] if o.ndim == 0 and k not in arrays else o
-                                              for k, o in enumerate(outs)])
+        return tree_unflatten(self.out_tree, [o[()] if o.ndim == 0 else o for o in outs])
 
     def check_inputs(self, args: Any) -> None:
         """Python int arguments cast to a narrower integer type must fit it, as in NumPy

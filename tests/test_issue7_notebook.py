@@ -131,17 +131,18 @@ def test_a_shape_generic_reuse_is_neither_a_hit_nor_a_compile_in_code_and_docs()
 
 
 def test_performance_md_names_the_machine_of_its_numbers():
-    header = (ROOT / "benchmarks" / "results" / "run-default.txt").read_text().splitlines()
-    machine = next(line for line in header if line.startswith("machine:"))
+    # Every processor performance.md names is the machine of some raw result it cites (the
+    # "machine:" line the harness writes into benchmarks/results/*.txt), never another one.
+    machines = []
+    for raw in sorted((ROOT / "benchmarks" / "results").glob("run-*.txt")):
+        machines += [line for line in raw.read_text().splitlines() if line.startswith("machine:")]
     doc = _doc("performance.md")
     assert "reference table" not in doc
-    vendors = {"Intel": ("Intel", "Xeon"), "AMD": ("AMD", "EPYC", "Ryzen")}
-    ran_on = next(v for v, words in vendors.items() if any(w in machine for w in words))
-    for vendor, words in vendors.items():
-        if vendor != ran_on:
-            for word in words:
-                assert word not in doc, f"performance.md names {word}; its numbers come from: {machine}"
-    assert any(w in doc for w in vendors[ran_on])
+    assert machines
+    for word in ("Intel", "Xeon", "AMD", "EPYC", "Ryzen"):
+        if word in doc:
+            assert any(word in m for m in machines), f"performance.md names {word}; raw results ran on: {machines}"
+    assert any(w in doc for m in machines for w in ("Xeon", "EPYC", "Ryzen") if w in m)
 
 
 def test_warm_calls_stay_on_the_fast_path_while_profiling_as_profiling_md_says():

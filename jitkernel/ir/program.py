@@ -55,9 +55,6 @@ class Program:
     # (output index, input index): outputs that are an input, a copy or a view of one, which
     # NumPy returns in that input's byte order (trace/context.py _byteorder_sources).
     byteorder_sources: tuple = ()
-    # Output indices of 0-d results that NumPy returns as 0-d arrays (an argument returned as
-    # is, a copy, a reshape to ()); every other 0-d result is a NumPy scalar, as from a ufunc.
-    array_outputs: frozenset = frozenset()
 
     @property
     def in_avals(self) -> list[AType]:

@@ -45,17 +45,11 @@ def trace_program(fun: Callable[..., Any], name: str,
                         outvars.append(ctx.const(leaf if isinstance(leaf, np.ndarray) else np.asarray(leaf)).ir_var)
                     except (TypeError, ValueError) as e:
                         raise TypeError(f"{name}: output of type {type(leaf).__name__} is not an array: {e}") from None
-            # 0-d results NumPy would hand back as 0-d arrays, not scalars (`lambda x: x` on a
-            # 0-d argument returns that array); Compiled.finish turns the others into scalars.
-            array_outputs = frozenset(k for k, leaf in enumerate(leaves) if isinstance(leaf, Tracer)
-                                      and leaf.ndim == 0 and not leaf.scalar and leaf.weak is None)
             outvars += _unread_raising_values(ctx, outvars)
     finally:
         random_guard.uninstall()
     watch.check(name)
-    program = ctx.program(outvars)
-    program.array_outputs = array_outputs
-    return program, out_tree
+    return ctx.program(outvars), out_tree
 
 
 def _unread_raising_values(ctx: TraceContext, outvars: list[Var]) -> list[Var]:

@@ -285,12 +285,14 @@ class TraceContext:
         """(output index, input index) for each output that is an input, a copy of one or a view
         of one (reshape, transpose, slicing, broadcast_to): NumPy returns those in the input's
         byte order (a '>i2' argument returned as-is stays '>i2'); every computed result is
-        native. The caller restores the order (Jitted.__call__); a 0-d one only matters when it
-        is returned as a 0-d array (program.array_outputs), NumPy scalars are always native."""
+        native. The caller restores the order (Jitted.__call__). 0-d outputs are left out: they
+        are returned as NumPy scalars, which are always native (docs/numpy-support.md)."""
         view_of = {e.outputs[0]: e.inputs[0] for e in self.eqns if e.prim in VIEW_PRIMITIVES}
         position = {v: i for i, v in enumerate(self.invars)}
         sources = []
         for k, v in enumerate(outvars):
+            if not v.aval.shape:
+                continue
             while v in view_of:
                 v = view_of[v]
             if v in position and self.invars[position[v]].aval.shape is not None:
