@@ -208,3 +208,24 @@ def test_nan_through_float_remainders_survives_llvm(op, dtype, divisor, special)
         got = jk.jit(f)(a)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[2], want[2])
+
+
+@pytest.mark.parametrize("fn", [lambda a: np.sum(a == a, axis=0),
+                                lambda a: (np.sum(np.clip(a == a, -5, 9) <= 7), a.shape[0] * 2.0),
+                                lambda a: np.full(3, a.shape[0])])
+def test_programs_that_fold_to_a_size_dependent_constant_stay_shape_generic(fn):
+    # The folded constant is an output stored as a literal; its unread buffer used to key the
+    # kernel structure, so each size compiled again (soak seed 0, program 3954).
+    compiles = []
+    unsub = jk.events.subscribe(lambda e: compiles.append(e) if isinstance(e, jk.events.CompileEvent) else None)
+    try:
+        f = jk.jit(fn)
+        for n in range(1, 6):
+            a = np.arange(n, dtype=np.uint16)
+            got, want = f(a), fn(a)
+            for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+                np.testing.assert_array_equal(g, w)
+                assert np.asarray(g).dtype == np.asarray(w).dtype
+    finally:
+        unsub()
+    assert len(compiles) <= 2

@@ -261,6 +261,7 @@ class _Scheduler:
         kp = merge_siblings(kp)  # loops that only became equal once collapsed (x.sum() with argmin)
         kp = split_full_reductions(kp)
         kp = split_large_kernels(kp)  # bound the size of one LLVM function
+        kp.consts = _read_consts(kp)
         kp.fusion_record = fusion_record(program, kp)
         return kp
 
@@ -473,3 +474,18 @@ def schedule(program: Program) -> KernelProgram:
     ['k0_reduce_sum']
     """
     return _Scheduler(program).build()
+
+
+def _read_consts(kp: KernelProgram) -> list:
+    """The constants some step reads. A constant output is stored as a literal by its copy
+    kernel, so its buffer is never read; left in, its contents (which change with the size
+    when the program folds to a size-dependent constant, `np.sum(a == a)`) would key the kernel
+    structure and keep such a program from becoming shape-generic."""
+    read: set[int] = set()
+    for step in kp.steps:
+        if isinstance(step, LibraryCall):
+            read.update(step.inputs)
+        else:
+            for kernel in (step.phases if isinstance(step, RowKernel) else [step]):
+                read.update(kernel.loads())
+    return [(b, c) for b, c in kp.consts if b in read]
