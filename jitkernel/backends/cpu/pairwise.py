@@ -118,18 +118,15 @@ def _define(module: ir.Module, ty: ir.Type) -> None:
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     leaf = fn.append_basic_block("leaf")
     not_leaf = fn.append_basic_block("not_leaf")
-    quad = fn.append_basic_block("quad")
-    not_quad = fn.append_basic_block("not_quad")
-    oct_ = fn.append_basic_block("oct")
     split = fn.append_basic_block("split")
     b.cbranch(b.icmp_signed("<=", n, ir.Constant(I64, LEAF)), leaf, not_leaf)
 
     b.position_at_end(leaf)
-    (res,) = _chains(b, ty, a, b.and_(n, ir.Constant(I64, -8)), 1)
+    m8 = b.and_(n, ir.Constant(I64, -8))
+    (res,) = _chains(b, ty, a, m8, 1)
     tail_pre = b.block
     tail = fn.append_basic_block("tail")
     done = fn.append_basic_block("tail.end")
-    m8 = b.and_(n, ir.Constant(I64, -8))
     b.cbranch(b.icmp_signed("<", m8, n), tail, done)
     b.position_at_end(tail)
     i = b.phi(I64)
@@ -148,22 +145,20 @@ def _define(module: ir.Module, ty: ir.Type) -> None:
     out.add_incoming(acc2, tail)
     b.ret(out)
 
-    # A perfect tree of 4 leaves: LEAF*2 < n <= LEAF*4, n % 64 == 0 (leaves of n/4, no rest).
+    # Perfect trees of 4 and 8 leaves: LEAF*k/2 < n <= LEAF*k and n % (16*k) == 0 (leaves of
+    # n/k, no rest), each a straight-line sum of k chains; anything else splits in halves.
     b.position_at_end(not_leaf)
-    is_quad = b.and_(b.icmp_unsigned("==", b.and_(n, ir.Constant(I64, 63)), ir.Constant(I64, 0)),
-                     b.and_(b.icmp_signed(">", n, ir.Constant(I64, 2 * LEAF)), b.icmp_signed("<=", n, ir.Constant(I64, 4 * LEAF))))
-    b.cbranch(is_quad, quad, not_quad)
-    b.position_at_end(quad)
-    b.ret(tree(b, _chains(b, ty, a, b.lshr(n, ir.Constant(I64, 2)), 4)))
+    for leaves, shift in ((4, 2), (8, 3)):
+        perfect = fn.append_basic_block(f"tree{leaves}")
+        other = fn.append_basic_block(f"not_tree{leaves}") if leaves == 4 else split
+        fits = b.and_(b.icmp_unsigned("==", b.and_(n, ir.Constant(I64, 16 * leaves - 1)), ir.Constant(I64, 0)),
+                      b.and_(b.icmp_signed(">", n, ir.Constant(I64, leaves // 2 * LEAF)),
+                             b.icmp_signed("<=", n, ir.Constant(I64, leaves * LEAF))))
+        b.cbranch(fits, perfect, other)
+        b.position_at_end(perfect)
+        b.ret(tree(b, _chains(b, ty, a, b.lshr(n, ir.Constant(I64, shift)), leaves)))
+        b.position_at_end(other)
 
-    b.position_at_end(not_quad)
-    is_oct = b.and_(b.icmp_unsigned("==", b.and_(n, ir.Constant(I64, 127)), ir.Constant(I64, 0)),
-                    b.and_(b.icmp_signed(">", n, ir.Constant(I64, 4 * LEAF)), b.icmp_signed("<=", n, ir.Constant(I64, 8 * LEAF))))
-    b.cbranch(is_oct, oct_, split)
-    b.position_at_end(oct_)
-    b.ret(tree(b, _chains(b, ty, a, b.lshr(n, ir.Constant(I64, 3)), 8)))
-
-    b.position_at_end(split)
     half = b.and_(b.lshr(n, ir.Constant(I64, 1)), ir.Constant(I64, -8))
     left = b.call(fn, [a, half])
     right = b.call(fn, [b.gep(a, [half], inbounds=True, source_etype=ty), b.sub(n, half)])
