@@ -78,3 +78,13 @@ class Program:
     def __str__(self) -> str:
         from .printer import format_program
         return format_program(self)
+
+
+def live_variables(eqns: list[Eqn], roots: list[Var]) -> set[Var]:
+    """Every variable `roots` depend on through `eqns` (one reverse walk; the roots included).
+    An equation is live when any of its outputs is."""
+    live = set(roots)
+    for eqn in reversed(eqns):
+        if any(o in live for o in eqn.outputs):
+            live.update(eqn.inputs)
+    return live

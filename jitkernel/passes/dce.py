@@ -1,16 +1,12 @@
 """Dead-code elimination: drop equations and constants nothing reads."""
 from __future__ import annotations
 
-from ..ir import Program
+from ..ir import Program, live_variables
 
 
 def dce(program: Program) -> Program:
-    live = set(program.outvars)
-    kept = []
-    for eqn in reversed(program.eqns):
-        if any(o in live for o in eqn.outputs):
-            kept.append(eqn)
-            live.update(eqn.inputs)
+    live = live_variables(program.eqns, program.outvars)
+    kept = [eqn for eqn in program.eqns if any(o in live for o in eqn.outputs)]
     pairs = [(v, c) for v, c in zip(program.constvars, program.consts) if v in live]
-    return Program(program.invars, [v for v, _ in pairs], [c for _, c in pairs], kept[::-1],
+    return Program(program.invars, [v for v, _ in pairs], [c for _, c in pairs], kept,
                    program.outvars, program.name)

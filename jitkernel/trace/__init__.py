@@ -5,7 +5,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..ir import AType, Program, Var
+from ..ir import AType, Program, Var, live_variables
 from ..tree import TreeDef, tree_flatten
 from .context import TraceContext, current_context, user_line_warnings
 from . import random_guard
@@ -60,10 +60,7 @@ def _unread_raising_values(ctx: TraceContext, outvars: list[Var]) -> list[Var]:
     (the status word, backends/cpu/ops.py STATUS_MESSAGES). Each such value is summed to a
     scalar (computed inside a fused loop, nothing stored) and appended after the real outputs;
     `tree_unflatten` of the output tree reads only the real ones, so callers never see them."""
-    live = set(outvars)
-    for eqn in reversed(ctx.eqns):
-        if any(o in live for o in eqn.outputs):
-            live.update(eqn.inputs)
+    live = live_variables(ctx.eqns, outvars)  # what dead-code elimination will keep
     hidden = []
     for eqn in list(ctx.eqns):
         out = eqn.outputs[0]
