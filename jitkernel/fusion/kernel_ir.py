@@ -280,13 +280,15 @@ class RowKernel:
 
 @dataclass
 class LibraryCall:
-    """A step run by a library (dot_general through NumPy's BLAS on the CPU)."""
+    """A step run by a library: dot_general through NumPy's BLAS on the CPU, and every primitive
+    of kind "library" (linear algebra, sorting, ...) through its reference implementation. One
+    buffer per output of the primitive."""
 
     name: str
     prim: str
     params: dict[str, Any]
     inputs: list[int]
-    output: int
+    outputs: list[int]
     graph_ops: list[str] = field(default_factory=list)
 
 

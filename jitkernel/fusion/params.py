@@ -134,7 +134,7 @@ class _Walker:
                 phases = [self.kernel(p) for p in step.phases]
                 steps.append(RowKernel(step.name, outer, phases, scratch, step.graph_ops))
             else:
-                self.s("library", step.name, step.prim, repr(sorted(step.params.items())), tuple(step.inputs), step.output)
+                self.s("library", step.name, step.prim, repr(sorted(step.params.items())), tuple(step.inputs), tuple(step.outputs))
                 steps.append(step)
         out = KernelProgram(kp.name, buffers, list(kp.inputs), list(kp.consts), list(kp.outputs), steps)
         out.fusion_record = kp.fusion_record

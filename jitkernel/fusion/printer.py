@@ -72,5 +72,6 @@ def format_kernel_program(kp: KernelProgram) -> str:
                 lines += text[0:1] + [ln for ln in text[1:] if not ln.strip().startswith("fuses:")]
         else:
             ins = ", ".join(f"%{b}" for b in step.inputs)
-            lines.append(f"  library {step.name}: %{step.output} = {step.prim}({ins}) {step.params}")
+            outs = ", ".join(f"%{b}" for b in step.outputs)
+            lines.append(f"  library {step.name}: {outs} = {step.prim}({ins}) {step.params}")
     return "\n".join(lines)

@@ -273,7 +273,7 @@ def drop_dead_stores(kp: KernelProgram) -> KernelProgram:
 
 def _step_writes(step: object) -> set[int]:
     if isinstance(step, LibraryCall):
-        return {step.output}
+        return set(step.outputs)
     return {s.buffer for p in step.phases for s in p.stores}
 
 

@@ -247,11 +247,18 @@ class _Scheduler:
             outputs.append(b)
         steps: list[Any] = []
         for eqn in program.eqns:
+            library = primitives.get(eqn.prim).kind == "library"
             for v in eqn.outputs:
                 if v not in mat:
                     continue
                 if v not in self.buf_of:
                     self.buf_of[v] = self.new_buffer(v.aval, "temp")
+                if library and v is not eqn.outputs[0]:
+                    continue  # one library call computes all of the primitive's outputs
+                if library:
+                    for u in eqn.outputs[1:]:
+                        if u not in self.buf_of:
+                            self.buf_of[u] = self.new_buffer(u.aval, "temp")
                 self._emit(steps, lambda n, eqn=eqn, v=v: self._steps_for(eqn, v, n))
         for v, b in copies:
             self._emit(steps, lambda n, v=v, b=b: [self._copy_kernel(v, b, n)])
@@ -294,7 +301,8 @@ class _Scheduler:
         ops = {self.eqn_index[id(eqn)]}
         if kind == "library":
             return [LibraryCall(f"k{n}_{eqn.prim}", eqn.prim, dict(eqn.params),
-                                [self.buf_of[u] for u in eqn.inputs], out, [self._eqn_text(min(ops))])]
+                                [self.buf_of[u] for u in eqn.inputs], [self.buf_of[u] for u in eqn.outputs],
+                                [self._eqn_text(min(ops))])]
         if kind == "reduce":
             x = eqn.inputs[0]
             axes = eqn.params["axes"] if "axes" in eqn.params else (eqn.params["axis"],)
@@ -447,7 +455,7 @@ def fusion_record(program: Program, kp: KernelProgram) -> list[dict[str, Any]]:
             kind = ("rows" if isinstance(step, RowKernel) else
                     "reduction" if step.n_reduce or any(s.reduce for s in step.stores) else "elementwise")
         else:
-            reads, writes, kind = set(step.inputs), {step.output}, "library"
+            reads, writes, kind = set(step.inputs), set(step.outputs), "library"
         record.append({"kernel": step.name, "kind": kind, "ops": list(step.graph_ops),
                        "bytes_read": sum(kp.buffers[b].nbytes for b in reads),
                        "bytes_written": sum(kp.buffers[b].nbytes for b in writes)})

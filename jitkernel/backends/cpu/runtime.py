@@ -27,6 +27,7 @@ import numpy as np
 
 from ...config import config
 from ...fusion.kernel_ir import Compute, KernelProgram, LibraryCall, RowKernel
+from ...ir import primitives
 from ...ir.primitives import dot_general_numpy
 from .ops import STATUS_MESSAGES
 from .render import DATA_OFFSET, PARALLEL_MIN_ELEMENTS, Segment
@@ -131,7 +132,7 @@ class CpuExecutable:
             head.append(f"        b{bid} = to_c(b{bid}, dt{bid})")
         for bid, c in kp.consts:
             ns[f"b{bid}"] = np.array(c, order="C")
-        library_outputs = {st.output for st in steps if isinstance(st, LibraryCall)}
+        library_outputs = {b for st in steps if isinstance(st, LibraryCall) for b in st.outputs}
         for b in kp.buffers.values():
             if b.role in ("temp", "output") and b.id not in library_outputs:
                 ns[f"shape{b.id}"], ns[f"dt{b.id}"] = b.shape, b.dtype
@@ -192,16 +193,7 @@ class CpuExecutable:
                     extra = f", {params[0]}" if params else ""
                     lines.append(f"    seg{n}({args}, {addr}{extra})")
             else:
-                if step.prim != "dot_general":
-                    raise NotImplementedError(step.prim)
-                ns[f"params{n}"] = step.params
-                a, b_ = step.inputs
-                lines.append(f"    b{step.output} = dot_general(b{a}, b{b_}, **params{n})")
-                out = kp.buffers[step.output]
-                if step.output in kp.outputs:
-                    lines.append(f"    if b{step.output}.dtype != dt_lib{n} or not b{step.output}.flags.c_contiguous:")
-                    lines.append(f"        b{step.output} = to_c(b{step.output}, dt_lib{n})")
-                    ns[f"dt_lib{n}"] = out.dtype
+                lines += _library_lines(kp, step, n, ns)
         return lines
 
     def __call__(self, arrays: list | tuple) -> list[np.ndarray]:
@@ -209,6 +201,29 @@ class CpuExecutable:
 
 
 # -- work estimates ---------------------------------------------------------------------------
+
+def _library_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict) -> list[str]:
+    """The runner's lines for one library step. dot_general calls NumPy's matmul directly (the
+    hot case); every other library primitive runs its reference implementation, which is NumPy
+    (LAPACK, sorting, ...), so its semantics are the interpreter's by construction. Kernels
+    index C-ordered buffers of the declared dtype, so a result that is not one is converted."""
+    ns[f"params{n}"] = step.params
+    ins = ", ".join(f"b{b}" for b in step.inputs)
+    outs = "".join(f"b{b}, " for b in step.outputs)
+    if step.prim == "dot_general":
+        lines = [f"    {outs}= dot_general({ins}, **params{n}),"]
+    else:
+        ns[f"impl{n}"] = primitives.get(step.prim).impl
+        lines = [f"    {outs}= impl{n}({ins}, **params{n})"]
+    for k, b in enumerate(step.outputs):
+        if step.prim == "dot_general" and b not in kp.outputs:
+            continue  # matmul's result has the buffer's dtype; only a returned one may be strided
+        ns[f"dt_lib{n}_{k}"] = kp.buffers[b].dtype
+        lines.append(f"    if b{b}.dtype != dt_lib{n}_{k} or not b{b}.flags.c_contiguous or b{b}.shape != shape_lib{n}_{k}:")
+        lines.append(f"        b{b} = to_c(b{b}, dt_lib{n}_{k}).reshape(shape_lib{n}_{k})")
+        ns[f"shape_lib{n}_{k}"] = tuple(kp.buffers[b].shape)
+    return lines
+
 
 def _kernel_work(kernel) -> int:
     """Elements of the loop nest times (1 + distinct expression nodes): a rough time estimate."""
