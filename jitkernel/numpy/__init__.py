@@ -38,3 +38,14 @@ __all__ = sorted(
         "arange", "array", "asarray", "copy", "empty", "empty_like", "eye", "full", "full_like",
         "identity", "linspace", "ones", "ones_like", "zeros", "zeros_like",
     ])
+
+# Modules that each export their own `__all__` (one line per module, so work on different
+# functions never edits the same line).
+from . import _advanced, _dynamic  # noqa: E402
+_EXTENSION_MODULES = (
+    _advanced,
+    _dynamic,
+)
+for _module in _EXTENSION_MODULES:
+    globals().update({_n: getattr(_module, _n) for _n in _module.__all__})
+    __all__ = sorted(set(__all__) | set(_module.__all__))

@@ -13,6 +13,21 @@ _REDUCE_METHODS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum"
                    "logical_and": "all", "logical_or": "any"}
 
 
+# NumPy callables outside the top-level namespace (np.linalg.solve, np.fft.fft, ...) and any
+# other function whose implementation is not `jitkernel.numpy.<same name>`: register_function.
+_REGISTERED: dict = {}
+
+
+def register_function(np_func: Any, impl: Any) -> Any:
+    """Route `np_func(tracer, ...)` (the __array_function__ protocol) to `impl`. Returns impl,
+    so it can decorate. The table of supported NumPy functions (docs/numpy-support.md) is
+    generated from this registry and jitkernel.numpy's names."""
+    _REGISTERED[np_func] = impl
+    global _FUNCTIONS
+    _FUNCTIONS = None
+    return impl
+
+
 def _table() -> dict:
     from .. import numpy as jnp
     table = {}
@@ -20,6 +35,7 @@ def _table() -> dict:
         np_obj = getattr(np, name, None)
         if np_obj is not None and callable(np_obj) and not isinstance(np_obj, (np.ufunc, type)):
             table[np_obj] = getattr(jnp, name)
+    table.update(_REGISTERED)
     return table
 
 

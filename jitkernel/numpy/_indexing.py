@@ -12,14 +12,34 @@ from ._core import lift
 from ._shape import reshape
 
 
-def _unsupported(index: Any) -> UnsupportedOperationError:
-    if isinstance(index, Tracer):
-        why = "indexing with a traced array (dynamic gather) is not supported yet"
-    elif isinstance(index, (np.ndarray, list)) and np.asarray(index).dtype == np.bool_:
-        why = "boolean-mask indexing has a data-dependent shape; use np.where(mask, x, 0) instead"
-    else:
-        why = "advanced (integer-array) indexing is not supported yet"
-    return UnsupportedOperationError(f"{why}: index {index!r}")
+def _is_static_int(ix: Any) -> bool:
+    return isinstance(ix, (int, np.integer)) and not isinstance(ix, (bool, np.bool_))
+
+
+def _is_traced_int(ix: Any) -> bool:
+    return isinstance(ix, Tracer) and ix.ndim == 0 and ix.dtype.kind in "iu"
+
+
+def index_kind(index: tuple) -> str:
+    """"basic" (static ints, slices, None, Ellipsis), "dynamic" (traced scalar ints or slice
+    bounds among those, no arrays: numpy/_dynamic.py) or "advanced" (an integer or boolean
+    array, list, or traced array anywhere: numpy/_advanced.py). Raises for other objects."""
+    kind = "basic"
+    for ix in index:
+        if ix is None or ix is Ellipsis or _is_static_int(ix):
+            continue
+        if isinstance(ix, slice):
+            if any(isinstance(p, Tracer) for p in (ix.start, ix.stop, ix.step)):
+                kind = "dynamic" if kind == "basic" else kind
+            continue
+        if _is_traced_int(ix):
+            kind = "dynamic" if kind == "basic" else kind
+        elif isinstance(ix, (Tracer, np.ndarray, list, bool, np.bool_)):
+            kind = "advanced"
+        else:
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and "
+                             f"integer or boolean arrays are valid indices, got {type(ix).__name__}")
+    return kind
 
 
 def getitem(t: Tracer, index: Any) -> Tracer:
@@ -27,13 +47,13 @@ def getitem(t: Tracer, index: Any) -> Tracer:
     ctx = t._ctx
     if not isinstance(index, tuple):
         index = (index,)
-    for ix in index:
-        if not (ix is None or ix is Ellipsis or isinstance(ix, slice)
-                or (isinstance(ix, (int, np.integer)) and not isinstance(ix, (bool, np.bool_)))):
-            raise _unsupported(ix)
-        if isinstance(ix, slice) and any(isinstance(p, Tracer) for p in (ix.start, ix.stop, ix.step)):
-            raise UnsupportedOperationError("slice bounds must be static Python ints inside jit "
-                                            "(mark the argument static with static_argnums)")
+    kind = index_kind(index)
+    if kind == "advanced":
+        from ._advanced import advanced_getitem
+        return advanced_getitem(t, index)
+    if kind == "dynamic":
+        from ._dynamic import dynamic_getitem
+        return dynamic_getitem(t, index)
     n_real = sum(1 for ix in index if ix is not None and ix is not Ellipsis)
     if sum(1 for ix in index if ix is Ellipsis) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
