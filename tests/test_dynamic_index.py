@@ -134,3 +134,16 @@ def test_random_traced_integer_indices_match_numpy(shape, data, backend):
             jk.jit(f, backend=backend)(x, *dyn)
         return
     assert_matches_numpy(jk.jit(f, backend=backend)(x, *dyn), expected)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_unread_out_of_bounds_index_still_raises(backend):
+    def f(a, i):
+        unused = a[i]  # noqa: F841 - NumPy evaluates it and raises
+        inside = lax.fori_loop(0, 2, lambda k, c: (a[i + k], c + 1)[1], 0)  # noqa: F841
+        return a.sum()
+    assert_matches_numpy(jk.jit(f, backend=backend)(A, 2), A.sum())
+    with pytest.raises(IndexError, match="index 7 is out of bounds for axis 0 with size 5"):
+        jk.jit(f, backend=backend)(A, 7)
+    with pytest.raises(IndexError, match="index 5 is out of bounds"):
+        jk.jit(f, backend=backend)(A, 4)  # a[4] is fine, the loop's a[4 + 1] is not
