@@ -279,7 +279,7 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, le
 
     >>> import numpy as np, jitkernel as jk
     >>> jk.lax.scan(lambda c, x: (c + x, c * x), 0.0, np.array([1.0, 2.0, 3.0]))
-    (6.0, array([0., 2., 9.]))
+    (np.float64(6.0), array([0., 2., 9.]))
     """
     x_leaves, x_tree = tree_flatten(xs)
     shapes = [x.shape if isinstance(x, Tracer) else np.shape(x) for x in x_leaves]

@@ -339,3 +339,19 @@ def test_random_loop_programs_match_python(ops, trips, dtype, kind, backend):
     with np.errstate(all="ignore"):
         got = jk.jit(f, backend=backend)(x)
     assert_matches_numpy(got, expected)
+
+
+def test_a_loop_index_that_does_not_fit_a_narrow_carry_raises_numpys_overflow_error():
+    def f(x):
+        return lax.fori_loop(0, 200, lambda i, c: c + i, x)
+    x = np.ones(3, np.int8)
+    with pytest.raises(OverflowError) as numpy_error:
+        f(x)  # plain Python: NumPy's error at i == 128
+    with pytest.raises(OverflowError, match=str(numpy_error.value)):
+        jk.jit(f)(x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_python_scalar_result_is_cast_to_the_carry_dtype(backend):
+    got = jk.jit(lambda x: lax.fori_loop(0, 3, lambda i, c: 0.0, x.sum()), backend=backend)(np.ones(2, np.float32))
+    assert got.dtype == np.float32 and float(got) == 0.0
