@@ -147,3 +147,19 @@ def test_an_unread_out_of_bounds_index_still_raises(backend):
         jk.jit(f, backend=backend)(A, 7)
     with pytest.raises(IndexError, match="index 5 is out of bounds"):
         jk.jit(f, backend=backend)(A, 4)  # a[4] is fine, the loop's a[4 + 1] is not
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_index_in_the_branch_not_taken_does_not_raise(backend):
+    table = np.arange(4.0)
+
+    def f(table, k):
+        return lax.cond(k < 4, lambda: table[k] + table[2], lambda: -1.0)
+    for k in (0, 3, 4, 100):
+        assert float(jk.jit(f, backend=backend)(table, k)) == (table[k] + 2.0 if k < 4 else -1.0)
+
+
+def test_indexing_a_numpy_constant_by_a_traced_value_says_what_to_do():
+    table = np.arange(4.0)
+    with pytest.raises(jk.TracerArrayConversionError, match="pass that array as an argument"):
+        jk.jit(lambda k: table[k])(1)

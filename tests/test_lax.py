@@ -355,3 +355,41 @@ def test_a_loop_index_that_does_not_fit_a_narrow_carry_raises_numpys_overflow_er
 def test_a_python_scalar_result_is_cast_to_the_carry_dtype(backend):
     got = jk.jit(lambda x: lax.fori_loop(0, 3, lambda i, c: 0.0, x.sum()), backend=backend)(np.ones(2, np.float32))
     assert got.dtype == np.float32 and float(got) == 0.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_branches_capturing_different_outer_values(backend):
+    def f(x, y, z, k):
+        branches = [lambda v: v + y.sum(), lambda v: v * z, lambda v: v - y * z, lambda v: v]
+        return lax.switch(k, branches, x)
+    x, y, z = np.arange(3.0), np.array([1.0, 2.0, 4.0]), np.array([-1.0, 0.5, 2.0])
+    for k in range(4):
+        check(f, x, y, z, k, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scan_without_xs_and_loops_inside_branches(backend):
+    def f(x, n):
+        def step(c, _):
+            c = lax.cond(c.sum() > 10, lambda: c * 0.5, lambda: lax.fori_loop(0, n, lambda i, d: d + i, c))
+            return c, c.max()
+        return lax.scan(step, x, None, length=6)
+    for n in (0, 3):
+        check(f, np.array([1.0, 2.0]), n, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fori_loop_bounds_of_a_narrow_integer_dtype(backend):
+    def f(a, bounds):
+        return lax.fori_loop(bounds[0], bounds[1], lambda i, c: c + a[i], np.float32(0))
+    a = np.arange(10, dtype=np.float32)
+    for b in ([2, 7], [5, 5], [-3, -1]):
+        check(f, a, np.array(b, np.int16), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_while_condition_reads_outer_values(backend):
+    def f(x, limit):
+        top = limit * 2
+        return lax.while_loop(lambda c: (c * c).sum() < top, lambda c: c + x, np.zeros_like(x))
+    check(f, np.array([0.5, 1.0]), 3.0, backend=backend)
