@@ -310,34 +310,53 @@ _BODY_OPS = [
 ]
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(ops=st.lists(st.sampled_from(range(len(_BODY_OPS))), min_size=1, max_size=4),
        trips=st.integers(0, 6), dtype=st.sampled_from(["float64", "float32", "int64", "int32"]),
-       kind=st.sampled_from(["fori", "while", "scan"]), backend=st.sampled_from(BACKENDS))
-def test_random_loop_programs_match_python(ops, trips, dtype, kind, backend):
+       kind=st.sampled_from(["fori", "while", "scan", "nested"]), traced_trips=st.booleans(),
+       branch=st.sampled_from([None, "sum > 0", "i odd"]), backend=st.sampled_from(BACKENDS))
+def test_random_loop_programs_match_python(ops, trips, dtype, kind, traced_trips, branch, backend):
+    """A random body (elementwise ops, optionally under a cond on a traced value) in a random
+    loop (trip counts from 0, static or traced) on a random carried dtype, against the same
+    loop written in Python (`python=True` runs Python `if` / `for`)."""
     x = (np.arange(4) - 1).astype(dtype)
 
-    def step(c, i):
+    def ops_on(c, i):
         for k in ops:
             c = _BODY_OPS[k][1](c, x, i).astype(dtype)
         return c
 
-    def f(x0):
+    def step(c, i, python=False):
+        if branch is None:
+            return ops_on(c, i)
+        take = c.sum() > 0 if branch == "sum > 0" else i % 2 == 1
+        if python:
+            return ops_on(c, i) if take else (c * 3).astype(dtype)
+        return lax.cond(take, lambda: ops_on(c, i), lambda: (c * 3).astype(dtype))
+
+    def f(x0, n):
         if kind == "fori":
-            return lax.fori_loop(0, trips, lambda i, c: step(c, i), x0)
+            return lax.fori_loop(0, n, lambda i, c: step(c, i), x0)
+        if kind == "nested":
+            return lax.fori_loop(0, n, lambda i, c: lax.fori_loop(i, n, lambda j, d: step(d, j), c), x0)
         if kind == "while":
-            return lax.while_loop(lambda c: c[1] < trips, lambda c: (step(c[0], c[1]), c[1] + 1), (x0, 0))[0]
+            return lax.while_loop(lambda c: c[1] < n, lambda c: (step(c[0], c[1]), c[1] + 1), (x0, 0))[0]
         return lax.scan(lambda c, t: (step(c, t), c.sum()), x0, np.arange(trips))
 
     expected = x.copy()
     ys = []
     for i in range(trips):
+        if kind == "nested":
+            for j in range(i, trips):
+                expected = step(expected, j, python=True)
+            continue
         ys.append(expected.sum())
-        expected = step(expected, i)
+        expected = step(expected, i, python=True)
     if kind == "scan":
         expected = (expected, np.array(ys, dtype=x.sum().dtype))  # int32 sums are int64, as NumPy's
+    jitted = jk.jit(f, backend=backend, **({} if traced_trips else {"static_argnums": 1}))
     with np.errstate(all="ignore"):
-        got = jk.jit(f, backend=backend)(x)
+        got = jitted(x, trips)
     assert_matches_numpy(got, expected)
 
 
