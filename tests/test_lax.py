@@ -412,3 +412,18 @@ def test_while_condition_reads_outer_values(backend):
         top = limit * 2
         return lax.while_loop(lambda c: (c * c).sum() < top, lambda c: c + x, np.zeros_like(x))
     check(f, np.array([0.5, 1.0]), 3.0, backend=backend)
+
+
+@pytest.mark.parametrize("value,dtype", [(300, np.int8), (0.1, np.float32), (2**60 + 1, np.float64)])
+def test_a_python_scalar_that_the_carry_cannot_hold_is_an_error(value, dtype):
+    with pytest.raises(TypeError, match="may not hold that Python"):
+        jk.jit(lambda x: lax.fori_loop(0, 2, lambda i, c: value, x))(np.zeros((), dtype))
+    with pytest.raises(TypeError, match="branches must return the same types"):
+        jk.jit(lambda x: lax.cond(x > 0, lambda: x, lambda: value))(np.zeros((), dtype))
+
+
+def test_a_traced_python_int_into_a_narrow_carry_is_an_error():
+    with pytest.raises(TypeError, match="int32 may not hold that Python int"):
+        jk.jit(lambda x: lax.fori_loop(0, 2, lambda i, c: i, x))(np.zeros((), np.int32))
+    got = jk.jit(lambda x: lax.fori_loop(0, 3, lambda i, c: i, x))(np.zeros((), np.int64))
+    assert got.dtype == np.int64 and int(got) == 2
