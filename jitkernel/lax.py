@@ -454,7 +454,8 @@ def _join_branch_types(who: str, path: str, specs: list[Spec], leaves: list[Any]
                 return AType(specs[0][0].shape, dt), None
         else:  # all Python scalars: the widest kind
             weak = max((w for _, w in specs), key=[bool, int, float].index)
-            return AType(specs[0][0].shape, _WEAK_DTYPE[weak]), weak
+            if all(weak_fits(leaf, w, _WEAK_DTYPE[weak]) for (_, w), leaf in zip(specs, leaves)):
+                return AType(specs[0][0].shape, _WEAK_DTYPE[weak]), weak
     types = ", ".join(f"branch {k}: {_type_text(s)}" for k, s in enumerate(specs))
     raise TypeError(f"{who}: the branches must return the same types, but {path} differs ({types})")
 
