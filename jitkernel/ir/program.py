@@ -83,12 +83,16 @@ class Program:
 # Primitives whose step can raise at run time (NumPy's IndexError of a traced index): kept
 # when nothing reads them, since NumPy evaluates every statement. Registered by their modules.
 RAISING_STEPS: set[str] = set()
+# Primitives whose params hold sub-Programs (control flow, ir/control_flow.py).
+WITH_SUB_PROGRAMS: set[str] = set()
 
 
 def may_raise(eqn: Eqn) -> bool:
     """Whether `eqn` is a raising step, or a control-flow equation whose sub-programs hold one."""
     if eqn.prim in RAISING_STEPS:
         return True
+    if eqn.prim not in WITH_SUB_PROGRAMS:
+        return False
     for value in eqn.params.values():
         subs = value if isinstance(value, tuple) else (value,)
         if any(isinstance(p, Program) and any(may_raise(e) for e in p.eqns) for p in subs):
