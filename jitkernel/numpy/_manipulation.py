@@ -395,3 +395,45 @@ def _pad_reflect(ctx: Any, t: Tracer, axis: int, before: int, after: int, method
 def _odd(ctx: Any, edge: Tracer, piece: Tracer, dtype: np.dtype) -> Tracer:
     value = apply_ufunc(np.subtract, apply_ufunc(np.multiply, 2, edge), piece)
     return lift(ctx, value, dtype)
+
+
+# ----------------------------------------------------------------------------- numpy.fft shifts
+
+def _fftshift(x: Any, axes: Any = None, inverse: bool = False) -> Any:
+    t = lift(context_of(x), x)
+    if axes is None:
+        axes = tuple(range(t.ndim))
+        shift: Any = [(-(d // 2) if inverse else d // 2) for d in t.shape]
+    elif isinstance(axes, (int, np.integer)):
+        shift = -(t.shape[axes] // 2) if inverse else t.shape[axes] // 2
+    else:
+        shift = [(-(t.shape[ax] // 2) if inverse else t.shape[ax] // 2) for ax in axes]
+    return roll(t, shift, axes)
+
+
+def fftshift(x: Any, axes: Any = None) -> Any:
+    """numpy.fft.fftshift: a roll by half of each axis."""
+    return _fftshift(x, axes)
+
+
+def ifftshift(x: Any, axes: Any = None) -> Any:
+    """numpy.fft.ifftshift: the inverse roll."""
+    return _fftshift(x, axes, inverse=True)
+
+
+def _register_fft_shifts() -> None:
+    from ._dispatch import register_function
+    register_function(np.fft.fftshift, fftshift)
+    register_function(np.fft.ifftshift, ifftshift)
+
+
+_register_fft_shifts()
+
+
+# What the generated support table (numpy/support_table.py) says beyond "supported".
+repeat.__jk_support__ = "partly: repeats must be static"
+tile.__jk_support__ = "partly: reps must be static"
+roll.__jk_support__ = "partly: shift must be static"
+delete.__jk_support__ = "partly: obj (the indices) must be static"
+pad.__jk_support__ = ("partly: modes constant, empty (zeros), edge, reflect, symmetric, wrap; "
+                      "linear_ramp, maximum, mean, median, minimum and callable modes raise; pad_width static")

@@ -255,3 +255,41 @@ def size(a: Any, axis: Any = None) -> int:
     if axis is None:
         return a.size
     return a.shape[normalize_axis(axis, a.ndim)] if a.ndim else a.shape[axis]
+
+
+# numpy.linalg's array-API spellings of the same functions (the last two axes).
+def _linalg_diagonal(x: Any, /, *, offset: int = 0) -> Any:
+    """numpy.linalg.diagonal: diagonal over the last two axes."""
+    return diagonal(x, offset, -2, -1)
+
+
+def _linalg_trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
+    """numpy.linalg.trace: trace over the last two axes."""
+    return trace(x, offset, -2, -1, dtype)
+
+
+def _register_linalg_spellings() -> None:
+    from ._dispatch import register_function
+    register_function(np.linalg.diagonal, _linalg_diagonal)
+    register_function(np.linalg.trace, _linalg_trace)
+
+
+_register_linalg_spellings()
+
+
+def _linalg_matrix_transpose(x: Any, /) -> Any:
+    """numpy.linalg.matrix_transpose: swap the last two axes."""
+    from ._shape import swapaxes
+    if len(shape_of(x)) < 2:
+        raise ValueError(f"Input array must be at least 2-dimensional, but it is {len(shape_of(x))}")
+    return swapaxes(x, -1, -2)
+
+
+def _register_linalg_transpose() -> None:
+    from ._dispatch import register_function
+    from ._linalg import matmul
+    register_function(np.linalg.matrix_transpose, _linalg_matrix_transpose)
+    register_function(np.linalg.matmul, matmul)
+
+
+_register_linalg_transpose()
