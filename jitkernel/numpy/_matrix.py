@@ -105,13 +105,13 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     t = transpose(t, rest + [ax1, ax2])
     n, m = t.shape[-2:]
     length = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
-    row0, col0 = (0, offset) if offset >= 0 else (-offset, 0)
     batch = t.shape[:-2]
-    square = t[(Ellipsis, slice(row0, row0 + length), slice(col0, col0 + length))]
-    # Element (i, i) of the length x length square is element i * (length + 1) of its rows laid
-    # end to end: a strided slice of a reshape, which the index maps simplify back to (i, i).
-    flat = reshape(square, batch + (length * length,))
-    out = flat[(Ellipsis, slice(None, None, length + 1))]
+    # Element (i, i + offset) is element i * (m + 1) + offset of the rows laid end to end: a
+    # strided slice of a reshape, whose index map simplifies back to the matrix's own offsets.
+    flat = reshape(t, batch + (n * m,))
+    start = offset if offset >= 0 else -offset * m
+    stop = start + (length - 1) * (m + 1) + 1 if length else start
+    out = flat[(Ellipsis, slice(start, stop, m + 1))] if length else flat[(Ellipsis, slice(0, 0))]
     out = Tracer(ctx, out.ir_var)  # a new array: NumPy's is a read-only view, never written through
     out.scalar = False
     return out
