@@ -205,7 +205,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
         scaled = apply_ufunc(np.multiply, apply_ufunc(np.divide, y, np.asarray(div, dt)), delta)
         y = where(any_zero, scaled, apply_ufunc(np.multiply, y, step))
     else:
-        step = broadcast_to_shape(ctx, ctx.const(np.asarray(np.nan, dt)), delta.shape)
+        step = ctx.const(np.asarray(np.nan))  # NumPy's step is the Python float nan here
         y = apply_ufunc(np.multiply, y, delta)
     y = apply_ufunc(np.add, y, start_t)
     if endpoint and num > 1:
@@ -216,7 +216,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
     if out_dt.kind in "iu":
         y = apply_ufunc(np.floor, y)
     y = lift(ctx, y, out_dt)
-    return (y, lift(ctx, step, dt) if step.dtype != dt else step) if retstep else y
+    return (y, step) if retstep else y
 
 
 def broadcast_to_shape_shape(a: Tracer, b: Tracer) -> tuple[int, ...]:
@@ -229,13 +229,22 @@ def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: 
     ctx = context_of(start, stop, base)
     if ctx is None or not any(isinstance(x, Tracer) for x in (start, stop, base)):
         return np.logspace(start, stop, num, endpoint, base, dtype, axis)
+    if not isinstance(base, (float, int)) and len(shape_of(base)):
+        # NumPy makes all three arrays of one rank (strong dtypes) and puts base's axis at `axis`.
+        nd = len(np.broadcast_shapes(shape_of(start), shape_of(stop), shape_of(base)))
+        start, stop, base = (_ndmin(ctx, v, nd) for v in (start, stop, base))
+        from ._shape import expand_dims
+        base = expand_dims(base, axis)
     y = linspace(start, stop, num=num, endpoint=endpoint, axis=axis)
-    b = lift(ctx, base)
-    if b.ndim:
-        b = reshape(b, b.shape[:normalize_axis(axis, y.ndim)] + (1,) + b.shape[normalize_axis(axis, y.ndim):])
     from ._ufuncs import power
-    out = power(b, y)
+    out = power(base, y)  # a Python float base stays weak (NEP 50): float32 end points give float32
     return out if dtype is None else lift(ctx, out, check_dtype(dtype, "the dtype= of logspace"))
+
+
+def _ndmin(ctx: Any, v: Any, nd: int) -> Tracer:
+    t = lift(ctx, v)
+    t = Tracer(ctx, t.ir_var) if t.weak is not None else t
+    return reshape(t, (1,) * (nd - t.ndim) + t.shape) if t.ndim < nd else t
 
 
 def ndim(a: Any) -> int:
