@@ -147,6 +147,11 @@ MANIPULATION_CASES = {
     "delete_list": lambda a: np.delete(a, [0, 3, 5, 7, 9, 11, 13, 15, 17]),
     "delete_slice": lambda a: np.delete(a, slice(0, 4, 2), -2),
     "delete_mask": lambda a: np.delete(a, np.array([True, False, False, True]), 0),
+    "insert_scalar": lambda a: np.insert(a, 1, 7, axis=1),
+    "insert_flat_list": lambda a: np.insert(a, [0, 3, 3, -1], a[0, :4]),
+    "insert_row": lambda a: np.insert(a, 2, a[0], axis=0),
+    "insert_columns": lambda a: np.insert(a, [1, 4], a[:, :1], axis=1),
+    "insert_slice": lambda a: np.insert(a, slice(0, 4, 2), -a[:, 0:1] if a.dtype != np.bool_ else a[:, :1], axis=-1),
     "fftshift": lambda a: (np.fft.fftshift(a), np.fft.ifftshift(a, axes=1), np.fft.fftshift(a, axes=-1)),
 }
 
@@ -171,7 +176,8 @@ def test_manipulation_errors(backend):
                lambda a: np.rot90(a, 1, (0, 2)), lambda a: np.fliplr(a[0]), lambda a: np.flipud(a[0, 0]),
                lambda a: np.pad(a, -1), lambda a: np.pad(a, 1.5), lambda a: np.pad(a, 1, mode="bogus"),
                lambda a: np.pad(a, 1, mode="edge", constant_values=3), lambda a: np.pad(a[:, :0], 1, mode="wrap"),
-               lambda a: np.delete(a, 5, axis=1), lambda a: np.pad(a, 1, constant_values=-1.5),
+               lambda a: np.delete(a, 5, axis=1), lambda a: np.insert(a, 9, 1.0, axis=1),
+               lambda a: np.insert(a, [0, 1], a[:, :3], axis=1), lambda a: np.pad(a, 1, constant_values=-1.5),
                lambda a: np.pad(a.astype(np.uint8), 1, constant_values=-1)]:
         check(fn, a, backend=backend)
 
@@ -179,7 +185,7 @@ def test_manipulation_errors(backend):
 def test_traced_layout_parameters_raise_clearly():
     a = np.arange(6.0)
     for fn in [lambda a, n: np.repeat(a, n), lambda a, n: np.roll(a, n), lambda a, n: np.pad(a, n),
-               lambda a, n: np.tile(a, n), lambda a, n: np.delete(a, n)]:
+               lambda a, n: np.tile(a, n), lambda a, n: np.delete(a, n), lambda a, n: np.insert(a, n, 0.0)]:
         with pytest.raises(UnsupportedOperationError, match="static"):
             jk.jit(fn)(a, 2)
     with pytest.raises(UnsupportedOperationError, match="linear_ramp"):
@@ -327,3 +333,18 @@ def test_var_std_ddof_and_correction(backend):
     check(lambda a: (np.var(a, ddof=1), a.std(axis=0, ddof=2), np.var(a, 1, correction=1),
                      np.std(a, correction=3, keepdims=True)), x, backend=backend)
     check(lambda a: np.var(a, ddof=1, correction=1), x, backend=backend)  # NumPy's ValueError
+
+
+def test_extension_names_are_reachable_both_ways():
+    """np.<name> on a traced array and jitkernel.numpy.<name> reach the same implementation."""
+    import jitkernel.numpy as jnp
+    from jitkernel.numpy import _dispatch, _manipulation, _matrix, _statistics
+    table = _dispatch._table()
+    for module in (_matrix, _manipulation, _statistics):
+        for name in module.__all__:
+            assert getattr(jnp, name) is getattr(module, name), name
+            if not isinstance(getattr(np, name), np.ufunc):  # np.divmod arrives by __array_ufunc__
+                assert table[getattr(np, name)] is getattr(module, name), name
+    a = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(jk.jit(lambda a: jnp.pad(jnp.triu(a), 1, mode="wrap"))(a),
+                                  np.pad(np.triu(a), 1, mode="wrap"))

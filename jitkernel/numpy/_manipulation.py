@@ -23,7 +23,7 @@ from ._core import broadcast_to_shape, context_of, lift, normalize_axis
 from ._shape import concatenate, flip, ravel, reshape, transpose
 from ._ufuncs import apply_ufunc
 
-__all__ = ["repeat", "tile", "roll", "fliplr", "flipud", "rot90", "pad", "append", "delete"]
+__all__ = ["repeat", "tile", "roll", "fliplr", "flipud", "rot90", "pad", "append", "delete", "insert"]
 
 MAX_RUNS = 8  # slices per axis before a gather is cheaper than that many kernels
 
@@ -243,6 +243,23 @@ def delete(arr: Any, obj: Any, axis: Any = None) -> Any:
     return _fresh(_gather(ctx, t, ax, kept))
 
 
+def insert(arr: Any, obj: Any, values: Any, axis: Any = None) -> Any:
+    """numpy.insert with static indices; values may be traced. NumPy itself places the values:
+    it runs on index arrays (the flat positions of arr's elements and of the values', in one
+    vector holding both), and the traced result gathers by that layout."""
+    ctx = context_of(arr, values)
+    if ctx is None:
+        return np.insert(arr, obj, values, axis)
+    _static(obj, "insert", "index")
+    t = _strong(ctx, arr)
+    v = lift(ctx, lift(ctx, values), t.dtype)  # NumPy converts values to arr's dtype first
+    index_of_arr = np.arange(t.size, dtype=np.int64).reshape(t.shape)
+    index_of_values = np.arange(v.size, dtype=np.int64).reshape(v.shape) + t.size
+    layout = np.insert(index_of_arr, obj, index_of_values, axis)  # NumPy's rules and errors
+    both = concatenate([ravel(t), ravel(v)], axis=0) if v.size else ravel(t)
+    return _fresh(reshape(_gather(ctx, both, 0, layout.reshape(-1)), layout.shape))
+
+
 # ----------------------------------------------------------------------------- pad
 
 _PAD_KWARGS = {
@@ -435,5 +452,6 @@ repeat.__jk_support__ = "partly: repeats must be static"
 tile.__jk_support__ = "partly: reps must be static"
 roll.__jk_support__ = "partly: shift must be static"
 delete.__jk_support__ = "partly: obj (the indices) must be static"
+insert.__jk_support__ = "partly: obj (the indices) must be static"
 pad.__jk_support__ = ("partly: modes constant, empty (zeros), edge, reflect, symmetric, wrap; "
                       "linear_ramp, maximum, mean, median, minimum and callable modes raise; pad_width static")
