@@ -360,23 +360,175 @@ def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: A
 
 
 # ----------------------------------------------------------------------------- order statistics
+# median, quantile and percentile sort the traced data with numpy.sort (a library step of the
+# sorting module, when it is registered) and then follow NumPy's _median / _quantile ("linear"
+# method): the positions and interpolation weights depend only on the shape and the static q,
+# so NumPy's own helpers compute them at trace time.
 
-def _needs_sort(name: str):
+def _sorted_along_front(ctx: Any, a: Any, axis: Any, fname: str) -> tuple[Tracer, tuple[int, ...], tuple]:
+    """(the data sorted along a new axis 0 holding every reduced axis, the reduced axes, the
+    kept shape), as NumPy's _ureduce merges a tuple of axes."""
+    t = lift(ctx, a)
+    if t.weak is not None:
+        t = Tracer(ctx, t.ir_var)
+    axes = normalize_axes(axis, t.ndim)
+    kept = [d for d in range(t.ndim) if d not in axes]
+    moved = transpose(t, tuple(axes) + tuple(kept)) if t.ndim else t
+    kept_shape = tuple(t.shape[d] for d in kept)
+    flat = reshape(moved, (-1,) + kept_shape)
+    try:
+        ordered = np.sort(flat, axis=0)
+    except UnsupportedOperationError:
+        raise UnsupportedOperationError(
+            f"numpy.{fname} needs numpy.sort of the traced data, which is not supported here; compute it "
+            "outside the jitted function, or pass the sorted array in") from None
+    return ordered, axes, kept_shape
+
+
+def _keepdims_shape(ndim_in: int, axes: tuple[int, ...], shape_in: tuple, lead: tuple) -> tuple:
+    return lead + tuple(1 if d in axes else shape_in[d] for d in range(ndim_in))
+
+
+def _nan_fix(result: Tracer, ordered: Tracer) -> Tracer:
+    """NumPy puts the NaN of a slice that holds one (it sorts last) into that slice's result."""
+    last = ordered[-1]
+    fixed = where(apply_ufunc(np.isnan, last), lift(ordered._ctx, last, result.dtype), result)
+    fixed.scalar = result.scalar
+    return fixed
+
+
+def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False, keepdims: bool = False) -> Any:
+    """numpy.median: mean of the middle one or two sorted values; NaN if the slice holds one."""
+    ctx = context_of(a)
+    if ctx is None:
+        return np.median(a, axis, out, overwrite_input, keepdims)
+    unsupported_kwargs("median", {"out": out}, out=None)
+    t = lift(ctx, a)
+    ordered, axes, kept = _sorted_along_front(ctx, t, axis, "median")
+    n = ordered.shape[0]
+    half = n // 2
+    middle = ordered[half:half + 1] if n % 2 == 1 else ordered[max(half - 1, 0):half + 1]
+    result = mean(middle, axis=0)
+    if t.dtype.kind in "fc" and n > 0:
+        result = _nan_fix(result, ordered)
+    return reshape(result, _keepdims_shape(t.ndim, axes, t.shape, ())) if keepdims and t.ndim else result
+
+
+def _quantile_unchecked(fname: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool,
+                        weak_q: bool) -> Any:
+    ctx = context_of(a)
+    from numpy.lib import _function_base_impl as fb
+    if method != "linear":
+        raise UnsupportedOperationError(f"numpy.{fname}: method={method!r} is not supported inside jit (only 'linear')")
+    t = lift(ctx, a)
+    ordered, axes, kept = _sorted_along_front(ctx, t, axis, fname)
+    n = ordered.shape[0]
+    virtual = np.asanyarray(fb._QuantileMethods["linear"]["get_virtual_index"](n, q))
+    if np.issubdtype(virtual.dtype, np.integer):
+        result = _take_front(ctx, ordered, virtual)
+    else:
+        previous, nxt = fb._get_indexes(np.empty(0, t.dtype), virtual, n)
+        gamma = fb._get_gamma(virtual, previous, fb._QuantileMethods["linear"])
+        lo, hi = _take_front(ctx, ordered, previous), _take_front(ctx, ordered, nxt)
+        if weak_q:
+            g: Any = float(gamma)
+        else:
+            g = ctx.const(np.asarray(gamma).reshape(virtual.shape + (1,) * (ordered.ndim - 1)))
+        result = _lerp(lo, hi, g, gamma)
+    if t.dtype.kind in "fc" and n > 0:
+        result = _nan_fix(result, ordered)
+    if keepdims and t.ndim:
+        result = reshape(result, _keepdims_shape(t.ndim, axes, t.shape, virtual.shape))
+    return result
+
+
+def _take_front(ctx: Any, ordered: Tracer, index: np.ndarray) -> Tracer:
+    """ordered[index] along axis 0 for a static index array of any shape."""
+    if index.ndim == 0:
+        return ordered[int(index)]
+    from ._manipulation import _gather
+    taken = _gather(ctx, ordered, 0, index.reshape(-1) % max(ordered.shape[0], 1))
+    return reshape(taken, index.shape + ordered.shape[1:])
+
+
+def _lerp(a: Tracer, b: Tracer, t: Any, gamma: np.ndarray) -> Tracer:
+    """NumPy's _lerp: a + (b - a) * t, and b - (b - a) * (1 - t) where t >= 0.5."""
+    diff = apply_ufunc(np.subtract, b, a)
+    low = apply_ufunc(np.add, a, apply_ufunc(np.multiply, diff, t))
+    one_minus = (1 - t) if isinstance(t, float) else apply_ufunc(np.subtract, 1, t)
+    high = lift(a._ctx, apply_ufunc(np.subtract, b, apply_ufunc(np.multiply, diff, one_minus)), low.dtype)
+    if isinstance(t, float):
+        return high if t >= 0.5 else low
+    upper = a._ctx.const(np.asarray(gamma >= 0.5).reshape(t.shape))
+    out = where(upper, high, low)
+    out.scalar = low.scalar
+    return out
+
+
+def quantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+             method: str = "linear", keepdims: bool = False, *, weights: Any = None, interpolation: Any = None) -> Any:
+    """numpy.quantile with a static q and the default 'linear' method."""
+    ctx = context_of(a)
+    if ctx is None or not isinstance(a, Tracer):
+        return np.quantile(a, q, axis, out, overwrite_input, method, keepdims, weights=weights, interpolation=interpolation)
+    unsupported_kwargs("quantile", {"out": out, "weights": weights, "interpolation": interpolation},
+                       out=None, weights=None, interpolation=None)
+    _static_q(q, "quantile")
+    weak_q = type(q) in (int, float)
+    qa = np.asanyarray(q)
+    from numpy.lib import _function_base_impl as fb
+    if not fb._quantile_is_valid(qa):
+        raise ValueError("Quantiles must be in the range [0, 1]")
+    return _quantile_unchecked("quantile", a, qa, axis, method, keepdims, weak_q)
+
+
+def percentile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+               method: str = "linear", keepdims: bool = False, *, weights: Any = None, interpolation: Any = None) -> Any:
+    """numpy.percentile with a static q and the default 'linear' method."""
+    ctx = context_of(a)
+    if ctx is None or not isinstance(a, Tracer):
+        return np.percentile(a, q, axis, out, overwrite_input, method, keepdims, weights=weights, interpolation=interpolation)
+    unsupported_kwargs("percentile", {"out": out, "weights": weights, "interpolation": interpolation},
+                       out=None, weights=None, interpolation=None)
+    _static_q(q, "percentile")
+    weak_q = type(q) in (int, float)
+    qa = np.asanyarray(np.true_divide(q, 100))
+    from numpy.lib import _function_base_impl as fb
+    if not fb._quantile_is_valid(qa):
+        raise ValueError("Percentiles must be in the range [0, 100]")
+    return _quantile_unchecked("percentile", a, qa, axis, method, keepdims, weak_q)
+
+
+def _static_q(q: Any, fname: str) -> None:
+    if isinstance(q, Tracer) or (isinstance(q, (list, tuple)) and any(isinstance(v, Tracer) for v in q)):
+        raise UnsupportedOperationError(f"numpy.{fname}: a traced q is not supported inside jit (pass it as a static argument)")
+
+
+def _needs_nan_sort(name: str):
     def fn(a: Any, *args: Any, **kwargs: Any) -> Any:
         if context_of(a) is None:
             return getattr(np, name)(a, *args, **kwargs)
-        raise UnsupportedOperationError(
-            f"numpy.{name} is not supported inside a jitted function yet: it needs a sort of the traced "
-            "data (compute it outside the jitted function, or pass the sorted array in)")
+        raise UnsupportedOperationError(f"numpy.{name} is not supported inside a jitted function yet")
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"numpy.{name}: raises UnsupportedOperationError on traced arrays (needs sort)."
-    fn.__jk_support__ = "unsupported: needs a sort of traced data"
+    fn.__doc__ = f"numpy.{name}: raises UnsupportedOperationError on traced arrays."
+    fn.__jk_support__ = "unsupported: not implemented (median/quantile/percentile are)"
     return fn
 
 
-median = _needs_sort("median")
-percentile = _needs_sort("percentile")
-quantile = _needs_sort("quantile")
-nanmedian = _needs_sort("nanmedian")
-nanpercentile = _needs_sort("nanpercentile")
-nanquantile = _needs_sort("nanquantile")
+nanmedian = _needs_nan_sort("nanmedian")
+nanpercentile = _needs_nan_sort("nanpercentile")
+nanquantile = _needs_nan_sort("nanquantile")
+
+
+def _sort_note(partly: str | None) -> Any:
+    """The support table's note, decided when the table is generated: these need numpy.sort."""
+    def note() -> str | None:
+        from ._dispatch import _table
+        if np.sort not in _table():
+            return "unsupported: needs numpy.sort of traced data, which is not registered"
+        return partly
+    return note
+
+
+quantile.__jk_support__ = percentile.__jk_support__ = _sort_note("partly: static q, method='linear' only, no weights")
+median.__jk_support__ = _sort_note(None)

@@ -6,7 +6,8 @@ generated from the registry so it cannot drift:
 - Functions (the public callables of `numpy`, `numpy.linalg`, `numpy.fft`): the implementation
   the `__array_function__` protocol finds (jitkernel.numpy's names and
   `_dispatch.register_function`). An implementation may carry `__jk_support__`, a string
-  starting "partly: ..." or "unsupported: ..." saying what is missing; one that is NumPy's own
+  starting "partly: ..." or "unsupported: ..." saying what is missing (or a function returning
+  one, or None when nothing is); one that is NumPy's own
   function (zeros, arange, eye, ...) runs at trace time on static arguments (a constant).
 - Ufuncs: every method (`__call__`, reduce, accumulate, reduceat, outer, at) is *probed*: a tiny
   program using it is traced (`jk.make_ir`, no compilation) on float64, int64 and bool arrays,
@@ -88,7 +89,10 @@ def _status(module: types.ModuleType, name: str, table: dict) -> tuple[str, str]
     impl = table.get(obj)
     if impl is None:
         return "unsupported", _REASON_OF.get(name, "not implemented")
-    note = getattr(impl, "__jk_support__", None) or (_NOTES.get(name) if module is np else None)
+    note = getattr(impl, "__jk_support__", None)
+    if callable(note):  # decided now (what it needs may be registered by another module)
+        note = note()
+    note = note or (_NOTES.get(name) if module is np else None)
     if impl is obj:
         return "static", "static arguments only: NumPy computes it at trace time (a constant)"
     if note is None:
