@@ -314,12 +314,13 @@ def pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> An
         before, after = int(before), int(after)
         if not (before or after):
             continue
-        if mode == "edge" or (mode in ("reflect", "symmetric") and t.shape[axis] == 1):
-            t = _pad_edge(ctx, t, axis, before, after)
-        elif mode == "wrap":
-            t = _pad_wrap(t, axis, before, after)
-        else:
+        if method == "odd" and mode in ("reflect", "symmetric") and t.shape[axis] > 1:
             t = _pad_reflect(ctx, t, axis, before, after, method, include_edge=mode == "symmetric")
+        else:
+            # Modes that copy values: NumPy pads the source indices, and the result gathers
+            # by them (a few slices, or one gather for widths of many periods).
+            even = {"reflect_type": "even"} if mode in ("reflect", "symmetric") else {}
+            t = _gather(ctx, t, axis, np.pad(np.arange(t.shape[axis]), (before, after), mode=mode, **even))
     return _fresh(t)
 
 
@@ -341,45 +342,16 @@ def _pad_constant(ctx: Any, t: Tracer, axis: int, before: int, after: int, value
     return concatenate(parts, axis=axis) if len(parts) > 1 else t
 
 
-def _pad_edge(ctx: Any, t: Tracer, axis: int, before: int, after: int) -> Tracer:
-    def edge(sl: slice, width: int) -> Tracer:
-        one = _along(t, axis, sl)
-        return broadcast_to_shape(ctx, one, one.shape[:axis] + (width,) + one.shape[axis + 1:])
-    parts = ([edge(slice(0, 1), before)] if before else []) + [t] + ([edge(slice(-1, None), after)] if after else [])
-    return concatenate(parts, axis=axis)
-
-
-def _pad_wrap(t: Tracer, axis: int, before: int, after: int) -> Tracer:
-    """NumPy's _set_wrap_both, repeated until the pad area is filled, on a growing array."""
-    original = t.shape[axis]
-    while before > 0 or after > 0:
-        length = t.shape[axis]
-        period = length // original * original
-        parts = []
-        new_before = new_after = 0
-        if before > 0:
-            take = min(period, before)
-            parts.append(_along(t, axis, slice(period - take, period)))
-            new_before = before - period if before > period else 0
-        parts.append(t)
-        if after > 0:
-            take = min(period, after)
-            parts.append(_along(t, axis, slice(length - period, length - period + take)))
-            new_after = after - period if after > period else 0
-        t = concatenate(parts, axis=axis)
-        before, after = new_before, new_after
-    return t
-
-
 def _reversed_run(t: Tracer, axis: int, lo: int, hi: int) -> Tracer:
     """t[lo:hi] along axis, reversed."""
     return _along(t, axis, slice(hi - 1, lo - 1 if lo > 0 else None, -1))
 
 
 def _pad_reflect(ctx: Any, t: Tracer, axis: int, before: int, after: int, method: str, include_edge: bool) -> Tracer:
-    """NumPy's _set_reflect_both, repeated until the pad area is filled: each round reflects
-    the current array (original plus earlier rounds) by at most its own length; 'odd' takes
-    2 * edge - reflection in the array's dtype, as NumPy's in-place assignment does."""
+    """NumPy's _set_reflect_both for reflect_type="odd", repeated until the pad area is filled:
+    each round reflects the current array (original plus earlier rounds) by at most its own
+    length and takes 2 * edge - reflection in the array's dtype, as NumPy's in-place assignment
+    does (so wide pads keep NumPy's rounding and integer wraparound)."""
     original = t.shape[axis]
     while before > 0 or after > 0:
         length = t.shape[axis]
