@@ -319,6 +319,10 @@ def test_divmod_special_values():
             check(lambda a, b: np.divmod(a, b), ints, by, backend=backend)
             check(lambda a, b: np.divmod(a, b), floats, fby, backend=backend)
             check(lambda a, b: np.divmod(a, b), np.array([True, False]), np.array([True, True]), backend=backend)
+            check(lambda a, b: np.divmod(a, b), np.array([7, 250, 0], np.uint8), np.array([2, 0, 3], np.uint8), backend=backend)
+            check(lambda a, b: np.divmod(a, b), floats.astype(np.float16), fby.astype(np.float32), backend=backend)
+            check(lambda a: (np.divmod(a, -3), divmod(a, 2.5), divmod(7, a)), np.array([-8, 9, 1], np.int16),
+                  backend=backend)
 
 
 _SORT_REGISTERED = np.sort in __import__("jitkernel.numpy._dispatch", fromlist=["_table"])._table()
