@@ -8,7 +8,7 @@ library step (`take_static`, jitkernel/ir/arrayfn_prims.py).
 
 >>> import numpy as np, jitkernel as jk
 >>> jk.jit(lambda a: np.pad(np.roll(a, 1), 2, mode="reflect"))(np.arange(4.0)).tolist()
-[1.0, 2.0, 3.0, 0.0, 1.0, 2.0, 1.0, 0.0]
+[1.0, 0.0, 3.0, 0.0, 1.0, 2.0, 1.0, 0.0]
 """
 from __future__ import annotations
 
