@@ -112,7 +112,7 @@ def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
         r = int(counts[0])
         wide = reshape(t, t.shape[:ax + 1] + (1,) + t.shape[ax + 1:])
         wide = broadcast_to_shape(ctx, wide, t.shape[:ax + 1] + (r,) + t.shape[ax + 1:])
-        return reshape(wide, t.shape[:ax] + (n * r,) + t.shape[ax + 1:])
+        return _fresh(reshape(wide, t.shape[:ax] + (n * r,) + t.shape[ax + 1:]))
     return _fresh(_gather(ctx, t, ax, src))
 
 

@@ -170,7 +170,15 @@ def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = 
         outputs[1] = reshape(outputs[1], (-1, 1) + ones[2:])
     if not sparse:
         outputs = broadcast_arrays(*outputs)
+    if copy:  # new arrays, not views of the inputs (a write into one must not reach them)
+        outputs = [_new_array(o) for o in outputs]
     return tuple(outputs)
+
+
+def _new_array(t: Tracer) -> Tracer:
+    out = Tracer(t._ctx, t.ir_var)
+    out.scalar = False
+    return out
 
 
 def _linspace_dtype(start: Any, stop: Any) -> np.dtype:
