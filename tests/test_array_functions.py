@@ -386,3 +386,49 @@ def test_extension_names_are_reachable_both_ways():
     a = np.arange(12.0).reshape(3, 4)
     np.testing.assert_array_equal(jk.jit(lambda a: jnp.pad(jnp.triu(a), 1, mode="wrap"))(a),
                                   np.pad(np.triu(a), 1, mode="wrap"))
+
+
+def _setitem_supported() -> bool:
+    def probe(a):
+        b = a.copy()
+        b[0] = 1.0
+        return b
+    try:
+        jk.jit(probe, backend="interpret")(np.zeros(2))
+        return True
+    except Exception:  # noqa: BLE001 - in-place assignment arrives with branch inplace
+        return False
+
+
+def _writes_into_results(x, y, a):
+    X, Y = np.meshgrid(x, y)
+    X[0, 0] = 5.0
+    Y += 1
+    r = np.repeat(x, 2)
+    r[0] = -1
+    t = np.triu(a)
+    t[1, 1] = 9
+    d = np.diag(a[0])
+    d += 1
+    p = np.pad(a, 1)
+    p[0] = 7
+    ro = np.roll(a, 1)
+    ro[0] = 3
+    ti = np.tile(a, 2)
+    ti[0, 0] = -5
+    return X, Y, r, t, d, p, ro, ti
+
+
+@pytest.mark.skipif(not _setitem_supported(), reason="in-place assignment arrives with branch inplace")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_results_are_new_arrays_not_views_of_the_arguments(backend):
+    """A write into a result of meshgrid, repeat, triu, diag, pad, roll, tile never reaches the
+    arguments (NumPy returns new arrays)."""
+    args = (np.arange(3.0), np.arange(2.0), np.arange(9.0).reshape(3, 3))
+    mine = [a.copy() for a in args]
+    got = jk.jit(_writes_into_results, backend=backend)(*mine)
+    expected = _writes_into_results(*[a.copy() for a in args])
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(g, e)
+    for m, a in zip(mine, args):
+        np.testing.assert_array_equal(m, a)
