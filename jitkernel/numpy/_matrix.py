@@ -181,12 +181,6 @@ def _new_array(t: Tracer) -> Tracer:
     return out
 
 
-def _linspace_dtype(start: Any, stop: Any) -> np.dtype:
-    """NumPy's `result_type(start, stop, float)` for linspace (inexact, weak scalars NEP 50)."""
-    dt = result_type(start, stop, 1.0)
-    return dt
-
-
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False,
              dtype: Any = None, axis: int = 0, *, device: Any = None) -> Any:
     """numpy.linspace; with traced start/stop NumPy's algorithm runs on the traced values
@@ -198,11 +192,11 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     div = (num - 1) if endpoint else num
-    dt = _linspace_dtype(start, stop)
+    dt = result_type(start, stop, 1.0)  # NumPy's inexact result type (weak scalars, NEP 50)
     out_dt = dt if dtype is None else check_dtype(dtype, "the dtype= of linspace")
     start_t, stop_t = lift(ctx, start, dt), lift(ctx, stop, dt)
     delta = apply_ufunc(np.subtract, stop_t, start_t)
-    nd = len(broadcast_to_shape_shape(start_t, stop_t))
+    nd = len(np.broadcast_shapes(start_t.shape, stop_t.shape))
     y = reshape(lift(ctx, iota(ctx, (num,), 0), dt), (-1,) + (1,) * nd)
     if div > 0:
         step = apply_ufunc(np.divide, delta, np.asarray(div, dt))
@@ -225,10 +219,6 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
         y = apply_ufunc(np.floor, y)
     y = lift(ctx, y, out_dt)
     return (y, step) if retstep else y
-
-
-def broadcast_to_shape_shape(a: Tracer, b: Tracer) -> tuple[int, ...]:
-    return tuple(np.broadcast_shapes(a.shape, b.shape))
 
 
 def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: Any = 10.0,

@@ -19,8 +19,8 @@ import numpy as np
 from ..errors import UnsupportedOperationError
 from ..ir import check_dtype
 from ..trace.tracer import Tracer
-from ._core import broadcast_to_shape, context_of, lift, normalize_axes, unsupported_kwargs
-from ._reductions import _divide_by_count, mean, var
+from ._core import context_of, lift, normalize_axes, unsupported_kwargs
+from ._reductions import mean, var
 from ._reductions import any as _any, all as _all, max as _max, min as _min, sum as _sum, prod as _prod
 from ._reductions import argmax as _argmax, argmin as _argmin
 from ._shape import broadcast_to, reshape, squeeze, transpose

@@ -21,11 +21,10 @@ True
 """
 from __future__ import annotations
 
-import inspect
 import sys
 import types
 import warnings
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
