@@ -308,6 +308,16 @@ class Tracer:
     def dot(self, other: Any) -> "Tracer":
         return _jnp().dot(self, other)
 
+    # ndarray methods of the array functions (numpy/_matrix.py, numpy/_manipulation.py)
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> "Tracer":
+        return _jnp().diagonal(self, offset, axis1, axis2)
+
+    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None) -> "Tracer":
+        return _jnp().trace(self, offset, axis1, axis2, dtype, out)
+
+    def repeat(self, repeats: Any, axis: Any = None) -> "Tracer":
+        return _jnp().repeat(self, repeats, axis)
+
 
 def _is_python_scalar(x: Any) -> bool:
     """A Python scalar, or a Tracer standing for one (np.float64 is a float subclass: excluded)."""
