@@ -71,6 +71,9 @@ def apply_ufunc_protocol(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: di
         if fn is None:
             raise UnsupportedOperationError(f"numpy.{name} is not supported inside a jitted function")
         return fn(*inputs, **kwargs)
+    if method == "at":
+        from ._advanced import ufunc_at
+        return ufunc_at(ufunc, *inputs, **kwargs)
     if method == "reduce" and name in _REDUCE_METHODS and len(inputs) == 1:
         kwargs.setdefault("axis", 0)
         return getattr(jnp, _REDUCE_METHODS[name])(inputs[0], **kwargs)
