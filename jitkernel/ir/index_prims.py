@@ -62,8 +62,15 @@ def _array_probe(aval: AType) -> np.ndarray:
 
 def gather_shape(x_shape: tuple[int, ...], index: Index, index_avals: Sequence[AType]) -> tuple[int, ...]:
     """The shape of `x[index]` by NumPy's rules (raises NumPy's IndexError for a bad index)."""
-    probe = _shape_probe(x_shape)
-    return tuple(probe[decode_index(index, [_array_probe(a) for a in index_avals])].shape)
+    decoded = decode_index(index, [_array_probe(a) for a in index_avals])
+    try:
+        return tuple(_shape_probe(x_shape)[decoded].shape)
+    except IndexError as e:
+        if "out of bounds" not in str(e) or 0 not in x_shape:
+            raise
+        # A non-empty index into an empty axis: NumPy raises for every value, when the step
+        # runs (with the real index in its message); the result shape is never used.
+        return tuple(_shape_probe(tuple(max(n, 1) for n in x_shape))[decoded].shape)
 
 
 def _check_integer_indices(index_avals: Sequence[AType]) -> None:

@@ -55,10 +55,14 @@ def _static_int(v: Any) -> int | None:
     return operator.index(v)
 
 
+def _holds_tracer(items: Any) -> bool:
+    return isinstance(items, Tracer) or (isinstance(items, (list, tuple)) and any(_holds_tracer(i) for i in items))
+
+
 def _as_index_array(ctx: Any, ix: Any) -> Any:
     """A list index as NumPy reads it: an array (an empty list is an empty intp array); a list
     holding traced values is stacked."""
-    if any(isinstance(e, Tracer) for e in np.ravel(np.asarray(ix, dtype=object))) if ix else False:
+    if _holds_tracer(ix):
         from ._creation import asarray
         return asarray(ix)
     arr = np.asarray(ix)
@@ -73,11 +77,29 @@ class _Encoded:
     def __init__(self) -> None:
         self.entries: list[tuple] = []
         self.arrays: list[Tracer] = []
+        self.static: dict[int, np.ndarray] = {}  # values of the arrays that are constants
         self.traced_mask = False
 
-    def add_array(self, t: Tracer) -> None:
+    def add_array(self, t: Tracer, value: np.ndarray | None = None) -> None:
+        if value is not None:
+            self.static[len(self.arrays)] = value
         self.entries.append(("array", len(self.arrays)))
         self.arrays.append(t)
+
+    def probe(self, x_shape: tuple[int, ...], value_shape: tuple[int, ...] | None = None) -> None:
+        """Run NumPy's indexing (and assignment of a `value_shape` value) on zero-byte probes,
+        with the static index arrays' real values, so NumPy raises its own error now. An
+        out-of-bounds error that may come from a traced index's stand-in (zeros, out of bounds
+        only on an empty axis) is left to the run time, where NumPy sees the real values."""
+        probe = np.empty(x_shape, dtype=np.dtype([]))
+        try:
+            if value_shape is None:
+                probe[_probe_index(self)]
+            else:
+                probe[_probe_index(self)] = np.empty(value_shape, dtype=np.dtype([]))
+        except IndexError as e:
+            if len(self.static) == len(self.arrays) or "out of bounds" not in str(e):
+                raise
 
 
 def _encode(ctx: Any, index: tuple, for_update: bool) -> _Encoded:
@@ -117,7 +139,7 @@ def _encode(ctx: Any, index: tuple, for_update: bool) -> _Encoded:
             elif arr.ndim == 0:
                 enc.entries.append(("int", int(arr)))
             else:
-                enc.add_array(ctx.const(arr))
+                enc.add_array(ctx.const(arr), arr)
     return enc
 
 
@@ -125,7 +147,9 @@ def _probe_index(enc: _Encoded) -> tuple:
     """The index with zero-byte stand-ins for the traced arrays and the real static masks."""
     out = []
     for entry in enc.entries:
-        if entry[0] == "array":
+        if entry[0] == "array" and entry[1] in enc.static:
+            out.append(enc.static[entry[1]])
+        elif entry[0] == "array":
             a = enc.arrays[entry[1]]
             out.append(np.broadcast_to(np.zeros((), a.dtype), a.shape))
         elif entry[0] == "mask":
@@ -172,8 +196,7 @@ def advanced_getitem(x: Any, index: tuple) -> Any:
         from ._indexing import getitem
         return getitem(x, index)
     enc = _encode(ctx, index, for_update=False)
-    probe = np.empty(x.shape, dtype=np.dtype([]))
-    probe[_probe_index(enc)]  # NumPy's IndexError for a bad index, now
+    enc.probe(x.shape)
     if enc.traced_mask:
         if len(index) == 1 and _in_augmented_subscript():
             return _MaskedSelection.of(x, enc.arrays[0])
@@ -190,27 +213,27 @@ def advanced_getitem(x: Any, index: tuple) -> Any:
 # ----------------------------------------------------------------------------- update
 
 
-def _value_operand(ctx: Any, value: Any) -> tuple[Tracer, str | None]:
+def _value_operand(ctx: Any, value: Any, dtype: np.dtype) -> tuple[Tracer, str | None]:
     """The value of an update as a step input and its weak (Python scalar) kind: NumPy casts a
-    Python scalar by its value (300 into int8 raises OverflowError), an array unsafely."""
+    Python scalar by its value (300 into int8 raises OverflowError), an array as the function
+    casts (setitem unsafely, np.place safely), and converts a list straight to the target's
+    `dtype` (np.place(int32_array, m, [7, 8]) is fine)."""
     if isinstance(value, Tracer):
         return (Tracer(ctx, value.ir_var) if value.weak is not None else value), _WEAK_NAMES.get(value.weak)
     if type(value) in (bool, int, float):
         return ctx.const(np.asarray(value)), _WEAK_NAMES[type(value)]
-    if isinstance(value, list):
-        from ._creation import asarray
-        value = asarray(value)
-        if isinstance(value, Tracer):
-            return value, None
+    if isinstance(value, (list, tuple)):
+        if _holds_tracer(value):
+            from ._creation import asarray
+            return asarray(value), None
+        return ctx.const(np.asarray(value, dtype=dtype)), None
     return ctx.const(np.asarray(value)), None
 
 
 def _check_value_shape(x: Tracer, enc: _Encoded, v: Tracer) -> None:
     """NumPy's ValueError for a value that does not broadcast to the indexed shape (with a
     traced mask the count is known only at run time: checked then, by NumPy)."""
-    probe = np.empty(x.shape, dtype=np.dtype([]))
-    value_shape = () if enc.traced_mask else v.shape
-    probe[_probe_index(enc)] = np.empty(value_shape, dtype=np.dtype([]))
+    enc.probe(x.shape, () if enc.traced_mask else v.shape)
 
 
 def advanced_update(x: Any, index: tuple, value: Any) -> Any:
@@ -226,7 +249,7 @@ def advanced_update(x: Any, index: tuple, value: Any) -> Any:
     if kind != "advanced":
         raise UnsupportedOperationError(f"advanced_update called with a {kind} index {index!r}")
     enc = _encode(ctx, index, for_update=True)
-    v, weak = _value_operand(ctx, value)
+    v, weak = _value_operand(ctx, value, x.dtype)
     _check_value_shape(x, enc, v)
     entries = _static_masks(ctx, enc)
     out = ctx.bind1("scatter", lift(ctx, x), *enc.arrays, v, index=entries, weak=weak)
@@ -423,8 +446,9 @@ def put_result(a: Any, ind: Any, v: Any, mode: str = "raise") -> Tracer:
     ctx = context_of(a, ind, v)
     if mode not in ("raise", "wrap", "clip"):
         raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
-    value, weak = _value_operand(ctx, v)
-    out = ctx.bind1("put", lift(ctx, a), _index_operand(ctx, ind), value, mode=mode, weak=weak)
+    x = lift(ctx, a)
+    value, weak = _value_operand(ctx, v, x.dtype)
+    out = ctx.bind1("put", x, _index_operand(ctx, ind), value, mode=mode, weak=weak)
     out.scalar = False
     return out
 
@@ -445,7 +469,7 @@ def put_along_axis_result(arr: Any, indices: Any, values: Any, axis: Any) -> Tra
     idx = _index_operand(ctx, indices)
     np.take_along_axis(np.empty(x.shape, np.dtype([])), np.broadcast_to(np.zeros((), idx.dtype), idx.shape),
                        axis=axis)  # NumPy's errors for the index shapes, now
-    value, weak = _value_operand(ctx, values)
+    value, weak = _value_operand(ctx, values, x.dtype)
     out = ctx.bind1("put_along_axis", x, idx, value, axis=axis, weak=weak)
     out.scalar = False
     return out
@@ -472,7 +496,7 @@ def putmask_result(a: Any, mask: Any, values: Any) -> Tracer:
     the flat positions: a[i] = values[i % values.size] where mask[i])."""
     ctx = context_of(a, mask, values)
     x = lift(ctx, a)
-    value, weak = _value_operand(ctx, values)
+    value, weak = _value_operand(ctx, values, x.dtype)
     out = ctx.bind1("putmask", x, _mask_operand(ctx, x, mask, "putmask"), value, weak=weak)
     out.scalar = False
     return out
@@ -491,7 +515,7 @@ def place_result(arr: Any, mask: Any, vals: Any) -> Tracer:
     in one library step)."""
     ctx = context_of(arr, mask, vals)
     x = lift(ctx, arr)
-    value, weak = _value_operand(ctx, vals)
+    value, weak = _value_operand(ctx, vals, x.dtype)
     out = ctx.bind1("place", x, _mask_operand(ctx, x, mask, "place"), value, weak=weak)
     out.scalar = False
     return out
@@ -520,12 +544,11 @@ def ufunc_at_result(ufunc: np.ufunc, a: Any, indices: Any, b: Any = None) -> Tra
     x = lift(ctx, a)
     index = indices if isinstance(indices, tuple) else (indices,)
     enc = _encode(ctx, _normalise(x, index), for_update=True)
-    probe = np.empty(x.shape, dtype=np.dtype([]))
-    probe[_probe_index(enc)]  # NumPy's IndexError for a bad index, now
+    enc.probe(x.shape)
     inputs = [x, *enc.arrays]
     weak = None
     if has_value:
-        value, weak = _value_operand(ctx, b)
+        value, weak = _value_operand(ctx, b, x.dtype)
         _ufunc_at_verdict(ufunc, x.dtype, value, weak)
         inputs.append(value)
     else:
