@@ -586,11 +586,14 @@ class Jitted:
             # Called on traced values inside another jitted function: inline into that trace.
             return self.fun(*args, **kwargs)
         sig, compiled, arrays = self._lookup(args, kwargs)
-        result = compiled(arrays)
-        if getattr(compiled.program, "byteorder_sources", None):
+        leaves = None
+        if compiled.program.written_args or getattr(compiled.program, "byteorder_sources", None):
             dyn = (tuple(a for i, a in enumerate(args) if i not in self.static_argnums),
                    {k: v for k, v in kwargs.items() if k not in self.static_argnames})
-            result = _restore_byteorder(result, compiled, tree_flatten(dyn)[0])
+            leaves = tree_flatten(dyn)[0]  # the caller's own arrays: written ones are copied back
+        result = compiled(arrays, leaves)
+        if getattr(compiled.program, "byteorder_sources", None):
+            result = _restore_byteorder(result, compiled, leaves)
         if not kwargs and not self.static_argnums:
             self._register_fast(args, compiled, sig)
         return result

@@ -5,6 +5,7 @@ from .printer import format_program
 from .verify import verify_program
 from . import primitives
 from . import index_prims  # noqa: F401  (registers the gather / scatter primitives)
+from . import update_prims  # noqa: F401 - registers update_slice
 
 __all__ = ["AType", "Eqn", "Program", "Var", "live_variables", "SUPPORTED_DTYPES", "check_dtype", "format_program",
            "verify_program", "primitives"]

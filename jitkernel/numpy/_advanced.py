@@ -32,7 +32,8 @@ from ..trace.tracer import Tracer
 from ._core import broadcast_to_shape, context_of, lift, normalize_axis
 from ._dispatch import register_function
 
-__all__ = ["take", "take_along_axis", "put", "put_along_axis", "putmask", "place"]
+# np.put is numpy/_inplace.py's (static indices), which routes traced indices to `put` here.
+__all__ = ["take", "take_along_axis", "put_along_axis", "putmask", "place"]
 
 _WEAK_NAMES = {bool: "bool", int: "int", float: "float"}
 
