@@ -11,9 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jitkernel as jk
-from jitkernel.errors import InPlaceUpdateError
 from jitkernel.numpy import _advanced as adv
-from jitkernel.trace.tracer import Tracer
 
 from helpers import assert_matches_numpy, check
 
@@ -21,35 +19,6 @@ SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=N
 
 A = np.arange(24, dtype=np.float64).reshape(2, 3, 4)
 M = np.arange(12, dtype=np.int32).reshape(3, 4)
-
-
-def _setitem_supported() -> bool:
-    def probe(x):
-        y = x * 1
-        y[...] = 0
-        return y
-    try:
-        jk.jit(probe, backend="interpret")(np.zeros(2))
-    except InPlaceUpdateError:
-        return False
-    return True
-
-
-@pytest.fixture
-def setitem(monkeypatch):
-    """`x[index] = v` on traced arrays. Until the in-place machinery (branch `inplace`) is
-    merged, Tracer.__setitem__ raises; this stand-in rebinds a fresh local array to the
-    functional result (what the machinery does for an array no view or argument shares), so
-    the tests run the real syntax (`x[i] += v` is getitem, op, setitem) through our code."""
-    if not _setitem_supported():
-        def stand_in(self, index, value):
-            index = index if isinstance(index, tuple) else (index,)
-            if len(index) == 1 and index[0] is Ellipsis:
-                new = np.broadcast_to(value, self.shape) if not isinstance(value, Tracer) else value
-                self.ir_var = jk.numpy.astype(new, self.dtype).ir_var
-            else:
-                self.ir_var = adv.advanced_update(self, index, value).ir_var
-        monkeypatch.setattr(Tracer, "__setitem__", stand_in)
 
 
 # ----------------------------------------------------------------------------- gather
@@ -200,7 +169,7 @@ def test_scatter_errors(backend):
         jk.jit(lambda x, i, v: adv.advanced_update(x, (i,), v), backend=backend)(M.astype(np.int8), np.array([0]), 300)
 
 
-def test_setitem_and_buffered_augmented_assignment(setitem, backend):
+def test_setitem_and_buffered_augmented_assignment(backend):
     def f(a, i, v):
         x = a * 1
         x[i] = v
@@ -211,7 +180,7 @@ def test_setitem_and_buffered_augmented_assignment(setitem, backend):
     check(f, M, np.array([0, 2, 0]), np.array([[1], [2], [3]]), backend=backend)
 
 
-def test_setitem_value_casts_as_numpy(setitem, backend):
+def test_setitem_value_casts_as_numpy(backend):
     def f(a, i):
         x = a * 1
         x[i] = 2.75  # float into int: truncated, as NumPy's setitem
@@ -237,7 +206,7 @@ def test_unary_ufunc_at(backend):
                          expected)
 
 
-def test_ufunc_at_through_numpy_writes_back(setitem, backend):
+def test_ufunc_at_through_numpy_writes_back(backend):
     def f(a, i, v):
         x = a * 1
         np.add.at(x, i, v)
@@ -304,7 +273,7 @@ def test_place_with_no_values_raises_as_numpy(backend):
         jk.jit(lambda a, v: adv.place_result(a, a > 3, v), backend=backend)(M, np.array([], np.int32))
 
 
-def test_mutating_functions_write_back(setitem, backend):
+def test_mutating_functions_write_back(backend):
     def f(a, i, m):
         x = a * 1
         np.put(x, i, -1)
@@ -315,7 +284,7 @@ def test_mutating_functions_write_back(setitem, backend):
     check(f, M, np.array([0, 3]), M > 9, backend=backend)
 
 
-def test_mask_assignment(setitem, backend):
+def test_mask_assignment(backend):
     def f(a, v):
         x = a * 1
         x[x > 5] = v
@@ -327,7 +296,7 @@ def test_mask_assignment(setitem, backend):
     check(f, M, np.array([1, 2, 3, 4]), backend=backend)
 
 
-def test_mask_augmented_assignment_broadcasts_like_numpy(setitem, backend):
+def test_mask_augmented_assignment_broadcasts_like_numpy(backend):
     def f(a, m, v):
         x = a * 1
         x[m] += v
@@ -339,7 +308,7 @@ def test_mask_augmented_assignment_broadcasts_like_numpy(setitem, backend):
     check(f, M, M > 4, 2.5, backend=backend)  # int32 += float: NumPy's same_kind casting error
 
 
-def test_mask_augmented_assignment_with_count_sized_value_is_unsupported(setitem, backend):
+def test_mask_augmented_assignment_with_count_sized_value_is_unsupported(backend):
     def f(a, m, v):
         x = a * 1
         x[m] += v
@@ -448,3 +417,57 @@ def test_random_scatters_match_numpy(expr, backend, data):
             jk.jit(jitted_update, backend=backend)(x, value, *arrays)
         return
     assert_matches_numpy(jk.jit(jitted_update, backend=backend)(x, value, *arrays), expected)
+
+
+# ----------------------------------------------------------------------------- arguments and views
+
+
+def _run_both(fn, *args, backend):
+    """fn run by NumPy and jitted on copies of args: results and final arguments must match."""
+    np_args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    jk_args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    expected = fn(*np_args)
+    got = jk.jit(fn, backend=backend)(*jk_args)
+    assert_matches_numpy(got, expected)
+    for g, e in zip(jk_args, np_args):
+        if isinstance(e, np.ndarray):
+            assert_matches_numpy(g, e)
+
+
+def test_scatters_write_arguments_back(backend):
+    def f(x, i, m):
+        x[i] = -1
+        np.add.at(x, i, 10)
+        x[m] *= 3
+        np.put_along_axis(x, i.reshape(-1, 1)[:3] % 4, 0, axis=1)
+        return x.sum()
+    _run_both(f, M.copy(), np.array([0, 2, 0]), M > 8, backend=backend)
+
+
+def test_scatter_through_a_view_writes_the_base(backend):
+    def f(x, i):
+        v = x[1:]
+        v[i, 0] = 99  # through the view
+        w = x.T
+        w[i] += 1  # x.T[i] is a column of x
+        return v.sum(axis=1)
+    _run_both(f, M.astype(np.float64), np.array([1, 0, 1]), backend=backend)
+
+
+def test_gather_after_a_scatter_sees_it(backend):
+    def f(x, i):
+        y = np.zeros_like(x)
+        y[i] = x[i] * 2
+        return y[i[::-1]] + y.sum()
+    _run_both(f, M, np.array([2, 0]), backend=backend)
+
+
+def test_failed_call_leaves_arguments_unchanged(backend):
+    def f(x, i):
+        x[0] = 5
+        x[i] = 7  # out of bounds: raises when the call runs
+        return x
+    x = M.copy()
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
+        jk.jit(f, backend=backend)(x, np.array([3]))
+    assert_matches_numpy(x, M)
