@@ -13,7 +13,26 @@ from hypothesis import strategies as st
 import jitkernel as jk
 from jitkernel.numpy import _advanced as adv
 
-from helpers import assert_matches_numpy, check
+from helpers import assert_matches_numpy, check, numpy_result
+
+def _run_both(fn, *args, backend):
+    """fn run by NumPy and jitted, each on its own copies of args: the same exception type, or
+    equal results and equal final arguments (the jitted call writes its arguments back)."""
+    np_args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    jk_args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    try:
+        expected = numpy_result(fn, *np_args)
+    except Exception as e:  # noqa: BLE001 - the jitted call must raise the same type
+        expected_type = next(t for t in type(e).__mro__ if t.__module__ == "builtins")
+        with pytest.raises(expected_type):
+            jk.jit(fn, backend=backend)(*jk_args)
+        return
+    got = jk.jit(fn, backend=backend)(*jk_args)
+    assert_matches_numpy(got, expected)
+    for g, e in zip(jk_args, np_args):
+        if isinstance(e, np.ndarray):
+            assert_matches_numpy(g, e)
+
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None, print_blob=False)
 
@@ -422,16 +441,6 @@ def test_random_scatters_match_numpy(expr, backend, data):
 # ----------------------------------------------------------------------------- arguments and views
 
 
-def _run_both(fn, *args, backend):
-    """fn run by NumPy and jitted on copies of args: results and final arguments must match."""
-    np_args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    jk_args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    expected = fn(*np_args)
-    got = jk.jit(fn, backend=backend)(*jk_args)
-    assert_matches_numpy(got, expected)
-    for g, e in zip(jk_args, np_args):
-        if isinstance(e, np.ndarray):
-            assert_matches_numpy(g, e)
 
 
 def test_scatters_write_arguments_back(backend):
@@ -471,3 +480,54 @@ def test_failed_call_leaves_arguments_unchanged(backend):
     with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
         jk.jit(f, backend=backend)(x, np.array([3]))
     assert_matches_numpy(x, M)
+
+
+def test_mask_assignment_is_one_fused_select():
+    def f(x, t):
+        x[x > t] = t
+        x[x < -t] += 1
+    text = jk.jit(f).lower(np.zeros((4, 5)), 0.5).as_text("kernels")
+    assert "library" not in text and text.count("kernel k") == 1, text
+
+
+@st.composite
+def mask_updates(draw):
+    """x, a mask over its leading dimensions (sometimes of the wrong length), an operator and a
+    value broadcastable to the selection for every count (or, for `=`, one value per True)."""
+    ndim = draw(st.integers(1, 3))
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=ndim, max_size=ndim)))
+    k = draw(st.integers(1, ndim))
+    mshape = shape[:k] if draw(st.integers(0, 9)) else shape[:k - 1] + (shape[k - 1] + 1,)
+    mask = np.array(draw(st.lists(st.booleans(), min_size=int(np.prod(mshape)), max_size=int(np.prod(mshape))))).reshape(mshape)
+    op = draw(st.sampled_from(["=", "+=", "*=", "-="]))
+    rest = shape[k:]
+    vshape = [1 if draw(st.booleans()) else n for n in rest[draw(st.integers(0, len(rest))):]]
+    if draw(st.booleans()):
+        vshape = [1] + vshape
+    if op == "=" and draw(st.integers(0, 3)) == 0:
+        vshape = [int(mask.sum())] + list(rest)  # one value per True
+    dtype = draw(st.sampled_from([np.int32, np.float64, np.uint8]))
+    value = np.arange(int(np.prod(vshape)), dtype=dtype).reshape(vshape) + 1
+    if draw(st.booleans()) and not vshape:
+        value = draw(st.sampled_from([3, 2.5, True]))
+    return shape, mask, op, value
+
+
+@SETTINGS
+@given(case=mask_updates(), traced_mask=st.booleans(), backend=st.sampled_from(["cpu", "interpret"]))
+def test_random_mask_updates_match_numpy(case, traced_mask, backend):
+    shape, mask, op, value = case
+    x = (np.arange(int(np.prod(shape))) % 7).astype(np.int16).reshape(shape)
+
+    def f(x, m, v):
+        m = m if traced_mask else mask
+        if op == "=":
+            x[m] = v
+        elif op == "+=":
+            x[m] += v
+        elif op == "*=":
+            x[m] *= v
+        else:
+            x[m] -= v
+        return x * 1
+    _run_both(f, x, mask, value, backend=backend)

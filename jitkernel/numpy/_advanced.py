@@ -252,8 +252,35 @@ def advanced_update(x: Any, index: tuple, value: Any) -> Any:
     enc = _encode(ctx, index, for_update=True)
     v, weak = _value_operand(ctx, value, x.dtype)
     _check_value_shape(x, enc, v)
+    selected = _mask_update_as_select(ctx, x, index, v)
+    if selected is not None:
+        return selected
     entries = _static_masks(ctx, enc)
     out = ctx.bind1("scatter", lift(ctx, x), *enc.arrays, v, index=entries, weak=weak)
+    out.scalar = False
+    return out
+
+
+def _mask_update_as_select(ctx: Any, x: Tracer, index: tuple, v: Tracer) -> Tracer | None:
+    """`x[mask] = v` as one fused select, when `mask` covers x's leading dimensions and `v`
+    broadcasts to the selection for every count (shape (1, *rest) or rest): the common
+    `x[x > t] = t` then costs no library step and no copy. None when it does not apply."""
+    (mask,) = index if len(index) == 1 else (None,)
+    if isinstance(mask, np.ndarray) and mask.dtype == np.bool_ and mask.ndim >= 1:
+        mask = ctx.const(mask)
+    if not (isinstance(mask, Tracer) and mask.dtype == np.bool_ and mask.ndim >= 1
+            and mask.shape == x.shape[:mask.ndim]):
+        return None
+    rest = x.shape[mask.ndim:]
+    vshape = v.shape
+    while len(vshape) > len(rest) and vshape[0] == 1:
+        vshape = vshape[1:]
+    if len(vshape) > len(rest) or np.broadcast_shapes(vshape, rest) != rest:
+        return None  # one value per True: NumPy checks the count when the call runs (scatter)
+    from ._shape import reshape
+    value = broadcast_to_shape(ctx, reshape(lift(ctx, v, x.dtype), vshape), x.shape)
+    m = broadcast_to_shape(ctx, reshape(mask, mask.shape + (1,) * len(rest)), x.shape)
+    out = ctx.bind1("select", m, value, lift(ctx, x))
     out.scalar = False
     return out
 
