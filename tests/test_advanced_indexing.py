@@ -531,3 +531,34 @@ def test_random_mask_updates_match_numpy(case, traced_mask, backend):
             x[m] -= v
         return x * 1
     _run_both(f, x, mask, value, backend=backend)
+
+
+def test_ndarray_methods(backend):
+    def f(x, i):
+        y = x.take(i, axis=1) + x.take(4)
+        z = x * 1
+        z.put(i, -7)
+        return y, z
+    _run_both(f, M, np.array([0, -1, 5]), backend=backend)
+    with pytest.raises(jk.UnsupportedOperationError, match="nonzero"):
+        jk.jit(lambda x: x.nonzero(), backend=backend)(M)
+
+
+@SETTINGS
+@given(expr=index_expressions(), ufunc=st.sampled_from([np.add, np.multiply, np.maximum, np.subtract]),
+       backend=st.sampled_from(["cpu", "interpret"]), scalar=st.booleans())
+def test_random_ufunc_at_matches_numpy(expr, ufunc, backend, scalar):
+    shape, index = expr
+    x = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape) % 5
+    value = 3 if scalar else np.int32(-2)
+    f, arrays = _traced_index_function(index)
+    positions = [k for k, e in enumerate(index) if isinstance(e, np.ndarray)]
+
+    def g(x, *arrays):
+        ix = list(index)
+        for k, a in zip(positions, arrays):
+            ix[k] = a
+        y = x * 1
+        ufunc.at(y, tuple(ix), value)
+        return y
+    _run_both(g, x, *arrays, backend=backend)

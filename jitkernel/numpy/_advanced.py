@@ -607,6 +607,25 @@ def ufunc_at(ufunc: np.ufunc, a: Any, indices: Any, b: Any = None) -> None:
     _write_back(a, new, f"{ufunc.__name__}.at")
 
 
+# ndarray methods of the same names (installed here, so tracer.py stays untouched by this module).
+
+def _method_take(self: Tracer, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
+    return take(self, indices, axis=axis, out=out, mode=mode)
+
+
+def _method_put(self: Tracer, indices: Any, values: Any, mode: str = "raise") -> None:
+    np.put(self, indices, values, mode=mode)
+
+
+def _method_nonzero(self: Tracer) -> Any:
+    return np.nonzero(self)
+
+
+Tracer.take = _method_take
+Tracer.put = _method_put
+Tracer.nonzero = _method_nonzero
+
+
 # ----------------------------------------------------------------------------- data-dependent shapes
 
 
