@@ -562,3 +562,10 @@ def test_random_ufunc_at_matches_numpy(expr, ufunc, backend, scalar):
         ufunc.at(y, tuple(ix), value)
         return y
     _run_both(g, x, *arrays, backend=backend)
+
+
+def test_traced_slice_bound_next_to_an_index_array_raises_clear_error(backend):
+    def f(x, n, i):
+        return x[:n, i]
+    with pytest.raises(jk.UnsupportedOperationError, match=r"data-dependent length.*test_advanced_indexing.py:\d+"):
+        jk.jit(f, backend=backend)(M, 2, np.array([0]))
