@@ -569,3 +569,13 @@ def test_traced_slice_bound_next_to_an_index_array_raises_clear_error(backend):
         return x[:n, i]
     with pytest.raises(jk.UnsupportedOperationError, match=r"data-dependent length.*test_advanced_indexing.py:\d+"):
         jk.jit(f, backend=backend)(M, 2, np.array([0]))
+
+
+def test_static_0d_integer_array_index_is_a_copy(backend):
+    def f(x):
+        v = x[np.array(1)]  # an advanced index in NumPy 2: a copy, not a view
+        v[0] = -5
+        x[np.array(2)] = 9
+        x[np.array([0]), np.array(1)] = 4
+        return x
+    _run_both(f, M, backend=backend)

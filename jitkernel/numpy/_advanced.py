@@ -25,8 +25,6 @@ from typing import Any
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ..ir import AType
-from ..ir.index_prims import gather_shape
 from ..trace.context import user_frame
 from ..trace.tracer import Tracer
 from ._core import broadcast_to_shape, context_of, lift, normalize_axis
@@ -103,7 +101,7 @@ class _Encoded:
                 raise
 
 
-def _encode(ctx: Any, index: tuple, for_update: bool) -> _Encoded:
+def _encode(ctx: Any, index: tuple) -> _Encoded:
     """Encode `index`: static parts become entries, arrays become step inputs. A static boolean
     array is replaced by its nonzero() integer arrays (NumPy's own definition of a mask
     index); a traced one is kept as an input (an update handles it; a read cannot)."""
@@ -119,25 +117,22 @@ def _encode(ctx: Any, index: tuple, for_update: bool) -> _Encoded:
             enc.entries.append(("slice", _static_int(ix.start), _static_int(ix.stop), _static_int(ix.step)))
         elif isinstance(ix, (int, np.integer)):
             enc.entries.append(("int", int(ix)))
-        elif isinstance(ix, Tracer):
-            if ix.dtype.kind not in "iub":
+        elif isinstance(ix, Tracer) or (isinstance(ix, list) and _holds_tracer(ix)):
+            t = _as_index_array(ctx, ix) if isinstance(ix, list) else ix
+            if t.dtype.kind not in "iub":
                 raise IndexError("arrays used as indices must be of integer (or boolean) type")
-            if ix.dtype.kind == "b":
+            if t.dtype.kind == "b":
                 enc.traced_mask = True
-            enc.add_array(lift(ctx, ix) if ix.weak is None else Tracer(ctx, ix.ir_var))
+            enc.add_array(lift(ctx, t) if t.weak is None else Tracer(ctx, t.ir_var))
         else:
-            arr = _as_index_array(ctx, ix) if isinstance(ix, list) else ix
-            if isinstance(arr, Tracer):
-                enc.add_array(arr)
-                continue
-            arr = np.asarray(arr)
+            arr = np.asarray(_as_index_array(ctx, ix) if isinstance(ix, list) else ix)
             if arr.dtype.kind not in "iub":
                 raise IndexError("arrays used as indices must be of integer (or boolean) type")
             if arr.dtype.kind == "b" and arr.ndim == 0:
                 enc.entries.append(("bool", bool(arr)))
             elif arr.dtype.kind == "b":
                 enc.entries.append(("mask", arr))  # resolved by _static_masks after validation
-            elif arr.ndim == 0:
+            elif arr.ndim == 0:  # an advanced index to NumPy (x[np.array(1)] is a copy), equal to an int here
                 enc.entries.append(("int", int(arr)))
             else:
                 enc.add_array(ctx.const(arr), arr)
@@ -174,29 +169,13 @@ def _static_masks(ctx: Any, enc: _Encoded) -> tuple:
     return tuple(entries)
 
 
-def _normalise(x: Tracer, index: tuple) -> tuple:
-    """Static 0-d integer arrays are integers to NumPy (`x[np.array(1)]` is basic indexing)."""
-    return tuple(int(ix) if isinstance(ix, np.ndarray) and ix.ndim == 0 and ix.dtype.kind in "iu" else ix
-                 for ix in index)
-
-
-def _redispatch(index: tuple) -> str:
-    from ._indexing import index_kind
-    return index_kind(index)
-
-
 # ----------------------------------------------------------------------------- getitem
 
 
 def advanced_getitem(x: Any, index: tuple) -> Any:
     """`x[index]` for an index holding integer arrays (gather) or a static boolean mask."""
     ctx = x._ctx
-    index = _normalise(x, index)
-    kind = _redispatch(index)
-    if kind != "advanced":
-        from ._indexing import getitem
-        return getitem(x, index)
-    enc = _encode(ctx, index, for_update=False)
+    enc = _encode(ctx, index)
     enc.probe(x.shape)
     if enc.traced_mask:
         if len(index) == 1 and _in_augmented_subscript():
@@ -241,15 +220,11 @@ def advanced_update(x: Any, index: tuple, value: Any) -> Any:
     """The array `x` with `x[index] = value` applied (functional: `x` is not changed). Repeated
     indices: the last value wins, as in NumPy."""
     ctx = context_of(x, value, *index)
-    index = _normalise(x, index)
     if not isinstance(x, Tracer):
         x = lift(ctx, x)
     if isinstance(value, _MaskedSelection) and len(index) == 1 and value.mask_source is index[0]:
         return value.merged_into(x)
-    kind = _redispatch(index)
-    if kind != "advanced":
-        raise UnsupportedOperationError(f"advanced_update called with a {kind} index {index!r}")
-    enc = _encode(ctx, index, for_update=True)
+    enc = _encode(ctx, index)
     v, weak = _value_operand(ctx, value, x.dtype)
     _check_value_shape(x, enc, v)
     selected = _mask_update_as_select(ctx, x, index, v)
@@ -571,7 +546,7 @@ def ufunc_at_result(ufunc: np.ufunc, a: Any, indices: Any, b: Any = None) -> Tra
         raise ValueError("second operand provided when ufunc is unary")
     x = lift(ctx, a)
     index = indices if isinstance(indices, tuple) else (indices,)
-    enc = _encode(ctx, _normalise(x, index), for_update=True)
+    enc = _encode(ctx, index)
     enc.probe(x.shape)
     inputs = [x, *enc.arrays]
     weak = None
