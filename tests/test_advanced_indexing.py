@@ -579,3 +579,9 @@ def test_static_0d_integer_array_index_is_a_copy(backend):
         x[np.array([0]), np.array(1)] = 4
         return x
     _run_both(f, M, backend=backend)
+
+
+@pytest.mark.parametrize("second", [[1, 3], [True, False, False, True], []], ids=["ints", "mask", "empty"])
+def test_ix_of_traced_indices(second, backend):
+    check(lambda x, i: x[np.ix_(i, second)] * 2, M, np.array([2, 0, -1]), backend=backend)
+    check(lambda x, i: x[np.ix_(i, i)], M[:, :3], np.array([2, 0]), backend=backend)

@@ -582,6 +582,40 @@ def ufunc_at(ufunc: np.ufunc, a: Any, indices: Any, b: Any = None) -> None:
     _write_back(a, new, f"{ufunc.__name__}.at")
 
 
+def ix_(*args: Any) -> tuple:
+    """numpy.ix_ of traced (or static) 1-D integer sequences: the open mesh `x[np.ix_(i, j)]`
+    reads, each argument reshaped to lie along its own axis. A traced boolean argument is its
+    nonzero(), a data-dependent length: unsupported.
+
+    >>> import numpy as np, jitkernel as jk
+    >>> jk.jit(lambda x, i: x[np.ix_(i, [0, 2])])(np.arange(9).reshape(3, 3), np.array([2, 0]))
+    array([[6, 8],
+           [0, 2]])
+    """
+    ctx = context_of(*args)
+    if ctx is None:
+        return np.ix_(*args)
+    from ._shape import reshape
+    out = []
+    for k, a in enumerate(args):
+        if not isinstance(a, Tracer):
+            # NumPy's own conversion (a boolean sequence is its nonzero(), [] is intp).
+            out.append(np.ix_(a)[0].reshape((1,) * k + (-1,) + (1,) * (len(args) - k - 1)))
+            continue
+        if a.ndim != 1:
+            raise ValueError("Cross index must be 1 dimensional")
+        if a.dtype.kind == "b":
+            raise UnsupportedOperationError(
+                f"numpy.ix_ of a traced boolean array has a data-dependent length ({_where(ctx)}); pass integer indices")
+        if a.dtype.kind not in "iu":
+            raise IndexError("arrays used as indices must be of integer (or boolean) type")
+        out.append(reshape(a, (1,) * k + (a.shape[0],) + (1,) * (len(args) - k - 1)))
+    return tuple(out)
+
+
+register_function(np.ix_, ix_)
+
+
 # ndarray methods of the same names (installed here, so tracer.py stays untouched by this module).
 
 def _method_take(self: Tracer, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
