@@ -585,3 +585,25 @@ def test_static_0d_integer_array_index_is_a_copy(backend):
 def test_ix_of_traced_indices(second, backend):
     check(lambda x, i: x[np.ix_(i, second)] * 2, M, np.array([2, 0, -1]), backend=backend)
     check(lambda x, i: x[np.ix_(i, i)], M[:, :3], np.array([2, 0]), backend=backend)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int64", "float16", "float64"])
+@pytest.mark.parametrize("value", [2.5, 7, True, np.float32(-1.5), np.array([1, 0, 2], np.int8)],
+                         ids=["py-float", "py-int", "py-bool", "f32", "i8-array"])
+def test_update_casts_and_errors_as_numpy(dtype, value, backend):
+    def f(x, i):
+        y = x * 1
+        y[i] = value  # setitem: unsafe cast
+        y[i[:1]] += value  # tmp = y[i]; tmp += v (same_kind); y[i] = tmp
+        y[y > 1] = value
+        return y
+    x = (np.arange(12) % 3).astype(dtype).reshape(4, 3)
+    _run_both(f, x, np.array([3, 0, -1]), backend=backend)
+
+    def g(x, i, v):  # the value traced (a Python scalar argument stays weakly typed)
+        y = x * 1
+        y[i] = v
+        y[i[:1]] += v
+        y[y > 1] = v
+        return y
+    _run_both(g, x, np.array([3, 0, -1]), value, backend=backend)
