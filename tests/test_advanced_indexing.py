@@ -607,3 +607,43 @@ def test_update_casts_and_errors_as_numpy(dtype, value, backend):
         y[y > 1] = v
         return y
     _run_both(g, x, np.array([3, 0, -1]), value, backend=backend)
+
+
+# ----------------------------------------------------------------------------- in-place library steps (cpu)
+
+
+def _in_place_decisions(fn, *args):
+    from jitkernel.backends.cpu.in_place_updates import in_place_impl
+    from jitkernel.fusion import LibraryCall
+    kp = jk.jit(fn).lower(*args).compiled.executable.kp
+    return [(s.prim, in_place_impl(kp, s) is not None) for s in kp.steps if isinstance(s, LibraryCall)]
+
+
+def test_scatters_into_dead_temporaries_write_in_place():
+    def chain(x, i):
+        y = x * 2
+        y[i] = 0
+        np.add.at(y, i, 1)
+        return y
+    assert _in_place_decisions(chain, np.ones(6), np.array([1, 1])) == [("scatter", True), ("scatter_ufunc", True)]
+    _run_both(chain, np.ones(6), np.array([1, 1, -1]), backend="cpu")
+
+
+def test_scatters_keep_targets_that_are_read_later_or_may_be_views():
+    def read_later(x, i):
+        y = x * 2
+        z = adv.advanced_update(y, (i,), 0.0)
+        return y + z  # y is read after the update: it must stay intact
+
+    def argument_target(x, i):
+        return adv.advanced_update(x, (i,), 0.0)  # the caller's array: never written by the step
+
+    def view_of_argument(x, i):
+        g = x[np.array(0)]  # a gather whose NumPy result may be a view of x
+        return adv.advanced_update(g, (i,), -1.0)
+    x, i = np.arange(6.0).reshape(2, 3), np.array([1, 1])
+    assert _in_place_decisions(read_later, x, i) == [("scatter", False)]
+    assert _in_place_decisions(argument_target, x, i) == [("scatter", False)]
+    assert _in_place_decisions(view_of_argument, x, i) == [("gather", False), ("scatter", False)]
+    for fn in (read_later, argument_target, view_of_argument):
+        _run_both(fn, x, i, backend="cpu")

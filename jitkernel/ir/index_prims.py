@@ -91,7 +91,10 @@ def _gather_rule(in_avals: list[AType], *, index: Index) -> list[AType]:
 
 
 def _gather_impl(x: np.ndarray, *arrays: np.ndarray, index: Index) -> list[np.ndarray]:
-    return [np.asarray(x[decode_index(index, arrays)])]
+    out = np.asarray(x[decode_index(index, arrays)])
+    # An index of only ints and slices (0-d index arrays are encoded as ints) gives a view in
+    # NumPy; a step's result must be its own memory, never an alias of an input buffer.
+    return [out.copy() if np.may_share_memory(out, x) else out]
 
 
 register(Primitive("gather", "library", _gather_rule, _gather_impl))
@@ -137,16 +140,6 @@ def _scatter_rule(in_avals: list[AType], *, index: Index, weak: str | None) -> l
     return [x]
 
 
-def _scatter_impl(x: np.ndarray, *rest: np.ndarray, index: Index, weak: str | None) -> list[np.ndarray]:
-    *arrays, value = rest
-    out = np.array(x, copy=True)
-    out[decode_index(index, arrays)] = _python_scalar(value, weak)
-    return [out]
-
-
-register(Primitive("scatter", "library", _scatter_rule, _scatter_impl))
-
-
 def _scatter_ufunc_rule(in_avals: list[AType], *, ufunc: str, index: Index, has_value: bool,
                         weak: str | None) -> list[AType]:
     if ufunc not in UNARY_UFUNCS + BINARY_UFUNCS:
@@ -156,53 +149,68 @@ def _scatter_ufunc_rule(in_avals: list[AType], *, ufunc: str, index: Index, has_
     return [in_avals[0]]
 
 
-def _scatter_ufunc_impl(x: np.ndarray, *rest: np.ndarray, ufunc: str, index: Index, has_value: bool,
-                        weak: str | None) -> list[np.ndarray]:
-    """`ufunc.at(x, index[, value])` on a copy of x: unbuffered, repeated indices accumulate."""
-    out = np.array(x, copy=True)
+def _scatter_into(out: np.ndarray, *rest: np.ndarray, index: Index, weak: str | None) -> None:
+    *arrays, value = rest
+    out[decode_index(index, arrays)] = _python_scalar(value, weak)
+
+
+def _scatter_ufunc_into(out: np.ndarray, *rest: np.ndarray, ufunc: str, index: Index, has_value: bool,
+                        weak: str | None) -> None:
+    """`ufunc.at(out, index[, value])`: unbuffered, repeated indices accumulate."""
     if has_value:
         *arrays, value = rest
         getattr(np, ufunc).at(out, decode_index(index, arrays), _python_scalar(value, weak))
     else:
         getattr(np, ufunc).at(out, decode_index(index, rest))
-    return [out]
 
 
-register(Primitive("scatter_ufunc", "library", _scatter_ufunc_rule, _scatter_ufunc_impl))
-
-
-def _put_impl(a: np.ndarray, ind: np.ndarray, v: np.ndarray, *, mode: str, weak: str | None) -> list[np.ndarray]:
-    out = np.array(a, copy=True)
+def _put_into(out: np.ndarray, ind: np.ndarray, v: np.ndarray, *, mode: str, weak: str | None) -> None:
     np.put(out, ind, _python_scalar(v, weak), mode=mode)
-    return [out]
 
 
-register(Primitive("put", "library", _same_shape_rule, _put_impl))
-
-
-def _put_along_impl(arr: np.ndarray, idx: np.ndarray, values: np.ndarray, *, axis: int | None,
-                    weak: str | None) -> list[np.ndarray]:
-    out = np.array(arr, copy=True)
+def _put_along_into(out: np.ndarray, idx: np.ndarray, values: np.ndarray, *, axis: int | None,
+                    weak: str | None) -> None:
     np.put_along_axis(out, idx, _python_scalar(values, weak), axis=axis)
-    return [out]
 
 
-register(Primitive("put_along_axis", "library", _same_shape_rule, _put_along_impl))
-
-
-def _putmask_impl(a: np.ndarray, mask: np.ndarray, values: np.ndarray, *, weak: str | None) -> list[np.ndarray]:
-    out = np.array(a, copy=True)
+def _putmask_into(out: np.ndarray, mask: np.ndarray, values: np.ndarray, *, weak: str | None) -> None:
     np.putmask(out, mask, _python_scalar(values, weak))
-    return [out]
 
 
-register(Primitive("putmask", "library", _same_shape_rule, _putmask_impl))
-
-
-def _place_impl(arr: np.ndarray, mask: np.ndarray, vals: np.ndarray, *, weak: str | None) -> list[np.ndarray]:
-    out = np.array(arr, copy=True)
+def _place_into(out: np.ndarray, mask: np.ndarray, vals: np.ndarray, *, weak: str | None) -> None:
     np.place(out, mask, _python_scalar(vals, weak))
-    return [out]
 
 
-register(Primitive("place", "library", _same_shape_rule, _place_impl))
+def _functional(write_into: Any) -> Impl:
+    """The reference implementation of an update: `write_into` applied to a copy of the target."""
+    def impl(x: np.ndarray, *rest: np.ndarray, **params: Any) -> list[np.ndarray]:
+        out = np.array(x, copy=True)
+        write_into(out, *rest, **params)
+        return [out]
+    return impl
+
+
+def _in_place(write_into: Any) -> Impl:
+    """The same update written into the target's own buffer (its first input), for a backend
+    that knows nothing reads that buffer afterwards (backends/cpu/runtime.py)."""
+    def impl(x: np.ndarray, *rest: np.ndarray, **params: Any) -> list[np.ndarray]:
+        write_into(x, *rest, **params)
+        return [x]
+    return impl
+
+
+_UPDATES = {
+    "scatter": (_scatter_rule, _scatter_into),
+    "scatter_ufunc": (_scatter_ufunc_rule, _scatter_ufunc_into),
+    "put": (_same_shape_rule, _put_into),
+    "put_along_axis": (_same_shape_rule, _put_along_into),
+    "putmask": (_same_shape_rule, _putmask_into),
+    "place": (_same_shape_rule, _place_into),
+}
+
+# Functional updates of their first input, by primitive: the implementation that writes into
+# that input's buffer instead of a copy (same results, same errors).
+IN_PLACE_IMPLS: dict[str, Impl] = {}
+for _name, (_rule, _into) in _UPDATES.items():
+    register(Primitive(_name, "library", _rule, _functional(_into)))
+    IN_PLACE_IMPLS[_name] = _in_place(_into)

@@ -193,6 +193,13 @@ def advanced_getitem(x: Any, index: tuple) -> Any:
 # ----------------------------------------------------------------------------- update
 
 
+def _numpy_update(write: Any, x: Any) -> np.ndarray:
+    """Outside a trace the functional updates are NumPy's, on a copy."""
+    out = np.array(x, copy=True)
+    write(out)
+    return out
+
+
 def _value_operand(ctx: Any, value: Any, dtype: np.dtype) -> tuple[Tracer, str | None]:
     """The value of an update as a step input and its weak (Python scalar) kind: NumPy casts a
     Python scalar by its value (300 into int8 raises OverflowError), an array as the function
@@ -220,6 +227,8 @@ def advanced_update(x: Any, index: tuple, value: Any) -> Any:
     """The array `x` with `x[index] = value` applied (functional: `x` is not changed). Repeated
     indices: the last value wins, as in NumPy."""
     ctx = context_of(x, value, *index)
+    if ctx is None:
+        return _numpy_update(lambda out: out.__setitem__(index, value), x)
     if not isinstance(x, Tracer):
         x = lift(ctx, x)
     if isinstance(value, _MaskedSelection) and len(index) == 1 and value.mask_source is index[0]:
@@ -447,6 +456,8 @@ def take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> Any:
 def put_result(a: Any, ind: Any, v: Any, mode: str = "raise") -> Tracer:
     """The array np.put(a, ind, v, mode) leaves in `a`, as a new array."""
     ctx = context_of(a, ind, v)
+    if ctx is None:
+        return _numpy_update(lambda out: np.put(out, ind, v, mode=mode), a)
     if mode not in ("raise", "wrap", "clip"):
         raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
     x = lift(ctx, a)
@@ -466,6 +477,8 @@ def put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
 def put_along_axis_result(arr: Any, indices: Any, values: Any, axis: Any) -> Tracer:
     """The array np.put_along_axis(arr, indices, values, axis) leaves in `arr`, as a new array."""
     ctx = context_of(arr, indices, values)
+    if ctx is None:
+        return _numpy_update(lambda out: np.put_along_axis(out, indices, values, axis), arr)
     x = lift(ctx, arr)
     if axis is not None:
         axis = normalize_axis(axis, x.ndim)
@@ -498,6 +511,8 @@ def putmask_result(a: Any, mask: Any, values: Any) -> Tracer:
     """The array np.putmask(a, mask, values) leaves in `a`, as a new array (values repeat over
     the flat positions: a[i] = values[i % values.size] where mask[i])."""
     ctx = context_of(a, mask, values)
+    if ctx is None:
+        return _numpy_update(lambda out: np.putmask(out, mask, values), a)
     x = lift(ctx, a)
     value, weak = _value_operand(ctx, values, x.dtype)
     out = ctx.bind1("putmask", x, _mask_operand(ctx, x, mask, "putmask"), value, weak=weak)
@@ -517,6 +532,8 @@ def place_result(arr: Any, mask: Any, vals: Any) -> Tracer:
     mask takes vals[n % len(vals)] (a data-dependent position, computed by NumPy's own place
     in one library step)."""
     ctx = context_of(arr, mask, vals)
+    if ctx is None:
+        return _numpy_update(lambda out: np.place(out, mask, vals), arr)
     x = lift(ctx, arr)
     value, weak = _value_operand(ctx, vals, x.dtype)
     out = ctx.bind1("place", x, _mask_operand(ctx, x, mask, "place"), value, weak=weak)
@@ -537,6 +554,8 @@ def ufunc_at_result(ufunc: np.ufunc, a: Any, indices: Any, b: Any = None) -> Tra
     from ..ir.primitives import BINARY_UFUNCS, UNARY_UFUNCS
     ctx = context_of(a, indices, b)
     name = ufunc.__name__
+    if ctx is None:
+        return _numpy_update(lambda out: ufunc.at(out, indices) if b is None else ufunc.at(out, indices, b), a)
     if name not in UNARY_UFUNCS + BINARY_UFUNCS:
         raise UnsupportedOperationError(f"numpy.{name}.at is not supported inside a jitted function")
     has_value = ufunc.nin == 2
