@@ -395,14 +395,16 @@ class Jitted:
             full_kwargs.update({k: v for k, v in kwargs.items() if k in self.static_argnames})
             return full_args, full_kwargs
 
-        return trace_program(self.fun, self.__name__, in_specs, build_args)
+        program, out_tree = trace_program(self.fun, self.__name__, in_specs, build_args)
+        program.written_names = tuple(sig.names[i] for i, _ in program.written_args)
+        return program, out_tree
 
     def _traced(self, sig: Signature, args: tuple, kwargs: dict) -> tuple[Program, TreeDef, float]:
         t0 = events.clock()
         program, out_tree = self._trace(sig, args, kwargs)
         t1 = events.clock()
         if events.SUBSCRIBERS:
-            events.publish(events.TraceEvent(self.__name__, t0, t1 - t0, sig.describe()))
+            events.publish(events.TraceEvent(self.__name__, t0, t1 - t0, sig.describe(), writes=program.written_names))
         return program, out_tree, t1 - t0
 
     def _backend_name(self) -> str:

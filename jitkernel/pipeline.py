@@ -27,12 +27,18 @@ class Compiled:
 
     def text(self, stage: str) -> str:
         if stage == "ir":
-            return str(self.program)
+            return str(self.program) + self._writes_line()
         if stage == "optimized":
-            return str(self.optimized)
+            return str(self.optimized) + self._writes_line()
         if stage not in self._texts:
             raise ValueError(f"stage {stage!r} is not available for the {self.backend} backend")
-        return self._texts[stage]()
+        return self._texts[stage]() + (self._writes_line() if stage == "kernels" else "")
+
+    def _writes_line(self) -> str:
+        """`writes: x, y`: the arguments this function writes (their final values are the
+        program's last outputs, copied back into the caller's arrays)."""
+        names = self.program.written_names or tuple(f"args[{i}]" for i, _ in self.program.written_args)
+        return f"\nwrites: {', '.join(names)}" if names else ""
 
     def fast_entry(self, scalar_dtypes: list, signature: str = "") -> Callable[[tuple], Any]:
         """A call path for positional arguments whose signature is already known to match:
