@@ -416,15 +416,31 @@ def test_a_call_that_raises_leaves_arguments_unchanged(backend):
     np.testing.assert_array_equal(x, [5, 1, 2])
 
 
-@pytest.mark.parametrize("args", ["same", "views"])
-def test_aliased_arguments_that_are_written_raise_a_clear_error(args, backend):
+def test_the_same_array_passed_twice_is_one_array(backend):
+    def f(a, b):
+        a[0] = 10
+        b[1] += a[0]  # b is a: sees the write
+        return a + b
+    g = jk.jit(f, backend=backend)
+    for _ in range(3):  # the fast path hands aliased calls to the traced variant too
+        x, e = np.arange(4.0), np.arange(4.0)
+        assert_matches_numpy(g(x, x), f(e, e))
+        np.testing.assert_array_equal(x, e)
+        v, ve = np.arange(6.0), np.arange(6.0)
+        assert_matches_numpy(g(v[1:5], v[1:5]), f(ve[1:5], ve[1:5]))  # two views with the same layout
+        np.testing.assert_array_equal(v, ve)
+    x, y = np.arange(4.0), np.arange(4.0)
+    g(x, y)  # separate arrays: the ordinary entry
+    np.testing.assert_array_equal(y, [0, 11, 2, 3])
+
+
+def test_overlapping_views_passed_to_a_writing_function_raise_a_clear_error(backend):
     def f(a, b):
         a[0] = b[1]
         return a
     base = np.arange(6.0)
-    x, y = (base, base) if args == "same" else (base[:4], base[2:])
-    with pytest.raises(ValueError, match="share memory"):
-        jk.jit(f, backend=backend)(x, y)
+    with pytest.raises(ValueError, match="overlapping views of one array"):
+        jk.jit(f, backend=backend)(base[:4], base[2:])
     np.testing.assert_array_equal(base, np.arange(6.0))
     # a function that only reads may take the same array twice
     np.testing.assert_array_equal(jk.jit(lambda a, b: a + b, backend=backend)(base, base), base * 2)
