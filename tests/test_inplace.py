@@ -538,3 +538,61 @@ def test_random_in_place_programs_with_views_match_numpy(tmp_path_factory, src, 
         same_as_numpy(f, a, b, backend=backend)
     except AssertionError as e:
         raise AssertionError(f"{src}\n{e}") from None
+
+
+# ----------------------------------------------------------------------------- nesting, fusion, events
+
+def test_writing_an_array_of_an_enclosing_trace_raises():
+    from jitkernel.trace.context import TraceContext
+
+    def f(x):
+        with TraceContext("inner"):  # what a loop body's trace (jk.lax) is
+            x[0] = 1.0
+        return x
+    with pytest.raises(jk.UnsupportedOperationError, match="enclosing trace"):
+        jk.jit(f)(np.ones(3))
+
+
+def test_whole_array_write_back_after_a_loop(backend):
+    def f(A):
+        new = A * 2 + 1  # what a converted loop's final carry is
+        A[...] = new
+        return A.sum()
+    same_as_numpy(f, A, backend=backend)
+
+
+def test_a_chain_of_writes_shares_one_buffer():
+    def f(x):
+        out = np.empty(x.shape[0])
+        for i in range(x.shape[0]):
+            out[i] = x[i].sum()
+        return out
+    x = np.arange(40.0).reshape(8, 5)
+    text = jk.jit(f).lower(x).as_text("kernels")
+    assert text.count("update_copy") == 1, text  # one copy (the zeros), then eight writes in place
+    assert text.count("update_region") == 8, text
+    np.testing.assert_array_equal(jk.jit(f)(x), f(x))
+
+
+def test_region_write_computes_the_value_where_it_is_stored():
+    def f(a, b):
+        b[1:-1, 1:-1] = 0.2 * (a[1:-1, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:] + a[2:, 1:-1] + a[:-2, 1:-1])
+    a, b = np.random.default_rng(0).random((2, 64, 64))
+    text = jk.jit(f).lower(a, b.copy()).as_text("kernels")
+    assert text.count("kernel ") == 2 and "update_region over [i0<62, i1<62]" in text, text
+    expected = b.copy()
+    f(a, expected)
+    jk.jit(f)(a, b)
+    np.testing.assert_allclose(b, expected, rtol=1e-15)
+
+
+def test_trace_event_names_the_written_arguments():
+    from jitkernel import events
+    seen = []
+    unsubscribe = events.subscribe(seen.append)
+    try:
+        jk.jit(lambda x, y: x.__setitem__(0, y[0]))(np.zeros(2), np.ones(2))
+    finally:
+        unsubscribe()
+    traces = [e for e in seen if isinstance(e, events.TraceEvent)]
+    assert traces and traces[-1].writes == ("x",)
