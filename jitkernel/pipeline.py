@@ -161,7 +161,8 @@ class Compiled:
         whole call succeeded: a call that raises leaves its arguments unchanged). np.copyto
         handles strides and byte order."""
         for i, k in self.program.written_args:
-            np.copyto(targets[i], outs[k], casting="unsafe")
+            if outs[k] is not targets[i]:  # else the kernels wrote the caller's array in place
+                np.copyto(targets[i], outs[k], casting="unsafe")
 
     def finish(self, outs: list[np.ndarray]) -> Any:
         # NumPy returns scalars, not 0-d arrays, from ufuncs and reductions: so do we.
@@ -222,6 +223,7 @@ def reuse_program(program: Program, out_tree: TreeDef, backend: str, template: o
 def _optimize(program: Program, name: str) -> Program:
     t0 = events.clock()
     optimized = optimize(program)
+    optimized.written_args = program.written_args  # the passes keep the outputs' order
     if events.SUBSCRIBERS:
         events.publish(events.OptimizeEvent(name, t0, events.clock() - t0, len(program.eqns), len(optimized.eqns)))
     return optimized

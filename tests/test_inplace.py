@@ -574,16 +574,53 @@ def test_a_chain_of_writes_shares_one_buffer():
     np.testing.assert_array_equal(jk.jit(f)(x), f(x))
 
 
-def test_region_write_computes_the_value_where_it_is_stored():
+def test_region_write_computes_the_value_where_it_is_stored_in_the_argument():
     def f(a, b):
         b[1:-1, 1:-1] = 0.2 * (a[1:-1, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:] + a[2:, 1:-1] + a[:-2, 1:-1])
     a, b = np.random.default_rng(0).random((2, 64, 64))
     text = jk.jit(f).lower(a, b.copy()).as_text("kernels")
-    assert text.count("kernel ") == 2 and "update_region over [i0<62, i1<62]" in text, text
+    # b is written in its own buffer: one kernel, no copy, and b is the program's output
+    assert text.count("kernel ") == 1 and "update_region over [i0<62, i1<62]" in text, text
+    assert "outputs: %1:f64[64,64]" in text, text
     expected = b.copy()
     f(a, expected)
     jk.jit(f)(a, b)
     np.testing.assert_allclose(b, expected, rtol=1e-15)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "byteswapped"])
+def test_in_place_argument_write_of_every_layout(layout, backend):
+    def f(b, a):
+        b[1:-1] = a[1:-1] * 2
+        b[0] += 1
+        return b.sum()
+    make = {"contiguous": lambda v: v.copy(), "strided": lambda v: np.repeat(v, 2)[::2],
+            "byteswapped": lambda v: v.astype(">f8")}[layout]
+    a = np.arange(10.0)
+    for _ in range(3):
+        b, e = make(np.ones(10)), np.ones(10)
+        assert_matches_numpy(jk.jit(f, backend=backend)(b, a), f(e, a))
+        np.testing.assert_array_equal(b, e)
+
+
+def test_in_place_argument_write_is_not_used_when_the_call_can_raise_afterwards():
+    def f(b, e):
+        b[1:] = 7
+        return b ** e  # may raise (negative integer exponent) after the write
+    b = np.arange(4)
+    with pytest.raises(ValueError):
+        jk.jit(f)(b, np.array([1, 1, -1, 1]))
+    np.testing.assert_array_equal(b, np.arange(4))
+
+
+def test_a_copy_of_an_argument_is_not_written_in_place():
+    def f(x):
+        y = x.copy()  # the same value, a new array: x must stay as it is
+        y[0] = 100
+        return y
+    x = np.arange(5.0)
+    np.testing.assert_array_equal(jk.jit(f)(x), [100, 1, 2, 3, 4])
+    np.testing.assert_array_equal(x, np.arange(5.0))
 
 
 def test_trace_event_names_the_written_arguments():

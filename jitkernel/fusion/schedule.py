@@ -22,7 +22,7 @@ from .kernel_ir import (Buffer, Compute, IndexValue, Kernel, KernelProgram, Libr
 from .kernel_ir import Interner, map_affs_by_buffer, postorder
 from .rows import fuse_rows, merge_siblings, split_full_reductions
 from .split import split_large_kernels
-from .update import chain_end, in_place_chains, update_slice_steps
+from .update import chain_end, in_place_arguments, in_place_chains, update_slice_steps
 
 # Relative cost of recomputing one element; movement ops are free (index maps).
 _EXPENSIVE = {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
@@ -237,7 +237,14 @@ class _Scheduler:
         outputs: list[int] = []
         copies: list[tuple[Var, int]] = []
         seen_outputs: set[Var] = set()
+        chains = in_place_chains(program, mat, self.leaves)  # fusion/update.py
+        in_place = in_place_arguments(program, chains)
         for pos, v in enumerate(program.outvars):
+            if pos in in_place:  # a written argument updated in its own buffer
+                self.buf_of[v] = inputs[in_place[pos]]
+                outputs.append(inputs[in_place[pos]])
+                seen_outputs.add(v)
+                continue
             if v in self.leaves or v in seen_outputs:
                 b = self.new_buffer(v.aval, "output", pos)
                 copies.append((v, b))
@@ -247,7 +254,6 @@ class _Scheduler:
             seen_outputs.add(v)
             outputs.append(b)
         steps: list[Any] = []
-        chains = in_place_chains(program, mat, self.leaves)  # fusion/update.py
         for eqn in program.eqns:
             library = primitives.get(eqn.prim).kind == "library"
             for v in eqn.outputs:

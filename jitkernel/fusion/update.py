@@ -10,6 +10,10 @@ element of the region, and the written value is computed inside the kernel that 
   the update writes into the base's buffer in place and only the region kernel runs. The chain's
   buffer is the one of its last value (an output's buffer when the array is returned or written
   back), so the copy happens once per chain, not once per write.
+- A written argument whose first write's base is the argument itself, read by nothing else, is
+  written in its own buffer (`in_place_arguments`): no copy kernel, and the caller's array,
+  when it is C-contiguous and native (the runtime passes it as is), is updated by the kernels
+  directly; Compiled.write_back then has nothing to copy.
 """
 from __future__ import annotations
 
@@ -38,6 +42,36 @@ def in_place_chains(program: Program, materialized: set[Var], leaves: set[Var]) 
         if base in produced_by_update and base in materialized and base not in leaves and uses.get(base) == 1:
             chains[base] = eqn.outputs[0]
     return chains
+
+
+def in_place_arguments(program: Program, chains: dict[Var, Var]) -> dict[int, int]:
+    """output position -> input position, for written arguments whose new value can be computed
+    in the argument's own buffer: the first write's base is the argument read by nothing else,
+    and its chain ends in the value written back to that same argument. Not when the program
+    can raise after its kernels ran (integer `power`'s status flag): a call that raises leaves
+    its arguments unchanged."""
+    written = {k: i for i, k in getattr(program, "written_args", ())}
+    if not written or any(e.prim == "power" and e.outputs[0].aval.dtype.kind in "iu" for e in program.eqns):
+        return {}
+    uses: dict[Var, int] = {}
+    for eqn in program.eqns:
+        for u in eqn.inputs:
+            uses[u] = uses.get(u, 0) + 1
+    for v in program.outvars:
+        uses[v] = uses.get(v, 0) + 1
+    position = {v: i for i, v in enumerate(program.invars)}
+    out_position = {}
+    for k, v in enumerate(program.outvars):
+        out_position.setdefault(v, []).append(k)
+    found: dict[int, int] = {}
+    for eqn in program.eqns:
+        base = eqn.inputs[0] if eqn.prim == "update_slice" else None
+        if base is None or base not in position or uses.get(base) != 1:
+            continue
+        ks = out_position.get(chain_end(chains, eqn.outputs[0]), [])
+        if len(ks) == 1 and written.get(ks[0]) == position[base]:
+            found[ks[0]] = position[base]
+    return found
 
 
 def chain_end(chains: dict[Var, Var], v: Var) -> Var:
