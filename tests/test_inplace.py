@@ -494,13 +494,13 @@ _VIEW_OPS = ["[1:]", "[:-1]", "[::2]", "[::-1]", "[1:3]", "[0]", "[-1]", "[...]"
              ".ravel()", "[:, 1:]", "[:, ::-2]", "[1:, :2]", "[None]", ".copy()"]
 _VALUES = ["1.5", "-2", "{y}", "{y} * 2", "np.sin({y})", "{y}.sum()", "{y}[::-1]", "{x}[::-1]", "{x} + 1",
            "{x}.mean()"]
-_STATEMENTS = ["view", "set", "aug", "copyto", "fill", "read"]
+_STATEMENTS = ["view", "set", "aug", "copyto", "fill", "read", "out", "put"]
 
 
 @st.composite
 def inplace_programs(draw):
-    names = ["a", "b"]
-    lines = []
+    names = ["a", "b", "c"]
+    lines = ["c = np.zeros((3, 4))"]
     for k in range(draw(st.integers(1, 7))):
         kind = draw(st.sampled_from(_STATEMENTS))
         x = draw(st.sampled_from(names))
@@ -519,6 +519,11 @@ def inplace_programs(draw):
             lines.append(f"np.copyto({x}, " + draw(st.sampled_from(_VALUES)).format(x=x, y=y) + ")")
         elif kind == "fill":
             lines.append(f"{x}.fill({draw(st.sampled_from(['0.25', '3']))})")
+        elif kind == "out":
+            ufunc = draw(st.sampled_from(["add", "multiply", "subtract"]))
+            lines.append(f"np.{ufunc}({y}, " + draw(st.sampled_from(_VALUES)).format(x=x, y=y) + f", out={x})")
+        elif kind == "put":
+            lines.append(f"np.put({x}, {draw(st.sampled_from(['[0, 2]', '[-1]', '[1, 1, 3]']))}, {y}.sum())")
         else:
             new = f"r{k}"
             lines.append(f"{new} = {x} * 1")
