@@ -58,6 +58,7 @@ class Program:
     # (input index, output index): array arguments the function writes; that output is the
     # argument's final value, copied back into the caller's array (trace/views.py).
     written_args: tuple = ()
+    written_names: tuple = ()  # the user's names of those arguments (api.Jitted._traced)
 
     @property
     def in_avals(self) -> list[AType]:

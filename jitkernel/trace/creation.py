@@ -4,13 +4,14 @@
 would get a NumPy constant, and writes of traced values into it (`out[i] = x.sum()`) could not
 be recorded. While a thread traces, `numpy.zeros/ones/empty/full` and the `*_like` functions are
 replaced by wrappers that, called from the user's code in a tracing thread, return a fresh
-traced array (a broadcast scalar: no constant of the array's size); called from anywhere else
+traced array (and `np.array` / `np.asarray` of traced values go to jitkernel.numpy's) (a broadcast scalar: no constant of the array's size); called from anywhere else
 (jitkernel's and NumPy's own code, other threads) they call NumPy. `np.empty` gives zeros: never
 uninitialised memory. Installed and restored like trace/random_guard.py, under one lock.
 """
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import threading
 from typing import Any, Callable
@@ -93,6 +94,8 @@ def _creator(name: str, original: Callable) -> Callable:
         if current_context() is None or kwargs.get("like") is not None or not _called_by_user(sys._getframe(1), name):
             return original(*args, **kwargs)
         from .tracer import Tracer
+        if name in ("array", "asarray"):
+            return _converted(name, original, args, kwargs)
         if like and isinstance(args[0] if args else kwargs.get("a", kwargs.get("prototype")), Tracer):
             return original(*args, **kwargs)  # NumPy dispatches to jitkernel.numpy's *_like
         params = _bind(original, name, args, kwargs)
@@ -102,6 +105,17 @@ def _creator(name: str, original: Callable) -> Callable:
         return _traced_full(shape, value, dtype)
     create.__jitkernel_original__ = original  # type: ignore[attr-defined]
     return create
+
+
+def _converted(name: str, original: Callable, args: tuple, kwargs: dict) -> Any:
+    """np.array / np.asarray of a traced value (not dispatched by NumPy: they take no
+    __array_function__) go to jitkernel.numpy's: a new traced array (array) or the same one."""
+    from .tracer import Tracer
+    a = args[0] if args else kwargs.get("object", kwargs.get("a"))
+    if isinstance(a, Tracer) or (isinstance(a, (list, tuple)) and any(isinstance(v, Tracer) for v in a)):
+        from .. import numpy as jnp
+        return getattr(jnp, name)(*args, **kwargs)
+    return original(*args, **kwargs)
 
 
 def _bind(original: Callable, name: str, args: tuple, kwargs: dict) -> tuple | None:
@@ -128,7 +142,19 @@ def _bind(original: Callable, name: str, args: tuple, kwargs: dict) -> tuple | N
     return shape, fill[name], np.float64 if dtype is None else dtype
 
 
-_NAMES = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like")
+def _new_lock_in_child() -> None:
+    """A forked child has only the forking thread: a lock another thread held at the fork (while
+    it started or ended a trace) would never be released there. The wrappers stay harmless:
+    they call NumPy unless this thread traces."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
+
+
+_NAMES = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "array", "asarray")
 _wrappers: dict[str, Callable] = {}
 
 
