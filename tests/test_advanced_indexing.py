@@ -647,3 +647,20 @@ def test_scatters_keep_targets_that_are_read_later_or_may_be_views():
     assert _in_place_decisions(view_of_argument, x, i) == [("gather", False), ("scatter", False)]
     for fn in (read_later, argument_target, view_of_argument):
         _run_both(fn, x, i, backend="cpu")
+
+
+@pytest.mark.parametrize("form", ["gather", "scatter", "ufunc.at"])
+def test_run_time_index_error_after_an_argument_update_leaves_it_unchanged(form, backend):
+    def f(x, i):
+        x *= 2  # an elementwise update of the argument, before the raising step
+        if form == "gather":
+            return x[i]
+        if form == "scatter":
+            x[i] = 5.0
+        else:
+            np.add.at(x, i, 1.0)
+        return x
+    x = np.arange(4.0)
+    with pytest.raises(IndexError, match="index 7 is out of bounds for axis 0 with size 4"):
+        jk.jit(f, backend=backend)(x, np.array([1, 7]))
+    assert_matches_numpy(x, np.arange(4.0))
