@@ -664,3 +664,12 @@ def test_run_time_index_error_after_an_argument_update_leaves_it_unchanged(form,
     with pytest.raises(IndexError, match="index 7 is out of bounds for axis 0 with size 4"):
         jk.jit(f, backend=backend)(x, np.array([1, 7]))
     assert_matches_numpy(x, np.arange(4.0))
+
+
+def test_mask_augmented_assignment_with_an_expression_value(backend):
+    def f(a, b):
+        x = a * 1
+        x[x[:, 0] > 3] += b * 2 - b[0]
+        x[(x % 2) == 0] //= 3
+        return x
+    _run_both(f, M, np.arange(4, dtype=np.int32), backend=backend)

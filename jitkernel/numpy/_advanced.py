@@ -274,7 +274,8 @@ def _mask_update_as_select(ctx: Any, x: Tracer, index: tuple, v: Tracer) -> Trac
 
 def _in_augmented_subscript() -> bool:
     """Whether the user's frame is reading `x[i]` for `x[i] op= v`: CPython compiles that as
-    COPY 2, COPY 2, BINARY_SUBSCR, <v>, BINARY_OP op=, ..., STORE_SUBSCR."""
+    COPY 2, COPY 2, BINARY_SUBSCR, <v>, BINARY_OP op=, SWAP 3, SWAP 2, STORE_SUBSCR (`v` is an
+    expression: it cannot hold another augmented assignment, so the first such tail is ours)."""
     frame = user_frame(2)
     if frame is None:
         return False
@@ -282,14 +283,19 @@ def _in_augmented_subscript() -> bool:
     # The instruction running is the last one at or before f_lasti (a specialised BINARY_SUBSCR
     # that calls __getitem__ reports an offset inside its inline cache).
     at = max((k for k, i in enumerate(ins) if i.offset <= frame.f_lasti), default=None)
-    if at is None or at < 2 or ins[at].opname != "BINARY_SUBSCR":
+    if at is None or at < 2:
         return False
+    read = ins[at]
+    if not (read.opname == "BINARY_SUBSCR" or (read.opname == "BINARY_OP" and read.argrepr == "[]")):
+        return False  # (Python 3.14 spells the read BINARY_OP [])
     if not all(ins[at - d].opname == "COPY" and ins[at - d].arg == 2 for d in (1, 2)):
         return False
-    rest = ins[at + 1:]
-    op = next((k for k, i in enumerate(rest) if i.opname == "BINARY_OP"), None)
-    return op is not None and rest[op].argrepr.endswith("=") and rest[op].argrepr not in ("==", "!=", "<=", ">=") \
-        and any(i.opname == "STORE_SUBSCR" for i in rest[op:op + 4])
+    tail = ["SWAP", "SWAP", "STORE_SUBSCR"]
+    for k in range(at + 1, len(ins) - 3):
+        if ins[k].opname == "BINARY_OP" and ins[k].argrepr.endswith("=") and \
+                [i.opname for i in ins[k + 1:k + 4]] == tail:
+            return True
+    return False
 
 
 class _MaskedSelection(Tracer):
