@@ -324,7 +324,7 @@ class _MaskedSelection(Tracer):
         every count, so its dimension at the count's place (if it has one) is 1."""
         if isinstance(other, (list, tuple)):
             other = np.asarray(other)
-        if np.ndim(other) == 0 if not isinstance(other, Tracer) else other.ndim == 0:
+        if (other.ndim if isinstance(other, Tracer) else np.ndim(other)) == 0:
             return other  # a scalar (weak Python scalars stay weak)
         rest = self.shape[self.mask.ndim:]
         shape = other.shape
