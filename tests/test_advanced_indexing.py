@@ -30,8 +30,8 @@ def _run_both(fn, *args, backend):
     got = jk.jit(fn, backend=backend)(*jk_args)
     assert_matches_numpy(got, expected)
     for g, e in zip(jk_args, np_args):
-        if isinstance(e, np.ndarray):
-            assert_matches_numpy(g, e)
+        if isinstance(e, np.ndarray):  # the caller's arrays: same dtype, shape and contents
+            assert g.dtype == e.dtype and g.shape == e.shape and np.array_equal(g, e, equal_nan=e.dtype.kind == "f"), (g, e)
 
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None, print_blob=False)
@@ -673,3 +673,23 @@ def test_mask_augmented_assignment_with_an_expression_value(backend):
         x[(x % 2) == 0] //= 3
         return x
     _run_both(f, M, np.arange(4, dtype=np.int32), backend=backend)
+
+
+@SETTINGS
+@given(data=st.data(), backend=st.sampled_from(["cpu", "interpret"]))
+def test_random_take_matches_numpy(data, backend):
+    ndim = data.draw(st.integers(1, 3))
+    shape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=ndim, max_size=ndim)))
+    axis = data.draw(st.sampled_from([None] + list(range(-ndim, ndim))))
+    mode = data.draw(st.sampled_from(["raise", "wrap", "clip"]))
+    n = int(np.prod(shape)) if axis is None else shape[axis]
+    ishape = tuple(data.draw(st.lists(st.integers(0, 3), min_size=0, max_size=2)))
+    values = data.draw(st.lists(st.integers(-n - 2, n + 1), min_size=int(np.prod(ishape)), max_size=int(np.prod(ishape))))
+    idx = np.array(values, dtype=np.int64).reshape(ishape)
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    _run_both(lambda x, i: np.take(x, i, axis=axis, mode=mode), x, idx, backend=backend)
+    if axis is not None:
+        along = np.array(data.draw(st.lists(st.integers(-n, n - 1), min_size=int(np.prod(shape)), max_size=int(np.prod(shape))))).reshape(shape)
+        _run_both(lambda x, i: np.take_along_axis(x, i, axis=axis), x, along, backend=backend)
+        _run_both(lambda x, i: (lambda d: (np.put_along_axis(d, i, -1.0, axis=axis), d)[1])(x * 1), x, along,
+                  backend=backend)
