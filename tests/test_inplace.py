@@ -638,3 +638,25 @@ def test_trace_event_names_the_written_arguments():
         unsubscribe()
     traces = [e for e in seen if isinstance(e, events.TraceEvent)]
     assert traces and traces[-1].writes == ("x",)
+
+
+def test_traced_and_array_indices_go_through_the_functional_updates(backend):
+    """x[i] = v with a traced scalar i (numpy/_dynamic.py) and x[idx] = v with an index array
+    (numpy/_advanced.py): NumPy's result and argument, or (until those land) the unsupported
+    error with the argument unchanged; never a silent difference."""
+    def dynamic(x, i):
+        x[i] = 5.0
+        return x * 1
+
+    def advanced(x, idx):
+        x[idx] = 7.0
+        return x * 1
+    for fn, arg in ((dynamic, 2), (advanced, np.array([0, 3]))):
+        x, e = np.arange(5.0), np.arange(5.0)
+        try:
+            got = jk.jit(fn, backend=backend)(x, arg)
+        except jk.UnsupportedOperationError:
+            np.testing.assert_array_equal(x, np.arange(5.0))
+            continue
+        assert_matches_numpy(got, fn(e, arg))
+        np.testing.assert_array_equal(x, e)
