@@ -104,3 +104,65 @@ def update_slice_steps(scheduler: Any, eqn: Any, v: Var, n: int, ops: set[int]) 
     steps.append(scheduler._kernel(f"k{n + len(steps)}_update_region", region, 0,
                                    [Store(out, ix.linearize(dst, shape), expr)], region_ops))
     return steps
+
+
+def adopt_argument_buffers(steps: list[Any], inputs: list[int], outputs: list[int], program: Program,
+                           in_place: dict[int, int]) -> list[Any]:
+    """After scheduling: a written argument whose new value starts as a plain copy of the
+    argument (an `update_copy` kernel X -> O) that no later step reads is computed in the
+    argument's buffer X itself: the copy is dropped and later steps use X for O
+    (`A[1:-1] = f(B)` where A was read before: `B[...] = g(A); A[...] = h(B)`). Every read of X
+    happened before the copy, and O would have held exactly X's values, so the results are the
+    same. `outputs` is updated; programs that can raise after their kernels are left alone."""
+    from .kernel_ir import Kernel, LibraryCall, Load
+    written = getattr(program, "written_args", ())
+    if not written or any(e.prim == "power" and e.outputs[0].aval.dtype.kind in "iu" for e in program.eqns):
+        return steps
+    for i, k in written:
+        x, o = inputs[i], outputs[k]
+        if k in in_place or o == x or outputs.count(o) != 1:
+            continue
+        first = next((n for n, st in enumerate(steps) if o in _step_buffers(st)), None)
+        if first is None:
+            continue
+        copy = steps[first]
+        if not (isinstance(copy, Kernel) and copy.name.endswith("_update_copy") and len(copy.stores) == 1
+                and copy.stores[0].buffer == o and isinstance(copy.stores[0].value, Load)
+                and copy.stores[0].value.buffer == x and copy.stores[0].value.offset == copy.stores[0].offset):
+            continue
+        later = steps[first + 1:]
+        if any(x in _step_reads(st) for st in later):
+            continue
+        steps = steps[:first] + [_rename(st, o, x) for st in later]
+        outputs[k] = x
+    return steps
+
+
+def _step_reads(step: Any) -> set[int]:
+    from .kernel_ir import LibraryCall
+    return set(step.inputs) if isinstance(step, LibraryCall) else set(step.loads())
+
+
+def _step_buffers(step: Any) -> set[int]:
+    from .kernel_ir import LibraryCall
+    if isinstance(step, LibraryCall):
+        return set(step.inputs) | set(step.outputs)
+    return set(step.buffers())
+
+
+def _rename(step: Any, old: int, new: int) -> Any:
+    """`step` with buffer `old` replaced by `new` (loads and stores; library inputs and outputs)."""
+    import dataclasses
+    from .kernel_ir import Kernel, LibraryCall, Load, rebuild
+    if isinstance(step, LibraryCall):
+        return dataclasses.replace(step, inputs=[new if b == old else b for b in step.inputs],
+                                   outputs=[new if b == old else b for b in step.outputs])
+    assert isinstance(step, Kernel), type(step)
+
+    def leaf(nd: Any) -> Any:
+        return Load(new, nd.offset, nd.dtype) if isinstance(nd, Load) and nd.buffer == old else nd
+
+    rebuilt = rebuild([s.value for s in step.stores], leaf)
+    stores = [dataclasses.replace(s, buffer=new if s.buffer == old else s.buffer, value=rebuilt[id(s.value)])
+              for s in step.stores]
+    return Kernel(step.name, step.domain, step.n_reduce, stores, step.graph_ops)
