@@ -693,3 +693,25 @@ def test_random_take_matches_numpy(data, backend):
         _run_both(lambda x, i: np.take_along_axis(x, i, axis=axis), x, along, backend=backend)
         _run_both(lambda x, i: (lambda d: (np.put_along_axis(d, i, -1.0, axis=axis), d)[1])(x * 1), x, along,
                   backend=backend)
+
+
+def test_library_steps_read_arguments_before_they_are_overwritten(backend):
+    def gather_then_write(x, i):
+        y = x[i]
+        x[:] = 0
+        x += 1
+        return y
+
+    def scatter_then_write(x, i):
+        z = adv.advanced_update(x, (i,), -1.0)
+        x *= 3
+        return z
+
+    def ufunc_at_then_overwrite(x, y, i):
+        np.add.at(y, i, x[i])
+        x[...] = y[::-1]
+        return x.sum()
+    x, y, i = np.arange(5.0), np.ones(5), np.array([4, 0, 4])
+    _run_both(gather_then_write, x, i, backend=backend)
+    _run_both(scatter_then_write, x, i, backend=backend)
+    _run_both(ufunc_at_then_overwrite, x, y, i, backend=backend)
