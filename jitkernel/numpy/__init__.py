@@ -43,12 +43,14 @@ __all__ = sorted(
 # functions never edits the same line).
 from . import _advanced, _dynamic  # noqa: E402
 from . import _matrix, _manipulation, _statistics  # noqa: E402
+from . import _inplace  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
     _matrix,
     _manipulation,
     _statistics,
+    _inplace,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})

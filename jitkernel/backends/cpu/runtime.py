@@ -29,6 +29,7 @@ from ...config import config
 from ...fusion.kernel_ir import Compute, KernelProgram, LibraryCall, RowKernel
 from ...ir.primitives import dot_general_numpy
 from .control_flow import library_impl
+from .in_place_updates import in_place_impl
 from .ops import STATUS_MESSAGES
 from .render import DATA_OFFSET, PARALLEL_MIN_ELEMENTS, Segment
 
@@ -213,7 +214,9 @@ def _library_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict) -> li
     if step.prim == "dot_general":
         lines = [f"    {outs}= dot_general({ins}, **params{n}),"]
     else:
-        ns[f"impl{n}"] = library_impl(step.prim, step.params)  # control flow: compiled sub-programs
+        # A scatter into a dead kernel-written temporary writes in place (in_place_updates.py);
+        # control flow runs compiled sub-programs (control_flow.py).
+        ns[f"impl{n}"] = in_place_impl(kp, step) or library_impl(step.prim, step.params)
         lines = [f"    {outs}= impl{n}({ins}, **params{n})"]
     for k, b in enumerate(step.outputs):
         if step.prim == "dot_general" and b not in kp.outputs:
