@@ -22,6 +22,7 @@ from .kernel_ir import (Buffer, Compute, IndexValue, Kernel, KernelProgram, Libr
 from .kernel_ir import Interner, map_affs_by_buffer, postorder
 from .rows import fuse_rows, merge_siblings, split_full_reductions
 from .split import split_large_kernels
+from . import loops
 
 # Relative cost of recomputing one element; movement ops are free (index maps).
 _EXPENSIVE = {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
@@ -62,13 +63,15 @@ def _op_cost(eqn: Eqn) -> int:
 
 
 class _Scheduler:
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: Program, buffers: dict | None = None, const_sink: list | None = None) -> None:
         self.program = program
         self.producer: dict[Var, Eqn] = program.producers()
         self.eqn_index = {id(e): i for i, e in enumerate(program.eqns)}
         self.const_value = dict(zip(program.constvars, program.consts))
         self.leaves = set(program.invars) | set(program.constvars)
-        self.buffers: dict[int, Buffer] = {}
+        # A loop body's scheduler shares the enclosing program's buffer table and constants.
+        self.buffers: dict[int, Buffer] = {} if buffers is None else buffers
+        self.const_sink: list = [] if const_sink is None else const_sink
         self.buf_of: dict[Var, int] = {}
 
     # -- which variables get buffers ------------------------------------------------
@@ -81,8 +84,10 @@ class _Scheduler:
             kind = primitives.get(eqn.prim).kind
             if kind in ("reduce", "structural", "library"):
                 mat.update(eqn.outputs)
-            if kind == "library":
+            if kind == "library" or eqn.prim in loops.CONTROL_FLOW:
                 mat.update(eqn.inputs)
+            if eqn.prim in loops.CONTROL_FLOW:
+                mat.update(eqn.outputs)
         cost = self._costs(mat)
         # A virtual value that the kernels of two or more materialised values would each
         # recompute, at a cost of RECOMPUTE_LIMIT or more, gets a buffer. Deciding the latest
@@ -246,8 +251,23 @@ class _Scheduler:
             seen_outputs.add(v)
             outputs.append(b)
         steps: list[Any] = []
-        for eqn in program.eqns:
-            library = primitives.get(eqn.prim).kind == "library"
+        self.emit_equations(mat, steps)
+        for v, b in copies:
+            self._emit(steps, lambda n, v=v, b=b: [self._copy_kernel(v, b, n)])
+        kp = KernelProgram(program.name, self.buffers, inputs, consts + self.const_sink, outputs, steps)
+        kp = fuse_rows(merge_siblings(kp))
+        kp.steps = [collapse_step(step) for step in kp.steps]
+        kp = merge_siblings(kp)  # loops that only became equal once collapsed (x.sum() with argmin)
+        kp = split_full_reductions(kp)
+        kp = split_large_kernels(kp)  # bound the size of one LLVM function
+        kp.consts = _read_consts(kp)
+        kp.fusion_record = fusion_record(program, kp)
+        return kp
+
+    def emit_equations(self, mat: set[Var], steps: list[Any]) -> None:
+        """The steps of every materialised value, in program order."""
+        for eqn in self.program.eqns:
+            library = primitives.get(eqn.prim).kind == "library" or eqn.prim in loops.CONTROL_FLOW
             for v in eqn.outputs:
                 if v not in mat:
                     continue
@@ -260,17 +280,6 @@ class _Scheduler:
                         if u not in self.buf_of:
                             self.buf_of[u] = self.new_buffer(u.aval, "temp")
                 self._emit(steps, lambda n, eqn=eqn, v=v: self._steps_for(eqn, v, n))
-        for v, b in copies:
-            self._emit(steps, lambda n, v=v, b=b: [self._copy_kernel(v, b, n)])
-        kp = KernelProgram(program.name, self.buffers, inputs, consts, outputs, steps)
-        kp = fuse_rows(merge_siblings(kp))
-        kp.steps = [collapse_step(step) for step in kp.steps]
-        kp = merge_siblings(kp)  # loops that only became equal once collapsed (x.sum() with argmin)
-        kp = split_full_reductions(kp)
-        kp = split_large_kernels(kp)  # bound the size of one LLVM function
-        kp.consts = _read_consts(kp)
-        kp.fusion_record = fusion_record(program, kp)
-        return kp
 
     def _emit(self, steps: list[Any], make) -> None:
         """Append `make(len(steps))`'s steps. Where an expression would read a value through too
@@ -299,7 +308,9 @@ class _Scheduler:
         kind = primitives.get(eqn.prim).kind
         out = self.buf_of[v]
         ops = {self.eqn_index[id(eqn)]}
-        if kind == "library":
+        if eqn.prim in loops.CONTROL_FLOW and loops.native_ok(eqn):
+            return loops.schedule_control(self, eqn, n)
+        if kind == "library" or eqn.prim in loops.CONTROL_FLOW:
             return [LibraryCall(f"k{n}_{eqn.prim}", eqn.prim, dict(eqn.params),
                                 [self.buf_of[u] for u in eqn.inputs], [self.buf_of[u] for u in eqn.outputs],
                                 [self._eqn_text(min(ops))])]
@@ -455,7 +466,8 @@ def fusion_record(program: Program, kp: KernelProgram) -> list[dict[str, Any]]:
             kind = ("rows" if isinstance(step, RowKernel) else
                     "reduction" if step.n_reduce or any(s.reduce for s in step.stores) else "elementwise")
         else:
-            reads, writes, kind = set(step.inputs), set(step.outputs), "library"
+            reads, writes = set(step.inputs), set(step.outputs)
+            kind = "loop" if loops.is_control(step) else "library"
         record.append({"kernel": step.name, "kind": kind, "ops": list(step.graph_ops),
                        "bytes_read": sum(kp.buffers[b].nbytes for b in reads),
                        "bytes_written": sum(kp.buffers[b].nbytes for b in writes)})
@@ -481,7 +493,7 @@ def schedule(program: Program) -> KernelProgram:
     >>> [k.name for k in schedule(prog).steps]
     ['k0_reduce_sum']
     """
-    return _Scheduler(program).build()
+    return _Scheduler(loops.hoist_loop_invariants(program)).build()
 
 
 def _read_consts(kp: KernelProgram) -> list:

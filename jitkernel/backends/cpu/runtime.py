@@ -27,6 +27,7 @@ import numpy as np
 
 from ...config import config
 from ...fusion.kernel_ir import Compute, KernelProgram, LibraryCall, RowKernel
+from ...fusion.loops import is_control
 from ...ir import primitives
 from ...ir.primitives import dot_general_numpy
 from .ops import STATUS_MESSAGES
@@ -227,6 +228,10 @@ def _library_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict) -> li
 
 def _kernel_work(kernel) -> int:
     """Elements of the loop nest times (1 + distinct expression nodes): a rough time estimate."""
+    if is_control(kernel):
+        # A native loop's trip count is a run-time value: count it as long, so that the call runs
+        # on a worker thread and the caller can still be interrupted (Ctrl-C).
+        return LONG_WORK
     phases = kernel.phases if isinstance(kernel, RowKernel) else [kernel]
     total = 0
     for phase in phases:
