@@ -1,0 +1,308 @@
+"""Native loops and branches on the CPU (fusion/loops.py, backends/cpu/render_loops.py): results
+equal to NumPy running the same loop in Python and to the interpreter, and the structure (one
+native segment per loop, no Python per iteration, loop-invariant work hoisted)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import jitkernel as jk
+from jitkernel.backends.cpu import CpuBackend
+from jitkernel.backends.cpu.render import Segment
+from jitkernel.fusion.kernel_ir import LibraryCall
+from jitkernel.fusion.loops import BranchStep, LoopStep, all_steps
+from jitkernel.interpreter import eval_program
+from jitkernel.ir import AType, Eqn, Program, Var
+from jitkernel.passes import optimize
+
+
+# -- building programs with control flow from Python functions ----------------------------------
+
+def _sub(fn, examples):
+    return jk.make_ir(fn)(*[np.asarray(e) for e in examples])
+
+
+def _var(example) -> Var:
+    a = np.asarray(example)
+    return Var(AType(a.shape, a.dtype))
+
+
+def fori_program(body, consts, init, index_dtype=np.int64) -> Program:
+    """Program(lower, upper, *consts, *init) -> fori_loop(lower, upper, body, consts, init)."""
+    i0 = np.asarray(0, index_dtype)
+    prog = _sub(body, [i0, *consts, *init])
+    ins = [_var(i0), _var(i0)] + [_var(c) for c in consts] + [_var(x) for x in init]
+    outs = [_var(x) for x in init]
+    return optimize(Program(ins, [], [], [Eqn("fori_loop", ins, outs, {"body": prog, "nconsts": len(consts)})], outs))
+
+
+def while_program(cond, body, cconsts, bconsts, init) -> Program:
+    cprog = _sub(cond, [*cconsts, *init])
+    bprog = _sub(body, [*bconsts, *init])
+    ins = [_var(c) for c in cconsts] + [_var(c) for c in bconsts] + [_var(x) for x in init]
+    outs = [_var(x) for x in init]
+    params = {"cond": cprog, "body": bprog, "cond_nconsts": len(cconsts), "body_nconsts": len(bconsts)}
+    return optimize(Program(ins, [], [], [Eqn("while_loop", ins, outs, params)], outs))
+
+
+def cond_program(branches, operands) -> Program:
+    progs = tuple(_sub(b, operands) for b in branches)
+    ins = [Var(AType((), np.int32))] + [_var(o) for o in operands]
+    outs = [Var(a) for a in progs[0].out_avals]
+    return optimize(Program(ins, [], [], [Eqn("cond", ins, outs, {"branches": progs})], outs))
+
+
+def compile_cpu(prog: Program):
+    ex, texts = CpuBackend().compile(prog, name="loop_test", disk_cache=False)
+    return ex, texts
+
+
+def run_both(prog: Program, args: list) -> list:
+    """CPU and interpreter results on the same arguments, checked equal; returns the CPU's."""
+    args = [np.asarray(a) for a in args]
+    ex, _ = compile_cpu(prog)
+    got = ex([a.copy() for a in args])
+    want = eval_program(prog, [a.copy() for a in args])
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g = np.asarray(g)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-12 if g.dtype == np.float64 else 1e-5)
+    return got
+
+
+def loop_steps(prog: Program) -> list:
+    ex, _ = compile_cpu(prog)
+    return [s for s in all_steps(ex.kp.steps) if isinstance(s, (LoopStep, BranchStep))]
+
+
+# -- fori_loop -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("trips", [(0, 0), (0, 1), (0, 2), (0, 7), (3, 1), (-2, 3)])
+def test_fori_array_and_scalar_carries(trips):
+    lo, hi = trips
+    x = np.arange(6.0).reshape(2, 3)
+    c = np.linspace(-1, 1, 6).reshape(2, 3)
+    prog = fori_program(lambda i, c, x, s: (x * 0.5 + c * i, s + x.sum()), [c], [x, np.float64(1.0)])
+    got = run_both(prog, [np.int64(lo), np.int64(hi), c, x, np.float64(1.0)])
+    xr, sr = x.copy(), 1.0
+    for i in range(lo, hi):  # NumPy running the loop
+        xr, sr = xr * 0.5 + c * i, sr + xr.sum()
+    np.testing.assert_allclose(got[0], xr)
+    np.testing.assert_allclose(got[1], sr)
+    assert len(loop_steps(prog)) == 1
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_])
+@pytest.mark.parametrize("shape", [(), (5,), (3, 4)])
+def test_fori_carry_dtypes_and_shapes(dtype, shape):
+    x = (np.arange(int(np.prod(shape))).reshape(shape) % 3).astype(dtype)
+    if dtype == np.bool_:
+        body = lambda i, x: np.logical_xor(x, (i % 2) == 0)  # noqa: E731
+        ref = lambda i, x: np.logical_xor(x, (i % 2) == 0)  # noqa: E731
+    else:
+        one = dtype(1)
+        body = lambda i, x: x * dtype(2) + one  # noqa: E731
+        ref = body
+    prog = fori_program(body, [], [x])
+    for n in (0, 1, 4):
+        got = run_both(prog, [np.int64(0), np.int64(n), x])
+        want = x.copy()
+        for i in range(n):
+            want = np.asarray(ref(np.int64(i), want))
+        np.testing.assert_array_equal(got[0], want)
+        assert np.asarray(got[0]).dtype == np.dtype(dtype)
+
+
+def test_fori_int32_index_and_passthrough_carries():
+    x = np.arange(4.0)
+    y = np.ones(3, np.float32)
+    prog = fori_program(lambda i, x, y, k: (x + i.astype(np.float64), y, k + i), [], [x, y, np.int32(0)],
+                        index_dtype=np.int32)
+    got = run_both(prog, [np.int32(2), np.int32(6), x, y, np.int32(0)])
+    np.testing.assert_array_equal(got[0], x + (2 + 3 + 4 + 5))
+    np.testing.assert_array_equal(got[1], y)
+    assert int(got[2]) == 14 and np.asarray(got[2]).dtype == np.int32
+
+
+def test_fori_body_with_several_kernels():
+    # A row reduction, a broadcast subtraction and a full reduction: several kernels per trip.
+    a = np.random.default_rng(0).standard_normal((8, 16))
+    prog = fori_program(lambda i, a, t: (a - a.max(axis=1, keepdims=True) * 0.5, t + np.abs(a).sum()),
+                        [], [a, np.float64(0)])
+    got = run_both(prog, [np.int64(0), np.int64(5), a, np.float64(0)])
+    ar, t = a.copy(), 0.0
+    for _ in range(5):
+        ar, t = ar - ar.max(axis=1, keepdims=True) * 0.5, t + np.abs(ar).sum()
+    np.testing.assert_allclose(got[0], ar)
+    np.testing.assert_allclose(got[1], t)
+    (loop,) = loop_steps(prog)
+    assert len(loop.body) >= 2
+
+
+def test_nested_fori():
+    x = np.arange(5.0)
+
+    def inner_body(j, x):
+        return x * 0.5 + j.astype(np.float64)
+
+    inner = _sub(inner_body, [np.int64(0), x])
+
+    def outer_body(i, x):
+        return x + 1.0
+
+    outer = _sub(outer_body, [np.int64(0), x])
+    # outer body: x -> fori_loop(0, i, inner, x) + 1
+    i_v, x_v = outer.invars
+    zero = Var(AType((), np.int64))
+    y = Var(AType((5,), np.float64))
+    eqns = [Eqn("fori_loop", [zero, i_v, x_v], [y], {"body": inner, "nconsts": 0})]
+    add_out = outer.eqns[-1]
+    eqns.append(Eqn(add_out.prim, [y if v is x_v else v for v in add_out.inputs], add_out.outputs, add_out.params))
+    body = Program([i_v, x_v], [zero] + outer.constvars, [np.asarray(0, np.int64)] + outer.consts,
+                   outer.eqns[:-1] + eqns, outer.outvars)
+    ins = [_var(np.int64(0)), _var(np.int64(0)), _var(x)]
+    outs = [_var(x)]
+    prog = optimize(Program(ins, [], [], [Eqn("fori_loop", ins, outs, {"body": body, "nconsts": 0})], outs))
+    got = run_both(prog, [np.int64(0), np.int64(4), x])
+    want = x.copy()
+    for i in range(4):
+        for j in range(i):
+            want = want * 0.5 + j
+        want = want + 1.0
+    np.testing.assert_allclose(got[0], want)
+    loops = loop_steps(prog)
+    assert len(loops) == 2 and isinstance(loops[1], LoopStep)
+
+
+# -- while_loop and cond --------------------------------------------------------------------------
+
+def test_while_loop_native():
+    x = np.array([1.0, 2.0, 3.0])
+    prog = while_program(lambda lim, k, x: (x.sum() < lim) & (k < 100),
+                         lambda k, x: (k + 1, x * 1.5),
+                         [np.float64(0)], [], [np.int64(0), x])
+    for lim in (0.0, 6.5, 100.0, 1e300):
+        got = run_both(prog, [np.float64(lim), np.int64(0), x])
+        k, xr = 0, x.copy()
+        while xr.sum() < lim and k < 100:
+            k, xr = k + 1, xr * 1.5
+        assert int(got[0]) == k
+        np.testing.assert_allclose(got[1], xr)
+    (loop,) = loop_steps(prog)
+    assert loop.kind == "while" and loop.cond
+
+
+@pytest.mark.parametrize("index", [-3, 0, 1, 2, 7])
+def test_cond_branches_clamped(index):
+    x = np.arange(4.0)
+    prog = cond_program([lambda x, s: (x + s, s), lambda x, s: (x * s, s * 2), lambda x, s: (-x, s - 1)],
+                        [x, np.float64(3)])
+    got = run_both(prog, [np.int32(index), x, np.float64(3)])
+    k = min(max(index, 0), 2)
+    want = [(x + 3, 3.0), (x * 3, 6.0), (-x, 2.0)][k]
+    np.testing.assert_allclose(got[0], want[0])
+    assert float(got[1]) == want[1]
+    assert len(loop_steps(prog)) == 1
+
+
+def test_cond_inside_fori():
+    # A data-dependent branch per trip (dynamic programming's `if a > best`).
+    x = np.array([3.0, -1.0, 4.0, 1.0, -5.0, 9.0])
+    branch_up = _sub(lambda b, v: (b + v,), [np.float64(0), np.float64(0)])
+    branch_dn = _sub(lambda b, v: (b - 1.0,), [np.float64(0), np.float64(0)])
+    body0 = _sub(lambda i, x, b: (b + x[0],), [np.int64(0), x, np.float64(0)])
+    i_v, x_v, b_v = body0.invars
+    # body: v = sum(x * (arange == i)) (the element i without a dynamic index); idx = v > b
+    gather = _sub(lambda i, x: ((x * (np.arange(6) == i)).sum(),), [np.int64(0), x])
+    v = Var(AType((), np.float64))
+    ren = dict(zip(gather.invars, [i_v, x_v]))
+    eqns = [Eqn(e.prim, [ren.get(u, u) for u in e.inputs], e.outputs, e.params) for e in gather.eqns]
+    ren[gather.outvars[0]] = v
+    eqns[-1] = Eqn(eqns[-1].prim, eqns[-1].inputs, [v], eqns[-1].params)
+    cmp = _sub(lambda v, b: ((v > b).astype(np.int32),), [np.float64(0), np.float64(0)])
+    idx = Var(AType((), np.int32))
+    eqns += [Eqn(e.prim, [{cmp.invars[0]: v, cmp.invars[1]: b_v}.get(u, u) for u in e.inputs],
+                 [idx] if e is cmp.eqns[-1] else e.outputs, e.params) for e in cmp.eqns]
+    out = Var(AType((), np.float64))
+    eqns.append(Eqn("cond", [idx, b_v, v], [out], {"branches": (branch_dn, branch_up)}))
+    body = Program([i_v, x_v, b_v], gather.constvars + cmp.constvars, gather.consts + cmp.consts, eqns, [out])
+    ins = [_var(np.int64(0)), _var(np.int64(0)), _var(x), _var(np.float64(0))]
+    outs = [_var(np.float64(0))]
+    prog = optimize(Program(ins, [], [], [Eqn("fori_loop", ins, outs, {"body": body, "nconsts": 1})], outs))
+    got = run_both(prog, [np.int64(0), np.int64(6), x, np.float64(0)])
+    b = 0.0
+    for i in range(6):
+        b = b + x[i] if x[i] > b else b - 1.0
+    assert float(got[0]) == b
+    kinds = [type(s).__name__ for s in loop_steps(prog)]
+    assert kinds == ["LoopStep", "BranchStep"]
+
+
+# -- structure: one native call, hoisting, fallback ---------------------------------------------
+
+def test_native_loop_is_one_native_call():
+    x = np.arange(6.0)
+    prog = fori_program(lambda i, x: np.sin(x) + 1.0, [], [x])
+    ex, texts = compile_cpu(prog)
+    segments = [s for s in ex.steps if isinstance(s, Segment)]
+    assert len(ex.steps) == 1 and len(segments) == 1
+    assert not any(isinstance(s, LibraryCall) for s in ex.steps)
+    assert "loop k0_fori_loop" in texts["kernels"]() and "[native]" in texts["kernels"]()
+    assert ex.source.count("seg0(") + ex.source.count("seg0,") >= 1 and "for " not in ex.source
+
+
+def test_compile_does_not_grow_with_trip_count():
+    # The trip count is a run-time value of the loop: one compiled program serves every count.
+    x = np.arange(3.0)
+    prog = fori_program(lambda i, x: x * 0.999 + 1.0, [], [x])
+    ex, _ = compile_cpu(prog)
+    for n in (10, 10_000):
+        got = ex([np.asarray(np.int64(0)), np.asarray(np.int64(n)), x.copy()])[0]
+        want = x.copy()
+        for _ in range(n):
+            want = want * 0.999 + 1.0
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_loop_invariant_work_is_hoisted():
+    c = np.arange(12.0).reshape(3, 4)
+    x = np.zeros(4)
+    prog = fori_program(lambda i, c, x: x + np.exp(c).sum(axis=0), [c], [x])
+    got = run_both(prog, [np.int64(0), np.int64(3), c, x])
+    np.testing.assert_allclose(got[0], 3 * np.exp(c).sum(axis=0))
+    ex, texts = compile_cpu(prog)
+    (loop,) = [s for s in ex.kp.steps if isinstance(s, LoopStep)]
+    body_text = "\n".join(str(s) for s in loop.body)
+    assert "exp" not in body_text  # computed once, before the loop
+    assert ex.kp.steps.index(loop) >= 1
+
+
+def test_library_body_falls_back_to_python_driven_loop():
+    a = np.eye(3) * 0.5
+    x = np.ones((3, 3))
+    prog = fori_program(lambda i, a, x: a @ x + 1.0, [a], [x])
+    got = run_both(prog, [np.int64(0), np.int64(3), a, x])
+    want = x.copy()
+    for _ in range(3):
+        want = a @ want + 1.0
+    np.testing.assert_allclose(got[0], want)
+    assert not loop_steps(prog)
+
+
+@settings(max_examples=30, deadline=None)
+@given(lo=st.integers(-3, 3), n=st.integers(0, 6), shape=st.sampled_from([(), (3,), (2, 5)]),
+       dtype=st.sampled_from([np.float32, np.float64, np.int64]), seed=st.integers(0, 100))
+def test_fori_random_affine_updates(lo, n, shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    x = (rng.integers(-3, 4, size=shape)).astype(dtype)
+    a, b = dtype(rng.integers(-2, 3)), dtype(rng.integers(-2, 3))
+    prog = fori_program(lambda i, x, s: (x * a + b + i.astype(dtype), s + (x * x).sum().astype(np.float64)),
+                        [], [x, np.float64(0)])
+    got = run_both(prog, [np.int64(lo), np.int64(lo + n), x, np.float64(0)])
+    xr, sr = x.copy(), 0.0
+    for i in range(lo, lo + n):
+        xr, sr = xr * a + b + dtype(i), sr + float((xr * xr).sum())
+    np.testing.assert_allclose(got[0], xr, rtol=1e-5)
+    np.testing.assert_allclose(got[1], sr, rtol=1e-5)
