@@ -40,13 +40,15 @@ class Carry:
     """One loop-carried value. `cur` is what the body reads, `nxt` what it writes; for an array
     carry both are alias ids bound by the renderer to `out` and `spare` in turn; for a register
     carry (0-d) both are stack slots and `spare` is None. `init` is the outer buffer of the
-    initial value, `out` that of the loop's result."""
+    initial value, `out` that of the loop's result. `in_place`: an array carry the body updates
+    in its own buffer (nxt == cur, no spare, no swap; fusion/dynamic.py can_update_in_place)."""
 
     cur: int
     nxt: int
     init: int
     out: int
     spare: int | None
+    in_place: bool = False
 
 
 @dataclass
@@ -184,8 +186,7 @@ def native_ok(eqn: Eqn) -> bool:
                 if not native_ok(e):
                     return False
                 continue
-            prim = primitives.get(e.prim)
-            if prim.kind in ("library",) or e.prim in ("scan",) or e.prim not in _KERNEL_PRIMS():
+            if e.prim not in _KERNEL_PRIMS():
                 return False
     return True
 
@@ -198,8 +199,8 @@ def _KERNEL_PRIMS() -> set[str]:
     return names | {"concatenate", "iota"} | set(_DYNAMIC_KERNEL_PRIMS)
 
 
-# Dynamic-offset primitives with a kernel lowering (fusion/dynamic.py registers them).
-_DYNAMIC_KERNEL_PRIMS: list[str] = []
+# Dynamic-offset primitives with a kernel lowering (fusion/dynamic.py).
+_DYNAMIC_KERNEL_PRIMS = ("dynamic_slice", "dynamic_update_slice")
 
 
 # -- scheduling ---------------------------------------------------------------------------
@@ -214,12 +215,24 @@ def alias_buffer(sched: Any, aval: Any) -> int:
     return sched.new_buffer(aval, "alias")
 
 
-def _carry(sched: Any, init_var: Var, out_var: Var) -> Carry:
+def _carry(sched: Any, init_var: Var, out_var: Var, in_place: bool = False) -> Carry:
     init, out = sched.buf_of[init_var], sched.buf_of[out_var]
     aval = out_var.aval
     if aval.ndim == 0:
         return Carry(register_buffer(sched, aval), register_buffer(sched, aval), init, out, None)
+    if in_place:
+        cur = alias_buffer(sched, aval)
+        return Carry(cur, cur, init, out, None, True)
     return Carry(alias_buffer(sched, aval), alias_buffer(sched, aval), init, out, sched.new_buffer(aval, "temp"))
+
+
+def _carries(sched: Any, init: list[Var], outs: list[Var], body: Program, n_lead: int) -> list[Carry]:
+    """The carries of a loop; those the body updates in place (a DP table, a stencil's interior)
+    share one buffer between the old and the new value."""
+    from .dynamic import can_update_in_place
+    carry_in = body.invars[n_lead:]
+    return [_carry(sched, v, o, can_update_in_place(body, x, r))
+            for v, o, x, r in zip(init, outs, carry_in, body.outvars)]
 
 
 def schedule_control(sched: Any, eqn: Eqn, n: int) -> list:
@@ -236,7 +249,7 @@ def schedule_control(sched: Any, eqn: Eqn, n: int) -> list:
         lower, upper = eqn.inputs[:2]
         consts, init = eqn.inputs[2:2 + nconsts], eqn.inputs[2 + nconsts:]
         body: Program = eqn.params["body"]
-        carries = [_carry(sched, v, o) for v, o in zip(init, eqn.outputs)]
+        carries = _carries(sched, init, eqn.outputs, body, 1 + nconsts)
         index = register_buffer(sched, body.invars[0].aval)
         ins = [index] + [buf[v] for v in consts] + [c.cur for c in carries]
         steps = sub_steps(sched, body, ins, [c.nxt for c in carries])
@@ -245,7 +258,7 @@ def schedule_control(sched: Any, eqn: Eqn, n: int) -> list:
     # while_loop
     cn, bn = eqn.params["cond_nconsts"], eqn.params["body_nconsts"]
     cconsts, bconsts, init = eqn.inputs[:cn], eqn.inputs[cn:cn + bn], eqn.inputs[cn + bn:]
-    carries = [_carry(sched, v, o) for v, o in zip(init, eqn.outputs)]
+    carries = _carries(sched, init, eqn.outputs, eqn.params["body"], bn)
     cur = [c.cur for c in carries]
     cond_prog: Program = eqn.params["cond"]
     cond_out = register_buffer(sched, cond_prog.outvars[0].aval)
@@ -440,7 +453,8 @@ def format_control(step: ControlStep, buffers: dict, indent: str, format_steps: 
             lines += format_steps(br, buffers, inner)
         return lines
     carries = ", ".join(f"%{c.out} <- %{c.init} (reads %{c.cur}, writes %{c.nxt}"
-                        + (f", register)" if c.spare is None else f", swapped with %{c.spare})")
+                        + (", in place)" if c.in_place else ", register)" if c.spare is None
+                           else f", swapped with %{c.spare})")
                         for c in step.carries)
     if step.kind == "fori":
         head = f"{indent}loop {step.name}: for %{step.index} in [%{step.lower}, %{step.upper}) [native]"

@@ -73,6 +73,9 @@ class _Walker:
             if atom[0] == "i":
                 self.s("i", atom[1])
                 new_atom = atom
+            elif atom[0] == "val":  # a run-time start: its bounds shape the loop, so they are structure
+                self.s("val", *atom[1:])
+                new_atom = atom
             else:
                 self.s(atom[0])
                 new_atom = (atom[0], self.aff(atom[1]), self.c(atom[2]))

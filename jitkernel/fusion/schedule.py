@@ -22,7 +22,7 @@ from .kernel_ir import (Buffer, Compute, IndexValue, Kernel, KernelProgram, Libr
 from .kernel_ir import Interner, map_affs_by_buffer, postorder
 from .rows import fuse_rows, merge_siblings, split_full_reductions
 from .split import split_large_kernels
-from . import loops
+from . import dynamic, loops
 
 # Relative cost of recomputing one element; movement ops are free (index maps).
 _EXPENSIVE = {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
@@ -49,6 +49,16 @@ class _IndexTooDeep(Exception):
         self.var = var
 
 
+def _prim_kind(name: str) -> str:
+    """The registry's kind, except for the dynamic-offset primitives, which fuse here
+    (fusion/dynamic.py): a dynamic slice is a movement, an update a structural op."""
+    if name == dynamic.SLICE:
+        return "movement"
+    if name == dynamic.UPDATE:
+        return "structural"
+    return primitives.get(name).kind
+
+
 def _merge_roots(a: Any, b: Any) -> Any:
     if a is None or a is b:
         return b
@@ -56,7 +66,7 @@ def _merge_roots(a: Any, b: Any) -> Any:
 
 
 def _op_cost(eqn: Eqn) -> int:
-    kind = primitives.get(eqn.prim).kind
+    kind = _prim_kind(eqn.prim)
     if kind == "movement":
         return 0
     return 8 if eqn.prim in _EXPENSIVE else 1
@@ -73,6 +83,7 @@ class _Scheduler:
         self.buffers: dict[int, Buffer] = {} if buffers is None else buffers
         self.const_sink: list = [] if const_sink is None else const_sink
         self.buf_of: dict[Var, int] = {}
+        self.checked: dict[int, list] = {}  # id(dynamic eqn) -> start offsets (fusion/dynamic.py)
 
     # -- which variables get buffers ------------------------------------------------
     def _is_literal(self, v: Var) -> bool:
@@ -81,7 +92,7 @@ class _Scheduler:
     def materialized(self) -> set[Var]:
         mat = set(self.program.outvars)
         for eqn in self.program.eqns:
-            kind = primitives.get(eqn.prim).kind
+            kind = _prim_kind(eqn.prim)
             if kind in ("reduce", "structural", "library"):
                 mat.update(eqn.outputs)
             if kind == "library" or eqn.prim in loops.CONTROL_FLOW:
@@ -175,7 +186,7 @@ class _Scheduler:
                         stack.append((k, None))
                 continue
             eqn = self.producer[key[0]]
-            if primitives.get(eqn.prim).kind == "elementwise":
+            if _prim_kind(eqn.prim) == "elementwise":
                 node = intern(Compute(eqn.prim, tuple(memo[k] for k in plan), (), eqn.outputs[0].aval.dtype))
             else:  # movement: the input's expression at the mapped index
                 node = memo[plan[0]]
@@ -196,7 +207,7 @@ class _Scheduler:
         """The (var, index) keys `eqn`'s output at `index` is made of, or ("node", node)."""
         p, out, x = eqn.params, eqn.outputs[0], (eqn.inputs[0] if eqn.inputs else None)
         prim = primitives.get(eqn.prim)
-        if prim.kind == "elementwise":
+        if _prim_kind(eqn.prim) == "elementwise":
             return [self._key(a, index) for a in eqn.inputs]
         if eqn.prim == "iota":
             return ("node", IndexValue(index[p["dimension"]], out.aval.dtype))
@@ -210,6 +221,8 @@ class _Scheduler:
             src = tuple(src)
         elif eqn.prim == "slice":
             src = tuple(ix.add(ix.const(s), ix.scale(i, st)) for s, st, i in zip(p["starts"], p["steps"], index))
+        elif eqn.prim == dynamic.SLICE:
+            src = dynamic.slice_source(self, eqn, index)
         elif eqn.prim == "reshape":
             linear = ix.linearize(index, out.aval.shape)
             src = tuple(ix.unravel(linear, x.aval.shape, extents))
@@ -267,7 +280,9 @@ class _Scheduler:
     def emit_equations(self, mat: set[Var], steps: list[Any]) -> None:
         """The steps of every materialised value, in program order."""
         for eqn in self.program.eqns:
-            library = primitives.get(eqn.prim).kind == "library" or eqn.prim in loops.CONTROL_FLOW
+            if eqn.prim in dynamic.PRIMS:
+                dynamic.emit_checks(self, eqn, steps)
+            library = _prim_kind(eqn.prim) == "library" or eqn.prim in loops.CONTROL_FLOW
             for v in eqn.outputs:
                 if v not in mat:
                     continue
@@ -305,7 +320,7 @@ class _Scheduler:
         return self._kernel(f"k{n}_copy", shape, 0, [Store(b, ix.linearize(index, shape), value)], ops)
 
     def _steps_for(self, eqn: Eqn, v: Var, n: int) -> list[Any]:
-        kind = primitives.get(eqn.prim).kind
+        kind = _prim_kind(eqn.prim)
         out = self.buf_of[v]
         ops = {self.eqn_index[id(eqn)]}
         if eqn.prim in loops.CONTROL_FLOW and loops.native_ok(eqn):
@@ -338,6 +353,8 @@ class _Scheduler:
             block = _numpy_block(x.aval.shape, axes)
             return [self._kernel(f"k{n}_{eqn.prim}", domain, len(axes),
                                  [Store(out, offset, value, op, red_index, block)], ops)]
+        if eqn.prim == dynamic.UPDATE:
+            return dynamic.update_steps(self, eqn, v, n)
         if eqn.prim == "concatenate":
             axis = eqn.params["axis"]
             steps, start = [], 0
@@ -478,7 +495,7 @@ def unfused_bytes(program: Program) -> int:
     """Bytes an op-by-op execution (one pass per non-movement equation) would move."""
     total = 0
     for eqn in program.eqns:
-        if primitives.get(eqn.prim).kind == "movement":
+        if _prim_kind(eqn.prim) == "movement":
             continue
         total += sum(v.aval.size * v.aval.dtype.itemsize for v in eqn.inputs + eqn.outputs)
     return total

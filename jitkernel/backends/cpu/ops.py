@@ -9,7 +9,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ...errors import UnsupportedOperationError
-from .types import F32, I1, I32, is_float, is_signed, reg_type
+from .types import F32, I1, I32, I64, is_float, is_signed, reg_type
 
 # NumPy ufunc -> (llvm intrinsic or None, libm base name): float math functions.
 _MATH = {
@@ -85,12 +85,23 @@ class OpLowering:
         flag = self.b.select(cond, ir.Constant(I32, code), ir.Constant(I32, 0))
         self.b.store(self.b.or_(old, flag), self.status)
 
+    def index_check(self, s: ir.Value, n: ir.Value, limit: ir.Value) -> ir.Value:
+        """A run-time start (int64): wrapped when negative (NumPy), then 0 <= s <= limit or the
+        IndexError flag (2) is set and 0 returned, so no access leaves the array."""
+        zero = ir.Constant(I64, 0)
+        w = self.b.select(self.b.icmp_signed("<", s, zero), self.b.add(s, n), s)
+        ok = self.b.and_(self.b.icmp_signed(">=", w, zero), self.b.icmp_signed("<=", w, limit))
+        self.raise_flag(self.b.not_(ok), 2)
+        return self.b.select(ok, w, zero)
+
     # -- entry point ---------------------------------------------------------------------
     def lower(self, prim: str, args: list[ir.Value], in_dts: list[np.dtype], out_dt: np.dtype) -> ir.Value:
         if prim == "convert":
             return self.convert(args[0], in_dts[0], out_dt)
         if prim == "select":
             return self.b.select(args[0], args[1], args[2])
+        if prim == "index_check":
+            return self.index_check(*args)
         dt = in_dts[0]
         if len(args) == 1:
             return self.unary(prim, args[0], dt, out_dt)
@@ -343,4 +354,7 @@ class OpLowering:
         raise UnsupportedOperationError(f"numpy.{prim} on {dt} is not supported by the CPU backend")
 
 
-STATUS_MESSAGES = {1: (ValueError, "Integers to negative integer powers are not allowed.")}
+STATUS_MESSAGES = {1: (ValueError, "Integers to negative integer powers are not allowed."),
+                   # A traced index outside its axis (fusion/dynamic.py's check kernel); NumPy's
+                   # wording, without the value, which the status word does not carry.
+                   2: (IndexError, "index is out of bounds for its axis (a traced index in compiled code)")}

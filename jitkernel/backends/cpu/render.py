@@ -101,6 +101,8 @@ class KernelRenderer:
         for atom, k in a.terms:
             if atom[0] == "i":
                 v = loops[atom[1]]
+            elif atom[0] == "val":  # a checked run-time start (fusion/dynamic.py)
+                v = b.load(self.value_ptrs[atom[1]], typ=I64)
             else:
                 inner = self.aff(b, atom[1], loops)
                 c = self.ival(b, atom[2])
@@ -335,7 +337,7 @@ class KernelRenderer:
         last = len(kernel.domain) - 1
         if not isinstance(v, Load) or self.acc_dtype(st) != v.dtype or v.offset.coef(last) != 1:
             return None
-        if any(atom[0] != "i" and last in atom[1].loop_vars() for atom, _ in v.offset.terms):
+        if any(atom[0] in ("div", "mod") and last in atom[1].loop_vars() for atom, _ in v.offset.terms):
             return None
 
         def address(b: ir.IRBuilder, base: ir.Value) -> ir.Value:
@@ -553,6 +555,7 @@ class KernelRenderer:
         ops = OpLowering(self.module, b, status, self.fastmath)
         env = {"bufs": dict(zip(used, fn.args)), "loops": [None] * max(len(p.domain) for p in phases),
                "allocas": allocas, "start": start, "end": end}
+        self.value_ptrs = env["bufs"]
         for bid, row_size in scratch.items():
             buf = self.kp.buffers[bid]
             env["bufs"][bid] = allocas.alloca(mem_type(buf.dtype), size=self.ival(allocas, row_size))

@@ -72,7 +72,7 @@ def _emit_kernel(r, b, kernel, ptrs, status, params, seg) -> None:
 
 def _init_carries(r, b, step: LoopStep, ptrs: dict) -> None:
     for c in step.carries:
-        if c.spare is None:
+        if c.spare is None and not c.in_place:
             _copy_value(r, b, ptrs[c.cur], ptrs[c.init], c.out)
         elif c.init != c.out:
             _copy_value(r, b, ptrs[c.out], ptrs[c.init], c.out)
@@ -81,7 +81,10 @@ def _init_carries(r, b, step: LoopStep, ptrs: dict) -> None:
 def _emit_loop(r, b: ir.IRBuilder, step: LoopStep, ptrs: dict, status, params, seg) -> None:
     fn = b.function
     arrays = [c for c in step.carries if c.spare is not None]
-    registers = [c for c in step.carries if c.spare is None]
+    registers = [c for c in step.carries if c.spare is None and not c.in_place]
+    for c in step.carries:
+        if c.in_place:  # updated in the output buffer itself: no second buffer, no swap
+            ptrs[c.cur] = ptrs[c.out]
     if step.kind == "fori":
         lo = _load_i64(r, b, ptrs[step.lower], r.kp.buffers[step.lower].dtype)
         hi = _load_i64(r, b, ptrs[step.upper], r.kp.buffers[step.upper].dtype)
