@@ -127,8 +127,8 @@ class Tracer:
             "Python `if`, `while`, `and`, `or`, `not` and bool() need concrete values. Use "
             "np.where(cond, a, b) (or jitkernel.numpy.where) to choose elementwise, or pass the value "
             "as a static argument (jk.jit(f, static_argnums=...) / static_argnames=...) so it is "
-            "known at trace time. Traced control flow (jitkernel.cond / while_loop / fori_loop / scan) "
-            "is not available yet.")
+            "known at trace time. For control flow on traced values use jk.lax.cond / jk.lax.switch "
+            "(branches), jk.lax.while_loop or jk.lax.fori_loop (loops) and jk.lax.scan.")
 
     def _argument_name(self) -> str | None:
         """The user's local name for this Tracer when it is an argument of the function."""
