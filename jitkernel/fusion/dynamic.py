@@ -132,6 +132,8 @@ def can_update_in_place(body: Program, x: Var, result: Var) -> bool:
         return False
     if sum(1 for o in body.outvars if o is result) != 1 or x in body.outvars:
         return False
+    if body.eqns.index(producer) != max(i for i, e in enumerate(body.eqns) if x in e.inputs):
+        return False  # something after the update reads the old value directly
     # Ancestors of the producer (what its other operands are computed from).
     anc: set[int] = set()
     need = {v for i, v in enumerate(producer.inputs) if i != k}
@@ -139,18 +141,36 @@ def can_update_in_place(body: Program, x: Var, result: Var) -> bool:
         if any(o in need for o in e.outputs):
             anc.add(id(e))
             need.update(e.inputs)
-    # Everything downstream of x, not through the producer.
+    # Everything downstream of x, not through the producer: each must be an ancestor (computed
+    # before the producer's step, in program order). Ancestors' results may be returned: a
+    # returned value is materialised when its equation runs, before the update.
     tainted = {x}
-    readers_of_x_value = False
     for e in body.eqns:
         if e is producer or not any(v in tainted for v in e.inputs):
             continue
         if id(e) not in anc:
             return False
-        readers_of_x_value = True
         tainted.update(e.outputs)
-    if any(o in tainted and o is not x for o in body.outvars):
-        return False
-    if producer.prim == UPDATE and readers_of_x_value and int(np.prod(window(producer))) != 1:
+    if producer.prim == UPDATE and int(np.prod(window(producer))) != 1 and _fused_reads(body, producer.inputs[1], x):
         return False
     return True
+
+
+def _fused_reads(body: Program, v: Var, x: Var) -> bool:
+    """Does the expression of `v` that fuses into the window kernel read x? (Walks through
+    elementwise and movement equations, which fuse; results of reductions, updates, loops and
+    library steps have buffers of their own, computed before.)"""
+    from ..ir import primitives
+    producer = {o: e for e in body.eqns for o in e.outputs}
+    stack, seen = [v], set()
+    while stack:
+        u = stack.pop()
+        if u is x:
+            return True
+        if u in seen or u not in producer:
+            continue
+        seen.add(u)
+        e = producer[u]
+        if e.prim == SLICE or primitives.get(e.prim).kind in ("elementwise", "movement"):
+            stack.extend(e.inputs)
+    return False

@@ -129,6 +129,12 @@ class CpuExecutable:
             dt = np.dtype(kp.buffers[bid].dtype.str)
             ns[f"dt{bid}"] = dt
             head.append(f"    b{bid} = arrays[{i}]")
+            if not kp.buffers[bid].shape:
+                # A NumPy scalar has no data pointer for a native segment to read (only 0-d
+                # inputs can be one: a loop bound, a carry passed as np.int64(3)).
+                ns["ndarray"] = np.ndarray
+                head.append(f"    if type(b{bid}) is not ndarray:")
+                head.append(f"        b{bid} = np.asarray(b{bid})")
             head.append(f"    if (b{bid}.dtype is not dt{bid} and b{bid}.dtype != dt{bid}) or not b{bid}.flags.c_contiguous:")
             head.append(f"        b{bid} = to_c(b{bid}, dt{bid})")
         for bid, c in kp.consts:
