@@ -243,6 +243,8 @@ def schedule_control(sched: Any, eqn: Eqn, n: int) -> list:
         index, operands = eqn.inputs[0], eqn.inputs[1:]
         outs = [buf[v] for v in eqn.outputs]
         branches = [sub_steps(sched, br, [buf[v] for v in operands], outs) for br in eqn.params["branches"]]
+        for j, br in enumerate(branches):
+            _prefix_names(br, f"k{n}_cond_b{j}_")
         return [BranchStep(f"k{n}_cond", buf[index], branches, outs, [buf[v] for v in operands], text)]
     if eqn.prim == "fori_loop":
         nconsts = eqn.params["nconsts"]
@@ -253,6 +255,7 @@ def schedule_control(sched: Any, eqn: Eqn, n: int) -> list:
         index = register_buffer(sched, body.invars[0].aval)
         ins = [index] + [buf[v] for v in consts] + [c.cur for c in carries]
         steps = sub_steps(sched, body, ins, [c.nxt for c in carries])
+        _prefix_names(steps, f"k{n}_fori_")
         return [LoopStep(f"k{n}_fori_loop", "fori", carries, steps, index=index, lower=buf[lower],
                          upper=buf[upper], graph_ops=text)]
     # while_loop
@@ -264,7 +267,16 @@ def schedule_control(sched: Any, eqn: Eqn, n: int) -> list:
     cond_out = register_buffer(sched, cond_prog.outvars[0].aval)
     cond = sub_steps(sched, cond_prog, [buf[v] for v in cconsts] + cur, [cond_out])
     body = sub_steps(sched, eqn.params["body"], [buf[v] for v in bconsts] + cur, [c.nxt for c in carries])
+    _prefix_names(cond, f"k{n}_while_c_")
+    _prefix_names(body, f"k{n}_while_")
     return [LoopStep(f"k{n}_while_loop", "while", carries, body, cond=cond, cond_out=cond_out, graph_ops=text)]
+
+
+def _prefix_names(steps: list, prefix: str) -> None:
+    """Kernels of sub-programs become functions of the same LLVM module: names must be unique
+    (nested steps were prefixed by their own loop already, so prefixing every step suffices)."""
+    for s in all_steps(steps):
+        s.name = prefix + s.name
 
 
 def sub_steps(parent: Any, program: Program, in_bufs: list[int], out_bufs: list[int]) -> list:
