@@ -62,3 +62,48 @@ def make_inputs(name: str, size: int, seed: int = 0) -> tuple:
     if name == "lcs":
         return (rng.integers(0, 4, size), rng.integers(0, 4, size))
     raise KeyError(name)
+
+
+# -- the same workloads with explicit scalar loops: the form a Numba user writes for speed -----
+
+def jacobi_2d_loops(A, B, T):
+    n = A.shape[0]
+    for t in range(T):
+        for i in range(1, n - 1):
+            for j in range(1, n - 1):
+                B[i, j] = 0.2 * (A[i, j] + A[i, j - 1] + A[i, j + 1] + A[i + 1, j] + A[i - 1, j])
+        for i in range(1, n - 1):
+            for j in range(1, n - 1):
+                A[i, j] = 0.2 * (B[i, j] + B[i, j - 1] + B[i, j + 1] + B[i + 1, j] + B[i - 1, j])
+    return A, B
+
+
+def trisolve_loops(L, b):
+    n = b.shape[0]
+    x = np.zeros_like(b)
+    for i in range(n):
+        s = b[i]
+        for j in range(i):
+            s -= L[i, j] * x[j]
+        x[i] = s / L[i, i]
+    return x
+
+
+def cholesky_loops(A):
+    n = A.shape[0]
+    L = np.zeros_like(A)
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        L[j, j] = np.sqrt(s)
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / L[j, j]
+    return L
+
+
+# Which as-written workload each loop form computes (same inputs, same result).
+LOOP_FORMS = {"jacobi_2d_loops": "jacobi_2d", "trisolve_loops": "trisolve", "cholesky_loops": "cholesky"}

@@ -479,3 +479,23 @@ def format_control(step: ControlStep, buffers: dict, indent: str, format_steps: 
     lines.append(f"{indent}  body:")
     lines += format_steps(step.body, buffers, inner)
     return lines
+
+
+# -- work estimate (runtime.py: long calls run on a worker thread, interruptibly) -------------
+
+# Work units one trip costs besides its kernels (the loop's own branch, index and swaps).
+TRIP_WORK = 4
+
+
+def control_work(step: ControlStep, consts: dict, kernel_work: Any, unknown: int) -> int:
+    """A loop's work: trip count times its body's when the bounds are constants, else `unknown`
+    (a while loop, or bounds read from arguments); a branch: its largest branch."""
+    def steps_work(steps: list) -> int:
+        return sum(kernel_work(s, consts) for s in steps)
+
+    if isinstance(step, BranchStep):
+        return max((steps_work(br) for br in step.branches), default=0)
+    if step.kind != "fori" or step.lower not in consts or step.upper not in consts:
+        return unknown
+    trips = max(int(consts[step.upper]) - int(consts[step.lower]), 0)
+    return trips * (TRIP_WORK + steps_work(step.body))

@@ -27,7 +27,7 @@ import numpy as np
 
 from ...config import config
 from ...fusion.kernel_ir import Compute, KernelProgram, LibraryCall, RowKernel
-from ...fusion.loops import is_control
+from ...fusion.loops import control_work, is_control
 from ...ir.primitives import dot_general_numpy
 from .control_flow import library_impl
 from .ops import STATUS_MESSAGES
@@ -232,12 +232,12 @@ def _library_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict) -> li
     return lines
 
 
-def _kernel_work(kernel) -> int:
+def _kernel_work(kernel, consts: dict | None = None) -> int:
     """Elements of the loop nest times (1 + distinct expression nodes): a rough time estimate."""
     if is_control(kernel):
-        # A native loop's trip count is a run-time value: count it as long, so that the call runs
-        # on a worker thread and the caller can still be interrupted (Ctrl-C).
-        return LONG_WORK
+        # A loop whose trip count is not a constant counts as long, so that the call runs on a
+        # worker thread and the caller can still be interrupted (Ctrl-C).
+        return control_work(kernel, consts or {}, _kernel_work, LONG_WORK)
     phases = kernel.phases if isinstance(kernel, RowKernel) else [kernel]
     total = 0
     for phase in phases:
@@ -262,7 +262,8 @@ def _segment_work(kp: KernelProgram, seg: Segment) -> int:
     concrete = kp.steps[seg.step_index: seg.step_index + len(seg.kernels)] if seg.step_index >= 0 else []
     kernels = concrete if len(concrete) == len(seg.kernels) and not any(
         isinstance(k, LibraryCall) for k in concrete) else seg.kernels
-    return sum(_kernel_work(k) for k in kernels)
+    consts = {bid: value for bid, value in kp.consts}
+    return sum(_kernel_work(k, consts) for k in kernels)
 
 
 def _chunks(outer: int, n: int) -> tuple[tuple[int, int], ...]:

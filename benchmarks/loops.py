@@ -1,0 +1,235 @@
+"""Loops that stay loops (issue 8, item 6): a 2-D Jacobi stencil time loop (PolyBench jacobi-2d),
+a triangular solve and a Cholesky factorisation written with loops and slices, and a scalar
+dynamic-programming loop (longest common subsequence: nested `for` with an `if` on array values),
+side by side:
+
+  numpy         the as-written functions of benchmarks/loops_kernels.py run by NumPy (Python
+                loops over NumPy slices; for the DP, NumPy-in-Python scalar loops)
+  jk-lax        jitkernel, the same algorithm written with jk.lax.fori_loop (native loops)
+  jk-as-written jitkernel on the as-written function (needs helpers `inplace` and `autograph`;
+                skipped with the error while it raises)
+  numba         numba.njit of the as-written function; numba-loops: of the explicit-loop form
+                (run in another interpreter: Numba pins its own llvmlite)
+
+    .venv/bin/python -m benchmarks.loops --peer-python /path/to/venv-with-numba/bin/python
+    .venv/bin/python -m benchmarks.loops --quick --repeat 3
+
+Reports medians, ratios to jk-lax, and the first-call time (trace + compile + one run) of each.
+`--json PATH` and `--text PATH` keep the results (benchmarks/results/loops.{json,txt}).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Callable
+
+if __package__ in (None, ""):
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+os.environ.setdefault("JITKERNEL_CACHE_DIR", tempfile.mkdtemp(prefix="jk-loops-bench-"))  # first calls compile
+
+import numpy as np  # noqa: E402
+
+import jitkernel as jk  # noqa: E402
+from benchmarks import loops_kernels as K  # noqa: E402
+from jitkernel.numpy._dynamic import dynamic_update  # noqa: E402
+
+lax = jk.lax
+
+SIZES = {"jacobi_2d": (512, 100), "trisolve": 2000, "cholesky": 400, "lcs": 1000}
+QUICK = {"jacobi_2d": (128, 20), "trisolve": 300, "cholesky": 100, "lcs": 200}
+INTERIOR = (slice(1, -1), slice(1, -1))
+
+
+# -- the jk.lax forms (same algorithms, functional updates) -----------------------------------
+
+def jacobi_2d_lax(A, B, T):
+    def step(t, AB):
+        A, B = AB
+        B = dynamic_update(B, INTERIOR, 0.2 * (A[1:-1, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:] + A[2:, 1:-1] + A[:-2, 1:-1]))
+        A = dynamic_update(A, INTERIOR, 0.2 * (B[1:-1, 1:-1] + B[1:-1, :-2] + B[1:-1, 2:] + B[2:, 1:-1] + B[:-2, 1:-1]))
+        return A, B
+    return lax.fori_loop(0, T, step, (A, B))
+
+
+def trisolve_lax(L, b):
+    # x[j] is still 0 for j >= i, so the whole row's dot product is the one over j < i
+    # (a slice of length i needs symbolic dimensions, docs/architecture.md).
+    def row(i, x):
+        return dynamic_update(x, (i,), (b[i] - (L[i, :] * x).sum()) / L[i, i])
+    return lax.fori_loop(0, b.shape[0], row, np.zeros_like(b))
+
+
+def cholesky_lax(A):
+    n = A.shape[0]
+    rows = np.arange(n)
+
+    def column(j, L):
+        Lj = L[j, :]  # entries k < j are known, the rest still 0
+        d = np.sqrt(A[j, j] - (Lj * Lj).sum())
+        below = (A[:, j] - (L * Lj).sum(axis=1)) / d
+        return dynamic_update(L, (slice(None), j), np.where(rows > j, below, np.where(rows == j, d, 0.0)))
+    return lax.fori_loop(0, n, column, np.zeros_like(A))
+
+
+def lcs_lax(a, b):
+    n, m = a.shape[0], b.shape[0]
+
+    def row(i, D):
+        def cell(j, D):
+            v = np.where(a[i] == b[j], D[i, j] + 1, np.maximum(D[i, j + 1], D[i + 1, j]))
+            return dynamic_update(D, (i + 1, j + 1), v)
+        return lax.fori_loop(0, m, cell, D)
+    return lax.fori_loop(0, n, row, np.zeros((n + 1, m + 1), np.int64))[n, m]
+
+
+LAX = {"jacobi_2d": (jacobi_2d_lax, (2,)), "trisolve": (trisolve_lax, ()), "cholesky": (cholesky_lax, ()),
+       "lcs": (lcs_lax, ())}
+STATIC = {"jacobi_2d": (2,)}
+
+
+# -- timing ------------------------------------------------------------------------------------
+
+def _time(fn: Callable, name: str, size: Any, repeat: int) -> dict:
+    """First call (fresh inputs; includes tracing and compiling for jitkernel) and `repeat`
+    timed calls, each on fresh inputs (the as-written functions write into them)."""
+    t0 = time.perf_counter()
+    result = fn(*K.make_inputs(name, size))
+    first = time.perf_counter() - t0
+    samples = []
+    for _ in range(repeat):
+        inputs = K.make_inputs(name, size)
+        t0 = time.perf_counter()
+        fn(*inputs)
+        samples.append(time.perf_counter() - t0)
+    return {"first_call_s": first, "samples_s": samples, "result": result}
+
+
+def _check(name: str, got: Any, want: Any) -> None:
+    got = got if isinstance(got, tuple) else (got,)
+    want = want if isinstance(want, tuple) else (want,)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-9, atol=1e-9, err_msg=name)
+
+
+def run_jitkernel(names: list[str], sizes: dict, repeat: int) -> dict:
+    out: dict = {}
+    for name in names:
+        size = sizes[name]
+        row: dict = {}
+        ref = getattr(K, name)(*K.make_inputs(name, size))  # NumPy's answer
+        fn, static = LAX[name]
+        lax_fn = jk.jit(fn, static_argnums=static, disk_cache=False)
+        r = _time(lax_fn, name, size, repeat)
+        _check(name, r.pop("result"), ref)
+        row["jk-lax"] = r
+        try:
+            written = jk.jit(getattr(K, name), static_argnums=static, disk_cache=False)
+            r = _time(written, name, size, repeat)
+            _check(name, r.pop("result"), ref)
+            row["jk-as-written"] = r
+        except Exception as e:  # noqa: BLE001 - reported as the reason for the skip
+            row["jk-as-written"] = {"skipped": f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"}
+        numpy_repeat = repeat if name != "lcs" else max(1, min(repeat, 3))  # Python loops: slow
+        r = _time(getattr(K, name), name, size, numpy_repeat)
+        r.pop("result")
+        row["numpy"] = r
+        out[name] = row
+    return out
+
+
+def run_numba(python: str | None, names: list[str], sizes: dict, repeat: int) -> dict:
+    """numba and numba-loops rows from the peer interpreter, or the reason they are missing."""
+    if not python:
+        return {n: {"numba": {"skipped": "no --peer-python (a Python with numba)"}} for n in names}
+    loop_forms = {f: w for f, w in K.LOOP_FORMS.items() if w in names}
+    request = {n: sizes[n] for n in names} | {f: sizes[w] for f, w in loop_forms.items()}
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "loops_numba.py")
+    try:
+        proc = subprocess.run([python, script, "--sizes", json.dumps(request), "--repeat", str(repeat)],
+                              capture_output=True, text=True, timeout=1800)
+        data = json.loads(proc.stdout.strip().splitlines()[-1])
+    except Exception as e:  # noqa: BLE001
+        return {n: {"numba": {"skipped": f"peer failed: {e}"}} for n in names}
+    if "_error" in data:
+        return {n: {"numba": {"skipped": data["_error"]}} for n in names}
+    out: dict = {n: {"numba": data.get(n, {"skipped": "not run"})} for n in names}
+    for f, w in loop_forms.items():
+        out[w]["numba-loops"] = data.get(f, {"skipped": "not run"})
+    out["_numba_version"] = data.get("_version")
+    return out
+
+
+# -- report ------------------------------------------------------------------------------------
+
+ORDER = ["numpy", "jk-lax", "jk-as-written", "numba", "numba-loops"]
+
+
+def _median(r: dict) -> float | None:
+    return statistics.median(r["samples_s"]) if "samples_s" in r else None
+
+
+def report(results: dict, sizes: dict, header: str) -> str:
+    lines = [header, "", f"{'workload':<24}{'impl':<15}{'median':>12}{'first call':>12}{'x vs jk-lax':>13}  note"]
+    for name, row in results.items():
+        if name.startswith("_"):
+            continue
+        base = _median(row.get("jk-lax", {}))
+        for impl in ORDER:
+            if impl not in row:
+                continue
+            r = row[impl]
+            med = _median(r)
+            label = f"{name} {sizes[name]}".replace(" ", "") if impl == ORDER[0] else ""
+            if med is None:
+                lines.append(f"{label:<24}{impl:<15}{'-':>12}{'-':>12}{'-':>13}  skipped: {r.get('skipped')}")
+                continue
+            ratio = f"{med / base:.2f}" if base else "-"
+            lines.append(f"{label:<24}{impl:<15}{med * 1e3:>10.3f}ms{r['first_call_s']:>11.3f}s{ratio:>13}")
+        lines.append("")
+    lines.append("x vs jk-lax: the implementation's median over jk-lax's (above 1: jitkernel is faster).")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workloads", default=",".join(SIZES), help="comma-separated: " + ",".join(SIZES))
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    ap.add_argument("--peer-python", default=os.environ.get("JITKERNEL_PEER_PYTHON"),
+                    help="a Python interpreter with numba installed (default: $JITKERNEL_PEER_PYTHON)")
+    ap.add_argument("--json", help="write the results as JSON")
+    ap.add_argument("--text", help="write the table")
+    args = ap.parse_args(argv)
+    names = [n for n in args.workloads.split(",") if n]
+    sizes = QUICK if args.quick else SIZES
+    results = run_jitkernel(names, sizes, args.repeat)
+    for name, rows in run_numba(args.peer_python, names, sizes, args.repeat).items():
+        if name.startswith("_"):
+            results[name] = rows
+        else:
+            results[name].update(rows)
+    header = (f"benchmarks.loops{' QUICK' if args.quick else ''}: {platform.processor() or platform.machine()}, "
+              f"{os.cpu_count()} CPUs, jk.config.threads={jk.config.threads}, numpy {np.__version__}, "
+              f"numba {results.get('_numba_version')}, repeat {args.repeat}")
+    text = report(results, sizes, header)
+    print(text)
+    if args.text:
+        with open(args.text, "w") as f:
+            f.write(text + "\n")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"header": header, "sizes": {k: sizes[k] for k in names}, "results": results}, f, indent=1,
+                      default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
