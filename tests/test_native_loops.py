@@ -306,3 +306,164 @@ def test_fori_random_affine_updates(lo, n, shape, dtype, seed):
         xr, sr = xr * a + b + dtype(i), sr + float((xr * xr).sum())
     np.testing.assert_allclose(got[0], xr, rtol=1e-5)
     np.testing.assert_allclose(got[1], sr, rtol=1e-5)
+
+
+# -- through jk.lax: traced indices in native loops --------------------------------------------
+
+from jitkernel.numpy._dynamic import dynamic_update  # noqa: E402
+
+BACKENDS = ["cpu", "interpret"]
+
+
+def _lcs_lax(a, b):
+    n, m = a.shape[0], b.shape[0]
+
+    def row(i, D):
+        def cell(j, D):
+            v = np.where(a[i] == b[j], D[i, j] + 1, np.maximum(D[i, j + 1], D[i + 1, j]))
+            return dynamic_update(D, (i + 1, j + 1), v)
+        return jk.lax.fori_loop(0, m, cell, D)
+    return jk.lax.fori_loop(0, n, row, np.zeros((n + 1, m + 1), np.int64))
+
+
+def _lcs_numpy(a, b):
+    n, m = len(a), len(b)
+    D = np.zeros((n + 1, m + 1), np.int64)
+    for i in range(n):
+        for j in range(m):
+            D[i + 1, j + 1] = D[i, j] + 1 if a[i] == b[j] else max(D[i, j + 1], D[i + 1, j])
+    return D
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("n,m", [(1, 1), (2, 1), (7, 5), (20, 31)])
+def test_dynamic_programming_table(backend, n, m):
+    rng = np.random.default_rng(n * 100 + m)
+    a, b = rng.integers(0, 3, n), rng.integers(0, 3, m)
+    got = jk.jit(_lcs_lax, backend=backend)(a, b)
+    np.testing.assert_array_equal(got, _lcs_numpy(a, b))
+
+
+def test_dynamic_programming_is_native_and_in_place():
+    a, b = np.arange(5) % 3, np.arange(6) % 2
+    text = jk.jit(_lcs_lax).lower(a, b).as_text("kernels")
+    assert text.count("[native]") == 2  # both loops
+    assert text.count("in place") == 2  # the table is never copied per cell
+    assert "library" not in text
+
+
+def _trisolve_lax(L, b):
+    def row(i, x):
+        return dynamic_update(x, (i,), (b[i] - (L[i, :] * x).sum()) / L[i, i])
+    return jk.lax.fori_loop(0, b.shape[0], row, np.zeros_like(b))
+
+
+def _jacobi_lax(A, B, T):
+    inner = (slice(1, -1), slice(1, -1))
+
+    def step(t, AB):
+        A, B = AB
+        B = dynamic_update(B, inner, 0.2 * (A[1:-1, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:] + A[2:, 1:-1] + A[:-2, 1:-1]))
+        A = dynamic_update(A, inner, 0.2 * (B[1:-1, 1:-1] + B[1:-1, :-2] + B[1:-1, 2:] + B[2:, 1:-1] + B[:-2, 1:-1]))
+        return A, B
+    return jk.lax.fori_loop(0, T, step, (A, B))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_triangular_solve(backend):
+    rng = np.random.default_rng(1)
+    L = np.tril(rng.uniform(-1, 1, (9, 9))) + 9 * np.eye(9)
+    b = rng.uniform(-1, 1, 9)
+    x = jk.jit(_trisolve_lax, backend=backend)(L, b)
+    np.testing.assert_allclose(L @ x, b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("T", [0, 1, 2, 5])
+def test_jacobi_stencil(backend, T):
+    n = 9
+    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    A, B = (i * (j + 2) + 2.0) / n, (i * (j + 3) + 3.0) / n
+    got = jk.jit(_jacobi_lax, static_argnums=2, backend=backend)(A, B, T)
+    Ar, Br = A.copy(), B.copy()
+    for _ in range(T):
+        Br[1:-1, 1:-1] = 0.2 * (Ar[1:-1, 1:-1] + Ar[1:-1, :-2] + Ar[1:-1, 2:] + Ar[2:, 1:-1] + Ar[:-2, 1:-1])
+        Ar[1:-1, 1:-1] = 0.2 * (Br[1:-1, 1:-1] + Br[1:-1, :-2] + Br[1:-1, 2:] + Br[2:, 1:-1] + Br[:-2, 1:-1])
+    np.testing.assert_array_equal(got[0], Ar)  # same operations in the same order: bit-equal
+    np.testing.assert_array_equal(got[1], Br)
+
+
+def test_stencil_carries_are_updated_in_place_in_one_native_loop():
+    A = np.ones((6, 6))
+    lowered = jk.jit(_jacobi_lax, static_argnums=2).lower(A, A, 3)
+    text = lowered.as_text("kernels")
+    assert text.count("in place") == 2 and "update_copy" not in text and "[native]" in text
+
+
+def test_compile_is_independent_of_a_static_trip_count():
+    # The trip count is a constant operand of one loop step: the kernels (and so the LLVM module,
+    # but for that constant) are the same for 10 and for 10,000 iterations.
+    A = np.ones((6, 6))
+    texts = [jk.jit(_jacobi_lax, static_argnums=2).lower(A, A, T).as_text("kernels") for T in (10, 10_000)]
+    assert texts[0] == texts[1]
+    llvm = [jk.jit(_jacobi_lax, static_argnums=2).lower(A, A, T).as_text("llvm") for T in (10, 10_000)]
+    assert abs(len(llvm[0]) - len(llvm[1])) < 200
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_out_of_bounds_traced_index_raises_index_error(backend):
+    a = np.arange(5.0)
+    f = jk.jit(lambda a, k: jk.lax.fori_loop(0, 4, lambda i, acc: acc + a[i * k], 0.0), backend=backend)
+    assert float(f(a, 1)) == 6.0
+    assert float(f(a, -1)) == a[0] + a[-1] + a[-2] + a[-3]  # negative indices wrap, as NumPy's
+    with pytest.raises(IndexError):
+        f(a, 2)  # a[6]
+    with pytest.raises(IndexError):
+        f(a, -2)  # a[-6]
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 6), trips=st.integers(0, 5), k=st.integers(-3, 3), o=st.integers(-7, 7))
+def test_random_traced_indices_agree_with_numpy(n, trips, k, o):
+    """a[i*k + o] in a native loop: the value NumPy reads, or IndexError exactly when NumPy raises."""
+    a = np.arange(1.0, n + 1)
+    f = jk.jit(lambda a, k, o: jk.lax.fori_loop(0, trips, lambda i, acc: acc * 0.5 + a[i * k + o], 0.0))
+    try:
+        want = 0.0
+        for i in range(trips):
+            want = want * 0.5 + a[i * k + o]
+    except IndexError:
+        with pytest.raises(IndexError):
+            f(a, k, o)
+        return
+    assert float(f(a, k, o)) == want
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_branch_on_array_values_inside_a_loop(backend):
+    x = np.array([3.0, -1.0, 4.0, 1.0, -5.0, 9.0, 2.0])
+
+    def f(x):
+        def body(i, best):
+            return jk.lax.cond(x[i] > best, lambda b: b * 0.5 + x[i], lambda b: b - 1.0, best)
+        return jk.lax.fori_loop(0, x.shape[0], body, 0.0)
+    b = 0.0
+    for v in x:
+        b = b * 0.5 + v if v > b else b - 1.0
+    assert float(jk.jit(f, backend=backend)(x)) == b
+    if backend == "cpu":
+        text = jk.jit(f).lower(x).as_text("kernels")
+        assert "branch" in text and text.count("[native]") == 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_while_loop_with_array_carry(backend):
+    def f(x):
+        return jk.lax.while_loop(lambda c: c[1].sum() < 100.0, lambda c: (c[0] + 1, c[1] * 2.0 + 1.0), (0, x))
+    x = np.array([0.5, 1.0, 2.0])
+    k, y = jk.jit(f, backend=backend)(x)
+    kr, yr = 0, x.copy()
+    while yr.sum() < 100.0:
+        kr, yr = kr + 1, yr * 2.0 + 1.0
+    assert int(k) == kr
+    np.testing.assert_array_equal(y, yr)

@@ -70,7 +70,11 @@ def emit_checks(sched: Any, eqn: Eqn, steps: list) -> None:
         if value.dtype != INT64:
             value = Compute("convert", (value,), (), INT64)
         checked = Compute("index_check", (value, Literal(int(n), INT64), Literal(int(limit), INT64)), (), INT64)
-        bid = sched.new_buffer(AType((), INT64), "temp")
+        # Role "check": a 0-d temporary that dead-store removal never drops, because the check
+        # has an effect (the status flag) even where nothing reads the start any more (a size-1
+        # axis, whose index maps are 0). Inside a loop body it becomes a register (loops.py);
+        # at the top level it is memory: its readers may be in another native segment.
+        bid = sched.new_buffer(AType((), INT64), "check")
         stores.append(Store(bid, ix.const(0), checked))
         offsets.append(ix.Aff(((("val", bid, 0, max(limit, 0)), 1),), 0))
     if stores:

@@ -323,7 +323,7 @@ def sub_steps(parent: Any, program: Program, in_bufs: list[int], out_bufs: list[
     for bid, b in kp.buffers.items():
         if bid in keep:
             continue
-        if bid >= first_new and b.role == "temp" and int(np.prod(b.shape, dtype=np.int64)) == 1 and not b.shape:
+        if bid >= first_new and b.role in ("temp", "check") and not b.shape:
             b = replace(b, role="register")  # a body's 0-d temporary lives in a register
         parent.buffers[bid] = b
     steps = kp.steps

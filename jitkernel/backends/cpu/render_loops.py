@@ -161,11 +161,10 @@ def _emit_branch(r, b: ir.IRBuilder, step: BranchStep, ptrs: dict, status, param
 
 
 def register_slots(r, allocas: ir.IRBuilder, steps: list, ptrs: dict) -> None:
-    """A stack slot for every register buffer of the segment's control steps."""
+    """A stack slot for every register buffer of the segment's steps (loop carries and indices,
+    checked dynamic starts)."""
     from ...fusion.loops import touched_buffers
     for step in steps:
-        if not is_control(step):
-            continue
         for bid in sorted(touched_buffers(step)):
             buf = r.kp.buffers[bid]
             if buf.role == "register" and bid not in ptrs:

@@ -141,7 +141,7 @@ class CpuExecutable:
             ns[f"b{bid}"] = np.array(c, order="C")
         library_outputs = {b for st in steps if isinstance(st, LibraryCall) for b in st.outputs}
         for b in kp.buffers.values():
-            if b.role in ("temp", "output") and b.id not in library_outputs:
+            if b.role in ("temp", "output", "check") and b.id not in library_outputs:
                 ns[f"shape{b.id}"], ns[f"dt{b.id}"] = b.shape, b.dtype
                 head.append(f"    b{b.id} = last[{b.id}]")
                 head.append(f"    if b{b.id} is None or getrefcount(b{b.id}) != FREE:")
