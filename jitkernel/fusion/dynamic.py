@@ -67,6 +67,10 @@ def emit_checks(sched: Any, eqn: Eqn, steps: list) -> None:
             offsets.append(ix.const(w))
             continue
         value = sched.expr(s, (), (), {}, ops)
+        proved = _proved_offset(sched, value, limit)
+        if proved is not None:
+            offsets.append(proved)
+            continue
         if value.dtype != INT64:
             value = Compute("convert", (value,), (), INT64)
         checked = Compute("index_check", (value, Literal(int(n), INT64), Literal(int(limit), INT64)), (), INT64)
@@ -80,6 +84,45 @@ def emit_checks(sched: Any, eqn: Eqn, steps: list) -> None:
     if stores:
         steps.append(sched._kernel(f"k{len(steps)}_index_check", (), 0, stores, ops))
     sched.checked[id(eqn)] = offsets
+
+
+def _affine_of(sched: Any, nd: Any) -> tuple[int, int, int] | None:
+    """(buffer, c, (lo, hi)) when `nd` is `buffer[0] + c` for a 0-d int64 buffer of known range."""
+    from .kernel_ir import Load
+    if isinstance(nd, Load) and nd.dtype == INT64 and not nd.offset.terms and nd.buffer in sched.ranges:
+        return nd.buffer, 0, sched.ranges[nd.buffer]
+    if isinstance(nd, Compute) and nd.prim in ("add", "subtract") and nd.dtype == INT64 and len(nd.args) == 2:
+        a, b = nd.args
+        if nd.prim == "add" and isinstance(a, Literal):
+            a, b = b, a
+        inner = _affine_of(sched, a)
+        if inner is not None and isinstance(b, Literal):
+            c = int(b.value) if nd.prim == "add" else -int(b.value)
+            return inner[0], inner[1] + c, inner[2]
+    return None
+
+
+def note_ranges(sched: Any, stores: list) -> None:
+    """A 0-d int64 value `i + c` stored by a scalar kernel (a loop body's `i + 1`, passed to an
+    inner loop) has i's range shifted by c."""
+    for st in stores:
+        if st.reduce is None and not st.offset.terms and sched.buffers[st.buffer].dtype == INT64:
+            form = _affine_of(sched, st.value)
+            if form is not None:
+                _, c, (lo, hi) = form
+                sched.ranges[st.buffer] = (lo + c, hi + c)
+
+
+def _proved_offset(sched: Any, value: Any, limit: int) -> ix.Aff | None:
+    """A start `i + c` (i a loop index with constant bounds) that lies in [0, limit] for every
+    value of i: its offset reads the index directly, with no check (the common `D[i + 1, j]`)."""
+    form = _affine_of(sched, value)
+    if form is None:
+        return None
+    bid, c, (lo, hi) = form
+    if lo + c < 0 or hi + c > limit:
+        return None
+    return ix.Aff(((("val", bid, lo, hi), 1),), c)
 
 
 def slice_source(sched: Any, eqn: Eqn, index: tuple) -> tuple:

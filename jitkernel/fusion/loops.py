@@ -245,6 +245,8 @@ def schedule_control(sched: Any, eqn: Eqn, n: int) -> list:
         branches = [sub_steps(sched, br, [buf[v] for v in operands], outs) for br in eqn.params["branches"]]
         for j, br in enumerate(branches):
             _prefix_names(br, f"k{n}_cond_b{j}_")
+        for b in outs:  # several branches write these: a range proved in one is no proof
+            sched.ranges.pop(b, None)
         return [BranchStep(f"k{n}_cond", buf[index], branches, outs, [buf[v] for v in operands], text)]
     if eqn.prim == "fori_loop":
         nconsts = eqn.params["nconsts"]
@@ -253,6 +255,10 @@ def schedule_control(sched: Any, eqn: Eqn, n: int) -> list:
         body: Program = eqn.params["body"]
         carries = _carries(sched, init, eqn.outputs, body, 1 + nconsts)
         index = register_buffer(sched, body.invars[0].aval)
+        if sched._is_literal(lower) and sched._is_literal(upper):
+            lo, hi = (int(sched.const_value[v].reshape(()).item()) for v in (lower, upper))
+            if hi > lo:
+                sched.ranges[index] = (lo, hi - 1)
         ins = [index] + [buf[v] for v in consts] + [c.cur for c in carries]
         steps = sub_steps(sched, body, ins, [c.nxt for c in carries])
         _prefix_names(steps, f"k{n}_fori_")
@@ -287,7 +293,8 @@ def sub_steps(parent: Any, program: Program, in_bufs: list[int], out_bufs: list[
     from .split import split_large_kernels
     from .kernel_ir import KernelProgram
 
-    sub = _Scheduler(hoist_loop_invariants(program), buffers=parent.buffers, const_sink=parent.const_sink)
+    sub = _Scheduler(hoist_loop_invariants(program), buffers=parent.buffers, const_sink=parent.const_sink,
+                     ranges=parent.ranges)
     program = sub.program
     first_new = len(parent.buffers)
     mat = sub.materialized()

@@ -73,7 +73,8 @@ def _op_cost(eqn: Eqn) -> int:
 
 
 class _Scheduler:
-    def __init__(self, program: Program, buffers: dict | None = None, const_sink: list | None = None) -> None:
+    def __init__(self, program: Program, buffers: dict | None = None, const_sink: list | None = None,
+                 ranges: dict | None = None) -> None:
         self.program = program
         self.producer: dict[Var, Eqn] = program.producers()
         self.eqn_index = {id(e): i for i, e in enumerate(program.eqns)}
@@ -82,6 +83,9 @@ class _Scheduler:
         # A loop body's scheduler shares the enclosing program's buffer table and constants.
         self.buffers: dict[int, Buffer] = {} if buffers is None else buffers
         self.const_sink: list = [] if const_sink is None else const_sink
+        # 0-d int64 buffers with a known value range (the index of a loop with constant bounds):
+        # dynamic starts proved in bounds need no check (fusion/dynamic.py).
+        self.ranges: dict[int, tuple[int, int]] = {} if ranges is None else ranges
         self.buf_of: dict[Var, int] = {}
         self.checked: dict[int, list] = {}  # id(dynamic eqn) -> start offsets (fusion/dynamic.py)
 
@@ -238,6 +242,8 @@ class _Scheduler:
         return f"{e.prim}->{e.outputs[0].aval}"
 
     def _kernel(self, name: str, domain: tuple[int, ...], n_reduce: int, stores: list[Store], ops: set[int]) -> Kernel:
+        if not domain and self.ranges:
+            dynamic.note_ranges(self, stores)
         return Kernel(name, tuple(domain), n_reduce, stores, [self._eqn_text(i) for i in sorted(ops)])
 
     def build(self) -> KernelProgram:

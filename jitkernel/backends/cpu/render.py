@@ -683,6 +683,7 @@ class KernelRenderer:
         rest = list(fn.args[len(seg.buffers):])
         start, end = (rest.pop(0), rest.pop(0)) if seg.parallel else (None, None)
         status = rest.pop(0)
+        status.add_attribute("noalias")  # a ctypes word of its own: no array aliases it
         params = rest.pop(0) if self.has_params else ir.Constant(PTR, None)
         self.params = params
         b = ir.IRBuilder(fn.append_basic_block("entry"))
