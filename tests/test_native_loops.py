@@ -467,3 +467,21 @@ def test_while_loop_with_array_carry(backend):
         kr, yr = kr + 1, yr * 2.0 + 1.0
     assert int(k) == kr
     np.testing.assert_array_equal(y, yr)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 6), lo=st.integers(-8, 6), trips=st.integers(0, 6), c=st.integers(-7, 7))
+def test_index_ranges_proved_from_static_bounds(n, lo, trips, c):
+    """a[i + c] with constant loop bounds: the check is left out only where the bounds prove it
+    (fusion/dynamic.py); at the edges NumPy's wrap and IndexError still apply."""
+    a = np.arange(1.0, n + 1)
+    f = jk.jit(lambda a: jk.lax.fori_loop(lo, lo + trips, lambda i, acc: acc * 0.5 + a[i + c], 0.0))
+    try:
+        want = 0.0
+        for i in range(lo, lo + trips):
+            want = want * 0.5 + a[i + c]
+    except IndexError:
+        with pytest.raises(IndexError):
+            f(a)
+        return
+    assert float(f(a)) == want
