@@ -6,6 +6,8 @@ side by side:
   numpy         the as-written functions of benchmarks/loops_kernels.py run by NumPy (Python
                 loops over NumPy slices; for the DP, NumPy-in-Python scalar loops)
   jk-lax        jitkernel, the same algorithm written with jk.lax.fori_loop (native loops)
+  jk-lax-fastmath  the same with jk.jit(..., fastmath=True): reductions reassociated (vectorised)
+                instead of NumPy's pairwise order
   jk-as-written jitkernel on the as-written function (needs helpers `inplace` and `autograph`;
                 skipped with the error while it raises)
   numba         numba.njit of the as-written function; numba-loops: of the explicit-loop form
@@ -130,6 +132,14 @@ def run_jitkernel(names: list[str], sizes: dict, repeat: int) -> dict:
         r = _time(lax_fn, name, size, repeat)
         _check(name, r.pop("result"), ref)
         row["jk-lax"] = r
+        # fastmath: reductions may be reassociated (vectorised like BLAS or Numba), instead of
+        # following NumPy's pairwise order; results agree within rounding.
+        fast = jk.jit(fn, static_argnums=static, disk_cache=False, fastmath=True)
+        r = _time(fast, name, size, repeat)
+        got = r.pop("result")
+        np.testing.assert_allclose(np.asarray(got[0] if isinstance(got, tuple) else got),
+                                   np.asarray(ref[0] if isinstance(ref, tuple) else ref), rtol=1e-7, atol=1e-9)
+        row["jk-lax-fastmath"] = r
         try:
             written = jk.jit(getattr(K, name), static_argnums=static, disk_cache=False)
             r = _time(written, name, size, repeat)
@@ -169,7 +179,7 @@ def run_numba(python: str | None, names: list[str], sizes: dict, repeat: int) ->
 
 # -- report ------------------------------------------------------------------------------------
 
-ORDER = ["numpy", "jk-lax", "jk-as-written", "numba", "numba-loops"]
+ORDER = ["numpy", "jk-lax", "jk-lax-fastmath", "jk-as-written", "numba", "numba-loops"]
 
 
 def _median(r: dict) -> float | None:
