@@ -16,7 +16,9 @@ side by side:
     .venv/bin/python -m benchmarks.loops --peer-python /path/to/venv-with-numba/bin/python
     .venv/bin/python -m benchmarks.loops --quick --repeat 3
 
-Reports medians, ratios to jk-lax, and the first-call time (trace + compile + one run) of each.
+Implementations alternate round-robin per repetition (this machine's speed drifts over minutes),
+each call on fresh inputs. Reports medians, minima, ratios to jk-lax, and the first-call time
+(trace + compile + one run) of each.
 `--json PATH` and `--text PATH` keep the results (benchmarks/results/loops.{json,txt}).
 """
 from __future__ import annotations
@@ -94,87 +96,109 @@ def lcs_lax(a, b):
 
 LAX = {"jacobi_2d": (jacobi_2d_lax, (2,)), "trisolve": (trisolve_lax, ()), "cholesky": (cholesky_lax, ()),
        "lcs": (lcs_lax, ())}
-STATIC = {"jacobi_2d": (2,)}
 
 
-# -- timing ------------------------------------------------------------------------------------
+# -- timing: every implementation of a workload, round-robin per repetition -----------------
 
-def _time(fn: Callable, name: str, size: Any, repeat: int) -> dict:
-    """First call (fresh inputs; includes tracing and compiling for jitkernel) and `repeat`
-    timed calls, each on fresh inputs (the as-written functions write into them)."""
-    t0 = time.perf_counter()
-    result = fn(*K.make_inputs(name, size))
-    first = time.perf_counter() - t0
-    samples = []
-    for _ in range(repeat):
-        inputs = K.make_inputs(name, size)
-        t0 = time.perf_counter()
-        fn(*inputs)
-        samples.append(time.perf_counter() - t0)
-    return {"first_call_s": first, "samples_s": samples, "result": result}
+class _Local:
+    """An implementation run in this process (NumPy, or jitkernel: its first call compiles)."""
 
+    def __init__(self, fn: Callable, name: str, size: Any, check: Callable[[Any], None] | None) -> None:
+        self.fn, self.name, self.size, self.check = fn, name, size, check
 
-def _check(name: str, got: Any, want: Any) -> None:
-    got = got if isinstance(got, tuple) else (got,)
-    want = want if isinstance(want, tuple) else (want,)
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-9, atol=1e-9, err_msg=name)
-
-
-def run_jitkernel(names: list[str], sizes: dict, repeat: int) -> dict:
-    out: dict = {}
-    for name in names:
-        size = sizes[name]
-        row: dict = {}
-        ref = getattr(K, name)(*K.make_inputs(name, size))  # NumPy's answer
-        fn, static = LAX[name]
-        lax_fn = jk.jit(fn, static_argnums=static, disk_cache=False)
-        r = _time(lax_fn, name, size, repeat)
-        _check(name, r.pop("result"), ref)
-        row["jk-lax"] = r
-        # fastmath: reductions may be reassociated (vectorised like BLAS or Numba), instead of
-        # following NumPy's pairwise order; results agree within rounding.
-        fast = jk.jit(fn, static_argnums=static, disk_cache=False, fastmath=True)
-        r = _time(fast, name, size, repeat)
-        got = r.pop("result")
-        np.testing.assert_allclose(np.asarray(got[0] if isinstance(got, tuple) else got),
-                                   np.asarray(ref[0] if isinstance(ref, tuple) else ref), rtol=1e-7, atol=1e-9)
-        row["jk-lax-fastmath"] = r
+    def first(self) -> dict:
         try:
-            written = jk.jit(getattr(K, name), static_argnums=static, disk_cache=False)
-            r = _time(written, name, size, repeat)
-            _check(name, r.pop("result"), ref)
-            row["jk-as-written"] = r
+            inputs = K.make_inputs(self.name, self.size)
+            t0 = time.perf_counter()
+            result = self.fn(*inputs)
+            first = time.perf_counter() - t0
+            if self.check is not None:
+                self.check(result)
+            return {"first_call_s": first}
         except Exception as e:  # noqa: BLE001 - reported as the reason for the skip
-            row["jk-as-written"] = {"skipped": f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"}
-        numpy_repeat = repeat if name != "lcs" else max(1, min(repeat, 3))  # Python loops: slow
-        r = _time(getattr(K, name), name, size, numpy_repeat)
-        r.pop("result")
-        row["numpy"] = r
-        out[name] = row
-    return out
+            return {"skipped": f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"}
+
+    def once(self) -> float:
+        inputs = K.make_inputs(self.name, self.size)  # fresh: the as-written forms write into them
+        t0 = time.perf_counter()
+        self.fn(*inputs)
+        return time.perf_counter() - t0
 
 
-def run_numba(python: str | None, names: list[str], sizes: dict, repeat: int) -> dict:
-    """numba and numba-loops rows from the peer interpreter, or the reason they are missing."""
-    if not python:
-        return {n: {"numba": {"skipped": "no --peer-python (a Python with numba)"}} for n in names}
-    loop_forms = {f: w for f, w in K.LOOP_FORMS.items() if w in names}
-    request = {n: sizes[n] for n in names} | {f: sizes[w] for f, w in loop_forms.items()}
-    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "loops_numba.py")
-    try:
-        proc = subprocess.run([python, script, "--sizes", json.dumps(request), "--repeat", str(repeat)],
-                              capture_output=True, text=True, timeout=1800)
-        data = json.loads(proc.stdout.strip().splitlines()[-1])
-    except Exception as e:  # noqa: BLE001
-        return {n: {"numba": {"skipped": f"peer failed: {e}"}} for n in names}
-    if "_error" in data:
-        return {n: {"numba": {"skipped": data["_error"]}} for n in names}
-    out: dict = {n: {"numba": data.get(n, {"skipped": "not run"})} for n in names}
-    for f, w in loop_forms.items():
-        out[w]["numba-loops"] = data.get(f, {"skipped": "not run"})
-    out["_numba_version"] = data.get("_version")
-    return out
+class _Peer:
+    """The Numba server (benchmarks/loops_numba.py) in another interpreter."""
+
+    def __init__(self, python: str | None) -> None:
+        self.proc, self.version, self.error = None, None, None
+        if not python:
+            self.error = "no --peer-python (a Python with numba)"
+            return
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "loops_numba.py")
+        try:
+            self.proc = subprocess.Popen([python, script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                         text=True, bufsize=1)
+            hello = json.loads(self.proc.stdout.readline())
+        except Exception as e:  # noqa: BLE001
+            self.error, self.proc = f"peer failed to start: {e}", None
+            return
+        self.version, self.error = hello.get("version"), hello.get("error")
+
+    def ask(self, op: str, name: str, size: Any) -> dict:
+        self.proc.stdin.write(json.dumps({"op": op, "name": name, "size": size}) + "\n")
+        return json.loads(self.proc.stdout.readline())
+
+    def impl(self, name: str, size: Any) -> Any:
+        peer = self
+
+        class _Remote:
+            def first(self) -> dict:
+                return peer.ask("compile", name, size) if peer.proc else {"skipped": peer.error}
+
+            def once(self) -> float:
+                return peer.ask("time", name, size)["sample_s"]
+        return _Remote()
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+
+
+def _checker(name: str, want: Any, rtol: float) -> Callable[[Any], None]:
+    def check(got: Any) -> None:
+        g = got if isinstance(got, tuple) else (got,)
+        w = want if isinstance(want, tuple) else (want,)
+        for a, b in zip(g, w):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=1e-9, err_msg=name)
+    return check
+
+
+def run_workload(name: str, size: Any, repeat: int, peer: _Peer) -> dict:
+    """First call of each implementation, then `repeat` rounds in which each runs once."""
+    ref = getattr(K, name)(*K.make_inputs(name, size))  # NumPy's answer
+    fn, static = LAX[name]
+    impls = {
+        "numpy": _Local(getattr(K, name), name, size, None),
+        "jk-lax": _Local(jk.jit(fn, static_argnums=static, disk_cache=False), name, size, _checker(name, ref, 1e-9)),
+        # fastmath: reductions may be reassociated (vectorised, as BLAS and Numba sum) instead
+        # of following NumPy's pairwise order; results agree within rounding.
+        "jk-lax-fastmath": _Local(jk.jit(fn, static_argnums=static, disk_cache=False, fastmath=True), name, size,
+                                  _checker(name, ref, 1e-7)),
+        "jk-as-written": _Local(jk.jit(getattr(K, name), static_argnums=static, disk_cache=False), name, size,
+                                _checker(name, ref, 1e-9)),
+        "numba": peer.impl(name, size),
+    }
+    loop_form = {w: f for f, w in K.LOOP_FORMS.items()}.get(name)
+    if loop_form:
+        impls["numba-loops"] = peer.impl(loop_form, size)
+    row = {impl: r.first() for impl, r in impls.items()}
+    live = [impl for impl in impls if "skipped" not in row[impl]]
+    rounds = {impl: (repeat if impl != "numpy" or name != "lcs" else max(1, min(repeat, 3))) for impl in live}
+    for k in range(repeat):
+        for impl in live:
+            if k < rounds[impl]:
+                row[impl].setdefault("samples_s", []).append(impls[impl].once())
+    return row
 
 
 # -- report ------------------------------------------------------------------------------------
@@ -225,12 +249,12 @@ def main(argv: list[str] | None = None) -> int:
     # Process-wide one-time set-up (LLVM's targets, the pairwise-sum runtime) is not any
     # workload's first call: one small jitted loop takes it.
     jk.jit(lambda x: lax.fori_loop(0, 2, lambda i, s: s + x.sum(), 0.0), disk_cache=False)(np.ones(3))
-    results = run_jitkernel(names, sizes, args.repeat)
-    for name, rows in run_numba(args.peer_python, names, sizes, args.repeat).items():
-        if name.startswith("_"):
-            results[name] = rows
-        else:
-            results[name].update(rows)
+    peer = _Peer(args.peer_python)
+    try:
+        results: dict = {name: run_workload(name, sizes[name], args.repeat, peer) for name in names}
+    finally:
+        peer.close()
+    results["_numba_version"] = peer.version
     header = (f"benchmarks.loops{' QUICK' if args.quick else ''}: {platform.processor() or platform.machine()}, "
               f"{os.cpu_count()} CPUs, jk.config.threads={jk.config.threads}, numpy {np.__version__}, "
               f"numba {results.get('_numba_version')}, repeat {args.repeat}")
