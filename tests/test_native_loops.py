@@ -485,3 +485,26 @@ def test_index_ranges_proved_from_static_bounds(n, lo, trips, c):
             f(a)
         return
     assert float(f(a)) == want
+
+
+def test_loops_benchmark_smoke(tmp_path):
+    """benchmarks/loops.py runs and checks every jitkernel result against NumPy (no timing
+    assertions; the Numba peer is skipped when no interpreter with numba is named)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = tmp_path / "loops.json"
+    env = {k: v for k, v in os.environ.items() if k != "JITKERNEL_PEER_PYTHON"}
+    env["JITKERNEL_CACHE_DIR"] = str(tmp_path / "cache")
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.loops", "--quick", "--repeat", "1",
+                           "--workloads", "lcs,trisolve", "--json", str(out)],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(out.read_text())
+    for name in ("lcs", "trisolve"):
+        row = doc["results"][name]
+        for impl in ("numpy", "jk-lax", "jk-lax-fastmath"):
+            assert len(row[impl]["samples_s"]) == 1 and row[impl]["first_call_s"] > 0
+        assert "skipped" in row["numba"]
