@@ -508,3 +508,31 @@ def test_loops_benchmark_smoke(tmp_path):
         for impl in ("numpy", "jk-lax", "jk-lax-fastmath"):
             assert len(row[impl]["samples_s"]) == 1 and row[impl]["first_call_s"] > 0
         assert "skipped" in row["numba"]
+
+
+def _scan_fn(reverse):
+    def f(xs, c):
+        def step(carry, x):
+            s, m = carry
+            return (s * 0.5 + x.sum() * c, np.maximum(m, x)), x * s + 1.0
+        return jk.lax.scan(step, (0.0, np.full(xs.shape[1:], -np.inf)), xs, reverse=reverse)
+    return f
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("length", [0, 1, 5])
+def test_scan_runs_as_a_native_loop(backend, reverse, length):
+    xs = np.random.default_rng(length).standard_normal((length, 3))
+    (s, m), ys = jk.jit(_scan_fn(reverse), backend=backend)(xs, 2.0)
+    sr, mr, yr = 0.0, np.full(3, -np.inf), np.zeros((length, 3))
+    for t in (range(length - 1, -1, -1) if reverse else range(length)):  # NumPy, as the loop runs
+        x = xs[t]
+        yr[t] = x * sr + 1.0
+        sr, mr = sr * 0.5 + x.sum() * 2.0, np.maximum(mr, x)
+    np.testing.assert_array_equal(ys, yr)
+    np.testing.assert_array_equal(m, mr)
+    assert float(s) == sr
+    if backend == "cpu" and length:
+        text = jk.jit(_scan_fn(reverse)).lower(xs, 2.0).as_text("kernels")
+        assert "[native]" in text and "library" not in text and "in place" in text  # ys written in place

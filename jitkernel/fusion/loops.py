@@ -173,25 +173,25 @@ def sub_programs(eqn: Eqn) -> list[Program]:
     return []
 
 
-def native_ok(eqn: Eqn) -> bool:
+def native_ok(eqn: Eqn, kernel_prims: set[str] | None = None) -> bool:
     """Does every sub-program (recursively) fuse into kernels? Library steps and primitives
     without a kernel lowering (scan, data-dependent shapes) keep lax's Python-driven loop."""
     if eqn.prim not in CONTROL_FLOW:
         return False
     if eqn.prim == "fori_loop" and any(v.aval.ndim for v in eqn.inputs[:2]):
         return False
+    kernel_prims = _kernel_prims() if kernel_prims is None else kernel_prims
     for prog in sub_programs(eqn):
         for e in prog.eqns:
             if e.prim in CONTROL_FLOW:
-                if not native_ok(e):
+                if not native_ok(e, kernel_prims):
                     return False
-                continue
-            if e.prim not in _KERNEL_PRIMS():
+            elif e.prim not in kernel_prims:
                 return False
     return True
 
 
-def _KERNEL_PRIMS() -> set[str]:
+def _kernel_prims() -> set[str]:
     """Primitives the scheduler turns into kernels (elementwise, movement, reductions,
     concatenate, iota), plus those the kernel lowering of dynamic indices handles."""
     kinds = ("elementwise", "movement", "reduce")
@@ -506,3 +506,95 @@ def control_work(step: ControlStep, consts: dict, kernel_work: Any, unknown: int
         return unknown
     trips = max(int(consts[step.upper]) - int(consts[step.lower]), 0)
     return trips * (TRIP_WORK + steps_work(step.body))
+
+
+# -- scan as a native loop --------------------------------------------------------------------
+
+def scans_to_fori(program: Program) -> Program:
+    """Each `scan` whose body fuses into kernels becomes the equivalent `fori_loop` (recursively,
+    inside sub-programs too), so it runs as a native loop: the x slices are dynamic slices at
+    the trip index `t` (`length - 1 - i` when reversed), the ys are carries written with
+    dynamic_update_slice at `t`, in place. The interpreter keeps running `scan` itself.
+
+    >>> scans_to_fori(Program([], [], [], [], [])).eqns
+    []
+    """
+    if not any(e.prim == "scan" or e.prim in CONTROL_FLOW for e in program.eqns):
+        return program
+    eqns: list[Eqn] = []
+    consts: list[tuple[Var, Any]] = []
+    for eqn in program.eqns:
+        if eqn.prim in CONTROL_FLOW:
+            params = {k: (scans_to_fori(v) if isinstance(v, Program) else
+                          tuple(scans_to_fori(p) for p in v) if isinstance(v, tuple) and v and isinstance(v[0], Program)
+                          else v) for k, v in eqn.params.items()}
+            eqns.append(Eqn(eqn.prim, eqn.inputs, eqn.outputs, params))
+        elif eqn.prim == "scan":
+            fori, new_consts = _scan_as_fori(eqn)
+            eqns.append(fori)
+            consts += new_consts
+        else:
+            eqns.append(eqn)
+    return replace(program, eqns=eqns, constvars=program.constvars + [v for v, _ in consts],
+                   consts=program.consts + [c for _, c in consts])
+
+
+def _scan_as_fori(eqn: Eqn) -> tuple[Eqn, list[tuple[Var, Any]]]:
+    from ..ir import AType
+    p = eqn.params
+    body: Program = scans_to_fori(p["body"])
+    nconsts, ncarry, length, reverse = p["nconsts"], p["ncarry"], p["length"], p["reverse"]
+    if not native_ok(candidate_fori(body)):
+        return eqn, []  # a body with library steps keeps lax's Python-driven scan
+    i64 = np.dtype(np.int64)
+
+    def const(value: Any, dtype: Any) -> tuple[Var, Any]:
+        arr = np.asarray(value, dtype)
+        return Var(AType(arr.shape, arr.dtype)), arr
+
+    body_consts = body.invars[:nconsts]
+    body_carry = body.invars[nconsts:nconsts + ncarry]
+    body_x = body.invars[nconsts + ncarry:]
+    ys_out = body.outvars[ncarry:]
+    i = Var(AType((), i64))
+    xs_v = [Var(x.aval) for x in eqn.inputs[nconsts + ncarry:]]
+    ys_v = [Var(AType((length,) + y.aval.shape, y.aval.dtype)) for y in ys_out]
+    inner_consts: list[tuple[Var, Any]] = []
+    eqns: list[Eqn] = []
+    if reverse:
+        last = const(length - 1, i64)
+        inner_consts.append(last)
+        t = Var(AType((), i64))
+        eqns.append(Eqn("subtract", [last[0], i], [t]))
+    else:
+        t = i
+    zero = const(0, i64)
+    inner_consts.append(zero)
+    for xv, xb in zip(xs_v, body_x):
+        window = Var(AType((1,) + xb.aval.shape, xb.aval.dtype))
+        eqns.append(Eqn("dynamic_slice", [xv, t] + [zero[0]] * xb.aval.ndim, [window],
+                        {"sizes": (1,) + xb.aval.shape}))
+        eqns.append(Eqn("reshape", [window], [xb], {"new_shape": xb.aval.shape}))
+    eqns += body.eqns
+    new_ys = []
+    for yv, y in zip(ys_v, ys_out):
+        row = Var(AType((1,) + y.aval.shape, y.aval.dtype))
+        new = Var(yv.aval)
+        eqns.append(Eqn("reshape", [y], [row], {"new_shape": (1,) + y.aval.shape}))
+        eqns.append(Eqn("dynamic_update_slice", [yv, row, t] + [zero[0]] * y.aval.ndim, [new]))
+        new_ys.append(new)
+    new_body = Program([i] + body_consts + xs_v + body_carry + ys_v,
+                       body.constvars + [v for v, _ in inner_consts], body.consts + [c for _, c in inner_consts],
+                       eqns, body.outvars[:ncarry] + new_ys, body.name)
+    lo, hi = const(0, i64), const(length, i64)
+    ys_init = [const(np.zeros(v.aval.shape, v.aval.dtype), v.aval.dtype) for v in ys_v]
+    consts_in, init_in, xs_in = (eqn.inputs[:nconsts], eqn.inputs[nconsts:nconsts + ncarry],
+                                 eqn.inputs[nconsts + ncarry:])
+    inputs = [lo[0], hi[0]] + consts_in + xs_in + init_in + [v for v, _ in ys_init]
+    fori = Eqn("fori_loop", inputs, eqn.outputs, {"body": new_body, "nconsts": nconsts + len(xs_in)})
+    return fori, [lo, hi] + ys_init
+
+
+def candidate_fori(body: Program) -> Eqn:
+    """A stand-in fori_loop over `body`, for native_ok (which only looks at sub-programs)."""
+    return Eqn("fori_loop", [], [], {"body": body, "nconsts": 0})

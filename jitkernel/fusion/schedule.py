@@ -516,7 +516,7 @@ def schedule(program: Program) -> KernelProgram:
     >>> [k.name for k in schedule(prog).steps]
     ['k0_reduce_sum']
     """
-    return _Scheduler(loops.hoist_loop_invariants(program)).build()
+    return _Scheduler(loops.hoist_loop_invariants(loops.scans_to_fori(program))).build()
 
 
 def _read_consts(kp: KernelProgram) -> list:
