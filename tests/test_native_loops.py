@@ -416,9 +416,9 @@ def test_out_of_bounds_traced_index_raises_index_error(backend):
     f = jk.jit(lambda a, k: jk.lax.fori_loop(0, 4, lambda i, acc: acc + a[i * k], 0.0), backend=backend)
     assert float(f(a, 1)) == 6.0
     assert float(f(a, -1)) == a[0] + a[-1] + a[-2] + a[-3]  # negative indices wrap, as NumPy's
-    with pytest.raises(IndexError):
-        f(a, 2)  # a[6]
-    with pytest.raises(IndexError):
+    with pytest.raises(IndexError, match="^index 6 is out of bounds for axis 0 with size 5$"):
+        f(a, 2)  # a[6]: the first failing trip's index, NumPy's words
+    with pytest.raises(IndexError, match="^index -6 is out of bounds for axis 0 with size 5$"):
         f(a, -2)  # a[-6]
 
 

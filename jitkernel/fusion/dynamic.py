@@ -73,7 +73,8 @@ def emit_checks(sched: Any, eqn: Eqn, steps: list) -> None:
             continue
         if value.dtype != INT64:
             value = Compute("convert", (value,), (), INT64)
-        checked = Compute("index_check", (value, Literal(int(n), INT64), Literal(int(limit), INT64)), (), INT64)
+        checked = Compute("index_check", (value, Literal(int(n), INT64), Literal(int(limit), INT64),
+                                          Literal(d, INT64)), (), INT64)
         # Role "check": a 0-d temporary that dead-store removal never drops, because the check
         # has an effect (the status flag) even where nothing reads the start any more (a size-1
         # axis, whose index maps are 0). Inside a loop body it becomes a register (loops.py);

@@ -344,7 +344,8 @@ def _movement(eqn: Eqn) -> bool:
 
 
 def _may_raise(eqn: Eqn) -> bool:
-    if eqn.prim in _MAY_RAISE or eqn.prim in CONTROL_FLOW:
+    from ..ir.program import may_raise  # the registry of raising steps (helpers add theirs)
+    if eqn.prim in _MAY_RAISE or eqn.prim in CONTROL_FLOW or may_raise(eqn):
         return True
     return eqn.prim == "power" and eqn.outputs[0].aval.dtype.kind in "iu"
 

@@ -30,7 +30,7 @@ from ...fusion.kernel_ir import Compute, KernelProgram, LibraryCall, RowKernel
 from ...fusion.loops import control_work, is_control
 from ...ir.primitives import dot_general_numpy
 from .control_flow import library_impl
-from .ops import STATUS_MESSAGES
+from .ops import STATUS_INDEX, STATUS_MESSAGES
 from .render import DATA_OFFSET, PARALLEL_MIN_ELEMENTS, Segment
 
 
@@ -75,11 +75,16 @@ CHUNK_WORK = 1 << 23
 LONG_WORK = 1 << 25
 
 
-class StatusWord(ctypes.c_int32):
-    """The error flags of one call (ops.py ORs codes into it); `addr` is taken once."""
+class StatusWord(ctypes.Structure):
+    """The error flags of one call (ops.py ORs codes into `value`); `addr` is taken once. The
+    first out-of-bounds traced index also leaves its value, axis and axis length
+    (ops.STATUS_INDEX_DETAIL), for NumPy's message."""
+
+    _fields_ = [("value", ctypes.c_int32), ("_pad", ctypes.c_int32),
+                ("index", ctypes.c_int64), ("axis", ctypes.c_int64), ("size", ctypes.c_int64)]
 
     def __init__(self) -> None:
-        ctypes.c_int32.__init__(self, 0)
+        ctypes.Structure.__init__(self)
         self.addr = ctypes.addressof(self)
 
 
@@ -92,6 +97,8 @@ def _raise_status(word: StatusWord) -> None:
     word.value = 0
     for bit, (exc, msg) in STATUS_MESSAGES.items():
         if code & bit:
+            if bit == STATUS_INDEX and isinstance(word, StatusWord):
+                msg = f"index {word.index} is out of bounds for axis {word.axis} with size {word.size}"
             raise exc(msg)
 
 
