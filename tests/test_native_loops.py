@@ -536,3 +536,26 @@ def test_scan_runs_as_a_native_loop(backend, reverse, length):
     if backend == "cpu" and length:
         text = jk.jit(_scan_fn(reverse)).lower(xs, 2.0).as_text("kernels")
         assert "[native]" in text and "library" not in text and "in place" in text  # ys written in place
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bad_index_in_untaken_branch_or_zero_trip_loop_does_not_raise(backend):
+    a = np.arange(3.0)
+    f = jk.jit(lambda a, p, k: jk.lax.cond(p > 0, lambda a: a[k] + 1.0, lambda a: a[0], a), backend=backend)
+    assert float(f(a, -1.0, 7)) == 0.0
+    with pytest.raises(IndexError, match="^index 7 is out of bounds for axis 0 with size 3$"):
+        f(a, 1.0, 7)
+    g = jk.jit(lambda a, n, k: jk.lax.fori_loop(0, n, lambda i, s: s + a[k], 0.0), backend=backend)
+    assert float(g(a, 0, 7)) == 0.0
+    with pytest.raises(IndexError):
+        g(a, 1, 7)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_first_bad_axis_is_named_when_a_constant_index_is_out_of_bounds(backend):
+    x = np.zeros((1, 1))
+    f = jk.jit(lambda x, i: x[i, 1], backend=backend)
+    with pytest.raises(IndexError, match="^index 1 is out of bounds for axis 0 with size 1$"):
+        f(x, 1)
+    with pytest.raises(IndexError, match="^index 1 is out of bounds for axis 1 with size 1$"):
+        f(x, 0)

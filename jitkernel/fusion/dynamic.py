@@ -60,12 +60,12 @@ def emit_checks(sched: Any, eqn: Eqn, steps: list) -> None:
     for d, (s, n, size) in enumerate(zip(starts_of(eqn), shape, window(eqn))):
         limit = n - size
         lit = _literal_start(sched, s)
-        if lit is not None:
-            w = lit + n if lit < 0 else lit
-            if not 0 <= w <= limit:
-                raise IndexError(f"index {lit} is out of bounds for axis {d} with size {n}")
-            offsets.append(ix.const(w))
+        if lit is not None and 0 <= (lit + n if lit < 0 else lit) <= limit:
+            offsets.append(ix.const(lit + n if lit < 0 else lit))
             continue
+        # A constant start out of bounds is checked at run time too, in axis order: NumPy names
+        # the first bad axis, and an equation in an untaken branch or a zero-trip loop must
+        # not raise at all.
         value = sched.expr(s, (), (), {}, ops)
         proved = _proved_offset(sched, value, limit)
         if proved is not None:
