@@ -1,0 +1,315 @@
+"""`numpy.linalg` inside a trace. LAPACK routines (solve, inv, cholesky, det, slogdet, qr, eigh,
+eigvalsh, svd, svdvals, lstsq, pinv) are library steps whose impl is NumPy's own function
+(ir/library_prims.py); `norm` is built from elementwise ops and reductions, so it fuses with its
+producers, except the 2 / -2 / 'nuc' matrix norms, which reduce NumPy's singular values;
+`matrix_power` is NumPy's sequence of matmuls for the static exponent; `multi_dot` is matmuls.
+
+>>> import numpy as np, jitkernel as jk
+>>> a = np.array([[4.0, 1.0], [1.0, 3.0]])
+>>> x = jk.jit(lambda a, b: np.linalg.solve(a, b))(a, np.ones(2))
+>>> bool(np.allclose(a @ x, 1.0))
+True
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+from numpy.linalg._linalg import EighResult, QRResult, SlogdetResult, SVDResult
+
+from ..ir.library_prims import assert_stacked_square
+from ._core import context_of, lift, normalize_axis
+from ._dispatch import register_function
+from ._linalg import matmul
+from ._shape import moveaxis, reshape
+from ._ufuncs import apply_ufunc
+
+__all__: list[str] = []  # everything here is reached through np.linalg.* (register_function)
+
+
+def _traced(ctx: Any, a: Any) -> Any:
+    return lift(ctx, a)
+
+
+def _routed(np_func: Any):
+    """Register the decorated function for `np_func`; outside a trace it calls NumPy."""
+    def wrap(impl: Any) -> Any:
+        def routed(*args: Any, **kwargs: Any) -> Any:
+            if context_of(*args, *kwargs.values()) is None:
+                return np_func(*args, **kwargs)
+            return impl(*args, **kwargs)
+        routed.__name__, routed.__doc__ = impl.__name__, impl.__doc__
+        register_function(np_func, routed)
+        return routed
+    return wrap
+
+
+@_routed(np.linalg.inv)
+def inv(a: Any) -> Any:
+    """numpy.linalg.inv (LAPACK gesv through NumPy); a singular matrix raises LinAlgError."""
+    ctx = context_of(a)
+    return ctx.bind1("linalg_inv", _traced(ctx, a))
+
+
+@_routed(np.linalg.cholesky)
+def cholesky(a: Any, /, *, upper: bool = False) -> Any:
+    """numpy.linalg.cholesky (lower, or upper=True); not positive definite raises LinAlgError."""
+    ctx = context_of(a)
+    return ctx.bind1("linalg_cholesky", _traced(ctx, a), upper=bool(upper))
+
+
+@_routed(np.linalg.det)
+def det(a: Any) -> Any:
+    """numpy.linalg.det: stacked inputs give stacked determinants."""
+    ctx = context_of(a)
+    return ctx.bind1("linalg_det", _traced(ctx, a))
+
+
+@_routed(np.linalg.slogdet)
+def slogdet(a: Any) -> Any:
+    """numpy.linalg.slogdet: SlogdetResult(sign, logabsdet)."""
+    ctx = context_of(a)
+    return SlogdetResult(*ctx.bind("linalg_slogdet", [_traced(ctx, a)]))
+
+
+@_routed(np.linalg.solve)
+def solve(a: Any, b: Any) -> Any:
+    """numpy.linalg.solve: b is a vector when 1-d (NumPy 2), else a stack of matrices."""
+    ctx = context_of(a, b)
+    return ctx.bind1("linalg_solve", _traced(ctx, a), _traced(ctx, b))
+
+
+@_routed(np.linalg.eigh)
+def eigh(a: Any, UPLO: str = "L") -> Any:
+    """numpy.linalg.eigh: EighResult(eigenvalues, eigenvectors), ascending eigenvalues."""
+    ctx = context_of(a)
+    return EighResult(*ctx.bind("linalg_eigh", [_traced(ctx, a)], UPLO=_uplo(UPLO)))
+
+
+@_routed(np.linalg.eigvalsh)
+def eigvalsh(a: Any, UPLO: str = "L") -> Any:
+    """numpy.linalg.eigvalsh."""
+    ctx = context_of(a)
+    return ctx.bind1("linalg_eigvalsh", _traced(ctx, a), UPLO=_uplo(UPLO))
+
+
+def _uplo(uplo: str) -> str:
+    if uplo not in ("L", "U"):
+        raise ValueError("UPLO argument must be 'L' or 'U'")
+    return uplo
+
+
+@_routed(np.linalg.qr)
+def qr(a: Any, mode: str = "reduced") -> Any:
+    """numpy.linalg.qr: modes 'reduced', 'complete' (QRResult), 'r' (R) and 'raw' ((h, tau))."""
+    ctx = context_of(a)
+    if mode not in ("reduced", "complete", "r", "raw"):
+        raise ValueError(f"Unrecognized mode '{mode}'")
+    outs = ctx.bind("linalg_qr", [_traced(ctx, a)], mode=mode)
+    if mode == "r":
+        return outs[0]
+    return QRResult(*outs) if mode in ("reduced", "complete") else tuple(outs)
+
+
+@_routed(np.linalg.svd)
+def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
+    """numpy.linalg.svd: SVDResult(U, S, Vh), or S alone when compute_uv=False."""
+    ctx = context_of(a)
+    outs = ctx.bind("linalg_svd", [_traced(ctx, a)], full_matrices=bool(full_matrices),
+                    compute_uv=bool(compute_uv), hermitian=bool(hermitian))
+    return SVDResult(*outs) if compute_uv else outs[0]
+
+
+@_routed(np.linalg.svdvals)
+def svdvals(x: Any, /) -> Any:
+    """numpy.linalg.svdvals: the singular values, descending."""
+    return svd(x, compute_uv=False)
+
+
+@_routed(np.linalg.lstsq)
+def lstsq(a: Any, b: Any, rcond: Any = None) -> Any:
+    """numpy.linalg.lstsq: (x, residuals, rank, s). When a has more rows than columns and is
+    rank-deficient NumPy returns empty residuals (a data-dependent shape): the call raises
+    LinAlgError saying so instead."""
+    ctx = context_of(a, b)
+    rc = None if rcond is None else float(rcond)
+    x, residuals, rank, s = ctx.bind("linalg_lstsq", [_traced(ctx, a), _traced(ctx, b)], rcond=rc)
+    return x, residuals, rank, s
+
+
+@_routed(np.linalg.pinv)
+def pinv(a: Any, rcond: Any = None, hermitian: bool = False, **kwargs: Any) -> Any:
+    """numpy.linalg.pinv (through NumPy's SVD): static rcond/rtol only."""
+    ctx = context_of(a)
+    if "rtol" in kwargs:
+        if rcond is not None:
+            raise ValueError("`rtol` and `rcond` can't be both set.")
+        rcond = ("rtol", kwargs.pop("rtol"))
+    if kwargs:
+        raise TypeError(f"pinv() got an unexpected keyword argument {next(iter(kwargs))!r}")
+    if isinstance(rcond, tuple):
+        rc = ("rtol", float(rcond[1]) if rcond[1] is not None else None)
+    else:
+        rc = None if rcond is None else float(rcond)
+    return ctx.bind1("linalg_pinv", _traced(ctx, a), rcond=rc, hermitian=bool(hermitian))
+
+
+@_routed(np.linalg.matrix_power)
+def matrix_power(a: Any, n: Any) -> Any:
+    """numpy.linalg.matrix_power with a static integer n: NumPy's own sequence of matmuls
+    (binary decomposition for n > 3), the inverse first for n < 0, the identity for n == 0."""
+    ctx = context_of(a)
+    t = _traced(ctx, a)
+    assert_stacked_square(t.aval)
+    try:
+        n = operator.index(n)
+    except TypeError as e:
+        raise TypeError("exponent must be an integer (a static one inside jit)") from e
+    if n == 0:
+        from ._creation import zeros_like
+        eye = np.eye(t.shape[-2], dtype=t.dtype)
+        return apply_ufunc(np.add, zeros_like(t), eye) if t.dtype != np.bool_ else apply_ufunc(np.logical_or, zeros_like(t), eye)
+    if n < 0:
+        t, n = inv(t), -n
+    if n == 1:
+        from ._creation import copy
+        return copy(t)
+    if n == 2:
+        return matmul(t, t)
+    if n == 3:
+        return matmul(matmul(t, t), t)
+    z = result = None
+    while n > 0:
+        z = t if z is None else matmul(z, z)
+        n, bit = divmod(n, 2)
+        if bit:
+            result = z if result is None else matmul(result, z)
+    return result
+
+
+@_routed(np.linalg.multi_dot)
+def multi_dot(arrays: Any, *, out: Any = None) -> Any:
+    """numpy.linalg.multi_dot: NumPy's optimal parenthesisation (by shapes), then matmuls."""
+    if out is not None:
+        from ..errors import UnsupportedOperationError
+        raise UnsupportedOperationError("numpy.linalg.multi_dot: out= is not supported inside jit")
+    arrays = list(arrays)
+    if len(arrays) < 2:
+        raise ValueError("Expecting at least two arrays.")
+    ctx = context_of(*arrays)
+    ts = [_traced(ctx, a) for a in arrays]
+    first_1d, last_1d = ts[0].ndim == 1, ts[-1].ndim == 1
+    if first_1d:
+        ts[0] = reshape(ts[0], (1, -1))
+    if last_1d:
+        ts[-1] = reshape(ts[-1], (-1, 1))
+    for t in ts:
+        if t.ndim != 2:
+            raise np.linalg.LinAlgError(f"{t.ndim}-dimensional array given. Array must be two-dimensional")
+    if len(ts) == 2:
+        result = matmul(ts[0], ts[1])
+    else:
+        from numpy.linalg._linalg import _multi_dot_matrix_chain_order
+        samples = [np.broadcast_to(np.zeros((), t.dtype), t.shape) for t in ts]
+        order = _multi_dot_matrix_chain_order(samples, return_costs=False)
+
+        def chain(i: int, j: int) -> Any:
+            return ts[i] if i == j else matmul(chain(i, order[i, j]), chain(order[i, j] + 1, j))
+        result = chain(0, len(ts) - 1)
+    if first_1d and last_1d:
+        return reshape(result, ())
+    if first_1d or last_1d:
+        return reshape(result, (-1,))
+    return result
+
+
+# ----------------------------------------------------------------------------- norm
+
+
+def _reduce_or_zero(x: Any, how: str, axis: Any, keepdims: bool = False) -> Any:
+    """x.max(axis, initial=0) for non-negative x (NumPy's norm gives 0 for an empty axis)."""
+    from ._creation import zeros
+    from ._reductions import _keep, max as jmax
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = tuple(normalize_axis(a, x.ndim) for a in axes)
+    if any(x.shape[a] == 0 for a in axes):
+        shape = tuple(n for d, n in enumerate(x.shape) if d not in axes)
+        return _keep(zeros(shape, x.dtype), x.shape, axes, keepdims)
+    return jmax(x, axis=axis, keepdims=keepdims)
+
+
+def _svd_norm(x: Any, row: int, col: int, how: str) -> Any:
+    s = svd(moveaxis(x, (row, col), (-2, -1)), compute_uv=False)
+    if how == "max":
+        return _reduce_or_zero(s, "max", -1)
+    return s.min(axis=-1) if how == "min" else s.sum(axis=-1)
+
+
+@_routed(np.linalg.norm)
+def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
+    """numpy.linalg.norm, every vector and matrix order, following NumPy's own formulas (so the
+    elementwise parts fuse); the 2, -2 and 'nuc' matrix norms reduce the singular values."""
+    from ._reductions import min as jmin, sum as jsum
+    ctx = context_of(x)
+    t = _traced(ctx, x)
+    if t.dtype.kind not in "f":
+        t = t.astype(np.float64)
+    sqrt, absolute = np.sqrt, np.absolute
+    if axis is None and (ord is None or (ord in ("f", "fro") and t.ndim == 2) or (ord == 2 and t.ndim == 1)):
+        flat = reshape(t, (-1,))
+        ret = apply_ufunc(sqrt, matmul(flat, flat))
+        return reshape(ret, (1,) * t.ndim) if keepdims else ret
+    nd = t.ndim
+    if axis is None:
+        axis = tuple(range(nd))
+    elif not isinstance(axis, tuple):
+        try:
+            axis = (operator.index(axis),)
+        except TypeError as e:
+            raise TypeError("'axis' must be None, an integer or a tuple of integers") from e
+    if len(axis) == 1:
+        if ord == np.inf:
+            return _reduce_or_zero(apply_ufunc(absolute, t), "max", axis, keepdims)
+        if ord == -np.inf:
+            return jmin(apply_ufunc(absolute, t), axis=axis, keepdims=keepdims)
+        if ord == 0:
+            return jsum(apply_ufunc(np.not_equal, t, 0).astype(t.dtype), axis=axis, keepdims=keepdims)
+        if ord == 1:
+            return jsum(apply_ufunc(absolute, t), axis=axis, keepdims=keepdims)
+        if ord is None or ord == 2:
+            return apply_ufunc(sqrt, jsum(apply_ufunc(np.multiply, t, t), axis=axis, keepdims=keepdims))
+        if isinstance(ord, str):
+            raise ValueError(f"Invalid norm order '{ord}' for vectors")
+        p = np.asarray(ord, dtype=t.dtype)
+        ret = jsum(apply_ufunc(np.power, apply_ufunc(absolute, t), p), axis=axis, keepdims=keepdims)
+        return apply_ufunc(np.power, ret, np.reciprocal(p))
+    if len(axis) != 2:
+        raise ValueError("Improper number of dimensions to norm.")
+    row, col = (normalize_axis(a, nd) for a in axis)
+    if row == col:
+        raise ValueError("Duplicate axes given.")
+    absx = None if ord in (2, -2, "nuc", None, "fro", "f") else apply_ufunc(absolute, t)
+    if ord == 2:
+        ret = _svd_norm(t, row, col, "max")
+    elif ord == -2:
+        ret = _svd_norm(t, row, col, "min")
+    elif ord in (1, -1):
+        c = col - 1 if col > row else col
+        s = jsum(absx, axis=row)
+        ret = _reduce_or_zero(s, "max", c) if ord == 1 else jmin(s, axis=c)
+    elif ord in (np.inf, -np.inf):
+        r = row - 1 if row > col else row
+        s = jsum(absx, axis=col)
+        ret = _reduce_or_zero(s, "max", r) if ord == np.inf else jmin(s, axis=r)
+    elif ord in (None, "fro", "f"):
+        ret = apply_ufunc(sqrt, jsum(apply_ufunc(np.multiply, t, t), axis=axis))
+    elif ord == "nuc":
+        ret = _svd_norm(t, row, col, "sum")
+    else:
+        raise ValueError("Invalid norm order for matrices.")
+    if keepdims:
+        shape = list(t.shape)
+        shape[axis[0]] = shape[axis[1]] = 1
+        ret = reshape(ret, tuple(shape))
+    return ret
