@@ -239,16 +239,31 @@ def _accumulate_rule(in_avals: list[AType], *, ufunc: str, axis: int, dtype: np.
 _library("accumulate", _accumulate_rule,
          lambda a, *, ufunc, axis, dtype: getattr(np, ufunc).accumulate(a, axis=axis, dtype=dtype))
 
+
+
+def _ufunc_reduce_rule(in_avals: list[AType], *, ufunc: str, axes: Any, dtype: np.dtype,
+                       shape: tuple[int, ...]) -> list[AType]:
+    (a,) = in_avals
+    reduced = range(a.ndim) if axes is None else axes
+    if any(a.shape[d] == 0 for d in reduced) and getattr(np, ufunc).identity is None:
+        raise ValueError(f"zero-size array to reduction operation {ufunc} which has no identity")
+    return [AType(shape, dtype)]
+
+
+_library("ufunc_reduce", _ufunc_reduce_rule,
+         lambda a, *, ufunc, axes, dtype, shape: getattr(np, ufunc).reduce(a, axis=axes, dtype=dtype).reshape(shape))
+
 # ----------------------------------------------------------------------------- histograms
 
 
 @functools.lru_cache(maxsize=None)
 def histogram_dtypes(a: np.dtype, bins: np.dtype | None, weights: np.dtype | None,
-                     density: bool) -> tuple[np.dtype, np.dtype]:
-    """(counts, edges) dtypes of np.histogram for these input dtypes, asked of NumPy itself."""
+                     density: bool, range: Any) -> tuple[np.dtype, np.dtype]:  # noqa: A002
+    """(counts, edges) dtypes of np.histogram for these input dtypes and range (the range's
+    number types take part in the edges' dtype), asked of NumPy itself."""
     w = None if weights is None else _sample(weights, 2)
     b = 2 if bins is None else np.arange(3).astype(bins)
-    hist, edges = np.histogram(np.arange(2).astype(a), bins=b, weights=w, density=density or None)
+    hist, edges = np.histogram(np.arange(2).astype(a), bins=b, range=range, weights=w, density=density or None)
     return hist.dtype, edges.dtype
 
 
@@ -263,7 +278,7 @@ def _histogram_rule(in_avals: list[AType], *, bins: int | None, range: Any, dens
         raise ValueError("`bins` must be 1d, when an array")
     nbins = bins if bins is not None else edges_in.shape[0] - 1
     hist_dt, edge_dt = histogram_dtypes(a.dtype, None if edges_in is None else edges_in.dtype,
-                                        None if w is None else w.dtype, density)
+                                        None if w is None else w.dtype, density, range)
     return [AType((nbins,), hist_dt), AType((nbins + 1,), edge_dt)]
 
 

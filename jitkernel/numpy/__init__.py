@@ -43,10 +43,13 @@ __all__ = sorted(
 # functions never edits the same line).
 from . import _advanced, _dynamic  # noqa: E402
 from . import _linalg_lib  # noqa: E402
+from . import _sorting, _cumulative  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
     _linalg_lib,
+    _sorting,
+    _cumulative,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})
