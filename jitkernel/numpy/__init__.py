@@ -44,12 +44,14 @@ __all__ = sorted(
 from . import _advanced, _dynamic  # noqa: E402
 from . import _linalg_lib  # noqa: E402
 from . import _sorting, _cumulative  # noqa: E402
+from . import _einsum  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
     _linalg_lib,
     _sorting,
     _cumulative,
+    _einsum,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})
