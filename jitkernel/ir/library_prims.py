@@ -356,4 +356,11 @@ def _fft(a: np.ndarray, *, fn: str, n: Any, axes: Any, norm: Any) -> np.ndarray:
 
 _library("fft", _fft_rule, _fft)
 
-__all__ = ["linalg_dtype", "assert_stacked_2d", "assert_stacked_square", "histogram_dtypes"]
+# Library steps whose call can raise on the data (singular matrix, not positive definite, a
+# bincount value >= minlength, non-monotonic bins, no convergence): NumPy raises even when the
+# result is never read, so the trace keeps such a step alive (trace/__init__.py).
+RAISING_LIBRARY_PRIMITIVES = frozenset({
+    "linalg_inv", "linalg_cholesky", "linalg_solve", "linalg_eigh", "linalg_eigvalsh", "linalg_svd",
+    "linalg_lstsq", "linalg_pinv", "linalg_qr", "bincount", "digitize", "histogram"})
+
+__all__ = ["RAISING_LIBRARY_PRIMITIVES", "linalg_dtype", "assert_stacked_2d", "assert_stacked_square", "histogram_dtypes"]
