@@ -184,6 +184,8 @@ def _pinv_rule(in_avals: list[AType], *, rcond: Any, hermitian: bool) -> list[AT
 def _pinv(a: np.ndarray, *, rcond: Any, hermitian: bool) -> np.ndarray:
     if rcond is None:
         return np.linalg.pinv(a, hermitian=hermitian)
+    if isinstance(rcond, tuple):  # ("rtol", value): NumPy 2's rtol= keyword
+        return np.linalg.pinv(a, rtol=rcond[1], hermitian=hermitian)
     return np.linalg.pinv(a, rcond=rcond, hermitian=hermitian)
 
 

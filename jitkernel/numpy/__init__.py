@@ -45,6 +45,7 @@ from . import _advanced, _dynamic  # noqa: E402
 from . import _linalg_lib  # noqa: E402
 from . import _sorting, _cumulative  # noqa: E402
 from . import _einsum  # noqa: E402
+from . import _fft  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
@@ -52,6 +53,7 @@ _EXTENSION_MODULES = (
     _sorting,
     _cumulative,
     _einsum,
+    _fft,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})

@@ -63,7 +63,9 @@ def ufunc_method(ufunc: np.ufunc, method: str, a: Any, kwargs: dict) -> Any:
     keepdims=False)` for binary ufuncs without a reduction primitive (bitwise_xor.reduce,
     subtract.reduce, ...): one library step running NumPy's own method."""
     name = ufunc.__name__
-    if ufunc.nin != 2 or ufunc.nout != 1 or name not in ACCUMULATE_UFUNCS:
+    if ufunc.nin != 2:
+        raise ValueError(f"{method} only supported for binary functions")  # NumPy's own error
+    if ufunc.nout != 1 or name not in ACCUMULATE_UFUNCS:
         raise UnsupportedOperationError(f"numpy.{name}.{method} is not supported inside a jitted function")
     kwargs = dict(kwargs)
     axis, dtype = kwargs.pop("axis", 0), kwargs.pop("dtype", None)
