@@ -31,7 +31,13 @@ def _library(name: str, rule: Callable[..., list[AType]], fn: Callable[..., Any]
         out = fn(*arrays, **params)
         outs = tuple(out) if isinstance(out, tuple) else (out,)
         avals = rule([AType(np.shape(a), np.asarray(a).dtype) for a in arrays], **params)
-        return [np.asarray(o).astype(av.dtype, copy=False).reshape(av.shape) for o, av in zip(outs, avals)]
+        results = []
+        for o, av in zip(outs, avals):
+            r = np.asarray(o).astype(av.dtype, copy=False).reshape(av.shape)
+            if any(np.may_share_memory(r, a) for a in arrays):
+                r = r.copy()  # a result is a new array, never a view of an input (an argument)
+            results.append(r)
+        return results
     register(Primitive(name, "library", rule, impl))
 
 
