@@ -488,15 +488,25 @@ FFT_CASES = [
 ]
 
 
+def _check_fft(fn, x, backend):
+    """Complex results compared as values (helpers' tolerances are per real dtype)."""
+    got, expected = jk.jit(fn, backend=backend)(x), fn(x)
+    for g, e in zip(got if isinstance(got, tuple) else (got,), expected if isinstance(expected, tuple) else (expected,)):
+        assert type(g) is type(e) and g.dtype == e.dtype and g.shape == e.shape, (g.dtype, e.dtype, g.shape, e.shape)
+        np.testing.assert_allclose(g, e, rtol=1e-5 if e.dtype == np.complex64 else 1e-12, atol=1e-5)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("fn,kw", FFT_CASES)
-def test_fft_results(backend, fn, kw):
-    x = _mat(4, 5)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_fft_results(backend, fn, kw, dtype):
+    x = _mat(4, 5, dtype=dtype)
     if not HAS_COMPLEX:
         with pytest.raises(TypeError, match="complex"):
             jk.jit(lambda x: fn(x, **kw), backend=backend)(x)
         return
-    check(lambda x: fn(x, **kw), x, backend=backend)
+    _check_fft(lambda x: fn(x, **kw), x, backend)
+    _check_fft(lambda x: fn(x * 2 + 1, **kw) * 3, x, backend)  # fed by and feeding kernels
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -504,5 +514,7 @@ def test_fft_real_results_and_round_trips(backend):
     x = _mat(4, 6)
     # hfft and irfft of real input have real results: supported with or without complex dtypes.
     check(lambda x: (np.fft.hfft(x), np.fft.irfft(x, n=8, axis=0), np.fft.irfftn(x, s=(4, 4), axes=(0, 1))), x, backend=backend)
+    check(lambda x: (np.fft.fftshift(x), np.fft.ifftshift(x, axes=0), np.fft.fftshift(x[0])), x, backend=backend)
     if HAS_COMPLEX:
         check(lambda x: (np.fft.irfft(np.fft.rfft(x)), np.fft.ifft2(np.fft.fft2(x)).real), x, backend=backend)
+        _check_fft(lambda x: np.fft.fftshift(np.fft.fft(x)), x, backend)
