@@ -33,7 +33,11 @@ def _library(name: str, rule: Callable[..., list[AType]], fn: Callable[..., Any]
         avals = rule([AType(np.shape(a), np.asarray(a).dtype) for a in arrays], **params)
         results = []
         for o, av in zip(outs, avals):
-            r = np.asarray(o).astype(av.dtype, copy=False).reshape(av.shape)
+            r = np.asarray(o)
+            if not np.can_cast(r.dtype, av.dtype, "same_kind"):
+                # A rule that disagrees with NumPy on the kind (complex -> real) would drop data.
+                raise TypeError(f"internal error: {name} returned {r.dtype}, its shape rule says {av.dtype}")
+            r = r.astype(av.dtype, copy=False).reshape(av.shape)
             if any(np.may_share_memory(r, a) for a in arrays):
                 r = r.copy()  # a result is a new array, never a view of an input (an argument)
             results.append(r)
@@ -48,16 +52,28 @@ def _sample(dtype: np.dtype, n: int = 1) -> np.ndarray:
 # ----------------------------------------------------------------------------- linear algebra
 
 def linalg_dtype(*dtypes: np.dtype) -> np.dtype:
-    """NumPy's linalg result type (`_commonType`): float32 stays float32, float64 and every
-    integer or bool input compute in float64; float16 is rejected with NumPy's TypeError."""
-    result = _F32
+    """NumPy's linalg result type (`_commonType`): single precision (float32, complex64) stays
+    single, float64, complex128 and every integer or bool input compute in double; any complex
+    input makes the result complex; float16 is rejected with NumPy's TypeError."""
+    double = is_complex = False
     for dt in dtypes:
         dt = np.dtype(dt)
         if dt == _F16:
             raise TypeError("array type float16 is unsupported in linalg")
-        if dt != _F32:
-            result = _F64
-    return result
+        if dt.kind == "c":
+            is_complex = True
+            double |= dt.itemsize > 8
+        elif dt != _F32:
+            double = True
+    if is_complex:
+        return np.dtype(np.complex128 if double else np.complex64)
+    return _F64 if double else _F32
+
+
+def real_dtype(dt: np.dtype) -> np.dtype:
+    """The real dtype of the same precision (complex64 -> float32): eigenvalues of a Hermitian
+    matrix, singular values, log|det| and residuals are real."""
+    return np.dtype(np.finfo(dt).dtype) if np.dtype(dt).kind == "c" else np.dtype(dt)
 
 
 def assert_stacked_2d(a: AType) -> None:
@@ -85,7 +101,7 @@ def _det_rule(in_avals: list[AType]) -> list[AType]:
 
 def _slogdet_rule(in_avals: list[AType]) -> list[AType]:
     (det,) = _det_rule(in_avals)
-    return [det, det]
+    return [det, AType(det.shape, real_dtype(det.dtype))]  # (sign, logabsdet)
 
 
 def _solve_rule(in_avals: list[AType]) -> list[AType]:
@@ -107,7 +123,7 @@ def _eigh_rule(in_avals: list[AType], *, UPLO: str) -> list[AType]:
     (a,) = in_avals
     assert_stacked_square(a)
     dt = linalg_dtype(a.dtype)
-    return [AType(a.shape[:-1], dt), AType(a.shape, dt)]
+    return [AType(a.shape[:-1], real_dtype(dt)), AType(a.shape, dt)]
 
 
 def _eigvalsh_rule(in_avals: list[AType], *, UPLO: str) -> list[AType]:
@@ -139,7 +155,7 @@ def _svd_rule(in_avals: list[AType], *, full_matrices: bool, compute_uv: bool, h
     dt = linalg_dtype(a.dtype)
     *batch, m, n = a.shape
     batch, k = tuple(batch), min(m, n)
-    s = AType(batch + (k,), dt)
+    s = AType(batch + (k,), real_dtype(dt))
     if not compute_uv:
         return [s]
     if full_matrices:
@@ -166,8 +182,8 @@ def _lstsq_rule(in_avals: list[AType], *, rcond: float | None) -> list[AType]:
     x = AType((n,) + b.shape[1:], dt)
     # Residuals exist when m > n and a has full rank: the rank is checked when the call runs
     # (_lstsq), so the static shape below is the one NumPy returns or the call raises.
-    residuals = AType((k,) if m > n else (0,), dt)
-    return [x, residuals, AType((), np.dtype(np.int32)), AType((min(m, n),), dt)]
+    residuals = AType((k,) if m > n else (0,), real_dtype(dt))
+    return [x, residuals, AType((), np.dtype(np.int32)), AType((min(m, n),), real_dtype(dt))]
 
 
 def _lstsq(a: np.ndarray, b: np.ndarray, *, rcond: float | None) -> tuple:
@@ -371,4 +387,4 @@ RAISING_LIBRARY_PRIMITIVES = frozenset({
     "linalg_inv", "linalg_cholesky", "linalg_solve", "linalg_eigh", "linalg_eigvalsh", "linalg_svd",
     "linalg_lstsq", "linalg_pinv", "linalg_qr", "bincount", "digitize", "histogram"})
 
-__all__ = ["RAISING_LIBRARY_PRIMITIVES", "linalg_dtype", "assert_stacked_2d", "assert_stacked_square", "histogram_dtypes"]
+__all__ = ["RAISING_LIBRARY_PRIMITIVES", "linalg_dtype", "real_dtype", "assert_stacked_2d", "assert_stacked_square", "histogram_dtypes"]

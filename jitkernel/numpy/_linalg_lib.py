@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.linalg._linalg import EighResult, QRResult, SlogdetResult, SVDResult
 
-from ..ir.library_prims import assert_stacked_square
+from ..ir.library_prims import assert_stacked_square, real_dtype
 from ._core import context_of, lift, normalize_axis
 from ._dispatch import register_function
 from ._linalg import matmul
@@ -246,6 +246,14 @@ def _svd_norm(x: Any, row: int, col: int, how: str) -> Any:
     return s.min(axis=-1) if how == "min" else s.sum(axis=-1)
 
 
+def _abs_squared(t: Any) -> Any:
+    """(x.conj() * x).real as NumPy's norm computes it: x * x for real x, re*re + im*im else."""
+    if t.dtype.kind != "c":
+        return apply_ufunc(np.multiply, t, t)
+    re, im = np.real(t), np.imag(t)
+    return apply_ufunc(np.add, apply_ufunc(np.multiply, re, re), apply_ufunc(np.multiply, im, im))
+
+
 @_routed(np.linalg.norm)
 def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
     """numpy.linalg.norm, every vector and matrix order, following NumPy's own formulas (so the
@@ -253,12 +261,16 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     from ._reductions import min as jmin, sum as jsum
     ctx = context_of(x)
     t = _traced(ctx, x)
-    if t.dtype.kind not in "f":
+    if t.dtype.kind not in "fc":
         t = t.astype(np.float64)
     sqrt, absolute = np.sqrt, np.absolute
     if axis is None and (ord is None or (ord in ("f", "fro") and t.ndim == 2) or (ord == 2 and t.ndim == 1)):
         flat = reshape(t, (-1,))
-        ret = apply_ufunc(sqrt, matmul(flat, flat))
+        if t.dtype.kind == "c":  # NumPy: x.real.dot(x.real) + x.imag.dot(x.imag)
+            re, im = np.real(flat), np.imag(flat)
+            ret = apply_ufunc(sqrt, apply_ufunc(np.add, matmul(re, re), matmul(im, im)))
+        else:
+            ret = apply_ufunc(sqrt, matmul(flat, flat))
         return reshape(ret, (1,) * t.ndim) if keepdims else ret
     nd = t.ndim
     if axis is None:
@@ -274,14 +286,14 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
         if ord == -np.inf:
             return jmin(apply_ufunc(absolute, t), axis=axis, keepdims=keepdims)
         if ord == 0:
-            return jsum(apply_ufunc(np.not_equal, t, 0).astype(t.dtype), axis=axis, keepdims=keepdims)
+            return jsum(apply_ufunc(np.not_equal, t, 0).astype(real_dtype(t.dtype)), axis=axis, keepdims=keepdims)
         if ord == 1:
             return jsum(apply_ufunc(absolute, t), axis=axis, keepdims=keepdims)
         if ord is None or ord == 2:
-            return apply_ufunc(sqrt, jsum(apply_ufunc(np.multiply, t, t), axis=axis, keepdims=keepdims))
+            return apply_ufunc(sqrt, jsum(_abs_squared(t), axis=axis, keepdims=keepdims))
         if isinstance(ord, str):
             raise ValueError(f"Invalid norm order '{ord}' for vectors")
-        p = np.asarray(ord, dtype=t.dtype)
+        p = np.asarray(ord, dtype=real_dtype(t.dtype))
         ret = jsum(apply_ufunc(np.power, apply_ufunc(absolute, t), p), axis=axis, keepdims=keepdims)
         return apply_ufunc(np.power, ret, np.reciprocal(p))
     if len(axis) != 2:
@@ -303,7 +315,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
         s = jsum(absx, axis=col)
         ret = _reduce_or_zero(s, "max", r) if ord == np.inf else jmin(s, axis=r)
     elif ord in (None, "fro", "f"):
-        ret = apply_ufunc(sqrt, jsum(apply_ufunc(np.multiply, t, t), axis=axis))
+        ret = apply_ufunc(sqrt, jsum(_abs_squared(t), axis=axis))
     elif ord == "nuc":
         ret = _svd_norm(t, row, col, "sum")
     else:
