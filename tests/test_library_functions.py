@@ -518,3 +518,31 @@ def test_fft_real_results_and_round_trips(backend):
     if HAS_COMPLEX:
         check(lambda x: (np.fft.irfft(np.fft.rfft(x)), np.fft.ifft2(np.fft.fft2(x)).real), x, backend=backend)
         _check_fft(lambda x: np.fft.fftshift(np.fft.fft(x)), x, backend)
+
+
+# ----------------------------------------------------------------------------- complex inputs
+
+@pytest.mark.skipif(not HAS_COMPLEX, reason="complex dtypes arrive with branch complex")
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["complex128", "complex64"])
+def test_complex_inputs(backend, dtype):
+    """Complex results keep NumPy's precision; eigenvalues, singular values, log|det| and
+    residuals are real; NumPy 2 sorts complex lexicographically (NaN last)."""
+    a = RNG.standard_normal((3, 3)) + 1j * RNG.standard_normal((3, 3))
+    h = (a @ a.conj().T + 3 * np.eye(3)).astype(dtype)
+    z = np.array([1 + 2j, 1 - 1j, np.nan + 0j, 1j, 1 + np.nan * 1j, -1 + 0j], dtype)
+    fns = [np.sort, np.argsort, lambda z: np.searchsorted(np.sort(z), z), np.cumsum,
+           lambda z: np.einsum("i,i", z, z), lambda z: np.einsum("i,j->ij", z, z)]
+    fns_h = [np.linalg.inv, np.linalg.det, np.linalg.slogdet, np.linalg.cholesky, np.linalg.eigh,
+             np.linalg.eigvalsh, np.linalg.svd, np.linalg.qr, np.linalg.pinv, lambda a: np.linalg.solve(a, a[0]),
+             lambda a: np.linalg.lstsq(np.vstack([a, 2 * a[:1]]), np.ones(4)), np.linalg.norm,
+             lambda a: np.linalg.norm(a, "nuc"), lambda a: np.linalg.norm(a, 2, axis=1),
+             lambda a: np.linalg.norm(a, 0, axis=0), lambda a: np.linalg.norm(a, 3, axis=0),
+             lambda a: np.linalg.norm(a, "fro", axis=(0, 1)), lambda a: np.linalg.matrix_power(a, 5),
+             lambda a: np.einsum("ij,jk->ik", a, a), np.fft.fft, np.fft.ifft2, lambda a: np.fft.irfft(a, n=6)]
+    tol = 1e-4 if dtype == "complex64" else 1e-10
+    for fn, x in [(f, z) for f in fns] + [(f, h) for f in fns_h]:
+        got, expected = jk.jit(fn, backend=backend)(x), fn(x)
+        for g, e in zip(got if isinstance(got, tuple) else (got,), expected if isinstance(expected, tuple) else (expected,)):
+            assert g.dtype == e.dtype and np.shape(g) == np.shape(e), (fn, g.dtype, e.dtype)
+            np.testing.assert_allclose(g, e, rtol=tol, atol=tol)
