@@ -119,6 +119,33 @@ def test_multi_dot(backend):
     check(lambda a, b, c: np.linalg.multi_dot([b.T, a[:, None], c[:1]]), *arrays[:3], backend=backend)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rank_cond_tensordot_array_api_norms(backend):
+    a = _mat(3, 4, 4)
+    low = a.copy()
+    low[1, :, 3] = low[1, :, 0] * 2  # rank 3
+    check(lambda a: (np.linalg.matrix_rank(a), np.linalg.matrix_rank(a[0], tol=0.5), np.linalg.matrix_rank(a, rtol=0.1),
+                     np.linalg.matrix_rank(a[0, 0]), np.linalg.matrix_rank(a[0, 0] * 0)), low, backend=backend)
+    check(lambda a: np.linalg.matrix_rank(_spd_like(a), hermitian=True), a, backend=backend)
+    sing = np.ones((2, 2))
+    check(lambda a: (np.linalg.cond(a), np.linalg.cond(a, 2), np.linalg.cond(a[0], -2)), a, backend=backend)
+    check(lambda a: np.linalg.cond(a), np.stack([sing, np.eye(2), np.full((2, 2), np.nan)]), backend=backend)
+    b = _mat(4, 4, 5)
+    check(lambda a, b: (np.tensordot(a, b), np.tensordot(a, b, axes=1), np.tensordot(a, b, axes=([1, 2], [1, 0])),
+                        np.tensordot(a, b, axes=0).sum(), np.linalg.tensordot(a[0], b[0], axes=(0, 0))), a, b, backend=backend)
+    check(lambda a: (np.linalg.vector_norm(a), np.linalg.vector_norm(a, axis=(0, 2), keepdims=True, ord=1),
+                     np.linalg.vector_norm(a, axis=1, ord=np.inf), np.linalg.matrix_norm(a, ord="nuc"),
+                     np.linalg.matrix_norm(a, keepdims=True)), a, backend=backend)
+    with pytest.raises(UnsupportedOperationError, match="depending on the values"):
+        jk.jit(np.linalg.eig, backend=backend)(a)
+    with pytest.raises(ValueError, match="shape-mismatch"):
+        jk.jit(lambda a: np.tensordot(a, a, axes=([0], [1])), backend=backend)(_mat(2, 3))
+
+
+def _spd_like(a):
+    return a @ np.swapaxes(a, -1, -2)
+
+
 VECTOR_ORDS = [None, 2, 1, 0, np.inf, -np.inf, 3, 0.5, -1, -2]
 MATRIX_ORDS = [None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf]
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.linalg._linalg import EighResult, QRResult, SlogdetResult, SVDResult
 
+from ..errors import UnsupportedOperationError
 from ..ir.library_prims import assert_stacked_square, real_dtype
 from ._core import context_of, lift, normalize_axis
 from ._dispatch import register_function
@@ -25,7 +26,7 @@ from ._linalg import matmul
 from ._shape import moveaxis, reshape
 from ._ufuncs import apply_ufunc
 
-__all__: list[str] = []  # everything here is reached through np.linalg.* (register_function)
+__all__ = ["tensordot"]  # np.linalg.* is reached through register_function
 
 
 def _traced(ctx: Any, a: Any) -> Any:
@@ -192,7 +193,6 @@ def matrix_power(a: Any, n: Any) -> Any:
 def multi_dot(arrays: Any, *, out: Any = None) -> Any:
     """numpy.linalg.multi_dot: NumPy's optimal parenthesisation (by shapes), then matmuls."""
     if out is not None:
-        from ..errors import UnsupportedOperationError
         raise UnsupportedOperationError("numpy.linalg.multi_dot: out= is not supported inside jit")
     arrays = list(arrays)
     if len(arrays) < 2:
@@ -325,3 +325,122 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
         shape[axis[0]] = shape[axis[1]] = 1
         ret = reshape(ret, tuple(shape))
     return ret
+
+
+@_routed(np.linalg.vector_norm)
+def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
+    """numpy.linalg.vector_norm (array API): any number of axes, flattened into one."""
+    ctx = context_of(x)
+    t = _traced(ctx, x)
+    shape = list(t.shape)
+    if axis is None:
+        v, ax = reshape(t, (-1,)), 0
+    elif isinstance(axis, tuple):
+        from numpy.lib.array_utils import normalize_axis_tuple
+        axes = normalize_axis_tuple(axis, t.ndim)
+        rest = tuple(i for i in range(t.ndim) if i not in axes)
+        moved = t if axes + rest == tuple(range(t.ndim)) else t.transpose(axes + rest)
+        v = reshape(moved, (int(np.prod([t.shape[i] for i in axes], dtype=np.int64)),) + tuple(t.shape[i] for i in rest))
+        ax = 0
+    else:
+        v, ax = t, axis
+    res = norm(v, axis=ax, ord=ord)
+    if keepdims:
+        from numpy.lib.array_utils import normalize_axis_tuple
+        for i in normalize_axis_tuple(range(len(shape)) if axis is None else axis, len(shape)):
+            shape[i] = 1
+        res = reshape(res, tuple(shape))
+    return res
+
+
+@_routed(np.linalg.matrix_norm)
+def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
+    """numpy.linalg.matrix_norm (array API): norm over the last two axes."""
+    return norm(x, axis=(-2, -1), keepdims=keepdims, ord=ord)
+
+
+@_routed(np.linalg.matrix_rank)
+def matrix_rank(A: Any, tol: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Any:
+    """numpy.linalg.matrix_rank: singular values above the tolerance, counted (int64)."""
+    from ._reductions import any as jany, sum as jsum
+    ctx = context_of(A)
+    t = _traced(ctx, A)
+    if t.ndim < 2:
+        return jany(apply_ufunc(np.not_equal, t, 0)).astype(np.int64)
+    s = svd(t, compute_uv=False, hermitian=hermitian)
+    if tol is None:
+        if rtol is None:
+            rtol = max(t.shape[-2:]) * np.finfo(s.dtype).eps
+            threshold = apply_ufunc(np.multiply, _reduce_or_zero(s, "max", -1, keepdims=True), rtol)
+        else:
+            r = _traced(ctx, rtol)
+            threshold = apply_ufunc(np.multiply, _reduce_or_zero(s, "max", -1, keepdims=True), reshape(r, r.shape + (1,)))
+    else:
+        tt = _traced(ctx, tol)
+        threshold = reshape(tt, tt.shape + (1,))
+    return jsum(apply_ufunc(np.greater, s, threshold), axis=-1)
+
+
+@_routed(np.linalg.cond)
+def cond(x: Any, p: Any = None) -> Any:
+    """numpy.linalg.cond: ratio of singular values (p None, 2, -2) or norm(x) * norm(inv(x));
+    NaN from a failed inversion becomes inf unless x holds NaN, as NumPy does."""
+    from ._reductions import any as jany
+    ctx = context_of(x)
+    t = _traced(ctx, x)
+    if t.ndim >= 2 and t.shape[-1] * t.shape[-2] == 0:
+        raise np.linalg.LinAlgError("cond is not defined on empty arrays")
+    if p is None or p in (2, -2):
+        s = svd(t, compute_uv=False)
+        first, last = s[..., 0], s[..., -1]
+        r = apply_ufunc(np.divide, last, first) if p == -2 else apply_ufunc(np.divide, first, last)
+    else:
+        raise UnsupportedOperationError(
+            "numpy.linalg.cond with p other than None, 2, -2 inverts x ignoring singularity (NaN entries); "
+            "inside jit use np.linalg.norm(x, p) * np.linalg.norm(np.linalg.inv(x), p)")
+    nan_in_x = jany(apply_ufunc(np.isnan, t), axis=(-2, -1))
+    fix = apply_ufunc(np.logical_and, apply_ufunc(np.isnan, r), apply_ufunc(np.logical_not, nan_in_x))
+    from ._ufuncs import where
+    return where(fix, np.asarray(np.inf, r.dtype), r)
+
+
+def _data_dependent_dtype(name: str) -> Any:
+    def raise_it(*args: Any, **kwargs: Any) -> Any:
+        if context_of(*args, *kwargs.values()) is None:
+            return getattr(np.linalg, name)(*args, **kwargs)
+        raise UnsupportedOperationError(
+            f"numpy.linalg.{name} returns real or complex arrays depending on the values (complex only when "
+            "an eigenvalue is), so its dtype is not known when tracing; inside jit use np.linalg.eigh / "
+            "eigvalsh for symmetric (Hermitian) matrices")
+    register_function(getattr(np.linalg, name), raise_it)
+    return raise_it
+
+
+eig, eigvals = _data_dependent_dtype("eig"), _data_dependent_dtype("eigvals")
+
+
+def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
+    """numpy.tensordot as one dot_general (free axes of a, then of b)."""
+    ctx = context_of(a, b)
+    if ctx is None:
+        return np.tensordot(a, b, axes)
+    from ._linalg import _common_dtype
+    dt = _common_dtype(a, b)
+    x, y = lift(ctx, a, dt), lift(ctx, b, dt)
+    try:
+        n = operator.index(axes)
+        axes_a, axes_b = list(range(x.ndim - n, x.ndim)), list(range(n))
+    except TypeError:
+        axes_a, axes_b = axes
+        axes_a = [axes_a] if isinstance(axes_a, int) else list(axes_a)
+        axes_b = [axes_b] if isinstance(axes_b, int) else list(axes_b)
+    if len(axes_a) != len(axes_b):
+        raise ValueError("shape-mismatch for sum")
+    axes_a = [normalize_axis(ax, x.ndim) for ax in axes_a]
+    axes_b = [normalize_axis(ax, y.ndim) for ax in axes_b]
+    if any(x.shape[i] != y.shape[j] for i, j in zip(axes_a, axes_b)):
+        raise ValueError("shape-mismatch for sum")
+    return ctx.bind1("dot_general", x, y, contracting=(tuple(axes_a), tuple(axes_b)), batch=((), ()))
+
+
+register_function(np.linalg.tensordot, tensordot)
