@@ -216,3 +216,9 @@ def digitize(x: Any, bins: Any, right: bool = False) -> Any:
 
 Tracer.cumsum = lambda self, axis=None, dtype=None, out=None: cumsum(self, axis, dtype, out)
 Tracer.cumprod = lambda self, axis=None, dtype=None, out=None: cumprod(self, axis, dtype, out)
+
+# Notes for the generated support table (jitkernel/numpy/support_table.py, branch arrayfns).
+histogram.__jk_support__ = "partly: bins an int or an array (string rules pick the count from the data); static range"
+bincount.__jk_support__ = "partly: needs a static minlength; a value >= minlength raises ValueError"
+cumsum.__jk_support__ = "partly: out= unsupported"
+cumprod.__jk_support__ = "partly: out= unsupported"

@@ -182,3 +182,6 @@ def einsum(*operands: Any, out: Any = None, dtype: Any = None, order: str = "K",
 def einsum_path(*operands: Any, optimize: Any = "greedy", einsum_call: bool = False) -> Any:
     """numpy.einsum_path: the path depends on shapes only, so it is computed at trace time."""
     return np.einsum_path(*[_stand_in(o) for o in operands], optimize=optimize, einsum_call=einsum_call)
+
+# Notes for the generated support table (jitkernel/numpy/support_table.py, branch arrayfns).
+einsum.__jk_support__ = "supported: contracted in np.einsum_path's greedy order (optimize=True's) or a given path; out= unsupported"

@@ -2,7 +2,6 @@
 (`fft` primitive, ir/library_prims.py), with n/s, axis/axes and norm. Most results are complex:
 without complex dtypes in the engine, those raise TypeError naming the dtype when traced; the
 transforms with real results (irfft, irfftn, irfft2, hfft of real input) work either way.
-fftshift / ifftshift are slices and a concatenation (they fuse).
 
 >>> import numpy as np, jitkernel as jk
 >>> jk.jit(lambda x: np.fft.irfft(x, n=4))(np.array([1.0, 0.0, 0.0]))
@@ -16,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ._core import context_of, lift, normalize_axis
+from ..ir import SUPPORTED_DTYPES
+from ._core import context_of, lift
 from ._dispatch import register_function
-from ._shape import concatenate
 
 __all__: list[str] = []  # reached through np.fft.* (register_function)
 
@@ -58,6 +57,8 @@ def _transform(fn_name: str):
             return ctx.bind1("fft", lift(ctx, a), fn=fn_name, n=_static_tuple(s, "s"),
                              axes=_static_tuple(axes, "axes"), norm=norm)
     traced.__name__ = fn_name
+    if np.dtype(np.complex128) not in SUPPORTED_DTYPES and fn_name not in ("irfft", "irfft2", "irfftn", "hfft"):
+        traced.__jk_support__ = "partly: complex results need complex dtypes (TypeError naming the dtype)"
     traced.__doc__ = f"numpy.fft.{fn_name} as one library step (NumPy's pocketfft)."
     register_function(np_fn, traced)
     return traced
@@ -70,42 +71,3 @@ def _no_out(fn_name: str, out: Any) -> None:
 
 for _name in _ONE_D + _N_D:
     globals()[_name] = _transform(_name)
-
-
-def _roll(t: Any, shift: int, axis: int) -> Any:
-    n = t.shape[axis]
-    if n == 0 or shift % n == 0:
-        return t
-    k = shift % n
-    lo, hi = [slice(None)] * t.ndim, [slice(None)] * t.ndim
-    lo[axis], hi[axis] = slice(n - k, None), slice(None, n - k)
-    return concatenate([t[tuple(lo)], t[tuple(hi)]], axis=axis)
-
-
-def _shift(x: Any, axes: Any, inverse: bool) -> Any:
-    ctx = context_of(x)
-    t = lift(ctx, x)
-    axes = range(t.ndim) if axes is None else ((axes,) if isinstance(axes, int) else axes)
-    for ax in axes:
-        ax = normalize_axis(ax, t.ndim)
-        n = t.shape[ax]
-        t = _roll(t, -(n // 2) if inverse else n // 2, ax)
-    return t
-
-
-def fftshift(x: Any, axes: Any = None) -> Any:
-    """numpy.fft.fftshift: the zero frequency moved to the centre."""
-    if context_of(x) is None:
-        return np.fft.fftshift(x, axes)
-    return _shift(x, axes, inverse=False)
-
-
-def ifftshift(x: Any, axes: Any = None) -> Any:
-    """numpy.fft.ifftshift: the inverse of fftshift."""
-    if context_of(x) is None:
-        return np.fft.ifftshift(x, axes)
-    return _shift(x, axes, inverse=True)
-
-
-register_function(np.fft.fftshift, fftshift)
-register_function(np.fft.ifftshift, ifftshift)

@@ -412,6 +412,7 @@ def _data_dependent_dtype(name: str) -> Any:
             f"numpy.linalg.{name} returns real or complex arrays depending on the values (complex only when "
             "an eigenvalue is), so its dtype is not known when tracing; inside jit use np.linalg.eigh / "
             "eigvalsh for symmetric (Hermitian) matrices")
+    raise_it.__jk_support__ = "unsupported: the result dtype depends on the values (use eigh for Hermitian matrices)"
     register_function(getattr(np.linalg, name), raise_it)
     return raise_it
 
@@ -444,3 +445,9 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
 
 
 register_function(np.linalg.tensordot, tensordot)
+
+# Notes for the generated support table (jitkernel/numpy/support_table.py, branch arrayfns).
+lstsq.__jk_support__ = "partly: a tall rank-deficient a raises LinAlgError (NumPy's empty residuals have a data-dependent shape)"
+matrix_power.__jk_support__ = "partly: static integer n"
+cond.__jk_support__ = "partly: p None, 2, -2 (other p invert ignoring singularity)"
+pinv.__jk_support__ = "partly: static rcond/rtol"

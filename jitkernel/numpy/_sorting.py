@@ -118,3 +118,9 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
 Tracer.argsort = lambda self, axis=-1, kind=None, order=None, *, stable=None: argsort(self, axis, kind, order, stable=stable)
 Tracer.searchsorted = lambda self, v, side="left", sorter=None: searchsorted(self, v, side, sorter)
 Tracer.argpartition = lambda self, kth, axis=-1, kind="introselect", order=None: argpartition(self, kth, axis, kind, order)
+
+# Notes for the generated support table (jitkernel/numpy/support_table.py, branch arrayfns).
+sort.__jk_support__ = "partly: order= (structured arrays) unsupported"
+argsort.__jk_support__ = "partly: order= (structured arrays) unsupported"
+partition.__jk_support__ = "partly: static kth"
+argpartition.__jk_support__ = "partly: static kth"
