@@ -280,6 +280,34 @@ def test_sorting_variants(backend):
     check(lambda a, v: a.searchsorted(v, "right"), np.arange(5), np.array([0.5, 2, 7]), backend=backend)
 
 
+def _in_place_supported() -> bool:
+    def write(x):
+        x[...] = 0
+        return x
+    try:
+        jk.make_ir(write)(np.ones(2))
+        return True
+    except jk.errors.InPlaceUpdateError:
+        return False
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ndarray_sort_and_partition_sort_in_place(backend):
+    def f(x):
+        y = x[1:]
+        y.sort(axis=0)
+        x[0].partition(2)
+        return x * 1, y + 0
+    x = _mat(4, 5)
+    if not _in_place_supported():
+        with pytest.raises(jk.errors.InPlaceUpdateError):
+            jk.jit(f, backend=backend)(x)
+        return
+    got_x, expected_x = x.copy(), x.copy()
+    assert_matches_numpy(jk.jit(f, backend=backend)(got_x), f(expected_x))
+    np.testing.assert_array_equal(got_x, expected_x)  # the caller's array is sorted in place too
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_sorting_errors(backend):
     x = np.arange(5.0)

@@ -113,8 +113,20 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
     return ctx.bind1("searchsorted", *ins, side=side)
 
 
-# ndarray methods of the same names (a.argsort(), a.searchsorted(v), ...). ndarray.sort and
-# ndarray.partition sort in place and return None: they are not defined here.
+def _sort_in_place(self: Tracer, axis: int = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> None:
+    """ndarray.sort: sorts in place, written back with `a[...] = np.sort(a)` (the in-place
+    machinery makes it visible through every view and in the caller's argument)."""
+    self[...] = sort(self, axis, kind, order, stable=stable)
+
+
+def _partition_in_place(self: Tracer, kth: Any, axis: int = -1, kind: str = "introselect", order: Any = None) -> None:
+    """ndarray.partition: partitions in place, as ndarray.sort."""
+    self[...] = partition(self, kth, axis, kind, order)
+
+
+# ndarray methods of the same names (a.argsort(), a.searchsorted(v), a.sort(), ...).
+Tracer.sort = _sort_in_place
+Tracer.partition = _partition_in_place
 Tracer.argsort = lambda self, axis=-1, kind=None, order=None, *, stable=None: argsort(self, axis, kind, order, stable=stable)
 Tracer.searchsorted = lambda self, v, side="left", sorter=None: searchsorted(self, v, side, sorter)
 Tracer.argpartition = lambda self, kth, axis=-1, kind="introselect", order=None: argpartition(self, kth, axis, kind, order)
