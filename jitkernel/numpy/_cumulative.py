@@ -5,7 +5,7 @@ runs) and digitize (library steps).
 
 >>> import numpy as np, jitkernel as jk
 >>> jk.jit(lambda x: np.cumsum(x) + np.diff(x, prepend=0))(np.arange(4.0))
-array([0., 2., 4., 6.])
+array([0., 2., 4., 7.])
 """
 from __future__ import annotations
 
