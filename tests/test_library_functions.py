@@ -599,3 +599,43 @@ def test_complex_inputs(backend, dtype):
         for g, e in zip(got if isinstance(got, tuple) else (got,), expected if isinstance(expected, tuple) else (expected,)):
             assert g.dtype == e.dtype and np.shape(g) == np.shape(e), (fn, g.dtype, e.dtype)
             np.testing.assert_allclose(g, e, rtol=tol, atol=tol)
+
+
+# ----------------------------------------------------------------------------- more accumulation, 1-d signal
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int8, np.bool_])
+def test_nancumsum_and_cumulative_sum(backend, dtype):
+    x = (RNG.standard_normal((3, 4)) * 4).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        x[1, 2] = x[0, 0] = np.nan
+    check(lambda x: (np.nancumsum(x), np.nancumprod(x, axis=1), np.nancumsum(x, axis=0, dtype=np.float64)), x,
+          backend=backend, rtol=0, atol=0)
+    check(lambda x: (np.cumulative_sum(x, axis=1), np.cumulative_prod(x, axis=0, include_initial=True),
+                     np.cumulative_sum(x[0], include_initial=True), np.cumulative_sum(x, axis=-1, dtype=np.int64)),
+          x, backend=backend, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="axis`` argument is required"):
+        jk.jit(np.cumulative_sum, backend=backend)(x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_convolve_correlate(backend, mode):
+    a, v = _mat(7), _mat(3)
+    ai, vi = RNG.integers(-5, 5, 6).astype(np.int8), RNG.integers(-5, 5, 9).astype(np.int16)
+    check(lambda a, v: (np.convolve(a, v, mode), np.convolve(v, a, mode=mode), np.correlate(a, v, mode) * 2,
+                        np.correlate(v, a, mode)), a, v, backend=backend)
+    check(lambda a, v: (np.convolve(a, v, mode), np.correlate(a, v, mode)), ai, vi, backend=backend)
+    with pytest.raises(ValueError, match="cannot be empty"):
+        jk.jit(np.convolve, backend=backend)(a, np.zeros(0))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_interp(backend):
+    xp = np.sort(_mat(6))
+    fp, x = _mat(6), _mat(3, 4) * 2
+    check(lambda x, xp, fp: (np.interp(x, xp, fp), np.interp(x, xp, fp, left=-1.0, right=np.float32(2)),
+                             np.interp(x, xp, fp, period=1.5), np.interp(0.25, xp, fp)), x, xp, fp, backend=backend)
+    check(lambda x, xp, fp: np.interp(x, xp, fp.astype(np.float32)), x.astype(np.float32), xp, fp, backend=backend)
+    with pytest.raises(ValueError, match="fp and xp are not of the same length"):
+        jk.jit(np.interp, backend=backend)(x, xp, fp[:3])

@@ -350,6 +350,43 @@ def _digitize_rule(in_avals: list[AType], *, right: bool) -> list[AType]:
 
 _library("digitize", _digitize_rule, lambda x, bins, *, right: np.digitize(x, bins, right=right))
 
+# ----------------------------------------------------------------------------- 1-d signal
+
+
+def _convolve_rule(in_avals: list[AType], *, fn: str, mode: str) -> list[AType]:
+    a, v = in_avals
+    if a.ndim > 1 or v.ndim > 1:
+        raise ValueError("object too deep for desired array")
+    n, m = a.size, v.size
+    if n == 0:
+        raise ValueError("a cannot be empty")
+    if m == 0:
+        raise ValueError("v cannot be empty")
+    length = {"full": n + m - 1, "same": max(n, m), "valid": max(n, m) - min(n, m) + 1}.get(mode)
+    if length is None:
+        raise ValueError(f"mode must be one of 'valid', 'same', or 'full' (got {mode!r})")
+    out = getattr(np, fn)(np.ones(1, a.dtype), np.ones(1, v.dtype))  # NumPy's dtype (and TypeError)
+    return [AType((length,), out.dtype)]
+
+
+_library("convolve", _convolve_rule, lambda a, v, *, fn, mode: getattr(np, fn)(a, v, mode=mode))
+
+
+def _interp_rule(in_avals: list[AType], *, left: Any, right: Any, period: Any) -> list[AType]:
+    x, xp, fp = in_avals
+    if xp.ndim != 1 or fp.ndim != 1:
+        raise ValueError("Data points must be 1D sequences")
+    if xp.shape != fp.shape:
+        raise ValueError("fp and xp are not of the same length.")
+    if xp.size == 0:
+        raise ValueError("array of sample points is empty")
+    out = np.interp(np.zeros(1, x.dtype), np.zeros(1, xp.dtype), np.zeros(1, fp.dtype), left=left, right=right)
+    return [AType(x.shape, out.dtype)]
+
+
+_library("interp", _interp_rule,
+         lambda x, xp, fp, *, left, right, period: np.interp(x, xp, fp, left=left, right=right, period=period))
+
 # ----------------------------------------------------------------------------- FFT
 
 _FFT_FUNCTIONS = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
@@ -385,6 +422,6 @@ _library("fft", _fft_rule, _fft)
 # result is never read, so the trace keeps such a step alive (trace/__init__.py).
 RAISING_LIBRARY_PRIMITIVES = frozenset({
     "linalg_inv", "linalg_cholesky", "linalg_solve", "linalg_eigh", "linalg_eigvalsh", "linalg_svd",
-    "linalg_lstsq", "linalg_pinv", "linalg_qr", "bincount", "digitize", "histogram"})
+    "linalg_lstsq", "linalg_pinv", "linalg_qr", "bincount", "digitize", "histogram", "interp"})
 
 __all__ = ["RAISING_LIBRARY_PRIMITIVES", "linalg_dtype", "real_dtype", "assert_stacked_2d", "assert_stacked_square", "histogram_dtypes"]

@@ -46,6 +46,7 @@ from . import _linalg_lib  # noqa: E402
 from . import _sorting, _cumulative  # noqa: E402
 from . import _einsum  # noqa: E402
 from . import _fft  # noqa: E402
+from . import _signal  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
@@ -54,6 +55,7 @@ _EXTENSION_MODULES = (
     _cumulative,
     _einsum,
     _fft,
+    _signal,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})

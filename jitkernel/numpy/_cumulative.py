@@ -22,7 +22,8 @@ from ._core import broadcast_to_shape, context_of, lift, normalize_axis, shape_o
 from ._shape import concatenate, ravel
 from ._ufuncs import apply_ufunc
 
-__all__ = ["cumsum", "cumprod", "diff", "histogram", "bincount", "digitize"]
+__all__ = ["cumsum", "cumprod", "nancumsum", "nancumprod", "cumulative_sum", "cumulative_prod", "diff", "histogram",
+           "bincount", "digitize"]
 
 # ufunc.accumulate is a library step for these (binary ufuncs with an identity-free,
 # well-defined running result); others raise UnsupportedOperationError.
@@ -105,6 +106,67 @@ def cumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any
         return np.cumprod(a, axis=axis, dtype=dtype, out=out)
     _no_out("cumprod", out)
     return accumulate("multiply", a, axis, dtype, cumulative=True)
+
+
+def nancumsum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+    """numpy.nancumsum: cumsum with NaN counted as zero."""
+    if context_of(a) is None:
+        return np.nancumsum(a, axis=axis, dtype=dtype, out=out)
+    return cumsum(_nan_to(a, 0), axis, dtype, out)
+
+
+def nancumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+    """numpy.nancumprod: cumprod with NaN counted as one."""
+    if context_of(a) is None:
+        return np.nancumprod(a, axis=axis, dtype=dtype, out=out)
+    return cumprod(_nan_to(a, 1), axis, dtype, out)
+
+
+def _nan_to(a: Any, value: int) -> Any:
+    from ._ufuncs import where
+    t = lift(context_of(a), a)
+    if t.dtype.kind not in "fc":
+        return t  # NumPy replaces NaN only in inexact arrays
+    return where(apply_ufunc(np.isnan, t), np.asarray(value, t.dtype), t)
+
+
+def _cumulative(ufunc: str, x: Any, axis: Any, dtype: Any, out: Any, include_initial: bool) -> Any:
+    """numpy.cumulative_sum / cumulative_prod (the array API's cumsum): axis required above 1-d,
+    include_initial prepends the identity."""
+    fname = "cumulative_sum" if ufunc == "add" else "cumulative_prod"
+    ctx = context_of(x)
+    _no_out(fname, out)
+    t = lift(ctx, x)
+    if t.ndim == 0:
+        t = t.reshape((1,))
+    if axis is None:
+        if t.ndim > 1:
+            raise ValueError("For arrays which have more than one dimension ``axis`` argument is required.")
+        axis = 0
+    ax = normalize_axis(operator.index(axis), t.ndim)
+    requested = None if dtype is None else check_dtype(dtype, f"the dtype= of {fname}")
+    out_dt = np.dtype(getattr(np, fname)(np.ones(1, t.dtype), dtype=requested).dtype)
+    acc = ctx.bind1("accumulate", t, ufunc=ufunc, axis=ax, dtype=out_dt)
+    if not include_initial:
+        return acc
+    shape = list(t.shape)
+    shape[ax] = 1
+    first = broadcast_to_shape(ctx, lift(ctx, np.asarray(0 if ufunc == "add" else 1, out_dt)), tuple(shape))
+    return concatenate([first, acc], axis=ax)
+
+
+def cumulative_sum(x: Any, /, *, axis: Any = None, dtype: Any = None, out: Any = None, include_initial: bool = False) -> Any:
+    """numpy.cumulative_sum."""
+    if context_of(x) is None:
+        return np.cumulative_sum(x, axis=axis, dtype=dtype, out=out, include_initial=include_initial)
+    return _cumulative("add", x, axis, dtype, out, include_initial)
+
+
+def cumulative_prod(x: Any, /, *, axis: Any = None, dtype: Any = None, out: Any = None, include_initial: bool = False) -> Any:
+    """numpy.cumulative_prod."""
+    if context_of(x) is None:
+        return np.cumulative_prod(x, axis=axis, dtype=dtype, out=out, include_initial=include_initial)
+    return _cumulative("multiply", x, axis, dtype, out, include_initial)
 
 
 def _no_out(fname: str, out: Any) -> None:
