@@ -266,16 +266,18 @@ _library("accumulate", _accumulate_rule,
 
 
 def _ufunc_reduce_rule(in_avals: list[AType], *, ufunc: str, axes: Any, dtype: np.dtype,
-                       shape: tuple[int, ...]) -> list[AType]:
+                       keepdims: bool) -> list[AType]:
     (a,) = in_avals
     reduced = range(a.ndim) if axes is None else axes
     if any(a.shape[d] == 0 for d in reduced) and getattr(np, ufunc).identity is None:
         raise ValueError(f"zero-size array to reduction operation {ufunc} which has no identity")
-    return [AType(shape, dtype)]
+    if keepdims:
+        return [AType(tuple(1 if d in reduced else n for d, n in enumerate(a.shape)), dtype)]
+    return [AType(tuple(n for d, n in enumerate(a.shape) if d not in reduced), dtype)]
 
 
 _library("ufunc_reduce", _ufunc_reduce_rule,
-         lambda a, *, ufunc, axes, dtype, shape: getattr(np, ufunc).reduce(a, axis=axes, dtype=dtype).reshape(shape))
+         lambda a, *, ufunc, axes, dtype, keepdims: getattr(np, ufunc).reduce(a, axis=axes, dtype=dtype, keepdims=keepdims))
 
 # ----------------------------------------------------------------------------- histograms
 

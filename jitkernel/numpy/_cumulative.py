@@ -87,9 +87,7 @@ def ufunc_method(ufunc: np.ufunc, method: str, a: Any, kwargs: dict) -> Any:
     # the same dtype and dimensions.
     sample = np.ones((1,) * t.ndim, t.dtype)
     out_dt = ufunc.reduce(sample, axis=axes, dtype=requested).dtype
-    kept = tuple(1 if axes is None or d in axes else n for d, n in enumerate(t.shape)) if keepdims else \
-        tuple(n for d, n in enumerate(t.shape) if axes is not None and d not in axes)
-    return ctx.bind1("ufunc_reduce", t, ufunc=name, axes=axes, dtype=out_dt, shape=kept)
+    return ctx.bind1("ufunc_reduce", t, ufunc=name, axes=axes, dtype=out_dt, keepdims=bool(keepdims))
 
 
 def cumsum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
