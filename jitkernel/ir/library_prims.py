@@ -26,7 +26,7 @@ _I64 = np.dtype(np.int64)
 
 def _library(name: str, rule: Callable[..., list[AType]], fn: Callable[..., Any]) -> None:
     """Register `name` whose impl is `fn(*arrays, **params)`; a tuple result is one output per
-    item. Results are cast to the rule's avals without a copy when they already are."""
+    item, each checked against the rule's avals (a mismatch raises: never a cast)."""
     def impl(*arrays: np.ndarray, **params: Any) -> list[np.ndarray]:
         out = fn(*arrays, **params)
         outs = tuple(out) if isinstance(out, tuple) else (out,)
@@ -34,10 +34,10 @@ def _library(name: str, rule: Callable[..., list[AType]], fn: Callable[..., Any]
         results = []
         for o, av in zip(outs, avals):
             r = np.asarray(o)
-            if not np.can_cast(r.dtype, av.dtype, "same_kind"):
-                # A rule that disagrees with NumPy on the kind (complex -> real) would drop data.
-                raise TypeError(f"internal error: {name} returned {r.dtype}, its shape rule says {av.dtype}")
-            r = r.astype(av.dtype, copy=False).reshape(av.shape)
+            if r.dtype != av.dtype or r.shape != av.shape:
+                # The rule disagrees with NumPy: casting would return another dtype than NumPy's.
+                raise TypeError(f"internal error: {name} returned {r.dtype}{list(r.shape)}, its shape rule "
+                                f"says {av}; please report this")
             if any(np.may_share_memory(r, a) for a in arrays):
                 r = r.copy()  # a result is a new array, never a view of an input (an argument)
             results.append(r)
