@@ -27,18 +27,29 @@ _I64 = np.dtype(np.int64)
 def _library(name: str, rule: Callable[..., list[AType]], fn: Callable[..., Any]) -> None:
     """Register `name` whose impl is `fn(*arrays, **params)`; a tuple result is one output per
     item, each checked against the rule's avals (a mismatch raises: never a cast)."""
+    expected_cache: dict = {}  # (input shapes and dtypes, params) -> the rule's (shape, dtype)s
+
+    def expected(arrays: tuple, params: dict) -> list[tuple]:
+        key = (tuple((a.shape, a.dtype) for a in arrays), tuple(params.items()))
+        avals = expected_cache.get(key)
+        if avals is None:
+            if len(expected_cache) > 256:
+                expected_cache.clear()
+            rule_out = rule([AType(a.shape, a.dtype) for a in arrays], **params)
+            avals = expected_cache[key] = [(av.shape, av.dtype) for av in rule_out]
+        return avals
+
     def impl(*arrays: np.ndarray, **params: Any) -> list[np.ndarray]:
-        out = fn(*arrays, **params)
+        out = fn(*arrays, **params)  # arrays (or NumPy scalars: they have .shape and .dtype too)
         outs = tuple(out) if isinstance(out, tuple) else (out,)
-        avals = rule([AType(np.shape(a), np.asarray(a).dtype) for a in arrays], **params)
         results = []
-        for o, av in zip(outs, avals):
+        for o, (shape, dtype) in zip(outs, expected(arrays, params)):
             r = np.asarray(o)
-            if r.dtype != av.dtype or r.shape != av.shape:
+            if r.dtype != dtype or r.shape != shape:
                 # The rule disagrees with NumPy: casting would return another dtype than NumPy's.
                 raise TypeError(f"internal error: {name} returned {r.dtype}{list(r.shape)}, its shape rule "
-                                f"says {av}; please report this")
-            if any(np.may_share_memory(r, a) for a in arrays):
+                                f"says {AType(shape, dtype)}; please report this")
+            if r.base is not None and any(np.may_share_memory(r, a) for a in arrays):
                 r = r.copy()  # a result is a new array, never a view of an input (an argument)
             results.append(r)
         return results

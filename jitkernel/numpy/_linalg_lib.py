@@ -12,6 +12,7 @@ True
 """
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -340,7 +341,7 @@ def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any
         axes = normalize_axis_tuple(axis, t.ndim)
         rest = tuple(i for i in range(t.ndim) if i not in axes)
         moved = t if axes + rest == tuple(range(t.ndim)) else t.transpose(axes + rest)
-        v = reshape(moved, (int(np.prod([t.shape[i] for i in axes], dtype=np.int64)),) + tuple(t.shape[i] for i in rest))
+        v = reshape(moved, (math.prod(t.shape[i] for i in axes),) + tuple(t.shape[i] for i in rest))
         ax = 0
     else:
         v, ax = t, axis
