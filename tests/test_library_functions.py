@@ -319,7 +319,7 @@ def test_sorting_errors(backend):
         jk.jit(lambda x: np.searchsorted(x, 1.0, side="middle"), backend=backend)(x)
     with pytest.raises(UnsupportedOperationError, match="order="):
         jk.jit(lambda x: np.sort(x, order="f"), backend=backend)(x)
-    with pytest.raises(UnsupportedOperationError, match="numpy.unique"):
+    with pytest.raises(UnsupportedOperationError, match="numpy.unique .*depends on the data"):
         jk.jit(np.unique, backend=backend)(x)
 
 

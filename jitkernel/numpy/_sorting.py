@@ -19,7 +19,7 @@ from ..trace.tracer import Tracer
 from ._core import context_of, lift, normalize_axis
 from ._shape import ravel
 
-__all__ = ["sort", "argsort", "partition", "argpartition", "searchsorted"]
+__all__ = ["sort", "argsort", "partition", "argpartition", "searchsorted", "unique"]
 
 
 def _operand(a: Any, axis: Any) -> tuple[Tracer, int]:
@@ -111,6 +111,19 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
             raise TypeError("sorter must only contain integers")
         ins.append(s)
     return ctx.bind1("searchsorted", *ins, side=side)
+
+
+def unique(ar: Any, *args: Any, **kwargs: Any) -> Any:
+    """numpy.unique: its length is the number of distinct values, known only from the data."""
+    if not isinstance(ar, Tracer):  # concrete data (a constant inside the trace too): NumPy's
+        return np.unique(ar, *args, **kwargs)
+    raise UnsupportedOperationError(
+        f"numpy.unique is not supported inside a jitted function ({ar._where()}): "
+        "its result length is the number of distinct values, which depends on the data; np.sort(x) keeps a "
+        "static shape (compare neighbours: x[1:] != x[:-1])")
+
+
+unique.__jk_support__ = "unsupported: data-dependent output shape (the number of distinct values)"
 
 
 def _sort_in_place(self: Tracer, axis: int = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> None:
