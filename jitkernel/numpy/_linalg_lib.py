@@ -228,7 +228,7 @@ def multi_dot(arrays: Any, *, out: Any = None) -> Any:
 # ----------------------------------------------------------------------------- norm
 
 
-def _reduce_or_zero(x: Any, how: str, axis: Any, keepdims: bool = False) -> Any:
+def _max_or_zero(x: Any, axis: Any, keepdims: bool = False) -> Any:
     """x.max(axis, initial=0) for non-negative x (NumPy's norm gives 0 for an empty axis)."""
     from ._creation import zeros
     from ._reductions import _keep, max as jmax
@@ -243,7 +243,7 @@ def _reduce_or_zero(x: Any, how: str, axis: Any, keepdims: bool = False) -> Any:
 def _svd_norm(x: Any, row: int, col: int, how: str) -> Any:
     s = svd(moveaxis(x, (row, col), (-2, -1)), compute_uv=False)
     if how == "max":
-        return _reduce_or_zero(s, "max", -1)
+        return _max_or_zero(s, -1)
     return s.min(axis=-1) if how == "min" else s.sum(axis=-1)
 
 
@@ -283,7 +283,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
             raise TypeError("'axis' must be None, an integer or a tuple of integers") from e
     if len(axis) == 1:
         if ord == np.inf:
-            return _reduce_or_zero(apply_ufunc(absolute, t), "max", axis, keepdims)
+            return _max_or_zero(apply_ufunc(absolute, t), axis, keepdims)
         if ord == -np.inf:
             return jmin(apply_ufunc(absolute, t), axis=axis, keepdims=keepdims)
         if ord == 0:
@@ -310,11 +310,11 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     elif ord in (1, -1):
         c = col - 1 if col > row else col
         s = jsum(absx, axis=row)
-        ret = _reduce_or_zero(s, "max", c) if ord == 1 else jmin(s, axis=c)
+        ret = _max_or_zero(s, c) if ord == 1 else jmin(s, axis=c)
     elif ord in (np.inf, -np.inf):
         r = row - 1 if row > col else row
         s = jsum(absx, axis=col)
-        ret = _reduce_or_zero(s, "max", r) if ord == np.inf else jmin(s, axis=r)
+        ret = _max_or_zero(s, r) if ord == np.inf else jmin(s, axis=r)
     elif ord in (None, "fro", "f"):
         ret = apply_ufunc(sqrt, jsum(_abs_squared(t), axis=axis))
     elif ord == "nuc":
@@ -372,10 +372,10 @@ def matrix_rank(A: Any, tol: Any = None, hermitian: bool = False, *, rtol: Any =
     if tol is None:
         if rtol is None:
             rtol = max(t.shape[-2:]) * np.finfo(s.dtype).eps
-            threshold = apply_ufunc(np.multiply, _reduce_or_zero(s, "max", -1, keepdims=True), rtol)
+            threshold = apply_ufunc(np.multiply, _max_or_zero(s, -1, keepdims=True), rtol)
         else:
             r = _traced(ctx, rtol)
-            threshold = apply_ufunc(np.multiply, _reduce_or_zero(s, "max", -1, keepdims=True), reshape(r, r.shape + (1,)))
+            threshold = apply_ufunc(np.multiply, _max_or_zero(s, -1, keepdims=True), reshape(r, r.shape + (1,)))
     else:
         tt = _traced(ctx, tol)
         threshold = reshape(tt, tt.shape + (1,))
