@@ -4,6 +4,9 @@ from .types import SUPPORTED_DTYPES, AType, check_dtype
 from .printer import format_program
 from .verify import verify_program
 from . import primitives
+from . import control_flow  # registers cond / while_loop / fori_loop / scan
+from . import dynamic_slice  # registers dynamic_slice / dynamic_update_slice
+from . import arrayfn_prims  # noqa: F401  (registers take_static, raise_if)
 from . import library_prims  # noqa: F401  (registers the library primitives)
 
 __all__ = ["AType", "Eqn", "Program", "Var", "live_variables", "SUPPORTED_DTYPES", "check_dtype", "format_program",

@@ -42,6 +42,7 @@ __all__ = sorted(
 # Modules that each export their own `__all__` (one line per module, so work on different
 # functions never edits the same line).
 from . import _advanced, _dynamic  # noqa: E402
+from . import _matrix, _manipulation, _statistics  # noqa: E402
 from . import _linalg_lib  # noqa: E402
 from . import _sorting, _cumulative  # noqa: E402
 from . import _einsum  # noqa: E402
@@ -56,6 +57,9 @@ _EXTENSION_MODULES = (
     _einsum,
     _fft,
     _signal,
+    _matrix,
+    _manipulation,
+    _statistics,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})

@@ -27,8 +27,8 @@ import numpy as np
 
 from ...config import config
 from ...fusion.kernel_ir import Compute, KernelProgram, LibraryCall, RowKernel
-from ...ir import primitives
 from ...ir.primitives import dot_general_numpy
+from .control_flow import library_impl
 from .ops import STATUS_MESSAGES
 from .render import DATA_OFFSET, PARALLEL_MIN_ELEMENTS, Segment
 
@@ -213,7 +213,7 @@ def _library_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict) -> li
     if step.prim == "dot_general":
         lines = [f"    {outs}= dot_general({ins}, **params{n}),"]
     else:
-        ns[f"impl{n}"] = primitives.get(step.prim).impl
+        ns[f"impl{n}"] = library_impl(step.prim, step.params)  # control flow: compiled sub-programs
         lines = [f"    {outs}= impl{n}({ins}, **params{n})"]
     for k, b in enumerate(step.outputs):
         if step.prim == "dot_general" and b not in kp.outputs:
