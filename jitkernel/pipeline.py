@@ -12,6 +12,30 @@ from .passes import optimize
 from .tree import TreeDef, tree_unflatten
 
 
+class AliasedArguments(ValueError):
+    """Raised before a call of a function that writes an argument when two arguments are the
+    same array; Jitted runs a variant traced with one Memory for both (never seen by users)."""
+
+
+def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
+    """The same memory with the same layout: the same array under two names."""
+    if a is b:
+        return True
+    return (a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype
+            and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
+
+
+def same_array_positions(leaves: list) -> tuple[int, ...] | None:
+    """For each argument leaf, the first leaf that is the same array; None if no two are."""
+    first: list[int] = []
+    for j, a in enumerate(leaves):
+        k = j
+        if isinstance(a, np.ndarray):
+            k = next((i for i in range(j) if isinstance(leaves[i], np.ndarray) and _same_array(leaves[i], a)), j)
+        first.append(first[k] if k != j else j)
+    return tuple(first) if any(k != j for j, k in enumerate(first)) else None
+
+
 class Compiled:
     """One compiled signature of a jitted function: the programs at each stage, the backend's
     executable, and the output tree. Calling it runs the executable."""
@@ -27,12 +51,18 @@ class Compiled:
 
     def text(self, stage: str) -> str:
         if stage == "ir":
-            return str(self.program)
+            return str(self.program) + self._writes_line()
         if stage == "optimized":
-            return str(self.optimized)
+            return str(self.optimized) + self._writes_line()
         if stage not in self._texts:
             raise ValueError(f"stage {stage!r} is not available for the {self.backend} backend")
-        return self._texts[stage]()
+        return self._texts[stage]() + (self._writes_line() if stage == "kernels" else "")
+
+    def _writes_line(self) -> str:
+        """`writes: x, y`: the arguments this function writes (their final values are the
+        program's last outputs, copied back into the caller's arrays)."""
+        names = self.program.written_names or tuple(f"args[{i}]" for i, _ in self.program.written_args)
+        return f"\nwrites: {', '.join(names)}" if names else ""
 
     def fast_entry(self, scalar_dtypes: list, signature: str = "") -> Callable[[tuple], Any]:
         """A call path for positional arguments whose signature is already known to match:
@@ -56,6 +86,9 @@ class Compiled:
             self.calls += 1
             return result
 
+        written = self.program.written_args
+        if written:
+            return self._writing_entry(run, convert, subscribers, observed)
         if single and not convert and run_single is not None and not self.program.int_arg_bounds:
             def entry_single(args: tuple) -> Any:
                 if subscribers:
@@ -79,6 +112,58 @@ class Compiled:
             return finish(run(args))
         return entry
 
+    def _writing_entry(self, run: Callable, convert: list, subscribers: list, observed: Callable) -> Callable[[tuple], Any]:
+        """The fast path of a function that writes arguments: checked, run, written back."""
+        check = self.check_inputs if self.program.int_arg_bounds else None
+        check_targets, write_back, finish = self.check_targets, self.write_back, self.finish
+
+        def entry(args: tuple) -> Any:
+            if check is not None:
+                check(args)
+            check_targets(args)
+            arrays = args
+            if convert:
+                arrays = list(args)
+                for i, dt in convert:
+                    arrays[i] = np.asarray(arrays[i], dt)
+
+            def outs() -> Any:
+                results = run(arrays)
+                write_back(results, args)
+                return finish(results)
+            return observed(outs) if subscribers else outs()
+        return entry
+
+    def check_targets(self, targets: Any) -> None:
+        """Before a call that writes arguments: each written one must be a writeable array
+        (NumPy's `ValueError: assignment destination is read-only`), and must not share memory
+        with another argument (the compiled program treats its arguments as separate arrays)."""
+        written = self.program.written_args
+        for i, _ in written:
+            t = targets[i]
+            if isinstance(t, np.generic):
+                raise TypeError(f"'numpy.{t.dtype.name}' object does not support item assignment")
+            if not t.flags.writeable:
+                raise ValueError("assignment destination is read-only")
+        for i, _ in written:
+            for j, other in enumerate(targets):
+                if j != i and isinstance(other, np.ndarray) and np.may_share_memory(targets[i], other):
+                    if _same_array(targets[i], other):
+                        raise AliasedArguments(f"{self.name}: arguments {i} and {j} are the same array")
+                    raise ValueError(
+                        f"{self.name}: arguments {i} and {j} are overlapping views of one array, and the function "
+                        f"writes argument {i}. jitkernel compiles arguments as separate arrays (the same array "
+                        "passed twice is supported, partly overlapping views are not), so a write through one "
+                        "would not be seen through the other as in NumPy; pass a copy (np.copy(a)) for one of them.")
+
+    def write_back(self, outs: list[np.ndarray], targets: Any) -> None:
+        """Copy the final value of every written argument into the caller's array (after the
+        whole call succeeded: a call that raises leaves its arguments unchanged). np.copyto
+        handles strides and byte order."""
+        for i, k in self.program.written_args:
+            if outs[k] is not targets[i]:  # else the kernels wrote the caller's array in place
+                np.copyto(targets[i], outs[k], casting="unsafe")
+
     def finish(self, outs: list[np.ndarray]) -> Any:
         # NumPy returns scalars, not 0-d arrays, from ufuncs and reductions: so do we.
         return tree_unflatten(self.out_tree, [o[()] if o.ndim == 0 else o for o in outs])
@@ -91,9 +176,14 @@ class Compiled:
             if (lo is not None and v < lo) or (hi is not None and v > hi):
                 raise OverflowError(f"Python integer {v} out of bounds for {dt}")
 
-    def __call__(self, arrays: list[np.ndarray]) -> Any:
+    def __call__(self, arrays: list[np.ndarray], targets: Any = None) -> Any:
+        """Run on `arrays` (the arguments in native byte order); written arguments are copied
+        back into `targets` (the caller's own arrays, `arrays` when not given)."""
         if self.program.int_arg_bounds:
             self.check_inputs(arrays)
+        if self.program.written_args:
+            targets = arrays if targets is None else targets
+            self.check_targets(targets)
         if events.SUBSCRIBERS:
             t0 = events.clock()
             outs = self.executable(arrays)
@@ -101,6 +191,8 @@ class Compiled:
                                            function_id=self.function_id))
         else:
             outs = self.executable(arrays)
+        if self.program.written_args:
+            self.write_back(outs, targets)
         self.calls += 1
         return self.finish(outs)
 
@@ -131,6 +223,7 @@ def reuse_program(program: Program, out_tree: TreeDef, backend: str, template: o
 def _optimize(program: Program, name: str) -> Program:
     t0 = events.clock()
     optimized = optimize(program)
+    optimized.written_args = program.written_args  # the passes keep the outputs' order
     if events.SUBSCRIBERS:
         events.publish(events.OptimizeEvent(name, t0, events.clock() - t0, len(program.eqns), len(optimized.eqns)))
     return optimized

@@ -43,6 +43,7 @@ __all__ = sorted(
 # functions never edits the same line).
 from . import _advanced, _dynamic  # noqa: E402
 from . import _matrix, _manipulation, _statistics  # noqa: E402
+from . import _inplace  # noqa: E402
 from . import _linalg_lib  # noqa: E402
 from . import _sorting, _cumulative  # noqa: E402
 from . import _einsum  # noqa: E402
@@ -60,6 +61,7 @@ _EXTENSION_MODULES = (
     _matrix,
     _manipulation,
     _statistics,
+    _inplace,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})
