@@ -579,6 +579,22 @@ _NON_UFUNC_CALLS = {
     # inside jit they exist under jitkernel.numpy only.
     "array": lambda m, x, y, i: (jnp if m is np else m).array([x[0], y[0]]),
     "asarray": lambda m, x, y, i: (jnp if m is np else m).asarray(x, dtype=np.float64),
+    # library functions (tests/test_library_functions.py covers them in depth)
+    "sort": lambda m, x, y, i: m.sort(x, axis=0), "argsort": lambda m, x, y, i: m.argsort(i, kind="stable"),
+    "partition": lambda m, x, y, i: m.partition(x, 1), "argpartition": lambda m, x, y, i: m.argpartition(y, 2, axis=0),
+    "searchsorted": lambda m, x, y, i: m.searchsorted(m.sort(x[0]), y), "cumsum": lambda m, x, y, i: m.cumsum(i, axis=1),
+    "cumprod": lambda m, x, y, i: m.cumprod(x), "nancumsum": lambda m, x, y, i: m.nancumsum(x / (x > 0.3)),
+    "nancumprod": lambda m, x, y, i: m.nancumprod(y, axis=0),
+    "cumulative_sum": lambda m, x, y, i: m.cumulative_sum(i, axis=0, include_initial=True),
+    "cumulative_prod": lambda m, x, y, i: m.cumulative_prod(x[0]), "diff": lambda m, x, y, i: m.diff(i, n=2),
+    "histogram": lambda m, x, y, i: m.histogram(x, bins=3, weights=y), "bincount": lambda m, x, y, i: m.bincount(i[0], minlength=51),
+    "digitize": lambda m, x, y, i: m.digitize(x, np.array([0.2, 0.5, 0.7])),
+    "einsum": lambda m, x, y, i: m.einsum("ij,kj->ik", x, y),
+    "einsum_path": lambda m, x, y, i: x * len(m.einsum_path("ij,jk,kl->il", x, y.T, x, optimize="greedy")[0]),
+    "tensordot": lambda m, x, y, i: m.tensordot(x, y, axes=([1], [1])),
+    "convolve": lambda m, x, y, i: m.convolve(x[0], y[1]), "correlate": lambda m, x, y, i: m.correlate(x[0], y[1], "same"),
+    "interp": lambda m, x, y, i: m.interp(x, np.array([0.0, 0.5, 1.0]), np.array([1.0, -1.0, 2.0])),
+    "unique": lambda m, x, y, i: m.unique(np.array([3, 1, 3])) + x[0, :2],  # on a constant: NumPy's own
 }
 
 

@@ -44,9 +44,20 @@ __all__ = sorted(
 from . import _advanced, _dynamic  # noqa: E402
 from . import _matrix, _manipulation, _statistics  # noqa: E402
 from . import _inplace  # noqa: E402
+from . import _linalg_lib  # noqa: E402
+from . import _sorting, _cumulative  # noqa: E402
+from . import _einsum  # noqa: E402
+from . import _fft  # noqa: E402
+from . import _signal  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
+    _linalg_lib,
+    _sorting,
+    _cumulative,
+    _einsum,
+    _fft,
+    _signal,
     _matrix,
     _manipulation,
     _statistics,
