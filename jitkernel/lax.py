@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .ir import AType, check_dtype
+from .ir import AType, Var, check_dtype
 from .trace.context import current_context, is_tracing
 from .trace.subtrace import SubTraceContext, finish, trace_function
 from .trace.tracer import Tracer
@@ -400,16 +400,15 @@ def _cond(index: Tracer, branches: list[Callable[..., Any]], operands: tuple, wh
     paths = leaf_paths(tree0, "result")
     per_branch = [[_spec(leaf, p, who) for leaf, p in zip(leaves, paths)] for _, leaves, _ in traced]
     specs = [_join_branch_types(who, path, [b[j] for b in per_branch]) for j, path in enumerate(paths)]
+    finished = [finish(ctx, leaves, [a.dtype for a, _ in specs]) for ctx, leaves, _ in traced]
     # One operand list for every branch: all captured values (by outer variable), then the operands.
     union: dict[Any, Tracer] = {}
     for ctx, _, _ in traced:
         for t in ctx.captured:
             union.setdefault(t.ir_var, t)
     programs = []
-    for ctx, leaves, _ in traced:
-        program = finish(ctx, leaves, [a.dtype for a, _ in specs])
+    for (ctx, _, _), program in zip(traced, finished):
         mine = {t.ir_var: v for t, v in zip(ctx.captured, program.invars)}
-        from .ir import Var
         program.invars = [mine.get(ov) or Var(ov.aval) for ov in union] + program.invars[len(ctx.captured):]
         programs.append(program)
     operand_tracers = list(union.values()) + [_lift_leaf(outer, x, s) for x, s in zip(op_leaves, op_specs)]

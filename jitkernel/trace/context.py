@@ -268,6 +268,8 @@ class TraceContext:
             return innermost.bind(prim, inputs, **params)
         for t in inputs:
             if not isinstance(t, Tracer) or t._ctx is not self:
+                if isinstance(t, Tracer) and t._ctx.closed:
+                    raise t._ctx._leak_error()  # a value of a finished jk.lax sub-trace
                 raise UnsupportedOperationError(
                     f"{self.name}: a value traced by another jitted function leaked into this one")
         in_vars = [t.ir_var for t in inputs]

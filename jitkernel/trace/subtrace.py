@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..ir import AType, Eqn, Program, Var
-from .context import TraceContext
+from .context import TraceContext, _traces
 from .tracer import Tracer
 
 
@@ -66,6 +66,9 @@ class SubTraceContext(TraceContext):
     def bind(self, prim: str, inputs: Sequence[Tracer], **params: Any) -> list[Tracer]:
         if self.closed:
             raise self._leak_error()
+        innermost = _traces.stack[-1] if _traces.stack else self
+        if innermost is not self and innermost.encloses(self):
+            return innermost.bind(prim, inputs, **params)  # capture happens there, not here
         results = super().bind(prim, [self.localize(t) for t in inputs], **params)
         eqn = self.eqns[-1] if self.eqns and results and self.eqns[-1].outputs[0] is results[0].ir_var else None
         for r in results:
@@ -162,7 +165,6 @@ def trace_function(parent: TraceContext, name: str, fun: Callable[..., Any],
 
 def finish(ctx: SubTraceContext, leaves: Sequence[Any], dtypes: Sequence[np.dtype | None] | None = None) -> Program:
     """The sub-program returning `leaves` (cast to `dtypes` where given), then close `ctx`."""
-    from .context import _traces
     _traces.stack.append(ctx)  # casts and captures of the outputs are recorded in ctx
     try:
         outvars = [ctx.output_var(leaf, None if dtypes is None else dtypes[k]) for k, leaf in enumerate(leaves)]
