@@ -398,7 +398,9 @@ class Jitted:
             full_kwargs.update({k: v for k, v in kwargs.items() if k in self.static_argnames})
             return full_args, full_kwargs
 
-        return trace_program(self._function_to_trace(), self.__name__, in_specs, build_args)
+        program, out_tree = trace_program(self._function_to_trace(), self.__name__, in_specs, build_args)
+        program.written_names = tuple(sig.names[i] for i, _ in program.written_args)
+        return program, out_tree
 
     def _function_to_trace(self) -> Callable[..., Any]:
         """`fun` with its Python control flow converted (jitkernel/autograph), once; `fun`
@@ -415,7 +417,7 @@ class Jitted:
         program, out_tree = self._trace(sig, args, kwargs)
         t1 = events.clock()
         if events.SUBSCRIBERS:
-            events.publish(events.TraceEvent(self.__name__, t0, t1 - t0, sig.describe()))
+            events.publish(events.TraceEvent(self.__name__, t0, t1 - t0, sig.describe(), writes=program.written_names))
         return program, out_tree, t1 - t0
 
     def _backend_name(self) -> str:
@@ -599,11 +601,14 @@ class Jitted:
             # Called on traced values inside another jitted function: inline into that trace.
             return self._function_to_trace()(*args, **kwargs)
         sig, compiled, arrays = self._lookup(args, kwargs)
-        result = compiled(arrays)
-        if getattr(compiled.program, "byteorder_sources", None):
+        leaves = None
+        if compiled.program.written_args or getattr(compiled.program, "byteorder_sources", None):
             dyn = (tuple(a for i, a in enumerate(args) if i not in self.static_argnums),
                    {k: v for k, v in kwargs.items() if k not in self.static_argnames})
-            result = _restore_byteorder(result, compiled, tree_flatten(dyn)[0])
+            leaves = tree_flatten(dyn)[0]  # the caller's own arrays: written ones are copied back
+        result = compiled(arrays, leaves)
+        if getattr(compiled.program, "byteorder_sources", None):
+            result = _restore_byteorder(result, compiled, leaves)
         if not kwargs and not self.static_argnums:
             self._register_fast(args, compiled, sig)
         return result

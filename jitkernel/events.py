@@ -38,6 +38,7 @@ class Event:
 @dataclass
 class TraceEvent(Event):
     signature: str = ""
+    writes: tuple = ()  # the arguments the function writes (copied back after each call)
 
 
 @dataclass

@@ -27,12 +27,18 @@ class Compiled:
 
     def text(self, stage: str) -> str:
         if stage == "ir":
-            return str(self.program)
+            return str(self.program) + self._writes_line()
         if stage == "optimized":
-            return str(self.optimized)
+            return str(self.optimized) + self._writes_line()
         if stage not in self._texts:
             raise ValueError(f"stage {stage!r} is not available for the {self.backend} backend")
-        return self._texts[stage]()
+        return self._texts[stage]() + (self._writes_line() if stage == "kernels" else "")
+
+    def _writes_line(self) -> str:
+        """`writes: x, y`: the arguments this function writes (their final values are the
+        program's last outputs, copied back into the caller's arrays)."""
+        names = self.program.written_names or tuple(f"args[{i}]" for i, _ in self.program.written_args)
+        return f"\nwrites: {', '.join(names)}" if names else ""
 
     def fast_entry(self, scalar_dtypes: list, signature: str = "") -> Callable[[tuple], Any]:
         """A call path for positional arguments whose signature is already known to match:
@@ -56,6 +62,9 @@ class Compiled:
             self.calls += 1
             return result
 
+        written = self.program.written_args
+        if written:
+            return self._writing_entry(run, convert, subscribers, observed)
         if single and not convert and run_single is not None and not self.program.int_arg_bounds:
             def entry_single(args: tuple) -> Any:
                 if subscribers:
@@ -79,6 +88,55 @@ class Compiled:
             return finish(run(args))
         return entry
 
+    def _writing_entry(self, run: Callable, convert: list, subscribers: list, observed: Callable) -> Callable[[tuple], Any]:
+        """The fast path of a function that writes arguments: checked, run, written back."""
+        check = self.check_inputs if self.program.int_arg_bounds else None
+        check_targets, write_back, finish = self.check_targets, self.write_back, self.finish
+
+        def entry(args: tuple) -> Any:
+            if check is not None:
+                check(args)
+            check_targets(args)
+            arrays = args
+            if convert:
+                arrays = list(args)
+                for i, dt in convert:
+                    arrays[i] = np.asarray(arrays[i], dt)
+
+            def outs() -> Any:
+                results = run(arrays)
+                write_back(results, args)
+                return finish(results)
+            return observed(outs) if subscribers else outs()
+        return entry
+
+    def check_targets(self, targets: Any) -> None:
+        """Before a call that writes arguments: each written one must be a writeable array
+        (NumPy's `ValueError: assignment destination is read-only`), and must not share memory
+        with another argument (the compiled program treats its arguments as separate arrays)."""
+        written = self.program.written_args
+        for i, _ in written:
+            t = targets[i]
+            if isinstance(t, np.generic):
+                raise TypeError(f"'numpy.{t.dtype.name}' object does not support item assignment")
+            if not t.flags.writeable:
+                raise ValueError("assignment destination is read-only")
+        for i, _ in written:
+            for j, other in enumerate(targets):
+                if j != i and isinstance(other, np.ndarray) and np.may_share_memory(targets[i], other):
+                    raise ValueError(
+                        f"{self.name}: arguments {i} and {j} share memory (the same array passed twice, or views "
+                        f"of one array), and the function writes argument {i}. jitkernel compiles arguments as "
+                        "separate arrays, so a write through one would not be seen through the other as in NumPy; "
+                        "pass a copy (np.copy(a)) for one of them.")
+
+    def write_back(self, outs: list[np.ndarray], targets: Any) -> None:
+        """Copy the final value of every written argument into the caller's array (after the
+        whole call succeeded: a call that raises leaves its arguments unchanged). np.copyto
+        handles strides and byte order."""
+        for i, k in self.program.written_args:
+            np.copyto(targets[i], outs[k], casting="unsafe")
+
     def finish(self, outs: list[np.ndarray]) -> Any:
         # NumPy returns scalars, not 0-d arrays, from ufuncs and reductions: so do we.
         return tree_unflatten(self.out_tree, [o[()] if o.ndim == 0 else o for o in outs])
@@ -91,9 +149,14 @@ class Compiled:
             if (lo is not None and v < lo) or (hi is not None and v > hi):
                 raise OverflowError(f"Python integer {v} out of bounds for {dt}")
 
-    def __call__(self, arrays: list[np.ndarray]) -> Any:
+    def __call__(self, arrays: list[np.ndarray], targets: Any = None) -> Any:
+        """Run on `arrays` (the arguments in native byte order); written arguments are copied
+        back into `targets` (the caller's own arrays, `arrays` when not given)."""
         if self.program.int_arg_bounds:
             self.check_inputs(arrays)
+        if self.program.written_args:
+            targets = arrays if targets is None else targets
+            self.check_targets(targets)
         if events.SUBSCRIBERS:
             t0 = events.clock()
             outs = self.executable(arrays)
@@ -101,6 +164,8 @@ class Compiled:
                                            function_id=self.function_id))
         else:
             outs = self.executable(arrays)
+        if self.program.written_args:
+            self.write_back(outs, targets)
         self.calls += 1
         return self.finish(outs)
 

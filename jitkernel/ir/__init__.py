@@ -6,6 +6,7 @@ from .verify import verify_program
 from . import primitives
 from . import control_flow  # registers cond / while_loop / fori_loop / scan
 from . import dynamic_slice  # registers dynamic_slice / dynamic_update_slice
+from . import update_prims  # noqa: F401 - registers update_slice
 
 __all__ = ["AType", "Eqn", "Program", "Var", "live_variables", "SUPPORTED_DTYPES", "check_dtype", "format_program",
            "verify_program", "primitives"]

@@ -55,6 +55,10 @@ class Program:
     # (output index, input index): outputs that are an input, a copy or a view of one, which
     # NumPy returns in that input's byte order (trace/context.py _byteorder_sources).
     byteorder_sources: tuple = ()
+    # (input index, output index): array arguments the function writes; that output is the
+    # argument's final value, copied back into the caller's array (trace/views.py).
+    written_args: tuple = ()
+    written_names: tuple = ()  # the user's names of those arguments (api.Jitted._traced)
 
     @property
     def in_avals(self) -> list[AType]:

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..ir import check_dtype
 from ..trace.tracer import Tracer
+from ..trace.views import fresh
 from ._core import broadcast_to_shape, context_of, lift
 from ._shape import stack
 
@@ -21,7 +22,7 @@ def _filled(a: Any, fill: Any, dtype: Any, shape: Any) -> Any:
         return None
     dt = check_dtype(dtype, "the dtype= of *_like") if dtype is not None else a.dtype
     shape = a.shape if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
-    return broadcast_to_shape(ctx, ctx.const(_fill_value(fill, dt)), shape)
+    return fresh(broadcast_to_shape(ctx, ctx.const(_fill_value(fill, dt)), shape))  # a new array
 
 
 def _fill_value(fill: Any, dt: np.dtype) -> np.ndarray:
@@ -54,8 +55,8 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subo
     """numpy.full_like (the fill value must be static)."""
     if isinstance(fill_value, Tracer):
         from ._shape import broadcast_to
-        return broadcast_to(lift(fill_value._ctx, fill_value, check_dtype(dtype) if dtype else a.dtype),
-                            a.shape if shape is None else shape)
+        return fresh(broadcast_to(lift(fill_value._ctx, fill_value, check_dtype(dtype) if dtype else a.dtype),
+                                  a.shape if shape is None else shape))
     r = _filled(a, fill_value, dtype, shape)
     return np.full_like(a, fill_value, dtype=dtype, shape=shape) if r is None else r
 

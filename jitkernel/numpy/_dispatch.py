@@ -33,6 +33,7 @@ def _table() -> dict:
     table = {}
     for name in jnp.__all__:
         np_obj = getattr(np, name, None)
+        np_obj = getattr(np_obj, "__jitkernel_original__", np_obj)  # not trace/creation.py's wrapper
         if np_obj is not None and callable(np_obj) and not isinstance(np_obj, (np.ufunc, type)):
             table[np_obj] = getattr(jnp, name)
     table.update(_REGISTERED)
@@ -52,7 +53,41 @@ def apply_function_protocol(func: Any, args: tuple, kwargs: dict) -> Any:
         raise UnsupportedOperationError(
             f"{name} is not supported inside a jitted function (jitkernel compiles a subset of NumPy; "
             "see docs/numpy-support.md)")
-    return impl(*args, **kwargs)
+    if kwargs.get("out") is not None:
+        from ..trace.inplace import function_with_out
+        return function_with_out(impl, getattr(func, "__name__", "function"), args, kwargs)
+    result = impl(*args, **kwargs)
+    if getattr(func, "__name__", None) not in VIEW_FUNCTIONS:
+        result = _not_a_view(result, args)
+    return result
+
+
+# NumPy functions that return views of their argument; every other function returns new arrays.
+VIEW_FUNCTIONS = frozenset({
+    "reshape", "ravel", "transpose", "permute_dims", "matrix_transpose", "swapaxes", "moveaxis",
+    "rollaxis", "squeeze", "expand_dims", "broadcast_to", "broadcast_arrays", "atleast_1d",
+    "atleast_2d", "atleast_3d", "flip", "fliplr", "flipud", "asarray", "asanyarray", "real", "imag",
+    "diagonal", "split", "array_split", "hsplit", "vsplit", "dsplit", "unstack", "copyto", "put"})
+
+
+def _not_a_view(result: Any, args: tuple) -> Any:
+    """A result that shares an argument's memory, from a function NumPy returns a new array
+    for (an implementation that returned its input as is, or a view of it): a fresh array."""
+    from ..trace.tracer import Tracer
+    if type(result) in (list, tuple):
+        return type(result)(_not_a_view(r, args) for r in result)
+    if not isinstance(result, Tracer) or result._mem is None:
+        return result
+    mems = {id(a._mem) for a in args if isinstance(a, Tracer) and a._mem is not None}
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            mems.update(id(b._mem) for b in a if isinstance(b, Tracer) and b._mem is not None)
+    if id(result._mem) not in mems:
+        return result
+    from ..trace.views import fresh
+    out = fresh(result)
+    out.scalar, out.weak = result.scalar, result.weak
+    return out
 
 
 def apply_ufunc_protocol(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
@@ -66,6 +101,7 @@ def apply_ufunc_protocol(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: di
             refs = inplace._refs_of_out(inputs, kwargs)
             from ._core import context_of
             return inplace.concrete_augmented_assign(context_of(*inputs), stem, inputs, refs)
+        return inplace.ufunc_with_out(ufunc, inputs, kwargs)
     if method == "__call__":
         fn = getattr(jnp, name, None)
         if fn is None:

@@ -63,7 +63,12 @@ def ravel(a: Any, order: str = "C") -> Any:
     if context_of(a) is None:
         return np.ravel(a, order)
     _order_c("ravel", order)
-    return reshape(a, (-1,))
+    out = reshape(a, (-1,))
+    from ..trace.views import fresh, is_c_contiguous
+    from ..trace.tracer import Tracer
+    if isinstance(a, Tracer) and not is_c_contiguous(a):
+        out = fresh(out)  # NumPy's ravel copies unless the array is C-contiguous
+    return out
 
 
 def transpose(a: Any, axes: Any = None) -> Any:

@@ -8,7 +8,7 @@ import numpy as np
 from ..ir import AType, Program, Var, live_variables
 from ..tree import TreeDef, tree_flatten
 from .context import TraceContext, current_context, user_line_warnings
-from . import random_guard
+from . import creation, random_guard
 from .tracer import Tracer, conversion_error
 
 __all__ = ["TraceContext", "Tracer", "current_context", "trace_program"]
@@ -21,6 +21,7 @@ def trace_program(fun: Callable[..., Any], name: str,
     argument pytrees (static arguments are already there). Returns (program, output tree)."""
     watch = random_guard.RandomStateWatch(fun)
     random_guard.install()
+    creation.install()
     try:
         with TraceContext(name) as ctx, user_line_warnings():
             tracers = [ctx.new_input(aval, weak) for aval, weak in in_specs]
@@ -45,11 +46,27 @@ def trace_program(fun: Callable[..., Any], name: str,
                         outvars.append(ctx.const(leaf if isinstance(leaf, np.ndarray) else np.asarray(leaf)).ir_var)
                     except (TypeError, ValueError) as e:
                         raise TypeError(f"{name}: output of type {type(leaf).__name__} is not an array: {e}") from None
+            written = _written_arguments(ctx, outvars)
             outvars += _unread_raising_values(ctx, outvars)
     finally:
+        creation.uninstall()
         random_guard.uninstall()
     watch.check(name)
-    return ctx.program(outvars), out_tree
+    program = ctx.program(outvars)
+    program.written_args = written
+    return program, out_tree
+
+
+def _written_arguments(ctx: TraceContext, outvars: list[Var]) -> tuple[tuple[int, int], ...]:
+    """Append the final value of every argument the function wrote as a hidden output (the
+    output tree never reads it); returns (input index, output index) for each. The call copies
+    these back into the caller's arrays (pipeline.Compiled.write_back)."""
+    written = []
+    for mem in ctx.argument_memories:
+        if mem.written and mem.value is not ctx.invars[mem.index]:
+            written.append((mem.index, len(outvars)))
+            outvars.append(mem.value)
+    return tuple(written)
 
 
 def _unread_raising_values(ctx: TraceContext, outvars: list[Var]) -> list[Var]:

@@ -198,6 +198,7 @@ class TraceContext:
         # None where NumPy accepts any value on that side (see weak_int_cast).
         self.int_arg_bounds: list[tuple[int, np.dtype, int | None, int | None]] = []
         self.pending_conversion_error: Exception | None = None  # see tracer.conversion_error
+        self.argument_memories: list = []  # trace/views.py Memory of each array argument
 
     def __enter__(self) -> "TraceContext":
         _traces.stack.append(self)
@@ -213,8 +214,10 @@ class TraceContext:
         self.invars.append(v)
         t = Tracer(self, v, weak)
         if weak is None:
-            # The caller's array: updating it in place would need a write-back (not yet).
-            t._mem = Memory(argument=True)
+            # The caller's array: a write makes its final value a hidden output, copied back
+            # into the caller's array after the call (trace_program, Compiled.write_back).
+            t._mem = Memory(argument=True, ctx=self, value=v, index=len(self.invars) - 1)
+            self.argument_memories.append(t._mem)
             t.scalar = False
         return t
 
@@ -278,9 +281,9 @@ class TraceContext:
         self.eqns.append(Eqn(prim, in_vars, outs, dict(params)))
         results = [Tracer(self, o) for o in outs]
         if prim in VIEW_PRIMITIVES:
-            # NumPy returns a view here: the result shares its input's memory (in-place
-            # updates through either must be visible in both; see trace/inplace.py).
-            results[0].share_memory_with(inputs[0])
+            # NumPy returns a view here: the result is a view of its input's base (writes
+            # through either are seen by both; see trace/views.py).
+            results[0].share_memory_with(inputs[0], prim, params)
         return results
 
     def encloses(self, other: "TraceContext") -> bool:

@@ -1,20 +1,16 @@
-"""Augmented assignment (`x += y`, every in-place operator) on traced arrays.
+"""In-place updates on traced arrays, with NumPy's semantics: `x[idx] = v`, `x op= y`, ufunc
+`out=`, `np.copyto`, `x.fill(v)`, `np.put`. Every write goes through trace/views.py (`write`):
+the new value of the target's base is computed functionally and later reads see it; arguments
+that are written become hidden outputs that the call copies back into the caller's arrays
+(docs/numpy-support.md "In-place updates and views").
 
-NumPy updates `x` in place: the caller's array when `x` is an argument, every other name bound
-to the same array (`b = a; a += 1` changes `b`), and every view sharing its memory. A traced
-program cannot write back into its inputs yet, so an in-place update is only compiled when
-nothing else can observe it; then it is computed as NumPy computes it (the target keeps its
-dtype under `same_kind` casting and its shape) and the name is rebound to the result.
-
-"Nothing else can observe it" is decided here, at trace time, from three facts:
-- the target's memory token (`Tracer._mem`) is not an argument's (inputs and views of them);
-- no other live Tracer shares that token (views are made by the movement primitives,
-  `TraceContext.bind`), counted with `sys.getrefcount` on the token;
-- no other reference holds the target itself (`b = a`), `sys.getrefcount` on the target
-  against the count measured for a plain local at import (so it follows the interpreter).
-A NumPy scalar (a 0-d result of a ufunc, reduction or integer index) and a Python scalar are
-immutable: `s += y` rebinds `s`, exactly as in NumPy. Anything else raises InPlaceUpdateError,
-never a silent difference.
+Casting is NumPy's: assignment (`x[i] = v`, fill, put) casts unsafely, as ndarray.__setitem__
+does; augmented operators and ufunc `out=` use `same_kind` (int array += float raises
+UFuncTypeError); np.copyto takes its `casting=`. A NumPy scalar (a 0-d result of a ufunc,
+reduction or integer index) and a Python scalar are immutable: `s += y` rebinds `s`, exactly as
+in NumPy. A NumPy array made outside the function and captured by it (a closure, a global) is
+a constant of the program: `a OP= tracer` on one is rebound when nothing else can see it, and
+raises InPlaceUpdateError otherwise (it would have to change the caller's array).
 """
 from __future__ import annotations
 
@@ -26,6 +22,7 @@ import numpy as np
 
 from ..errors import InPlaceUpdateError
 from .context import user_frame_location, user_instruction, user_statement_target
+from .views import check_writeable, same_view, write
 
 # operator-method stem -> (symbol, NumPy ufunc name or "matmul")
 INPLACE_OPERATORS = {
@@ -39,79 +36,38 @@ _UFUNC_TO_STEM = {ufunc: stem for stem, (_, ufunc) in INPLACE_OPERATORS.items()}
 _DUMMY_WEAK = {bool: True, int: 1, float: 1.0}
 
 
-class _Holder:
-    __slots__ = ("_mem",)
+class _Probe:
+    """Stands in for a Tracer while the reference count of an unshared NumPy target is measured."""
 
-
-def _refs_in_method(target: Any) -> int:
-    return sys.getrefcount(target)
-
-
-def _refs_of_token(holder: Any) -> int:
-    return sys.getrefcount(holder._mem)
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> int:
+        return _refs_of_out(inputs, kwargs)
 
 
 def _refs_of_out(inputs: tuple, kwargs: dict) -> int:
     return sys.getrefcount(kwargs["out"][0])
 
 
-def _probe_update(target: Any, other: Any, stem: str) -> int:
-    return _refs_in_method(target)  # the same call depth as augmented_assign
-
-
-class _Probe:
-    """Stands in for a Tracer while the reference counts of unshared targets are measured."""
-
-    def __iadd__(self, other: Any) -> int:
-        return _probe_update(self, other, "add")
-
-    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> int:
-        return _refs_of_out(inputs, kwargs)
-
-
-def _calibrate() -> tuple[int, int, int]:
-    """Reference counts of an unshared target, measured on this interpreter: a local updated by
-    `x += y` (as Tracer.__iadd__ sees it), a memory token held by one Tracer, and a local
-    ndarray updated by `a += tracer` (as __array_ufunc__ sees it)."""
-    def local_update() -> int:
-        p = _Probe()
-        p += 1
-        return p
-
+def _calibrate() -> int:
+    """The reference count of a local ndarray updated by `a += tracer`, as __array_ufunc__ sees
+    it, measured on this interpreter."""
     def local_array_update() -> int:
         a = np.zeros(1)
         a += _Probe()
         return a
 
-    holder = _Holder()
-    holder._mem = object()
-    return local_update(), _refs_of_token(holder), local_array_update()
+    return local_array_update()
 
 
-_LOCAL_REFS, _TOKEN_REFS, _ARRAY_REFS = _calibrate()
+_ARRAY_REFS = _calibrate()
 
 
 def _error(ctx_name: str, symbol: str, why: str) -> InPlaceUpdateError:
     target = user_statement_target() or "the target"
     return InPlaceUpdateError(
         f"in jitted function {ctx_name!r} at {user_frame_location()}: `{target} {symbol} ...` would update "
-        f"`{target}` in place, but {why}. jitkernel cannot update arrays in place yet (writing back "
-        f"is a later feature), and rebinding the name instead would silently differ from NumPy. "
-        f"Write `{target} = {target} {symbol[:-1]} ...` and use (or return) the new value, or build the "
-        "array with np.where / np.concatenate.")
-
-
-def _why_shared(target: Any, refs: int) -> str | None:
-    """Why an in-place update of Tracer `target` could be observed elsewhere; None if it cannot.
-    `refs` is target's reference count measured at the same depth as the calibration."""
-    if target._mem is not None and target._mem.argument:
-        return "it is an argument of the jitted function (or a view of one), and NumPy would change the caller's array"
-    if refs > _LOCAL_REFS:
-        return "another variable or container refers to the same array, and NumPy would change it too"
-    if target._mem is not None and _refs_of_token(target) > _TOKEN_REFS:
-        return ("it shares memory with another array still in use (a view made by slicing, reshape, "
-                "transpose, broadcast_to, ...), and NumPy would change both")
-    return None
+        f"`{target}` in place, but {why}. A NumPy array captured from outside the jitted function (a "
+        f"closure, a global, an attribute) is a constant of the compiled program and cannot be written. "
+        f"Pass it as an argument (arguments are written back), or write `{target} = {target} {symbol[:-1]} ...`.")
 
 
 def _dummy(x: Any, ndim_limit: int | None = None) -> Any:
@@ -169,21 +125,292 @@ def _finish(result: Any, dtype: np.dtype, shape: tuple, stem: str) -> Any:
 
 
 def augmented_assign(target: Any, other: Any, stem: str) -> Any:
-    """`target OP= other` for a Tracer target (Tracer.__iadd__ and friends)."""
+    """`target OP= other` for a Tracer target (Tracer.__iadd__ and friends): NumPy's
+    `ufunc(target, other, out=target)` with same_kind casting, written through the view."""
     from .tracer import Tracer
     binary = getattr(Tracer, f"__{stem}__")
     if target.weak is not None or (target.ndim == 0 and target.scalar):
         return binary(target, other)  # Python and NumPy scalars are immutable: NumPy rebinds too
-    refs = _refs_in_method(target)  # first, alone: an argument being pushed would count too
-    symbol = INPLACE_OPERATORS[stem][0]
-    why = _why_shared(target, refs)
-    if why is not None:
-        raise _error(target._ctx.name, symbol, why)
+    check_writeable(target)
     _numpy_verdict(stem, target.dtype, target.ndim, other)
     result = binary(target, other)
     if result is NotImplemented:
         return result
-    return _finish(result, target.dtype, target.shape, stem)
+    write(target, _finish(result, target.dtype, target.shape, stem))
+    return target
+
+
+# ----------------------------------------------------------------------------- assignment
+
+
+def assignment_value(target: Any, value: Any, shape: tuple[int, ...]) -> Any:
+    """`value` as ndarray.__setitem__ stores it into a region of `shape` of target's dtype:
+    cast unsafely (a Python int that does not fit raises NumPy's OverflowError), leading size-1
+    dimensions dropped, broadcast."""
+    from ..numpy._core import broadcast_to_shape, lift
+    from .tracer import Tracer
+    ctx = target._ctx
+    if isinstance(value, Tracer):
+        if value._ctx is not ctx:
+            from ..errors import UnsupportedOperationError
+            raise UnsupportedOperationError(f"{ctx.name}: a value traced by another jitted function leaked into this one")
+        t = lift(ctx, value, target.dtype)
+    else:
+        t = ctx.const(np.asarray(value, dtype=target.dtype))
+    vshape = t.shape
+    while len(vshape) > len(shape) and vshape[0] == 1:
+        vshape = vshape[1:]
+    if vshape != t.shape:
+        from ..numpy._shape import reshape
+        t = reshape(t, vshape)
+    try:
+        np.broadcast_shapes(vshape, shape)
+        if len(vshape) > len(shape) or np.broadcast_shapes(vshape, shape) != tuple(shape):
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"could not broadcast input array from shape {_numpy_shape(value_shape(value))} into "
+                         f"shape {_numpy_shape(shape)}") from None
+    return broadcast_to_shape(ctx, t, tuple(shape))
+
+
+def value_shape(value: Any) -> tuple[int, ...]:
+    from .tracer import Tracer
+    return value.shape if isinstance(value, Tracer) else np.shape(value)
+
+
+def setitem(target: Any, index: Any, value: Any) -> None:
+    """`target[index] = value` (Tracer.__setitem__)."""
+    from ..numpy._indexing import getitem, index_kind
+    check_writeable(target)
+    key = index if isinstance(index, tuple) else (index,)
+    kind = index_kind(key)
+    if kind == "basic":
+        if len(key) == target.ndim and all(isinstance(ix, (int, np.integer)) for ix in key):
+            key = key + (Ellipsis,)  # x[i, j] = v writes the 0-d view x[i, j, ...]
+        region = getitem(target, key)
+        if region._mem is not None and getattr(value, "_mem", None) is region._mem and same_view(value, region):
+            return  # x[i] op= v: the augmented operator already wrote through the view x[i]
+        write(region, assignment_value(target, value, region.shape))
+        return
+    from .tracer import Tracer
+    if not isinstance(value, Tracer):
+        value = np.asarray(value, dtype=target.dtype)
+    else:
+        value = assignment_value(target, value, value.shape)
+    if kind == "dynamic":
+        from ..numpy._dynamic import dynamic_update
+        new = dynamic_update(target, key, value)
+    else:
+        from ..numpy._advanced import advanced_update
+        new = advanced_update(target, key, value)
+    write(target, new)
+
+
+def fill(target: Any, value: Any) -> None:
+    """ndarray.fill: every element takes the scalar `value` (cast unsafely)."""
+    check_writeable(target)
+    if value_shape(value) != () and np.size(np.empty(value_shape(value), np.int8)) != 1:
+        raise ValueError("Input object to FillWithScalar is not a scalar")
+    write(target, assignment_value(target, value, target.shape))
+
+
+# ----------------------------------------------------------------------------- out=
+
+
+def _out_tuple(out: Any) -> tuple:
+    return out if isinstance(out, tuple) else (out,)
+
+
+def _captured_out(ctx: Any, what: str) -> Exception:
+    from ..errors import TracerArrayConversionError
+    return TracerArrayConversionError(
+        f"in jitted function {ctx.name!r} at {user_frame_location()}: {what} is a NumPy array made outside the "
+        "jitted function (a closure or a global): it is a constant of the compiled program and cannot receive "
+        "traced values. Pass it as an argument (arguments that are written are written back to the caller), "
+        "or create it inside the function (np.empty(...), np.zeros(...)).")
+
+
+def _write_out(out: Any, result: Any, where: Any, casting: str | None, what: str) -> None:
+    """Store `result` into Tracer `out` (shape checked, cast, `where` applied)."""
+    from ..numpy._core import broadcast_to_shape, lift
+    from .tracer import Tracer
+    if not isinstance(out, Tracer):
+        raise _captured_out(result._ctx, what)
+    check_writeable(out)
+    ctx = out._ctx
+    shape = tuple(result.shape)
+    if len(shape) > out.ndim or np.broadcast_shapes(shape, out.shape) != out.shape:
+        raise ValueError(f"non-broadcastable output operand with shape {_numpy_shape(out.shape)} doesn't match the "
+                         f"broadcast shape {_numpy_shape(np.broadcast_shapes(shape, out.shape))}")
+    value = broadcast_to_shape(ctx, lift(ctx, result, out.dtype), out.shape)
+    if where is not True:
+        from ..numpy import where as np_where
+        value = np_where(where, value, out)
+        value = lift(ctx, value, out.dtype)
+    write(out, value)
+
+
+def ufunc_with_out(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> Any:
+    """`ufunc(*inputs, out=..., where=..., casting=...)` on traced values: computed, checked
+    against NumPy's casting rule for the output, and written into `out`. Returns `out` (a
+    tuple for a ufunc with several outputs, as NumPy)."""
+    from .. import numpy as jnp
+    kwargs = dict(kwargs)
+    outs = _out_tuple(kwargs.pop("out"))
+    where = kwargs.pop("where", True)
+    casting = kwargs.pop("casting", "same_kind")
+    if all(o is None for o in outs):
+        return getattr(jnp, ufunc.__name__)(*inputs, **kwargs)
+    fn = jnp.matmul if ufunc.__name__ == "matmul" else getattr(jnp, ufunc.__name__)
+    result = fn(*inputs, **kwargs)
+    results = result if isinstance(result, tuple) else (result,)
+    if len(outs) != len(results):
+        raise ValueError(f"The 'out' tuple must have exactly {len(results)} entries: one per ufunc output")
+    for o, r in zip(outs, results):
+        if o is None:
+            continue
+        if not np.can_cast(r.dtype, o.dtype, casting):
+            _numpy_out_verdict(ufunc, inputs, o.dtype, casting)
+        _write_out(o, r, where, casting, "the out= array")
+    written = tuple(o if o is not None else r for o, r in zip(outs, results))
+    return written[0] if len(written) == 1 else written
+
+
+def _numpy_out_verdict(ufunc: np.ufunc, inputs: tuple, out_dtype: np.dtype, casting: str) -> None:
+    """Raise NumPy's own error for this output cast (UFuncTypeError naming the dtypes)."""
+    dummies = [_dummy(x) for x in inputs]
+    ufunc(*dummies, out=np.zeros((1,) * max([np.ndim(d) for d in dummies] + [0]), out_dtype), casting=casting)
+    raise TypeError(f"Cannot cast ufunc {ufunc.__name__!r} output to {out_dtype} with casting rule {casting!r}")
+
+
+def function_with_out(impl: Any, name: str, args: tuple, kwargs: dict) -> Any:
+    """A NumPy function with `out=` (np.sum(x, axis, out=s), np.clip(..., out=...)): computed
+    without it, then written into `out` (the reduction's accumulation dtype is out's, as NumPy's
+    reductions use the output dtype when no dtype= is given)."""
+    kwargs = dict(kwargs)
+    out = kwargs.pop("out")
+    from .tracer import Tracer
+    if isinstance(out, tuple) and len(out) == 1:
+        out = out[0]
+    if isinstance(out, Tracer) and name in ("sum", "prod") and kwargs.get("dtype") is None:
+        kwargs["dtype"] = out.dtype
+    result = impl(*args, **kwargs)
+    if not isinstance(out, Tracer):
+        ctx = result._ctx if isinstance(result, Tracer) else None
+        raise _captured_out(ctx or _ctx_of(args), f"the out= array of numpy.{name}")
+    if tuple(result.shape) != out.shape:
+        raise ValueError(f"output parameter for numpy.{name} has the wrong shape: {_numpy_shape(out.shape)}, "
+                         f"expected {_numpy_shape(result.shape)}")
+    _write_out(out, result, True, None, f"the out= array of numpy.{name}")
+    return out
+
+
+def _ctx_of(args: tuple) -> Any:
+    from ..numpy._core import context_of
+    return context_of(*args)
+
+
+# ----------------------------------------------------------------------------- copyto, put
+
+
+def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
+    """numpy.copyto on traced arrays: `casting` checked as NumPy does, `src` broadcast to dst."""
+    from ..numpy._core import dtype_key, lift
+    from .tracer import Tracer
+    if not isinstance(dst, Tracer):
+        raise _captured_out(_ctx_of((src, where)), "the destination of np.copyto")
+    check_writeable(dst)
+    ctx = dst._ctx
+    key = dtype_key(src)
+    if isinstance(key, type):  # a Python scalar: NumPy checks its value against dst's dtype
+        probe = src if not isinstance(src, Tracer) else {bool: True, int: 1, float: 1.0}[key]
+        np.copyto(np.zeros((), dst.dtype), probe, casting=casting)
+    elif not np.can_cast(key, dst.dtype, casting):
+        np.copyto(np.zeros((), dst.dtype), np.zeros((), key), casting=casting)  # NumPy's TypeError
+    if not isinstance(src, Tracer):
+        src = np.asarray(src) if key is not type(src) else src
+    value = assignment_value(dst, src, dst.shape) if not isinstance(src, Tracer) else None
+    if value is None:
+        if len(src.shape) > dst.ndim or np.broadcast_shapes(src.shape, dst.shape) != dst.shape:
+            raise ValueError(f"could not broadcast input array from shape {_numpy_shape(src.shape)} into shape "
+                             f"{_numpy_shape(dst.shape)}")
+        value = assignment_value(dst, src, dst.shape)
+    if where is not True:
+        from ..numpy import where as np_where
+        value = lift(ctx, np_where(where, value, dst), dst.dtype)
+    write(dst, value)
+
+
+_PUT_MAX_TRACED = 1024  # a traced `v`: one region write per index
+
+
+def put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
+    """numpy.put with static indices: `a.flat[ind] = v`, v repeated to the length of ind (the
+    last write to a position wins), out-of-range indices raising, wrapping or clipping by mode."""
+    from ..errors import UnsupportedOperationError
+    from ..numpy._core import lift
+    from ..numpy._shape import reshape
+    from .tracer import Tracer
+    if not isinstance(a, Tracer):
+        raise TypeError("put: first argument must be an array (a traced array inside jit)")
+    if isinstance(ind, Tracer):
+        raise UnsupportedOperationError(f"numpy.put with traced indices is not supported inside jit ({user_frame_location()})")
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    check_writeable(a)
+    ctx = a._ctx
+    idx = np.asarray(ind).reshape(-1)
+    if idx.size and idx.dtype.kind not in "iu":
+        raise TypeError(f"Cannot cast array data from {idx.dtype!r} to dtype('int64') according to the rule 'safe'")
+    idx = idx.astype(np.int64)
+    n = a.size
+    if idx.size == 0:
+        return
+    if n == 0:
+        raise IndexError("cannot replace elements of an empty array")
+    if mode == "raise":
+        bad = idx[(idx < -n) | (idx >= n)]
+        if bad.size:
+            raise IndexError(f"index {int(bad[0])} is out of bounds for axis 0 with size {n}")
+        idx = idx % n
+    elif mode == "wrap":
+        idx = idx % n
+    else:
+        idx = np.clip(idx, 0, n - 1)
+    vals = v if isinstance(v, Tracer) else np.asarray(v)
+    nv = vals.size
+    if nv == 0:
+        return
+    last = {int(p): j % nv for j, p in enumerate(idx)}  # the last write to a position wins
+    flat = reshape(a, (-1,)) if a.ndim != 1 else a
+    flat_var = flat.ir_var
+    if not isinstance(vals, Tracer):
+        new = np.zeros(n, a.dtype)
+        mask = np.zeros(n, bool)
+        src = vals.reshape(-1).astype(a.dtype)
+        for p, j in last.items():
+            new[p], mask[p] = src[j], True
+        from ..numpy import where as np_where
+        result = np_where(ctx.const(mask), ctx.const(new), _snapshot(ctx, flat_var))
+    else:
+        if len(last) > _PUT_MAX_TRACED:
+            raise UnsupportedOperationError(f"numpy.put of traced values at more than {_PUT_MAX_TRACED} positions "
+                                            f"is not supported inside jit ({user_frame_location()})")
+        src = reshape(lift(ctx, vals, a.dtype), (-1,))
+        from .views import emit
+        var = flat_var
+        for p, j in last.items():
+            piece = emit(ctx, "slice", [src.ir_var], {"starts": (j,), "steps": (1,), "shape": (1,)})
+            var = emit(ctx, "update_slice", [var, piece], {"starts": (p,), "steps": (1,)})
+        result = _snapshot(ctx, var)
+    write(a, reshape(result, a.shape) if a.ndim != 1 else result)
+
+
+def _snapshot(ctx: Any, var: Any) -> Any:
+    from .tracer import Tracer
+    t = Tracer(ctx, var)
+    t.scalar = False
+    return t
 
 
 def concrete_inplace_stem(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> str | None:

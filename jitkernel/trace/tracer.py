@@ -6,10 +6,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import (InPlaceUpdateError, TracerArrayConversionError, TracerBoolConversionError, TracerError,
+from ..errors import (TracerArrayConversionError, TracerBoolConversionError, TracerError,
                       TracerIntegerConversionError)
 from ..ir import AType, Var
 from .context import TraceContext, user_frame, user_frame_location, user_instruction
+from .views import Memory, fresh, make_view, refresh
 
 
 def _jnp():
@@ -35,54 +36,52 @@ def conversion_error(ctx: TraceContext, e: BaseException) -> BaseException | Non
     return pending if any(m in str(e) for m in _NUMPY_REPLACEMENTS) else None
 
 
-class Memory:
-    """The identity of the memory a Tracer stands for. Views (reshape, transpose, slicing,
-    broadcast_to) share their input's Memory; `argument` marks the caller's arrays. Used to
-    decide whether an in-place update could be observed elsewhere (trace/inplace.py)."""
-
-    __slots__ = ("argument",)
-
-    def __init__(self, argument: bool = False) -> None:
-        self.argument = argument
-
-
 class Tracer:
     """An abstract array (shape, dtype) inside a trace. `weak` is int/float/bool for values that
     stand for Python scalars, which promote weakly as NEP 50 says (only Python scalars are weak:
     the result of a NumPy function never is). `scalar` tells, for a 0-d value, whether NumPy
     would hold a scalar (immutable: the 0-d result of a ufunc, a reduction or an integer index)
-    rather than a 0-d ndarray (an argument, a view). `_mem` is the Memory it shares with its
-    views (None until a view is made)."""
+    rather than a 0-d ndarray (an argument, a view). `_mem` is the base Memory it is a view of
+    (None for a fresh result until a view of it is made or it is written), `_view` the movement
+    that made it from its parent (None for a base); trace/views.py explains the model."""
 
-    __slots__ = ("_ctx", "ir_var", "weak", "scalar", "_mem")
+    __slots__ = ("_ctx", "_var", "weak", "scalar", "_mem", "_view", "_strides", "_version")
     __array_priority__ = 1000
 
     def __init__(self, ctx: TraceContext, var: Var, weak: type | None = None) -> None:
         self._ctx = ctx
-        self.ir_var = var
+        self._var = var
         self.weak = weak
         self.scalar = not var.aval.shape
         self._mem = None
+        self._view = None
+        self._strides = None
+        self._version = 0
 
-    def share_memory_with(self, base: "Tracer") -> None:
+    @property
+    def ir_var(self) -> Var:
+        """The current value: re-derived from the base when a write moved its version."""
+        mem = self._mem
+        if mem is None or mem.version == self._version:
+            return self._var
+        return refresh(self)
+
+    def share_memory_with(self, base: "Tracer", prim: str = "identity", params: dict | None = None) -> None:
         """Make this Tracer a view of `base` (NumPy returns a view for this operation)."""
-        if base._mem is None:
-            base._mem = Memory()
-        self._mem = base._mem
-        self.scalar = False
+        make_view(self, base, prim, params)
 
     # -- abstract value -------------------------------------------------------------
     @property
     def aval(self) -> AType:
-        return self.ir_var.aval
+        return self._var.aval  # shape and dtype never change: no need for the current value
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.ir_var.aval.shape
+        return self._var.aval.shape
 
     @property
     def dtype(self) -> np.dtype:
-        return self.ir_var.aval.dtype
+        return self._var.aval.dtype
 
     @property
     def ndim(self) -> int:
@@ -90,7 +89,7 @@ class Tracer:
 
     @property
     def size(self) -> int:
-        return self.ir_var.aval.size
+        return self._var.aval.size
 
     @property
     def T(self) -> "Tracer":
@@ -132,7 +131,8 @@ class Tracer:
 
     def _argument_name(self) -> str | None:
         """The user's local name for this Tracer when it is an argument of the function."""
-        if self.ir_var not in self._ctx.invars:
+        is_argument_array = self._mem is not None and self._mem.argument and self._view is None
+        if not is_argument_array and self._var not in self._ctx._input_index:
             return None
         frame = user_frame(2)
         if frame is None:
@@ -181,10 +181,11 @@ class Tracer:
         if user_instruction()[0] == "STORE_SUBSCR":
             self._raise_pending(TracerArrayConversionError(
                 f"a traced value {self.aval} is being stored into a NumPy array ({self._where()}). "
-                "A NumPy array created inside a jitted function (np.zeros(...), np.empty(...)) is a "
-                "constant of the compiled program and cannot hold traced values, and in-place updates "
-                "are not supported yet. Build the array from traced values instead: np.stack([...]), "
-                "np.concatenate, or np.where(mask, value, x)."))
+                "A NumPy array captured from outside the jitted function (a closure, a global, an "
+                "attribute), or made by a NumPy function jitkernel does not trace, is a constant of the "
+                "compiled program and cannot hold traced values. Pass the array as an argument (written "
+                "arguments are written back to the caller), or create it inside the function with "
+                "np.zeros / np.empty / np.full / .copy(), which make traced arrays."))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         self._stored_into_array()
@@ -217,9 +218,12 @@ class Tracer:
         return getitem(self, index)
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        raise InPlaceUpdateError(
-            f"in-place assignment x[...] = v on a traced array is not supported yet ({self._where()}); "
-            "build the result as a new array instead: np.where(mask, v, x), or np.concatenate of the parts")
+        from .inplace import setitem
+        setitem(self, index, value)
+
+    def fill(self, value: Any) -> None:
+        from .inplace import fill
+        fill(self, value)
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for attributes a Tracer does not have. AttributeError keeps hasattr() working.
@@ -235,7 +239,7 @@ class Tracer:
 
     # -- methods that mirror ndarray ---------------------------------------------------
     def astype(self, dtype: Any, copy: bool = True) -> "Tracer":
-        return _jnp().astype(self, dtype)
+        return fresh(_jnp().astype(self, dtype))
 
     def reshape(self, *shape: Any, order: str = "C") -> "Tracer":
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -257,10 +261,10 @@ class Tracer:
         return _jnp().ravel(self, order)
 
     def flatten(self, order: str = "C") -> "Tracer":
-        return _jnp().ravel(self, order)
+        return fresh(_jnp().ravel(self, order))  # always a copy, as in NumPy
 
     def copy(self) -> "Tracer":
-        return _jnp().copy(self)
+        return fresh(self)
 
     def sum(self, axis: Any = None, dtype: Any = None, keepdims: bool = False, **kw: Any) -> "Tracer":
         return _jnp().sum(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)

@@ -1,0 +1,173 @@
+"""Array creation inside a trace makes traced arrays with their own identity.
+
+`np.zeros(...)` takes no array argument, so NumPy's dispatch protocols never see it: a trace
+would get a NumPy constant, and writes of traced values into it (`out[i] = x.sum()`) could not
+be recorded. While a thread traces, `numpy.zeros/ones/empty/full` and the `*_like` functions are
+replaced by wrappers that, called from the user's code in a tracing thread, return a fresh
+traced array (and `np.array` / `np.asarray` of traced values go to jitkernel.numpy's) (a broadcast scalar: no constant of the array's size); called from anywhere else
+(jitkernel's and NumPy's own code, other threads) they call NumPy. `np.empty` gives zeros: never
+uninitialised memory. Installed and restored like trace/random_guard.py, under one lock.
+"""
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+from typing import Any, Callable
+
+import numpy as np
+
+from .context import _is_engine_file, current_context
+
+_lock = threading.Lock()
+_installed = 0
+_saved: list[tuple[str, Any]] = []
+
+
+def _traced_full(shape: Any, fill: Any, dtype: Any) -> Any:
+    from ..ir import check_dtype
+    from ..numpy._core import broadcast_to_shape, lift
+    from .tracer import Tracer
+    from .views import fresh
+    ctx = current_context()
+    import operator
+    # operator.index: a traced size raises the Tracer's own error (make the argument static)
+    shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(operator.index(n) for n in shape)
+    if any(n < 0 for n in shape):
+        raise ValueError("negative dimensions are not allowed")
+    if isinstance(fill, Tracer):
+        dt = check_dtype(dtype, "the dtype= of np.full") if dtype is not None else fill.dtype
+        value = lift(ctx, fill, dt)
+        if value.ndim:
+            value = broadcast_to_shape(ctx, value, shape)
+    else:
+        dt = check_dtype(np.dtype(dtype) if dtype is not None else np.asarray(fill).dtype, "an array created inside jit")
+        filled = np.empty(np.shape(fill), dt)
+        np.copyto(filled, fill, casting="unsafe")  # numpy.full's own conversion
+        value = ctx.const(filled)
+    return fresh(broadcast_to_shape(ctx, value, shape))
+
+
+_verdicts: dict[tuple, bool] = {}
+
+
+def _called_by_user(frame: Any, name: str) -> bool:
+    """Whether the user's code called `...name(...)` itself. Compiled code (the Cython of
+    numpy.random calls `np.empty`) has no frame of its own, so the frame above the wrapper is not
+    enough: the call expression the frame is executing, read from its source positions, must
+    name the function."""
+    if _is_engine_file(frame.f_code.co_filename):
+        return False
+    key = (frame.f_code, frame.f_lasti, name)
+    verdict = _verdicts.get(key)
+    if verdict is None:
+        verdict = _verdicts[key] = _expression_calls(frame, name)
+        if len(_verdicts) > 4096:
+            _verdicts.clear()
+    return verdict
+
+
+def _expression_calls(frame: Any, name: str) -> bool:
+    import ast
+    import linecache
+    try:
+        start, end, col, end_col = list(frame.f_code.co_positions())[frame.f_lasti // 2]
+        lines = [linecache.getline(frame.f_code.co_filename, n) for n in range(start, end + 1)]
+        lines[-1] = lines[-1][:end_col]
+        lines[0] = lines[0][col:]
+        node = ast.parse("".join(lines).strip(), mode="eval").body
+    except (IndexError, ValueError, SyntaxError, TypeError):
+        return False
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    return (isinstance(func, ast.Attribute) and func.attr == name) or (isinstance(func, ast.Name) and func.id == name)
+
+
+def _creator(name: str, original: Callable) -> Callable:
+    like = name.endswith("_like")
+    fill = {"zeros": 0, "ones": 1, "empty": 0, "zeros_like": 0, "ones_like": 1, "empty_like": 0}.get(name)
+
+    @functools.wraps(original)
+    def create(*args: Any, **kwargs: Any) -> Any:
+        if current_context() is None or kwargs.get("like") is not None or not _called_by_user(sys._getframe(1), name):
+            return original(*args, **kwargs)
+        from .tracer import Tracer
+        if name in ("array", "asarray"):
+            return _converted(name, original, args, kwargs)
+        if like and isinstance(args[0] if args else kwargs.get("a", kwargs.get("prototype")), Tracer):
+            return original(*args, **kwargs)  # NumPy dispatches to jitkernel.numpy's *_like
+        params = _bind(original, name, args, kwargs)
+        if params is None:
+            return original(*args, **kwargs)
+        shape, value, dtype = params
+        return _traced_full(shape, value, dtype)
+    create.__jitkernel_original__ = original  # type: ignore[attr-defined]
+    return create
+
+
+def _converted(name: str, original: Callable, args: tuple, kwargs: dict) -> Any:
+    """np.array / np.asarray of a traced value (not dispatched by NumPy: they take no
+    __array_function__) go to jitkernel.numpy's: a new traced array (array) or the same one."""
+    from .tracer import Tracer
+    a = args[0] if args else kwargs.get("object", kwargs.get("a"))
+    if isinstance(a, Tracer) or (isinstance(a, (list, tuple)) and any(isinstance(v, Tracer) for v in a)):
+        from .. import numpy as jnp
+        return getattr(jnp, name)(*args, **kwargs)
+    return original(*args, **kwargs)
+
+
+def _bind(original: Callable, name: str, args: tuple, kwargs: dict) -> tuple | None:
+    """(shape, fill value, dtype) of a creation call, or None for what it does not cover
+    (order="F" and subok arrays go to NumPy, which makes a constant)."""
+    if kwargs.get("order", "C") not in ("C", "K", "A"):
+        return None
+    fill = {"zeros": 0, "ones": 1, "empty": 0, "zeros_like": 0, "ones_like": 1, "empty_like": 0}
+    if name.endswith("_like"):
+        proto = args[0] if args else kwargs.get("a", kwargs.get("prototype"))
+        rest = list(args[1:])
+        value = (rest.pop(0) if rest else kwargs.get("fill_value")) if name == "full_like" else fill[name]
+        dtype = rest.pop(0) if rest else kwargs.get("dtype")
+        proto = np.asarray(proto)
+        shape = kwargs.get("shape") if kwargs.get("shape") is not None else proto.shape
+        return shape, value, dtype if dtype is not None else proto.dtype
+    rest = list(args)
+    shape = rest.pop(0) if rest else kwargs.get("shape")
+    if name == "full":
+        value = rest.pop(0) if rest else kwargs["fill_value"]
+        dtype = rest.pop(0) if rest else kwargs.get("dtype")
+        return shape, value, dtype
+    dtype = rest.pop(0) if rest else kwargs.get("dtype", float)
+    return shape, fill[name], np.float64 if dtype is None else dtype
+
+
+_NAMES = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "array", "asarray")
+_wrappers: dict[str, Callable] = {}
+
+
+def install() -> None:
+    """Enter a trace: patch numpy's creation functions if this is the first active trace."""
+    global _installed
+    with _lock:
+        _installed += 1
+        if _installed == 1:
+            for name in _NAMES:
+                value = getattr(np, name)
+                if getattr(value, "__jitkernel_original__", None) is not None:
+                    continue
+                wrapper = _wrappers.get(name)
+                if wrapper is None or wrapper.__jitkernel_original__ is not value:
+                    wrapper = _wrappers[name] = _creator(name, value)
+                _saved.append((name, value))
+                setattr(np, name, wrapper)
+
+
+def uninstall() -> None:
+    """Leave a trace: restore numpy's creation functions when the last active trace ends."""
+    global _installed
+    with _lock:
+        _installed -= 1
+        if _installed == 0:
+            while _saved:
+                name, value = _saved.pop()
+                setattr(np, name, value)

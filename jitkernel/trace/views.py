@@ -1,0 +1,212 @@
+"""Views and in-place writes: NumPy's aliasing, functionalised.
+
+Every traced array is a view of a base `Memory`: an argument, an array made inside the function
+(np.zeros, .copy(), ...) or the fresh result of a computation (its Memory is made lazily, on the
+first view or write). A Memory holds the base's current SSA value and a version. A view Tracer
+holds its parent Tracer and the movement op NumPy returns a view for (`_view = (parent, prim,
+params)`; "identity" for `x[...]`), its strides relative to the base (to know when NumPy's
+reshape or ravel copies instead) and a cached value with the version it was derived at.
+`Tracer.ir_var` returns the cached value while the version has not moved, and re-derives the view
+from its parent otherwise: one attribute compare on the common path.
+
+A write through any view computes the view's new value, then walks the view chain back to the
+base applying the inverse of each movement (slice -> `update_slice` of the region, reshape ->
+reshape back, transpose -> the inverse permutation), sets the base's value and bumps its version.
+The program stays a pure dataflow graph; the observable semantics are NumPy's, `x[1:] = x[:-1]`
+included (the right-hand side is an SSA value read before the write).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ..errors import UnsupportedOperationError
+from ..ir import Eqn, Var, primitives
+
+
+class Memory:
+    """The base an array is a view of: its current value (a Var) and a version bumped by every
+    write. `argument` is the caller's array (its input index in `index`); `written` marks a base
+    that was written, whose final value is then a hidden output (arguments) of the program."""
+
+    __slots__ = ("argument", "ctx", "value", "version", "written", "index")
+
+    def __init__(self, argument: bool = False, ctx: Any = None, value: Var | None = None, index: int = -1) -> None:
+        self.argument = argument
+        self.ctx = ctx
+        self.value = value
+        self.version = 0
+        self.written = False
+        self.index = index
+
+
+def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Element strides of a C-ordered array of `shape`."""
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def strides_of(t: Any) -> tuple[int, ...]:
+    return t._strides if t._view is not None and t._strides is not None else c_strides(t.shape)
+
+
+def _numpy_layout(shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
+    """A data-less stand-in with these element strides (int8: bytes are elements), for asking
+    NumPy's own layout rules. Never read: its buffer is one byte."""
+    return as_strided(np.zeros(1, np.int8), shape, strides, writeable=False)
+
+
+def reshape_strides(shape: tuple[int, ...], strides: tuple[int, ...], new_shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The strides NumPy's reshape gives as a view, or None when NumPy copies."""
+    try:
+        return np.reshape(_numpy_layout(shape, strides), new_shape, copy=False).strides
+    except (ValueError, AttributeError):
+        return None
+
+
+def is_c_contiguous(t: Any) -> bool:
+    if t._view is None:
+        return True
+    return bool(_numpy_layout(t.shape, strides_of(t)).flags.c_contiguous)
+
+
+def _view_strides(parent: Any, prim: str, params: dict, out_shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    s = strides_of(parent)
+    if prim == "identity":
+        return s
+    if prim == "slice":
+        return tuple(a * b for a, b in zip(s, params["steps"]))
+    if prim == "transpose":
+        return tuple(s[p] for p in params["permutation"])
+    if prim == "reshape":
+        return reshape_strides(parent.shape, s, out_shape)
+    if prim == "broadcast_in_dim":
+        out = [0] * len(out_shape)
+        for src, dst in enumerate(params["broadcast_dimensions"]):
+            if parent.shape[src] == out_shape[dst]:
+                out[dst] = s[src]
+        return tuple(out)
+    raise AssertionError(prim)
+
+
+def ensure_memory(t: Any) -> Memory:
+    """t's Memory, made now for a fresh base (a computed result seen as an array of its own)."""
+    mem = t._mem
+    if mem is None:
+        mem = t._mem = Memory(ctx=t._ctx, value=t._var)
+        t._version = 0
+    return mem
+
+
+def make_view(out: Any, parent: Any, prim: str, params: dict | None) -> None:
+    """Make Tracer `out` (just computed from `parent` by movement `prim`) a view of parent's
+    base, as NumPy's reshape / transpose / basic slicing / broadcast_to return views. A reshape
+    NumPy would copy (a non-contiguous parent) leaves `out` a fresh array."""
+    out.scalar = False
+    if parent.weak is not None or (parent.ndim == 0 and parent.scalar and prim != "broadcast_in_dim"):
+        return  # a view of a Python or NumPy scalar is a new array: nothing else can see it
+    strides = _view_strides(parent, prim, params or {}, out.shape)
+    if strides is None:
+        return
+    mem = ensure_memory(parent)
+    out._mem = mem
+    out._view = (parent, prim, params or {})
+    out._strides = strides
+    out._version = mem.version
+
+
+def emit(ctx: Any, prim: str, inputs: list[Var], params: dict) -> Var:
+    """Append one equation on Vars (no Tracer bookkeeping) and return its output."""
+    (aval,) = primitives.infer_avals(prim, [v.aval for v in inputs], params)
+    out = Var(aval)
+    ctx.eqns.append(Eqn(prim, list(inputs), [out], dict(params)))
+    return out
+
+
+def refresh(t: Any) -> Var:
+    """t's current value after a write to its base moved the version (Tracer.ir_var)."""
+    mem = t._mem
+    if t._view is None:
+        var = mem.value
+    else:
+        parent, prim, params = t._view
+        pv = parent.ir_var
+        var = pv if prim == "identity" else emit(t._ctx, prim, [pv], params)
+    t._var, t._version = var, mem.version
+    return var
+
+
+def fresh(t: Any) -> Any:
+    """A new array with t's current values (a copy: its own identity, nothing shared)."""
+    from .tracer import Tracer
+    out = Tracer(t._ctx, t.ir_var)
+    out.scalar = False
+    return out
+
+
+def _inverse(ctx: Any, prim: str, params: dict, parent: Any, value: Var) -> Var:
+    """The parent's new value when its view (made by `prim`) takes the value `value`."""
+    if prim == "identity":
+        return value
+    if prim == "reshape":
+        return emit(ctx, "reshape", [value], {"new_shape": parent.shape})
+    if prim == "transpose":
+        inverse = tuple(int(i) for i in np.argsort(params["permutation"]))
+        return emit(ctx, "transpose", [value], {"permutation": inverse})
+    if prim == "slice":
+        return emit(ctx, "update_slice", [parent.ir_var, value], {"starts": params["starts"], "steps": params["steps"]})
+    raise AssertionError(prim)
+
+
+def check_writeable(t: Any) -> None:
+    """Raise NumPy's error for a write into `t` that NumPy refuses, before anything is written."""
+    from .context import current_context
+    if t.weak is not None:
+        raise TypeError(f"'{t.weak.__name__}' object does not support item assignment")
+    if t.ndim == 0 and t.scalar:
+        raise TypeError(f"'numpy.{t.dtype.name}' object does not support item assignment")
+    node = t
+    while node._view is not None:
+        if node._view[1] == "broadcast_in_dim":
+            raise ValueError("assignment destination is read-only")
+        node = node._view[0]
+    if t._ctx is not current_context():
+        raise UnsupportedOperationError(
+            f"in jitted function {current_context().name if current_context() else '?'!r}: an array of the "
+            f"enclosing trace ({t._ctx.name!r}) is written inside a nested trace (a loop body or a branch); "
+            "pass it in as a loop carry (or an operand) and write the result back after the loop")
+
+
+def write(t: Any, value: Any) -> None:
+    """`t[...] = value` for a Tracer `value` of t's exact shape and dtype: the new value of t's
+    base, through the inverse of every view op between them. check_writeable(t) came first."""
+    var = value.ir_var  # read the right-hand side before anything changes (x[1:] = x[:-1])
+    assert var.aval.shape == t.shape and var.aval.dtype == t.dtype, (var.aval, t.aval)
+    ctx = t._ctx
+    node, new = t, var
+    while node._view is not None:
+        parent, prim, params = node._view
+        new = _inverse(ctx, prim, params, parent, new)
+        node = parent
+    mem = ensure_memory(node)
+    mem.value = new
+    mem.version += 1
+    mem.written = True
+    node._var, node._version = new, mem.version
+    t._var, t._version = var, mem.version  # the view itself now holds exactly what was written
+
+
+def same_view(a: Any, b: Any) -> bool:
+    """Whether Tracers a and b are the same region of the same base (x[i] = x[i] after an
+    augmented update through the view: nothing to write)."""
+    while True:
+        if a is b:
+            return True
+        if a._view is None or b._view is None or a._view[1:] != b._view[1:]:
+            return False
+        a, b = a._view[0], b._view[0]

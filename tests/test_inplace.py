@@ -1,0 +1,524 @@
+"""Issue 8, item 1: in-place semantics, exactly NumPy's. `x[idx] = v`, augmented operators,
+ufunc `out=`, np.copyto, fill, np.put, on arguments, views and arrays made inside the function;
+arguments written back to the caller; read-only, aliased and captured arrays; a generator of
+random in-place programs with views, run by NumPy and jitted."""
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import jitkernel as jk
+from helpers import assert_matches_numpy
+
+_counter = itertools.count()
+
+
+def load(tmp_path, source: str, name: str = "f"):
+    """A function defined in a real file (error messages quote its lines)."""
+    path = tmp_path / f"inplace_mod_{next(_counter)}.py"
+    path.write_text("import numpy as np\n" + source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+def run(fn, *args):
+    """('ok', result, args after the call) or ('raise', exception type, args after the call)."""
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return "ok", fn(*args), args
+    except Exception as e:  # noqa: BLE001 - the type is what is compared
+        return "raise", next(t for t in type(e).__mro__ if t.__module__ == "builtins"), args
+
+
+def same_as_numpy(fn, *args, backend):
+    """The jitted call gives NumPy's result (or raises NumPy's exception type) and leaves every
+    argument with NumPy's final contents (unchanged when it raised)."""
+    expected = run(fn, *args)
+    got = run(jk.jit(fn, backend=backend), *args)
+    assert got[0] == expected[0], (got, expected)
+    if got[0] == "raise":
+        assert issubclass(got[1], expected[1]), (got, expected)
+        for a, b in zip(got[2], args):  # a call that raises leaves its arguments unchanged
+            if isinstance(a, np.ndarray):
+                np.testing.assert_array_equal(a, b)
+        return got
+    assert_matches_numpy(got[1], expected[1])
+    for a, b in zip(got[2], expected[2]):
+        if isinstance(a, np.ndarray):
+            assert a.dtype == b.dtype
+            if a.dtype.kind == "f":  # libm and NumPy's sin may differ in the last bit
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-300)
+            else:
+                np.testing.assert_array_equal(a, b)
+    return got
+
+
+A = np.arange(24.0).reshape(4, 6) / 7
+V = np.arange(6.0)
+
+
+# ----------------------------------------------------------------------------- setitem forms
+
+def _set_basic(x):
+    x[0] = 1.5
+    x[1, 2] = -3
+    x[2:, ::2] = x[:2, 1::2]
+    x[..., -1] = 9
+    x[:, None, 0] = 4
+    return x.sum()
+
+
+def _set_overlap(x):
+    x[1:] = x[:-1]  # NumPy reads the right-hand side first
+    return x
+
+
+def _set_negative_step(x):
+    x[::-2] = np.arange(3.0)
+    x[4:0:-3] += 10
+    return x
+
+
+def _set_broadcast_value(x):
+    x[1:3] = np.ones((1, 1, 6)) * 2  # leading size-1 dimensions are dropped, as NumPy does
+    x[:, 0] = x[:, 1]
+    return x
+
+
+def _set_cast(x):
+    y = np.zeros(x.shape, np.int32)
+    y[:] = x * 10  # unsafe cast, as ndarray.__setitem__
+    y[0, 0] = 2.9
+    return y
+
+
+def _bad_broadcast(x):
+    x[:2] = np.ones(3)
+    return x
+
+
+def _int_overflow(x):
+    y = np.zeros(3, np.int8)
+    y[0] = 300
+    return y
+
+
+def _numpy_scalar_is_immutable(x):
+    s = x.sum()
+    s[()] = 1
+    return s
+
+
+def _into_broadcast_view(x):
+    v = np.broadcast_to(x[0], (3, 6))
+    v[0, 0] = 1
+    return v
+
+
+@pytest.mark.parametrize("fn", [_set_basic, _set_overlap, _set_negative_step, _set_broadcast_value, _set_cast,
+                                _bad_broadcast, _int_overflow, _numpy_scalar_is_immutable, _into_broadcast_view])
+def test_setitem_forms(fn, backend):
+    same_as_numpy(fn, A, backend=backend)
+
+
+def test_setitem_1d_overlap_both_ways(backend):
+    def right(x):
+        x[1:] = x[:-1]
+        return x
+
+    def left(x):
+        x[:-1] = x[1:]
+        return x
+    same_as_numpy(right, V, backend=backend)
+    same_as_numpy(left, V, backend=backend)
+
+
+# ----------------------------------------------------------------------------- views alias
+
+def _view_then_base(x):
+    v = x[1:, ::2]
+    v *= 2
+    return x + 0
+
+
+def _base_then_view(x):
+    v = x[1:3]
+    x[2] = -1  # v sees it
+    return v * 1
+
+
+def _transpose_view(x):
+    t = x.T
+    t[0] = 100
+    return x.copy()
+
+
+def _reshape_view(x):
+    r = x.reshape(3, 8)
+    r[1] += 1
+    x[0, 0] = r[2, 7]
+    return r * 1, x * 1
+
+
+def _reshape_of_a_transpose_copies(x):
+    r = x.T.reshape(-1)  # NumPy copies: writing r leaves x alone
+    r[0] = 50
+    return x * 1, r * 1
+
+
+def _ravel_and_flatten(x):
+    a = x.ravel()
+    a[0] = 7  # a view of contiguous x
+    b = x[:, ::2].ravel()
+    b[0] = 8  # a copy
+    c = x.flatten()
+    c[1] = 9  # always a copy
+    return x * 1
+
+
+def _view_of_a_view(x):
+    v = x[1:][:, 2:][::2]
+    v[...] = 0
+    w = v.T
+    w += 1
+    return x * 1
+
+
+def _copy_is_independent(x):
+    c = x.copy()
+    d = np.copy(x)
+    e = np.array(x)
+    c[0] = 1
+    d[1] = 2
+    e[2] = 3
+    x[3] = 4
+    return c, d, e
+
+
+def _two_names(x):
+    y = x * 1
+    z = y
+    y += 1
+    return z
+
+
+def _astype_same_dtype_copies(x):
+    y = x.astype(x.dtype)
+    y[0] = 5
+    return x * 1
+
+
+@pytest.mark.parametrize("fn", [_view_then_base, _base_then_view, _transpose_view, _reshape_view,
+                                _reshape_of_a_transpose_copies, _ravel_and_flatten, _view_of_a_view,
+                                _copy_is_independent, _two_names, _astype_same_dtype_copies])
+def test_views_alias_as_in_numpy(fn, backend):
+    same_as_numpy(fn, A, backend=backend)
+
+
+# ----------------------------------------------------------------------------- creation
+
+def _created_arrays(x):
+    a = np.zeros(6)
+    b = np.ones((2, 6), np.float32)
+    c = np.empty(6, np.int64)
+    d = np.full((6,), 2.5)
+    e = np.zeros_like(x)
+    f = np.full_like(x, 3)
+    a[1:] = x[0, 1:]
+    b[1] = x[1]
+    c[:] = 1
+    c[2] = x[0, 2] * 10
+    d += x[2]
+    e[0] = x[3]
+    f *= x
+    return a, b, c, d, e, f
+
+
+def _accumulate_rows(x):
+    out = np.empty(x.shape[0])
+    for i in range(x.shape[0]):
+        out[i] = x[i].sum()
+    return out
+
+
+def test_creation_functions_make_traced_arrays(backend):
+    same_as_numpy(_created_arrays, A, backend=backend)
+    same_as_numpy(_accumulate_rows, A, backend=backend)
+
+
+# ----------------------------------------------------------------------------- augmented operators
+
+@pytest.mark.parametrize("op", ["+=", "-=", "*=", "/=", "//=", "%=", "**=", "&=", "|=", "^=", "<<=", ">>="])
+@pytest.mark.parametrize("dtype", ["int32", "float64", "bool"])
+def test_augmented_operators_on_arguments_and_views(tmp_path, op, dtype, backend):
+    f = load(tmp_path, f"def f(x, y):\n    x[1:] {op} y[:-1]\n    v = x[::2]\n    v {op} 2\n    return x\n")
+    x = (np.arange(6) % 3 + 1).astype(dtype)
+    y = (np.arange(6) % 2 + 1).astype(dtype)
+    same_as_numpy(f, x, y, backend=backend)
+
+
+def test_augmented_casting_is_same_kind(backend):
+    def f(x):
+        x += 1.5  # int array += float: UFuncTypeError, argument unchanged
+        return x
+    got = same_as_numpy(f, np.arange(3), backend=backend)
+    assert got[0] == "raise" and got[1] is TypeError
+
+
+def test_matmul_in_place(backend):
+    def f(x, m):
+        x @= m
+        return x
+    same_as_numpy(f, A[:, :4].copy(), np.eye(4) * 2, backend=backend)
+
+
+# ----------------------------------------------------------------------------- out=, copyto, fill, put
+
+def _ufunc_out(x):
+    c = np.empty_like(x)
+    np.add(x, 1, out=c)
+    np.multiply(c, x, out=(x,))
+    np.sin(x[0], out=x[1])
+    np.negative(x, out=x, where=x > 1)
+    return c
+
+
+def _ufunc_out_broadcasts(x):
+    np.add(1.0, 2.0, out=x)
+    return x
+
+
+def _ufunc_out_bad_cast(x):
+    y = np.zeros(x.shape, np.int64)
+    np.add(x, 1, out=y)
+    return y
+
+
+def _reduction_out(x):
+    s = np.zeros(6)
+    np.sum(x, axis=0, out=s)
+    m = np.zeros(4, np.float32)
+    np.max(x, axis=1, out=m)
+    return s, m
+
+
+def _copyto(x):
+    d = np.zeros((4, 6), np.float32)
+    np.copyto(d, x, casting="same_kind")
+    np.copyto(x, 0.5, where=x > 2)
+    np.copyto(x[0], x[1])
+    return d
+
+
+def _copyto_bad_cast(x):
+    d = np.zeros(6, np.int32)
+    np.copyto(d, x[0])
+    return d
+
+
+def _fill(x):
+    x[1].fill(7)
+    y = np.empty(3, np.int16)
+    y.fill(2.9)
+    return y
+
+
+def _put(x):
+    np.put(x, [0, 5, -1, 5], [1.0, 2.0])
+    np.put(x[1], [10], 3.0, mode="clip")
+    np.put(x, [30], 4.0, mode="wrap")
+    return x
+
+
+def _put_traced_values(x):
+    np.put(x, [1, 3], x[3, :2])
+    return x
+
+
+def _put_out_of_bounds(x):
+    np.put(x, [100], 1.0)
+    return x
+
+
+@pytest.mark.parametrize("fn", [_ufunc_out, _ufunc_out_broadcasts, _ufunc_out_bad_cast, _reduction_out, _copyto,
+                                _copyto_bad_cast, _fill, _put, _put_traced_values, _put_out_of_bounds])
+def test_out_copyto_fill_put(fn, backend):
+    same_as_numpy(fn, A, backend=backend)
+
+
+# ----------------------------------------------------------------------------- arguments
+
+def _writes_two(x, y):
+    x[0] = y[0]
+    y *= 2
+    return None
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "transposed", "byteswapped", "strided-byteswapped"])
+def test_written_arguments_of_every_layout(layout, backend):
+    base = np.arange(48.0).reshape(6, 8)
+    make = {"contiguous": lambda: base[:4, :6].copy(), "strided": lambda: base.copy()[::2, 1::1][:, :6][:3],
+            "transposed": lambda: base[:6, :3].copy().T, "byteswapped": lambda: base[:3, :6].astype(">f8"),
+            "strided-byteswapped": lambda: base.astype(">f8")[::2, ::1][:, :6]}[layout]
+    x, y = make(), make() + 1
+    ex, ey = x.copy(), y.copy()
+    _writes_two(ex, ey)
+    assert jk.jit(_writes_two, backend=backend)(x, y) is None
+    np.testing.assert_array_equal(x, ex)
+    np.testing.assert_array_equal(y, ey)
+    assert x.dtype == ex.dtype and y.dtype == ey.dtype
+
+
+def test_warm_calls_write_back_too(backend):
+    def f(x):
+        x += 1
+    g = jk.jit(f, backend=backend)
+    x = np.zeros(5)
+    for _ in range(4):  # the first call compiles, the later ones take the fast path
+        g(x)
+    np.testing.assert_array_equal(x, np.full(5, 4.0))
+
+
+def test_read_only_argument_that_is_written_raises(backend):
+    def f(x, y):
+        y[0] = 1.0
+        x[0] = 1.0
+        return x.sum()
+    x, y = np.zeros(3), np.zeros(3)
+    x.flags.writeable = False
+    g = jk.jit(f, backend=backend)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="assignment destination is read-only"):
+            g(x, y)
+        np.testing.assert_array_equal(y, 0)  # nothing written: the call raised
+    assert float(jk.jit(lambda x: x.sum(), backend=backend)(x)) == 0  # reading a read-only array is fine
+
+
+def test_a_call_that_raises_leaves_arguments_unchanged(backend):
+    def f(x, e):
+        x[0] = 5
+        return x ** e  # a negative integer exponent raises at run time
+    g = jk.jit(f, backend=backend)
+    x = np.arange(3)
+    with pytest.raises(ValueError, match="Integers to negative integer powers"):
+        g(x, np.array([1, -1, 1]))
+    np.testing.assert_array_equal(x, np.arange(3))
+    g(x, np.array([1, 1, 1]))
+    np.testing.assert_array_equal(x, [5, 1, 2])
+
+
+@pytest.mark.parametrize("args", ["same", "views"])
+def test_aliased_arguments_that_are_written_raise_a_clear_error(args, backend):
+    def f(a, b):
+        a[0] = b[1]
+        return a
+    base = np.arange(6.0)
+    x, y = (base, base) if args == "same" else (base[:4], base[2:])
+    with pytest.raises(ValueError, match="share memory"):
+        jk.jit(f, backend=backend)(x, y)
+    np.testing.assert_array_equal(base, np.arange(6.0))
+    # a function that only reads may take the same array twice
+    np.testing.assert_array_equal(jk.jit(lambda a, b: a + b, backend=backend)(base, base), base * 2)
+
+
+def test_captured_numpy_array_written_names_the_line(tmp_path):
+    f = load(tmp_path, "G = np.zeros(3)\ndef f(x):\n    G[0] = x.sum()\n    return x\n")
+    with pytest.raises(jk.TracerArrayConversionError, match=r"G\[0\] = x.sum\(\)"):
+        jk.jit(f)(np.ones(3))
+    g = load(tmp_path, "G = np.zeros(3)\ndef f(x):\n    np.add(x, 1, out=G)\n    return x\n")
+    with pytest.raises(jk.TracerArrayConversionError, match="made outside the jitted function"):
+        jk.jit(g)(np.ones(3))
+
+
+def test_python_and_numpy_scalars_cannot_be_written(backend):
+    def f(x, s):
+        s[0] = 1
+        return x
+    with pytest.raises(TypeError, match="does not support item assignment"):
+        jk.jit(f, backend=backend)(np.ones(2), 3)
+
+
+def test_writes_are_shown(backend):
+    def f(x, y, z):
+        y[0] = x[0]
+        z += 1
+        return x * 2
+    lowered = jk.jit(f, backend=backend).lower(np.ones(3), np.ones(3), np.ones(3))
+    assert "writes: y, z" in lowered.as_text("optimized")
+    if backend == "cpu":
+        assert "writes: y, z" in lowered.as_text("kernels")
+    lowered = jk.jit(lambda x: x * 2, backend=backend).lower(np.ones(3))
+    assert "writes:" not in lowered.as_text("optimized")
+
+
+def test_nested_jitted_function_writes_the_outer_array(backend):
+    @jk.jit
+    def inner(v):
+        v[0] = 42.0
+
+    def outer(x):
+        inner(x[1:])
+        return x * 1
+    x = np.zeros(4)
+    np.testing.assert_array_equal(jk.jit(outer, backend=backend)(x), [0, 42, 0, 0])
+
+
+# ----------------------------------------------------------------------------- random programs
+
+_VIEW_OPS = ["[1:]", "[:-1]", "[::2]", "[::-1]", "[1:3]", "[0]", "[-1]", "[...]", ".T", ".reshape(-1)",
+             ".ravel()", "[:, 1:]", "[:, ::-2]", "[1:, :2]", "[None]", ".copy()"]
+_VALUES = ["1.5", "-2", "{y}", "{y} * 2", "np.sin({y})", "{y}.sum()", "{y}[::-1]", "{x}[::-1]", "{x} + 1",
+           "{x}.mean()"]
+_STATEMENTS = ["view", "set", "aug", "copyto", "fill", "read"]
+
+
+@st.composite
+def inplace_programs(draw):
+    names = ["a", "b"]
+    lines = []
+    for k in range(draw(st.integers(1, 7))):
+        kind = draw(st.sampled_from(_STATEMENTS))
+        x = draw(st.sampled_from(names))
+        y = draw(st.sampled_from(names))
+        if kind == "view":
+            new = f"v{k}"
+            lines.append(f"{new} = {x}{draw(st.sampled_from(_VIEW_OPS))}")
+            names.append(new)
+        elif kind == "set":
+            index = draw(st.sampled_from(["[...]", "[1:]", "[::2]", "[0]", "[:, 0]", "[::-1]", "[1:3, ::2]"]))
+            lines.append(f"{x}{index} = " + draw(st.sampled_from(_VALUES)).format(x=x, y=y))
+        elif kind == "aug":
+            op = draw(st.sampled_from(["+=", "-=", "*="]))
+            lines.append(f"{x} {op} " + draw(st.sampled_from(_VALUES)).format(x=x, y=y))
+        elif kind == "copyto":
+            lines.append(f"np.copyto({x}, " + draw(st.sampled_from(_VALUES)).format(x=x, y=y) + ")")
+        elif kind == "fill":
+            lines.append(f"{x}.fill({draw(st.sampled_from(['0.25', '3']))})")
+        else:
+            new = f"r{k}"
+            lines.append(f"{new} = {x} * 1")
+            names.append(new)
+    body = "\n".join(f"    {line}" for line in lines)
+    return f"def f(a, b):\n{body}\n    return ({', '.join(n + ' * 1' for n in names)},)\n"
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(src=inplace_programs(), backend=st.sampled_from(["interpret", "cpu"]))
+def test_random_in_place_programs_with_views_match_numpy(tmp_path_factory, src, backend):
+    f = load(tmp_path_factory.mktemp("gen"), src)
+    a = np.arange(12.0).reshape(3, 4) / 3
+    b = np.arange(12.0).reshape(3, 4)[::-1] - 5
+    try:
+        same_as_numpy(f, a, b, backend=backend)
+    except AssertionError as e:
+        raise AssertionError(f"{src}\n{e}") from None
