@@ -115,7 +115,7 @@ def _build(fn: types.FunctionType, fndef: ast.FunctionDef) -> types.FunctionType
         closure = tuple(cells[name] for name in inner.co_freevars)
     except KeyError:
         return None
-    inner = inner.replace(co_qualname=code.co_qualname) if hasattr(inner, "co_qualname") else inner
+    inner = _renamed(inner, code.co_name, code.co_qualname)
     new = types.FunctionType(inner, fn.__globals__, fn.__name__, fn.__defaults__, closure)
     new.__kwdefaults__ = fn.__kwdefaults__
     new.__dict__.update(fn.__dict__)
@@ -123,6 +123,14 @@ def _build(fn: types.FunctionType, fndef: ast.FunctionDef) -> types.FunctionType
     new.__annotations__ = getattr(fn, "__annotations__", {})
     new.__ag_original__ = fn
     return new
+
+
+def _renamed(code: types.CodeType, name: str, qualname: str) -> types.CodeType:
+    """`code` named as the user's function, and so are the loop bodies and branches generated
+    inside it (tracebacks then read `in f` at the user's lines, not `in ag__for_body3`)."""
+    consts = tuple(_renamed(c, name, qualname) if isinstance(c, types.CodeType) and c.co_name.startswith(AG)
+                   else c for c in code.co_consts)
+    return code.replace(co_name=name, co_qualname=qualname, co_consts=consts)
 
 
 def converted_source(fn: Callable[..., Any]) -> str | None:

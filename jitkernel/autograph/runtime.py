@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..errors import InPlaceUpdateError, TracerError, UnsupportedOperationError
+from ..errors import InPlaceUpdateError, TracerArrayConversionError, TracerError, UnsupportedOperationError
 from ..trace.context import is_tracing, user_frame_location
 from ..trace.tracer import Tracer
 from ..tree import tree_flatten, tree_unflatten
@@ -178,11 +178,16 @@ def _iterable(x: Any) -> bool:
 # ----------------------------------------------------------------------------- captured arrays
 
 
+class CapturedArrayWriteError(InPlaceUpdateError, TracerArrayConversionError):
+    """A write into a NumPy array captured from outside a jitted function (a global, a closure
+    variable, an attribute), found while tracing."""
+
+
 def check_captured_write(obj: Any, text: str) -> None:
     """Before `G[...] = v` (or `G[...] op= v`) where `G` is not a local of the function: a NumPy
     array captured from outside would be written once, while tracing, not on every call."""
     if is_tracing() and isinstance(obj, np.ndarray):
-        raise InPlaceUpdateError(
+        raise CapturedArrayWriteError(
             f"`{text}` is a NumPy array captured from outside the jitted function (a global, a closure "
             f"variable or an attribute), and this line writes into it ({user_frame_location()}). The write "
             "would happen once, while tracing, not on every call. Pass the array as an argument (the "
@@ -406,7 +411,7 @@ def if_stmt(pred: Any, true_fn: Callable, false_fn: Callable, state: tuple, name
     from .. import lax
     st = _State(state, names)
     _check_aliases("if statement", (true_fn, false_fn), st, written)
-    plan: dict[str, Any] = {"drop": set()}
+    plan: dict[str, Any] = {}
     in_place: list[set[int]] = []
 
     def branch(fn: Callable) -> Callable:
@@ -429,7 +434,8 @@ def if_stmt(pred: Any, true_fn: Callable, false_fn: Callable, state: tuple, name
             result = lax.cond(pred_t, branch(true_fn), branch(false_fn), *st.carry())
             break
         except _Changed as changed:
-            plan = changed.outputs  # the positions to drop were found: trace again without them
+            plan = changed.outputs  # the names bound by one branch only: trace again with placeholders
+            in_place.clear()
     else:  # pragma: no cover - the plan settles after one retry
         raise UnsupportedOperationError(f"the traced `if` at {user_frame_location()} could not be converted")
     if mode == "return":
@@ -438,19 +444,34 @@ def if_stmt(pred: Any, true_fn: Callable, false_fn: Callable, state: tuple, name
 
 
 def _branch_output(st: _State, out: tuple, plan: dict, names: tuple) -> list:
-    """The carried part of a branch's output state. A name that is undefined before the `if` and
-    bound by one branch only is dropped from the outputs (it stays undefined after the `if`)."""
+    """The carried part of a branch's output state. A name unbound before the `if` and bound by
+    one branch only gets, in the other branch, zeros of the type the first gives it (Python
+    would raise NameError reading it on that path; flags and return values are only read where
+    they are bound)."""
     if not isinstance(out, tuple) or len(out) != len(st.values):
         raise UnsupportedOperationError("internal: a branch returned a state of the wrong length")
-    kinds = plan.setdefault("kinds", [])
-    kinds.append(tuple(_is_dynamic(v) for v in out))
-    if len(kinds) == 2 and kinds[0] != kinds[1] and not plan.get("settled"):
-        drop = {k for k, (a, b) in enumerate(zip(*kinds)) if a != b}
-        raise _Changed("branches bind different names", {"drop": drop, "settled": True, "kinds": []})
+    fill = plan.get("fill")
+    if fill is not None:
+        out = tuple(fill[k] if k in fill and isinstance(v, Undefined) else v for k, v in enumerate(out))
+    seen = plan.setdefault("outputs", [])
+    seen.append(out)
+    if len(seen) == 2 and fill is None:
+        fill = {}
+        for k, (a, b) in enumerate(zip(*seen)):
+            if _is_dynamic(a) == _is_dynamic(b):
+                continue
+            defined, other = (a, b) if _is_dynamic(a) else (b, a)
+            if not isinstance(other, Undefined) or not isinstance(st.values[k], Undefined):
+                raise UnsupportedOperationError(
+                    f"the traced `if` at {user_frame_location()} makes `{names[k]}` {_describe(defined)} in one "
+                    f"branch and {_describe(other)} in the other; a branch taken at run time can only change "
+                    "arrays and numbers")
+            leaves, tree = tree_flatten(defined)
+            fill[k] = tree_unflatten(tree, [_zeros_like_output(x) for x in leaves])
+        if fill:
+            raise _Changed("branches bind different names", {"fill": fill})
     carried = []
     for k, v in enumerate(out):
-        if k in plan["drop"]:
-            continue
         if _is_dynamic(v):
             carried.append(v)
         elif not _static_equal(v, st.values[k]):
@@ -461,13 +482,11 @@ def _branch_output(st: _State, out: tuple, plan: dict, names: tuple) -> list:
 
 
 def _merge_branches(st: _State, result: tuple, plan: dict, in_place: set[int], written: tuple, names: tuple) -> tuple:
-    kinds = plan.get("kinds") or [tuple(k in st.dynamic for k in range(len(st.values)))]
+    first = plan["outputs"][-1]
     out = list(st.values)
     it = iter(result)
     for k in range(len(st.values)):
-        if k in plan["drop"]:
-            out[k] = Undefined(names[k], f"it is bound in only one branch of the traced `if` at {user_frame_location()}")
-        elif kinds[0][k]:
+        if _is_dynamic(first[k]):
             out[k] = next(it)
     return _write_back(st, tuple(out), in_place & set(st.dynamic), written)
 

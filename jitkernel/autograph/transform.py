@@ -66,8 +66,27 @@ def _assign(name: str, value: ast.expr) -> ast.Assign:
     return ast.Assign(targets=[_store(name)], value=value)
 
 
+def _header(node: ast.AST) -> ast.AST:
+    """A position covering the header of a compound statement (`for i in range(n):`, `if c:`),
+    or the whole of a simple one: where tracebacks of generated code point."""
+    end = {ast.For: "iter", ast.While: "test", ast.If: "test", ast.With: None}.get(type(node))
+    last = getattr(node, end, None) if end else None
+    if last is None:
+        return node if not hasattr(node, "body") else _span(node, node.lineno, node.col_offset)
+    return _span(node, last.end_lineno, last.end_col_offset)
+
+
+def _span(node: ast.AST, end_lineno: int, end_col: int) -> ast.AST:
+    where = ast.Pass()
+    where.lineno, where.col_offset = node.lineno, node.col_offset
+    where.end_lineno, where.end_col_offset = end_lineno, end_col
+    return where
+
+
 def _located(node: ast.AST, like: ast.AST) -> ast.AST:
-    """`node` with `like`'s position on every sub-node that has none (the user's line)."""
+    """`node` with the position of `like`'s header on every sub-node that has none (the user's
+    line)."""
+    like = _header(like)
     for n in ast.walk(node):
         if "lineno" in n._attributes and not hasattr(n, "lineno"):
             ast.copy_location(n, like)
