@@ -27,6 +27,9 @@ from ..tree import tree_flatten, tree_unflatten
 
 UNROLL_LIMIT = 4  # a static range with at most this many iterations is unrolled
 MAX_PEELED = 2  # iterations run as Python before a loop whose state changes type is unrolled
+# a static loop whose body cannot be traced with a traced index (a Python list indexed by it, a
+# slice whose length depends on it) is unrolled up to this many iterations, else the error stands
+UNROLL_FALLBACK_LIMIT = 256
 
 _NUMERIC = (bool, int, float, complex, np.generic, np.ndarray)
 
@@ -597,10 +600,17 @@ def _static_traced_for(r: range, body: Callable, target: Any, state: tuple, name
         try:
             return _traced_for(_static_bounds(r), body, target, state, names, written, brk, static_range=r,
                                snapshots=snapshots)
-        except (_Changed, TracerError, _ContainerChanged):
+        except (_Changed, _ContainerChanged):
             _changed_containers(snapshots)
             if peeled >= MAX_PEELED or len(r) == 0:
                 return _python_for(r, body, target, state, names, brk)
+        except (TracerError, UnsupportedOperationError):
+            # The body needs a concrete index (lst[i], a length that depends on i): unroll a
+            # short static loop as Python; a long one reports why it cannot be one loop.
+            _changed_containers(snapshots)
+            if len(r) > UNROLL_FALLBACK_LIMIT:
+                raise
+            return _python_for(r, body, target, state, names, brk)
         # run one iteration as Python and try the rest as a loop again
         flag = _flag_index(names, brk)
         target, state = r[0], body(r[0], state)
