@@ -405,12 +405,21 @@ def _in_place_positions(state: _State, out: tuple) -> set[int]:
 # ----------------------------------------------------------------------------- if
 
 
+def _refuse(unsupported: str | None, what: str) -> None:
+    if unsupported:
+        raise UnsupportedOperationError(
+            f"{unsupported} inside {what} at {user_frame_location()}: the compiled {what} decides at run time, "
+            "but Python would run that statement while tracing, once. Move it out of the loop or branch, or "
+            "make the value it depends on static (static_argnames), or use jk.jit(f, autograph=False).")
+
+
 def if_stmt(pred: Any, true_fn: Callable, false_fn: Callable, state: tuple, names: tuple, written: tuple,
-            mode: str) -> Any:
+            mode: str, unsupported: str | None = None) -> Any:
     """`if pred: ... else: ...` over `state`. mode "stmt": returns the new state; "return": the
     value the taken branch returns (a tail `if` whose branches return)."""
     if not _traced(pred):
         return (true_fn if pred else false_fn)(state)
+    _refuse(unsupported, "an `if` on a traced value")
     from .. import lax
     st = _State(state, names)
     _check_aliases("if statement", (true_fn, false_fn), st, written)
@@ -522,7 +531,7 @@ def _flag_index(names: tuple, brk: str | None) -> int | None:
 
 
 def for_range(range_fn: Any, args: tuple, body: Callable, target: Any, state: tuple, names: tuple,
-              written: tuple, brk: str | None) -> tuple[Any, tuple]:
+              written: tuple, brk: str | None, unsupported: str | None = None) -> tuple[Any, tuple]:
     """`for i in range(*args): state = body(i, state)`, stopping when the state's flag `brk` is
     set. Returns (the loop variable's final value, the final state)."""
     if range_fn is not builtins.range or not is_tracing():
@@ -530,9 +539,10 @@ def for_range(range_fn: Any, args: tuple, body: Callable, target: Any, state: tu
     static = all(not _traced(a) for a in args)
     if static:
         r = range(*args)
-        if len(r) <= UNROLL_LIMIT or not _touches_traced((body,), state):
-            return _python_for(r, body, target, state, names, brk)
+        if len(r) <= UNROLL_LIMIT or not _touches_traced((body,), state) or unsupported:
+            return _python_for(r, body, target, state, names, brk)  # (a try/raise body runs as Python)
         return _static_traced_for(r, body, target, state, names, written, brk)
+    _refuse(unsupported, "a loop whose range is traced")
     bounds = _range_bounds(args)
     return _traced_for(bounds, body, target, state, names, written, brk, static_range=None)
 
@@ -664,13 +674,9 @@ def _traced_for(bounds: tuple, body: Callable, target: Any, state: tuple, names:
                 count, carry = lax.while_loop(cond, step_body, (0, st.carry()))
             break
         except _Changed as changed:
-            if static_range is not None or not any(isinstance(v, Undefined) for v in st.values):
+            values = _first_bound_as_zeros(st, changed)
+            if values is None:
                 raise _TracedLoopError(changed.why) if static_range is None else changed
-            # names first bound in the body: start them at zeros of the type the body gives them
-            values = list(st.values)
-            for k, (before, after) in enumerate(zip(st.values, changed.outputs)):
-                if isinstance(before, Undefined) and _is_dynamic(after):
-                    values[k] = tree_unflatten(tree_flatten(after)[1], [_zeros_like_output(x) for x in tree_flatten(after)[0]])
             st = _State(values, names)
     else:  # pragma: no cover
         raise _TracedLoopError("the loop state did not settle")
@@ -685,6 +691,22 @@ def _traced_for(bounds: tuple, body: Callable, target: Any, state: tuple, names:
             "static (a shape, or a static argument).")
     result = _write_back(st, st.rebuild(carry), set.intersection(*in_place[-1:]) if in_place else set(), written)
     return _final_index(start, step, count, target), result
+
+
+def _first_bound_as_zeros(st: _State, changed: _Changed) -> list | None:
+    """The state with every name the body binds for the first time (undefined before the loop)
+    started at zeros of the type the body gives it, or None if nothing like that changed. The
+    placeholder is only observable where Python would raise NameError (a read before the first
+    assignment), so the loop computes what Python does."""
+    if not changed.outputs:
+        return None
+    values, found = list(st.values), False
+    for k, (before, after) in enumerate(zip(st.values, changed.outputs)):
+        if isinstance(before, Undefined) and _is_dynamic(after):
+            leaves, tree = tree_flatten(after)
+            values[k] = tree_unflatten(tree, [_zeros_like_output(x) for x in leaves])
+            found = True
+    return values if found else None
 
 
 def _truth_or_const(x: Any) -> Any:
@@ -712,7 +734,7 @@ def _final_index(start: Any, step: Any, count: Any, prior: Any) -> Any:
 
 
 def while_stmt(cond: Callable, body: Callable, state: tuple, names: tuple, written: tuple,
-               brk: str | None) -> tuple:
+               brk: str | None, unsupported: str | None = None) -> tuple:
     """`while cond(state): state = body(state)`, stopping when the flag `brk` is set. Iterations
     run as Python while the condition is concrete; from the first traced one, the rest is one
     loop."""
@@ -722,6 +744,7 @@ def while_stmt(cond: Callable, body: Callable, state: tuple, names: tuple, writt
             return state
         test = cond(state)
         if _traced(test) or (flag is not None and _traced(state[flag])):
+            _refuse(unsupported, "a `while` loop on a traced condition")
             return _traced_while(cond, body, state, names, written, flag)
         if not test:
             return state
@@ -753,12 +776,9 @@ def _traced_while(cond: Callable, body: Callable, state: tuple, names: tuple, wr
             carry = lax.while_loop(run_cond, run_body, st.carry())
             break
         except _Changed as changed:
-            if not any(isinstance(v, Undefined) for v in st.values):
+            values = _first_bound_as_zeros(st, changed)
+            if values is None:
                 raise _TracedLoopError(changed.why)
-            values = list(st.values)
-            for k, (before, after) in enumerate(zip(st.values, changed.outputs)):
-                if isinstance(before, Undefined) and _is_dynamic(after):
-                    values[k] = tree_unflatten(tree_flatten(after)[1], [_zeros_like_output(x) for x in tree_flatten(after)[0]])
             st = _State(values, names)
     else:  # pragma: no cover
         raise _TracedLoopError("the loop state did not settle")

@@ -122,6 +122,17 @@ def _is_range_loop(node: ast.AST) -> bool:
 _UNSUPPORTED_IN_CONVERTED = (ast.Global, ast.Nonlocal, ast.Delete, ast.Yield, ast.YieldFrom, ast.Await)
 
 
+def _unsupported_when_traced(stmts: list[ast.stmt]) -> ast.expr:
+    """A description of the first statement that cannot be compiled into a loop body or a branch
+    (`try`, `raise`: they act on trace-time events, not run-time ones), or None; the helper
+    raises it, naming the line, only when the statement is really traced."""
+    node = contains(stmts, (ast.Try, ast.Raise) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
+    if node is None:
+        return _const(None)
+    what = "a `raise` statement" if isinstance(node, ast.Raise) else "a `try` statement"
+    return _const(f"{what} (line {node.lineno})")
+
+
 class _Expressions(ast.NodeTransformer):
     """Pass 1: lazy helper calls for conditional expressions, boolean operators and builtins;
     a check before every write into an array that is not a local of the function."""
@@ -339,7 +350,8 @@ class FunctionConverter:
                 body.append(ast.Return(value=_const(None)))  # falls off the function's end
             fns.append(_def(f"ag__if_{label}{n}", ["ag__state"], body))
         call = _helper("if_stmt", s.test, _load(fns[0].name), _load(fns[1].name), _state_load(names),
-                       _names_tuple(names), _names_tuple(written), _const(mode))
+                       _names_tuple(names), _names_tuple(written), _const(mode),
+                       _unsupported_when_traced(s.body + s.orelse))
         if mode == "return":
             tail: ast.stmt = ast.Return(value=call)
         elif names:
@@ -359,7 +371,7 @@ class FunctionConverter:
             body_fn = _def(f"ag__for_body{n}", [target, "ag__state"], body)
             call = _helper("for_range", _load("range"), ast.Tuple(elts=list(loop.iter.args), ctx=ast.Load()),
                            _load(body_fn.name), _helper("ld", _lambda(_load(target))), _state_load(names),
-                           _names_tuple(names), _names_tuple(written), brk)
+                           _names_tuple(names), _names_tuple(written), brk, _unsupported_when_traced(loop.body))
             result = f"ag__result{n}"
             stmts: list[ast.stmt] = [body_fn, ast.Assign(targets=[ast.Tuple(elts=[_store(target), _store(result)],
                                                                             ctx=ast.Store())], value=call)]
@@ -368,7 +380,7 @@ class FunctionConverter:
             cond_fn = _def(f"ag__while_cond{n}", ["ag__state"], _unpack(names) + [ast.Return(value=loop.test)])
             body_fn = _def(f"ag__while_body{n}", ["ag__state"], body)
             call = _helper("while_stmt", _load(cond_fn.name), _load(body_fn.name), _state_load(names),
-                           _names_tuple(names), _names_tuple(written), brk)
+                           _names_tuple(names), _names_tuple(written), brk, _unsupported_when_traced(loop.body))
             stmts = [cond_fn, body_fn]
             if names:
                 stmts.append(ast.Assign(targets=[ast.Tuple(elts=[_store(x) for x in names], ctx=ast.Store())],
