@@ -654,10 +654,12 @@ def _traced_for(bounds: tuple, body: Callable, target: Any, state: tuple, names:
 
         try:
             if flag is None:
+                # (a leading 0 keeps the carry non-empty: an equation always has an output)
                 if _traced(step) or step != 1:
-                    carry = lax.fori_loop(0, trip, lambda j, c: run_body(start + j * step, c), st.carry())
+                    _, carry = lax.fori_loop(0, trip, lambda j, c: (0, run_body(start + j * step, c[1])),
+                                             (0, st.carry()))
                 else:
-                    carry = lax.fori_loop(start, stop, run_body, st.carry())
+                    _, carry = lax.fori_loop(start, stop, lambda i, c: (0, run_body(i, c[1])), (0, st.carry()))
                 count = trip
             else:
                 fpos = st.dynamic.index(flag) if flag in st.dynamic else None
@@ -773,7 +775,7 @@ def _traced_while(cond: Callable, body: Callable, state: tuple, names: tuple, wr
             in_place.append(_in_place_positions(_State(inputs, names), out))
             return st.carry(out)
         try:
-            carry = lax.while_loop(run_cond, run_body, st.carry())
+            _, carry = lax.while_loop(lambda c: run_cond(c[1]), lambda c: (0, run_body(c[1])), (0, st.carry()))
             break
         except _Changed as changed:
             values = _first_bound_as_zeros(st, changed)
