@@ -335,6 +335,15 @@ def augmented_in_branch(a):
     return a.mean()
 
 
+def write_in_branch_until_break(x, y, n):
+    for i in range(n):
+        if x[i] > 3:
+            break
+        if x[i] > 1:
+            y[i] = x[i]
+    return y
+
+
 def writes_through_alias(a):
     b = a  # the same array under two names: writes through `a` are seen through `b`
     for i in range(6):
@@ -351,6 +360,8 @@ def writes_through_alias(a):
     (augmented_in_branch, lambda: (RNG.uniform(0, 1, 5),)),
     (augmented_in_branch, lambda: (-RNG.uniform(0, 1, 5),)),
     (writes_through_alias, lambda: (np.zeros(6),)),
+    (write_in_branch_until_break, lambda: (np.arange(6.0), np.zeros(6), 6)),
+    (write_in_branch_until_break, lambda: (np.arange(6.0), np.zeros(6), 3)),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_loops_and_branches_mutating_arguments(fn, make_args, backend):
     args = make_args()
@@ -598,7 +609,7 @@ def test_ipython_cell_errors_point_at_the_cell_line(ip):
     assert isinstance(result.error_in_exec, ValueError)
     import re
     text = re.sub(r"\x1b\[[0-9;]*m", "", cap.stdout + cap.stderr)
-    assert "----> 3         x = x + np.ones(4)" in text and "ag__" not in text
+    assert "----> 3         x = x + np.ones(4)" in text and "ag__for_body" not in text
 
 
 # ----------------------------------------------------------------------------- random programs
@@ -643,9 +654,11 @@ def _block(draw, depth: int, in_loop: bool) -> list[str]:
             bound = draw(st.sampled_from(["n", "3", "7", "x.shape[0]"]))
             lines.append(f"for i in range({bound}):")
             lines += ["    " + b for b in _block(draw, depth + 1, True)]
-        elif kind == 5 and in_loop:
+        elif in_loop:
             lines.append(f"if {_expr(draw)} > 1.0:")
             lines.append("    " + draw(st.sampled_from(["break", "continue"])))
+        else:
+            lines.append(f"t = t + {_expr(draw)}")
     return lines
 
 
@@ -658,7 +671,7 @@ def programs(draw):
 _COUNTER = iter(range(10**9))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(programs(), st.integers(0, 9))
 def test_random_programs_converted_match_plain_python(source, n):
     filename = f"<autograph random program {next(_COUNTER)}>"

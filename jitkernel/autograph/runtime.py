@@ -540,7 +540,7 @@ def for_range(range_fn: Any, args: tuple, body: Callable, target: Any, state: tu
     if static:
         r = range(*args)
         if len(r) <= UNROLL_LIMIT or not _touches_traced((body,), state) or unsupported:
-            return _python_for(r, body, target, state, names, brk)  # (a try/raise body runs as Python)
+            return _python_for(r, body, target, state, names, brk, written)  # (a try/raise body runs as Python)
         return _static_traced_for(r, body, target, state, names, written, brk)
     _refuse(unsupported, "a loop whose range is traced")
     bounds = _range_bounds(args)
@@ -548,7 +548,7 @@ def for_range(range_fn: Any, args: tuple, body: Callable, target: Any, state: tu
 
 
 def _python_for(iterable: Any, body: Callable, target: Any, state: tuple, names: tuple,
-                brk: str | None) -> tuple[Any, tuple]:
+                brk: str | None, written: tuple = ()) -> tuple[Any, tuple]:
     flag = _flag_index(names, brk)
     for k, i in enumerate(iterable):
         target = i
@@ -559,7 +559,8 @@ def _python_for(iterable: Any, body: Callable, target: Any, state: tuple, names:
                 rest = iterable[k + 1:]
                 if not len(rest):
                     break
-                return _traced_for(_static_bounds(rest), body, target, state, names, (), brk, static_range=rest)
+                return _traced_for(_static_bounds(rest), body, target, state, names, written, brk,
+                                   static_range=rest)
             if not _traced(state[flag]) and state[flag]:
                 break
     return target, state
@@ -613,14 +614,14 @@ def _static_traced_for(r: range, body: Callable, target: Any, state: tuple, name
         except (_Changed, _ContainerChanged):
             _changed_containers(snapshots)
             if peeled >= MAX_PEELED or len(r) == 0:
-                return _python_for(r, body, target, state, names, brk)
+                return _python_for(r, body, target, state, names, brk, written)
         except (TracerError, UnsupportedOperationError):
             # The body needs a concrete index (lst[i], a length that depends on i): unroll a
             # short static loop as Python; a long one reports why it cannot be one loop.
             _changed_containers(snapshots)
             if len(r) > UNROLL_FALLBACK_LIMIT:
                 raise
-            return _python_for(r, body, target, state, names, brk)
+            return _python_for(r, body, target, state, names, brk, written)
         # run one iteration as Python and try the rest as a loop again
         flag = _flag_index(names, brk)
         target, state = r[0], body(r[0], state)
@@ -628,7 +629,7 @@ def _static_traced_for(r: range, body: Callable, target: Any, state: tuple, name
         if flag is not None and not _traced(state[flag]) and state[flag]:
             return target, state
         if len(r) <= UNROLL_LIMIT:
-            return _python_for(r, body, target, state, names, brk)
+            return _python_for(r, body, target, state, names, brk, written)
 
 
 class _ContainerChanged(Exception):

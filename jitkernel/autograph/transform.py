@@ -296,14 +296,18 @@ class FunctionConverter:
         out: list[ast.stmt] = []
         for k, s in enumerate(stmts):
             at_tail = tail and k == len(stmts) - 1
+            # The state is read from the statement as the user wrote it (after the flag passes):
+            # a write inside a nested statement is hidden in a generated function once converted.
             if isinstance(s, ast.If):
+                state = self._state(s.body + s.orelse)
                 s.body = self._convert_block(s.body, at_tail)
                 s.orelse = self._convert_block(s.orelse, at_tail)
                 mode = self._if_mode(s, at_tail)
-                out.extend(self._convert_if(s, mode) if mode else [s])
+                out.extend(self._convert_if(s, mode, state) if mode else [s])
             elif hasattr(s, "_ag_break"):
+                state = self._loop_state(s)
                 s.body = self._convert_block(s.body, False)
-                out.extend(self._convert_loop(s))
+                out.extend(self._convert_loop(s, state))
             elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 out.append(s)
             else:
@@ -338,9 +342,9 @@ class FunctionConverter:
         names += [n for n in written if n not in names]
         return names, written
 
-    def _convert_if(self, s: ast.If, mode: str) -> list[ast.stmt]:
+    def _convert_if(self, s: ast.If, mode: str, state: tuple[list[str], list[str]]) -> list[ast.stmt]:
         n = next(self._ids)
-        names, written = self._state(s.body + s.orelse)
+        names, written = state
         fns = []
         for label, block in (("true", s.body), ("false", s.orelse)):
             body = _unpack(names) + block
@@ -361,14 +365,23 @@ class FunctionConverter:
         self.converted += 1
         return [_located(x, s) for x in fns + [tail]]
 
-    def _convert_loop(self, loop: ast.For | ast.While) -> list[ast.stmt]:
+    def _loop_state(self, loop: ast.For | ast.While) -> tuple[list[str], list[str]]:
+        """A loop's state. A body that rebinds the loop variable (an inner loop over the same
+        name) carries it: after the loop it holds what the last iteration left, as in Python."""
+        target = loop.target.id if isinstance(loop, ast.For) else None
+        rebinds_target = target is not None and target in bound_names(loop.body)
+        return self._state(loop.body, exclude=[target] if target and not rebinds_target else [], loop=True)
+
+    def _convert_loop(self, loop: ast.For | ast.While, state: tuple[list[str], list[str]]) -> list[ast.stmt]:
         n = next(self._ids)
         target = loop.target.id if isinstance(loop, ast.For) else None
-        names, written = self._state(loop.body, exclude=[target] if target else [], loop=True)
-        body = _unpack(names) + loop.body + [_pack(names)]
+        names, written = state
+        rebinds_target = target is not None and target in names
+        index = f"ag__index{n}" if rebinds_target else target
+        body = _unpack(names) + ([_assign(target, _load(index))] if rebinds_target else []) + loop.body + [_pack(names)]
         brk = _const(loop._ag_break)
         if isinstance(loop, ast.For):
-            body_fn = _def(f"ag__for_body{n}", [target, "ag__state"], body)
+            body_fn = _def(f"ag__for_body{n}", [index, "ag__state"], body)
             call = _helper("for_range", _load("range"), ast.Tuple(elts=list(loop.iter.args), ctx=ast.Load()),
                            _load(body_fn.name), _helper("ld", _lambda(_load(target))), _state_load(names),
                            _names_tuple(names), _names_tuple(written), brk, _unsupported_when_traced(loop.body))
