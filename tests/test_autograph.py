@@ -133,6 +133,36 @@ def first_negative_while(a):
     return -1
 
 
+def while_true_break(x):
+    i = 0
+    total = 0.0
+    while True:
+        total = total + x[i]
+        if total > 2.0 or i >= x.shape[0] - 1:
+            break
+        i += 1
+    return total, i
+
+
+class Accumulator:
+    def __init__(self, scale):
+        self.scale = scale
+
+    def run(self, x, n):
+        acc = 0.0
+        for i in range(n):
+            acc = acc + x[i] * self.scale
+        return acc
+
+
+def test_methods_convert():
+    acc = Accumulator(2.0)
+    x = RNG.standard_normal(8)
+    f = jk.jit(acc.run)
+    assert_matches_numpy(f(x, 8), acc.run(x, 8))
+    assert "fori_loop" in _prims(jk.make_ir(acc.run)(x, 8))
+
+
 def sum_until(x, limit):
     s = 0.0
     for i in range(x.shape[0]):
@@ -185,6 +215,8 @@ FORMS = [
     (first_negative, lambda: (np.arange(1.0, 8.0),)),
     (first_negative_while, lambda: (np.array([3, 1, 4, -1, 5, 9]),)),
     (first_negative_while, lambda: (np.array([3, 1]),)),
+    (while_true_break, lambda: (RNG.uniform(0, 1, 10),)),
+    (while_true_break, lambda: (RNG.uniform(0, 0.1, 10),)),
     (sum_until, lambda: (RNG.standard_normal(10), 1.5)),
     (sum_until, lambda: (np.abs(RNG.standard_normal(10)), 100.0)),
     (early_return_if, lambda: (RNG.standard_normal(4),)),

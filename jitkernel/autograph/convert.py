@@ -38,6 +38,9 @@ def convert(fn: Callable[..., Any]) -> Callable[..., Any] | None:
 
 
 def _convert(fn: Callable[..., Any]) -> Callable[..., Any] | None:
+    if isinstance(fn, types.MethodType):  # jk.jit(obj.method): convert the function, bind it again
+        inner = convert(fn.__func__)
+        return None if inner is None else types.MethodType(inner, fn.__self__)
     if not isinstance(fn, types.FunctionType) or fn.__name__ == "<lambda>" or hasattr(fn, "__wrapped__"):
         return None
     code = fn.__code__
