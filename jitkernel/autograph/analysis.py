@@ -51,28 +51,33 @@ def subscript_root(target: ast.AST) -> str | None:
 
 
 def bound_names(stmts: list[ast.stmt]) -> list[str]:
-    """Names the statements (re)bind, in first-binding order: assignment targets, augmented
-    assignments, `for` and `with` targets, `:=`, `except ... as`, imports; not names bound by
-    `def`/`class` (those are functions, never loop state)."""
-    names: dict[str, None] = {}
+    """Names the statements (re)bind, in source order of first appearance: assignment targets,
+    augmented assignments, `for` and `with` targets, `:=`, `except ... as`, imports; not names
+    bound by `def`/`class` (those are functions, never loop state)."""
+    first: dict[str, tuple[int, int]] = {}
+    bound: set[str] = set()
     for n in walk_scope(stmts):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            names[n.id] = None
+        if isinstance(n, ast.Name):
+            pos = (getattr(n, "lineno", 1 << 30), getattr(n, "col_offset", 0))
+            if pos < first.get(n.id, (1 << 30, 1 << 30)):
+                first[n.id] = pos
+            if isinstance(n.ctx, ast.Store):
+                bound.add(n.id)
         elif isinstance(n, ast.ExceptHandler) and n.name:
-            names[n.name] = None
+            bound.add(n.name)
         elif isinstance(n, (ast.Import, ast.ImportFrom)):
-            for alias in n.names:
-                names[(alias.asname or alias.name).split(".")[0]] = None
-    # walk_scope pops from the end: restore source order by position
-    return sorted(names, key=lambda name: _first_position(stmts, name))
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in n.names)
+    return sorted(bound, key=lambda name: first.get(name, (1 << 30, 0)))
 
 
-def _first_position(stmts: list[ast.stmt], name: str) -> tuple[int, int]:
-    best = (1 << 30, 0)
+def _first_positions(stmts: list[ast.stmt]) -> dict[str, tuple[int, int]]:
+    first: dict[str, tuple[int, int]] = {}
     for n in walk_scope(stmts):
-        if isinstance(n, ast.Name) and n.id == name and hasattr(n, "lineno"):
-            best = min(best, (n.lineno, n.col_offset))
-    return best
+        if isinstance(n, ast.Name) and hasattr(n, "lineno"):
+            pos = (n.lineno, n.col_offset)
+            if pos < first.get(n.id, (1 << 30, 1 << 30)):
+                first[n.id] = pos
+    return first
 
 
 def _names_in(node: ast.AST) -> Iterator[str]:
@@ -109,7 +114,8 @@ def written_bases(stmts: list[ast.stmt]) -> list[str]:
             for kw in n.keywords:
                 if kw.arg == "out":
                     names.update(dict.fromkeys(_names_in(kw.value)))
-    return sorted(names, key=lambda name: _first_position(stmts, name))
+    first = _first_positions(stmts)
+    return sorted(names, key=lambda name: first.get(name, (1 << 30, 0)))
 
 
 def _flat_targets(t: ast.AST) -> Iterator[ast.AST]:

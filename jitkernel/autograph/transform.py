@@ -139,6 +139,13 @@ class _Expressions(ast.NodeTransformer):
 
     def __init__(self, local_names: set[str]) -> None:
         self.locals = local_names
+        self.converted = 0
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        result = super().visit(node)
+        if result is not node:
+            self.converted += 1
+        return result
 
     # nested scopes are converted on their own (functions) or left alone (classes)
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
@@ -228,13 +235,12 @@ class FunctionConverter:
             FunctionConverter.function(self, nested)
         saved = getattr(self, "locals", None)
         self.locals = function_locals(fn)
-        before = ast.dump(ast.Module(body=fn.body, type_ignores=[]))
-        fn.body = _flatten([_Expressions(self.locals).visit(s) for s in fn.body])
+        expressions = _Expressions(self.locals)
+        fn.body = _flatten([expressions.visit(s) for s in fn.body])
+        self.converted += expressions.converted
         fn.body = self._lower_block(fn.body)
         fn.body = _normalize_returns(fn.body)
         fn.body = self._convert_block(fn.body, tail=True)
-        if ast.dump(ast.Module(body=fn.body, type_ignores=[])) != before:
-            self.converted += 1
         self.locals = saved
 
     # -- pass 2: break / continue / return inside loops become flags ------------------------
