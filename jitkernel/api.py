@@ -20,7 +20,7 @@ from . import events
 from .backends import SHAPE_GENERIC, check_backend, size_probe
 from .config import config
 from .ir import AType, Program, check_dtype
-from .pipeline import Compiled, compile_program, reuse_program
+from .pipeline import AliasedArguments, Compiled, compile_program, reuse_program, same_array_positions
 from .trace import trace_program
 from .tracebacks import hide_engine_frames, user_stacklevel
 from .trace.context import check_array_subclass
@@ -330,6 +330,7 @@ class Jitted:
         self._limit_warned = False
         self._fast: dict[tuple, Callable] = {}
         self._templates: list[tuple[Signature, set, Any]] = []  # shape-generic machine code
+        self._aliased: dict[tuple, Compiled] = {}  # variants for the same array passed twice (_call_aliased)
         # Guards every change to the caches above (compiles of this function run one at a time);
         # the warm fast path only reads `_fast` and takes no lock.
         self._lock = threading.RLock()
@@ -386,11 +387,18 @@ class Jitted:
         return names
 
     # -- tracing and compiling -------------------------------------------------------------
-    def _trace(self, sig: Signature, args: tuple, kwargs: dict) -> tuple[Program, TreeDef]:
+    def _trace(self, sig: Signature, args: tuple, kwargs: dict, same: tuple[int, ...] | None = None) -> tuple[Program, TreeDef]:
+        """Trace for `sig`. `same[j]` (an aliased call, see _call_aliased) is the first leaf that
+        is the same array as leaf j: those leaves get one Tracer, and the program one input."""
         in_specs = [(AType(s[2], s[1]), None) if s[0] == "array" else (AType((), _PY_SCALAR_DTYPES[s[1]]), s[1])
                     for s in sig.specs]
+        if same is not None:
+            in_specs = [spec for j, spec in enumerate(in_specs) if same[j] == j]
 
         def build_args(tracers: list) -> tuple[tuple, dict]:
+            if same is not None:
+                position = {leaf: k for k, leaf in enumerate(sorted(set(same)))}
+                tracers = [tracers[position[same[j]]] for j in range(len(same))]
             dyn_args, dyn_kwargs = tree_unflatten(sig.treedef, tracers)
             it = iter(dyn_args)
             full_args = tuple(args[i] if i in self.static_argnums else next(it) for i in range(len(args)))
@@ -399,7 +407,8 @@ class Jitted:
             return full_args, full_kwargs
 
         program, out_tree = trace_program(self._function_to_trace(), self.__name__, in_specs, build_args)
-        program.written_names = tuple(sig.names[i] for i, _ in program.written_args)
+        names = sig.names if same is None else [n for j, n in enumerate(sig.names) if same[j] == j]
+        program.written_names = tuple(names[i] for i, _ in program.written_args)
         return program, out_tree
 
     def _function_to_trace(self) -> Callable[..., Any]:
@@ -586,6 +595,8 @@ class Jitted:
             else:
                 try:  # lock-free: one dict read above; a try costs nothing until something raises
                     return entry(args)
+                except AliasedArguments:
+                    pass  # the same array passed twice to a function that writes: _call's variant
                 except BaseException as e:
                     hide_engine_frames(e)
                     raise
@@ -606,11 +617,38 @@ class Jitted:
             dyn = (tuple(a for i, a in enumerate(args) if i not in self.static_argnums),
                    {k: v for k, v in kwargs.items() if k not in self.static_argnames})
             leaves = tree_flatten(dyn)[0]  # the caller's own arrays: written ones are copied back
+        if compiled.program.written_args:
+            same = same_array_positions(leaves)
+            if same is not None:  # f(a, a) writing an argument: a variant with one Memory for both
+                return self._call_aliased(sig, args, kwargs, arrays, leaves, same)
         result = compiled(arrays, leaves)
         if getattr(compiled.program, "byteorder_sources", None):
             result = _restore_byteorder(result, compiled, leaves)
         if not kwargs and not self.static_argnums:
             self._register_fast(args, compiled, sig)
+        return result
+
+    def _call_aliased(self, sig: Signature, args: tuple, kwargs: dict, arrays: list, leaves: list,
+                      same: tuple[int, ...]) -> Any:
+        """Run a function that writes its arguments on arguments of which some are the exact same
+        array (`f(a, a)`): traced again with one Tracer (one Memory) per distinct array, so a
+        write through one name is seen through the other, as in NumPy. Cached per pattern; not
+        on the fast path."""
+        key = (sig.key, same)
+        compiled = self._aliased.get(key)
+        if compiled is None:
+            with self._lock:
+                compiled = self._aliased.get(key)
+                if compiled is None:
+                    program, out_tree = self._trace(sig, args, kwargs, same)
+                    compiled = compile_program(program, out_tree, self._backend_name(), name=self.__name__,
+                                               fastmath=self.fastmath, disk_cache=self.disk_cache and config.disk_cache)
+                    compiled.function_id = self.function_id
+                    self._aliased[key] = compiled
+        distinct = sorted(set(same))
+        result = compiled([arrays[i] for i in distinct], [leaves[i] for i in distinct])
+        if getattr(compiled.program, "byteorder_sources", None):
+            result = _restore_byteorder(result, compiled, [leaves[i] for i in distinct])
         return result
 
     def _register_fast(self, args: tuple, compiled: Compiled, sig: Signature) -> None:
@@ -667,6 +705,7 @@ class Jitted:
     def clear_cache(self) -> None:
         with self._lock:
             self._templates.clear()
+            self._aliased.clear()
             for key in list(self._cache):
                 self._evict(key)
             self._fast.clear()

@@ -42,9 +42,11 @@ class BackendUnavailableError(JitError):
 
 
 class InPlaceUpdateError(UnsupportedOperationError):
-    """An in-place update (`x += y`, any augmented assignment, `x[i] = v`) of a traced array that
-    NumPy would make visible elsewhere: an argument (the caller's array), a view of one, or an
-    array another variable or view still refers to. Writing back is not supported yet."""
+    """An augmented assignment (`G += x`) on a NumPy array captured from outside the jitted
+    function (a global, an attribute, an array another name refers to): NumPy would change an
+    array that outlives the call, and a captured array is a constant of the compiled program.
+    Writes into traced arrays (arguments, views, arrays made inside) follow NumPy and are
+    written back (docs/numpy-support.md "In-place updates and views")."""
 
 
 class TracedRandomError(UnsupportedOperationError):

@@ -12,6 +12,30 @@ from .passes import optimize
 from .tree import TreeDef, tree_unflatten
 
 
+class AliasedArguments(ValueError):
+    """Raised before a call of a function that writes an argument when two arguments are the
+    same array; Jitted runs a variant traced with one Memory for both (never seen by users)."""
+
+
+def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
+    """The same memory with the same layout: the same array under two names."""
+    if a is b:
+        return True
+    return (a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype
+            and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
+
+
+def same_array_positions(leaves: list) -> tuple[int, ...] | None:
+    """For each argument leaf, the first leaf that is the same array; None if no two are."""
+    first: list[int] = []
+    for j, a in enumerate(leaves):
+        k = j
+        if isinstance(a, np.ndarray):
+            k = next((i for i in range(j) if isinstance(leaves[i], np.ndarray) and _same_array(leaves[i], a)), j)
+        first.append(first[k] if k != j else j)
+    return tuple(first) if any(k != j for j, k in enumerate(first)) else None
+
+
 class Compiled:
     """One compiled signature of a jitted function: the programs at each stage, the backend's
     executable, and the output tree. Calling it runs the executable."""
@@ -124,18 +148,21 @@ class Compiled:
         for i, _ in written:
             for j, other in enumerate(targets):
                 if j != i and isinstance(other, np.ndarray) and np.may_share_memory(targets[i], other):
+                    if _same_array(targets[i], other):
+                        raise AliasedArguments(f"{self.name}: arguments {i} and {j} are the same array")
                     raise ValueError(
-                        f"{self.name}: arguments {i} and {j} share memory (the same array passed twice, or views "
-                        f"of one array), and the function writes argument {i}. jitkernel compiles arguments as "
-                        "separate arrays, so a write through one would not be seen through the other as in NumPy; "
-                        "pass a copy (np.copy(a)) for one of them.")
+                        f"{self.name}: arguments {i} and {j} are overlapping views of one array, and the function "
+                        f"writes argument {i}. jitkernel compiles arguments as separate arrays (the same array "
+                        "passed twice is supported, partly overlapping views are not), so a write through one "
+                        "would not be seen through the other as in NumPy; pass a copy (np.copy(a)) for one of them.")
 
     def write_back(self, outs: list[np.ndarray], targets: Any) -> None:
         """Copy the final value of every written argument into the caller's array (after the
         whole call succeeded: a call that raises leaves its arguments unchanged). np.copyto
         handles strides and byte order."""
         for i, k in self.program.written_args:
-            np.copyto(targets[i], outs[k], casting="unsafe")
+            if outs[k] is not targets[i]:  # else the kernels wrote the caller's array in place
+                np.copyto(targets[i], outs[k], casting="unsafe")
 
     def finish(self, outs: list[np.ndarray]) -> Any:
         # NumPy returns scalars, not 0-d arrays, from ufuncs and reductions: so do we.
@@ -196,6 +223,7 @@ def reuse_program(program: Program, out_tree: TreeDef, backend: str, template: o
 def _optimize(program: Program, name: str) -> Program:
     t0 = events.clock()
     optimized = optimize(program)
+    optimized.written_args = program.written_args  # the passes keep the outputs' order
     if events.SUBSCRIBERS:
         events.publish(events.OptimizeEvent(name, t0, events.clock() - t0, len(program.eqns), len(optimized.eqns)))
     return optimized

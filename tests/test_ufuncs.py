@@ -568,6 +568,8 @@ _NON_UFUNC_CALLS = {
     "full_like": lambda m, x, y, i: m.full_like(x, 7), "ones_like": lambda m, x, y, i: m.ones_like(i),
     "zeros_like": lambda m, x, y, i: m.zeros_like(x, dtype=np.uint8), "empty_like": lambda m, x, y, i: m.empty_like(x).shape,
     "copy": lambda m, x, y, i: m.copy(x) + 1,
+    "copyto": lambda m, x, y, i: (lambda d: (m.copyto(d, y, where=x > 0.5), d)[1])(x * 1),
+    "put": lambda m, x, y, i: (lambda d: (m.put(d, [0, 5, -1], [9.0, 8.0]), d)[1])(x * 1),
     # np.array / np.asarray cannot be overridden for a traced array (NumPy calls __array__):
     # inside jit they exist under jitkernel.numpy only.
     "array": lambda m, x, y, i: (jnp if m is np else m).array([x[0], y[0]]),

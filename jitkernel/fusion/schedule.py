@@ -22,6 +22,7 @@ from .kernel_ir import (Buffer, Compute, IndexValue, Kernel, KernelProgram, Libr
 from .kernel_ir import Interner, map_affs_by_buffer, postorder
 from .rows import fuse_rows, merge_siblings, split_full_reductions
 from .split import split_large_kernels
+from .update import chain_end, in_place_arguments, in_place_chains, update_slice_steps
 
 # Relative cost of recomputing one element; movement ops are free (index maps).
 _EXPENSIVE = {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
@@ -236,7 +237,14 @@ class _Scheduler:
         outputs: list[int] = []
         copies: list[tuple[Var, int]] = []
         seen_outputs: set[Var] = set()
+        chains = in_place_chains(program, mat, self.leaves)  # fusion/update.py
+        in_place = in_place_arguments(program, chains)
         for pos, v in enumerate(program.outvars):
+            if pos in in_place:  # a written argument updated in its own buffer
+                self.buf_of[v] = inputs[in_place[pos]]
+                outputs.append(inputs[in_place[pos]])
+                seen_outputs.add(v)
+                continue
             if v in self.leaves or v in seen_outputs:
                 b = self.new_buffer(v.aval, "output", pos)
                 copies.append((v, b))
@@ -251,6 +259,11 @@ class _Scheduler:
             for v in eqn.outputs:
                 if v not in mat:
                     continue
+                if v not in self.buf_of and v in chains:  # written in place: the chain's buffer
+                    end = chain_end(chains, v)
+                    if end not in self.buf_of:
+                        self.buf_of[end] = self.new_buffer(end.aval, "temp")
+                    self.buf_of[v] = self.buf_of[end]
                 if v not in self.buf_of:
                     self.buf_of[v] = self.new_buffer(v.aval, "temp")
                 if library and v is not eqn.outputs[0]:
@@ -327,6 +340,8 @@ class _Scheduler:
             block = _numpy_block(x.aval.shape, axes)
             return [self._kernel(f"k{n}_{eqn.prim}", domain, len(axes),
                                  [Store(out, offset, value, op, red_index, block)], ops)]
+        if eqn.prim == "update_slice":
+            return update_slice_steps(self, eqn, v, n, ops)
         if eqn.prim == "concatenate":
             axis = eqn.params["axis"]
             steps, start = [], 0

@@ -40,4 +40,4 @@ def _update_slice_impl(base: np.ndarray, value: np.ndarray, *, starts: tuple[int
     return [out]
 
 
-register(Primitive("update_slice", "library", _update_slice_rule, _update_slice_impl))
+register(Primitive("update_slice", "structural", _update_slice_rule, _update_slice_impl))

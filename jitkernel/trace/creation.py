@@ -11,6 +11,7 @@ uninitialised memory. Installed and restored like trace/random_guard.py, under o
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import threading
 from typing import Any, Callable
@@ -139,6 +140,18 @@ def _bind(original: Callable, name: str, args: tuple, kwargs: dict) -> tuple | N
         return shape, value, dtype
     dtype = rest.pop(0) if rest else kwargs.get("dtype", float)
     return shape, fill[name], np.float64 if dtype is None else dtype
+
+
+def _new_lock_in_child() -> None:
+    """A forked child has only the forking thread: a lock another thread held at the fork (while
+    it started or ended a trace) would never be released there. The wrappers stay harmless:
+    they call NumPy unless this thread traces."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 _NAMES = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "array", "asarray")

@@ -229,9 +229,8 @@ class Tracer:
         # Only reached for attributes a Tracer does not have. AttributeError keeps hasattr() working.
         if name == "at":
             raise AttributeError(
-                f"traced arrays have no .at ({self._where()}): NumPy arrays have none either, and in-place "
-                "updates are not supported inside jit yet. Build a new array instead: "
-                "np.where(mask, value, x) for elementwise updates, np.concatenate for regions.")
+                f"traced arrays have no .at ({self._where()}): NumPy arrays have none either. Write NumPy's "
+                "way, which jit compiles: x[i] = v, x[i] += v, np.where(mask, value, x), np.add.at.")
         if not name.startswith("_") and hasattr(np.ndarray, name):
             raise AttributeError(f"ndarray.{name} is not supported on traced arrays inside jit ({self._where()}); "
                                  "see docs/numpy-support.md for what is")

@@ -1,0 +1,106 @@
+"""Fusion of `update_slice` (a write into a static region, ir/update_prims.py): a region write,
+like concatenate's one kernel per part, so the untouched part is copied, never recomputed per
+element of the region, and the written value is computed inside the kernel that stores it.
+
+- `update_slice(base, value)` is at most two kernels over its output buffer: a copy of `base`
+  (its producer fused in) and a store of `value` into the region (`starts + steps * i`), in
+  that order.
+- A chain of writes into one array (`x[0] = ...; x[1] = ...`) shares one buffer: when the base
+  of an update is itself an update's result read by nothing else (not even the written value),
+  the update writes into the base's buffer in place and only the region kernel runs. The chain's
+  buffer is the one of its last value (an output's buffer when the array is returned or written
+  back), so the copy happens once per chain, not once per write.
+- A written argument whose first write's base is the argument itself, read by nothing else, is
+  written in its own buffer (`in_place_arguments`): no copy kernel, and the caller's array,
+  when it is C-contiguous and native (the runtime passes it as is), is updated by the kernels
+  directly; Compiled.write_back then has nothing to copy.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir import Program, Var
+from . import index as ix
+from .kernel_ir import Store
+
+
+def in_place_chains(program: Program, materialized: set[Var], leaves: set[Var]) -> dict[Var, Var]:
+    """base -> the update_slice output that may write into base's buffer in place: base is an
+    update's materialised result, read by that one update only (as its base) and no output."""
+    uses: dict[Var, int] = {}
+    for eqn in program.eqns:
+        for u in eqn.inputs:
+            uses[u] = uses.get(u, 0) + 1
+    for v in program.outvars:
+        uses[v] = uses.get(v, 0) + 1
+    produced_by_update = {e.outputs[0] for e in program.eqns if e.prim == "update_slice"}
+    chains: dict[Var, Var] = {}
+    for eqn in program.eqns:
+        if eqn.prim != "update_slice":
+            continue
+        base = eqn.inputs[0]
+        if base in produced_by_update and base in materialized and base not in leaves and uses.get(base) == 1:
+            chains[base] = eqn.outputs[0]
+    return chains
+
+
+def in_place_arguments(program: Program, chains: dict[Var, Var]) -> dict[int, int]:
+    """output position -> input position, for written arguments whose new value can be computed
+    in the argument's own buffer: the first write's base is the argument read by nothing else,
+    and its chain ends in the value written back to that same argument. Not when the program
+    can raise after its kernels ran (integer `power`'s status flag): a call that raises leaves
+    its arguments unchanged."""
+    written = {k: i for i, k in getattr(program, "written_args", ())}
+    if not written or any(e.prim == "power" and e.outputs[0].aval.dtype.kind in "iu" for e in program.eqns):
+        return {}
+    uses: dict[Var, int] = {}
+    for eqn in program.eqns:
+        for u in eqn.inputs:
+            uses[u] = uses.get(u, 0) + 1
+    for v in program.outvars:
+        uses[v] = uses.get(v, 0) + 1
+    position = {v: i for i, v in enumerate(program.invars)}
+    out_position = {}
+    for k, v in enumerate(program.outvars):
+        out_position.setdefault(v, []).append(k)
+    found: dict[int, int] = {}
+    for eqn in program.eqns:
+        base = eqn.inputs[0] if eqn.prim == "update_slice" else None
+        if base is None or base not in position or uses.get(base) != 1:
+            continue
+        ks = out_position.get(chain_end(chains, eqn.outputs[0]), [])
+        if len(ks) == 1 and written.get(ks[0]) == position[base]:
+            found[ks[0]] = position[base]
+    return found
+
+
+def chain_end(chains: dict[Var, Var], v: Var) -> Var:
+    """The last value of the in-place chain `v` belongs to (v itself when it is in none)."""
+    while v in chains:
+        v = chains[v]
+    return v
+
+
+def update_slice_steps(scheduler: Any, eqn: Any, v: Var, n: int, ops: set[int]) -> list[Any]:
+    """The kernels of `v = update_slice(base, value)`: copy base (unless v writes base's buffer
+    in place), then store value into the region."""
+    base, value = eqn.inputs
+    out = scheduler.buf_of[v]
+    shape = v.aval.shape
+    steps = []
+    if scheduler.buf_of.get(base) != out:
+        index = tuple(ix.var(d) for d in range(len(shape)))
+        copy_ops = set(ops)
+        expr = scheduler.expr(base, index, shape, {}, copy_ops)
+        steps.append(scheduler._kernel(f"k{n}_update_copy", shape, 0, [Store(out, ix.linearize(index, shape), expr)],
+                                       copy_ops))
+    region = value.aval.shape
+    if 0 in region:
+        return steps
+    index = tuple(ix.var(d) for d in range(len(region)))
+    dst = tuple(ix.add(ix.const(s), ix.scale(i, st)) for s, st, i in zip(eqn.params["starts"], eqn.params["steps"], index))
+    region_ops = set(ops)
+    expr = scheduler.expr(value, index, region, {}, region_ops)
+    steps.append(scheduler._kernel(f"k{n + len(steps)}_update_region", region, 0,
+                                   [Store(out, ix.linearize(dst, shape), expr)], region_ops))
+    return steps
