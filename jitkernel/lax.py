@@ -100,12 +100,31 @@ def _outer_context() -> Any:
 # ----------------------------------------------------------------------------- carry unification
 
 
-def _unify_carry(who: str, fun_name: str, paths: list[str], ins: list[Spec], outs: list[Spec]) -> tuple[list[Spec], bool]:
+def weak_fits(leaf: Any, weak: type, dtype: np.dtype) -> bool:
+    """Whether a Python-scalar result `leaf` may be stored in a carry of `dtype` without changing
+    its value: a concrete number that `dtype` holds exactly, or a traced one whose dtype is
+    at most as wide as `dtype` holds exactly (int64 or bool into int64 / float64, float into
+    float64)."""
+    if np.result_type(dtype, _WEAK_SAMPLE[weak]) != dtype:
+        return False
+    if not isinstance(leaf, Tracer):
+        try:
+            with np.errstate(all="ignore"):
+                return np.asarray(leaf, dtype).item() == leaf or leaf != leaf  # exact (Python compares); NaN stays NaN
+        except OverflowError:
+            return False
+    if weak is bool:
+        return True
+    return dtype == np.float64 or (weak is int and dtype == np.int64)
+
+
+def _unify_carry(who: str, fun_name: str, paths: list[str], ins: list[Spec], outs: list[Spec],
+                 out_leaves: list[Any]) -> tuple[list[Spec], bool]:
     """The carry types for the next tracing round, and whether they changed. A weak input leaf
-    takes the body's output type; a weak output leaf may meet a strong input of a dtype that
-    NumPy would keep (cast at the end); anything else that differs is a TypeError."""
+    takes the body's output type; a weak output leaf may meet a strong input whose dtype holds
+    its value exactly (cast at the end, weak_fits); anything else that differs is a TypeError."""
     new, changed = [], False
-    for path, (ia, iw), (oa, ow) in zip(paths, ins, outs):
+    for path, (ia, iw), (oa, ow), leaf in zip(paths, ins, outs, out_leaves):
         if (ia, iw) == (oa, ow):
             new.append((ia, iw))
             continue
@@ -114,8 +133,12 @@ def _unify_carry(who: str, fun_name: str, paths: list[str], ins: list[Spec], out
         if iw is not None:
             new.append((oa, ow))  # Python scalar carry: NumPy gives it the body's type
             changed = True
-        elif ow is not None and np.result_type(ia.dtype, _WEAK_SAMPLE[ow]) == ia.dtype:
+        elif ow is not None and weak_fits(leaf, ow, ia.dtype):
             new.append((ia, iw))  # a Python scalar result cast to the carry's dtype
+        elif ow is not None:
+            raise _carry_error(who, fun_name, path, (ia, iw), (oa, ow),
+                               f"{ia.dtype} may not hold that Python {ow.__name__} exactly, and NumPy's loop "
+                               "would make the carry a Python scalar")
         else:
             raise _carry_error(who, fun_name, path, (ia, iw), (oa, ow), "the dtype changed")
     return new, changed
@@ -155,7 +178,7 @@ def _trace_loop_body(who: str, fun_name: str, fun: Callable[..., Any], init_leav
         out_leaves, out_tree = tree_flatten(carry_out)
         _check_tree(who, fun_name, tree, out_tree)
         out_specs = [_spec(leaf, p, who) for leaf, p in zip(out_leaves, paths)]
-        new_specs, changed = _unify_carry(who, fun_name, paths, specs, out_specs)
+        new_specs, changed = _unify_carry(who, fun_name, paths, specs, out_specs, out_leaves)
         if not changed:
             return (ctx, out_leaves, extra), specs, outer
         ctx.closed = True
@@ -279,7 +302,7 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, le
 
     >>> import numpy as np, jitkernel as jk
     >>> jk.lax.scan(lambda c, x: (c + x, c * x), 0.0, np.array([1.0, 2.0, 3.0]))
-    (6.0, array([0., 2., 9.]))
+    (np.float64(6.0), array([0., 2., 9.]))
     """
     x_leaves, x_tree = tree_flatten(xs)
     shapes = [x.shape if isinstance(x, Tracer) else np.shape(x) for x in x_leaves]
@@ -399,7 +422,8 @@ def _cond(index: Tracer, branches: list[Callable[..., Any]], operands: tuple, wh
                             "branch must return the same structure")
     paths = leaf_paths(tree0, "result")
     per_branch = [[_spec(leaf, p, who) for leaf, p in zip(leaves, paths)] for _, leaves, _ in traced]
-    specs = [_join_branch_types(who, path, [b[j] for b in per_branch]) for j, path in enumerate(paths)]
+    specs = [_join_branch_types(who, path, [b[j] for b in per_branch], [t[1][j] for t in traced])
+             for j, path in enumerate(paths)]
     finished = [finish(ctx, leaves, [a.dtype for a, _ in specs]) for ctx, leaves, _ in traced]
     # One operand list for every branch: all captured values (by outer variable), then the operands.
     union: dict[Any, Tracer] = {}
@@ -416,7 +440,7 @@ def _cond(index: Tracer, branches: list[Callable[..., Any]], operands: tuple, wh
     return tree_unflatten(tree0, _result_tracers(outer, outs, specs))
 
 
-def _join_branch_types(who: str, path: str, specs: list[Spec]) -> Spec:
+def _join_branch_types(who: str, path: str, specs: list[Spec], leaves: list[Any]) -> Spec:
     """One result type for a leaf the branches return: equal types, or Python scalars that take
     the dtype NumPy would combine them to with the others (NEP 50)."""
     if all(s == specs[0] for s in specs):
@@ -426,11 +450,12 @@ def _join_branch_types(who: str, path: str, specs: list[Spec]) -> Spec:
     if len(shapes) == 1 and len(strong) <= 1:
         if strong:
             dt = strong.pop()
-            if all(w is None or np.result_type(dt, _WEAK_SAMPLE[w]) == dt for _, w in specs):
+            if all(w is None or weak_fits(leaf, w, dt) for (_, w), leaf in zip(specs, leaves)):
                 return AType(specs[0][0].shape, dt), None
         else:  # all Python scalars: the widest kind
             weak = max((w for _, w in specs), key=[bool, int, float].index)
-            return AType(specs[0][0].shape, _WEAK_DTYPE[weak]), weak
+            if all(weak_fits(leaf, w, _WEAK_DTYPE[weak]) for (_, w), leaf in zip(specs, leaves)):
+                return AType(specs[0][0].shape, _WEAK_DTYPE[weak]), weak
     types = ", ".join(f"branch {k}: {_type_text(s)}" for k, s in enumerate(specs))
     raise TypeError(f"{who}: the branches must return the same types, but {path} differs ({types})")
 

@@ -310,32 +310,120 @@ _BODY_OPS = [
 ]
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(ops=st.lists(st.sampled_from(range(len(_BODY_OPS))), min_size=1, max_size=4),
        trips=st.integers(0, 6), dtype=st.sampled_from(["float64", "float32", "int64", "int32"]),
-       kind=st.sampled_from(["fori", "while", "scan"]), backend=st.sampled_from(BACKENDS))
-def test_random_loop_programs_match_python(ops, trips, dtype, kind, backend):
+       kind=st.sampled_from(["fori", "while", "scan", "nested"]), traced_trips=st.booleans(),
+       branch=st.sampled_from([None, "sum > 0", "i odd"]), backend=st.sampled_from(BACKENDS))
+def test_random_loop_programs_match_python(ops, trips, dtype, kind, traced_trips, branch, backend):
+    """A random body (elementwise ops, optionally under a cond on a traced value) in a random
+    loop (trip counts from 0, static or traced) on a random carried dtype, against the same
+    loop written in Python (`python=True` runs Python `if` / `for`)."""
     x = (np.arange(4) - 1).astype(dtype)
 
-    def step(c, i):
+    def ops_on(c, i):
         for k in ops:
             c = _BODY_OPS[k][1](c, x, i).astype(dtype)
         return c
 
-    def f(x0):
+    def step(c, i, python=False):
+        if branch is None:
+            return ops_on(c, i)
+        take = c.sum() > 0 if branch == "sum > 0" else i % 2 == 1
+        if python:
+            return ops_on(c, i) if take else (c * 3).astype(dtype)
+        return lax.cond(take, lambda: ops_on(c, i), lambda: (c * 3).astype(dtype))
+
+    def f(x0, n):
         if kind == "fori":
-            return lax.fori_loop(0, trips, lambda i, c: step(c, i), x0)
+            return lax.fori_loop(0, n, lambda i, c: step(c, i), x0)
+        if kind == "nested":
+            return lax.fori_loop(0, n, lambda i, c: lax.fori_loop(i, n, lambda j, d: step(d, j), c), x0)
         if kind == "while":
-            return lax.while_loop(lambda c: c[1] < trips, lambda c: (step(c[0], c[1]), c[1] + 1), (x0, 0))[0]
+            return lax.while_loop(lambda c: c[1] < n, lambda c: (step(c[0], c[1]), c[1] + 1), (x0, 0))[0]
         return lax.scan(lambda c, t: (step(c, t), c.sum()), x0, np.arange(trips))
 
     expected = x.copy()
     ys = []
     for i in range(trips):
+        if kind == "nested":
+            for j in range(i, trips):
+                expected = step(expected, j, python=True)
+            continue
         ys.append(expected.sum())
-        expected = step(expected, i)
+        expected = step(expected, i, python=True)
     if kind == "scan":
         expected = (expected, np.array(ys, dtype=x.sum().dtype))  # int32 sums are int64, as NumPy's
+    jitted = jk.jit(f, backend=backend, **({} if traced_trips else {"static_argnums": 1}))
     with np.errstate(all="ignore"):
-        got = jk.jit(f, backend=backend)(x)
+        got = jitted(x, trips)
     assert_matches_numpy(got, expected)
+
+
+def test_a_loop_index_that_does_not_fit_a_narrow_carry_raises_numpys_overflow_error():
+    def f(x):
+        return lax.fori_loop(0, 200, lambda i, c: c + i, x)
+    x = np.ones(3, np.int8)
+    with pytest.raises(OverflowError) as numpy_error:
+        f(x)  # plain Python: NumPy's error at i == 128
+    with pytest.raises(OverflowError, match=str(numpy_error.value)):
+        jk.jit(f)(x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_python_scalar_result_is_cast_to_the_carry_dtype(backend):
+    got = jk.jit(lambda x: lax.fori_loop(0, 3, lambda i, c: 0.0, x.sum()), backend=backend)(np.ones(2, np.float32))
+    assert got.dtype == np.float32 and float(got) == 0.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_branches_capturing_different_outer_values(backend):
+    def f(x, y, z, k):
+        branches = [lambda v: v + y.sum(), lambda v: v * z, lambda v: v - y * z, lambda v: v]
+        return lax.switch(k, branches, x)
+    x, y, z = np.arange(3.0), np.array([1.0, 2.0, 4.0]), np.array([-1.0, 0.5, 2.0])
+    for k in range(4):
+        check(f, x, y, z, k, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scan_without_xs_and_loops_inside_branches(backend):
+    def f(x, n):
+        def step(c, _):
+            c = lax.cond(c.sum() > 10, lambda: c * 0.5, lambda: lax.fori_loop(0, n, lambda i, d: d + i, c))
+            return c, c.max()
+        return lax.scan(step, x, None, length=6)
+    for n in (0, 3):
+        check(f, np.array([1.0, 2.0]), n, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fori_loop_bounds_of_a_narrow_integer_dtype(backend):
+    def f(a, bounds):
+        return lax.fori_loop(bounds[0], bounds[1], lambda i, c: c + a[i], np.float32(0))
+    a = np.arange(10, dtype=np.float32)
+    for b in ([2, 7], [5, 5], [-3, -1]):
+        check(f, a, np.array(b, np.int16), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_while_condition_reads_outer_values(backend):
+    def f(x, limit):
+        top = limit * 2
+        return lax.while_loop(lambda c: (c * c).sum() < top, lambda c: c + x, np.zeros_like(x))
+    check(f, np.array([0.5, 1.0]), 3.0, backend=backend)
+
+
+@pytest.mark.parametrize("value,dtype", [(300, np.int8), (0.1, np.float32), (2**60 + 1, np.float64)])
+def test_a_python_scalar_that_the_carry_cannot_hold_is_an_error(value, dtype):
+    with pytest.raises(TypeError, match="may not hold that Python"):
+        jk.jit(lambda x: lax.fori_loop(0, 2, lambda i, c: value, x))(np.zeros((), dtype))
+    with pytest.raises(TypeError, match="branches must return the same types"):
+        jk.jit(lambda x: lax.cond(x > 0, lambda: x, lambda: value))(np.zeros((), dtype))
+
+
+def test_a_traced_python_int_into_a_narrow_carry_is_an_error():
+    with pytest.raises(TypeError, match="int32 may not hold that Python int"):
+        jk.jit(lambda x: lax.fori_loop(0, 2, lambda i, c: i, x))(np.zeros((), np.int32))
+    got = jk.jit(lambda x: lax.fori_loop(0, 3, lambda i, c: i, x))(np.zeros((), np.int64))
+    assert got.dtype == np.int64 and int(got) == 2

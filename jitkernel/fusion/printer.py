@@ -73,5 +73,14 @@ def format_kernel_program(kp: KernelProgram) -> str:
         else:
             ins = ", ".join(f"%{b}" for b in step.inputs)
             outs = ", ".join(f"%{b}" for b in step.outputs)
-            lines.append(f"  library {step.name}: {outs} = {step.prim}({ins}) {step.params}")
+            lines.append(f"  library {step.name}: {outs} = {step.prim}({ins}) {_format_params(step.params)}")
     return "\n".join(lines)
+
+
+def _format_params(params: dict) -> str:
+    """A library step's params; sub-programs of control flow as readable IR, not their repr."""
+    from ..ir.control_flow import sub_programs
+    if not sub_programs(params):
+        return str(params)
+    from ..ir.printer import _format_param
+    return "{" + ", ".join(f"{k!r}: {_format_param(v)}" for k, v in sorted(params.items())).replace("\n", "\n  ") + "}"

@@ -31,10 +31,11 @@ from typing import Sequence
 import numpy as np
 
 from .primitives import Primitive, register
-from .program import Program
+from .program import WITH_SUB_PROGRAMS, Program
 from .types import AType
 
 CONTROL_FLOW_PRIMITIVES = ("cond", "while_loop", "fori_loop", "scan")
+WITH_SUB_PROGRAMS.update(CONTROL_FLOW_PRIMITIVES)
 
 
 def sub_programs(params: dict) -> list[Program]:

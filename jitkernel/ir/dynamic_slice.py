@@ -19,6 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from .primitives import Primitive, register
+from .program import RAISING_STEPS
 from .types import AType
 
 
@@ -74,3 +75,4 @@ def _dynamic_update_impl(x: np.ndarray, update: np.ndarray, *starts: np.ndarray)
 
 
 register(Primitive("dynamic_update_slice", "library", _dynamic_update_rule, _dynamic_update_impl))
+RAISING_STEPS.update({"dynamic_slice", "dynamic_update_slice"})  # an unread a[i] still raises

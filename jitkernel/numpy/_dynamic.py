@@ -195,6 +195,7 @@ def _parse(x: Any, index: tuple, allow_none: bool = True) -> tuple[list[_Axis], 
     axes: list[_Axis] = []
     new_axes: list[int] = []
     out_pos = 0
+    traced_before = False
     for ix in expanded:
         if ix is None:
             if not allow_none:
@@ -207,11 +208,14 @@ def _parse(x: Any, index: tuple, allow_none: bool = True) -> tuple[list[_Axis], 
         d, n = len(axes), x.shape[len(axes)]
         if _is_static_int(ix):
             i = int(ix)
-            if not -n <= i < n:
+            if not -n <= i < n and not traced_before:
                 raise IndexError(f"index {i} is out of bounds for axis {d} with size {n}")
-            axes.append(_Axis(i % n, 1, True))
+            # After a traced index NumPy reports whichever axis fails first: the run-time check
+            # (ir/dynamic_slice.py) goes through the axes in order.
+            axes.append(_Axis(i % n if -n <= i < n else i, 1, True))
         elif _is_traced_int(ix):
             axes.append(_Axis(ix, 1, True))
+            traced_before = True
         elif isinstance(ix, slice) and not any(isinstance(p, Tracer) for p in (ix.start, ix.stop, ix.step)):
             start, stop, step = ix.indices(n)
             if step != 1:

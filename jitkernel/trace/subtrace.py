@@ -113,7 +113,9 @@ class SubTraceContext(TraceContext):
         outermost function it comes from; a loop index with known bounds is checked now."""
         if var in self.ranges:
             info, (lo, hi) = np.iinfo(dtype), self.ranges[var]
-            for value, checked, bad in ((lo, check_below, lo < info.min), (hi, check_above, hi > info.max)):
+            # NumPy raises at the first iteration whose index does not fit (the loop counts up).
+            for value, checked, bad in ((lo, check_below, lo < info.min),
+                                        (max(lo, info.max + 1), check_above, hi > info.max)):
                 if checked and bad:
                     raise OverflowError(f"Python integer {value} out of bounds for {np.dtype(dtype)}")
             return

@@ -191,7 +191,11 @@ class Tracer:
         self._stored_into_array()
         why = ("NumPy needs concrete data here: np.asarray()/np.array() of a traced value (use the value "
                "itself, or jitkernel.numpy.asarray), or a NumPy function jitkernel does not support")
-        if self.weak is not None and self.ir_var in self._ctx.invars:
+        if user_instruction()[0] == "BINARY_SUBSCR":
+            why = ("a NumPy array that is not traced (a closure, a global, or an array made with NumPy inside "
+                   "the function) is indexed by a traced value, and NumPy's own indexing needs a concrete "
+                   "index; pass that array as an argument of the jitted function so the index is traced too")
+        elif self.weak is not None and self.ir_var in self._ctx.invars:
             why += (". This value is a Python scalar argument: a list or tuple argument is traced as separate "
                     "Python scalars, not as an array; pass an array (np.asarray(...)) to the jitted function instead")
         self._raise_pending(TracerArrayConversionError(

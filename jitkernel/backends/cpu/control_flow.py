@@ -35,11 +35,17 @@ def compile_sub_program(program: Program) -> Run:
     return executable.run
 
 
+def _arrays(values: tuple) -> list[np.ndarray]:
+    """The step's inputs as ndarrays: native segments read the data pointer of an ndarray
+    object, which a NumPy scalar (a 0-d input handed through) is not."""
+    return [v if type(v) is np.ndarray else np.asarray(v) for v in values]
+
+
 def _cond_driver(params: dict) -> Callable[..., list[np.ndarray]]:
     runs = [compile_sub_program(b) for b in params["branches"]]
 
     def run_cond(index: np.ndarray, *operands: np.ndarray, **_: Any) -> list[np.ndarray]:
-        return runs[branch_index(index, len(runs))](list(operands))
+        return runs[branch_index(index, len(runs))](_arrays(operands))
     return run_cond
 
 
@@ -48,7 +54,8 @@ def _while_driver(params: dict) -> Callable[..., list[np.ndarray]]:
     nc, nb = params["cond_nconsts"], params["body_nconsts"]
 
     def run_while(*args: np.ndarray, **_: Any) -> list[np.ndarray]:
-        cconsts, bconsts, carry = list(args[:nc]), list(args[nc:nc + nb]), list(args[nc + nb:])
+        args = _arrays(args)
+        cconsts, bconsts, carry = args[:nc], args[nc:nc + nb], args[nc + nb:]
         while cond(cconsts + carry)[0]:
             carry = body(bconsts + carry)
         return carry
@@ -59,7 +66,8 @@ def _fori_driver(params: dict) -> Callable[..., list[np.ndarray]]:
     body, nconsts = compile_sub_program(params["body"]), params["nconsts"]
 
     def run_fori(lower: np.ndarray, upper: np.ndarray, *args: np.ndarray, **_: Any) -> list[np.ndarray]:
-        consts, carry = list(args[:nconsts]), list(args[nconsts:])
+        args = _arrays(args)
+        consts, carry = args[:nconsts], args[nconsts:]
         dtype = lower.dtype
         for i in range(int(lower), int(upper)):
             carry = body([np.asarray(i, dtype)] + consts + carry)
@@ -74,7 +82,8 @@ def _scan_driver(params: dict) -> Callable[..., list[np.ndarray]]:
     y_avals = program.out_avals[ncarry:]
 
     def run_scan(*args: np.ndarray, **_: Any) -> list[np.ndarray]:
-        consts, carry, xs = list(args[:nconsts]), list(args[nconsts:nconsts + ncarry]), args[nconsts + ncarry:]
+        args = _arrays(args)
+        consts, carry, xs = args[:nconsts], args[nconsts:nconsts + ncarry], args[nconsts + ncarry:]
         ys = [np.empty((length,) + y.shape, y.dtype) for y in y_avals]
         for t in (range(length - 1, -1, -1) if reverse else range(length)):
             outs = body(consts + carry + [x[t, ...] for x in xs])  # 0-d arrays, never scalars
