@@ -511,7 +511,7 @@ def writes_global(x):
 
 
 def test_write_into_a_captured_global_array_names_the_line():
-    with pytest.raises(InPlaceUpdateError, match=r"`G` is a NumPy array captured .*G\[0\] = x.sum\(\)"):
+    with pytest.raises(InPlaceUpdateError, match=r"stored into a NumPy array captured .*`G`.*G\[0\] = x.sum\(\)"):
         jk.jit(writes_global)(np.ones(3))
     assert not G.any()
 

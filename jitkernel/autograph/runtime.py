@@ -191,10 +191,10 @@ def check_captured_write(obj: Any, text: str) -> None:
     array captured from outside would be written once, while tracing, not on every call."""
     if is_tracing() and isinstance(obj, np.ndarray):
         raise CapturedArrayWriteError(
-            f"`{text}` is a NumPy array captured from outside the jitted function (a global, a closure "
-            f"variable or an attribute), and this line writes into it ({user_frame_location()}). The write "
-            "would happen once, while tracing, not on every call. Pass the array as an argument (the "
-            f"jitted function then updates the caller's array), or write into a copy ({text} = {text}.copy()).")
+            f"a value is stored into a NumPy array captured from outside the jitted function (`{text}`: a "
+            f"global, a closure variable or an attribute) at {user_frame_location()}. The write would happen "
+            "once, while tracing, not on every call. Pass the array as an argument (the jitted function then "
+            f"updates the caller's array), or write into a copy ({text} = {text}.copy()).")
 
 
 # ----------------------------------------------------------------------------- state
