@@ -668,7 +668,7 @@ def _expr(draw, depth: int = 0) -> str:
 def _block(draw, depth: int, in_loop: bool) -> list[str]:
     lines = []
     for _ in range(draw(st.integers(1, 3))):
-        kind = draw(st.integers(0, 5 if depth < 2 else 1))
+        kind = draw(st.integers(0, 7 if depth < 2 else 1))
         if kind <= 1:
             v = draw(st.sampled_from(_VARS))
             lines.append(f"{v} = {_expr(draw)} * 0.5")
@@ -686,9 +686,17 @@ def _block(draw, depth: int, in_loop: bool) -> list[str]:
             bound = draw(st.sampled_from(["n", "3", "7", "x.shape[0]"]))
             lines.append(f"for i in range({bound}):")
             lines += ["    " + b for b in _block(draw, depth + 1, True)]
+        elif kind == 6:
+            counter = f"k{depth}"
+            bound = draw(st.sampled_from(["n", "4"]))
+            lines.append(f"{counter} = 0")
+            lines.append(f"while {counter} < {bound} and s < 50.0:")
+            lines.append(f"    {counter} += 1")  # first: a `continue` must not skip it
+            lines.append(f"    i = {counter}")
+            lines += ["    " + b for b in _block(draw, depth + 1, True)]
         elif in_loop:
             lines.append(f"if {_expr(draw)} > 1.0:")
-            lines.append("    " + draw(st.sampled_from(["break", "continue"])))
+            lines.append("    " + draw(st.sampled_from(["break", "continue", "return s, t, y"])))
         else:
             lines.append(f"t = t + {_expr(draw)}")
     return lines

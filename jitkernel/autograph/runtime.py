@@ -200,6 +200,14 @@ def check_captured_write(obj: Any, text: str) -> None:
 # ----------------------------------------------------------------------------- state
 
 
+class _Unreachable(Exception):
+    """A branch of a tail `if` returns a name that is never bound on its path."""
+
+    def __init__(self, fn: Callable) -> None:
+        super().__init__()
+        self.fn = fn
+
+
 class _Changed(Exception):
     """Raised from inside a traced body when its state changes kind or shape: the caller
     unrolls (static range) or reports (traced). `outputs` is the body's state."""
@@ -426,16 +434,22 @@ def if_stmt(pred: Any, true_fn: Callable, false_fn: Callable, state: tuple, name
     plan: dict[str, Any] = {}
     in_place: list[set[int]] = []
 
+    # A tail `if` returns from the function, but the arrays its branches wrote in place must
+    # still reach their bases (an argument, an alias): the branches also return them.
+    returned_writes = [k for k in st.dynamic if names[k] in written and _traced(st.values[k])]
+
     def branch(fn: Callable) -> Callable:
         def run(*carry: Any) -> Any:
             inputs = st.rebuild(carry)
             out = fn(inputs)
             if mode == "return":
+                if isinstance(out, Undefined):
+                    raise _Unreachable(fn)  # it returns a value never bound: Python cannot take it
                 if out is None or not _is_dynamic(out):
                     raise UnsupportedOperationError(
                         f"the traced `if` at {user_frame_location()} returns {_describe(out)} from one branch; "
                         "both branches of an `if` on a traced value must return arrays or numbers of one type")
-                return out
+                return out, tuple(inputs[k] for k in returned_writes)
             in_place.append(_in_place_positions(_State(inputs, names), out))
             return tuple(_branch_output(st, out, plan, names))
         return run
@@ -448,10 +462,17 @@ def if_stmt(pred: Any, true_fn: Callable, false_fn: Callable, state: tuple, name
         except _Changed as changed:
             plan = changed.outputs  # the names bound by one branch only: trace again with placeholders
             in_place.clear()
+        except _Unreachable as unreachable:
+            # (`if ret: return rv` after a loop whose `return` never ran: rv is unbound exactly when
+            # ret is False) the other branch is the only one Python can take
+            return (false_fn if unreachable.fn is true_fn else true_fn)(state)
     else:  # pragma: no cover - the plan settles after one retry
         raise UnsupportedOperationError(f"the traced `if` at {user_frame_location()} could not be converted")
     if mode == "return":
-        return result
+        value, writes = result
+        for k, new in zip(returned_writes, writes):
+            st.values[k][...] = new
+        return value
     return _merge_branches(st, result, plan, set.intersection(*in_place) if in_place else set(), written, names)
 
 
