@@ -6,6 +6,7 @@ from __future__ import annotations
 import __future__
 import ast
 import inspect
+import logging
 import types
 import weakref
 from typing import Any, Callable
@@ -13,6 +14,7 @@ from typing import Any, Callable
 from . import runtime
 from .transform import AG, FunctionConverter
 
+_log = logging.getLogger("jitkernel")
 _FUTURE_FLAGS = 0
 for _name in __future__.all_feature_names:
     _FUTURE_FLAGS |= getattr(__future__, _name).compiler_flag
@@ -52,10 +54,15 @@ def _convert(fn: Callable[..., Any]) -> Callable[..., Any] | None:
     if fndef is None:
         return None
     converter = FunctionConverter()
-    converter.function(fndef)
-    if not converter.converted:
-        return None  # no control flow to convert: the original function is used
-    return _build(fn, fndef)
+    try:
+        converter.function(fndef)
+        if not converter.converted:
+            return None  # no control flow to convert: the original function is used
+        return _build(fn, fndef)
+    except Exception:  # pragma: no cover - a construct the rewrite does not know: trace as written
+        _log.debug("jitkernel.autograph: %s is traced as written (conversion failed)", fn.__qualname__,
+                   exc_info=True)
+        return None
 
 
 def _parse_function(lines: list[str], first: int, code: types.CodeType) -> ast.FunctionDef | None:
