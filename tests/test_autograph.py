@@ -190,6 +190,51 @@ def nested_tail_returns(x):
     return s
 
 
+def edit_distance(a, b):
+    n, m = a.shape[0], b.shape[0]
+    D = np.zeros((n + 1, m + 1))
+    for i in range(n + 1):
+        D[i, 0] = i
+    for j in range(m + 1):
+        D[0, j] = j
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            D[i, j] = min(D[i - 1, j] + 1, D[i, j - 1] + 1, D[i - 1, j - 1] + cost)
+    return D[n, m]
+
+
+def power_iteration(A, tol):
+    v = np.ones(A.shape[0]) / np.sqrt(A.shape[0])
+    lam = 0.0
+    err = np.inf  # concrete: the first iteration runs as Python, the rest is one while_loop
+    it = 0
+    while err > tol and it < 1000:
+        w = A @ v
+        new = np.sqrt((w * w).sum())
+        v = w / new
+        err = abs(new - lam)
+        lam = new
+        it += 1
+    return lam, it
+
+
+def cholesky(A):
+    n = A.shape[0]
+    L = np.zeros_like(A)
+    for j in range(n):
+        s = A[j, j] - L[j, :j] @ L[j, :j]
+        L[j, j] = np.sqrt(s)
+        for i in range(j + 1, n):
+            L[i, j] = (A[i, j] - L[i, :j] @ L[j, :j]) / L[j, j]
+    return L
+
+
+def _spd(n):
+    m = RNG.uniform(0, 1, (n, n))
+    return m @ m.T + n * np.eye(n)
+
+
 FORMS = [
     (sum_positive, lambda: (RNG.standard_normal(12), 12)),
     (sum_positive, lambda: (RNG.standard_normal(12), 7)),
@@ -211,6 +256,9 @@ FORMS = [
     (python_builtins, lambda: (np.float64(0.7), np.float64(np.nan))),
     (dp_best, lambda: (RNG.standard_normal((6, 7)),)),
     (lcs_length, lambda: (RNG.integers(0, 3, 9), RNG.integers(0, 3, 8))),
+    (edit_distance, lambda: (RNG.integers(0, 4, 9), RNG.integers(0, 4, 7))),
+    (power_iteration, lambda: (_spd(6), 1e-10)),
+    (cholesky, lambda: (_spd(7),)),  # L[j, :j]: unrolled (symbolic lengths are not supported yet)
     (first_negative, lambda: (np.array([3.0, 1.0, -2.0, 5.0, -1.0, 2.0]),)),
     (first_negative, lambda: (np.arange(1.0, 8.0),)),
     (first_negative_while, lambda: (np.array([3, 1, 4, -1, 5, 9]),)),
