@@ -27,7 +27,7 @@ import itertools
 from typing import Iterable
 
 from .analysis import (always_returns, bound_names, contains, declared_outside, function_locals, is_generator,
-                       subscript_root, walk_scope, written_bases)
+                       walk_scope, written_bases)
 
 AG = "ag__"
 _BUILTIN_CALLS = ("max", "min")
