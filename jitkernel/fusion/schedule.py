@@ -22,7 +22,7 @@ from .kernel_ir import (Buffer, Compute, IndexValue, Kernel, KernelProgram, Libr
 from .kernel_ir import Interner, map_affs_by_buffer, postorder
 from .rows import fuse_rows, merge_siblings, split_full_reductions
 from .split import split_large_kernels
-from .update import chain_end, in_place_arguments, in_place_chains, update_slice_steps
+from .update import adopt_argument_buffers, chain_end, in_place_arguments, in_place_chains, update_slice_steps
 
 # Relative cost of recomputing one element; movement ops are free (index maps).
 _EXPENSIVE = {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
@@ -275,6 +275,7 @@ class _Scheduler:
                 self._emit(steps, lambda n, eqn=eqn, v=v: self._steps_for(eqn, v, n))
         for v, b in copies:
             self._emit(steps, lambda n, v=v, b=b: [self._copy_kernel(v, b, n)])
+        steps = adopt_argument_buffers(steps, inputs, outputs, program, in_place)  # fusion/update.py
         kp = KernelProgram(program.name, self.buffers, inputs, consts, outputs, steps)
         kp = fuse_rows(merge_siblings(kp))
         kp.steps = [collapse_step(step) for step in kp.steps]
