@@ -92,6 +92,14 @@ def bool_operators(x):
     return out
 
 
+def chained_comparison(x):
+    count = 0
+    for i in range(x.shape[0]):
+        if -0.5 < x[i] <= 0.5:
+            count += 1
+    return count, 0 < 1 < 2 < 1
+
+
 def python_builtins(a, b):
     return max(a, b), min(a, b), abs(a - b), max(a, b, 0.5), min(a, 0.25)
 
@@ -251,6 +259,7 @@ FORMS = [
     (bool_operators, lambda: (np.array([1.0, -1.0]),)),
     (bool_operators, lambda: (np.array([-1.0, -1.0]),)),
     (bool_operators, lambda: (np.array([1.0, 2.0]),)),
+    (chained_comparison, lambda: (RNG.standard_normal(9),)),
     (python_builtins, lambda: (np.float64(0.3), np.float64(0.7))),
     (python_builtins, lambda: (np.float64(np.nan), np.float64(0.7))),
     (python_builtins, lambda: (np.float64(0.7), np.float64(np.nan))),

@@ -16,6 +16,7 @@ Decisions (docs/numpy-support.md, "Python control flow"):
 from __future__ import annotations
 
 import builtins
+import operator
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -129,6 +130,29 @@ def or_(first: Any, *rest: Callable[[], Any]) -> Any:
             return value
         value = nxt()
     return value
+
+
+_COMPARISONS = {"Lt": operator.lt, "LtE": operator.le, "Gt": operator.gt, "GtE": operator.ge, "Eq": operator.eq,
+                "NotEq": operator.ne, "Is": operator.is_, "IsNot": operator.is_not, "In": lambda a, b: a in b,
+                "NotIn": lambda a, b: a not in b}
+
+
+def compare_chain(left: Any, *pairs: tuple[str, Callable[[], Any]]) -> Any:
+    """`a < b < c ...`: each comparison in turn, each operand evaluated once, stopping at the
+    first false one, as Python does; once a result is traced, the rest joins it with `and_`."""
+    result: Any = True
+    for k, (op, right_fn) in enumerate(pairs):
+        right = right_fn()
+        value = _COMPARISONS[op](left, right)
+        if _traced(value) or _traced(result):
+            rest = pairs[k + 1:]
+            following = (lambda r=right, rest=rest: compare_chain(r, *rest)) if rest else None
+            first = value if not _traced(result) else and_(result, lambda v=value: v)
+            return and_(first, following) if following else first
+        if not value:
+            return value
+        result, left = value, right
+    return result
 
 
 def _truth_of(x: Any) -> Any:

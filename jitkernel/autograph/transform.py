@@ -173,6 +173,15 @@ class _Expressions(ast.NodeTransformer):
             return _located(_helper("not_", node.operand), node)
         return node
 
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        """`a < b < c` is `a < b and b < c` with `b` evaluated once (Python's chain)."""
+        self.generic_visit(node)
+        if len(node.ops) < 2 or contains(node.comparators, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)):
+            return node
+        pairs = [ast.Tuple(elts=[_const(type(op).__name__), _lambda(right)], ctx=ast.Load())
+                 for op, right in zip(node.ops, node.comparators)]
+        return _located(_helper("compare_chain", node.left, *pairs), node)
+
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
         f = node.func
