@@ -292,8 +292,11 @@ class Jitted:
 
     def __init__(self, fun: Callable[..., Any], static_argnums: int | Sequence[int] = (),
                  static_argnames: str | Sequence[str] = (), backend: str | None = None,
-                 fastmath: bool = False, name: str | None = None, disk_cache: bool = True) -> None:
+                 fastmath: bool = False, name: str | None = None, disk_cache: bool = True,
+                 autograph: bool = True) -> None:
         self.fun = fun
+        self.autograph = bool(autograph)
+        self._converted: Callable[..., Any] | None = None  # fun with its control flow converted (autograph)
         self.function_id = next(_FUNCTION_IDS)
         self.__name__ = name or getattr(fun, "__name__", "function")
         self.__qualname__ = getattr(fun, "__qualname__", self.__name__)
@@ -403,10 +406,20 @@ class Jitted:
             full_kwargs.update({k: v for k, v in kwargs.items() if k in self.static_argnames})
             return full_args, full_kwargs
 
-        program, out_tree = trace_program(self.fun, self.__name__, in_specs, build_args)
+        program, out_tree = trace_program(self._function_to_trace(), self.__name__, in_specs, build_args)
         names = sig.names if same is None else [n for j, n in enumerate(sig.names) if same[j] == j]
         program.written_names = tuple(names[i] for i, _ in program.written_args)
         return program, out_tree
+
+    def _function_to_trace(self) -> Callable[..., Any]:
+        """`fun` with its Python control flow converted (jitkernel/autograph), once; `fun`
+        itself with autograph=False or when its source is not available."""
+        if not self.autograph:
+            return self.fun
+        if self._converted is None:
+            from .autograph import convert
+            self._converted = convert(self.fun) or self.fun
+        return self._converted
 
     def _traced(self, sig: Signature, args: tuple, kwargs: dict) -> tuple[Program, TreeDef, float]:
         t0 = events.clock()
@@ -597,7 +610,7 @@ class Jitted:
         from .trace import Tracer
         if any(isinstance(leaf, Tracer) for leaf in tree_flatten((args, kwargs))[0]):
             # Called on traced values inside another jitted function: inline into that trace.
-            return self.fun(*args, **kwargs)
+            return self._function_to_trace()(*args, **kwargs)
         sig, compiled, arrays = self._lookup(args, kwargs)
         leaves = None
         if compiled.program.written_args or getattr(compiled.program, "byteorder_sources", None):
@@ -706,12 +719,14 @@ class Jitted:
 
 def jit(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[int] = (),
         static_argnames: str | Sequence[str] = (), backend: str | None = None,
-        fastmath: bool = False, disk_cache: bool = True) -> Any:
+        fastmath: bool = False, disk_cache: bool = True, autograph: bool = True) -> Any:
     """Compile `fun` on first call for each argument signature (usable with or without arguments).
 
     backend: "cpu" (LLVM, the default) or "interpret" (the NumPy reference interpreter).
     fastmath: allow LLVM's fast-math rewrites on every float op (see docs/numpy-support.md).
     disk_cache: reuse machine code from the persistent cache (jitkernel.cache) across processes.
+    autograph: convert Python `for i in range(...)`, `while` and `if` on traced values into
+    compiled loops and branches (jitkernel.autograph); False traces the function as written.
 
     >>> import numpy as np, jitkernel as jk
     >>> @jk.jit(static_argnums=1)
@@ -729,7 +744,7 @@ def jit(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence
 
     def wrap(f: Callable[..., Any]) -> Jitted:
         return Jitted(f, static_argnums=static_argnums, static_argnames=static_argnames,
-                      backend=backend, fastmath=fastmath, disk_cache=disk_cache)
+                      backend=backend, fastmath=fastmath, disk_cache=disk_cache, autograph=autograph)
     return wrap if fun is None else wrap(fun)
 
 

@@ -126,12 +126,16 @@ class Compiled:
                 arrays = list(args)
                 for i, dt in convert:
                     arrays[i] = np.asarray(arrays[i], dt)
+            if subscribers:
+                return observed(lambda: _run_and_write(arrays, args))
+            results = run(arrays)
+            write_back(results, args)
+            return finish(results)
 
-            def outs() -> Any:
-                results = run(arrays)
-                write_back(results, args)
-                return finish(results)
-            return observed(outs) if subscribers else outs()
+        def _run_and_write(arrays: Any, args: tuple) -> Any:
+            results = run(arrays)
+            write_back(results, args)
+            return finish(results)
         return entry
 
     def check_targets(self, targets: Any) -> None:
@@ -145,6 +149,8 @@ class Compiled:
                 raise TypeError(f"'numpy.{t.dtype.name}' object does not support item assignment")
             if not t.flags.writeable:
                 raise ValueError("assignment destination is read-only")
+        if len(targets) < 2:
+            return
         for i, _ in written:
             for j, other in enumerate(targets):
                 if j != i and isinstance(other, np.ndarray) and np.may_share_memory(targets[i], other):

@@ -131,12 +131,13 @@ def update_slice_steps(scheduler: Any, eqn: Any, v: Var, n: int, ops: set[int]) 
 
 def adopt_argument_buffers(steps: list[Any], inputs: list[int], outputs: list[int], program: Program,
                            in_place: dict[int, int]) -> list[Any]:
-    """After scheduling: a written argument whose new value starts as a plain copy of the
-    argument (an `update_copy` kernel X -> O) that no later step reads is computed in the
-    argument's buffer X itself: the copy is dropped and later steps use X for O
-    (`A[1:-1] = f(B)` where A was read before: `B[...] = g(A); A[...] = h(B)`). Every read of X
-    happened before the copy, and O would have held exactly X's values, so the results are the
-    same. `outputs` is updated; programs that can raise after their kernels are left alone."""
+    """After scheduling: a written argument X whose new value O is first written by a plain copy
+    of X (an `update_copy` kernel) or by an elementwise kernel reading X only at the offsets it
+    stores (`x += 1`, `x *= y`), where no other step reads X, is computed in X's buffer itself:
+    the copy is dropped (or the kernel stores into X) and the steps use X for O. O would have
+    held exactly X's values, so the results are the same; the caller's C-contiguous native
+    array is then written by the kernels and Compiled.write_back copies nothing. `outputs` is
+    updated; programs that can raise after their kernels are left alone."""
     from .kernel_ir import Kernel, LibraryCall, Load
     written = getattr(program, "written_args", ())
     if not written or any(e.prim == "power" and e.outputs[0].aval.dtype.kind in "iu" for e in program.eqns):
@@ -149,16 +150,35 @@ def adopt_argument_buffers(steps: list[Any], inputs: list[int], outputs: list[in
         if first is None:
             continue
         copy = steps[first]
-        if not (isinstance(copy, Kernel) and copy.name.endswith("_update_copy") and len(copy.stores) == 1
+        later = steps[first + 1:]
+        # No step after may read x, and none before either: merge_siblings and fuse_rows only
+        # check that a later kernel does not read what an earlier one writes, so an earlier
+        # reader of x merged with a later writer of x could read values written meanwhile.
+        if any(x in _step_reads(st) for st in later) or any(x in _step_reads(st) for st in steps[:first]):
+            continue
+        if (isinstance(copy, Kernel) and copy.name.endswith("_update_copy") and len(copy.stores) == 1
                 and copy.stores[0].buffer == o and isinstance(copy.stores[0].value, Load)
                 and copy.stores[0].value.buffer == x and copy.stores[0].value.offset == copy.stores[0].offset):
+            steps = steps[:first] + [_rename(st, o, x) for st in later]
+        elif _elementwise_in_place(copy, x, o):
+            steps = steps[:first] + [_rename(st, o, x) for st in steps[first:]]
+        else:
             continue
-        later = steps[first + 1:]
-        if any(x in _step_reads(st) for st in later):
-            continue
-        steps = steps[:first] + [_rename(st, o, x) for st in later]
         outputs[k] = x
     return steps
+
+
+def _elementwise_in_place(step: Any, x: int, o: int) -> bool:
+    """Whether kernel `step` (the first to write `o`) may store into `x` instead: an elementwise
+    kernel (no reduction) with one store to `o`, that reads `x` only at the offset it stores to
+    (`x += 1`, `x *= y`: each element is read before it is written, by the same iteration)."""
+    from .kernel_ir import Kernel
+    if not isinstance(step, Kernel) or step.n_reduce or any(s.reduce is not None for s in step.stores):
+        return False
+    to_o = [s for s in step.stores if s.buffer == o]
+    if len(to_o) != 1 or any(s.buffer == x for s in step.stores):
+        return False
+    return all(offset == to_o[0].offset for offset in step.loads().get(x, []))
 
 
 def _step_reads(step: Any) -> set[int]:

@@ -151,6 +151,8 @@ def assignment_value(target: Any, value: Any, shape: tuple[int, ...]) -> Any:
     from .tracer import Tracer
     ctx = target._ctx
     if isinstance(value, Tracer):
+        if value._ctx is not ctx and hasattr(ctx, "localize"):
+            value = ctx.localize(value)  # a loop body or branch reading an enclosing trace's value
         if value._ctx is not ctx:
             from ..errors import UnsupportedOperationError
             raise UnsupportedOperationError(f"{ctx.name}: a value traced by another jitted function leaked into this one")

@@ -150,6 +150,11 @@ def _retag(t: Tracer, ctx: TraceContext, v: Var) -> Tracer:
     out = Tracer(ctx, v, t.weak)
     out.scalar = t.scalar
     out._mem = t._mem
+    # t is current (its ir_var was just read): so is the retagged Tracer. Without this, a base
+    # written before the loop (version > 0) made a captured value read the enclosing trace's var.
+    out._version = t._version
+    if v is t._var:  # the same value in another context: still the same view of its base
+        out._view, out._strides = t._view, t._strides
     return out
 
 

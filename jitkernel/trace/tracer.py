@@ -127,7 +127,11 @@ class Tracer:
             "np.where(cond, a, b) (or jitkernel.numpy.where) to choose elementwise, or pass the value "
             "as a static argument (jk.jit(f, static_argnums=...) / static_argnames=...) so it is "
             "known at trace time. For control flow on traced values use jk.lax.cond / jk.lax.switch "
-            "(branches), jk.lax.while_loop or jk.lax.fori_loop (loops) and jk.lax.scan.")
+            "(branches), jk.lax.while_loop or jk.lax.fori_loop (loops) and jk.lax.scan. (jk.jit "
+            "converts `if`, `while` and `for ... in range` of the jitted function itself when its source "
+            "is available; this code runs as Python: a helper it calls, a lambda, an `assert`, a `for` "
+            "over something else than range(), or autograph=False. docs/numpy-support.md, 'Python "
+            "control flow'.)")
 
     def _argument_name(self) -> str | None:
         """The user's local name for this Tracer when it is an argument of the function."""

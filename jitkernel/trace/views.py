@@ -125,6 +125,10 @@ def emit(ctx: Any, prim: str, inputs: list[Var], params: dict) -> Var:
     (aval,) = primitives.infer_avals(prim, [v.aval for v in inputs], params)
     out = Var(aval)
     ctx.eqns.append(Eqn(prim, list(inputs), [out], dict(params)))
+    local = getattr(ctx, "_local", None)
+    if local is not None:  # a sub-trace (trace/subtrace.py): its own value, never a capture
+        local.add(out)
+        ctx.producer[out] = ctx.eqns[-1]
     return out
 
 

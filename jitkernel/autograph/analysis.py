@@ -1,0 +1,169 @@
+"""Static facts about Python statements that the conversion needs: which names a block binds,
+which array bases it writes in place, and which statements it contains (`break`, `return`,
+`yield`, `try`, ...). Every walk stops at nested scopes (functions, lambdas, classes,
+comprehensions), whose names are their own."""
+from __future__ import annotations
+
+import ast
+from typing import Iterable, Iterator
+
+# ndarray methods that write into the array they are called on.
+_WRITING_METHODS = frozenset({"fill", "sort", "put", "partition", "itemset", "resize", "setfield"})
+# NumPy functions whose first argument is written in place.
+_WRITING_FUNCTIONS = frozenset({"copyto", "put", "place", "putmask", "put_along_axis", "fill_diagonal"})
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
+           ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def walk_scope(node: ast.AST | Iterable[ast.AST], into_loops: bool = True) -> Iterator[ast.AST]:
+    """Every node under `node` (or a list of statements) that belongs to the same scope; with
+    `into_loops=False` the bodies of nested loops are skipped too (their `break`s are theirs)."""
+    todo = list(node) if isinstance(node, list) else [node]
+    first = set() if isinstance(node, list) else {id(node)}  # a single node is walked into
+    while todo:
+        n = todo.pop()
+        yield n
+        if id(n) not in first and isinstance(n, _SCOPES):
+            continue
+        if id(n) not in first and not into_loops and isinstance(n, _LOOPS):
+            todo.extend([n.target, n.iter] if isinstance(n, (ast.For, ast.AsyncFor)) else [n.test])
+            continue
+        todo.extend(ast.iter_child_nodes(n))
+
+
+def _target_names(target: ast.AST) -> Iterator[str]:
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for elt in target.elts:
+            yield from _target_names(elt)
+    elif isinstance(target, ast.Starred):
+        yield from _target_names(target.value)
+
+
+def subscript_root(target: ast.AST) -> str | None:
+    """`A` for the targets `A[i]`, `A[i][j]`, `A[i, :]`; None for attributes (`self.A[i]`)."""
+    while isinstance(target, ast.Subscript):
+        target = target.value
+    return target.id if isinstance(target, ast.Name) else None
+
+
+def bound_names(stmts: list[ast.stmt]) -> list[str]:
+    """Names the statements (re)bind, in source order of first appearance: assignment targets,
+    augmented assignments, `for` and `with` targets, `:=`, `except ... as`, imports; not names
+    bound by `def`/`class` (those are functions, never loop state)."""
+    first: dict[str, tuple[int, int]] = {}
+    bound: set[str] = set()
+    for n in walk_scope(stmts):
+        if isinstance(n, ast.Name):
+            pos = (getattr(n, "lineno", 1 << 30), getattr(n, "col_offset", 0))
+            if pos < first.get(n.id, (1 << 30, 1 << 30)):
+                first[n.id] = pos
+            if isinstance(n.ctx, ast.Store):
+                bound.add(n.id)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            bound.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in n.names)
+    return sorted(bound, key=lambda name: first.get(name, (1 << 30, 0)))
+
+
+def _first_positions(stmts: list[ast.stmt]) -> dict[str, tuple[int, int]]:
+    first: dict[str, tuple[int, int]] = {}
+    for n in walk_scope(stmts):
+        if isinstance(n, ast.Name) and hasattr(n, "lineno"):
+            pos = (n.lineno, n.col_offset)
+            if pos < first.get(n.id, (1 << 30, 1 << 30)):
+                first[n.id] = pos
+    return first
+
+
+def _names_in(node: ast.AST) -> Iterator[str]:
+    if isinstance(node, ast.Name):
+        yield node.id
+    elif isinstance(node, (ast.Tuple, ast.List)):
+        for elt in node.elts:
+            yield from _names_in(elt)
+
+
+def written_bases(stmts: list[ast.stmt]) -> list[str]:
+    """Names of arrays the statements write in place: `A[i] = v`, `A[i] += v`, `A.fill(v)`,
+    `np.copyto(A, v)`, `f(..., out=A)` (or `out=(A, B)`)."""
+    names: dict[str, None] = {}
+    for n in walk_scope(stmts):
+        targets: list[ast.AST] = []
+        if isinstance(n, ast.Assign):
+            targets = list(n.targets)
+        elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):
+            targets = [n.target]
+        for t in targets:
+            for leaf in ([t] if not isinstance(t, (ast.Tuple, ast.List)) else list(_flat_targets(t))):
+                root = subscript_root(leaf) if isinstance(leaf, ast.Subscript) else None
+                if root:
+                    names[root] = None
+        if isinstance(n, ast.Call):
+            f = n.func
+            if isinstance(f, ast.Attribute) and f.attr in _WRITING_METHODS and isinstance(f.value, ast.Name):
+                names[f.value.id] = None
+            if isinstance(f, ast.Attribute) and f.attr in _WRITING_FUNCTIONS and n.args:
+                names.update(dict.fromkeys(_names_in(n.args[0])))
+            if isinstance(f, ast.Attribute) and f.attr == "at" and n.args:  # np.add.at(A, idx, v)
+                names.update(dict.fromkeys(_names_in(n.args[0])))
+            for kw in n.keywords:
+                if kw.arg == "out":
+                    names.update(dict.fromkeys(_names_in(kw.value)))
+    first = _first_positions(stmts)
+    return sorted(names, key=lambda name: first.get(name, (1 << 30, 0)))
+
+
+def _flat_targets(t: ast.AST) -> Iterator[ast.AST]:
+    if isinstance(t, (ast.Tuple, ast.List)):
+        for elt in t.elts:
+            yield from _flat_targets(elt)
+    elif isinstance(t, ast.Starred):
+        yield from _flat_targets(t.value)
+    else:
+        yield t
+
+
+def function_locals(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The local names of a function: its parameters and every name it binds, less those it
+    declares `global` or `nonlocal`."""
+    a = fn.args
+    params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+    params += [x.arg for x in (a.vararg, a.kwarg) if x is not None]
+    declared = declared_outside(fn.body)
+    bound = set(bound_names(fn.body))
+    for n in walk_scope(fn.body):  # def/class names are local too
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(n.name)
+    return (set(params) | bound) - declared
+
+
+def declared_outside(stmts: list[ast.stmt]) -> set[str]:
+    """Names declared `global` or `nonlocal` in these statements."""
+    return {name for n in walk_scope(stmts) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
+
+
+def contains(stmts: list[ast.stmt], kinds: tuple, into_loops: bool = True) -> ast.AST | None:
+    """The first node of one of `kinds` in the statements (same scope), or None."""
+    found = [n for n in walk_scope(stmts, into_loops) if isinstance(n, kinds)]
+    return min(found, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))) if found else None
+
+
+def is_generator(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return contains(fn.body, (ast.Yield, ast.YieldFrom, ast.Await)) is not None
+
+
+def always_returns(stmts: list[ast.stmt]) -> bool:
+    """Whether every path through the statements ends in `return`."""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, ast.Return):
+        return True
+    if isinstance(last, ast.If):
+        return always_returns(last.body) and always_returns(last.orelse)
+    return False

@@ -1,0 +1,839 @@
+"""The helpers converted code calls (`ag__.for_range`, `ag__.if_stmt`, ...). Each runs plain
+Python when the values it decides on are concrete and records `jk.lax` control flow when they
+are traced. The *state* of a statement is a tuple: the current values of the names it rebinds
+and of the arrays it writes in place (transform.py decides which); every helper returns the
+new state.
+
+Decisions (docs/numpy-support.md, "Python control flow"):
+- a `for` over a static range runs as Python (unrolled into the trace) when it has at most
+  `UNROLL_LIMIT` iterations or its body touches no traced value; otherwise it is one loop;
+- a loop whose state changes type (a Python scalar that becomes an array's dtype is handled by
+  jk.lax) or shape, or whose body needs a concrete index (`lst[i]` of a Python list), is
+  unrolled when its range is static, and raises naming the line when it is traced;
+- an array written in place in a loop or branch is an explicit carry; after the statement
+  the result is written back into the array (`A[...] = new`), so aliases see the update.
+"""
+from __future__ import annotations
+
+import builtins
+import operator
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import InPlaceUpdateError, TracerArrayConversionError, TracerError, UnsupportedOperationError
+from ..trace.context import is_tracing, user_frame_location
+from ..trace.tracer import Tracer
+from ..tree import tree_flatten, tree_unflatten
+
+UNROLL_LIMIT = 4  # a static range with at most this many iterations is unrolled
+MAX_PEELED = 2  # iterations run as Python before a loop whose state changes type is unrolled
+# a static loop whose body cannot be traced with a traced index (a Python list indexed by it, a
+# slice whose length depends on it) is unrolled up to this many iterations, else the error stands
+UNROLL_FALLBACK_LIMIT = 256
+
+_NUMERIC = (bool, int, float, complex, np.generic, np.ndarray)
+
+
+# ----------------------------------------------------------------------------- undefined names
+
+
+class Undefined:
+    """The value of a name that is not bound yet (or is bound on one path only). Any use raises
+    NameError naming the variable and why, instead of computing with a placeholder."""
+
+    __slots__ = ("name", "why")
+
+    def __init__(self, name: str, why: str = "") -> None:
+        self.name, self.why = name, why
+
+    def _fail(self, *args: Any, **kwargs: Any) -> Any:
+        why = f" ({self.why})" if self.why else ""
+        raise NameError(f"name {self.name!r} is not defined{why}")
+
+    __bool__ = __index__ = __int__ = __float__ = __len__ = __iter__ = __call__ = _fail
+    __getitem__ = __setitem__ = __array__ = _fail
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _fail
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __pow__ = __rpow__ = __matmul__ = __rmatmul__ = _fail
+    __neg__ = __pos__ = __abs__ = __invert__ = __lt__ = __le__ = __gt__ = __ge__ = _fail
+    __and__ = __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = _fail
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return self._fail()
+
+    def __repr__(self) -> str:
+        return f"<undefined {self.name}>"
+
+
+def undefined(name: str) -> Undefined:
+    return Undefined(name)
+
+
+def ld(read: Callable[[], Any]) -> Any:
+    """`read()` (a lambda reading one name), or Undefined when that name is not bound yet."""
+    try:
+        return read()
+    except NameError:
+        code = read.__code__
+        return Undefined((code.co_freevars + code.co_names + ("?",))[0])
+
+
+# ----------------------------------------------------------------------------- truth values
+
+
+def _traced(x: Any) -> bool:
+    return isinstance(x, Tracer)
+
+
+def _truth(x: Tracer) -> Tracer:
+    """Python's truth test of a traced value, as a traced bool 0-d (NumPy's rule: one element)."""
+    from .. import numpy as jnp
+    if x.size != 1:
+        what = "an empty array is" if x.size == 0 else "an array with more than one element is"
+        raise ValueError(f"The truth value of {what} ambiguous. Use a.any() or a.all() ({user_frame_location()})")
+    x = jnp.reshape(x, ()) if x.shape else x
+    return x if x.dtype == np.bool_ else jnp.not_equal(x, 0)
+
+
+def not_(x: Any) -> Any:
+    """`not x`."""
+    if not _traced(x):
+        return not x
+    from .. import numpy as jnp
+    return jnp.logical_not(_truth(x))
+
+
+def and_(first: Any, *rest: Callable[[], Any]) -> Any:
+    """`a and b and ...` with Python's short circuit. Once a traced operand decides, the result
+    is a traced bool (the operands' truth values): what `if`/`while` tests need."""
+    value = first
+    for k, nxt in enumerate(rest):
+        if _traced(value):
+            from .. import lax
+            return lax.cond(_truth(value), lambda: _truth_of(and_(nxt(), *rest[k + 1:])), lambda: False)
+        if not value:
+            return value
+        value = nxt()
+    return value
+
+
+def or_(first: Any, *rest: Callable[[], Any]) -> Any:
+    """`a or b or ...` with Python's short circuit (a traced bool once a traced operand decides)."""
+    value = first
+    for k, nxt in enumerate(rest):
+        if _traced(value):
+            from .. import lax
+            return lax.cond(_truth(value), lambda: True, lambda: _truth_of(or_(nxt(), *rest[k + 1:])))
+        if value:
+            return value
+        value = nxt()
+    return value
+
+
+_COMPARISONS = {"Lt": operator.lt, "LtE": operator.le, "Gt": operator.gt, "GtE": operator.ge, "Eq": operator.eq,
+                "NotEq": operator.ne, "Is": operator.is_, "IsNot": operator.is_not, "In": lambda a, b: a in b,
+                "NotIn": lambda a, b: a not in b}
+
+
+def compare_chain(left: Any, *pairs: tuple[str, Callable[[], Any]]) -> Any:
+    """`a < b < c ...`: each comparison in turn, each operand evaluated once, stopping at the
+    first false one, as Python does; once a result is traced, the rest joins it with `and_`."""
+    result: Any = True
+    for k, (op, right_fn) in enumerate(pairs):
+        right = right_fn()
+        value = _COMPARISONS[op](left, right)
+        if _traced(value) or _traced(result):
+            rest = pairs[k + 1:]
+            following = (lambda r=right, rest=rest: compare_chain(r, *rest)) if rest else None
+            first = value if not _traced(result) else and_(result, lambda v=value: v)
+            return and_(first, following) if following else first
+        if not value:
+            return value
+        result, left = value, right
+    return result
+
+
+def _truth_of(x: Any) -> Any:
+    return _truth(x) if _traced(x) else bool(x)
+
+
+def guard(*flags: Any) -> Any:
+    """`not (flag1 or flag2 ...)` for the break/continue/return flags of a converted loop."""
+    if not any(_traced(f) for f in flags):
+        return not any(flags)
+    from .. import numpy as jnp
+    result = None
+    for f in flags:
+        t = _truth(f) if _traced(f) else bool(f)
+        result = t if result is None else jnp.logical_or(result, t)
+    return jnp.logical_not(result)
+
+
+# ----------------------------------------------------------------------------- builtins
+
+
+def builtin_call(fn: Any, *args: Any) -> Any:
+    """`max(...)` / `min(...)`: Python's own on concrete values; on traced scalars the same fold
+    Python does (`max(a, b)` is `b if b > a else a`, so a NaN first argument is kept and a NaN
+    later one is skipped), as a select whose dtype is the operands' NumPy promotion."""
+    if fn is not builtins.max and fn is not builtins.min:
+        return fn(*args)
+    items = list(args[0]) if len(args) == 1 and _iterable(args[0]) else list(args)
+    if not any(_traced(x) for x in items):
+        return fn(*args)
+    if not items:
+        return fn(*args)  # Python's error for an empty sequence
+    from .. import numpy as jnp
+    better = jnp.greater if fn is builtins.max else jnp.less
+    result = items[0]
+    for x in items[1:]:
+        for v in (x, result):
+            if _traced(v) and v.size != 1:
+                raise ValueError("The truth value of an array with more than one element is ambiguous. Use a.any() "
+                                 f"or a.all() ({fn.__name__}() of traced arrays at {user_frame_location()}; use "
+                                 f"np.{'maximum' if fn is builtins.max else 'minimum'} for elementwise results)")
+        result = jnp.where(better(x, result), x, result)
+    return result
+
+
+def _iterable(x: Any) -> bool:
+    return isinstance(x, (list, tuple)) or (_traced(x) and x.ndim >= 1)
+
+
+# ----------------------------------------------------------------------------- captured arrays
+
+
+class CapturedArrayWriteError(InPlaceUpdateError, TracerArrayConversionError):
+    """A write into a NumPy array captured from outside a jitted function (a global, a closure
+    variable, an attribute), found while tracing."""
+
+
+def check_captured_write(obj: Any, text: str) -> None:
+    """Before `G[...] = v` (or `G[...] op= v`) where `G` is not a local of the function: a NumPy
+    array captured from outside would be written once, while tracing, not on every call."""
+    if is_tracing() and isinstance(obj, np.ndarray):
+        raise CapturedArrayWriteError(
+            f"a value is stored into a NumPy array captured from outside the jitted function (`{text}`: a "
+            f"global, a closure variable or an attribute) at {user_frame_location()}. The write would happen "
+            "once, while tracing, not on every call. Pass the array as an argument (the jitted function then "
+            f"updates the caller's array), or write into a copy ({text} = {text}.copy()).")
+
+
+# ----------------------------------------------------------------------------- state
+
+
+class _Unreachable(Exception):
+    """A branch of a tail `if` returns a name that is never bound on its path."""
+
+    def __init__(self, fn: Callable) -> None:
+        super().__init__()
+        self.fn = fn
+
+
+class _Changed(Exception):
+    """Raised from inside a traced body when its state changes kind or shape: the caller
+    unrolls (static range) or reports (traced). `outputs` is the body's state."""
+
+    def __init__(self, why: str, outputs: tuple = ()) -> None:
+        super().__init__(why)
+        self.why, self.outputs = why, outputs
+
+
+def _is_dynamic(value: Any) -> bool:
+    """A state value that is passed through jk.lax: arrays, numbers, pytrees of them."""
+    if isinstance(value, (Tracer,) + _NUMERIC):
+        return True
+    if isinstance(value, (tuple, list, dict)):
+        leaves, _ = tree_flatten(value)
+        return bool(leaves) and all(isinstance(x, (Tracer,) + _NUMERIC) for x in leaves)
+    return False
+
+
+def _static_equal(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, Undefined) or isinstance(b, Undefined):
+        return isinstance(a, Undefined) and isinstance(b, Undefined)
+    try:
+        return bool(type(a) is type(b) and a == b)
+    except Exception:
+        return False
+
+
+def _shape_of(leaf: Any) -> tuple:
+    return tuple(leaf.shape) if isinstance(leaf, Tracer) else np.shape(leaf)
+
+
+def _dtype_of(leaf: Any) -> Any:
+    if isinstance(leaf, Tracer):
+        return leaf.weak or leaf.dtype
+    return type(leaf) if type(leaf) in (bool, int, float, complex) else np.asarray(leaf).dtype
+
+
+class _State:
+    """A statement's state split into the values jk.lax carries (dynamic) and the ones that
+    must come out as they went in (static: Undefined, None, strings, functions...)."""
+
+    def __init__(self, values: Sequence[Any], names: Sequence[str]) -> None:
+        self.values, self.names = tuple(values), tuple(names)
+        self.dynamic = [k for k, v in enumerate(self.values) if _is_dynamic(v)]
+
+    def carry(self, values: Sequence[Any] | None = None) -> tuple:
+        values = self.values if values is None else values
+        return tuple(values[k] for k in self.dynamic)
+
+    def rebuild(self, carry: Sequence[Any]) -> tuple:
+        out = list(self.values)
+        for k, v in zip(self.dynamic, carry):
+            out[k] = v
+        return tuple(out)
+
+    def check(self, out: Any, kind_changes: bool = True) -> tuple:
+        """The body's output state, checked against this one: raises _Changed when a static value
+        changed, an undefined name became defined, or a carried value changed structure or shape
+        (dtype changes of Python scalars are jk.lax's business)."""
+        if not isinstance(out, tuple) or len(out) != len(self.values):
+            raise _Changed("the state changed length")
+        dyn = set(self.dynamic)
+        for k, (before, after) in enumerate(zip(self.values, out)):
+            if k not in dyn:
+                if not _static_equal(before, after):
+                    raise _Changed(f"`{self.names[k]}` changes from {_describe(before)} to {_describe(after)}", out)
+                continue
+            if not _is_dynamic(after):
+                raise _Changed(f"`{self.names[k]}` changes from {_describe(before)} to {_describe(after)}", out)
+            lb, tb = tree_flatten(before)
+            la, ta = tree_flatten(after)
+            if tb != ta:
+                raise _Changed(f"`{self.names[k]}` changes structure from {tb} to {ta}", out)
+            for x, y in zip(lb, la):
+                if _shape_of(x) != _shape_of(y):
+                    raise _Changed(f"`{self.names[k]}` changes shape from {_shape_of(x)} to {_shape_of(y)}", out)
+                dx, dy = _dtype_of(x), _dtype_of(y)
+                if kind_changes and dx != dy and not isinstance(dx, type) and not isinstance(dy, type):
+                    # (a Python scalar taking an array's dtype is settled by jk.lax)
+                    raise _Changed(f"`{self.names[k]}` changes dtype from {dx} to {dy}", out)
+        return out
+
+
+def _describe(v: Any) -> str:
+    if isinstance(v, Undefined):
+        return "undefined"
+    if isinstance(v, Tracer):
+        return f"an array {v.aval}"
+    return f"a {type(v).__name__}"
+
+
+def _zeros_like_output(leaf: Any) -> Any:
+    """A placeholder initial value of the type a body gives a name it first binds."""
+    if isinstance(leaf, Tracer):
+        if leaf.weak is not None:
+            return leaf.weak(0)
+        return np.zeros(leaf.shape, leaf.dtype)
+    if type(leaf) in (bool, int, float, complex):
+        return type(leaf)(0)
+    return np.zeros_like(np.asarray(leaf))
+
+
+# ----------------------------------------------------------------------------- aliasing and closures
+
+
+def _closure_values(fns: Sequence[Callable]) -> list[tuple[str, Any]]:
+    """(name, value) of every variable of an enclosing scope the functions read."""
+    found = []
+    for fn in fns:
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                found.append((name, cell.cell_contents))
+            except ValueError:  # an empty cell: not bound yet
+                pass
+    return found
+
+
+def _tracers_in(value: Any) -> list[Tracer]:
+    if isinstance(value, Tracer):
+        return [value]
+    if isinstance(value, (list, tuple, dict)):
+        try:
+            return [x for x in tree_flatten(value)[0] if isinstance(x, Tracer)]
+        except Exception:
+            return []
+    return []
+
+
+def _same_memory(a: Tracer, b: Tracer) -> bool:
+    """Whether two traced arrays are views of one memory (trace/tracer.py Memory)."""
+    ma, mb = getattr(a, "_mem", None), getattr(b, "_mem", None)
+    return ma is not None and ma is mb
+
+
+def _check_aliases(what: str, fns: Sequence[Callable], state: _State, written: Sequence[str]) -> None:
+    """A written carry must not share memory with another array the statement reads: the body
+    would read that array's value from before the statement (a stale view), not NumPy's."""
+    if not written:
+        return
+    targets = [(n, v) for n, v in zip(state.names, state.values) if n in written and _traced(v)]
+    if not targets:
+        return
+    others = [(n, t) for n, v in _closure_values(fns) for t in _tracers_in(v)]
+    others += [(n, t) for n, v in zip(state.names, state.values) for t in _tracers_in(v)]
+    for wname, w in targets:
+        for oname, o in others:
+            if o is not w and oname != wname and _same_memory(o, w):
+                raise UnsupportedOperationError(
+                    f"the {what} at {user_frame_location()} writes into `{wname}` and reads `{oname}`, which shares "
+                    f"memory with it (a view, or the same array under two names): inside a compiled {what} "
+                    f"`{oname}` would keep its value from before the {what}. Index `{wname}` directly instead, "
+                    f"or copy `{oname}` first ({oname} = {oname}.copy()).")
+
+
+def _python_containers(fns: Sequence[Callable]) -> list[tuple[str, Any, Any]]:
+    """(name, container, snapshot) of the lists, dicts and sets the functions can reach."""
+    found = []
+    for name, value in _closure_values(fns):
+        if isinstance(value, list):
+            found.append((name, value, list(value)))
+        elif isinstance(value, (dict, set)):
+            found.append((name, value, value.copy()))
+    return found
+
+
+def _changed_containers(snapshots: list[tuple[str, Any, Any]]) -> list[str]:
+    changed = []
+    for name, container, before in snapshots:
+        same = len(container) == len(before) and (
+            all(a is b for a, b in zip(container, before)) if isinstance(container, list) else container == before)
+        if not same:
+            changed.append(name)
+            if isinstance(container, list):
+                container[:] = before
+            else:
+                container.clear()
+                container.update(before)
+    return changed
+
+
+def _write_back(state: _State, result: tuple, in_place: set[int], written: Sequence[str]) -> tuple:
+    """Arrays written in place in the body: write the loop's result into the original array
+    (`A[...] = new`, so its aliases and the caller's argument see it) and keep the name bound
+    to it."""
+    out = list(result)
+    for k in in_place:
+        original = state.values[k]
+        if state.names[k] in written and _traced(original) and original is not out[k] and _traced(out[k]):
+            original[...] = out[k]
+            out[k] = original
+    return tuple(out)
+
+
+def _in_place_positions(state: _State, out: tuple) -> set[int]:
+    """Positions whose body output is the body's input object itself (written in place or
+    untouched), as opposed to a name rebound to a new value."""
+    return {k for k in state.dynamic if out[k] is state.values[k]}
+
+
+# ----------------------------------------------------------------------------- if
+
+
+def _refuse(unsupported: str | None, what: str) -> None:
+    if unsupported:
+        raise UnsupportedOperationError(
+            f"{unsupported} inside {what} at {user_frame_location()}: the compiled {what} decides at run time, "
+            "but Python would run that statement while tracing, once. Move it out of the loop or branch, or "
+            "make the value it depends on static (static_argnames), or use jk.jit(f, autograph=False).")
+
+
+def if_stmt(pred: Any, true_fn: Callable, false_fn: Callable, state: tuple, names: tuple, written: tuple,
+            mode: str, unsupported: str | None = None) -> Any:
+    """`if pred: ... else: ...` over `state`. mode "stmt": returns the new state; "return": the
+    value the taken branch returns (a tail `if` whose branches return)."""
+    if not _traced(pred):
+        return (true_fn if pred else false_fn)(state)
+    _refuse(unsupported, "an `if` on a traced value")
+    from .. import lax
+    st = _State(state, names)
+    _check_aliases("if statement", (true_fn, false_fn), st, written)
+    plan: dict[str, Any] = {}
+    in_place: list[set[int]] = []
+
+    # A tail `if` returns from the function, but the arrays its branches wrote in place must
+    # still reach their bases (an argument, an alias): the branches also return them.
+    returned_writes = [k for k in st.dynamic if names[k] in written and _traced(st.values[k])]
+
+    def branch(fn: Callable) -> Callable:
+        def run(*carry: Any) -> Any:
+            inputs = st.rebuild(carry)
+            out = fn(inputs)
+            if mode == "return":
+                if isinstance(out, Undefined):
+                    raise _Unreachable(fn)  # it returns a value never bound: Python cannot take it
+                if out is None or not _is_dynamic(out):
+                    raise UnsupportedOperationError(
+                        f"the traced `if` at {user_frame_location()} returns {_describe(out)} from one branch; "
+                        "both branches of an `if` on a traced value must return arrays or numbers of one type")
+                return out, tuple(inputs[k] for k in returned_writes)
+            in_place.append(_in_place_positions(_State(inputs, names), out))
+            return tuple(_branch_output(st, out, plan, names))
+        return run
+
+    pred_t = _truth(pred)
+    for _ in range(3):
+        try:
+            result = lax.cond(pred_t, branch(true_fn), branch(false_fn), *st.carry())
+            break
+        except _Changed as changed:
+            plan = changed.outputs  # the names bound by one branch only: trace again with placeholders
+            in_place.clear()
+        except _Unreachable as unreachable:
+            # (`if ret: return rv` after a loop whose `return` never ran: rv is unbound exactly when
+            # ret is False) the other branch is the only one Python can take
+            return (false_fn if unreachable.fn is true_fn else true_fn)(state)
+    else:  # pragma: no cover - the plan settles after one retry
+        raise UnsupportedOperationError(f"the traced `if` at {user_frame_location()} could not be converted")
+    if mode == "return":
+        value, writes = result
+        for k, new in zip(returned_writes, writes):
+            st.values[k][...] = new
+        return value
+    return _merge_branches(st, result, plan, set.intersection(*in_place) if in_place else set(), written, names)
+
+
+def _branch_output(st: _State, out: tuple, plan: dict, names: tuple) -> list:
+    """The carried part of a branch's output state. A name unbound before the `if` and bound by
+    one branch only gets, in the other branch, zeros of the type the first gives it (Python
+    would raise NameError reading it on that path; flags and return values are only read where
+    they are bound)."""
+    if not isinstance(out, tuple) or len(out) != len(st.values):
+        raise UnsupportedOperationError("internal: a branch returned a state of the wrong length")
+    fill = plan.get("fill")
+    if fill is not None:
+        out = tuple(fill[k] if k in fill and isinstance(v, Undefined) else v for k, v in enumerate(out))
+    seen = plan.setdefault("outputs", [])
+    seen.append(out)
+    if len(seen) == 2 and fill is None:
+        fill = {}
+        for k, (a, b) in enumerate(zip(*seen)):
+            if _is_dynamic(a) == _is_dynamic(b):
+                continue
+            defined, other = (a, b) if _is_dynamic(a) else (b, a)
+            if not isinstance(other, Undefined) or not isinstance(st.values[k], Undefined):
+                raise UnsupportedOperationError(
+                    f"the traced `if` at {user_frame_location()} makes `{names[k]}` {_describe(defined)} in one "
+                    f"branch and {_describe(other)} in the other; a branch taken at run time can only change "
+                    "arrays and numbers")
+            leaves, tree = tree_flatten(defined)
+            fill[k] = tree_unflatten(tree, [_zeros_like_output(x) for x in leaves])
+        if fill:
+            raise _Changed("branches bind different names", {"fill": fill})
+    carried = []
+    for k, v in enumerate(out):
+        if _is_dynamic(v):
+            carried.append(v)
+        elif not _static_equal(v, st.values[k]):
+            raise UnsupportedOperationError(
+                f"the traced `if` at {user_frame_location()} sets `{names[k]}` to {_describe(v)}, which is not "
+                "an array or a number: a branch taken at run time can only change arrays and numbers")
+    return carried
+
+
+def _merge_branches(st: _State, result: tuple, plan: dict, in_place: set[int], written: tuple, names: tuple) -> tuple:
+    first = plan["outputs"][-1]
+    out = list(st.values)
+    it = iter(result)
+    for k in range(len(st.values)):
+        if _is_dynamic(first[k]):
+            out[k] = next(it)
+    return _write_back(st, tuple(out), in_place & set(st.dynamic), written)
+
+
+def if_exp(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any]) -> Any:
+    """`a if pred else b`: only the chosen side is evaluated when `pred` is concrete; both are
+    traced (and one selected at run time) when it is traced."""
+    if not _traced(pred):
+        return true_fn() if pred else false_fn()
+    from .. import lax
+    return lax.cond(_truth(pred), true_fn, false_fn)
+
+
+# ----------------------------------------------------------------------------- loops
+
+
+def _touches_traced(fns: Sequence[Callable], state: tuple) -> bool:
+    """Whether the state or anything the functions read from enclosing scopes (two levels of
+    closures deep) is traced."""
+    if any(_tracers_in(v) for v in state):
+        return True
+    values = _closure_values(fns)
+    nested = [v for _, v in values if callable(getattr(v, "__code__", None)) and getattr(v, "__closure__", None)]
+    values += _closure_values(nested)
+    return any(_tracers_in(v) for _, v in values)
+
+
+def _flag_index(names: tuple, brk: str | None) -> int | None:
+    return names.index(brk) if brk is not None and brk in names else None
+
+
+def for_range(range_fn: Any, args: tuple, body: Callable, target: Any, state: tuple, names: tuple,
+              written: tuple, brk: str | None, unsupported: str | None = None) -> tuple[Any, tuple]:
+    """`for i in range(*args): state = body(i, state)`, stopping when the state's flag `brk` is
+    set. Returns (the loop variable's final value, the final state)."""
+    if range_fn is not builtins.range or not is_tracing():
+        return _python_for(range_fn(*args), body, target, state, names, brk)
+    static = all(not _traced(a) for a in args)
+    if static:
+        r = range(*args)
+        if len(r) <= UNROLL_LIMIT or not _touches_traced((body,), state) or unsupported:
+            return _python_for(r, body, target, state, names, brk, written)  # (a try/raise body runs as Python)
+        return _static_traced_for(r, body, target, state, names, written, brk)
+    _refuse(unsupported, "a loop whose range is traced")
+    bounds = _range_bounds(args)
+    return _traced_for(bounds, body, target, state, names, written, brk, static_range=None)
+
+
+def _python_for(iterable: Any, body: Callable, target: Any, state: tuple, names: tuple,
+                brk: str | None, written: tuple = ()) -> tuple[Any, tuple]:
+    flag = _flag_index(names, brk)
+    for k, i in enumerate(iterable):
+        target = i
+        state = body(i, state)
+        if flag is not None:
+            if _traced(state[flag]) and isinstance(iterable, range):
+                # a `break` under a traced condition: the remaining iterations are one loop
+                rest = iterable[k + 1:]
+                if not len(rest):
+                    break
+                return _traced_for(_static_bounds(rest), body, target, state, names, written, brk,
+                                   static_range=rest)
+            if not _traced(state[flag]) and state[flag]:
+                break
+    return target, state
+
+
+def _static_bounds(r: range) -> tuple:
+    return r.start, r.stop, r.step, len(r)
+
+
+def _range_bounds(args: tuple) -> tuple:
+    """(start, stop, step, trip count) of range(*args) with traced values among them."""
+    from .. import numpy as jnp
+    for a in args:
+        if _traced(a) and (a.ndim != 0 or a.dtype.kind not in "iub"):
+            raise TypeError(f"range() arguments must be integers, got a traced {a.aval} ({user_frame_location()})")
+    if len(args) == 1:
+        start, stop, step = 0, args[0], 1
+    else:
+        start, stop, step = (tuple(args) + (1,))[:3]
+    start, stop, step = (_as_int(x) for x in (start, stop, step))
+    if not _traced(step):
+        if step == 0:
+            raise ValueError("range() arg 3 must not be zero")
+        span = stop - start + (step - 1 if step > 0 else step + 1)
+        trip = jnp.maximum(span // step, 0)
+    else:
+        up = jnp.maximum((stop - start + step - 1) // step, 0)
+        down = jnp.maximum((stop - start + step + 1) // step, 0)
+        trip = jnp.where(step > 0, up, jnp.where(step < 0, down, 0))
+    return start, stop, step, trip
+
+
+def _as_int(x: Any) -> Any:
+    from .. import numpy as jnp
+    if _traced(x):
+        t = x if x.dtype == np.int64 else jnp.astype(x, np.int64)
+        return Tracer(t._ctx, t.ir_var, int)
+    return int(x)
+
+
+def _static_traced_for(r: range, body: Callable, target: Any, state: tuple, names: tuple, written: tuple,
+                       brk: str | None) -> tuple[Any, tuple]:
+    """A static range as one loop; when the state changes type or shape (or the body needs the
+    concrete index), the first iterations run as Python and, failing that, the whole loop."""
+    peeled = 0
+    while True:
+        snapshots = _python_containers((body,))
+        try:
+            return _traced_for(_static_bounds(r), body, target, state, names, written, brk, static_range=r,
+                               snapshots=snapshots)
+        except (_Changed, _ContainerChanged):
+            _changed_containers(snapshots)
+            if peeled >= MAX_PEELED or len(r) == 0:
+                return _python_for(r, body, target, state, names, brk, written)
+        except (TracerError, UnsupportedOperationError):
+            # The body needs a concrete index (lst[i], a length that depends on i): unroll a
+            # short static loop as Python; a long one reports why it cannot be one loop.
+            _changed_containers(snapshots)
+            if len(r) > UNROLL_FALLBACK_LIMIT:
+                raise
+            return _python_for(r, body, target, state, names, brk, written)
+        # run one iteration as Python and try the rest as a loop again
+        flag = _flag_index(names, brk)
+        target, state = r[0], body(r[0], state)
+        r, peeled = r[1:], peeled + 1
+        if flag is not None and not _traced(state[flag]) and state[flag]:
+            return target, state
+        if len(r) <= UNROLL_LIMIT:
+            return _python_for(r, body, target, state, names, brk, written)
+
+
+class _ContainerChanged(Exception):
+    pass
+
+
+def _traced_for(bounds: tuple, body: Callable, target: Any, state: tuple, names: tuple, written: tuple,
+                brk: str | None, static_range: range | None, snapshots: list | None = None) -> tuple[Any, tuple]:
+    from .. import lax
+    from .. import numpy as jnp
+    start, stop, step, trip = bounds
+    st = _State(state, names)
+    _check_aliases("loop", (body,), st, written)
+    snapshots = _python_containers((body,)) if snapshots is None else snapshots
+    flag = _flag_index(names, brk)
+    in_place: list[set[int]] = []
+    for attempt in range(3):
+        def run_body(i: Any, carry: tuple) -> tuple:
+            inputs = st.rebuild(carry)
+            out = st.check(body(i, inputs), kind_changes=static_range is not None)
+            in_place.append(_in_place_positions(_State(inputs, names), out))
+            return st.carry(out)
+
+        try:
+            if flag is None:
+                # (a leading 0 keeps the carry non-empty: an equation always has an output)
+                if _traced(step) or step != 1:
+                    _, carry = lax.fori_loop(0, trip, lambda j, c: (0, run_body(start + j * step, c[1])),
+                                             (0, st.carry()))
+                else:
+                    _, carry = lax.fori_loop(start, stop, lambda i, c: (0, run_body(i, c[1])), (0, st.carry()))
+                count = trip
+            else:
+                fpos = st.dynamic.index(flag) if flag in st.dynamic else None
+                if fpos is None:
+                    raise _Changed("the break flag is not carried")
+
+                def cond(c: tuple) -> Any:
+                    j, carry = c
+                    return jnp.logical_and(j < trip, jnp.logical_not(_truth_or_const(carry[fpos])))
+
+                def step_body(c: tuple) -> tuple:
+                    j, carry = c
+                    return j + 1, run_body(start + j * step, carry)
+                count, carry = lax.while_loop(cond, step_body, (0, st.carry()))
+            break
+        except _Changed as changed:
+            values = _first_bound_as_zeros(st, changed)
+            if values is None:
+                raise _TracedLoopError(changed.why) if static_range is None else changed
+            st = _State(values, names)
+    else:  # pragma: no cover
+        raise _TracedLoopError("the loop state did not settle")
+    grown = _changed_containers(snapshots)
+    if grown:
+        if static_range is not None:
+            raise _ContainerChanged()
+        raise UnsupportedOperationError(
+            f"the loop at {user_frame_location()} changes the Python container `{grown[0]}` (e.g. list.append), "
+            "but its trip count is only known at run time, so the loop is compiled and runs its body once "
+            "while tracing. Write into an array instead (out = np.empty(n); out[i] = ...), or make the range "
+            "static (a shape, or a static argument).")
+    result = _write_back(st, st.rebuild(carry), set.intersection(*in_place[-1:]) if in_place else set(), written)
+    return _final_index(start, step, count, target), result
+
+
+def _first_bound_as_zeros(st: _State, changed: _Changed) -> list | None:
+    """The state with every name the body binds for the first time (undefined before the loop)
+    started at zeros of the type the body gives it, or None if nothing like that changed. The
+    placeholder is only observable where Python would raise NameError (a read before the first
+    assignment), so the loop computes what Python does."""
+    if not changed.outputs:
+        return None
+    values, found = list(st.values), False
+    for k, (before, after) in enumerate(zip(st.values, changed.outputs)):
+        if isinstance(before, Undefined) and _is_dynamic(after):
+            leaves, tree = tree_flatten(after)
+            values[k] = tree_unflatten(tree, [_zeros_like_output(x) for x in leaves])
+            found = True
+    return values if found else None
+
+
+def _truth_or_const(x: Any) -> Any:
+    return _truth(x) if _traced(x) else bool(x)
+
+
+class _TracedLoopError(UnsupportedOperationError):
+    def __init__(self, why: str) -> None:
+        super().__init__(f"the loop at {user_frame_location()} cannot be compiled as one loop: {why} from one "
+                         "iteration to the next, and its trip count is only known at run time (a static range "
+                         "would be unrolled). Give the variable its final type and shape before the loop.")
+
+
+def _final_index(start: Any, step: Any, count: Any, prior: Any) -> Any:
+    """The loop variable after the loop: the last index run, or its value before the loop when
+    no iteration ran."""
+    if not _traced(count):
+        return prior if count == 0 else start + (count - 1) * step
+    from .. import numpy as jnp
+    last = start + (count - 1) * step
+    if isinstance(prior, Undefined) or not isinstance(prior, (Tracer, int, np.integer)):
+        return last
+    t = jnp.where(count > 0, last, prior)
+    return Tracer(t._ctx, t.ir_var, int) if isinstance(prior, int) or (_traced(prior) and prior.weak is int) else t
+
+
+def while_stmt(cond: Callable, body: Callable, state: tuple, names: tuple, written: tuple,
+               brk: str | None, unsupported: str | None = None) -> tuple:
+    """`while cond(state): state = body(state)`, stopping when the flag `brk` is set. Iterations
+    run as Python while the condition is concrete; from the first traced one, the rest is one
+    loop."""
+    flag = _flag_index(names, brk)
+    while True:
+        if flag is not None and not _traced(state[flag]) and state[flag]:
+            return state
+        test = cond(state)
+        if _traced(test) or (flag is not None and _traced(state[flag])):
+            _refuse(unsupported, "a `while` loop on a traced condition")
+            return _traced_while(cond, body, state, names, written, flag)
+        if not test:
+            return state
+        state = body(state)
+
+
+def _traced_while(cond: Callable, body: Callable, state: tuple, names: tuple, written: tuple,
+                  flag: int | None) -> tuple:
+    from .. import lax
+    from .. import numpy as jnp
+    st = _State(state, names)
+    _check_aliases("loop", (cond, body), st, written)
+    snapshots = _python_containers((cond, body))
+    in_place: list[set[int]] = []
+    for attempt in range(3):
+        def run_cond(carry: tuple) -> Any:
+            inputs = st.rebuild(carry)
+            test = _truth_or_const(cond(inputs))
+            if flag is not None:
+                test = jnp.logical_and(jnp.logical_not(_truth_or_const(inputs[flag])), test)
+            return test
+
+        def run_body(carry: tuple) -> tuple:
+            inputs = st.rebuild(carry)
+            out = st.check(body(inputs), kind_changes=False)
+            in_place.append(_in_place_positions(_State(inputs, names), out))
+            return st.carry(out)
+        try:
+            _, carry = lax.while_loop(lambda c: run_cond(c[1]), lambda c: (0, run_body(c[1])), (0, st.carry()))
+            break
+        except _Changed as changed:
+            values = _first_bound_as_zeros(st, changed)
+            if values is None:
+                raise _TracedLoopError(changed.why)
+            st = _State(values, names)
+    else:  # pragma: no cover
+        raise _TracedLoopError("the loop state did not settle")
+    grown = _changed_containers(snapshots)
+    if grown:
+        raise UnsupportedOperationError(
+            f"the `while` loop at {user_frame_location()} changes the Python container `{grown[0]}` (e.g. "
+            "list.append), but its condition is traced, so the loop is compiled and runs its body once while "
+            "tracing. Write into an array of a fixed size instead.")
+    return _write_back(st, st.rebuild(carry), set.intersection(*in_place[-1:]) if in_place else set(), written)
