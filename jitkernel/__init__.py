@@ -16,10 +16,11 @@ from .errors import (BackendUnavailableError, CompileError, InPlaceUpdateError, 
                      TracedRandomError, TracerArrayConversionError, TracerBoolConversionError, TracerError,
                      TracerIntegerConversionError, UnsupportedOperationError)
 from .interpreter import eval_program
+from . import lax  # jk.lax: cond, switch, while_loop, fori_loop, scan
 
 from ._version import __version__
 
-__all__ = ["jit", "make_ir", "Jitted", "Lowered", "Recompilation", "CacheLimitWarning", "config", "events", "eval_program",
+__all__ = ["jit", "make_ir", "lax", "Jitted", "Lowered", "Recompilation", "CacheLimitWarning", "config", "events", "eval_program",
            "JitError", "BackendUnavailableError", "TracerError", "TracerBoolConversionError", "TracerIntegerConversionError",
            "TracerArrayConversionError", "UnsupportedOperationError", "InPlaceUpdateError", "TracedRandomError", "CompileError",
            "IRVerificationError", "__version__"]

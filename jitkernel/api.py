@@ -123,7 +123,7 @@ def _restore_byteorder(result: Any, compiled: Compiled, leaves: list) -> Any:
                if isinstance(leaf, _ndarray) and not leaf.dtype.isnative}
     if not swapped:
         return result
-    outs, out_tree = tree_flatten(result)
+    outs, out_tree = tree_flatten(result, namedtuples=True)
     for k, i in compiled.program.byteorder_sources:
         if i in swapped and isinstance(outs[k], _ndarray):
             outs[k] = outs[k].astype(swapped[i])

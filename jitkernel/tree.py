@@ -9,7 +9,7 @@ from typing import Any
 class TreeDef:
     """The structure of a pytree with its leaves taken out; hashable, so it can key caches."""
 
-    kind: str  # "leaf" | "none" | "tuple" | "list" | "dict"
+    kind: str  # "leaf" | "none" | "tuple" | "list" | "dict" | "namedtuple" (outputs only)
     children: tuple["TreeDef", ...] = ()
     keys: tuple = ()
 
@@ -29,6 +29,8 @@ class TreeDef:
             return "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(self.keys, inner)) + "}"
         if self.kind == "tuple":
             return "(" + ", ".join(inner) + ("," if len(inner) == 1 else "") + ")"
+        if self.kind == "namedtuple":
+            return self.keys[0].__name__ + "(" + ", ".join(inner) + ")"
         return "[" + ", ".join(inner) + "]"
 
 
@@ -36,7 +38,7 @@ _LEAF = TreeDef("leaf")
 _NONE = TreeDef("none")
 
 
-def tree_flatten(tree: Any) -> tuple[list[Any], TreeDef]:
+def tree_flatten(tree: Any, namedtuples: bool = False) -> tuple[list[Any], TreeDef]:
     """Split a pytree into its leaves (depth first) and its structure.
 
     >>> leaves, treedef = tree_flatten({"b": (1, None), "a": [2.0]})
@@ -50,6 +52,9 @@ def tree_flatten(tree: Any) -> tuple[list[Any], TreeDef]:
             return _NONE
         if isinstance(node, tuple) and not hasattr(node, "_fields"):
             return TreeDef("tuple", tuple(walk(c) for c in node))
+        if namedtuples and isinstance(node, tuple):
+            # Outputs only (np.linalg.eigh's EighResult, ...): rebuilt as the same class.
+            return TreeDef("namedtuple", tuple(walk(c) for c in node), (type(node),))
         if isinstance(node, list):
             return TreeDef("list", tuple(walk(c) for c in node))
         if isinstance(node, dict):
@@ -75,6 +80,8 @@ def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
             return tuple(kids)
         if td.kind == "list":
             return kids
+        if td.kind == "namedtuple":
+            return td.keys[0](*kids)
         return dict(zip(td.keys, kids))
 
     return build(treedef)

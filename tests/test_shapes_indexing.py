@@ -166,15 +166,15 @@ def test_index_error_message(backend):
 @pytest.mark.parametrize("index", [
     np.array([0, 2]), [0, 1], np.array([True, False, True, False, True]), (slice(None), np.array([1])),
 ], ids=["int-array", "list", "bool-mask", "mixed-advanced"])
-def test_advanced_indexing_unsupported(index, backend):
-    with pytest.raises(jk.UnsupportedOperationError):
-        jk.jit(lambda x: x[index], backend=backend)(np.ones((5, 5), np.float32))
+def test_static_advanced_indexing_matches_numpy(index, backend):
+    # Advanced indexing is compiled since issue 8 (tests/test_advanced_indexing.py has the rest).
+    x = np.arange(25, dtype=np.float32).reshape(5, 5)
+    np.testing.assert_array_equal(jk.jit(lambda x: x[index], backend=backend)(x), x[index])
 
 
-def test_traced_index_unsupported(backend):
-    with pytest.raises(jk.UnsupportedOperationError, match="advanced"):
-        jk.jit(lambda x, i: x[i], backend=backend)(np.ones(5), np.array([1, 2]))
-    with pytest.raises(jk.UnsupportedOperationError):
+def test_traced_mask_read_unsupported(backend):
+    np.testing.assert_array_equal(jk.jit(lambda x, i: x[i], backend=backend)(np.ones(5), np.array([1, 2])), [1, 1])
+    with pytest.raises(jk.UnsupportedOperationError, match="data-dependent shape"):
         jk.jit(lambda x, i: x[x > 0], backend=backend)(np.ones(5), 0)
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-# An atom is ("i", d) for loop variable d, or ("div"|"mod", Aff, c).
+# An atom is ("i", d) for loop variable d, ("div"|"mod", Aff, c), or ("val", buffer, lo, hi): the
+# run-time value of a 0-d int64 buffer known to lie in [lo, hi] (a checked dynamic start,
+# fusion/dynamic.py).
 Atom = tuple
 
 
@@ -23,7 +25,7 @@ class Aff:
 
     def __post_init__(self) -> None:
         # Nesting of `//` and `%` atoms, computed once from the (already built) inner maps.
-        object.__setattr__(self, "depth", max((atom[1].depth + 1 for atom, _ in self.terms if atom[0] != "i"),
+        object.__setattr__(self, "depth", max((atom[1].depth + 1 for atom, _ in self.terms if atom[0] in ("div", "mod")),
                                               default=0))
 
     def __str__(self) -> str:
@@ -44,7 +46,7 @@ class Aff:
         for atom, _ in self.terms:
             if atom[0] == "i":
                 out.add(atom[1])
-            else:
+            elif atom[0] != "val":
                 out |= atom[1].loop_vars()
         return out
 
@@ -61,6 +63,8 @@ class Aff:
 def _atom_str(atom: Atom) -> str:
     if atom[0] == "i":
         return f"i{atom[1]}"
+    if atom[0] == "val":
+        return f"%{atom[1]}[0]"
     op = "//" if atom[0] == "div" else "%"
     return f"({atom[1]} {op} {atom[2]})"
 
@@ -124,6 +128,8 @@ def value_range(x: Aff, extents: Sequence[int]) -> tuple[int, int]:
 def _atom_range(atom: Atom, extents: Sequence[int]) -> tuple[int, int]:
     if atom[0] == "i":
         return 0, max(extents[atom[1]] - 1, 0)
+    if atom[0] == "val":
+        return atom[2], atom[3]
     e_lo, e_hi = value_range(atom[1], extents)
     if atom[0] == "div":
         return e_lo // atom[2], e_hi // atom[2]
@@ -172,6 +178,8 @@ def substitute(x: Aff, mapping: Mapping[int, Aff], extents: Sequence[int]) -> Af
     for atom, k in x.terms:
         if atom[0] == "i":
             parts.append(scale(mapping.get(atom[1], var(atom[1])), k))
+        elif atom[0] == "val":
+            parts.append(Aff(((atom, k),), 0))
         else:
             inner = substitute(atom[1], mapping, extents)
             f = floordiv if atom[0] == "div" else mod

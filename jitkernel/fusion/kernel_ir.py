@@ -228,6 +228,7 @@ class Kernel:
         out: dict[int, list[Aff]] = {}
         seen: set[int] = set()
         stack: list = [s.value for s in self.stores]
+        dynamic = [s.offset for s in self.stores if s.offset.terms]
         while stack:
             nd = stack.pop()
             if id(nd) in seen:
@@ -235,13 +236,34 @@ class Kernel:
             seen.add(id(nd))
             if isinstance(nd, Load):
                 out.setdefault(nd.buffer, []).append(nd.offset)
+                if nd.offset.terms:
+                    dynamic.append(nd.offset)
             elif isinstance(nd, Compute):
                 stack.extend(nd.args)
+        for a in dynamic:  # run-time offsets read their start buffers (fusion/dynamic.py)
+            for bid in value_buffers(a):
+                out.setdefault(bid, []).append(_VALUE_READ)
         return out
 
     def buffers(self) -> list[int]:
         """Every buffer the kernel reads or writes, sorted."""
         return sorted(set(self.loads()) | {s.buffer for s in self.stores})
+
+
+# The index map recorded for a buffer read as a run-time offset: equal to no store's offset, so no
+# pass mistakes it for an element read (rows.py compares offsets).
+_VALUE_READ = Aff((), -1)
+
+
+def value_buffers(a: Aff) -> list[int]:
+    """Buffers whose values an index map reads (its ("val", ...) atoms, nested ones included)."""
+    out = []
+    for atom, _ in a.terms:
+        if atom[0] == "val":
+            out.append(atom[1])
+        elif atom[0] != "i":
+            out += value_buffers(atom[1])
+    return out
 
 
 def map_affs_by_buffer(kernel: Kernel, f) -> Kernel:

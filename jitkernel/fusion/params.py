@@ -11,12 +11,13 @@ size then needs only tracing and fusion (milliseconds) to produce the values: no
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
 
 from .index import Aff
+from .loops import BranchStep, is_control
 from .kernel_ir import (Buffer, Compute, IndexValue, Kernel, KernelProgram, Literal, Load,
                         Node, RowKernel, Store, postorder)
 
@@ -72,6 +73,9 @@ class _Walker:
             if atom[0] == "i":
                 self.s("i", atom[1])
                 new_atom = atom
+            elif atom[0] == "val":  # a run-time start: its bounds shape the loop, so they are structure
+                self.s("val", *atom[1:])
+                new_atom = atom
             else:
                 self.s(atom[0])
                 new_atom = (atom[0], self.aff(atom[1]), self.c(atom[2]))
@@ -123,9 +127,27 @@ class _Walker:
         self.s("inputs", tuple(kp.inputs), "outputs", tuple(kp.outputs))
         for bid, value in kp.consts:
             self.s("const", bid, hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest(), value.shape)
+        steps = self.steps(kp.steps)
+        out = KernelProgram(kp.name, buffers, list(kp.inputs), list(kp.consts), list(kp.outputs), steps)
+        out.fusion_record = kp.fusion_record
+        return out
+
+    def control(self, step: Any) -> Any:
+        """A loop or branch (fusion/loops.py): its own buffers, then its sub-steps in order."""
+        if isinstance(step, BranchStep):
+            self.s("branch", step.name, step.index, tuple(step.outs), tuple(step.operands), len(step.branches))
+            return replace(step, branches=[self.steps(br) for br in step.branches])
+        carries = tuple((c.cur, c.nxt, c.init, c.out, c.spare) for c in step.carries)
+        self.s("loop", step.name, step.kind, carries, step.index, step.lower, step.upper, step.cond_out,
+               len(step.cond), len(step.body))
+        return replace(step, cond=self.steps(step.cond), body=self.steps(step.body))
+
+    def steps(self, steps_in: list) -> list:
         steps: list = []
-        for step in kp.steps:
-            if isinstance(step, Kernel):
+        for step in steps_in:
+            if is_control(step):
+                steps.append(self.control(step))
+            elif isinstance(step, Kernel):
                 steps.append(self.kernel(step))
             elif isinstance(step, RowKernel):
                 self.s("rows", step.name, len(step.outer), len(step.phases), tuple(sorted(step.scratch)))
@@ -136,9 +158,7 @@ class _Walker:
             else:
                 self.s("library", step.name, step.prim, repr(sorted(step.params.items())), tuple(step.inputs), tuple(step.outputs))
                 steps.append(step)
-        out = KernelProgram(kp.name, buffers, list(kp.inputs), list(kp.consts), list(kp.outputs), steps)
-        out.fusion_record = kp.fusion_record
-        return out
+        return steps
 
 
 def _value(v: Any) -> Any:

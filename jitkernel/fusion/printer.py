@@ -57,21 +57,41 @@ def format_kernel_program(kp: KernelProgram) -> str:
     if scratch:
         lines.append("  row scratch: " + ", ".join(str(b) for b in scratch))
     lines.append("  outputs: " + ", ".join(str(kp.buffers[b]) for b in kp.outputs))
-    for step in kp.steps:
-        if isinstance(step, Kernel):
-            lines += format_kernel(step, kp.buffers)
+    lines += format_steps(kp.steps, kp.buffers)
+    return "\n".join(lines)
+
+
+def format_steps(steps: list, buffers: dict, indent: str = "  ") -> list[str]:
+    """The text of a step list; `indent` (two spaces at top level) grows inside loops."""
+    from .loops import format_control, is_control
+    pad = indent[2:]
+    lines: list[str] = []
+    for step in steps:
+        if is_control(step):
+            lines += format_control(step, buffers, indent, format_steps)
+        elif isinstance(step, Kernel):
+            lines += [pad + ln for ln in format_kernel(step, buffers)]
         elif isinstance(step, RowKernel):
             outer = ", ".join(f"i{d}<{n}" for d, n in enumerate(step.outer))
-            lines.append(f"  row kernel {step.name} over rows [{outer}], {len(step.phases)} phases:")
+            lines.append(f"{indent}row kernel {step.name} over rows [{outer}], {len(step.phases)} phases:")
             if step.graph_ops:
-                lines.append(f"    fuses: {'; '.join(step.graph_ops)}")
+                lines.append(f"{indent}  fuses: {'; '.join(step.graph_ops)}")
             if step.scratch:
-                lines.append("    row scratch: " + ", ".join(f"%{b} ({n} per row)" for b, n in step.scratch.items()))
+                lines.append(f"{indent}  row scratch: " + ", ".join(f"%{b} ({n} per row)" for b, n in step.scratch.items()))
             for phase in step.phases:
-                text = format_kernel(phase, kp.buffers, first=len(step.outer), indent="    ")
-                lines += text[0:1] + [ln for ln in text[1:] if not ln.strip().startswith("fuses:")]
+                text = format_kernel(phase, buffers, first=len(step.outer), indent="    ")
+                lines += [pad + ln for ln in text[0:1] + [ln for ln in text[1:] if not ln.strip().startswith("fuses:")]]
         else:
             ins = ", ".join(f"%{b}" for b in step.inputs)
             outs = ", ".join(f"%{b}" for b in step.outputs)
-            lines.append(f"  library {step.name}: {outs} = {step.prim}({ins}) {step.params}")
-    return "\n".join(lines)
+            lines.append(f"{indent}library {step.name}: {outs} = {step.prim}({ins}) {_format_params(step.params)}")
+    return lines
+
+
+def _format_params(params: dict) -> str:
+    """A library step's params; sub-programs of control flow as readable IR, not their repr."""
+    from ..ir.control_flow import sub_programs
+    if not sub_programs(params):
+        return str(params)
+    from ..ir.printer import _format_param
+    return "{" + ", ".join(f"{k!r}: {_format_param(v)}" for k, v in sorted(params.items())).replace("\n", "\n  ") + "}"

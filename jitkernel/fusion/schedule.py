@@ -23,6 +23,7 @@ from .kernel_ir import Interner, map_affs_by_buffer, postorder
 from .rows import fuse_rows, merge_siblings, split_full_reductions
 from .split import split_large_kernels
 from .update import adopt_argument_buffers, chain_end, in_place_arguments, in_place_chains, update_slice_steps
+from . import dynamic, loops
 
 # Relative cost of recomputing one element; movement ops are free (index maps).
 _EXPENSIVE = {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
@@ -49,6 +50,16 @@ class _IndexTooDeep(Exception):
         self.var = var
 
 
+def _prim_kind(name: str) -> str:
+    """The registry's kind, except for the dynamic-offset primitives, which fuse here
+    (fusion/dynamic.py): a dynamic slice is a movement, an update a structural op."""
+    if name == dynamic.SLICE:
+        return "movement"
+    if name == dynamic.UPDATE:
+        return "structural"
+    return primitives.get(name).kind
+
+
 def _merge_roots(a: Any, b: Any) -> Any:
     if a is None or a is b:
         return b
@@ -56,21 +67,28 @@ def _merge_roots(a: Any, b: Any) -> Any:
 
 
 def _op_cost(eqn: Eqn) -> int:
-    kind = primitives.get(eqn.prim).kind
+    kind = _prim_kind(eqn.prim)
     if kind == "movement":
         return 0
     return 8 if eqn.prim in _EXPENSIVE else 1
 
 
 class _Scheduler:
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: Program, buffers: dict | None = None, const_sink: list | None = None,
+                 ranges: dict | None = None) -> None:
         self.program = program
         self.producer: dict[Var, Eqn] = program.producers()
         self.eqn_index = {id(e): i for i, e in enumerate(program.eqns)}
         self.const_value = dict(zip(program.constvars, program.consts))
         self.leaves = set(program.invars) | set(program.constvars)
-        self.buffers: dict[int, Buffer] = {}
+        # A loop body's scheduler shares the enclosing program's buffer table and constants.
+        self.buffers: dict[int, Buffer] = {} if buffers is None else buffers
+        self.const_sink: list = [] if const_sink is None else const_sink
+        # 0-d int64 buffers with a known value range (the index of a loop with constant bounds):
+        # dynamic starts proved in bounds need no check (fusion/dynamic.py).
+        self.ranges: dict[int, tuple[int, int]] = {} if ranges is None else ranges
         self.buf_of: dict[Var, int] = {}
+        self.checked: dict[int, list] = {}  # id(dynamic eqn) -> start offsets (fusion/dynamic.py)
 
     # -- which variables get buffers ------------------------------------------------
     def _is_literal(self, v: Var) -> bool:
@@ -79,11 +97,13 @@ class _Scheduler:
     def materialized(self) -> set[Var]:
         mat = set(self.program.outvars)
         for eqn in self.program.eqns:
-            kind = primitives.get(eqn.prim).kind
+            kind = _prim_kind(eqn.prim)
             if kind in ("reduce", "structural", "library"):
                 mat.update(eqn.outputs)
-            if kind == "library":
+            if kind == "library" or eqn.prim in loops.CONTROL_FLOW:
                 mat.update(eqn.inputs)
+            if eqn.prim in loops.CONTROL_FLOW:
+                mat.update(eqn.outputs)
         cost = self._costs(mat)
         # A virtual value that the kernels of two or more materialised values would each
         # recompute, at a cost of RECOMPUTE_LIMIT or more, gets a buffer. Deciding the latest
@@ -171,7 +191,7 @@ class _Scheduler:
                         stack.append((k, None))
                 continue
             eqn = self.producer[key[0]]
-            if primitives.get(eqn.prim).kind == "elementwise":
+            if _prim_kind(eqn.prim) == "elementwise":
                 node = intern(Compute(eqn.prim, tuple(memo[k] for k in plan), (), eqn.outputs[0].aval.dtype))
             else:  # movement: the input's expression at the mapped index
                 node = memo[plan[0]]
@@ -192,7 +212,7 @@ class _Scheduler:
         """The (var, index) keys `eqn`'s output at `index` is made of, or ("node", node)."""
         p, out, x = eqn.params, eqn.outputs[0], (eqn.inputs[0] if eqn.inputs else None)
         prim = primitives.get(eqn.prim)
-        if prim.kind == "elementwise":
+        if _prim_kind(eqn.prim) == "elementwise":
             return [self._key(a, index) for a in eqn.inputs]
         if eqn.prim == "iota":
             return ("node", IndexValue(index[p["dimension"]], out.aval.dtype))
@@ -206,6 +226,8 @@ class _Scheduler:
             src = tuple(src)
         elif eqn.prim == "slice":
             src = tuple(ix.add(ix.const(s), ix.scale(i, st)) for s, st, i in zip(p["starts"], p["steps"], index))
+        elif eqn.prim == dynamic.SLICE:
+            src = dynamic.slice_source(self, eqn, index)
         elif eqn.prim == "reshape":
             linear = ix.linearize(index, out.aval.shape)
             src = tuple(ix.unravel(linear, x.aval.shape, extents))
@@ -221,6 +243,8 @@ class _Scheduler:
         return f"{e.prim}->{e.outputs[0].aval}"
 
     def _kernel(self, name: str, domain: tuple[int, ...], n_reduce: int, stores: list[Store], ops: set[int]) -> Kernel:
+        if not domain and self.ranges:
+            dynamic.note_ranges(self, stores)
         return Kernel(name, tuple(domain), n_reduce, stores, [self._eqn_text(i) for i in sorted(ops)])
 
     def build(self) -> KernelProgram:
@@ -254,8 +278,28 @@ class _Scheduler:
             seen_outputs.add(v)
             outputs.append(b)
         steps: list[Any] = []
-        for eqn in program.eqns:
-            library = primitives.get(eqn.prim).kind == "library"
+        self.emit_equations(mat, steps, chains)
+        for v, b in copies:
+            self._emit(steps, lambda n, v=v, b=b: [self._copy_kernel(v, b, n)])
+        steps = adopt_argument_buffers(steps, inputs, outputs, program, in_place)  # fusion/update.py
+        kp = KernelProgram(program.name, self.buffers, inputs, consts + self.const_sink, outputs, steps)
+        kp = fuse_rows(merge_siblings(kp))
+        kp.steps = [collapse_step(step) for step in kp.steps]
+        kp = merge_siblings(kp)  # loops that only became equal once collapsed (x.sum() with argmin)
+        kp = split_full_reductions(kp)
+        kp = split_large_kernels(kp)  # bound the size of one LLVM function
+        kp.consts = _read_consts(kp)
+        kp.fusion_record = fusion_record(program, kp)
+        return kp
+
+    def emit_equations(self, mat: set[Var], steps: list[Any], chains: dict[Var, Var] | None = None) -> None:
+        """The steps of every materialised value, in program order. `chains`: values written in
+        place into the buffer of the update they feed (fusion/update.py in_place_chains)."""
+        chains = chains or {}
+        for eqn in self.program.eqns:
+            if eqn.prim in dynamic.PRIMS:
+                dynamic.emit_checks(self, eqn, steps)
+            library = _prim_kind(eqn.prim) == "library" or eqn.prim in loops.CONTROL_FLOW
             for v in eqn.outputs:
                 if v not in mat:
                     continue
@@ -273,18 +317,6 @@ class _Scheduler:
                         if u not in self.buf_of:
                             self.buf_of[u] = self.new_buffer(u.aval, "temp")
                 self._emit(steps, lambda n, eqn=eqn, v=v: self._steps_for(eqn, v, n))
-        for v, b in copies:
-            self._emit(steps, lambda n, v=v, b=b: [self._copy_kernel(v, b, n)])
-        steps = adopt_argument_buffers(steps, inputs, outputs, program, in_place)  # fusion/update.py
-        kp = KernelProgram(program.name, self.buffers, inputs, consts, outputs, steps)
-        kp = fuse_rows(merge_siblings(kp))
-        kp.steps = [collapse_step(step) for step in kp.steps]
-        kp = merge_siblings(kp)  # loops that only became equal once collapsed (x.sum() with argmin)
-        kp = split_full_reductions(kp)
-        kp = split_large_kernels(kp)  # bound the size of one LLVM function
-        kp.consts = _read_consts(kp)
-        kp.fusion_record = fusion_record(program, kp)
-        return kp
 
     def _emit(self, steps: list[Any], make) -> None:
         """Append `make(len(steps))`'s steps. Where an expression would read a value through too
@@ -310,10 +342,12 @@ class _Scheduler:
         return self._kernel(f"k{n}_copy", shape, 0, [Store(b, ix.linearize(index, shape), value)], ops)
 
     def _steps_for(self, eqn: Eqn, v: Var, n: int) -> list[Any]:
-        kind = primitives.get(eqn.prim).kind
+        kind = _prim_kind(eqn.prim)
         out = self.buf_of[v]
         ops = {self.eqn_index[id(eqn)]}
-        if kind == "library":
+        if eqn.prim in loops.CONTROL_FLOW and loops.native_ok(eqn):
+            return loops.schedule_control(self, eqn, n)
+        if kind == "library" or eqn.prim in loops.CONTROL_FLOW:
             return [LibraryCall(f"k{n}_{eqn.prim}", eqn.prim, dict(eqn.params),
                                 [self.buf_of[u] for u in eqn.inputs], [self.buf_of[u] for u in eqn.outputs],
                                 [self._eqn_text(min(ops))])]
@@ -343,6 +377,8 @@ class _Scheduler:
                                  [Store(out, offset, value, op, red_index, block)], ops)]
         if eqn.prim == "update_slice":
             return update_slice_steps(self, eqn, v, n, ops)
+        if eqn.prim == dynamic.UPDATE:
+            return dynamic.update_steps(self, eqn, v, n)
         if eqn.prim == "concatenate":
             axis = eqn.params["axis"]
             steps, start = [], 0
@@ -471,7 +507,8 @@ def fusion_record(program: Program, kp: KernelProgram) -> list[dict[str, Any]]:
             kind = ("rows" if isinstance(step, RowKernel) else
                     "reduction" if step.n_reduce or any(s.reduce for s in step.stores) else "elementwise")
         else:
-            reads, writes, kind = set(step.inputs), set(step.outputs), "library"
+            reads, writes = set(step.inputs), set(step.outputs)
+            kind = "loop" if loops.is_control(step) else "library"
         record.append({"kernel": step.name, "kind": kind, "ops": list(step.graph_ops),
                        "bytes_read": sum(kp.buffers[b].nbytes for b in reads),
                        "bytes_written": sum(kp.buffers[b].nbytes for b in writes)})
@@ -482,7 +519,7 @@ def unfused_bytes(program: Program) -> int:
     """Bytes an op-by-op execution (one pass per non-movement equation) would move."""
     total = 0
     for eqn in program.eqns:
-        if primitives.get(eqn.prim).kind == "movement":
+        if _prim_kind(eqn.prim) == "movement":
             continue
         total += sum(v.aval.size * v.aval.dtype.itemsize for v in eqn.inputs + eqn.outputs)
     return total
@@ -497,7 +534,7 @@ def schedule(program: Program) -> KernelProgram:
     >>> [k.name for k in schedule(prog).steps]
     ['k0_reduce_sum']
     """
-    return _Scheduler(program).build()
+    return _Scheduler(loops.hoist_loop_invariants(loops.scans_to_fori(program))).build()
 
 
 def _read_consts(kp: KernelProgram) -> list:

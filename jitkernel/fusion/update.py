@@ -51,7 +51,7 @@ def in_place_arguments(program: Program, chains: dict[Var, Var]) -> dict[int, in
     can raise after its kernels ran (integer `power`'s status flag): a call that raises leaves
     its arguments unchanged."""
     written = {k: i for i, k in getattr(program, "written_args", ())}
-    if not written or any(e.prim == "power" and e.outputs[0].aval.dtype.kind in "iu" for e in program.eqns):
+    if not written or _can_raise(program.eqns):
         return {}
     uses: dict[Var, int] = {}
     for eqn in program.eqns:
@@ -72,6 +72,29 @@ def in_place_arguments(program: Program, chains: dict[Var, Var]) -> dict[int, in
         if len(ks) == 1 and written.get(ks[0]) == position[base]:
             found[ks[0]] = position[base]
     return found
+
+
+# Kinds of primitives whose steps never raise at run time; library steps (LAPACK, gathers,
+# raise_if), traced indices (IndexError) and integer powers (negative exponents) can.
+_NEVER_RAISING_KINDS = ("elementwise", "movement", "reduce", "creation", "structural")
+
+
+def _can_raise(eqns: list) -> bool:
+    """Whether some step of `eqns` (or of a sub-program) may raise after earlier kernels ran:
+    then no argument is written in place, so a call that raises leaves its arguments unchanged."""
+    from ..ir import primitives
+    from ..ir.program import WITH_SUB_PROGRAMS, may_raise
+    for e in eqns:
+        if may_raise(e) or (e.prim == "power" and e.outputs[0].aval.dtype.kind in "iu"):
+            return True
+        if e.prim in WITH_SUB_PROGRAMS:
+            for value in e.params.values():
+                subs = value if isinstance(value, tuple) else (value,)
+                if any(isinstance(p, Program) and _can_raise(p.eqns) for p in subs):
+                    return True
+        elif e.prim != "dot_general" and primitives.get(e.prim).kind not in _NEVER_RAISING_KINDS:
+            return True
+    return False
 
 
 def chain_end(chains: dict[Var, Var], v: Var) -> Var:

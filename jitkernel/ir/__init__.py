@@ -4,7 +4,12 @@ from .types import SUPPORTED_DTYPES, AType, check_dtype
 from .printer import format_program
 from .verify import verify_program
 from . import primitives
+from . import control_flow  # registers cond / while_loop / fori_loop / scan
+from . import dynamic_slice  # registers dynamic_slice / dynamic_update_slice
+from . import arrayfn_prims  # noqa: F401  (registers take_static, raise_if)
+from . import index_prims  # noqa: F401  (registers the gather / scatter primitives)
 from . import update_prims  # noqa: F401 - registers update_slice
+from . import library_prims  # noqa: F401  (registers the library primitives)
 
 __all__ = ["AType", "Eqn", "Program", "Var", "live_variables", "SUPPORTED_DTYPES", "check_dtype", "format_program",
            "verify_program", "primitives"]

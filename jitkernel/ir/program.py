@@ -84,11 +84,32 @@ class Program:
         return format_program(self)
 
 
+# Primitives whose step can raise at run time (NumPy's IndexError of a traced index): kept
+# when nothing reads them, since NumPy evaluates every statement. Registered by their modules.
+RAISING_STEPS: set[str] = set()
+# Primitives whose params hold sub-Programs (control flow, ir/control_flow.py).
+WITH_SUB_PROGRAMS: set[str] = set()
+
+
+def may_raise(eqn: Eqn) -> bool:
+    """Whether `eqn` is a raising step, or a control-flow equation whose sub-programs hold one."""
+    if eqn.prim in RAISING_STEPS:
+        return True
+    if eqn.prim not in WITH_SUB_PROGRAMS:
+        return False
+    for value in eqn.params.values():
+        subs = value if isinstance(value, tuple) else (value,)
+        if any(isinstance(p, Program) and any(may_raise(e) for e in p.eqns) for p in subs):
+            return True
+    return False
+
+
 def live_variables(eqns: list[Eqn], roots: list[Var]) -> set[Var]:
     """Every variable `roots` depend on through `eqns` (one reverse walk; the roots included).
-    An equation is live when any of its outputs is."""
+    An equation is live when any of its outputs is, or when it may raise (may_raise)."""
     live = set(roots)
     for eqn in reversed(eqns):
-        if any(o in live for o in eqn.outputs):
+        if any(o in live for o in eqn.outputs) or (RAISING_STEPS and may_raise(eqn)):
+            live.update(eqn.outputs)
             live.update(eqn.inputs)
     return live

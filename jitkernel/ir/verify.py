@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import IRVerificationError
-from . import primitives
+from . import control_flow, primitives
 from .program import Program, Var
 
 
@@ -41,6 +41,8 @@ def verify_program(program: Program) -> Program:
             raise IRVerificationError(f"{program.name}: equation {i} ({eqn.prim}) outputs {got}, rule says {expected}")
         for o in eqn.outputs:
             define(o, f"equation {i}")
+        for sub in control_flow.sub_programs(eqn.params):
+            verify_program(sub)  # a control-flow body is a program of its own (closed: no outer vars)
     for v in program.outvars:
         if v not in defined:
             raise IRVerificationError(f"{program.name}: output {v} is never defined")

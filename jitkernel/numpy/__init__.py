@@ -42,10 +42,25 @@ __all__ = sorted(
 # Modules that each export their own `__all__` (one line per module, so work on different
 # functions never edits the same line).
 from . import _advanced, _dynamic  # noqa: E402
+from . import _matrix, _manipulation, _statistics  # noqa: E402
 from . import _inplace  # noqa: E402
+from . import _linalg_lib  # noqa: E402
+from . import _sorting, _cumulative  # noqa: E402
+from . import _einsum  # noqa: E402
+from . import _fft  # noqa: E402
+from . import _signal  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
+    _linalg_lib,
+    _sorting,
+    _cumulative,
+    _einsum,
+    _fft,
+    _signal,
+    _matrix,
+    _manipulation,
+    _statistics,
     _inplace,
 )
 for _module in _EXTENSION_MODULES:

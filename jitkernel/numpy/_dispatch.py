@@ -107,9 +107,15 @@ def apply_ufunc_protocol(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: di
         if fn is None:
             raise UnsupportedOperationError(f"numpy.{name} is not supported inside a jitted function")
         return fn(*inputs, **kwargs)
+    if method == "at":
+        from ._advanced import ufunc_at
+        return ufunc_at(ufunc, *inputs, **kwargs)
     if method == "reduce" and name in _REDUCE_METHODS and len(inputs) == 1:
         kwargs.setdefault("axis", 0)
         return getattr(jnp, _REDUCE_METHODS[name])(inputs[0], **kwargs)
+    if method in ("accumulate", "reduce") and len(inputs) == 1:
+        from ._cumulative import ufunc_method  # other ufuncs' reduce and every accumulate
+        return ufunc_method(ufunc, method, inputs[0], kwargs)
     if method == "outer" and len(inputs) == 2 and hasattr(jnp, name):
         a, b = inputs
         nb = len(jnp.asarray(b).shape)

@@ -5,19 +5,296 @@ bounds clamp, an out-of-bounds integer raises IndexError).
 `dynamic_getitem(x, index)` is `x[index]`; `dynamic_update(x, index, value)` is the functional
 form of `x[index] = value` (returns the new array; trace/inplace.py writes it back into `x`'s
 base). `index` is the tuple the user wrote, with at least one traced scalar and no arrays.
+
+Both become the primitives of ir/dynamic_slice.py (one start per dimension, static sizes),
+whose implementation applies NumPy's rules to the run-time values. A slice whose length would
+depend on a traced value is supported only when the trace proves the length constant: its
+bounds are `v + a` and `v + b` for the same traced `v` whose range is known (a jk.lax.fori_loop
+index with static bounds) and both stay within `[0, n]`, so NumPy never clamps them. Otherwise
+it raises UnsupportedOperationError naming the line (symbolic lengths: docs/architecture.md).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..errors import UnsupportedOperationError
+from ..ir import Var
+from ..trace.context import current_context, user_frame_location
+from ..trace.tracer import Tracer
 
 __all__: list[str] = []
 
 
+@dataclass
+class _Axis:
+    """What the index does to one axis of x: a window [start, start + size), dropped when the
+    index was an integer. `start` is an int or a 0-d integer Tracer."""
+
+    start: Any
+    size: int
+    drop: bool
+
+
+def _is_static_int(ix: Any) -> bool:
+    return isinstance(ix, (int, np.integer)) and not isinstance(ix, (bool, np.bool_))
+
+
+def _is_traced_int(ix: Any) -> bool:
+    return isinstance(ix, Tracer) and ix.ndim == 0 and ix.dtype.kind in "iu"
+
+
+def _context(x: Any) -> Any:
+    ctx = current_context()
+    return ctx if ctx is not None else x._ctx
+
+
+# ----------------------------------------------------------------------------- affine forms
+
+
+def _constant_int(ctx: Any, v: Var) -> int | None:
+    for cv, c in zip(ctx.constvars, ctx.consts):
+        if cv is v:
+            return int(c) if c.ndim == 0 and c.dtype.kind in "iu" else None
+    return None
+
+
+def _owner(ctx: Any, v: Var) -> Any:
+    """The trace (this one or an enclosing one) in which `v` is defined."""
+    while getattr(ctx, "parent", None) is not None and v not in ctx._local:
+        ctx = ctx.parent
+    return ctx
+
+
+def _producer(ctx: Any, v: Var) -> Any:
+    producer = getattr(ctx, "producer", None)
+    if producer is not None:
+        return producer.get(v)
+    for eqn in reversed(ctx.eqns):  # the outermost trace keeps no producer map
+        if v in eqn.outputs:
+            return eqn
+    return None
+
+
+def affine_form(ctx: Any, v: Var, depth: int = 0) -> tuple[Any, Var | None, int]:
+    """`v` as `base + offset`: (context of base, base, offset); base None for a constant. The
+    base is the variable reached through `+`/`-` of constants and widening integer casts
+    (through captures into enclosing traces)."""
+    c = _constant_int(ctx, v)
+    if c is not None:
+        return ctx, None, c
+    ranges = getattr(ctx, "ranges", {})
+    if v in ranges or depth > 64:
+        return ctx, v, 0
+    outer = ctx.outer_var(v) if hasattr(ctx, "outer_var") else None
+    if outer is not None:
+        return affine_form(ctx.parent, outer, depth + 1)
+    eqn = _producer(ctx, v)
+    if eqn is None:
+        return ctx, v, 0
+    if eqn.prim == "convert" and eqn.inputs[0].aval.dtype.kind in "iu" and v.aval.dtype.kind in "iu" \
+            and np.can_cast(eqn.inputs[0].aval.dtype, v.aval.dtype, "safe"):
+        return affine_form(ctx, eqn.inputs[0], depth + 1)
+    if eqn.prim in ("add", "subtract"):
+        a = affine_form(ctx, eqn.inputs[0], depth + 1)
+        b = affine_form(ctx, eqn.inputs[1], depth + 1)
+        sign = 1 if eqn.prim == "add" else -1
+        if b[1] is None:
+            return a[0], a[1], a[2] + sign * b[2]
+        if a[1] is None and sign == 1:
+            return b[0], b[1], b[2] + a[2]
+    return ctx, v, 0
+
+
+def value_range(t: Tracer) -> tuple[int, int] | None:
+    """The values a traced integer may take, when the trace knows them."""
+    base_ctx, base, offset = affine_form(_owner(_context(t), t.ir_var), t.ir_var)
+    if base is None:
+        return offset, offset
+    r = getattr(base_ctx, "ranges", {}).get(base)
+    return None if r is None else (r[0] + offset, r[1] + offset)
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+def _unsupported_length(x: Any, ix: slice, why: str) -> UnsupportedOperationError:
+    return UnsupportedOperationError(
+        f"the slice {_slice_text(ix)} of an array of shape {x.shape} has a length that depends on a traced "
+        f"value ({why}), at {user_frame_location()}. Symbolic lengths are not supported yet: slice lengths "
+        "must be known at trace time. A jk.lax.fori_loop index with static bounds is proven in range "
+        "(a[i:i + k]); otherwise use a static slice and np.where, or a static argument.")
+
+
+def _slice_text(ix: slice) -> str:
+    def part(p: Any) -> str:
+        return "" if p is None else ("<traced>" if isinstance(p, Tracer) else str(p))
+    return f"[{part(ix.start)}:{part(ix.stop)}" + (f":{part(ix.step)}]" if ix.step is not None else "]")
+
+
+def _bound_form(ctx: Any, p: Any, n: int, default: int) -> tuple[Any, Var | None, int]:
+    """A slice bound as an affine form; a static one normalised as NumPy does (wrap, clamp)."""
+    if p is None:
+        return None, None, default
+    if _is_static_int(p):
+        s = int(p)
+        s = s + n if s < 0 else s
+        return None, None, min(max(s, 0), n)
+    return affine_form(_owner(ctx, p.ir_var), p.ir_var)
+
+
+def _dynamic_slice_axis(ctx: Any, x: Any, ix: slice, n: int) -> _Axis:
+    if ix.step is not None and not (_is_static_int(ix.step) and int(ix.step) == 1):
+        raise UnsupportedOperationError(
+            f"a slice with traced bounds and a step other than 1 ({_slice_text(ix)}) is not supported yet, at "
+            f"{user_frame_location()}")
+    start, stop = _bound_form(ctx, ix.start, n, 0), _bound_form(ctx, ix.stop, n, n)
+    ranges = []
+    for form in (start, stop):
+        base_ctx, base, off = form
+        if base is None:
+            ranges.append((off, off))
+            continue
+        r = getattr(base_ctx, "ranges", {}).get(base)
+        if r is None:
+            raise _unsupported_length(x, ix, "the range of a traced bound is not known")
+        ranges.append((r[0] + off, r[1] + off))
+    if any(lo < 0 or hi > n for lo, hi in ranges):
+        raise _unsupported_length(x, ix, "a bound may fall outside the axis, where NumPy clamps it")
+    (_, s_base, s_off), (_, e_base, e_off) = start, stop
+    (s_lo, s_hi), (e_lo, e_hi) = ranges
+    if s_base is e_base:  # both static, or the same traced value plus constants
+        length = max(e_off - s_off, 0)
+    elif s_lo == s_hi and e_lo == e_hi:  # traced bounds whose values are known
+        length = max(e_lo - s_lo, 0)
+    else:
+        raise _unsupported_length(x, ix, "its bounds are not the same traced value plus constants")
+    if length == 0:
+        return _Axis(0, 0, False)
+    if s_lo == s_hi:
+        return _Axis(s_lo, length, False)
+    return _Axis(ix.start, length, False)
+
+
+def _parse(x: Any, index: tuple, allow_none: bool = True) -> tuple[list[_Axis], list[int]]:
+    """Per axis of x, its window; and where the index's None entries put new axes (positions in
+    the result)."""
+    ctx = _context(x)
+    n_real = sum(1 for ix in index if ix is not None and ix is not Ellipsis)
+    if sum(1 for ix in index if ix is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if n_real > x.ndim:
+        raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, but {n_real} were indexed")
+    expanded: list[Any] = []
+    for ix in index:
+        expanded.extend([slice(None)] * (x.ndim - n_real) if ix is Ellipsis else [ix])
+    if Ellipsis not in index:
+        expanded.extend([slice(None)] * (x.ndim - n_real))
+    axes: list[_Axis] = []
+    new_axes: list[int] = []
+    out_pos = 0
+    traced_before = False
+    for ix in expanded:
+        if ix is None:
+            if not allow_none:
+                raise UnsupportedOperationError(
+                    f"np.newaxis (None) in an assignment index with a traced scalar is not supported yet, at "
+                    f"{user_frame_location()}")
+            new_axes.append(out_pos)
+            out_pos += 1
+            continue
+        d, n = len(axes), x.shape[len(axes)]
+        if _is_static_int(ix):
+            i = int(ix)
+            if not -n <= i < n and not traced_before:
+                raise IndexError(f"index {i} is out of bounds for axis {d} with size {n}")
+            # After a traced index NumPy reports whichever axis fails first: the run-time check
+            # (ir/dynamic_slice.py) goes through the axes in order.
+            axes.append(_Axis(i % n if -n <= i < n else i, 1, True))
+        elif _is_traced_int(ix):
+            axes.append(_Axis(ix, 1, True))
+            traced_before = True
+        elif isinstance(ix, slice) and not any(isinstance(p, Tracer) for p in (ix.start, ix.stop, ix.step)):
+            start, stop, step = ix.indices(n)
+            if step != 1:
+                axes.append(_Axis(ix, len(range(start, stop, step)), False))  # static strided: sliced first
+            else:
+                length = max(stop - start, 0)
+                axes.append(_Axis(start if length else 0, length, False))
+            out_pos += 1
+        elif isinstance(ix, slice):
+            axes.append(_dynamic_slice_axis(ctx, x, ix, n))
+            out_pos += 1
+        else:
+            raise IndexError(f"invalid index {ix!r} for a traced array")
+    return axes, new_axes
+
+
+def _strided_first(x: Any, axes: list[_Axis]) -> tuple[Any, list[_Axis]]:
+    """Static slices with a step other than 1 are taken by basic indexing first (they keep every
+    axis), leaving windows of step 1."""
+    if not any(isinstance(a.start, slice) for a in axes):
+        return x, axes
+    from ._indexing import getitem
+    x = getitem(x, tuple(a.start if isinstance(a.start, slice) else slice(None) for a in axes))
+    return x, [_Axis(0, a.size, False) if isinstance(a.start, slice) else a for a in axes]
+
+
+def _start_tracers(ctx: Any, axes: list[_Axis]) -> list[Tracer]:
+    return [a.start if isinstance(a.start, Tracer) else ctx.const(np.asarray(a.start, np.int64)) for a in axes]
+
+
+# ----------------------------------------------------------------------------- the two functions
+
+
 def dynamic_getitem(x: Any, index: tuple) -> Any:
-    raise UnsupportedOperationError(f"indexing with a traced scalar is not supported yet: index {index!r}")
+    """`x[index]` where `index` holds traced scalar integers (or slice bounds)."""
+    from ._shape import reshape
+    ctx = _context(x)
+    axes, new_axes = _parse(x, index)
+    x, axes = _strided_first(x, axes)
+    window = ctx.bind1("dynamic_slice", x, *_start_tracers(ctx, axes), sizes=tuple(a.size for a in axes))
+    shape = [a.size for a in axes if not a.drop]
+    for p in new_axes:
+        shape.insert(p, 1)
+    out = reshape(window, tuple(shape))
+    if all(a.drop for a in axes) and not new_axes:
+        return Tracer(out._ctx, out.ir_var)  # an integer per axis: a NumPy scalar, a copy
+    out = Tracer(out._ctx, out.ir_var)
+    out.share_memory_with(x)  # NumPy returns a view of x
+    return out
 
 
 def dynamic_update(x: Any, index: tuple, value: Any) -> Any:
-    raise UnsupportedOperationError(f"assignment through a traced scalar index is not supported yet: index {index!r}")
+    """The new array `x` with `x[index] = value` applied (NumPy's casting and broadcasting of
+    `value`); `x` itself is not changed."""
+    from ._core import broadcast_to_shape, lift
+    from ._shape import reshape
+    from . import astype
+    ctx = _context(x)
+    axes, _ = _parse(x, index, allow_none=False)
+    if any(isinstance(a.start, slice) for a in axes):
+        raise UnsupportedOperationError(
+            f"assignment through a strided slice combined with a traced index is not supported yet, at "
+            f"{user_frame_location()}")
+    region = tuple(a.size for a in axes if not a.drop)
+    v = lift(ctx, value)
+    if v.dtype != x.dtype:
+        v = astype(v, x.dtype)  # NumPy's setitem casts the value (unsafe casting)
+    try:
+        v = broadcast_to_shape(ctx, _drop_leading_ones(v, len(region)), region)
+    except ValueError:
+        raise ValueError(f"could not broadcast input array from shape {tuple(v.shape)} into shape {region}") from None
+    v = reshape(v, tuple(a.size for a in axes))
+    return ctx.bind1("dynamic_update_slice", x, v, *_start_tracers(ctx, axes))
+
+
+def _drop_leading_ones(v: Tracer, ndim: int) -> Tracer:
+    """NumPy lets a value have extra leading length-1 axes in an assignment."""
+    from ._shape import reshape
+    extra = v.ndim - ndim
+    if extra > 0 and all(n == 1 for n in v.shape[:extra]):
+        return reshape(v, v.shape[extra:])
+    return v

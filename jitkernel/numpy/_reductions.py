@@ -183,7 +183,12 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any 
     ctx = context_of(a)
     if ctx is None:
         return np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kw)
-    unsupported_kwargs("var", dict(kw, out=out), out=None, where=True, mean=np._NoValue, correction=np._NoValue)
+    correction = kw.pop("correction", np._NoValue)
+    if correction is not np._NoValue:
+        if ddof != 0:
+            raise ValueError("ddof and correction can't be provided simultaneously.")
+        ddof = correction
+    unsupported_kwargs("var", dict(kw, out=out), out=None, where=True, mean=np._NoValue)
     t = lift(ctx, a)
     axes = normalize_axes(axis, t.ndim)
     acc = check_dtype(dtype, "the dtype= of var") if dtype is not None else (

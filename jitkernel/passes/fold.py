@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Eqn, Program, Var, primitives
+from ..ir.control_flow import CONTROL_FLOW_PRIMITIVES
+from ..ir.program import RAISING_STEPS
 
 MAX_FOLDED_ELEMENTS = 4096
 
@@ -14,7 +16,9 @@ def fold_constants(program: Program) -> Program:
     constvars, consts = list(program.constvars), list(program.consts)
     eqns: list[Eqn] = []
     for eqn in program.eqns:
-        foldable = (all(v in values for v in eqn.inputs) and eqn.inputs
+        # Loops are never folded: a constant trip count can still be 10**6 iterations.
+        # Nor a step that may raise: its IndexError belongs to the run (and to the branch taken).
+        foldable = (eqn.prim not in CONTROL_FLOW_PRIMITIVES and eqn.prim not in RAISING_STEPS and all(v in values for v in eqn.inputs) and eqn.inputs
                     and all(o.aval.size <= MAX_FOLDED_ELEMENTS for o in eqn.outputs))
         if foldable:
             outs = primitives.evaluate(eqn.prim, [values[v] for v in eqn.inputs], eqn.params)

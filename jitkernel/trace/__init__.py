@@ -7,6 +7,7 @@ import numpy as np
 
 from ..ir import AType, Program, Var, live_variables
 from ..tree import TreeDef, tree_flatten
+from ..ir.library_prims import RAISING_LIBRARY_PRIMITIVES
 from .context import TraceContext, current_context, user_line_warnings
 from . import creation, random_guard
 from .tracer import Tracer, conversion_error
@@ -33,7 +34,7 @@ def trace_program(fun: Callable[..., Any], name: str,
                 if real is None:
                     raise
                 raise real.with_traceback(e.__traceback__) from None
-            leaves, out_tree = tree_flatten(result)
+            leaves, out_tree = tree_flatten(result, namedtuples=True)
             outvars: list[Var] = []
             for leaf in leaves:
                 if isinstance(leaf, Tracer) and leaf._ctx is ctx:
@@ -85,4 +86,6 @@ def _unread_raising_values(ctx: TraceContext, outvars: list[Var]) -> list[Var]:
             axes = tuple(range(out.aval.ndim))
             value = Tracer(ctx, out)
             hidden.append(ctx.bind1("reduce_sum", value, axes=axes).ir_var if axes else out)
+        elif eqn.prim in RAISING_LIBRARY_PRIMITIVES and not any(o in live for o in eqn.outputs):
+            hidden.append(out)  # LinAlgError etc. (ir/library_prims.py): already a buffer, kept as is
     return hidden

@@ -180,6 +180,11 @@ def user_line_warnings() -> Any:
 class TraceContext:
     """Collects equations while a function runs on Tracers."""
 
+    # A context made by jk.lax for a sub-function has its enclosing context as `parent`
+    # (trace/subtrace.py); `closed` once its function has been traced.
+    parent: "TraceContext | None" = None
+    closed = False
+
     def __init__(self, name: str) -> None:
         self.name = name
         self.eqns: list[Eqn] = []
@@ -259,8 +264,15 @@ class TraceContext:
     def bind(self, prim: str, inputs: Sequence["Tracer"], **params: Any) -> list["Tracer"]:
         """Append `prim(*inputs, **params)`; the shape rule raises NumPy-style errors."""
         from .tracer import Tracer
+        innermost = _traces.stack[-1] if _traces.stack else self
+        if innermost is not self and innermost.encloses(self):
+            # Inside a jk.lax sub-function every operation is recorded there, even one whose
+            # inputs are all outer values (trace/subtrace.py captures them).
+            return innermost.bind(prim, inputs, **params)
         for t in inputs:
             if not isinstance(t, Tracer) or t._ctx is not self:
+                if isinstance(t, Tracer) and t._ctx.closed:
+                    raise t._ctx._leak_error()  # a value of a finished jk.lax sub-trace
                 raise UnsupportedOperationError(
                     f"{self.name}: a value traced by another jitted function leaked into this one")
         in_vars = [t.ir_var for t in inputs]
@@ -273,6 +285,15 @@ class TraceContext:
             # through either are seen by both; see trace/views.py).
             results[0].share_memory_with(inputs[0], prim, params)
         return results
+
+    def encloses(self, other: "TraceContext") -> bool:
+        """Whether `other` is this context or one it is nested in (jk.lax sub-traces)."""
+        ctx: TraceContext | None = self
+        while ctx is not None:
+            if ctx is other:
+                return True
+            ctx = ctx.parent
+        return False
 
     def bind1(self, prim: str, *inputs: "Tracer", **params: Any) -> "Tracer":
         return self.bind(prim, inputs, **params)[0]

@@ -353,8 +353,9 @@ def put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
     from .tracer import Tracer
     if not isinstance(a, Tracer):
         raise TypeError("put: first argument must be an array (a traced array inside jit)")
-    if isinstance(ind, Tracer):
-        raise UnsupportedOperationError(f"numpy.put with traced indices is not supported inside jit ({user_frame_location()})")
+    if isinstance(ind, Tracer):  # a traced index array: one library step (numpy/_advanced.py)
+        from ..numpy._advanced import put as put_traced_indices
+        return put_traced_indices(a, ind, v, mode)
     if mode not in ("raise", "wrap", "clip"):
         raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
     check_writeable(a)

@@ -126,8 +126,8 @@ class Tracer:
             "Python `if`, `while`, `and`, `or`, `not` and bool() need concrete values. Use "
             "np.where(cond, a, b) (or jitkernel.numpy.where) to choose elementwise, or pass the value "
             "as a static argument (jk.jit(f, static_argnums=...) / static_argnames=...) so it is "
-            "known at trace time. Traced control flow (jitkernel.cond / while_loop / fori_loop / scan) "
-            "is not available yet.")
+            "known at trace time. For control flow on traced values use jk.lax.cond / jk.lax.switch "
+            "(branches), jk.lax.while_loop or jk.lax.fori_loop (loops) and jk.lax.scan.")
 
     def _argument_name(self) -> str | None:
         """The user's local name for this Tracer when it is an argument of the function."""
@@ -191,7 +191,11 @@ class Tracer:
         self._stored_into_array()
         why = ("NumPy needs concrete data here: np.asarray()/np.array() of a traced value (use the value "
                "itself, or jitkernel.numpy.asarray), or a NumPy function jitkernel does not support")
-        if self.weak is not None and self.ir_var in self._ctx.invars:
+        if user_instruction()[0] == "BINARY_SUBSCR":
+            why = ("a NumPy array that is not traced (a closure, a global, or an array made with NumPy inside "
+                   "the function) is indexed by a traced value, and NumPy's own indexing needs a concrete "
+                   "index; pass that array as an argument of the jitted function so the index is traced too")
+        elif self.weak is not None and self.ir_var in self._ctx.invars:
             why += (". This value is a Python scalar argument: a list or tuple argument is traced as separate "
                     "Python scalars, not as an array; pass an array (np.asarray(...)) to the jitted function instead")
         self._raise_pending(TracerArrayConversionError(
@@ -306,6 +310,16 @@ class Tracer:
 
     def dot(self, other: Any) -> "Tracer":
         return _jnp().dot(self, other)
+
+    # ndarray methods of the array functions (numpy/_matrix.py, numpy/_manipulation.py)
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> "Tracer":
+        return _jnp().diagonal(self, offset, axis1, axis2)
+
+    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None) -> "Tracer":
+        return _jnp().trace(self, offset, axis1, axis2, dtype, out)
+
+    def repeat(self, repeats: Any, axis: Any = None) -> "Tracer":
+        return _jnp().repeat(self, repeats, axis)
 
 
 def _is_python_scalar(x: Any) -> bool:

@@ -9,7 +9,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ...errors import UnsupportedOperationError
-from .types import F32, I1, I32, is_float, is_signed, reg_type
+from .types import F32, I1, I8, I32, I64, is_float, is_signed, reg_type
 
 # NumPy ufunc -> (llvm intrinsic or None, libm base name): float math functions.
 _MATH = {
@@ -85,12 +85,32 @@ class OpLowering:
         flag = self.b.select(cond, ir.Constant(I32, code), ir.Constant(I32, 0))
         self.b.store(self.b.or_(old, flag), self.status)
 
+    def index_check(self, s: ir.Value, n: ir.Value, limit: ir.Value, axis: ir.Value) -> ir.Value:
+        """A run-time start (int64): wrapped when negative (NumPy), then 0 <= s <= limit, or the
+        IndexError flag is set (the first failure also records s, the axis and n) and 0 is
+        returned, so no access leaves the array. Only check kernels (domain ()) use it, so the
+        branch it adds is never inside a kernel's loop."""
+        b = self.b
+        zero = ir.Constant(I64, 0)
+        w = b.select(b.icmp_signed("<", s, zero), b.add(s, n), s)
+        ok = b.and_(b.icmp_signed(">=", w, zero), b.icmp_signed("<=", w, limit))
+        with b.if_then(b.not_(ok), likely=False):
+            old = b.load(self.status, typ=I32)
+            with b.if_then(b.icmp_unsigned("==", b.and_(old, ir.Constant(I32, STATUS_INDEX)), ir.Constant(I32, 0))):
+                for offset, v in zip(STATUS_INDEX_DETAIL, (s, axis, n)):
+                    slot = b.gep(self.status, [ir.Constant(I64, offset)], inbounds=True, source_etype=I8)
+                    b.store(v, slot)
+                b.store(b.or_(old, ir.Constant(I32, STATUS_INDEX)), self.status)
+        return b.select(ok, w, zero)
+
     # -- entry point ---------------------------------------------------------------------
     def lower(self, prim: str, args: list[ir.Value], in_dts: list[np.dtype], out_dt: np.dtype) -> ir.Value:
         if prim == "convert":
             return self.convert(args[0], in_dts[0], out_dt)
         if prim == "select":
             return self.b.select(args[0], args[1], args[2])
+        if prim == "index_check":
+            return self.index_check(*args)
         dt = in_dts[0]
         if len(args) == 1:
             return self.unary(prim, args[0], dt, out_dt)
@@ -343,4 +363,10 @@ class OpLowering:
         raise UnsupportedOperationError(f"numpy.{prim} on {dt} is not supported by the CPU backend")
 
 
-STATUS_MESSAGES = {1: (ValueError, "Integers to negative integer powers are not allowed.")}
+# A traced index outside its axis (fusion/dynamic.py's check kernel). The first one also stores
+# its value, axis and axis length after the flags (runtime.StatusWord: int64s at these byte
+# offsets), from which the runtime writes NumPy's message; this text is the fallback.
+STATUS_INDEX = 2
+STATUS_INDEX_DETAIL = (8, 16, 24)
+STATUS_MESSAGES = {1: (ValueError, "Integers to negative integer powers are not allowed."),
+                   STATUS_INDEX: (IndexError, "index out of bounds (a traced index in compiled code)")}

@@ -17,6 +17,8 @@ from ...fusion.index import Aff
 from ...fusion.kernel_ir import (IndexValue, Kernel, KernelProgram, LibraryCall, Literal, Load, Node,
                                  RowKernel, Store, follows_numpy_blocks, postorder)
 from . import pairwise as pairwise_rt
+from . import render_loops
+from ...fusion.loops import is_control, touched_buffers
 from .ops import _MATH2, OpLowering
 from ...fusion.params import Param, block_kind, constants
 from ...fusion.split import kernel_computes
@@ -67,6 +69,8 @@ def splittable(kernel: Kernel | RowKernel) -> bool:
 
 
 def _kernel_buffers(kernel: Kernel | RowKernel) -> set[int]:
+    if is_control(kernel):  # a loop or branch: everything its sub-steps touch (roles filtered by the caller)
+        return touched_buffers(kernel)
     if isinstance(kernel, RowKernel):
         return {b for p in kernel.phases for b in p.buffers()} - set(kernel.scratch)
     return set(kernel.buffers())
@@ -97,6 +101,8 @@ class KernelRenderer:
         for atom, k in a.terms:
             if atom[0] == "i":
                 v = loops[atom[1]]
+            elif atom[0] == "val":  # a checked run-time start (fusion/dynamic.py)
+                v = b.load(self.value_ptrs[atom[1]], typ=I64)
             else:
                 inner = self.aff(b, atom[1], loops)
                 c = self.ival(b, atom[2])
@@ -331,7 +337,7 @@ class KernelRenderer:
         last = len(kernel.domain) - 1
         if not isinstance(v, Load) or self.acc_dtype(st) != v.dtype or v.offset.coef(last) != 1:
             return None
-        if any(atom[0] != "i" and last in atom[1].loop_vars() for atom, _ in v.offset.terms):
+        if any(atom[0] in ("div", "mod") and last in atom[1].loop_vars() for atom, _ in v.offset.terms):
             return None
 
         def address(b: ir.IRBuilder, base: ir.Value) -> ir.Value:
@@ -549,6 +555,7 @@ class KernelRenderer:
         ops = OpLowering(self.module, b, status, self.fastmath)
         env = {"bufs": dict(zip(used, fn.args)), "loops": [None] * max(len(p.domain) for p in phases),
                "allocas": allocas, "start": start, "end": end}
+        self.value_ptrs = env["bufs"]
         for bid, row_size in scratch.items():
             buf = self.kp.buffers[bid]
             env["bufs"][bid] = allocas.alloca(mem_type(buf.dtype), size=self.ival(allocas, row_size))
@@ -664,7 +671,9 @@ class KernelRenderer:
     def render_segment(self, seg: Segment) -> ir.Function:
         """`segment_N(PyArrayObject* b0, ..., i32* status)`: reads each array's data pointer
         itself (field `data` at offset DATA_OFFSET), so a call from Python passes only `id()`s."""
-        seg.buffers = sorted({b for k in seg.kernels for b in _kernel_buffers(k)})
+        # Register and alias buffers of loops are stack slots and swapped pointers, not arrays.
+        seg.buffers = sorted(b for b in {b for k in seg.kernels for b in _kernel_buffers(k)}
+                             if self.kp.buffers[b].role not in ("register", "alias", "scratch"))
         # Arguments: the arrays, [start, end) for a splittable segment, the status word, and the
         # parameter array when the program has run-time parameters. Each ctypes argument costs
         # tens of nanoseconds on every call, so none is passed that is not needed.
@@ -674,6 +683,7 @@ class KernelRenderer:
         rest = list(fn.args[len(seg.buffers):])
         start, end = (rest.pop(0), rest.pop(0)) if seg.parallel else (None, None)
         status = rest.pop(0)
+        status.add_attribute("noalias")  # a ctypes word of its own: no array aliases it
         params = rest.pop(0) if self.has_params else ir.Constant(PTR, None)
         self.params = params
         b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -681,17 +691,10 @@ class KernelRenderer:
         for bid, obj in zip(seg.buffers, fn.args):
             slot = b.gep(obj, [ir.Constant(I64, DATA_OFFSET)], inbounds=True, source_etype=I8)
             ptrs[bid] = b.load(slot, typ=PTR)
+        render_loops.register_slots(self, b, seg.kernels, ptrs)
         seg.sets_status = False
-        for kernel in seg.kernels:
-            kfn, used = self.render_kernel(kernel)
-            seg.sets_status |= _uses(kfn, kfn.args[len(used) + 2])
-            self.params = params
-            if seg.parallel:  # the caller chooses the range of the outer loop
-                lo, hi = start, end
-            else:
-                lo = ir.Constant(I64, 0)
-                hi = self.ival(b, kernel.domain[0]) if kernel.domain else ir.Constant(I64, 1)
-            b.call(kfn, [ptrs[bid] for bid in used] + [lo, hi, status, params])
+        seg.range = (start, end)
+        render_loops.emit_steps(self, b, seg.kernels, ptrs, status, params, seg)
         b.ret_void()
         return fn
 

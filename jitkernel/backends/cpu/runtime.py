@@ -27,9 +27,11 @@ import numpy as np
 
 from ...config import config
 from ...fusion.kernel_ir import Compute, KernelProgram, LibraryCall, RowKernel
-from ...ir import primitives
+from ...fusion.loops import control_work, is_control
 from ...ir.primitives import dot_general_numpy
-from .ops import STATUS_MESSAGES
+from .control_flow import library_impl
+from .in_place_updates import in_place_impl
+from .ops import STATUS_INDEX, STATUS_MESSAGES
 from .render import DATA_OFFSET, PARALLEL_MIN_ELEMENTS, Segment
 
 
@@ -74,11 +76,16 @@ CHUNK_WORK = 1 << 23
 LONG_WORK = 1 << 25
 
 
-class StatusWord(ctypes.c_int32):
-    """The error flags of one call (ops.py ORs codes into it); `addr` is taken once."""
+class StatusWord(ctypes.Structure):
+    """The error flags of one call (ops.py ORs codes into `value`); `addr` is taken once. The
+    first out-of-bounds traced index also leaves its value, axis and axis length
+    (ops.STATUS_INDEX_DETAIL), for NumPy's message."""
+
+    _fields_ = [("value", ctypes.c_int32), ("_pad", ctypes.c_int32),
+                ("index", ctypes.c_int64), ("axis", ctypes.c_int64), ("size", ctypes.c_int64)]
 
     def __init__(self) -> None:
-        ctypes.c_int32.__init__(self, 0)
+        ctypes.Structure.__init__(self)
         self.addr = ctypes.addressof(self)
 
 
@@ -91,6 +98,8 @@ def _raise_status(word: StatusWord) -> None:
     word.value = 0
     for bit, (exc, msg) in STATUS_MESSAGES.items():
         if code & bit:
+            if bit == STATUS_INDEX and isinstance(word, StatusWord):
+                msg = f"index {word.index} is out of bounds for axis {word.axis} with size {word.size}"
             raise exc(msg)
 
 
@@ -128,13 +137,19 @@ class CpuExecutable:
             dt = np.dtype(kp.buffers[bid].dtype.str)
             ns[f"dt{bid}"] = dt
             head.append(f"    b{bid} = arrays[{i}]")
+            if not kp.buffers[bid].shape:
+                # A NumPy scalar has no data pointer for a native segment to read (only 0-d
+                # inputs can be one: a loop bound, a carry passed as np.int64(3)).
+                ns["ndarray"] = np.ndarray
+                head.append(f"    if type(b{bid}) is not ndarray:")
+                head.append(f"        b{bid} = np.asarray(b{bid})")
             head.append(f"    if (b{bid}.dtype is not dt{bid} and b{bid}.dtype != dt{bid}) or not b{bid}.flags.c_contiguous:")
             head.append(f"        b{bid} = to_c(b{bid}, dt{bid})")
         for bid, c in kp.consts:
             ns[f"b{bid}"] = np.array(c, order="C")
         library_outputs = {b for st in steps if isinstance(st, LibraryCall) for b in st.outputs}
         for b in kp.buffers.values():
-            if b.role in ("temp", "output") and b.id not in library_outputs:
+            if b.role in ("temp", "output", "check") and b.id not in library_outputs:
                 ns[f"shape{b.id}"], ns[f"dt{b.id}"] = b.shape, b.dtype
                 head.append(f"    b{b.id} = last[{b.id}]")
                 head.append(f"    if b{b.id} is None or getrefcount(b{b.id}) != FREE:")
@@ -213,7 +228,9 @@ def _library_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict) -> li
     if step.prim == "dot_general":
         lines = [f"    {outs}= dot_general({ins}, **params{n}),"]
     else:
-        ns[f"impl{n}"] = primitives.get(step.prim).impl
+        # A scatter into a dead kernel-written temporary writes in place (in_place_updates.py);
+        # control flow runs compiled sub-programs (control_flow.py).
+        ns[f"impl{n}"] = in_place_impl(kp, step) or library_impl(step.prim, step.params)
         lines = [f"    {outs}= impl{n}({ins}, **params{n})"]
     for k, b in enumerate(step.outputs):
         if step.prim == "dot_general" and b not in kp.outputs:
@@ -225,8 +242,12 @@ def _library_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict) -> li
     return lines
 
 
-def _kernel_work(kernel) -> int:
+def _kernel_work(kernel, consts: dict | None = None) -> int:
     """Elements of the loop nest times (1 + distinct expression nodes): a rough time estimate."""
+    if is_control(kernel):
+        # A loop whose trip count is not a constant counts as long, so that the call runs on a
+        # worker thread and the caller can still be interrupted (Ctrl-C).
+        return control_work(kernel, consts or {}, _kernel_work, LONG_WORK)
     phases = kernel.phases if isinstance(kernel, RowKernel) else [kernel]
     total = 0
     for phase in phases:
@@ -251,7 +272,8 @@ def _segment_work(kp: KernelProgram, seg: Segment) -> int:
     concrete = kp.steps[seg.step_index: seg.step_index + len(seg.kernels)] if seg.step_index >= 0 else []
     kernels = concrete if len(concrete) == len(seg.kernels) and not any(
         isinstance(k, LibraryCall) for k in concrete) else seg.kernels
-    return sum(_kernel_work(k) for k in kernels)
+    consts = {bid: value for bid, value in kp.consts}
+    return sum(_kernel_work(k, consts) for k in kernels)
 
 
 def _chunks(outer: int, n: int) -> tuple[tuple[int, int], ...]:

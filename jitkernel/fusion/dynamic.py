@@ -1,0 +1,224 @@
+"""Run-time offsets inside kernels: `dynamic_slice(x, *starts; sizes)` is a movement op whose
+index map adds the start values, `dynamic_update_slice(x, v, *starts)` a copy of `x` (skipped when
+updated in place) plus a kernel storing `v` at the start offsets. No library step per element.
+
+A start is read through an index-map atom `("val", buffer, lo, hi)`: the value of a 0-d int64
+buffer known to lie in `[lo, hi]` (fusion/index.py). That buffer is written by a **check
+kernel** emitted where the equation stands: NumPy's rule as `lax` decided it (ir primitives'
+reference implementation): a negative start wraps by adding the axis length, and a start outside
+`[0, n - size]` after that sets the IndexError flag of the status word (backends/cpu/ops.py) and is
+replaced by 0, so no access ever leaves the array. A start that is a literal is checked here and
+becomes a constant offset. Inside a loop the checked start is a register (fusion/loops.py).
+
+In-place updates: `in_place_operand` names the operand whose buffer an equation's output may
+take (the updated array of `dynamic_update_slice`, the initial carry of a loop); a loop carry
+whose body result is such an update of the carry itself is updated in the carry's own buffer when
+nothing else reads the old value afterwards (`can_update_in_place`): a DP table `D[i, j] = ...` in
+a loop costs one store per trip, not a copy of the table.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ir import AType, Eqn, Program, Var
+from . import index as ix
+from .kernel_ir import Compute, Literal, Store
+
+SLICE, UPDATE = "dynamic_slice", "dynamic_update_slice"
+PRIMS = (SLICE, UPDATE)
+INT64 = np.dtype(np.int64)
+
+
+def starts_of(eqn: Eqn) -> list[Var]:
+    return eqn.inputs[1:] if eqn.prim == SLICE else eqn.inputs[2:]
+
+
+def window(eqn: Eqn) -> tuple[int, ...]:
+    """The size of the read or written window, per dimension."""
+    if eqn.prim == SLICE:
+        return tuple(eqn.params["sizes"])
+    return eqn.inputs[1].aval.shape
+
+
+def _literal_start(sched: Any, v: Var) -> int | None:
+    if sched._is_literal(v):
+        return int(sched.const_value[v].reshape(()).item())
+    return None
+
+
+def emit_checks(sched: Any, eqn: Eqn, steps: list) -> None:
+    """The start offsets of `eqn`, checked: constants, or one check kernel (domain ()) storing
+    every run-time start, wrapped and bounded, in a 0-d int64 buffer of its own."""
+    if id(eqn) in sched.checked:
+        return
+    shape = eqn.inputs[0].aval.shape
+    offsets: list[ix.Aff] = []
+    stores: list[Store] = []
+    ops = {sched.eqn_index[id(eqn)]}
+    for d, (s, n, size) in enumerate(zip(starts_of(eqn), shape, window(eqn))):
+        limit = n - size
+        lit = _literal_start(sched, s)
+        if lit is not None and 0 <= (lit + n if lit < 0 else lit) <= limit:
+            offsets.append(ix.const(lit + n if lit < 0 else lit))
+            continue
+        # A constant start out of bounds is checked at run time too, in axis order: NumPy names
+        # the first bad axis, and an equation in an untaken branch or a zero-trip loop must
+        # not raise at all.
+        value = sched.expr(s, (), (), {}, ops)
+        proved = _proved_offset(sched, value, limit)
+        if proved is not None:
+            offsets.append(proved)
+            continue
+        if value.dtype != INT64:
+            value = Compute("convert", (value,), (), INT64)
+        checked = Compute("index_check", (value, Literal(int(n), INT64), Literal(int(limit), INT64),
+                                          Literal(d, INT64)), (), INT64)
+        # Role "check": a 0-d temporary that dead-store removal never drops, because the check
+        # has an effect (the status flag) even where nothing reads the start any more (a size-1
+        # axis, whose index maps are 0). Inside a loop body it becomes a register (loops.py);
+        # at the top level it is memory: its readers may be in another native segment.
+        bid = sched.new_buffer(AType((), INT64), "check")
+        stores.append(Store(bid, ix.const(0), checked))
+        offsets.append(ix.Aff(((("val", bid, 0, max(limit, 0)), 1),), 0))
+    if stores:
+        steps.append(sched._kernel(f"k{len(steps)}_index_check", (), 0, stores, ops))
+    sched.checked[id(eqn)] = offsets
+
+
+def _affine_of(sched: Any, nd: Any) -> tuple[int, int, int] | None:
+    """(buffer, c, (lo, hi)) when `nd` is `buffer[0] + c` for a 0-d int64 buffer of known range."""
+    from .kernel_ir import Load
+    if isinstance(nd, Load) and nd.dtype == INT64 and not nd.offset.terms and nd.buffer in sched.ranges:
+        return nd.buffer, 0, sched.ranges[nd.buffer]
+    if isinstance(nd, Compute) and nd.prim in ("add", "subtract") and nd.dtype == INT64 and len(nd.args) == 2:
+        a, b = nd.args
+        if nd.prim == "add" and isinstance(a, Literal):
+            a, b = b, a
+        inner = _affine_of(sched, a)
+        if inner is not None and isinstance(b, Literal):
+            c = int(b.value) if nd.prim == "add" else -int(b.value)
+            return inner[0], inner[1] + c, inner[2]
+    return None
+
+
+def note_ranges(sched: Any, stores: list) -> None:
+    """A 0-d int64 value `i + c` stored by a scalar kernel (a loop body's `i + 1`, passed to an
+    inner loop) has i's range shifted by c."""
+    for st in stores:
+        if st.reduce is None and not st.offset.terms and sched.buffers[st.buffer].dtype == INT64:
+            form = _affine_of(sched, st.value)
+            if form is not None:
+                _, c, (lo, hi) = form
+                sched.ranges[st.buffer] = (lo + c, hi + c)
+
+
+def _proved_offset(sched: Any, value: Any, limit: int) -> ix.Aff | None:
+    """A start `i + c` (i a loop index with constant bounds) that lies in [0, limit] for every
+    value of i: its offset reads the index directly, with no check (the common `D[i + 1, j]`)."""
+    form = _affine_of(sched, value)
+    if form is None:
+        return None
+    bid, c, (lo, hi) = form
+    if lo + c < 0 or hi + c > limit:
+        return None
+    return ix.Aff(((("val", bid, lo, hi), 1),), c)
+
+
+def slice_source(sched: Any, eqn: Eqn, index: tuple) -> tuple:
+    """dynamic_slice's input index of output position `index` (the check kernel came first)."""
+    return tuple(ix.add(start, i) for start, i in zip(sched.checked[id(eqn)], index))
+
+
+def update_steps(sched: Any, eqn: Eqn, v: Var, n: int) -> list:
+    """dynamic_update_slice into v's buffer: the copy of the operand (unless it is that buffer:
+    in place), then the window."""
+    x, val = eqn.inputs[0], eqn.inputs[1]
+    out = sched.buf_of[v]
+    steps = []
+    if sched.buf_of.get(x) != out:
+        shape = x.aval.shape
+        index = tuple(ix.var(d) for d in range(len(shape)))
+        ops = {sched.eqn_index[id(eqn)]}
+        value = sched.expr(x, index, shape, {}, ops)
+        steps.append(sched._kernel(f"k{n}_update_copy", shape, 0, [Store(out, ix.linearize(index, shape), value)], ops))
+    shape = val.aval.shape
+    index = tuple(ix.var(d) for d in range(len(shape)))
+    dst = tuple(ix.add(start, i) for start, i in zip(sched.checked[id(eqn)], index))
+    ops = {sched.eqn_index[id(eqn)]}
+    value = sched.expr(val, index, shape, {}, ops)
+    steps.append(sched._kernel(f"k{n + len(steps)}_{UPDATE}", shape, 0,
+                               [Store(out, ix.linearize(dst, x.aval.shape), value)], ops))
+    return steps
+
+
+# -- in-place updates of loop carries ---------------------------------------------------------
+
+def in_place_operand(eqn: Eqn, out_index: int) -> int | None:
+    """The input position whose buffer output `out_index` of `eqn` may reuse, if any."""
+    if eqn.prim == UPDATE:
+        return 0
+    if eqn.prim == "fori_loop":
+        return 2 + eqn.params["nconsts"] + out_index
+    if eqn.prim == "while_loop":
+        return eqn.params["cond_nconsts"] + eqn.params["body_nconsts"] + out_index
+    return None
+
+
+def can_update_in_place(body: Program, x: Var, result: Var) -> bool:
+    """May `result` (a body output) be computed in x's buffer (x a body input)? Yes when its
+    producer updates x (in_place_operand), reads x through no other operand, and every other
+    reader of x (transitively) only feeds that producer: nothing reads the old x afterwards. An
+    update window whose value reads x (a DP cell from its neighbours) must be one element: the
+    element's loads come before its store."""
+    producer = next((e for e in body.eqns if result in e.outputs), None)
+    if producer is None or x.aval.ndim == 0:
+        return False
+    k = in_place_operand(producer, producer.outputs.index(result))
+    if k is None or producer.inputs[k] is not x or producer.inputs.count(x) != 1:
+        return False
+    if sum(1 for o in body.outvars if o is result) != 1 or x in body.outvars:
+        return False
+    if body.eqns.index(producer) != max(i for i, e in enumerate(body.eqns) if x in e.inputs):
+        return False  # something after the update reads the old value directly
+    # Ancestors of the producer (what its other operands are computed from).
+    anc: set[int] = set()
+    need = {v for i, v in enumerate(producer.inputs) if i != k}
+    for e in reversed(body.eqns[:body.eqns.index(producer)]):
+        if any(o in need for o in e.outputs):
+            anc.add(id(e))
+            need.update(e.inputs)
+    # Everything downstream of x, not through the producer: each must be an ancestor (computed
+    # before the producer's step, in program order). Ancestors' results may be returned: a
+    # returned value is materialised when its equation runs, before the update.
+    tainted = {x}
+    for e in body.eqns:
+        if e is producer or not any(v in tainted for v in e.inputs):
+            continue
+        if id(e) not in anc:
+            return False
+        tainted.update(e.outputs)
+    if producer.prim == UPDATE and int(np.prod(window(producer))) != 1 and _fused_reads(body, producer.inputs[1], x):
+        return False
+    return True
+
+
+def _fused_reads(body: Program, v: Var, x: Var) -> bool:
+    """Does the expression of `v` that fuses into the window kernel read x? (Walks through
+    elementwise and movement equations, which fuse; results of reductions, updates, loops and
+    library steps have buffers of their own, computed before.)"""
+    from ..ir import primitives
+    producer = {o: e for e in body.eqns for o in e.outputs}
+    stack, seen = [v], set()
+    while stack:
+        u = stack.pop()
+        if u is x:
+            return True
+        if u in seen or u not in producer:
+            continue
+        seen.add(u)
+        e = producer[u]
+        if e.prim == SLICE or primitives.get(e.prim).kind in ("elementwise", "movement"):
+            stack.extend(e.inputs)
+    return False

@@ -1,0 +1,284 @@
+"""Accumulations and counting inside a trace: cumsum, cumprod, ufunc.accumulate (library steps
+running NumPy's sequential accumulation, so float results are bit for bit NumPy's), diff (slices
+and a subtraction: it fuses), histogram, bincount (static minlength, checked when the call
+runs) and digitize (library steps).
+
+>>> import numpy as np, jitkernel as jk
+>>> jk.jit(lambda x: np.cumsum(x) + np.diff(x, prepend=0))(np.arange(4.0))
+array([0., 2., 4., 7.])
+"""
+from __future__ import annotations
+
+import functools
+import operator
+from typing import Any
+
+import numpy as np
+
+from ..errors import UnsupportedOperationError
+from ..ir import check_dtype
+from ..trace.tracer import Tracer
+from ._core import broadcast_to_shape, context_of, lift, normalize_axis, shape_of
+from ._shape import concatenate, ravel
+from ._ufuncs import apply_ufunc
+
+__all__ = ["cumsum", "cumprod", "nancumsum", "nancumprod", "cumulative_sum", "cumulative_prod", "diff", "histogram",
+           "bincount", "digitize"]
+
+# ufunc.accumulate is a library step for these (binary ufuncs with an identity-free,
+# well-defined running result); others raise UnsupportedOperationError.
+ACCUMULATE_UFUNCS = frozenset({"add", "multiply", "maximum", "minimum", "fmax", "fmin", "logical_and",
+                               "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
+                               "subtract", "divide", "true_divide", "floor_divide", "remainder", "power",
+                               "hypot", "arctan2", "copysign", "left_shift", "right_shift"})
+
+
+@functools.lru_cache(maxsize=None)
+def _accumulate_dtype(ufunc: str, dtype: np.dtype, requested: np.dtype | None, cumulative: bool) -> np.dtype:
+    """NumPy's result dtype of cumsum/cumprod (cumulative=True) or ufunc.accumulate, asked of
+    NumPy on a one-element sample (cumsum of int8 is int64, float16 stays float16, ...)."""
+    sample = np.ones(1, dtype)
+    if cumulative:
+        fn = np.cumsum if ufunc == "add" else np.cumprod
+        return fn(sample, dtype=requested).dtype
+    return getattr(np, ufunc).accumulate(sample, dtype=requested).dtype
+
+
+def accumulate(ufunc: str, a: Any, axis: Any, dtype: Any, cumulative: bool) -> Any:
+    """`ufunc.accumulate(a, axis, dtype)` (or cumsum/cumprod when cumulative) as one library step."""
+    ctx = context_of(a)
+    t = lift(ctx, a)
+    if cumulative and axis is None:
+        t, ax = ravel(t), 0
+    else:
+        if t.ndim == 0:
+            raise TypeError("cannot accumulate on a scalar") if not cumulative else ValueError("axis out of bounds")
+        ax = normalize_axis(operator.index(axis), t.ndim)
+    requested = None if dtype is None else check_dtype(dtype, f"the dtype= of {ufunc}.accumulate")
+    out_dt = _accumulate_dtype(ufunc, t.dtype, requested, cumulative)
+    return ctx.bind1("accumulate", t, ufunc=ufunc, axis=ax, dtype=out_dt)
+
+
+def ufunc_method(ufunc: np.ufunc, method: str, a: Any, kwargs: dict) -> Any:
+    """`ufunc.accumulate(a, axis=0, dtype=None)` and `ufunc.reduce(a, axis=0, dtype=None,
+    keepdims=False)` for binary ufuncs without a reduction primitive (bitwise_xor.reduce,
+    subtract.reduce, ...): one library step running NumPy's own method."""
+    name = ufunc.__name__
+    if ufunc.nin != 2:
+        raise ValueError(f"{method} only supported for binary functions")  # NumPy's own error
+    if ufunc.nout != 1 or name not in ACCUMULATE_UFUNCS:
+        raise UnsupportedOperationError(f"numpy.{name}.{method} is not supported inside a jitted function")
+    kwargs = dict(kwargs)
+    axis, dtype = kwargs.pop("axis", 0), kwargs.pop("dtype", None)
+    keepdims = kwargs.pop("keepdims", False) if method == "reduce" else False
+    out = kwargs.pop("out", None)
+    if out is not None and out != (None,):
+        raise UnsupportedOperationError(f"numpy.{name}.{method}: out= is not supported inside jit")
+    if kwargs:
+        raise UnsupportedOperationError(f"numpy.{name}.{method}: argument {next(iter(kwargs))}= is not supported inside jit")
+    if method == "accumulate":
+        return accumulate(name, a, axis, dtype, cumulative=False)
+    ctx = context_of(a)
+    t = lift(ctx, a)
+    axes = None if axis is None else tuple(sorted(normalize_axis(operator.index(ax), t.ndim)
+                                                  for ax in (axis if isinstance(axis, tuple) else (axis,))))
+    requested = None if dtype is None else check_dtype(dtype, f"the dtype= of {name}.reduce")
+    # NumPy's result dtype and its errors (no identity for an empty axis, ...) on a sample of
+    # the same dtype and dimensions.
+    sample = np.ones((1,) * t.ndim, t.dtype)
+    out_dt = ufunc.reduce(sample, axis=axes, dtype=requested).dtype
+    return ctx.bind1("ufunc_reduce", t, ufunc=name, axes=axes, dtype=out_dt, keepdims=bool(keepdims))
+
+
+def cumsum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+    """numpy.cumsum: sequential sums (NumPy's order), small ints accumulate in int64."""
+    if context_of(a) is None:
+        return np.cumsum(a, axis=axis, dtype=dtype, out=out)
+    _no_out("cumsum", out)
+    return accumulate("add", a, axis, dtype, cumulative=True)
+
+
+def cumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+    """numpy.cumprod: sequential products (NumPy's order)."""
+    if context_of(a) is None:
+        return np.cumprod(a, axis=axis, dtype=dtype, out=out)
+    _no_out("cumprod", out)
+    return accumulate("multiply", a, axis, dtype, cumulative=True)
+
+
+def nancumsum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+    """numpy.nancumsum: cumsum with NaN counted as zero."""
+    if context_of(a) is None:
+        return np.nancumsum(a, axis=axis, dtype=dtype, out=out)
+    return cumsum(_nan_to(a, 0), axis, dtype, out)
+
+
+def nancumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+    """numpy.nancumprod: cumprod with NaN counted as one."""
+    if context_of(a) is None:
+        return np.nancumprod(a, axis=axis, dtype=dtype, out=out)
+    return cumprod(_nan_to(a, 1), axis, dtype, out)
+
+
+def _nan_to(a: Any, value: int) -> Any:
+    from ._ufuncs import where
+    t = lift(context_of(a), a)
+    if t.dtype.kind not in "fc":
+        return t  # NumPy replaces NaN only in inexact arrays
+    return where(apply_ufunc(np.isnan, t), np.asarray(value, t.dtype), t)
+
+
+def _cumulative(ufunc: str, x: Any, axis: Any, dtype: Any, out: Any, include_initial: bool) -> Any:
+    """numpy.cumulative_sum / cumulative_prod (the array API's cumsum): axis required above 1-d,
+    include_initial prepends the identity."""
+    fname = "cumulative_sum" if ufunc == "add" else "cumulative_prod"
+    ctx = context_of(x)
+    _no_out(fname, out)
+    t = lift(ctx, x)
+    if t.ndim == 0:
+        t = t.reshape((1,))
+    if axis is None:
+        if t.ndim > 1:
+            raise ValueError("For arrays which have more than one dimension ``axis`` argument is required.")
+        axis = 0
+    ax = normalize_axis(operator.index(axis), t.ndim)
+    requested = None if dtype is None else check_dtype(dtype, f"the dtype= of {fname}")
+    out_dt = np.dtype(getattr(np, fname)(np.ones(1, t.dtype), dtype=requested).dtype)
+    acc = ctx.bind1("accumulate", t, ufunc=ufunc, axis=ax, dtype=out_dt)
+    if not include_initial:
+        return acc
+    shape = list(t.shape)
+    shape[ax] = 1
+    first = broadcast_to_shape(ctx, lift(ctx, np.asarray(0 if ufunc == "add" else 1, out_dt)), tuple(shape))
+    return concatenate([first, acc], axis=ax)
+
+
+def cumulative_sum(x: Any, /, *, axis: Any = None, dtype: Any = None, out: Any = None, include_initial: bool = False) -> Any:
+    """numpy.cumulative_sum."""
+    if context_of(x) is None:
+        return np.cumulative_sum(x, axis=axis, dtype=dtype, out=out, include_initial=include_initial)
+    return _cumulative("add", x, axis, dtype, out, include_initial)
+
+
+def cumulative_prod(x: Any, /, *, axis: Any = None, dtype: Any = None, out: Any = None, include_initial: bool = False) -> Any:
+    """numpy.cumulative_prod."""
+    if context_of(x) is None:
+        return np.cumulative_prod(x, axis=axis, dtype=dtype, out=out, include_initial=include_initial)
+    return _cumulative("multiply", x, axis, dtype, out, include_initial)
+
+
+def _no_out(fname: str, out: Any) -> None:
+    if out is not None:
+        raise UnsupportedOperationError(f"numpy.{fname}: out= is not supported inside jit")
+
+
+def _take_slice(t: Tracer, axis: int, start: int | None, stop: int | None) -> Tracer:
+    index = [slice(None)] * t.ndim
+    index[axis] = slice(start, stop)
+    return t[tuple(index)]
+
+
+def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoValue, append: Any = np._NoValue) -> Any:
+    """numpy.diff: a[1:] - a[:-1] n times (not_equal for bool), with prepend/append broadcast
+    along the other axes, as NumPy does."""
+    if context_of(a, prepend, append) is None:
+        return np.diff(a, n=n, axis=axis, prepend=prepend, append=append)
+    ctx = context_of(a, prepend, append)
+    n = operator.index(n)
+    if n == 0:
+        return lift(ctx, a)
+    if n < 0:
+        raise ValueError(f"order must be non-negative but got {n!r}")
+    t = lift(ctx, a)
+    if t.ndim == 0:
+        raise ValueError("diff requires input that is at least one dimensional")
+    ax = normalize_axis(axis, t.ndim)
+    parts = []
+    for extra, first in ((prepend, True), (append, False)):
+        if extra is np._NoValue:
+            continue
+        e = lift(ctx, extra)
+        if e.ndim == 0:
+            shape = list(t.shape)
+            shape[ax] = 1
+            e = broadcast_to_shape(ctx, e, tuple(shape))
+        parts.append((first, e))
+    if parts:
+        pieces = [e for first, e in parts if first] + [t] + [e for first, e in parts if not first]
+        t = concatenate(pieces, axis=ax)
+    op = np.not_equal if t.dtype == np.bool_ else np.subtract
+    for _ in range(n):
+        if t.shape[ax] == 0:
+            break
+        t = apply_ufunc(op, _take_slice(t, ax, 1, None), _take_slice(t, ax, None, -1))
+    return t
+
+
+def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None, weights: Any = None) -> Any:  # noqa: A002
+    """numpy.histogram: bins an int or an array of edges (static count), range, density,
+    weights. String bin rules ('auto', ...) choose the count from the data: not supported."""
+    ctx = context_of(a, bins, weights, range)
+    if ctx is None:
+        return np.histogram(a, bins=bins, range=range, density=density, weights=weights)
+    if isinstance(bins, str):
+        raise UnsupportedOperationError(
+            f"numpy.histogram: bins={bins!r} chooses the number of bins from the data, so the result "
+            "shape would depend on it; pass an int or an array of edges inside jit")
+    if range is not None:
+        if any(isinstance(r, Tracer) for r in range):
+            raise UnsupportedOperationError("numpy.histogram: range must be static (Python numbers) inside jit")
+        range = tuple(range)  # noqa: A001 - the numbers as given: their types decide the edges' dtype
+    ins = [ravel(lift(ctx, a))]
+    if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool):
+        nbins = operator.index(bins)
+        if nbins < 1:
+            raise ValueError("`bins` must be positive, when an integer")
+    else:
+        nbins = None
+        ins.append(lift(ctx, bins))
+    if weights is not None:
+        w = lift(ctx, weights)
+        if w.shape != shape_of(a):
+            raise ValueError("weights should have the same shape as a.")
+        ins.append(ravel(w))
+    hist, edges = ctx.bind("histogram", ins, bins=nbins, range=range, density=bool(density),
+                           weighted=weights is not None)
+    return hist, edges
+
+
+def bincount(x: Any, /, weights: Any = None, minlength: Any = 0) -> Any:
+    """numpy.bincount with a static minlength: the result has length minlength, and a call whose
+    largest value is >= minlength raises ValueError (NumPy would return a longer array, a length
+    that depends on the data)."""
+    ctx = context_of(x, weights)
+    if ctx is None:
+        return np.bincount(x, weights, minlength=minlength)
+    if isinstance(minlength, Tracer):
+        raise UnsupportedOperationError("numpy.bincount: minlength must be static inside jit")
+    minlength = 0 if minlength is None else operator.index(minlength)
+    if minlength < 0:
+        raise ValueError("'minlength' must not be negative")
+    if minlength == 0:
+        raise UnsupportedOperationError(
+            "numpy.bincount: the result length is max(x) + 1, which depends on the data; inside jit pass "
+            "minlength= larger than every value of x (the call raises ValueError if a value is not)")
+    ins = [lift(ctx, x)] + ([] if weights is None else [lift(ctx, weights)])
+    return ctx.bind1("bincount", *ins, minlength=minlength)
+
+
+def digitize(x: Any, bins: Any, right: bool = False) -> Any:
+    """numpy.digitize: the index of the bin of each x (bins increasing or decreasing)."""
+    ctx = context_of(x, bins)
+    if ctx is None:
+        return np.digitize(x, bins, right=right)
+    return ctx.bind1("digitize", lift(ctx, x), lift(ctx, bins), right=bool(right))
+
+
+Tracer.cumsum = lambda self, axis=None, dtype=None, out=None: cumsum(self, axis, dtype, out)
+Tracer.cumprod = lambda self, axis=None, dtype=None, out=None: cumprod(self, axis, dtype, out)
+
+# Notes for the generated support table (jitkernel/numpy/support_table.py, branch arrayfns).
+histogram.__jk_support__ = "partly: bins an int or an array (string rules pick the count from the data); static range"
+bincount.__jk_support__ = "partly: needs a static minlength; a value >= minlength raises ValueError"
+cumsum.__jk_support__ = "partly: out= unsupported"
+cumprod.__jk_support__ = "partly: out= unsupported"

@@ -1,0 +1,165 @@
+"""Traced scalar indices (numpy/_dynamic.py, ir/dynamic_slice.py): a[i], a[i, i], a[i, j],
+a[:, i], a[i:i+k] with NumPy's run-time rules (negative indices wrap, out-of-bounds integers
+raise IndexError), on the cpu and interpret backends, against NumPy called directly."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import jitkernel as jk
+from jitkernel.errors import UnsupportedOperationError
+from jitkernel.numpy._dynamic import dynamic_update
+from tests.helpers import assert_matches_numpy
+
+BACKENDS = ["cpu", "interpret"]
+lax = jk.lax
+A = np.arange(30.0).reshape(5, 6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("i,j", [(0, 0), (2, 3), (-1, -6), (4, 5), (-5, 2)])
+def test_integer_indices_match_numpy(backend, i, j):
+    f = jk.jit(lambda a, i, j: (a[i], a[i, j], a[:, j], a[i, i], a[-1, j], a[i, 1:5:2], a[None, i, ..., None]),
+               backend=backend)
+    expected = (A[i], A[i, j], A[:, j], A[i, i], A[-1, j], A[i, 1:5:2], A[None, i, ..., None])
+    assert_matches_numpy(f(A, i, j), expected)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("i,j", [(5, 0), (-6, 0), (0, 6), (1, -7)])
+def test_out_of_bounds_raises_numpys_index_error_at_run_time(backend, i, j):
+    f = jk.jit(lambda a, i, j: a[i, j] * 2, backend=backend)
+    with pytest.raises(IndexError) as numpy_error:
+        A[i, j]
+    with pytest.raises(IndexError, match=str(numpy_error.value)):
+        f(A, i, j)
+    assert float(f(A, 1, 1)) == A[1, 1] * 2  # the same compiled function still works
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_traced_index_read_from_an_array(backend):
+    f = jk.jit(lambda a, idx: a[idx[1]] + a[idx[0], idx[2]], backend=backend)
+    idx = np.array([3, -1, 2], np.int32)
+    assert_matches_numpy(f(A, idx), A[idx[1]] + A[idx[0], idx[2]])
+    with pytest.raises(IndexError):
+        f(A, np.array([9, 0, 0], np.int32))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_windows_of_a_fori_loop_index(backend):
+    def f(a):
+        def body(i, acc):
+            return acc + a[i:i + 2].sum(axis=0) * a[i + 1, i] - a[i + 3 - 3:i + 1, i]
+        return lax.fori_loop(0, 4, body, np.zeros(6))
+
+    acc = np.zeros(6)
+    for i in range(4):
+        acc = acc + A[i:i + 2].sum(axis=0) * A[i + 1, i] - A[i:i + 1, i]
+    assert_matches_numpy(jk.jit(f, backend=backend)(A), acc)
+
+
+def test_a_slice_of_symbolic_length_is_a_clear_error():
+    def f(a):
+        return lax.fori_loop(0, 5, lambda i, c: c + a[i, :i].sum(), 0.0)
+    with pytest.raises(UnsupportedOperationError, match=r"depends on a traced value.*test_dynamic_index.py:\d+.*"
+                                                      r"Symbolic lengths are not supported yet"):
+        jk.jit(f)(A)
+
+
+def test_a_window_that_numpy_would_clamp_is_an_error():
+    def f(a):  # i + 2 reaches 6 > 5 rows: NumPy would return a shorter slice on the last step
+        return lax.fori_loop(0, 5, lambda i, c: c + a[i:i + 2].sum(), 0.0)
+    with pytest.raises(UnsupportedOperationError, match="outside the axis, where NumPy clamps it"):
+        jk.jit(f)(A)
+
+
+def test_a_traced_slice_bound_without_a_known_range_is_an_error():
+    with pytest.raises(UnsupportedOperationError, match="range of a traced bound is not known"):
+        jk.jit(lambda a, i: a[i:i + 2])(A, 1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dynamic_update_is_functional_and_follows_numpy(backend):
+    def f(a, i, j, row):
+        b = dynamic_update(a, (i,), row)          # a[i] = row
+        c = dynamic_update(b, (j, slice(1, 3)), 7)  # b[j, 1:3] = 7 (Python int cast to float64)
+        return a, c
+
+    row = np.linspace(0, 1, 6)
+    for i, j in ((0, 4), (-1, 2), (3, -5)):
+        expected = A.copy()
+        expected[i] = row
+        expected[j, 1:3] = 7
+        a, c = jk.jit(f, backend=backend)(A, i, j, row)
+        assert_matches_numpy(a, A)  # the input is not changed
+        assert_matches_numpy(c, expected)
+    with pytest.raises(IndexError, match="index 5 is out of bounds for axis 0 with size 5"):
+        jk.jit(f, backend=backend)(A, 5, 0, row)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dynamic_update_in_a_loop_builds_a_triangle(backend):
+    def f(n_rows):
+        def body(i, m):
+            return dynamic_update(m, (i, i), 1.0 + i)
+        return lax.fori_loop(0, 4, body, np.zeros((4, 4)))
+    expected = np.zeros((4, 4))
+    for i in range(4):
+        expected[i, i] = 1.0 + i
+    assert_matches_numpy(jk.jit(f, backend=backend)(4), expected)
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=3),
+       data=st.data(), backend=st.sampled_from(BACKENDS))
+def test_random_traced_integer_indices_match_numpy(shape, data, backend):
+    x = np.arange(int(np.prod(shape)), dtype=np.int16).reshape(shape)
+    n = data.draw(st.integers(1, len(shape)))
+    index = [data.draw(st.integers(-shape[d] - 1, shape[d])) for d in range(n)]
+    traced = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    if not any(traced):
+        traced[0] = True
+    static = {d: index[d] for d in range(n) if not traced[d]}
+    dyn = [index[d] for d in range(n) if traced[d]]
+
+    def f(x, *values):
+        it = iter(values)
+        return x[tuple(static[d] if d in static else next(it) for d in range(n))]
+
+    try:
+        expected = x[tuple(index)]
+    except IndexError as e:
+        with pytest.raises(IndexError, match=str(e)):
+            jk.jit(f, backend=backend)(x, *dyn)
+        return
+    assert_matches_numpy(jk.jit(f, backend=backend)(x, *dyn), expected)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_unread_out_of_bounds_index_still_raises(backend):
+    def f(a, i):
+        unused = a[i]  # noqa: F841 - NumPy evaluates it and raises
+        inside = lax.fori_loop(0, 2, lambda k, c: (a[i + k], c + 1)[1], 0)  # noqa: F841
+        return a.sum()
+    assert_matches_numpy(jk.jit(f, backend=backend)(A, 2), A.sum())
+    with pytest.raises(IndexError, match="index 7 is out of bounds for axis 0 with size 5"):
+        jk.jit(f, backend=backend)(A, 7)
+    with pytest.raises(IndexError, match="index 5 is out of bounds"):
+        jk.jit(f, backend=backend)(A, 4)  # a[4] is fine, the loop's a[4 + 1] is not
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_index_in_the_branch_not_taken_does_not_raise(backend):
+    table = np.arange(4.0)
+
+    def f(table, k):
+        return lax.cond(k < 4, lambda: table[k] + table[2], lambda: -1.0)
+    for k in (0, 3, 4, 100):
+        assert float(jk.jit(f, backend=backend)(table, k)) == (table[k] + 2.0 if k < 4 else -1.0)
+
+
+def test_indexing_a_numpy_constant_by_a_traced_value_says_what_to_do():
+    table = np.arange(4.0)
+    with pytest.raises(jk.TracerArrayConversionError, match="pass that array as an argument"):
+        jk.jit(lambda k: table[k])(1)
