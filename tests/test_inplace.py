@@ -701,3 +701,13 @@ def test_an_argument_read_after_its_copy_is_not_adopted(backend):
         x[0] = x[-1]
         return x.sum()
     same_as_numpy(f, np.arange(6.0), backend=backend)
+
+
+def test_elementwise_in_place_update_is_not_used_when_a_library_step_can_raise(backend):
+    def f(x, a):
+        x += 1
+        return np.linalg.inv(a)  # raises LinAlgError for a singular matrix, after x's kernel
+    x = np.zeros(3)
+    with pytest.raises(np.linalg.LinAlgError):
+        jk.jit(f, backend=backend)(x, np.zeros((2, 2)))
+    np.testing.assert_array_equal(x, 0)

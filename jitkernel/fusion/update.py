@@ -140,7 +140,7 @@ def adopt_argument_buffers(steps: list[Any], inputs: list[int], outputs: list[in
     updated; programs that can raise after their kernels are left alone."""
     from .kernel_ir import Kernel, LibraryCall, Load
     written = getattr(program, "written_args", ())
-    if not written or any(e.prim == "power" and e.outputs[0].aval.dtype.kind in "iu" for e in program.eqns):
+    if not written or _can_raise(program.eqns):
         return steps
     for i, k in written:
         x, o = inputs[i], outputs[k]
