@@ -711,3 +711,32 @@ def test_elementwise_in_place_update_is_not_used_when_a_library_step_can_raise(b
     with pytest.raises(np.linalg.LinAlgError):
         jk.jit(f, backend=backend)(x, np.zeros((2, 2)))
     np.testing.assert_array_equal(x, 0)
+
+
+_CHAIN_VIEWS = ["[::-1]", "[:, ::-1]", "[::-1, ::-2]", "[1:]", "[:, 1:3]", ".T", "[::2]", "[:, ::-3]", "[...]"]
+_CHAIN_WRITES = ["[0] = 7.5", "[:, 0] = -1.0", "[-1] = {v}[0] * 2", "[...] = {v} + 1", "[::2] = 0.5",
+                 " += 1", " *= -1", "[1:] = {v}[:-1]", "[:, -1] += {v}[:, 0]"]
+
+
+@st.composite
+def writes_through_view_chains(draw):
+    """A chain of views of an argument (reversed, strided, transposed), a write through the last
+    one, and reads of the base after it: writes through reversed views once merged a copy and a
+    region store of one buffer into one loop (write after write at different offsets)."""
+    chain = "".join(draw(st.lists(st.sampled_from(_CHAIN_VIEWS), min_size=1, max_size=3)))
+    write = draw(st.sampled_from(_CHAIN_WRITES)).format(v="v")
+    return (f"def f(a, b):\n    v = a{chain}\n    v{write}\n"
+            f"    return a * 1, a.sum(), b + a[::-1]\n")
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(src=writes_through_view_chains(), backend=st.sampled_from(["interpret", "cpu"]))
+def test_writes_through_random_view_chains_match_numpy(tmp_path_factory, src, backend):
+    f = load(tmp_path_factory.mktemp("gen"), src)
+    a = np.arange(20.0).reshape(4, 5) / 3
+    b = np.arange(20.0).reshape(4, 5) - 5
+    try:
+        same_as_numpy(f, a, b, backend=backend)
+    except (AssertionError, ValueError, IndexError) as e:
+        raise AssertionError(f"{src}\n{e}") from None

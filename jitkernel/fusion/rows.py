@@ -74,13 +74,24 @@ def _row_local(buf: Buffer, offsets: list[tuple[Aff, tuple[int, ...]]], outer: t
 
 
 def _group_ok(group: list[Kernel], outer: tuple[int, ...], buffers: dict[int, Buffer]) -> bool:
+    """Whether the phases may run row by row: every buffer a phase reads after an earlier phase
+    wrote it (read after write), or writes after an earlier phase read or wrote it (write after
+    read, write after write: an in-place update of an array the row kernel also reads), is
+    accessed by all of them within one row only."""
     written: dict[int, list[tuple[Aff, tuple[int, ...]]]] = {}
+    accessed: dict[int, list[tuple[Aff, tuple[int, ...]]]] = {}
     for phase in group:
         for bid, offs in phase.loads().items():
             if bid in written and not _row_local(buffers[bid], written[bid] + [(o, phase.domain) for o in offs], outer):
                 return False
         for st in phase.stores:
+            if st.buffer in accessed and not _row_local(buffers[st.buffer], accessed[st.buffer] + [(st.offset, phase.domain)], outer):
+                return False
+        for bid, offs in phase.loads().items():
+            accessed.setdefault(bid, []).extend((o, phase.domain) for o in offs)
+        for st in phase.stores:
             written.setdefault(st.buffer, []).append((st.offset, phase.domain))
+            accessed.setdefault(st.buffer, []).append((st.offset, phase.domain))
     return True
 
 
@@ -171,6 +182,9 @@ def merge_siblings(kp: KernelProgram) -> KernelProgram:
             merged.append(step)
             continue
         loads = step.loads()
+        if not group.no_write_hazard(step):
+            merged.append(step)
+            continue
         if not (set(loads) & group.written) and (
                 step.n_reduce == group.n_reduce or _elementwise(step) or group.elementwise):
             group.add(step.stores, step)
@@ -192,6 +206,7 @@ class _Group:
         self.name, self.domain, self.n_reduce = first.name, first.domain, first.n_reduce
         self.stores: list[Store] = []
         self.written: set[int] = set()
+        self.read: dict[int, set] = {}  # buffer -> the offsets the group loads it at
         self.values: dict[int, object] = {}  # non-reduce stores: buffer -> value (the last one)
         self.offsets: dict[int, Aff] = {}
         self.reduced: set[int] = set()
@@ -205,7 +220,25 @@ class _Group:
         order depends on it may share a loop only when their blocks agree."""
         return len(self.blocks | {repr(s.block) for s in step.stores if follows_numpy_blocks(s)}) <= 1
 
+    def no_write_hazard(self, step: Kernel) -> bool:
+        """One loop runs the group's stores and `step`'s per element, interleaved; that is only
+        what the kernels computed one after the other when every buffer `step` stores into,
+        and that the group already reads or writes, is accessed at the same offset by all of
+        them (an in-place update writing x[i] right after reading x[i]). Otherwise a later
+        iteration would read or overwrite an element `step` already stored (an update through
+        a reversed view stores x[2 - i] while the group copies x[i])."""
+        for st in step.stores:
+            b = st.buffer
+            if b in self.written and (b in self.reduced or st.reduce or self.offsets.get(b) != st.offset
+                                      or any(s.buffer == b and s.offset != st.offset for s in self.stores)):
+                return False
+            if any(off != st.offset for off in self.read.get(b, ())):
+                return False
+        return True
+
     def add(self, stores: list[Store], kernel: Kernel, name: str | None = None) -> None:
+        for bid, offs in kernel.loads().items():
+            self.read.setdefault(bid, set()).update(offs)
         self.stores.extend(stores)
         for st in stores:
             self.written.add(st.buffer)
