@@ -481,7 +481,8 @@ def schedule(program: Program) -> KernelProgram:
     >>> [k.name for k in schedule(prog).steps]
     ['k0_reduce_sum']
     """
-    return _Scheduler(program).build()
+    from ..passes.complex_lower import lower_complex  # complex -> (real, imag) float pairs
+    return _Scheduler(lower_complex(program)).build()
 
 
 def _read_consts(kp: KernelProgram) -> list:

@@ -42,9 +42,11 @@ __all__ = sorted(
 # Modules that each export their own `__all__` (one line per module, so work on different
 # functions never edits the same line).
 from . import _advanced, _dynamic  # noqa: E402
+from . import _complex  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
+    _complex,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})

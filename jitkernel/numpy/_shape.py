@@ -250,4 +250,7 @@ def astype(x: Any, dtype: Any, copy: bool = True) -> Any:
         out = ctx.bind1("convert", t, dtype=dt)
         out.scalar = t.scalar
         return out
+    if t.dtype.kind == "c" and dt.kind != "c":
+        from ._complex_cast import warn_complex_cast
+        warn_complex_cast(t, dt)
     return lift(ctx, t, dt)
