@@ -117,7 +117,7 @@ def _convert_rule(in_avals: list[AType], *, dtype: np.dtype) -> list[AType]:
 
 def _convert_impl(x: np.ndarray, *, dtype: np.dtype) -> list[np.ndarray]:
     x = np.asarray(x)
-    if x.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+    if x.dtype.kind == "c" and np.dtype(dtype).kind not in "cb":
         x = x.real  # complex -> real drops the imaginary part; the ComplexWarning is traced once
     return [x.astype(dtype)]
 
