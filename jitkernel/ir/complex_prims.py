@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .primitives import Primitive, _elementwise_impl, _elementwise_rule, evaluate, register
+from .primitives import Primitive, _elementwise_impl, _elementwise_rule, evaluate, infer_avals, register
 from .types import AType
 
 _COMPONENT = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
@@ -114,7 +114,7 @@ def _split_rule(in_avals: list[AType]) -> list[AType]:
 
 
 def _split_impl(x: np.ndarray) -> list[np.ndarray]:
-    return [np.ascontiguousarray(x.real), np.ascontiguousarray(x.imag)]
+    return [np.array(x.real, order="C"), np.array(x.imag, order="C")]  # 0-d stays 0-d
 
 
 def _join_impl(re: np.ndarray, im: np.ndarray) -> list[np.ndarray]:
@@ -122,11 +122,23 @@ def _join_impl(re: np.ndarray, im: np.ndarray) -> list[np.ndarray]:
 
 
 # -- complex_library: a complex primitive run by NumPy on (real, imag) pairs -------------------
+# Params hold no shapes (the buffers do), so a program with such a step stays shape-generic.
 
-def _library_rule(in_avals: list[AType], *, prim: str, prim_params: tuple, in_layout: tuple,
-                  out_avals: tuple) -> list[AType]:
+def _original_avals(in_avals: list[AType], in_layout: tuple) -> list[AType]:
+    avals, k = [], 0
+    for paired in in_layout:
+        if paired:
+            avals.append(AType(in_avals[k].shape, complex_dtype(in_avals[k].dtype)))
+            k += 2
+        else:
+            avals.append(in_avals[k])
+            k += 1
+    return avals
+
+
+def _split_avals(avals: list[AType]) -> list[AType]:
     out = []
-    for aval in out_avals:
+    for aval in avals:
         if is_complex(aval.dtype):
             part = AType(aval.shape, component_dtype(aval.dtype))
             out += [part, part]
@@ -135,8 +147,11 @@ def _library_rule(in_avals: list[AType], *, prim: str, prim_params: tuple, in_la
     return out
 
 
-def _library_impl(*arrays: np.ndarray, prim: str, prim_params: tuple, in_layout: tuple,
-                  out_avals: tuple) -> list[np.ndarray]:
+def _library_rule(in_avals: list[AType], *, prim: str, prim_params: tuple, in_layout: tuple) -> list[AType]:
+    return _split_avals(infer_avals(prim, _original_avals(in_avals, in_layout), dict(prim_params)))
+
+
+def _library_impl(*arrays: np.ndarray, prim: str, prim_params: tuple, in_layout: tuple) -> list[np.ndarray]:
     """Rebuild the complex operands from their pairs (`in_layout`: True for a pair), run the
     primitive's reference implementation (NumPy's complex loops) and split its results."""
     args, k = [], 0
@@ -147,14 +162,10 @@ def _library_impl(*arrays: np.ndarray, prim: str, prim_params: tuple, in_layout:
         else:
             args.append(arrays[k])
             k += 1
-    results = evaluate(prim, args, dict(prim_params))
     out: list[np.ndarray] = []
-    for r, aval in zip(results, out_avals):
-        r = np.asarray(r, aval.dtype)
-        if is_complex(aval.dtype):
-            out += _split_impl(r)
-        else:
-            out.append(r)
+    for r in evaluate(prim, args, dict(prim_params)):
+        r = np.asarray(r)
+        out += _split_impl(r) if is_complex(r.dtype) else [r]
     return out
 
 
@@ -170,7 +181,6 @@ register(Primitive("complex_join", "library", lambda in_avals: _make_complex_rul
 register(Primitive("complex_library", "library", _library_rule, _library_impl))
 
 
-def library_params(prim: str, params: dict[str, Any], in_layout: tuple, out_avals: tuple) -> dict[str, Any]:
+def library_params(prim: str, params: dict[str, Any], in_layout: tuple) -> dict[str, Any]:
     """The params of a `complex_library` equation running `prim(**params)`."""
-    return {"prim": prim, "prim_params": tuple(sorted(params.items())), "in_layout": in_layout,
-            "out_avals": tuple(out_avals)}
+    return {"prim": prim, "prim_params": tuple(sorted(params.items())), "in_layout": in_layout}

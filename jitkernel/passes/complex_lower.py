@@ -147,8 +147,7 @@ class _Lowering:
         for a in args:
             layout.append(isinstance(a, tuple))
             flat += list(a) if isinstance(a, tuple) else [a]
-        outs = self.emit("complex_library", flat, **library_params(
-            eqn.prim, eqn.params, tuple(layout), tuple(v.aval for v in eqn.outputs)))
+        outs = self.emit("complex_library", flat, **library_params(eqn.prim, eqn.params, tuple(layout)))
         results, k = [], 0
         for v in eqn.outputs:
             if is_complex(v.aval.dtype):
