@@ -455,3 +455,11 @@ def test_var_std_of_complex_are_real(backend):
         for g, e in zip(got, exp):
             assert g.dtype == e.dtype == np.float32
             np.testing.assert_allclose(g, e, rtol=1e-5)
+
+
+def test_assigning_parts_raises_clearly(backend):
+    def f(z):
+        z.real = 0.0
+        return z
+    with pytest.raises(jk.UnsupportedOperationError, match=r"x\.real = v"):
+        jk.jit(f, backend=backend)(np.ones(2, np.complex64))

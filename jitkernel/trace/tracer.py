@@ -309,9 +309,22 @@ class Tracer:
     def real(self) -> "Tracer":
         return _jnp().real(self)
 
+    @real.setter
+    def real(self, value: Any) -> None:
+        self._set_part("real")
+
     @property
     def imag(self) -> "Tracer":
         return _jnp().imag(self)
+
+    @imag.setter
+    def imag(self, value: Any) -> None:
+        self._set_part("imag")
+
+    def _set_part(self, part: str) -> None:
+        raise InPlaceUpdateError(
+            f"assigning x.{part} = v on a traced array is not supported ({self._where()}); build the "
+            f"new array instead: x = v + 1j * x.imag (or x.real + 1j * v), or np.where")
 
     def conj(self) -> "Tracer":
         return _jnp().conjugate(self)
