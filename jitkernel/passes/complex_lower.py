@@ -7,13 +7,14 @@ expressions and never a complex buffer inside a kernel:
 
 - complex arguments are split once (`complex_split`, a library step), complex results joined
   (`complex_join`); complex constants are split at compile time;
-- arithmetic, comparisons, `abs`, `sign`, casts, selects, movement and `sum` are expanded here
+- arithmetic, comparisons, `abs`, `sign`, casts, selects and movement are expanded here
   into float operations, with exactly the operations of NumPy 2's complex loops on this CPU
   (multiply and square with fused multiply-adds as its AVX-512 loops, division by Smith's
   algorithm with its 0/0 case, absolute by its scaled hypot, ordering lexicographic with its
   NaN rules): the one place these semantics are decided for compiled code;
 - anything else complex (exp, log, sqrt, power, trig and their inverses: C99 Annex G special
-  cases included; products, max/min reductions, argmax/argmin, matmul) runs NumPy's own loop
+  cases included; sums in NumPy's complex pairwise order, products, max/min reductions,
+  argmax/argmin, matmul) runs NumPy's own loop
   as a `complex_library` step on the pairs: the same values as the interpreter by construction.
 
 >>> import numpy as np, jitkernel as jk
@@ -415,11 +416,15 @@ def _select(lw, args, eqn):
     return [(lw.select(p, a[0], b[0]), lw.select(p, a[1], b[1]))]
 
 
-@rule(*_MOVEMENT, "reduce_sum")
+# reduce_sum has no rule on purpose: NumPy sums a complex array with its own pairwise loop over
+# the interleaved parts (4 accumulators per part and blocks of 64 values, where a float sum has 8
+# and 128), so a sum of each part alone would round differently. It runs as NumPy's own sum
+# (the library fallback); its elementwise producers still fuse into the kernel feeding it.
+
+
+@rule(*_MOVEMENT)
 def _per_part(lw, args, eqn):
-    """Movement ops and sums act on each part alone. (NumPy sums a complex array with its own
-    pairwise loop over interleaved parts, 4 accumulators per part where floats have 8: the
-    rounding may differ in the last bits; docs/numpy-support.md "Complex numbers".)"""
+    """Movement ops act on each part alone."""
     ((ar, ai),) = args
     return [(lw.op(eqn.prim, ar, **eqn.params), lw.op(eqn.prim, ai, **eqn.params))]
 
