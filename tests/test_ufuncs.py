@@ -572,6 +572,11 @@ _NON_UFUNC_CALLS = {
     # inside jit they exist under jitkernel.numpy only.
     "array": lambda m, x, y, i: (jnp if m is np else m).array([x[0], y[0]]),
     "asarray": lambda m, x, y, i: (jnp if m is np else m).asarray(x, dtype=np.float64),
+    # complex numbers (numpy/_complex.py; tests/test_complex.py has the full coverage)
+    "real": lambda m, x, y, i: m.real(x + 1j * y), "imag": lambda m, x, y, i: m.imag(x - 2j * y),
+    "angle": lambda m, x, y, i: m.angle(x - 1j * y), "iscomplexobj": lambda m, x, y, i: m.iscomplexobj(x * 1j),
+    "isrealobj": lambda m, x, y, i: m.isrealobj(x), "iscomplex": lambda m, x, y, i: m.iscomplex(x + 0j * y),
+    "isreal": lambda m, x, y, i: m.isreal(x + 1j * (y > 0.5)),
 }
 
 
