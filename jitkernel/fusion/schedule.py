@@ -482,7 +482,11 @@ def schedule(program: Program) -> KernelProgram:
     ['k0_reduce_sum']
     """
     from ..passes.complex_lower import lower_complex  # complex -> (real, imag) float pairs
-    return _Scheduler(lower_complex(program)).build()
+    lowered, packed = lower_complex(program)
+    kp = _Scheduler(lowered).build()
+    kp.complex_views = {**{kp.inputs[i]: dt for i, dt in packed.inputs.items()},
+                        **{kp.outputs[k]: dt for k, dt in packed.outputs.items()}}
+    return kp
 
 
 def _read_consts(kp: KernelProgram) -> list:

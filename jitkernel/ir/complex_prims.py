@@ -7,10 +7,10 @@ reference), and these add what NumPy spells without a ufunc:
   `conjugate` (NumPy's ufunc, which the base registry does not list);
 - for compiled backends, after `passes/complex_lower.py` has rewritten complex values into
   (real, imag) float pairs: `fma` (NumPy's complex multiply, square and absolute are computed
-  with fused multiply-adds on this CPU), and three library steps: `complex_split` and
-  `complex_join` at the program's boundary, and `complex_library`, which runs any complex
-  primitive the lowering does not expand (transcendental functions with their C99 Annex G
-  special cases, products, max/min reductions, argmax, matmul) through NumPy itself.
+  with fused multiply-adds on this CPU), and the library step `complex_library`, which runs any
+  complex primitive the lowering does not expand (transcendental functions with their C99
+  Annex G special cases, sums, products, max/min reductions, argmax, matmul) through NumPy
+  itself, on complex arrays packed as float (..., 2) arrays (views, no copies).
 """
 from __future__ import annotations
 
@@ -107,66 +107,46 @@ def _round_fraction_f32(value: Fraction) -> np.float32:
     return np.float32(best)
 
 
-def _split_rule(in_avals: list[AType]) -> list[AType]:
-    (x,) = in_avals
-    part = AType(x.shape, component_dtype(x.dtype))
-    return [part, part]
+# -- packed complex arrays ----------------------------------------------------------------------
+# Where a compiled program needs a complex value in memory (its arguments and results, the
+# operands of library steps) it holds it as a float array of shape (..., 2): the complex array's
+# own bytes, so packing and unpacking at the boundary are views, never copies.
+
+def packed_aval(aval: AType) -> AType:
+    """f64[..., 2] for c128[...]."""
+    return AType(tuple(aval.shape) + (2,), component_dtype(aval.dtype))
 
 
-def _split_impl(x: np.ndarray) -> list[np.ndarray]:
-    return [np.array(x.real, order="C"), np.array(x.imag, order="C")]  # 0-d stays 0-d
+def unpacked_aval(aval: AType) -> AType:
+    """c128[...] for f64[..., 2]."""
+    return AType(tuple(aval.shape[:-1]), complex_dtype(aval.dtype))
 
 
-def _join_impl(re: np.ndarray, im: np.ndarray) -> list[np.ndarray]:
-    return [make_complex_array(re, im)]
+def as_complex(a: np.ndarray) -> np.ndarray:
+    """The complex view of a packed C-contiguous float array (..., 2)."""
+    return a.view(complex_dtype(a.dtype))[..., 0]
 
 
-# -- complex_library: a complex primitive run by NumPy on (real, imag) pairs -------------------
+def as_packed(z: np.ndarray) -> np.ndarray:
+    """The packed float (..., 2) view of a complex array (a C-ordered copy first if needed)."""
+    z = np.ascontiguousarray(z)
+    return z.reshape(-1).view(component_dtype(z.dtype)).reshape(tuple(z.shape) + (2,))
+
+
+# -- complex_library: a complex primitive run by NumPy on packed operands ----------------------
 # Params hold no shapes (the buffers do), so a program with such a step stays shape-generic.
 
-def _original_avals(in_avals: list[AType], in_layout: tuple) -> list[AType]:
-    avals, k = [], 0
-    for paired in in_layout:
-        if paired:
-            avals.append(AType(in_avals[k].shape, complex_dtype(in_avals[k].dtype)))
-            k += 2
-        else:
-            avals.append(in_avals[k])
-            k += 1
-    return avals
-
-
-def _split_avals(avals: list[AType]) -> list[AType]:
-    out = []
-    for aval in avals:
-        if is_complex(aval.dtype):
-            part = AType(aval.shape, component_dtype(aval.dtype))
-            out += [part, part]
-        else:
-            out.append(aval)
-    return out
-
-
 def _library_rule(in_avals: list[AType], *, prim: str, prim_params: tuple, in_layout: tuple) -> list[AType]:
-    return _split_avals(infer_avals(prim, _original_avals(in_avals, in_layout), dict(prim_params)))
+    originals = [unpacked_aval(a) if packed else a for a, packed in zip(in_avals, in_layout)]
+    return [packed_aval(a) if is_complex(a.dtype) else a
+            for a in infer_avals(prim, originals, dict(prim_params))]
 
 
 def _library_impl(*arrays: np.ndarray, prim: str, prim_params: tuple, in_layout: tuple) -> list[np.ndarray]:
-    """Rebuild the complex operands from their pairs (`in_layout`: True for a pair), run the
-    primitive's reference implementation (NumPy's complex loops) and split its results."""
-    args, k = [], 0
-    for paired in in_layout:
-        if paired:
-            args.append(make_complex_array(arrays[k], arrays[k + 1]))
-            k += 2
-        else:
-            args.append(arrays[k])
-            k += 1
-    out: list[np.ndarray] = []
-    for r in evaluate(prim, args, dict(prim_params)):
-        r = np.asarray(r)
-        out += _split_impl(r) if is_complex(r.dtype) else [r]
-    return out
+    """View the packed operands (`in_layout`: True) as complex arrays, run the primitive's
+    reference implementation (NumPy's complex loops) and return complex results packed."""
+    args = [as_complex(a) if packed else a for a, packed in zip(arrays, in_layout)]
+    return [as_packed(r) if is_complex(np.asarray(r).dtype) else r for r in evaluate(prim, args, dict(prim_params))]
 
 
 register(Primitive("real", "elementwise", _part_rule("real"), lambda x: [np.ascontiguousarray(np.real(x))]))
@@ -176,8 +156,6 @@ register(Primitive("make_complex", "elementwise", _make_complex_rule,
 register(Primitive("conjugate", "elementwise", _elementwise_rule(np.conjugate),
                    _elementwise_impl(np.conjugate), np.conjugate))
 register(Primitive("fma", "elementwise", _fma_rule, _fma_impl))
-register(Primitive("complex_split", "library", _split_rule, _split_impl))
-register(Primitive("complex_join", "library", lambda in_avals: _make_complex_rule(in_avals), _join_impl))
 register(Primitive("complex_library", "library", _library_rule, _library_impl))
 
 

@@ -5,8 +5,10 @@ The graph IR keeps complex primitives (NumPy's complex loops are their reference
 so fusion and every renderer (the CPU's LLVM today, CUDA later) only ever see float32/float64
 expressions and never a complex buffer inside a kernel:
 
-- complex arguments are split once (`complex_split`, a library step), complex results joined
-  (`complex_join`); complex constants are split at compile time;
+- a complex argument or result is a float array of shape (..., 2) holding the complex array's
+  own bytes (the runtime passes views: `lower_complex` returns which inputs and outputs are
+  packed), read and written by kernels through stride-2 index maps; complex constants are split
+  at compile time;
 - arithmetic, comparisons, `abs`, `sign`, casts, selects and movement are expanded here
   into float operations, with exactly the operations of NumPy 2's complex loops on this CPU
   (multiply and square with fused multiply-adds as its AVX-512 loops, division by Smith's
@@ -20,18 +22,20 @@ expressions and never a complex buffer inside a kernel:
 >>> import numpy as np, jitkernel as jk
 >>> from jitkernel.passes import optimize
 >>> prog = optimize(jk.make_ir(lambda z: z * z + 1)(np.ones(4, np.complex128)))
->>> sorted({e.prim for e in lower_complex(prog).eqns})[:3]
-['add', 'broadcast_in_dim', 'complex_join']
+>>> lowered, packed = lower_complex(prog)
+>>> [str(v.aval) for v in lowered.invars], packed.inputs
+(['f64[4,2]'], {0: dtype('complex128')})
 """
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass, field
 from typing import Callable, Union
 
 import numpy as np
 
 from ..ir import Eqn, Program, Var
-from ..ir.complex_prims import component_dtype, is_complex, library_params
+from ..ir.complex_prims import component_dtype, is_complex, library_params, packed_aval
 from ..ir.primitives import infer_avals
 from ..ir.types import AType
 
@@ -48,11 +52,20 @@ def has_complex(program: Program) -> bool:
     return any(v.aval.dtype.kind == "c" for e in program.eqns for v in e.outputs)
 
 
-def lower_complex(program: Program) -> Program:
-    """`program` with every complex value computed as a (real, imag) pair of floats; the
-    program's inputs and outputs are unchanged (complex arrays)."""
+@dataclass
+class Packed:
+    """Which inputs and outputs of a lowered program are complex arrays packed as float
+    (..., 2) arrays: position -> the complex dtype the caller passes or receives."""
+
+    inputs: dict[int, np.dtype] = field(default_factory=dict)
+    outputs: dict[int, np.dtype] = field(default_factory=dict)
+
+
+def lower_complex(program: Program) -> tuple[Program, Packed]:
+    """`program` with every complex value computed as a (real, imag) pair of floats, and which
+    of its inputs and outputs are packed complex arrays (none for a program without complex)."""
     if not has_complex(program):
-        return program
+        return program, Packed()
     return _Lowering(program).run()
 
 
@@ -65,6 +78,7 @@ class _Lowering:
         self.consts: list[np.ndarray] = []
         self.const_values = dict(zip(program.constvars, program.consts))
         self.literals: dict[tuple, Var] = {}
+        self.packed: dict[tuple[int, int], Var] = {}  # (id(re), id(im)) -> a packed var holding them
 
     # -- building --------------------------------------------------------------------------
     def emit(self, prim: str, inputs: list[Var], /, **params) -> list[Var]:
@@ -102,28 +116,58 @@ class _Lowering:
             return self.env[v]
         if not is_complex(v.aval.dtype):
             return v
-        if v in self.const_values:
-            c = np.asarray(self.const_values[v])
-            pair = (self.new_const(np.array(c.real, order="C")), self.new_const(np.array(c.imag, order="C")))
-        else:  # an argument: split once
-            pair = tuple(self.emit("complex_split", [v]))
+        c = np.asarray(self.const_values[v])  # arguments are unpacked in run()
+        pair = (self.new_const(np.array(c.real, order="C")), self.new_const(np.array(c.imag, order="C")))
         self.env[v] = pair
         return pair
 
-    def run(self) -> Program:
+    def unpack(self, p: Var) -> tuple:
+        """The (real, imag) parts of packed p (..., 2): stride-2 slices, no copy."""
+        shape = p.aval.shape[:-1]
+        parts = []
+        for k in (0, 1):
+            part = self.op("slice", p, starts=(0,) * len(shape) + (k,), steps=(1,) * (len(shape) + 1),
+                           shape=shape + (1,))
+            parts.append(self.op("reshape", part, new_shape=shape))
+        pair = tuple(parts)
+        self.packed[(id(pair[0]), id(pair[1]))] = p
+        return pair
+
+    def pack(self, pair: tuple) -> Var:
+        """A packed (..., 2) var holding `pair` (the one it was unpacked from, if any)."""
+        known = self.packed.get((id(pair[0]), id(pair[1])))
+        if known is not None:
+            return known
+        shape = pair[0].aval.shape
+        columns = [self.op("reshape", x, new_shape=shape + (1,)) for x in pair]
+        return self.op("concatenate", *columns, axis=len(shape))
+
+    def run(self) -> tuple[Program, Packed]:
+        packed = Packed()
+        invars = []
+        for i, v in enumerate(self.program.invars):
+            if is_complex(v.aval.dtype):
+                p = Var(packed_aval(v.aval))
+                packed.inputs[i] = v.aval.dtype
+                self.env[v] = self.unpack(p)
+                invars.append(p)
+            else:
+                invars.append(v)
         for eqn in self.program.eqns:
             self.lower_eqn(eqn)
         outvars = []
-        for v in self.program.outvars:
+        for k, v in enumerate(self.program.outvars):
             val = self.value(v)
-            # One join per output position: the scheduler would copy a repeated output with a
-            # kernel, and no kernel may read a complex buffer.
-            outvars.append(self.op("complex_join", *val) if isinstance(val, tuple) else val)
+            if isinstance(val, tuple):
+                packed.outputs[k] = v.aval.dtype
+                val = self.pack(val)
+            outvars.append(val)
         real_consts = [(v, c) for v, c in zip(self.program.constvars, self.program.consts)
                        if not is_complex(v.aval.dtype)]
-        return dataclasses.replace(
-            self.program, constvars=[v for v, _ in real_consts] + self.constvars,
+        lowered = dataclasses.replace(
+            self.program, invars=invars, constvars=[v for v, _ in real_consts] + self.constvars,
             consts=[c for _, c in real_consts] + self.consts, eqns=self.eqns, outvars=outvars)
+        return lowered, packed
 
     def lower_eqn(self, eqn: Eqn) -> None:
         touches = any(is_complex(v.aval.dtype) for v in eqn.inputs + eqn.outputs)
@@ -144,20 +188,10 @@ class _Lowering:
 
     def library(self, eqn: Eqn, args: list[Value]) -> list[Value]:
         """Run the complex primitive through NumPy on the pairs (complex_library)."""
-        flat, layout = [], []
-        for a in args:
-            layout.append(isinstance(a, tuple))
-            flat += list(a) if isinstance(a, tuple) else [a]
-        outs = self.emit("complex_library", flat, **library_params(eqn.prim, eqn.params, tuple(layout)))
-        results, k = [], 0
-        for v in eqn.outputs:
-            if is_complex(v.aval.dtype):
-                results.append((outs[k], outs[k + 1]))
-                k += 2
-            else:
-                results.append(outs[k])
-                k += 1
-        return results
+        layout = tuple(isinstance(a, tuple) for a in args)
+        inputs = [self.pack(a) if isinstance(a, tuple) else a for a in args]
+        outs = self.emit("complex_library", inputs, **library_params(eqn.prim, eqn.params, layout))
+        return [self.unpack(o) if is_complex(v.aval.dtype) else o for v, o in zip(eqn.outputs, outs)]
 
     # -- float helpers ---------------------------------------------------------------------
     def isnan(self, x: Var) -> Var:
