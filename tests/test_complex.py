@@ -487,3 +487,18 @@ def test_assigning_parts_raises_clearly(backend):
         return z
     with pytest.raises(jk.UnsupportedOperationError, match=r"x\.real = v"):
         jk.jit(f, backend=backend)(np.ones(2, np.complex64))
+
+
+def test_fma_reference_rounds_once():
+    """The `fma` primitive's reference (compiled code uses llvm.fma): a * b + c rounded once."""
+    from jitkernel.ir import primitives
+    a = np.array([1 + 2.0**-30, 1e308, 3.0, np.inf])
+    b = np.array([1 - 2.0**-30, 10.0, 1 / 3, 0.0])
+    c = np.array([-1.0, -1e308, -1.0, 1.0])
+    (out,) = primitives.evaluate("fma", [a, b, c], {})
+    assert out[0] == -(2.0**-60)  # a*b - 1 exactly; the unfused product rounds it to 0
+    assert out[1] == np.inf and np.isnan(out[3])
+    assert out[2] == -(2.0**-54)  # 3 * fl(1/3) is 1 - 2**-54 exactly
+    x, y = np.array([1 + 2.0**-13], np.float32), np.array([1 - 2.0**-13], np.float32)
+    (out32,) = primitives.evaluate("fma", [x, y, np.array([-1.0], np.float32)], {})
+    assert out32.dtype == np.float32 and out32[0] == np.float32(-(2.0**-26))
