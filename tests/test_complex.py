@@ -502,3 +502,32 @@ def test_fma_reference_rounds_once():
     x, y = np.array([1 + 2.0**-13], np.float32), np.array([1 - 2.0**-13], np.float32)
     (out32,) = primitives.evaluate("fma", [x, y, np.array([-1.0], np.float32)], {})
     assert out32.dtype == np.float32 and out32[0] == np.float32(-(2.0**-26))
+
+
+def test_subprograms_with_complex_values_run_as_library_steps():
+    """An equation whose sub-program (a loop body, a branch) computes with complex values is
+    run by the interpreter as one library step, never handed to kernels unlowered. (A stand-in
+    primitive applying its `body` once: the control-flow primitives live elsewhere.)"""
+    from jitkernel.interpreter import eval_program
+    from jitkernel.ir import Eqn, Program, Var, primitives
+    from jitkernel.ir.types import AType
+    if "test_apply_body" not in primitives.PRIMITIVES:
+        primitives.register(primitives.Primitive(
+            "test_apply_body", "structural", lambda avals, *, body: [v.aval for v in body.outvars],
+            lambda *xs, body: eval_program(body, xs)))
+    t = Var(AType((3,), np.float64))
+    zc, e, r = (Var(AType((3,), np.complex128)) for _ in range(3))
+    out = Var(AType((3,), np.float64))
+    body = Program([t], [], [], [Eqn("convert", [t], [zc], {"dtype": np.dtype(np.complex128)}),
+                                 Eqn("exp", [zc], [e]), Eqn("real", [e], [out])], [out], "body")
+    x, y = Var(AType((3,), np.float64)), Var(AType((3,), np.float64))
+    prog = Program([x], [], [], [Eqn("test_apply_body", [x], [y], {"body": body})], [y], "outer")
+    lowered, _ = lower_complex(prog)
+    assert [e.prim for e in lowered.eqns] == ["complex_library"]
+    from jitkernel.fusion import schedule
+    kp = schedule(prog)
+    assert [type(s).__name__ for s in kp.steps] == ["LibraryCall"]
+    xs = np.array([0.0, 1.0, -2.0])
+    from jitkernel.backends.cpu import CpuBackend
+    executable, _ = CpuBackend().compile(prog, name="outer", disk_cache=False)
+    np.testing.assert_array_equal(executable([xs])[0], np.exp(xs.astype(complex)).real)

@@ -16,8 +16,8 @@ expressions and never a complex buffer inside a kernel:
   NaN rules): the one place these semantics are decided for compiled code;
 - anything else complex (exp, log, sqrt, power, trig and their inverses: C99 Annex G special
   cases included; sums in NumPy's complex pairwise order, products, max/min reductions,
-  argmax/argmin, matmul) runs NumPy's own loop
-  as a `complex_library` step on the pairs: the same values as the interpreter by construction.
+  argmax/argmin, matmul; control flow whose sub-programs hold complex values) runs NumPy's own
+  loop as a `complex_library` step on packed operands: the interpreter's values by construction.
 
 >>> import numpy as np, jitkernel as jk
 >>> from jitkernel.passes import optimize
@@ -46,10 +46,25 @@ _COMPARE = ("less", "less_equal", "greater", "greater_equal")
 
 
 def has_complex(program: Program) -> bool:
-    """Whether any variable of `program` is complex (a cheap scan: most programs have none)."""
+    """Whether any variable of `program` or of its sub-programs is complex (a cheap scan: most
+    programs have none)."""
     if any(v.aval.dtype.kind == "c" for v in program.invars + program.constvars):
         return True
-    return any(v.aval.dtype.kind == "c" for e in program.eqns for v in e.outputs)
+    return any(any(v.aval.dtype.kind == "c" for v in e.outputs) or _complex_inside(e) for e in program.eqns)
+
+
+def _sub_programs(params: dict) -> list[Program]:
+    """The Programs among an equation's params (control flow: cond branches, loop bodies)."""
+    found = []
+    for p in params.values():
+        for q in (p if isinstance(p, tuple) else (p,)):
+            if isinstance(q, Program):
+                found.append(q)
+    return found
+
+
+def _complex_inside(eqn: Eqn) -> bool:
+    return any(has_complex(p) for p in _sub_programs(eqn.params))
 
 
 @dataclass
@@ -170,6 +185,11 @@ class _Lowering:
         return lowered, packed
 
     def lower_eqn(self, eqn: Eqn) -> None:
+        if _complex_inside(eqn):
+            # A loop or branch computing with complex values: the interpreter runs it (NumPy's
+            # loops) until sub-programs are lowered too.
+            self.bind(eqn, self.library(eqn, [self.value(v) for v in eqn.inputs]))
+            return
         touches = any(is_complex(v.aval.dtype) for v in eqn.inputs + eqn.outputs)
         if not touches:
             inputs = [self.value(v) for v in eqn.inputs]
@@ -183,6 +203,9 @@ class _Lowering:
         results = rule(self, args, eqn) if rule is not None else None
         if results is None:
             results = self.library(eqn, args)
+        self.bind(eqn, results)
+
+    def bind(self, eqn: Eqn, results: list[Value]) -> None:
         for v, r in zip(eqn.outputs, results):
             self.env[v] = r
 
