@@ -531,3 +531,19 @@ def test_subprograms_with_complex_values_run_as_library_steps():
     from jitkernel.backends.cpu import CpuBackend
     executable, _ = CpuBackend().compile(prog, name="outer", disk_cache=False)
     np.testing.assert_array_equal(executable([xs])[0], np.exp(xs.astype(complex)).real)
+
+
+def test_other_complex_to_real_casts(backend):
+    """jnp.asarray(z, float) and sum(dtype=float) warn as NumPy does; concatenate(dtype=float)
+    of a complex array raises NumPy's TypeError (same_kind casting)."""
+    import jitkernel.numpy as jnp
+    z = np.array([1 + 2j, -3j])
+    with pytest.warns(np.exceptions.ComplexWarning):
+        out = jk.jit(lambda z: jnp.asarray(z, dtype=np.float32), backend=backend)(z)
+    assert_same(out, numpy_of(lambda: np.asarray(z, dtype=np.float32)))
+    with pytest.warns(np.exceptions.ComplexWarning):
+        got = jk.jit(lambda z: np.sum(z, dtype=np.float64), backend=backend)(z)
+    assert_same(got, numpy_of(lambda: np.sum(z, dtype=np.float64)))
+    with pytest.raises(TypeError, match="same_kind"):
+        jk.jit(lambda z: np.concatenate([z, z], dtype=np.float64), backend=backend)(z)
+    check(lambda z: np.concatenate([z, z.real], dtype=np.complex64), z, backend=backend)

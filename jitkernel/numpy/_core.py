@@ -75,6 +75,9 @@ def lift(ctx: TraceContext, x: Any, dtype: np.dtype | None = None) -> Tracer:
             return x
         if x.dtype == dtype:
             return Tracer(ctx, x.ir_var)  # same data, now strongly typed
+        if x.dtype.kind == "c" and np.dtype(dtype).kind not in "cb":
+            from ._complex_cast import warn_complex_cast
+            warn_complex_cast(x, dtype)  # NumPy's ComplexWarning, once, at trace time
         if x.weak is int and np.dtype(dtype).kind in "iu":
             # NumPy raises OverflowError when a Python int does not fit the dtype it meets:
             # checked when the call's value is known (Compiled.check_inputs).
