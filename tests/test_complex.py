@@ -547,3 +547,13 @@ def test_other_complex_to_real_casts(backend):
     with pytest.raises(TypeError, match="same_kind"):
         jk.jit(lambda z: np.concatenate([z, z], dtype=np.float64), backend=backend)(z)
     check(lambda z: np.concatenate([z, z.real], dtype=np.complex64), z, backend=backend)
+
+
+@pytest.mark.parametrize("dt", CDTYPES, ids=["c64", "c128"])
+def test_round_rounds_each_part(dt, backend):
+    """np.round(z, d) rounds the parts as floats (NumPy's PyArray_Round), not z * 100 / 100 in
+    complex arithmetic (which multiplies by a rounded 0.01)."""
+    z = random_complex(dt, 64, seed=7, scale=3) * 10
+    for d in (0, 1, 2, -1):
+        check(lambda z: np.round(z, d), z, backend=backend)
+    check(lambda z: np.round(z, 3), special_grid(dt), backend=backend)

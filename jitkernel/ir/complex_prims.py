@@ -3,8 +3,8 @@
 The graph IR keeps complex values: every complex ufunc is NumPy's own loop (the interpreter's
 reference), and these add what NumPy spells without a ufunc:
 
-- `real`, `imag` (complex -> its component float dtype) and `conjugate` (NumPy's ufunc, which
-  the base registry does not list);
+- `real`, `imag` (complex -> its component float dtype), `make_complex` (two float parts ->
+  complex, bit for bit) and `conjugate` (NumPy's ufunc, which the base registry does not list);
 - for compiled backends, after `passes/complex_lower.py` has rewritten complex values into
   (real, imag) float pairs: `fma` (NumPy's complex multiply, square and absolute are computed
   with fused multiply-adds on this CPU), and the library step `complex_library`, which runs any
@@ -47,6 +47,21 @@ def _part_rule(name: str):
             raise TypeError(f"{name} needs a complex operand, got {x.dtype}")
         return [AType(x.shape, component_dtype(x.dtype))]
     return rule
+
+
+def _make_complex_rule(in_avals: list[AType]) -> list[AType]:
+    re, im = in_avals
+    if re.dtype != im.dtype or re.dtype not in _COMPLEX or re.shape != im.shape:
+        raise TypeError(f"make_complex needs two float32 or float64 parts of one shape, got {re}, {im}")
+    return [AType(re.shape, complex_dtype(re.dtype))]
+
+
+def make_complex_array(re: np.ndarray, im: np.ndarray) -> np.ndarray:
+    """The complex array with these parts, bit for bit (`re + 1j * im` would turn an infinite
+    imaginary part into a NaN real part)."""
+    out = np.empty(np.shape(re), complex_dtype(np.asarray(re).dtype))
+    out.real, out.imag = re, im
+    return out
 
 
 def _fma_rule(in_avals: list[AType]) -> list[AType]:
@@ -136,6 +151,8 @@ def _library_impl(*arrays: np.ndarray, prim: str, prim_params: tuple, in_layout:
 
 register(Primitive("real", "elementwise", _part_rule("real"), lambda x: [np.ascontiguousarray(np.real(x))]))
 register(Primitive("imag", "elementwise", _part_rule("imag"), lambda x: [np.ascontiguousarray(np.imag(x))]))
+register(Primitive("make_complex", "elementwise", _make_complex_rule,
+                   lambda re, im: [make_complex_array(re, im)]))
 register(Primitive("conjugate", "elementwise", _elementwise_rule(np.conjugate),
                    _elementwise_impl(np.conjugate), np.conjugate))
 register(Primitive("fma", "elementwise", _fma_rule, _fma_impl))

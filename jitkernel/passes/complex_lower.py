@@ -445,6 +445,11 @@ def _imag(lw, args, eqn):
     return [args[0][1]]
 
 
+@rule("make_complex")
+def _make_complex(lw, args, eqn):
+    return [(args[0], args[1])]
+
+
 @rule("convert")
 def _convert(lw, args, eqn):
     (x,) = args
