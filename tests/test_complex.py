@@ -557,3 +557,12 @@ def test_round_rounds_each_part(dt, backend):
     for d in (0, 1, 2, -1):
         check(lambda z: np.round(z, d), z, backend=backend)
     check(lambda z: np.round(z, 3), special_grid(dt), backend=backend)
+
+
+@pytest.mark.parametrize("dt", CDTYPES, ids=["c64", "c128"])
+def test_composed_functions_on_special_values(dt, backend):
+    """Functions the tracer composes from others (clip, all/any, where, mean) follow NumPy's own
+    complex loops on every special value."""
+    g = special_grid(dt)
+    check(lambda z: (np.clip(z, -1 - 1j, 2 + 0.5j), np.all(z), np.any(z), np.all(z.reshape(15, 15), axis=1),
+                     np.where(np.isfinite(z), z, 0), np.mean(z.reshape(15, 15), axis=0)), g, backend=backend)
