@@ -322,6 +322,7 @@ class Tracer:
         self._set_part("imag")
 
     def _set_part(self, part: str) -> None:
+        from ..errors import InPlaceUpdateError
         raise InPlaceUpdateError(
             f"assigning x.{part} = v on a traced array is not supported ({self._where()}); build the "
             f"new array instead: x = v + 1j * x.imag (or x.real + 1j * v), or np.where")
