@@ -27,7 +27,8 @@ from .trace.context import check_array_subclass
 from .tree import TreeDef, tree_flatten, tree_unflatten
 
 _ndarray = np.ndarray
-_PY_SCALAR_DTYPES = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dtype(np.float64)}
+_PY_SCALAR_DTYPES = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dtype(np.float64),
+                     complex: np.dtype(np.complex128)}
 MAX_RECOMPILATION_RECORDS = 1000  # kept per jitted function (f.recompilations())
 _FUNCTION_IDS = itertools.count(1)  # Jitted.function_id: events of same-named functions stay apart
 
@@ -39,8 +40,8 @@ def _one_line(error: BaseException) -> str:
 
 def _leaf_spec(leaf: Any, where: str) -> tuple:
     """The cache-key entry of one dynamic argument leaf."""
-    if isinstance(leaf, (bool, int, float)) and not isinstance(leaf, np.generic):
-        t = bool if isinstance(leaf, bool) else int if isinstance(leaf, int) else float
+    if isinstance(leaf, (bool, int, float, complex)) and not isinstance(leaf, np.generic):
+        t = bool if isinstance(leaf, bool) else int if isinstance(leaf, int) else float if isinstance(leaf, float) else complex
         return ("py", t)
     if isinstance(leaf, (np.ndarray, np.generic)):
         if type(leaf) is not _ndarray and isinstance(leaf, _ndarray):
@@ -48,8 +49,6 @@ def _leaf_spec(leaf: Any, where: str) -> tuple:
         # Byte-swapped data (">f4" on a little-endian host) is the same dtype to NumPy's rules.
         dt = leaf.dtype if leaf.dtype.isnative else leaf.dtype.newbyteorder("=")
         return ("array", check_dtype(dt, where), tuple(leaf.shape))
-    if isinstance(leaf, complex):
-        check_dtype(np.complex128, where)
     if isinstance(leaf, (list, tuple)) or (hasattr(leaf, "__array__") or hasattr(leaf, "__array_interface__")):
         # (Lists and tuples are pytrees; one arrives here only inside an unregistered container.)
         raise TypeError(f"{where}: jitkernel cannot pass a {type(leaf).__name__} to a jitted function: pass an "

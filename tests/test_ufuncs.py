@@ -595,6 +595,11 @@ _NON_UFUNC_CALLS = {
     "convolve": lambda m, x, y, i: m.convolve(x[0], y[1]), "correlate": lambda m, x, y, i: m.correlate(x[0], y[1], "same"),
     "interp": lambda m, x, y, i: m.interp(x, np.array([0.0, 0.5, 1.0]), np.array([1.0, -1.0, 2.0])),
     "unique": lambda m, x, y, i: m.unique(np.array([3, 1, 3])) + x[0, :2],  # on a constant: NumPy's own
+    # complex numbers (numpy/_complex.py; tests/test_complex.py has the full coverage)
+    "real": lambda m, x, y, i: m.real(x + 1j * y), "imag": lambda m, x, y, i: m.imag(x - 2j * y),
+    "angle": lambda m, x, y, i: m.angle(x - 1j * y), "iscomplexobj": lambda m, x, y, i: m.iscomplexobj(x * 1j),
+    "isrealobj": lambda m, x, y, i: m.isrealobj(x), "iscomplex": lambda m, x, y, i: m.iscomplex(x + 0j * y),
+    "isreal": lambda m, x, y, i: m.isreal(x + 1j * (y > 0.5)),
 }
 
 

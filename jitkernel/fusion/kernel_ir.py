@@ -323,6 +323,9 @@ class KernelProgram:
     outputs: list[int]  # buffer per program output
     steps: list[Kernel | RowKernel | LibraryCall]
     fusion_record: list[dict[str, Any]] = field(default_factory=list)
+    # Input and output buffers (float, shape (..., 2)) that the caller sees as complex arrays:
+    # buffer -> complex dtype. The runtime passes and returns views (passes/complex_lower.py).
+    complex_views: dict[int, np.dtype] = field(default_factory=dict)
 
     def __str__(self) -> str:
         from .printer import format_kernel_program

@@ -45,9 +45,18 @@ def format_kernel(kernel: Kernel, bufs: dict, first: int = 0, indent: str = "  "
     return lines
 
 
+def _boundary(kp: KernelProgram, b: int) -> str:
+    """`%0:f64[4,2]`, and `(c128[4])` after it when the caller passes or gets a complex array."""
+    text = str(kp.buffers[b])
+    dt = getattr(kp, "complex_views", {}).get(b)
+    if dt is None:
+        return text
+    return text + f" (as {short_dtype(dt)}[{','.join(map(str, kp.buffers[b].shape[:-1]))}])"
+
+
 def format_kernel_program(kp: KernelProgram) -> str:
     lines = [f"kernels {kp.name}:"]
-    lines.append("  inputs: " + ", ".join(str(kp.buffers[b]) for b in kp.inputs))
+    lines.append("  inputs: " + ", ".join(_boundary(kp, b) for b in kp.inputs))
     if kp.consts:
         lines.append("  consts: " + ", ".join(str(kp.buffers[b]) for b, _ in kp.consts))
     temps = [b for b in kp.buffers.values() if b.role == "temp"]
@@ -56,7 +65,7 @@ def format_kernel_program(kp: KernelProgram) -> str:
     scratch = [b for b in kp.buffers.values() if b.role == "scratch"]
     if scratch:
         lines.append("  row scratch: " + ", ".join(str(b) for b in scratch))
-    lines.append("  outputs: " + ", ".join(str(kp.buffers[b]) for b in kp.outputs))
+    lines.append("  outputs: " + ", ".join(_boundary(kp, b) for b in kp.outputs))
     lines += format_steps(kp.steps, kp.buffers)
     return "\n".join(lines)
 

@@ -534,7 +534,12 @@ def schedule(program: Program) -> KernelProgram:
     >>> [k.name for k in schedule(prog).steps]
     ['k0_reduce_sum']
     """
-    return _Scheduler(loops.hoist_loop_invariants(loops.scans_to_fori(program))).build()
+    from ..passes.complex_lower import lower_complex  # complex -> (real, imag) float pairs
+    lowered, packed = lower_complex(program)
+    kp = _Scheduler(loops.hoist_loop_invariants(loops.scans_to_fori(lowered))).build()
+    kp.complex_views = {**{kp.inputs[i]: dt for i, dt in packed.inputs.items()},
+                        **{kp.outputs[k]: dt for k, dt in packed.outputs.items()}}
+    return kp
 
 
 def _read_consts(kp: KernelProgram) -> list:

@@ -10,6 +10,7 @@ from . import arrayfn_prims  # noqa: F401  (registers take_static, raise_if)
 from . import index_prims  # noqa: F401  (registers the gather / scatter primitives)
 from . import update_prims  # noqa: F401 - registers update_slice
 from . import library_prims  # noqa: F401  (registers the library primitives)
+from . import complex_prims  # noqa: E402  (registers the complex primitives)
 
 __all__ = ["AType", "Eqn", "Program", "Var", "live_variables", "SUPPORTED_DTYPES", "check_dtype", "format_program",
            "verify_program", "primitives"]

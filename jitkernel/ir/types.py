@@ -11,7 +11,7 @@ import numpy as np
 SUPPORTED_DTYPES: tuple[np.dtype, ...] = tuple(
     np.dtype(n)
     for n in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-              "float16", "float32", "float64")
+              "float16", "float32", "float64", "complex64", "complex128")
 )
 _SUPPORTED = frozenset(SUPPORTED_DTYPES)
 
@@ -29,10 +29,10 @@ def check_dtype(dtype: object, what: str = "array") -> np.dtype:
 
 
 def short_dtype(dt: np.dtype) -> str:
-    """Compact dtype name used by the printer: f32, i64, u8, bool."""
+    """Compact dtype name used by the printer: f32, i64, u8, bool, c64 (complex64)."""
     if dt.kind == "b":
         return "bool"
-    return {"f": "f", "i": "i", "u": "u"}[dt.kind] + str(dt.itemsize * 8)
+    return {"f": "f", "i": "i", "u": "u", "c": "c"}[dt.kind] + str(dt.itemsize * 8)
 
 
 @dataclass(frozen=True)

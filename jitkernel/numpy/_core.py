@@ -11,9 +11,10 @@ from ..ir import check_dtype
 from ..trace.context import TraceContext, current_context
 from ..trace.tracer import Tracer
 
-PY_SCALARS = (bool, int, float)
-WEAK_DEFAULT = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dtype(np.float64)}
-WEAK_SAMPLE = {bool: False, int: 0, float: 0.0}
+PY_SCALARS = (bool, int, float, complex)
+WEAK_DEFAULT = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dtype(np.float64),
+                complex: np.dtype(np.complex128)}
+WEAK_SAMPLE = {bool: False, int: 0, float: 0.0, complex: 0j}
 
 
 def context_of(*args: Any) -> TraceContext | None:
@@ -33,9 +34,7 @@ def weak_type(x: Any) -> type | None:
     if isinstance(x, Tracer):
         return x.weak
     if isinstance(x, PY_SCALARS) and not isinstance(x, np.generic):
-        return bool if isinstance(x, bool) else int if isinstance(x, int) else float
-    if isinstance(x, complex):
-        raise TypeError("jitkernel does not support complex values (complex Python scalar operand)")
+        return bool if isinstance(x, bool) else int if isinstance(x, int) else float if isinstance(x, float) else complex
     return None
 
 
@@ -76,6 +75,9 @@ def lift(ctx: TraceContext, x: Any, dtype: np.dtype | None = None) -> Tracer:
             return x
         if x.dtype == dtype:
             return Tracer(ctx, x.ir_var)  # same data, now strongly typed
+        if x.dtype.kind == "c" and np.dtype(dtype).kind not in "cb":
+            from ._complex_cast import warn_complex_cast
+            warn_complex_cast(x, dtype)  # NumPy's ComplexWarning, once, at trace time
         if x.weak is int and np.dtype(dtype).kind in "iu":
             # NumPy raises OverflowError when a Python int does not fit the dtype it meets:
             # checked when the call's value is known (Compiled.check_inputs).

@@ -79,10 +79,13 @@ def inner(a: Any, b: Any) -> Any:
 
 
 def vdot(a: Any, b: Any) -> Any:
-    """numpy.vdot for real arrays: dot of the flattened operands."""
+    """numpy.vdot: dot of the flattened operands, the first one conjugated when complex."""
     if context_of(a, b) is None:
         return np.vdot(a, b)
-    return matmul(ravel(a), ravel(b))
+    x = ravel(a)
+    if x.dtype.kind == "c":
+        x = apply_ufunc(np.conjugate, x)
+    return matmul(x, ravel(b))
 
 
 def outer(a: Any, b: Any, out: Any = None) -> Any:

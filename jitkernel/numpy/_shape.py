@@ -184,6 +184,11 @@ def concatenate(arrays: Sequence[Any], axis: Any = 0, out: Any = None, dtype: An
         arrays = [ravel(a) for a in arrays]
         axis = 0
     dt = check_dtype(dtype, "concatenate") if dtype is not None else result_type(*[lift(ctx, a) for a in arrays])
+    for a in arrays:
+        src = lift(ctx, a).dtype
+        if dtype is not None and not np.can_cast(src, dt, casting):
+            # NumPy checks the cast before any data moves (complex -> float, float -> int)
+            raise TypeError(f"Cannot cast array data from {src!r} to {dt!r} according to the rule {casting!r}")
     ts = [lift(ctx, lift(ctx, a), dt) for a in arrays]
     nd = ts[0].ndim
     if nd == 0:
@@ -255,4 +260,4 @@ def astype(x: Any, dtype: Any, copy: bool = True) -> Any:
         out = ctx.bind1("convert", t, dtype=dt)
         out.scalar = t.scalar
         return out
-    return lift(ctx, t, dt)
+    return lift(ctx, t, dt)  # complex -> real warns ComplexWarning there

@@ -338,6 +338,9 @@ def round(a: Any, decimals: int = 0, out: Any = None) -> Any:  # noqa: A001 - mi
         raise UnsupportedOperationError("numpy.round of an integer array with negative decimals is not supported inside jit")
     if decimals == 0:
         return apply_ufunc(np.rint, t)
+    if t.dtype.kind == "c":
+        from ._complex import round_parts
+        return round_parts(t, decimals)
     if decimals > 0:
         f = 10.0 ** decimals
         return apply_ufunc(np.divide, apply_ufunc(np.rint, apply_ufunc(np.multiply, t, f)), f)

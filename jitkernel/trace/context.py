@@ -109,7 +109,8 @@ def user_statement_target() -> str | None:
 # Movement primitives whose NumPy counterparts (reshape, transpose, basic slicing,
 # broadcast_to) return views of their input. Reshape may copy in NumPy (non-contiguous input);
 # treating it as a view is the conservative choice for the in-place checks.
-VIEW_PRIMITIVES = frozenset({"reshape", "transpose", "slice", "broadcast_in_dim"})
+# real/imag: NumPy's z.real and z.imag are views of z's memory (writes go through, views.py).
+VIEW_PRIMITIVES = frozenset({"reshape", "transpose", "slice", "broadcast_in_dim", "real", "imag"})
 
 # Attributes an ndarray subclass may define without changing what NumPy computes on it:
 # construction, metadata propagation, pickling and printing.

@@ -324,11 +324,32 @@ class Tracer:
 
     def repeat(self, repeats: Any, axis: Any = None) -> "Tracer":
         return _jnp().repeat(self, repeats, axis)
+    # complex numbers (numpy/_complex.py)
+    @property
+    def real(self) -> "Tracer":
+        return _jnp().real(self)
+
+    @real.setter
+    def real(self, value: Any) -> None:
+        self.real[...] = value  # z.real = v writes into z's memory, as NumPy
+
+    @property
+    def imag(self) -> "Tracer":
+        return _jnp().imag(self)
+
+    @imag.setter
+    def imag(self, value: Any) -> None:
+        self.imag[...] = value
+
+    def conj(self) -> "Tracer":
+        return _jnp().conjugate(self)
+
+    conjugate = conj
 
 
 def _is_python_scalar(x: Any) -> bool:
     """A Python scalar, or a Tracer standing for one (np.float64 is a float subclass: excluded)."""
-    return type(x) in (bool, int, float) or (isinstance(x, Tracer) and x.weak is not None)
+    return type(x) in (bool, int, float, complex) or (isinstance(x, Tracer) and x.weak is not None)
 
 
 # Python promotes bool to int for arithmetic (True + True == 2); NumPy's bool loops would not.
@@ -340,7 +361,7 @@ def _weak_result(t: Any) -> Any:
     """Mark a result as a Python scalar (an operator applied to Python scalars only)."""
     if not isinstance(t, Tracer):
         return t
-    kind = {"b": bool, "i": int, "u": int, "f": float}[t.dtype.kind]
+    kind = {"b": bool, "i": int, "u": int, "f": float, "c": complex}[t.dtype.kind]
     return Tracer(t._ctx, t.ir_var, kind)
 
 
@@ -367,12 +388,12 @@ def dtype_is_bool(x: Any) -> bool:
 
 def _scalar_type_name(x: Any) -> str:
     if isinstance(x, Tracer):
-        return {bool: "bool", int: "int", float: "float"}[x.weak] if x.weak else f"numpy.{x.dtype.name}"
-    return type(x).__name__ if type(x) in (bool, int, float) else f"numpy.{np.dtype(type(x)).name}"
+        return {bool: "bool", int: "int", float: "float", complex: "complex"}[x.weak] if x.weak else f"numpy.{x.dtype.name}"
+    return type(x).__name__ if type(x) in (bool, int, float, complex) else f"numpy.{np.dtype(type(x)).name}"
 
 
 def _is_numpy_scalar(x: Any) -> bool:
-    return (isinstance(x, Tracer) and x.ndim == 0 and x.scalar) or type(x) in (bool, int, float) \
+    return (isinstance(x, Tracer) and x.ndim == 0 and x.scalar) or type(x) in (bool, int, float, complex) \
         or isinstance(x, np.generic)
 
 
@@ -380,7 +401,7 @@ def _binary(name: str, reflected: bool = False):
     def method(self: Tracer, other: Any) -> Any:
         if isinstance(other, (list, tuple)):
             other = np.asarray(other)
-        elif not isinstance(other, (Tracer, np.ndarray, np.generic, bool, int, float)):
+        elif not isinstance(other, (Tracer, np.ndarray, np.generic, bool, int, float, complex)):
             return NotImplemented
         a, b = (other, self) if reflected else (self, other)
         if name == "matmul" and _is_numpy_scalar(a) and _is_numpy_scalar(b):
@@ -406,7 +427,7 @@ def _power_operator(base: Any, exponent: Any) -> Any:
         return apply_ufunc(np.power, base, exponent)
     if not isinstance(base, Tracer):  # 2 ** array: the array's __rpow__, never a fast scalar power
         return jnp.power(base, exponent)
-    is_float = base.dtype.kind == "f"
+    is_float = base.dtype.kind in "fc"  # NumPy's fast paths take complex arrays as well
     if type(exponent) is int and -2**63 <= exponent < 2**63:
         if exponent == 2:
             return jnp.square(base)
@@ -429,7 +450,7 @@ def _power_by_traced_python_scalar(base: "Tracer", exponent: "Tracer") -> Any:
         raise UnsupportedOperationError(
             "bool_array ** n with a Python int argument n: NumPy's result dtype depends on n's value "
             "(int8 for n == 2, int64 otherwise); mark n static (static_argnames) or call np.power / np.square")
-    if base.dtype.kind != "f":
+    if base.dtype.kind not in "fc":
         return jnp.power(base, exponent)  # int ** 2 is square in NumPy: the same values and dtype
     if exponent.weak is int:
         cases = [(2, jnp.square), (-1, jnp.reciprocal)]

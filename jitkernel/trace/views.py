@@ -85,6 +85,8 @@ def _view_strides(parent: Any, prim: str, params: dict, out_shape: tuple[int, ..
         return tuple(s[p] for p in params["permutation"])
     if prim == "reshape":
         return reshape_strides(parent.shape, s, out_shape)
+    if prim in ("real", "imag"):
+        return tuple(2 * x for x in s)  # a part of each complex element: twice the stride in floats
     if prim == "broadcast_in_dim":
         out = [0] * len(out_shape)
         for src, dst in enumerate(params["broadcast_dimensions"]):
@@ -164,6 +166,10 @@ def _inverse(ctx: Any, prim: str, params: dict, parent: Any, value: Var) -> Var:
         return emit(ctx, "transpose", [value], {"permutation": inverse})
     if prim == "slice":
         return emit(ctx, "update_slice", [parent.ir_var, value], {"starts": params["starts"], "steps": params["steps"]})
+    if prim == "real":  # z.real[...] = v: the complex base with its real part replaced
+        return emit(ctx, "make_complex", [value, emit(ctx, "imag", [parent.ir_var], {})], {})
+    if prim == "imag":
+        return emit(ctx, "make_complex", [emit(ctx, "real", [parent.ir_var], {}), value], {})
     raise AssertionError(prim)
 
 

@@ -111,6 +111,8 @@ class OpLowering:
             return self.b.select(args[0], args[1], args[2])
         if prim == "index_check":
             return self.index_check(*args)
+        if prim == "fma":  # complex multiply/absolute after lowering (passes/complex_lower.py)
+            return self.b.call(self.intrinsic("llvm.fma", args[0].type, 3), args)
         dt = in_dts[0]
         if len(args) == 1:
             return self.unary(prim, args[0], dt, out_dt)

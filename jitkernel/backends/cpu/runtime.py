@@ -133,8 +133,13 @@ class CpuExecutable:
                     "raise_status": _raise_status, "to_c": _to_c_order, "dot_general": dot_general_numpy,
                     "split": _run_split, "on_worker": _run_on_worker, "library": library}
         head = ["def run(arrays):"]
+        # Complex arguments and results hold the float (..., 2) buffers of the kernels: the same
+        # bytes, and kernels read data pointers, so only library steps need float views.
+        views = getattr(kp, "complex_views", {})
+        library_inputs = {b for st in steps if isinstance(st, LibraryCall) for b in st.inputs}
+        library_outputs = {b for st in steps if isinstance(st, LibraryCall) for b in st.outputs}
         for i, bid in enumerate(kp.inputs):
-            dt = np.dtype(kp.buffers[bid].dtype.str)
+            dt = np.dtype((views[bid] if bid in views else kp.buffers[bid].dtype).str)
             ns[f"dt{bid}"] = dt
             head.append(f"    b{bid} = arrays[{i}]")
             if not kp.buffers[bid].shape:
@@ -145,12 +150,21 @@ class CpuExecutable:
                 head.append(f"        b{bid} = np.asarray(b{bid})")
             head.append(f"    if (b{bid}.dtype is not dt{bid} and b{bid}.dtype != dt{bid}) or not b{bid}.flags.c_contiguous:")
             head.append(f"        b{bid} = to_c(b{bid}, dt{bid})")
+            if bid in views and bid in library_inputs:  # a library step takes the float (..., 2) view
+                ns[f"fdt{bid}"], ns[f"fshape{bid}"] = kp.buffers[bid].dtype, kp.buffers[bid].shape
+                head.append(f"    b{bid} = b{bid}.reshape(-1).view(fdt{bid}).reshape(fshape{bid})")
+        for bid in kp.outputs:
+            if bid in views:  # a complex result: the caller gets the complex view of the floats
+                ns[f"cdt{bid}"], ns[f"cshape{bid}"] = views[bid], kp.buffers[bid].shape[:-1]
+        out = {b: f"b{b}.view(cdt{b}).reshape(cshape{b})" if b in views and b in library_outputs else f"b{b}"
+               for b in kp.outputs}
         for bid, c in kp.consts:
             ns[f"b{bid}"] = np.array(c, order="C")
-        library_outputs = {b for st in steps if isinstance(st, LibraryCall) for b in st.outputs}
         for b in kp.buffers.values():
             if b.role in ("temp", "output", "check") and b.id not in library_outputs:
                 ns[f"shape{b.id}"], ns[f"dt{b.id}"] = b.shape, b.dtype
+                if b.id in views:  # written by kernels, returned as the complex array itself
+                    ns[f"shape{b.id}"], ns[f"dt{b.id}"] = b.shape[:-1], views[b.id]
                 head.append(f"    b{b.id} = last[{b.id}]")
                 head.append(f"    if b{b.id} is None or getrefcount(b{b.id}) != FREE:")
                 head.append(f"        b{b.id} = last[{b.id}] = empty(shape{b.id}, dt{b.id})")
@@ -171,9 +185,9 @@ class CpuExecutable:
                      "        raise_status(st)"]
         text = "\n".join(head[1:] + body)
         # run returns the list of outputs; run_single the first output itself.
-        source = head[0] + "\n" + text + "\n    return [" + ", ".join(f"b{b}" for b in kp.outputs) + "]\n"
+        source = head[0] + "\n" + text + "\n    return [" + ", ".join(out[b] for b in kp.outputs) + "]\n"
         if kp.outputs:
-            source += "def run_single(arrays):\n" + text + f"\n    return b{kp.outputs[0]}\n"
+            source += "def run_single(arrays):\n" + text + f"\n    return {out[kp.outputs[0]]}\n"
         return source, ns
 
     def _step_lines(self, kp: KernelProgram, steps: list, library: object, ns: dict) -> list[str]:
