@@ -127,3 +127,17 @@ def test_demo_writes_notebook_and_html_and_prints_the_profile(tmp_path, capsys, 
     html = (out / "quickstart.html").read_text()
     assert html.count("<img src='data:image/png;base64,") == 2
     assert "<table>" in html and "results match NumPy" in html and "<h1>jitkernel quickstart</h1>" in html
+
+
+def test_numpy_as_written(kernels_dir, tmp_path):
+    """Issue 8: a stencil time loop, a triangular solve and a masked update of an argument, as
+    NumPy users write them, each checked against NumPy running the same function and timed."""
+    nb = _execute("numpy-as-written", kernels_dir, tmp_path)
+    text = _text(nb)
+    assert "stencil matches NumPy: True" in text, text
+    assert "triangular solve matches NumPy: True and solves L x = b: True" in text, text
+    assert "masked update matches NumPy: True and the argument was updated: True" in text, text
+    for what in ("stencil", "triangular solve", "masked update"):
+        assert re.search(rf"^{what}: numpy [\d.]+ ms, jit [\d.]+ ms, speedup [\d.]+x$", text, re.M), text
+    assert "writes: A, B" in text, text
+    assert "Error" not in text and "Traceback" not in text, text

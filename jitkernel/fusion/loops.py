@@ -193,10 +193,10 @@ def native_ok(eqn: Eqn, kernel_prims: set[str] | None = None) -> bool:
 
 def _kernel_prims() -> set[str]:
     """Primitives the scheduler turns into kernels (elementwise, movement, reductions,
-    concatenate, iota), plus those the kernel lowering of dynamic indices handles."""
+    concatenate, iota, update_slice: a copy and a region kernel, fusion/update.py), plus those the kernel lowering of dynamic indices handles."""
     kinds = ("elementwise", "movement", "reduce")
     names = {n for n, p in primitives.PRIMITIVES.items() if p.kind in kinds}
-    return names | {"concatenate", "iota"} | set(_DYNAMIC_KERNEL_PRIMS)
+    return names | {"concatenate", "iota", "update_slice"} | set(_DYNAMIC_KERNEL_PRIMS)
 
 
 # Dynamic-offset primitives with a kernel lowering (fusion/dynamic.py).

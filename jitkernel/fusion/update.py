@@ -139,9 +139,10 @@ def adopt_argument_buffers(steps: list[Any], inputs: list[int], outputs: list[in
     array is then written by the kernels and Compiled.write_back copies nothing. `outputs` is
     updated; programs that can raise after their kernels are left alone."""
     from .kernel_ir import Kernel, LibraryCall, Load
+    from .loops import is_control
     written = getattr(program, "written_args", ())
-    if not written or _can_raise(program.eqns):
-        return steps
+    if not written or _can_raise(program.eqns) or any(is_control(st) for st in steps):
+        return steps  # (a native loop or branch: its carries have buffers of their own)
     for i, k in written:
         x, o = inputs[i], outputs[k]
         if k in in_place or o == x or outputs.count(o) != 1:
