@@ -157,12 +157,36 @@ def update_steps(sched: Any, eqn: Eqn, v: Var, n: int) -> list:
 
 def in_place_operand(eqn: Eqn, out_index: int) -> int | None:
     """The input position whose buffer output `out_index` of `eqn` may reuse, if any."""
-    if eqn.prim == UPDATE:
+    if eqn.prim in (UPDATE, "update_slice"):  # a region write: fusion/update.py skips the copy
         return 0
     if eqn.prim == "fori_loop":
         return 2 + eqn.params["nconsts"] + out_index
     if eqn.prim == "while_loop":
         return eqn.params["cond_nconsts"] + eqn.params["body_nconsts"] + out_index
+    if eqn.prim == "cond":
+        return _cond_in_place_operand(eqn, out_index)
+    return None
+
+
+def _cond_in_place_operand(eqn: Eqn, out_index: int) -> int | None:
+    """A branch (`if` on a traced value in a DP loop) whose every branch either returns operand
+    k unchanged or updates it in place (can_update_in_place) may write output `out_index` into
+    operand k's buffer: without this, each branch copied the whole table for one cell."""
+    branches = eqn.params["branches"]
+    for k in range(1, len(eqn.inputs)):
+        if eqn.inputs.count(eqn.inputs[k]) != 1 or eqn.inputs[k].aval != eqn.outputs[out_index].aval:
+            continue
+        ok = True
+        for br in branches:
+            x, result = br.invars[k - 1], br.outvars[out_index]
+            if result is x:
+                if sum(1 for o in br.outvars if o is x) != 1:
+                    ok = False
+                continue
+            if not can_update_in_place(br, x, result):
+                ok = False
+        if ok and any(br.outvars[out_index] is not br.invars[k - 1] for br in branches):
+            return k
     return None
 
 
@@ -199,7 +223,8 @@ def can_update_in_place(body: Program, x: Var, result: Var) -> bool:
         if id(e) not in anc:
             return False
         tainted.update(e.outputs)
-    if producer.prim == UPDATE and int(np.prod(window(producer))) != 1 and _fused_reads(body, producer.inputs[1], x):
+    if (producer.prim in (UPDATE, "update_slice") and int(np.prod(window(producer))) != 1
+            and _fused_reads(body, producer.inputs[1], x)):
         return False
     return True
 

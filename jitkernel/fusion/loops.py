@@ -307,6 +307,9 @@ def sub_steps(parent: Any, program: Program, in_bufs: list[int], out_bufs: list[
     copies: list[tuple[Var, int]] = []
     seen: set[Var] = set()
     for v, b in zip(program.outvars, out_bufs):
+        if v in sub.leaves and v not in seen and sub.buf_of.get(v) == b:
+            seen.add(v)  # an operand returned unchanged into its own buffer (an in-place branch)
+            continue
         if v in sub.leaves or v in seen:
             copies.append((v, b))
         else:

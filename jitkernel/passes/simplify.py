@@ -37,6 +37,8 @@ def simplify(program: Program) -> Program:
     producer: dict[Var, Eqn] = {}
 
     def visit(eqn: Eqn, resolve) -> Eqn | dict:
+        if not eqn.outputs:  # a branch or loop kept only because it may raise
+            return eqn
         x = eqn.inputs[0] if eqn.inputs else None
         out = eqn.outputs[0]
         if eqn.prim in ("convert", "reshape", "broadcast_in_dim") and x is not None and x.aval == out.aval:

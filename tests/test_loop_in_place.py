@@ -1,0 +1,113 @@
+"""Arrays updated in place inside native loops and branches (issue 8, items 2 and 6): a
+slice assignment in a loop body (a stencil) and a DP cell written in either branch of an `if`
+on array values reuse the carry's buffer instead of copying the whole array per iteration.
+Correctness first: whenever the new value reads the old array at other elements, the update
+must not be in place. Each case runs converted Python (autograph) against NumPy running the same
+function, on both backends."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import jitkernel as jk
+from test_inplace import load, same_as_numpy
+
+STENCIL = """
+def f(A, B, T):
+    for t in range(T):
+        B[1:-1, 1:-1] = 0.2 * (A[1:-1, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:] + A[2:, 1:-1] + A[:-2, 1:-1])
+        A[1:-1, 1:-1] = 0.2 * (B[1:-1, 1:-1] + B[1:-1, :-2] + B[1:-1, 2:] + B[2:, 1:-1] + B[:-2, 1:-1])
+    return A.sum()
+"""
+
+LCS = """
+def f(a, b):
+    n, m = a.shape[0], b.shape[0]
+    D = np.zeros((n + 1, m + 1), dtype=np.int64)
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            if a[i - 1] == b[j - 1]:
+                D[i, j] = D[i - 1, j - 1] + 1
+            else:
+                D[i, j] = max(D[i - 1, j], D[i, j - 1])
+    return D
+"""
+
+# The new value reads the array it replaces at other elements: NumPy reads the right-hand
+# side first, so an in-place loop would see half-updated values.
+SELF_READING_SLICE = """
+def f(A, T):
+    for t in range(T):
+        A[1:-1] = A[:-2] + A[2:]
+    return A
+"""
+
+
+def _loop_kernels(fn, *args) -> str:
+    return jk.jit(fn).lower(*args).as_text("kernels")
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+def test_stencil_updates_its_carries_in_place(tmp_path, backend):
+    f = load(tmp_path, STENCIL)
+    rng = np.random.default_rng(0)
+    same_as_numpy(f, rng.random((12, 9)), rng.random((12, 9)), 7, backend=backend)
+    text = _loop_kernels(f, np.ones((12, 9)), np.ones((12, 9)), 3)
+    assert "[native]" in text and "update_copy" not in text, text
+    assert text.count("in place)") == 2, text
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+def test_dp_cell_written_in_both_branches_is_updated_in_place(tmp_path, backend):
+    f = load(tmp_path, LCS)
+    rng = np.random.default_rng(1)
+    same_as_numpy(f, rng.integers(0, 3, 17), rng.integers(0, 3, 13), backend=backend)
+    text = _loop_kernels(f, np.zeros(5, np.int64), np.zeros(6, np.int64))
+    assert "update_copy" not in text, text  # no copy of the table per cell
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+def test_a_slice_update_reading_its_own_array_is_not_in_place(tmp_path, backend):
+    f = load(tmp_path, SELF_READING_SLICE)
+    same_as_numpy(f, np.arange(10.0) ** 1.5, 5, backend=backend)
+
+
+_BRANCH_WRITES = ["D[i, j] = D[i - 1, j - 1] + 1", "D[i, j] = max(D[i - 1, j], D[i, j - 1])",
+                  "D[i, :] = D[i - 1, :] + 1", "D[i, j] = D[i, j] * 2", "D[:, j] = D[:, j - 1]",
+                  "D[i - 1, j - 1] = D[i, j]", "pass", "s = s + D[i, j - 1]",
+                  "D[1:, j] = D[:-1, j] + 1", "D[i, j - 1] = D[i - 1, j] - D[i, j]"]
+_CONDITIONS = ["a[i - 1] == b[j - 1]", "a[i - 1] > b[j - 1]", "D[i - 1, j] > D[i, j - 1]", "s > 3"]
+
+
+@st.composite
+def dp_programs(draw):
+    """Nested loops over a table with an `if` whose branches each write the table (or not),
+    reading it at the same or at other elements: the class of branch updates made in place."""
+    cond = draw(st.sampled_from(_CONDITIONS))
+    then = draw(st.sampled_from(_BRANCH_WRITES))
+    other = draw(st.sampled_from(_BRANCH_WRITES))
+    after = draw(st.sampled_from(["", "        s = s + D[i, j]\n", "        D[0, 0] = D[i, j]\n"]))
+    return ("def f(a, b):\n"
+            "    D = np.zeros((a.shape[0] + 1, b.shape[0] + 1), dtype=np.int64)\n"
+            "    D[0, :] = np.arange(b.shape[0] + 1)\n"
+            "    s = 0\n"
+            "    for i in range(1, a.shape[0] + 1):\n"
+            "        for j in range(1, b.shape[0] + 1):\n"
+            f"            if {cond}:\n                {then}\n"
+            f"            else:\n                {other}\n"
+            f"{after.replace('        ', '            ', 1) if after else ''}"
+            "    return D, s\n")
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(src=dp_programs(), backend=st.sampled_from(["cpu", "interpret"]))
+def test_random_branch_updates_in_loops_match_numpy(tmp_path_factory, src, backend):
+    f = load(tmp_path_factory.mktemp("dp"), src)
+    rng = np.random.default_rng(2)
+    a, b = rng.integers(0, 3, 6), rng.integers(0, 3, 7)
+    try:
+        same_as_numpy(f, a, b, backend=backend)
+    except AssertionError as e:
+        raise AssertionError(f"{src}\n{e}") from None
