@@ -111,3 +111,28 @@ def test_random_branch_updates_in_loops_match_numpy(tmp_path_factory, src, backe
         same_as_numpy(f, a, b, backend=backend)
     except AssertionError as e:
         raise AssertionError(f"{src}\n{e}") from None
+
+
+def test_constant_offsets_inside_branches_are_proved_in_bounds(tmp_path):
+    """A literal closed over by an `if` inside a loop (`D[i - 1, j]`) is a constant of the
+    branch, so the index range proof removes the bounds check (it was a run-time operand)."""
+    f = load(tmp_path, LCS)
+    text = _loop_kernels(f, np.zeros(5, np.int64), np.zeros(6, np.int64))
+    assert "index_check" not in text, text
+
+
+OUT_OF_BOUNDS_IN_BRANCH = """
+def f(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        if a[i] > 0:
+            s = s + a[i + 1]
+    return s
+"""
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+def test_a_constant_offset_past_the_end_inside_a_branch_still_raises(tmp_path, backend):
+    f = load(tmp_path, OUT_OF_BOUNDS_IN_BRANCH)
+    same_as_numpy(f, np.array([1.0, -1.0, 2.0]), backend=backend)  # a[3]: IndexError in NumPy
+    same_as_numpy(f, np.array([1.0, -1.0, -2.0]), backend=backend)  # never reaches a[3]

@@ -42,6 +42,21 @@ def index_kind(index: tuple) -> str:
     return kind
 
 
+def _deferred_out_of_bounds(t: Tracer, index: tuple) -> Tracer | None:
+    """An out-of-bounds static index inside a loop body or a branch (a sub-trace) may never run
+    (`if a[i] > 0: s += a[i + 1]` with a Python loop unrolled: the last `a[i + 1]` is out of
+    bounds only where the branch is not taken). NumPy raises only when it runs, so the index
+    becomes a run-time one, whose check raises NumPy's IndexError when the step runs."""
+    from ..trace.context import current_context
+    from ..trace.subtrace import SubTraceContext
+    ctx = current_context()
+    if not isinstance(ctx, SubTraceContext):
+        return None
+    from ._dynamic import dynamic_getitem
+    as_traced = tuple(ctx.const(np.asarray(ix, np.int64)) if _is_static_int(ix) else ix for ix in index)
+    return dynamic_getitem(t, as_traced)
+
+
 def getitem(t: Tracer, index: Any) -> Tracer:
     """x[index] for a Tracer, with NumPy's IndexError wording for out-of-range ints."""
     ctx = t._ctx
@@ -85,6 +100,9 @@ def getitem(t: Tracer, index: Any) -> Tracer:
         else:
             i = int(ix)
             if not -n <= i < n:
+                deferred = _deferred_out_of_bounds(t, index)
+                if deferred is not None:
+                    return deferred
                 raise IndexError(f"index {i} is out of bounds for axis {dim} with size {n}")
             starts.append(i % n)
             steps.append(1)

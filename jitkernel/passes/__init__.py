@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..ir import Program, verify_program
-from .control_flow import optimize_sub_programs
+from .control_flow import inline_constant_operands, optimize_sub_programs
 from .cse import cse
 from .dce import dce
 from .fold import fold_constants
@@ -19,7 +19,7 @@ def optimize(program: Program) -> Program:
     >>> len(optimize(prog).eqns) <= len(prog.eqns)
     True
     """
-    program = optimize_sub_programs(program, optimize)
+    program = optimize_sub_programs(inline_constant_operands(program), optimize)
     for p in PIPELINE:
         program = p(program)
     return verify_program(program)

@@ -36,3 +36,62 @@ def _optimized(value: object, optimize: Callable[[Program], Program]) -> object:
     if isinstance(value, tuple) and any(isinstance(v, Program) for v in value):
         return tuple(optimize(v) if isinstance(v, Program) else v for v in value)
     return value
+
+
+def inline_constant_operands(program: Program) -> Program:
+    """Scalar constants a `cond`, `fori_loop` or `while_loop` receives as operands (a closed-over
+    literal: the `1` of `D[i - 1, j]` inside an `if`) become constants of the sub-programs.
+    As operands they were run-time values there: nothing folded them, and the index-range proofs
+    of traced indices (fusion/dynamic.py) could not see `i - 1` as the index minus a constant,
+    so every such access kept a bounds check."""
+    const_value = {v: c for v, c in zip(program.constvars, program.consts) if c.size == 1}
+    if not const_value or not any(e.prim in _OPERAND_LAYOUT for e in program.eqns):
+        return program
+    eqns = [_inline_operands(e, const_value) if e.prim in _OPERAND_LAYOUT else e for e in program.eqns]
+    return Program(program.invars, program.constvars, program.consts, eqns, program.outvars, program.name,
+                   program.int_arg_bounds, program.byteorder_sources)
+
+
+def _with_constants(sub: Program, moved: dict[int, object]) -> Program:
+    """`sub` with its inputs at the positions of `moved` turned into constants of those values."""
+    invars = [v for i, v in enumerate(sub.invars) if i not in moved]
+    extra = [sub.invars[i] for i in moved]
+    return Program(invars, list(sub.constvars) + extra, list(sub.consts) + list(moved.values()), sub.eqns,
+                   sub.outvars, sub.name)
+
+
+def _inline_operands(eqn: Eqn, const_value: dict) -> Eqn:
+    """One equation with its scalar-constant operands moved into its sub-programs."""
+    p = dict(eqn.params)
+    if eqn.prim == "cond":
+        moved = {k - 1: const_value[v] for k, v in enumerate(eqn.inputs) if k and v in const_value}
+        if not moved:
+            return eqn
+        p["branches"] = tuple(_with_constants(b, moved) for b in p["branches"])
+        inputs = [v for k, v in enumerate(eqn.inputs) if not (k and k - 1 in moved)]
+        return Eqn(eqn.prim, inputs, eqn.outputs, p)
+    if eqn.prim == "fori_loop":
+        n = p["nconsts"]
+        consts = eqn.inputs[2:2 + n]
+        moved = {1 + k: const_value[v] for k, v in enumerate(consts) if v in const_value}
+        if not moved:
+            return eqn
+        p["body"] = _with_constants(p["body"], moved)
+        p["nconsts"] = n - len(moved)
+        kept = [v for k, v in enumerate(consts) if 1 + k not in moved]
+        return Eqn(eqn.prim, eqn.inputs[:2] + kept + eqn.inputs[2 + n:], eqn.outputs, p)
+    # while_loop
+    cn, bn = p["cond_nconsts"], p["body_nconsts"]
+    cconsts, bconsts = eqn.inputs[:cn], eqn.inputs[cn:cn + bn]
+    cmoved = {k: const_value[v] for k, v in enumerate(cconsts) if v in const_value}
+    bmoved = {k: const_value[v] for k, v in enumerate(bconsts) if v in const_value}
+    if not cmoved and not bmoved:
+        return eqn
+    p["cond"], p["body"] = _with_constants(p["cond"], cmoved), _with_constants(p["body"], bmoved)
+    p["cond_nconsts"], p["body_nconsts"] = cn - len(cmoved), bn - len(bmoved)
+    inputs = ([v for k, v in enumerate(cconsts) if k not in cmoved] + [v for k, v in enumerate(bconsts) if k not in bmoved]
+              + eqn.inputs[cn + bn:])
+    return Eqn(eqn.prim, inputs, eqn.outputs, p)
+
+
+_OPERAND_LAYOUT = ("cond", "fori_loop", "while_loop")
