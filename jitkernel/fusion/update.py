@@ -24,15 +24,21 @@ from . import index as ix
 from .kernel_ir import Store
 
 
-def in_place_chains(program: Program, materialized: set[Var], leaves: set[Var]) -> dict[Var, Var]:
-    """base -> the update_slice output that may write into base's buffer in place: base is an
-    update's materialised result, read by that one update only (as its base) and no output."""
+def _use_counts(program: Program) -> dict[Var, int]:
+    """How many times each variable is read: as an equation input, or as a program output."""
     uses: dict[Var, int] = {}
     for eqn in program.eqns:
         for u in eqn.inputs:
             uses[u] = uses.get(u, 0) + 1
     for v in program.outvars:
         uses[v] = uses.get(v, 0) + 1
+    return uses
+
+
+def in_place_chains(program: Program, materialized: set[Var], leaves: set[Var]) -> dict[Var, Var]:
+    """base -> the update_slice output that may write into base's buffer in place: base is an
+    update's materialised result, read by that one update only (as its base) and no output."""
+    uses = _use_counts(program)
     produced_by_update = {e.outputs[0] for e in program.eqns if e.prim == "update_slice"}
     chains: dict[Var, Var] = {}
     for eqn in program.eqns:
@@ -48,17 +54,12 @@ def in_place_arguments(program: Program, chains: dict[Var, Var]) -> dict[int, in
     """output position -> input position, for written arguments whose new value can be computed
     in the argument's own buffer: the first write's base is the argument read by nothing else,
     and its chain ends in the value written back to that same argument. Not when the program
-    can raise after its kernels ran (integer `power`'s status flag): a call that raises leaves
-    its arguments unchanged."""
+    can raise after its kernels ran (`_can_raise`): a call that raises leaves its arguments
+    unchanged."""
     written = {k: i for i, k in getattr(program, "written_args", ())}
     if not written or _can_raise(program.eqns):
         return {}
-    uses: dict[Var, int] = {}
-    for eqn in program.eqns:
-        for u in eqn.inputs:
-            uses[u] = uses.get(u, 0) + 1
-    for v in program.outvars:
-        uses[v] = uses.get(v, 0) + 1
+    uses = _use_counts(program)
     position = {v: i for i, v in enumerate(program.invars)}
     out_position = {}
     for k, v in enumerate(program.outvars):
