@@ -24,6 +24,7 @@ from ..errors import UnsupportedOperationError
 from ..ir import Var
 from ..trace.context import current_context, user_frame_location
 from ..trace.tracer import Tracer
+from ._indexing import expand_index
 
 __all__: list[str] = []
 
@@ -182,16 +183,7 @@ def _parse(x: Any, index: tuple, allow_none: bool = True) -> tuple[list[_Axis], 
     """Per axis of x, its window; and where the index's None entries put new axes (positions in
     the result)."""
     ctx = _context(x)
-    n_real = sum(1 for ix in index if ix is not None and ix is not Ellipsis)
-    if sum(1 for ix in index if ix is Ellipsis) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    if n_real > x.ndim:
-        raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, but {n_real} were indexed")
-    expanded: list[Any] = []
-    for ix in index:
-        expanded.extend([slice(None)] * (x.ndim - n_real) if ix is Ellipsis else [ix])
-    if Ellipsis not in index:
-        expanded.extend([slice(None)] * (x.ndim - n_real))
+    expanded = expand_index(index, x.ndim)
     axes: list[_Axis] = []
     new_axes: list[int] = []
     out_pos = 0

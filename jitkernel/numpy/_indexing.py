@@ -42,6 +42,23 @@ def index_kind(index: tuple) -> str:
     return kind
 
 
+def expand_index(index: tuple, ndim: int) -> list[Any]:
+    """`index` with its Ellipsis (or the implicit trailing one) replaced by full slices, so
+    there is one entry per axis plus the None entries; NumPy's IndexErrors for two ellipses
+    and for more indices than axes."""
+    n_real = sum(1 for ix in index if ix is not None and ix is not Ellipsis)
+    if sum(1 for ix in index if ix is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if n_real > ndim:
+        raise IndexError(f"too many indices for array: array is {ndim}-dimensional, but {n_real} were indexed")
+    expanded: list[Any] = []
+    for ix in index:
+        expanded.extend([slice(None)] * (ndim - n_real) if ix is Ellipsis else [ix])
+    if Ellipsis not in index:
+        expanded.extend([slice(None)] * (ndim - n_real))
+    return expanded
+
+
 def _deferred_out_of_bounds(t: Tracer, index: tuple) -> Tracer | None:
     """An out-of-bounds static index inside a loop body or a branch (a sub-trace) may never run
     (`if a[i] > 0: s += a[i + 1]` with a Python loop unrolled: the last `a[i + 1]` is out of
@@ -69,19 +86,7 @@ def getitem(t: Tracer, index: Any) -> Tracer:
     if kind == "dynamic":
         from ._dynamic import dynamic_getitem
         return dynamic_getitem(t, index)
-    n_real = sum(1 for ix in index if ix is not None and ix is not Ellipsis)
-    if sum(1 for ix in index if ix is Ellipsis) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    if n_real > t.ndim:
-        raise IndexError(f"too many indices for array: array is {t.ndim}-dimensional, but {n_real} were indexed")
-    expanded: list[Any] = []
-    for ix in index:
-        if ix is Ellipsis:
-            expanded.extend([slice(None)] * (t.ndim - n_real))
-        else:
-            expanded.append(ix)
-    if Ellipsis not in index:
-        expanded.extend([slice(None)] * (t.ndim - n_real))
+    expanded = expand_index(index, t.ndim)
 
     starts, steps, sizes, final_shape = [], [], [], []
     dim = 0
