@@ -6,23 +6,19 @@ be recorded. While a thread traces, `numpy.zeros/ones/empty/full` and the `*_lik
 replaced by wrappers that, called from the user's code in a tracing thread, return a fresh
 traced array (and `np.array` / `np.asarray` of traced values go to jitkernel.numpy's) (a broadcast scalar: no constant of the array's size); called from anywhere else
 (jitkernel's and NumPy's own code, other threads) they call NumPy. `np.empty` gives zeros: never
-uninitialised memory. Installed and restored like trace/random_guard.py, under one lock.
+uninitialised memory. Installed and restored like trace/random_guard.py (trace/patching.py).
 """
 from __future__ import annotations
 
 import functools
-import os
 import sys
-import threading
 from typing import Any, Callable
 
 import numpy as np
 
 from .context import _is_engine_file, current_context
+from .patching import ModulePatches
 
-_lock = threading.Lock()
-_installed = 0
-_saved: list[tuple[str, Any]] = []
 
 
 def _traced_full(shape: Any, fill: Any, dtype: Any) -> Any:
@@ -142,45 +138,23 @@ def _bind(original: Callable, name: str, args: tuple, kwargs: dict) -> tuple | N
     return shape, fill[name], np.float64 if dtype is None else dtype
 
 
-def _new_lock_in_child() -> None:
-    """A forked child has only the forking thread: a lock another thread held at the fork (while
-    it started or ended a trace) would never be released there. The wrappers stay harmless:
-    they call NumPy unless this thread traces."""
-    global _lock
-    _lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_lock_in_child)
-
-
 _NAMES = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "array", "asarray")
 _wrappers: dict[str, Callable] = {}
 
 
-def install() -> None:
-    """Enter a trace: patch numpy's creation functions if this is the first active trace."""
-    global _installed
-    with _lock:
-        _installed += 1
-        if _installed == 1:
-            for name in _NAMES:
-                value = getattr(np, name)
-                if getattr(value, "__jitkernel_original__", None) is not None:
-                    continue
-                wrapper = _wrappers.get(name)
-                if wrapper is None or wrapper.__jitkernel_original__ is not value:
-                    wrapper = _wrappers[name] = _creator(name, value)
-                _saved.append((name, value))
-                setattr(np, name, wrapper)
+def _creation_targets():
+    """numpy's creation functions and their wrappers (made once per original function)."""
+    for name in _NAMES:
+        value = getattr(np, name)
+        if getattr(value, "__jitkernel_original__", None) is not None:
+            continue
+        wrapper = _wrappers.get(name)
+        if wrapper is None or wrapper.__jitkernel_original__ is not value:
+            wrapper = _wrappers[name] = _creator(name, value)
+        yield np, name, wrapper
 
 
-def uninstall() -> None:
-    """Leave a trace: restore numpy's creation functions when the last active trace ends."""
-    global _installed
-    with _lock:
-        _installed -= 1
-        if _installed == 0:
-            while _saved:
-                name, value = _saved.pop()
-                setattr(np, name, value)
+_patches = ModulePatches(_creation_targets)
+# Enter a trace: patch numpy's creation functions if this is the first active trace; leave it:
+# restore them when the last active trace ends.
+install, uninstall = _patches.install, _patches.uninstall

@@ -24,7 +24,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import random as _pyrandom
-import threading
 import types
 from typing import Any, Callable
 
@@ -32,11 +31,9 @@ import numpy as np
 
 from ..errors import TracedRandomError
 from .context import is_tracing, user_frame_location
+from .patching import ModulePatches
 
-_lock = threading.Lock()
-_installed = 0
 _foreign_calls = 0  # module random functions called by non-tracing threads while patched
-_saved: list[tuple[Any, str, Any]] = []
 
 _ADVICE = ("A random sample drawn while tracing would be frozen into the compiled program as a "
            "constant: every call would return the same numbers. Draw the numbers outside the jitted "
@@ -78,27 +75,17 @@ def _targets() -> list[tuple[Any, str, Any, Callable]]:
     return _guards
 
 
-def install() -> None:
-    """Enter a trace: patch the random modules if this is the first active trace."""
-    global _installed
-    with _lock:
-        _installed += 1
-        if _installed == 1:
-            for module, name, value, guard in _targets():
-                if getattr(module, name, None) is value:  # leave a user's own replacement alone
-                    _saved.append((module, name, value))
-                    setattr(module, name, guard)
+def _installable_guards():
+    """The guards of the random functions still in place (a user's own replacement is left alone)."""
+    for module, name, value, guard in _targets():
+        if getattr(module, name, None) is value:
+            yield module, name, guard
 
 
-def uninstall() -> None:
-    """Leave a trace: restore the random modules when the last active trace ends."""
-    global _installed
-    with _lock:
-        _installed -= 1
-        if _installed == 0:
-            while _saved:
-                module, name, value = _saved.pop()
-                setattr(module, name, value)
+_patches = ModulePatches(_installable_guards)
+# Enter a trace: patch the random modules if this is the first active trace; leave it: restore
+# them when the last active trace ends.
+install, uninstall = _patches.install, _patches.uninstall
 
 
 # ------------------------------------------------------------------ generator state snapshots
