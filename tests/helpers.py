@@ -3,6 +3,8 @@ ndarray), dtype, shape and value (exact for bool/int, dtype-aware tolerance for 
 the same places, infinities equal)."""
 from __future__ import annotations
 
+import importlib.util
+import itertools
 from typing import Any, Callable
 
 import numpy as np
@@ -159,3 +161,17 @@ def rng_for(*key: object) -> np.random.Generator:
     """A Generator seeded deterministically from `key` (stable across runs and processes)."""
     import zlib
     return np.random.default_rng(zlib.crc32(repr(tuple(str(k) for k in key)).encode()))
+
+
+_module_counter = itertools.count()
+
+
+def load(tmp_path: Any, source: str, name: str = "f") -> Callable:
+    """A function defined in a real file under `tmp_path` (its source is there: tracebacks and
+    messages quote its lines, and autograph can convert it)."""
+    path = tmp_path / f"jk_test_mod_{next(_module_counter)}.py"
+    path.write_text("import numpy as np\n" + source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)

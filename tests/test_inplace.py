@@ -4,8 +4,6 @@ arguments written back to the caller; read-only, aliased and captured arrays; a 
 random in-place programs with views, run by NumPy and jitted."""
 from __future__ import annotations
 
-import importlib.util
-import itertools
 import warnings
 
 import numpy as np
@@ -13,19 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import jitkernel as jk
-from helpers import assert_matches_numpy
+from helpers import assert_matches_numpy, load
 
-_counter = itertools.count()
-
-
-def load(tmp_path, source: str, name: str = "f"):
-    """A function defined in a real file (error messages quote its lines)."""
-    path = tmp_path / f"inplace_mod_{next(_counter)}.py"
-    path.write_text("import numpy as np\n" + source)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, name)
 
 
 def run(fn, *args):

@@ -3,7 +3,6 @@ types of NumPy results (3), ndarray subclasses (5), power/byte order/clip (6), e
 (16) and messages (23). NumPy (the installed NumPy 2) is the reference everywhere."""
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import random
 import threading
@@ -15,24 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jitkernel as jk
-from helpers import assert_matches_numpy
+from helpers import assert_matches_numpy, load
 from jitkernel.ir.primitives import BINARY_UFUNCS, UNARY_UFUNCS
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None, print_blob=False,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 OPERATORS = ["+=", "-=", "*=", "/=", "//=", "%=", "**=", "@=", "&=", "|=", "^=", "<<=", ">>="]
 
-_counter = itertools.count()
-
-
-def load(tmp_path, source: str, name: str = "f"):
-    """A function defined in a real file (so tracebacks and messages can quote its lines)."""
-    path = tmp_path / f"issue7_mod_{next(_counter)}.py"
-    path.write_text("import numpy as np\n" + source)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, name)
 
 
 def outcome(fn, *args):

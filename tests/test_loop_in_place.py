@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import jitkernel as jk
-from test_inplace import load, same_as_numpy
+from helpers import load
+from test_inplace import same_as_numpy
 
 STENCIL = """
 def f(A, B, T):
