@@ -8,7 +8,6 @@ from __future__ import annotations
 import linecache
 import sys
 import textwrap
-import time
 import traceback
 
 import numpy as np
@@ -324,12 +323,13 @@ def long_loop(x, n):
 
 def test_a_10000_iteration_loop_compiles_in_about_the_time_of_one():
     x = RNG.standard_normal(7)
-    t0 = time.perf_counter()
     got = jk.jit(long_loop)(x, 10_000)
-    seconds = time.perf_counter() - t0
     assert_matches_numpy(got, long_loop(x, 10_000))
     program = jk.make_ir(long_loop)(x, 10_000)
-    assert len(program.eqns) < 15 and seconds < 5.0
+    # One loop equation whatever the trip count: the same program (and machine code) for 10 and
+    # 10,000 iterations, so compile time cannot grow with it (timed in benchmarks, not here).
+    assert len(program.eqns) < 15
+    assert str(program) == str(jk.make_ir(long_loop)(x, 10))
 
     def static_long(x):
         acc = x

@@ -3,7 +3,6 @@ the cpu and interpret backends, against the same loops run as plain Python on Nu
 (the reference: outside a trace jk.lax runs as Python, and a hand-written loop is compared too)."""
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
@@ -86,14 +85,11 @@ def test_ten_thousand_iterations_compile_like_one(backend):
     program = jk.make_ir(f, static_argnums=1)(a, 10_000)
     assert _prims(program).count("fori_loop") == 1 and len(program.eqns) < 6
     g = jk.jit(f, static_argnums=1, backend=backend)
-    t0 = time.perf_counter()
     got = g(a, 10_000)
-    first = time.perf_counter() - t0
     expected = np.zeros_like(a)
     for _ in range(10_000):
         expected = expected * 0.5 + a
     np.testing.assert_allclose(got, expected, rtol=1e-12)
-    assert first < 10.0, f"first call of a 10,000-iteration loop took {first:.2f} s"
 
 
 # ----------------------------------------------------------------------------- while_loop
