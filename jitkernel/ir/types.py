@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .symdim import SymDim, max_dim
+
 # Every dtype the engine compiles. Order matters only for printing.
 SUPPORTED_DTYPES: tuple[np.dtype, ...] = tuple(
     np.dtype(n)
@@ -37,14 +39,25 @@ def short_dtype(dt: np.dtype) -> str:
 
 @dataclass(frozen=True)
 class AType:
-    """The abstract value of an array: its shape (tuple of ints) and dtype."""
+    """The abstract value of an array: its shape and dtype. A dimension is an int or, inside
+    a traced program, a `SymDim` (ir/symdim.py): a length known only at run time."""
 
-    shape: tuple[int, ...]
+    shape: tuple  # of int | SymDim
     dtype: np.dtype
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        object.__setattr__(self, "shape",
+                           tuple(d if isinstance(d, SymDim) else int(d) for d in self.shape))
         object.__setattr__(self, "dtype", np.dtype(self.dtype))
+
+    @property
+    def is_symbolic(self) -> bool:
+        return any(isinstance(d, SymDim) for d in self.shape)
+
+    @property
+    def max_shape(self) -> tuple[int, ...]:
+        """The shape at the largest value of every symbolic dimension (its buffer's shape)."""
+        return tuple(max_dim(d) for d in self.shape)
 
     @property
     def ndim(self) -> int:
