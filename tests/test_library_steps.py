@@ -41,3 +41,29 @@ def test_library_step_is_printed_with_all_outputs(eigh_primitive):
     text = jk.jit(_f).lower(np.eye(3)).as_text("kernels")
     line = next(ln for ln in text.splitlines() if NAME in ln)
     assert line.count("%") == 3, line  # two outputs and one input
+
+
+BAD = "test_only_wrong_result"
+
+
+@pytest.fixture(params=["dtype", "shape"])
+def wrong_result_primitive(request):
+    """A library primitive whose implementation disagrees with its own shape rule."""
+    if request.param == "dtype":
+        impl = lambda a: [a.astype(np.float32)]  # noqa: E731  (rule says float64)
+    else:
+        impl = lambda a: [a.reshape(1, -1)]  # noqa: E731  (same data, rule says 1-d)
+    primitives.register(primitives.Primitive(BAD, "library", lambda avals: [avals[0]], impl))
+    yield request.param
+    del primitives.PRIMITIVES[BAD]
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+def test_a_library_result_unlike_its_rule_raises_instead_of_being_converted(wrong_result_primitive, backend):
+    # The CPU runtime used to cast and reshape such a result into the buffer, which hid a
+    # complex reduction packed as (1, 2) instead of (2,): a bug must not become an answer.
+    def f(a):
+        (r,) = current_context().bind(BAD, [a * 1.0])
+        return r + 1
+    with pytest.raises(Exception, match="float32|shape|1, 4"):
+        jk.jit(f, backend=backend)(np.arange(4.0))

@@ -1,4 +1,6 @@
-"""The `interpret` backend: runs the optimised Program with the NumPy reference interpreter."""
+"""The `interpret` backend: runs the optimised Program with the NumPy reference interpreter,
+checking every value against its variable's type (it is the oracle: a primitive whose
+implementation disagrees with its shape rule must fail here, not pass a converted value on)."""
 from __future__ import annotations
 
 from typing import Any
@@ -15,5 +17,5 @@ class InterpretBackend:
     def compile(self, program: Program, *, name: str, fastmath: bool = False,
                 disk_cache: bool = True, previous: Any = None) -> tuple[Any, dict]:
         def run(arrays: list[np.ndarray]) -> list[np.ndarray]:
-            return [np.array(o, order="C", copy=True) for o in eval_program(program, arrays, check=False)]
+            return [np.array(o, order="C", copy=True) for o in eval_program(program, arrays)]
         return run, {}

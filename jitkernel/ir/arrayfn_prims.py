@@ -25,7 +25,7 @@ def _take_rule(in_avals: list[AType], *, axis: int) -> list[AType]:
 
 
 def _take_impl(x: np.ndarray, idx: np.ndarray, *, axis: int) -> list[np.ndarray]:
-    return [np.ascontiguousarray(np.take(x, idx, axis=axis))]
+    return [np.asarray(np.take(x, idx, axis=axis), order="C")]
 
 
 register(Primitive("take_static", "library", _take_rule, _take_impl))

@@ -129,7 +129,9 @@ def as_complex(a: np.ndarray) -> np.ndarray:
 
 def as_packed(z: np.ndarray) -> np.ndarray:
     """The packed float (..., 2) view of a complex array (a C-ordered copy first if needed)."""
-    z = np.ascontiguousarray(z)
+    # Not np.ascontiguousarray: it makes a 0-d result (a complex sum) 1-d, which would pack as
+    # (1, 2) instead of (2,).
+    z = np.asarray(z, order="C")
     return z.reshape(-1).view(component_dtype(z.dtype)).reshape(tuple(z.shape) + (2,))
 
 
@@ -149,8 +151,8 @@ def _library_impl(*arrays: np.ndarray, prim: str, prim_params: tuple, in_layout:
     return [as_packed(r) if is_complex(np.asarray(r).dtype) else r for r in evaluate(prim, args, dict(prim_params))]
 
 
-register(Primitive("real", "elementwise", _part_rule("real"), lambda x: [np.ascontiguousarray(np.real(x))]))
-register(Primitive("imag", "elementwise", _part_rule("imag"), lambda x: [np.ascontiguousarray(np.imag(x))]))
+register(Primitive("real", "elementwise", _part_rule("real"), lambda x: [np.asarray(np.real(x), order="C")]))
+register(Primitive("imag", "elementwise", _part_rule("imag"), lambda x: [np.asarray(np.imag(x), order="C")]))
 register(Primitive("make_complex", "elementwise", _make_complex_rule,
                    lambda re, im: [make_complex_array(re, im)]))
 register(Primitive("conjugate", "elementwise", _elementwise_rule(np.conjugate),

@@ -21,7 +21,7 @@ import os
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -250,10 +250,22 @@ def _library_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict) -> li
         if step.prim == "dot_general" and b not in kp.outputs:
             continue  # matmul's result has the buffer's dtype; only a returned one may be strided
         ns[f"dt_lib{n}_{k}"] = kp.buffers[b].dtype
-        lines.append(f"    if b{b}.dtype != dt_lib{n}_{k} or not b{b}.flags.c_contiguous or b{b}.shape != shape_lib{n}_{k}:")
-        lines.append(f"        b{b} = to_c(b{b}, dt_lib{n}_{k}).reshape(shape_lib{n}_{k})")
         ns[f"shape_lib{n}_{k}"] = tuple(kp.buffers[b].shape)
+        ns["check_library_result"] = check_library_result
+        # A result of another dtype or shape than its shape rule promised is a bug in the
+        # primitive; casting or reshaping it here would hide it as a silently different answer.
+        lines.append(f"    if b{b}.dtype != dt_lib{n}_{k} or b{b}.shape != shape_lib{n}_{k}:")
+        lines.append(f"        check_library_result({step.prim!r}, {k}, b{b}, dt_lib{n}_{k}, shape_lib{n}_{k})")
+        lines.append(f"    if not b{b}.flags.c_contiguous:")
+        lines.append(f"        b{b} = to_c(b{b}, dt_lib{n}_{k})")
     return lines
+
+
+def check_library_result(prim: str, k: int, value: Any, dtype: np.dtype, shape: tuple) -> None:
+    """Raise: output `k` of a library step has another dtype or shape than its buffer."""
+    raise TypeError(
+        f"internal error: library step {prim!r} returned {np.dtype(value.dtype)}{list(np.shape(value))} "
+        f"for output {k}, its shape rule says {np.dtype(dtype)}{list(shape)}; please report this bug")
 
 
 def _kernel_work(kernel, consts: dict | None = None) -> int:
