@@ -31,7 +31,7 @@ from ...ir import Program
 from .render import CudaModule, Launch, render_program
 from .shim import SHIM
 
-CXX_FLAGS = ["-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-ffp-contract=off", "-fno-fast-math",
+CXX_FLAGS = ["-std=c++20", "-O0", "-shared", "-fPIC", "-pthread", "-ffp-contract=off", "-fno-fast-math",
              "-fno-strict-aliasing", "-w"]
 
 _lock = threading.Lock()
