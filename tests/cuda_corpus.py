@@ -54,8 +54,9 @@ def _specials(dt: np.dtype, n: int, rng: np.random.Generator) -> np.ndarray:
 
 def _ints(dt: np.dtype, n: int, rng: np.random.Generator) -> np.ndarray:
     info = np.iinfo(dt)
-    base = np.array([0, 1, 2, 3, info.max, info.min, info.max - 1] + ([-1, -2, -7] if dt.kind == "i" else [7, 9, 11]))
-    return np.concatenate([base.astype(dt), full_range(rng, dt, (n // 2,)),
+    base = np.array([0, 1, 2, 3, info.max, info.min, info.max - 1] + ([-1, -2, -7] if dt.kind == "i" else [7, 9, 11]),
+                    dtype=dt)
+    return np.concatenate([base, full_range(rng, dt, (n // 2,)),
                            sample(rng, dt, (n - len(base) - n // 2,), -9, 9)])
 
 

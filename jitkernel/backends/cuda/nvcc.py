@@ -22,14 +22,14 @@ def find_nvcc() -> str | None:
         "/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
 
 
-def _run(source: str, kind: str, arch: str) -> bytes:
+def _run(source: str, kind: str, arch: str, options: tuple[str, ...] = ()) -> bytes:
     nvcc = find_nvcc()
     if nvcc is None:
         raise BackendUnavailableError("nvcc is not on PATH (set NVCC=...): the CUDA source cannot be compiled here")
     work = Path(tempfile.mkdtemp(prefix="jk-nvcc-"))
     src, out = work / "program.cu", work / f"program.{kind}"
     src.write_text(source)
-    proc = subprocess.run([nvcc, f"-{kind}", f"-arch={arch}", "-o", str(out), str(src)],
+    proc = subprocess.run([nvcc, f"-{kind}", f"-arch={arch}", "-w", *options, "-o", str(out), str(src)],
                           capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise CompileError(f"nvcc rejected the CUDA source (saved at {src}):\n{proc.stderr[-4000:]}")
@@ -38,9 +38,9 @@ def _run(source: str, kind: str, arch: str) -> bytes:
     return data
 
 
-def cubin(source: str, arch: str = ARCH) -> bytes:
+def cubin(source: str, arch: str = ARCH, options: tuple[str, ...] = ()) -> bytes:
     """The cubin of `source` for `arch` (CompileError with nvcc's message on failure)."""
-    return _run(source, "cubin", arch)
+    return _run(source, "cubin", arch, options)
 
 
 def ptx(source: str, arch: str = ARCH) -> str:

@@ -72,7 +72,10 @@ def lower(prim: str, args: list[str], in_dts: list[np.dtype], out_dt: np.dtype,
         return f"({args[0]} ? {args[1]} : {args[2]})"
     if prim == "fma":
         return f"{_fname('fma', out_dt)}({args[0]}, {args[1]}, {args[2]})"
-    if prim in ("index_check", "conjugate", "real", "imag", "make_complex"):
+    if prim == "index_check":
+        raise UnsupportedOperationError("indexing with a traced (run-time) index is not supported by the CUDA "
+                                        "backend yet (its bounds check, primitive 'index_check')")
+    if prim in ("conjugate", "real", "imag", "make_complex"):
         raise UnsupportedOperationError(f"primitive {prim!r} is not supported by the CUDA backend yet")
     dt = in_dts[0]
     for d in in_dts:
