@@ -1,7 +1,8 @@
 """The programs the CUDA renderer is checked on (tests/test_cuda_render.py compiles them all
 with nvcc, tests/test_cuda_emulator.py runs them on the emulator against NumPy): ufuncs over
 every dtype, broadcasting and views, reductions over every axis combination, argmax/argmin,
-float16, integer division by zero, NaN and signed-zero rules, casts.
+row kernels (softmax, layer norm, variance), float16, integer division by zero, NaN and
+signed-zero rules, casts.
 
 Each case is a `Case(name, fn, args, rtol)`; `module_of(case)` is its rendered CUDA module,
 exactly as `backend="cuda-emulator"` renders it (same kernel program, same source)."""
@@ -124,7 +125,8 @@ def _reduce_cases() -> list[Case]:
         x = sample(rng, dt, (3, 4, 5), -3, 3) if dt.kind != "u" else sample(rng, dt, (3, 4, 5), 0, 250)
         for axis in AXES:
             def f(x, axis=axis):
-                return x.sum(axis=axis), x.max(axis=axis), x.min(axis=axis), x.prod(axis=axis)
+                out = (x.sum(axis=axis), x.max(axis=axis), x.min(axis=axis), x.prod(axis=axis))
+                return out + ((x.mean(axis=axis),) if x.dtype.kind == "f" else ())  # trailing axes: row kernels
             out.append(Case(f"reduce-{dt}-axis{axis}", f, (x,), rtol=2e-3 if dt == np.float16 else 1e-5))
     b = rng_for("cuda-reduce-bool").integers(0, 2, (3, 4, 5)).astype(bool)
     for axis in AXES:
@@ -143,6 +145,31 @@ def _reduce_cases() -> list[Case]:
              (rng.integers(-100, 100, (5, 40)).astype(np.int8),)),
     ]
     return out
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def layer_norm(x, g, b):
+    m = x.mean(axis=-1, keepdims=True)
+    v = ((x - m) ** 2).mean(axis=-1, keepdims=True)
+    return (x - m) / np.sqrt(v + 1e-5) * g + b
+
+
+def _row_cases() -> list[Case]:
+    rng = rng_for("cuda-rows")
+    x = rng.standard_normal((9, 130)).astype(np.float32)
+    g, b = rng.standard_normal(130).astype(np.float32), rng.standard_normal(130).astype(np.float32)
+    x3 = rng.standard_normal((3, 4, 50))
+    return [
+        Case("softmax", softmax, (x,), rtol=1e-5),
+        Case("layer-norm", layer_norm, (x, g, b), rtol=1e-4),
+        Case("softmax-float16", softmax, (x[:, :40].astype(np.float16),), rtol=1e-2),
+        Case("var-std-center", lambda x: (x.var(axis=-1), x.std(axis=(1, 2)), x - x.mean(axis=1, keepdims=True),
+                                          np.argmax(x - x.mean(axis=-1, keepdims=True), axis=-1)), (x3,)),
+    ]
 
 
 def _arg_cases() -> list[Case]:
@@ -200,7 +227,7 @@ def _cast_cases() -> list[Case]:
 
 
 def all_cases() -> list[Case]:
-    return (_unary_cases() + _binary_cases() + _layout_cases() + _reduce_cases() + _arg_cases()
+    return (_unary_cases() + _binary_cases() + _layout_cases() + _reduce_cases() + _row_cases() + _arg_cases()
             + _nan_and_zero_cases() + _cast_cases())
 
 

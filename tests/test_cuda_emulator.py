@@ -101,7 +101,7 @@ def _programs(case: Case, policies: list[emulator.LaunchPolicy]) -> list:
 
 
 @pytest.mark.parametrize("name", ["long-rows", "whole-and-elementwise", "arg-float32", "reduce-int32-axis(0, 2)",
-                                  "nan-zero-float32", "sum-tanh-fused"])
+                                  "nan-zero-float32", "sum-tanh-fused", "layer-norm", "var-std-center"])
 def test_results_do_not_depend_on_the_launch_shape(name: str) -> None:
     """Any block size that is a multiple of 32 and any grid give NumPy's answer (the kernels
     have no inter-block communication and no assumption on blockDim)."""

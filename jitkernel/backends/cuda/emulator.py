@@ -189,6 +189,8 @@ class EmulatedProgram:
             parts = 1
             for launch in launches:
                 grid, block = self.shape(launch)
+                for bid, dt, per_row in launch.scratch:
+                    work[("scratch", bid)] = np.empty(grid * per_row, dt)
                 if launch.kind == "partial":
                     parts = grid
                     for k, acc, has_pos in launch.work:
@@ -225,6 +227,8 @@ class EmulatedProgram:
                 ptrs[i] = bufs[what[1]].ctypes.data
             elif what[0] == "work":
                 ptrs[i] = work[(what[1], what[2])].ctypes.data
+            elif what[0] == "scratch":
+                ptrs[i] = work[what].ctypes.data
             elif what[0] == "parts":
                 v = ctypes.c_longlong(parts)
                 keep.append(v)

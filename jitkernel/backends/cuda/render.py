@@ -48,13 +48,14 @@ class Launch:
     points of the grid-stride loop (elementwise), kept points (rows), or reduced points
     (partial). `params`: what each kernel argument is: ("buf", id), ("work", k, "val"|"pos")
     (the partials of reduce store k, one per stage-one block), ("parts",) (how many partials,
-    a long long), ("status",)."""
+    a long long), ("scratch", id) (a row kernel's row scratch: one row per block), ("status",)."""
 
     name: str
     kind: str
     items: int
     params: list[tuple]
     work: list[tuple[int, np.dtype, bool]] = field(default_factory=list)  # (k, acc dtype, has pos)
+    scratch: list[tuple[int, np.dtype, int]] = field(default_factory=list)  # row scratch: (buffer, dtype, per row)
 
 
 @dataclass
@@ -91,11 +92,8 @@ def render_program(kp: KernelProgram) -> CudaModule:
             raise UnsupportedOperationError(
                 f"library step {step.prim!r} (step {n} of {kp.name}) has no CUDA implementation yet; run it with "
                 "backend='cpu' (jitkernel never round-trips a cuda program through the host)")
-        if isinstance(step, RowKernel):
-            raise UnsupportedOperationError(
-                f"row kernel {step.name!r} (a softmax/normalisation-style fused row, step {n} of {kp.name}) is not "
-                "supported by the CUDA backend yet")
-        text, ls = KernelWriter(kp, step).render()
+        writer = RowKernelWriter(kp, step) if isinstance(step, RowKernel) else KernelWriter(kp, step)
+        text, ls = writer.render()
         parts.append(text)
         launches.append(ls)
     body = "\n".join(parts)
@@ -146,25 +144,26 @@ class KernelWriter:
             return self.two_stage(kept, red)
         return self.rows(kept, red)
 
-    def split_loops(self) -> tuple[list[int], list[int]]:
-        """Kept and reduced loop variables. A kernel without reduced loops accumulates its
-        reduce stores in memory on the CPU: its kept variables are those the stores index."""
+    def split_loops(self, first: int = 0) -> tuple[list[int], list[int]]:
+        """Kept and reduced loop variables from loop `first` on (a row kernel's phase: after
+        the outer loops). A kernel without reduced loops accumulates its reduce stores in memory
+        on the CPU: its kept variables are those the stores index."""
         nd = len(self.domain)
         if self.k.n_reduce:
             n_kept = nd - self.k.n_reduce
-            return list(range(n_kept)), list(range(n_kept, nd))
+            return list(range(first, n_kept)), list(range(n_kept, nd))
         sets = []
         for st in self.reduced:
             if st.reduce in ("argmax", "argmin"):
-                sets.append(frozenset(range(nd)))  # reduced over no loop: every point is kept
+                sets.append(frozenset(range(first, nd)))  # reduced over no loop: every point is kept
             else:
-                sets.append(frozenset(self.store_index_vars(st)))
+                sets.append(frozenset(d for d in self.store_index_vars(st) if d >= first))
         if len(set(sets)) != 1:
             raise UnsupportedOperationError(
                 f"kernel {self.k.name}: reductions over different axes accumulated in one kernel are not "
                 "supported by the CUDA backend yet")
         kept = sorted(sets[0])
-        return kept, [d for d in range(nd) if d not in sets[0]]
+        return kept, [d for d in range(first, nd) if d not in sets[0]]
 
     def store_index_vars(self, st: Store) -> list[int]:
         """The loop variables a memory-accumulated store indexes, checked to be a one-to-one
@@ -286,6 +285,34 @@ class KernelWriter:
         spec = self.work_spec()
         return "\n".join(lines), [Launch(part, "partial", n_red, params, spec),
                                   Launch(final, "final", 1, fparams, spec)]
+
+    def phase(self, first: int, ind: str) -> list[str]:
+        """This kernel as a phase of a row kernel: the loops before `first` are bound (the
+        block's row), the block's threads cover the rest; reductions are one block combine per
+        kept point of the phase, in order."""
+        inner = list(range(first, len(self.domain)))
+        lines = [f"{ind}{{  /* phase {self.k.name}: over [{', '.join(f'i{d}<{self.domain[d]}' for d in inner)}] */"]
+        if not self.reduced:
+            total = int(np.prod([self.domain[d] for d in inner], dtype=np.int64))
+            lines.append(f"{ind}  for (long long t = threadIdx.x; t < {total}LL; t += blockDim.x) {{")
+            lines += self.unravel("t", inner, ind + "    ")
+            lines += self.point(self.plain, [], ind + "    ")
+            return lines + [f"{ind}  }}", f"{ind}}}"]
+        kept, red = self.split_loops(first)
+        n_kept = int(np.prod([self.domain[d] for d in kept], dtype=np.int64))
+        n_red = int(np.prod([self.domain[d] for d in red], dtype=np.int64))
+        lines.append(f"{ind}  for (long long q = 0; q < {n_kept}LL; ++q) {{")
+        lines += self.unravel("q", kept, ind + "    ")
+        lines += self.acc_init(ind + "    ")
+        lines.append(f"{ind}    for (long long r = threadIdx.x; r < {n_red}LL; r += blockDim.x) {{")
+        lines += self.unravel("r", red, ind + "      ")
+        lines += self.point(self.plain, self.reduced, ind + "      ")
+        lines.append(f"{ind}    }}")
+        lines += self.block_reduce(ind + "    ")
+        lines.append(f"{ind}    if (threadIdx.x == 0) {{")
+        lines += self.final_stores(red, ind + "      ")
+        lines += [f"{ind}    }}", f"{ind}    __syncthreads();", f"{ind}  }}", f"{ind}}}"]
+        return lines
 
     # -- pieces ------------------------------------------------------------------------------
     def unravel(self, flat: str, dims: list[int], ind: str) -> list[str]:
@@ -474,3 +501,53 @@ class KernelWriter:
                 value = ops.convert(value, acc, st.value.dtype)
             lines.append(f"{ind}{self.store(st.buffer, st.offset, value, st.value.dtype)}")
         return lines
+
+
+class RowKernelWriter:
+    """A row kernel (softmax, layer norm, a mean over trailing axes): one block per outer
+    point (grid-stride over them); for each, the phases in order with `__syncthreads()`
+    between them, so a phase reads what earlier phases wrote for its row. Row scratch buffers
+    (one row of storage per running row) are slices of a work buffer, one row per block."""
+
+    def __init__(self, kp: KernelProgram, rk: RowKernel) -> None:
+        self.kp, self.rk = kp, rk
+        self.outer = [_extent(n) for n in rk.outer]
+        self.name = f"jk_{PLACEHOLDER}_{_c_name(rk.name)}"
+        self.phases = [KernelWriter(kp, p) for p in rk.phases]
+        self.scratch = {bid: _extent(n) for bid, n in rk.scratch.items()}
+        used: set[int] = set()
+        for w in self.phases:
+            used |= set(w.buffers)
+        self.buffers = sorted(used - set(self.scratch))
+        self.written = {b for w in self.phases for b in w.written}
+
+    def render(self) -> tuple[str, list[Launch]]:
+        n_rows = int(np.prod(self.outer, dtype=np.int64))
+        args, params = [], []
+        for bid in self.buffers:
+            dt = self.kp.buffers[bid].dtype
+            const = "" if bid in self.written else "const "
+            args.append(f"{const}{ctype.mem(dt)}* __restrict__ b{bid}")
+            params.append(("buf", bid))
+        for bid in self.scratch:
+            args.append(f"{ctype.mem(self.kp.buffers[bid].dtype)}* __restrict__ s{bid}")
+            params.append(("scratch", bid))
+        args.append("unsigned int* __restrict__ jk_status")
+        params.append(("status",))
+        graph = "; ".join(self.rk.graph_ops)
+        lines = [f"\n/* {self.rk.name}: row kernel over rows [{', '.join(f'i{d}<{n}' for d, n in enumerate(self.outer))}], "
+                 f"{len(self.phases)} phases" + (f"\n   fuses: {graph}" if graph else "") + " */",
+                 f'extern "C" __global__ void {self.name}(\n    ' + ",\n    ".join(args) + ") {"]
+        for bid, size in self.scratch.items():
+            mem = ctype.mem(self.kp.buffers[bid].dtype)
+            lines.append(f"  {mem}* __restrict__ b{bid} = s{bid} + (long long)blockIdx.x * {size}LL;  /* this block's row */")
+        lines.append(f"  for (long long row = blockIdx.x; row < {n_rows}LL; row += gridDim.x) {{")
+        lines += self.phases[0].unravel("row", list(range(len(self.outer))), "    ")
+        for w in self.phases:
+            lines += w.phase(len(self.outer), "    ")
+            lines.append("    __syncthreads();  /* the next phase reads this one's results */")
+        lines += ["  }", "}"]
+        spec = [(bid, self.kp.buffers[bid].dtype, size) for bid, size in self.scratch.items()]
+        launch = Launch(self.name, "rows", n_rows, params)
+        launch.scratch = spec
+        return "\n".join(lines), [launch]
