@@ -145,3 +145,23 @@ def test_compile_error_names_the_compiler_and_saves_the_source(tmp_path) -> None
     bad.tag = "broken"
     with pytest.raises(jk.CompileError, match=r"host compiler rejected .*\(saved at "):
         emulator.library(bad, disk_cache=False)
+
+
+def test_jit_cell_magic_runs_on_the_emulator(tmp_path, monkeypatch, capsys) -> None:
+    """`%%jit -b cuda-emulator` and `%jit_ir --stage cuda` in a notebook."""
+    interactive = pytest.importorskip("IPython.core.interactiveshell")
+    monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(tmp_path / "cache"))
+    backend = jk.config.default_backend
+    shell = interactive.InteractiveShell.instance()
+    try:
+        assert shell.extension_manager.load_extension("jitkernel") is None
+        shell.run_cell("import numpy as np")
+        assert shell.run_cell("%%jit -b cuda-emulator\ndef k(v):\n    return np.sin(v).sum(), v.max()\n").success
+        got = shell.run_cell("k(np.arange(100.0))").result
+        np.testing.assert_allclose(got, (np.sin(np.arange(100.0)).sum(), 99.0), rtol=1e-12)
+        assert shell.run_cell("%jit_ir k --stage cuda").success
+        assert 'extern "C" __global__ void jk_' in capsys.readouterr().out
+    finally:
+        shell.extension_manager.unload_extension("jitkernel")
+        interactive.InteractiveShell.clear_instance()
+        jk.config.update("default_backend", backend)
