@@ -141,6 +141,9 @@ def _reduce_cases() -> list[Case]:
         Case("whole-and-elementwise", lambda a: (a.max(), np.sin(a) * 2, a.argmin()), (big,)),
         Case("long-rows", lambda r: (r.sum(axis=1), r.max(axis=1), np.argmax(r, axis=1), (r * r).sum(axis=0)),
              (rows,)),
+        Case("column-kinds", lambda t, w: (t.sum(axis=0), np.argmax(t, axis=0), t.max(axis=0), w.sum(axis=0),
+                                           w.min(axis=(0, 1)), w.prod(axis=0)),
+             (rng.standard_normal((300, 7)), rng.integers(-3, 4, (3, 70, 5)).astype(np.int16))),
         Case("int-wrap-sum", lambda x: (x.sum(dtype=np.int8), (x * x).sum(), x.prod(axis=1)),
              (rng.integers(-100, 100, (5, 40)).astype(np.int8),)),
     ]

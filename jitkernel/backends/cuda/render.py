@@ -9,13 +9,16 @@ The kernel IR is the CPU backend's (fusion decisions are made once); this module
 - **rows** (a reduction with kept points): one block per kept point (grid-stride over them);
   the block's threads stride over the reduced points, combine per thread, then across the
   block: warp shuffles (`__shfl_down_sync`) and one shared-memory slot per warp.
+- **columns** (a reduction over outer axes, which the CPU accumulates in memory, e.g. a column
+  sum, with many kept points or few reduced ones): one thread per kept point, its reduced points
+  in order (coalesced reads, NumPy's order).
 - **two stages** (a reduction whose kept domain is one point): stage one, every block reduces
   a grid-stride share into one partial per block (a work buffer); stage two, one block combines
   the partials in block order. No atomics: the same input and launch shape give the same bits.
 
 A reduction that the CPU accumulates in memory (a kernel without reduced loops whose reduce
-stores ignore some loop variables, e.g. a column sum) becomes a rows kernel whose kept points
-are the variables the store indexes. Float max/min and argmax/argmin carry the position of
+stores ignore some loop variables, e.g. a column sum) has as kept points the variables the
+store indexes (checked to be one-to-one), and becomes a columns or a rows kernel. Float max/min and argmax/argmin carry the position of
 their value, so that ties resolve as in NumPy (first index for arg*, the first or last of equal
 zeros for max/min: backends/semantics.py), whatever the order of the parallel combine.
 
@@ -40,6 +43,10 @@ from . import ctype, ops
 from .prelude import PRELUDE
 
 PLACEHOLDER = "__JKP__"
+# A reduction over outer axes runs one thread per kept point ("columns") when there are enough
+# kept points to fill the GPU, or so few reduced points that a block per kept point would idle.
+COLUMNS_MIN_KEPT = 4096
+COLUMNS_MAX_REDUCED = 256
 
 
 @dataclass
@@ -140,8 +147,12 @@ class KernelWriter:
         if not self.reduced:
             return self.elementwise()
         kept, red = self.split_loops()
-        if int(np.prod([self.domain[d] for d in kept], dtype=np.int64)) == 1:
+        n_kept = int(np.prod([self.domain[d] for d in kept], dtype=np.int64))
+        n_red = int(np.prod([self.domain[d] for d in red], dtype=np.int64))
+        if n_kept == 1:
             return self.two_stage(kept, red)
+        if not self.k.n_reduce and (n_kept >= COLUMNS_MIN_KEPT or n_red <= COLUMNS_MAX_REDUCED):
+            return self.columns(kept, red)
         return self.rows(kept, red)
 
     def split_loops(self, first: int = 0) -> tuple[list[int], list[int]]:
@@ -247,6 +258,29 @@ class KernelWriter:
         lines += self.final_stores(red, "      ")
         lines += ["    }", "    __syncthreads();  /* the shared slots are reused by the next row */", "  }", "}"]
         return "\n".join(lines), [Launch(self.base, "rows", n_kept, params)]
+
+    def columns(self, kept: list[int], red: list[int]) -> tuple[str, list[Launch]]:
+        """A reduction over outer axes (the CPU accumulates it in memory: a column sum): one
+        thread per kept point, reducing its points in order. Neighbouring threads read
+        neighbouring elements (coalesced), no block combine is needed, and the order is
+        NumPy's (rows added one after the other)."""
+        n_kept = int(np.prod([self.domain[d] for d in kept], dtype=np.int64))
+        n_red = int(np.prod([self.domain[d] for d in red], dtype=np.int64))
+        sig, params = self.signature(self.base, [])
+        lines = [self.comment() + "/* columns: one thread per kept point, its reduced points in order */",
+                 sig + " {",
+                 f"  const long long n_kept = {n_kept}LL, n_red = {n_red}LL;",
+                 "  for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < n_kept;",
+                 "       c += (long long)blockDim.x * gridDim.x) {"]
+        lines += self.unravel("c", kept, "    ")
+        lines += self.acc_init("    ")
+        lines += ["    for (long long r = 0; r < n_red; ++r) {"]
+        lines += self.unravel("r", red, "      ")
+        lines += self.point(self.plain, self.reduced, "      ")
+        lines += ["    }"]
+        lines += self.final_stores(red, "    ")
+        lines += ["  }", "}"]
+        return "\n".join(lines), [Launch(self.base, "elementwise", n_kept, params)]
 
     def two_stage(self, kept: list[int], red: list[int]) -> tuple[str, list[Launch]]:
         n_red = int(np.prod([self.domain[d] for d in red], dtype=np.int64))
