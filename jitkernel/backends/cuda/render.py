@@ -146,6 +146,8 @@ class KernelWriter:
     def render(self) -> tuple[str, list[Launch]]:
         if not self.reduced:
             return self.elementwise()
+        if not self.k.n_reduce and 0 in self.domain:
+            return self.fill_identity()
         kept, red = self.split_loops()
         n_kept = int(np.prod([self.domain[d] for d in kept], dtype=np.int64))
         n_red = int(np.prod([self.domain[d] for d in red], dtype=np.int64))
@@ -191,6 +193,10 @@ class KernelWriter:
                 raise UnsupportedOperationError(
                     f"kernel {self.k.name}: a reduction whose stores overlap is not supported by the CUDA backend yet")
             stride *= self.domain[d]
+        if stride != int(np.prod(self.kp.buffers[st.buffer].shape, dtype=np.int64)):
+            raise UnsupportedOperationError(
+                f"kernel {self.k.name}: a reduction that does not cover its output is not supported by the CUDA "
+                "backend yet")
         return [d for _, d in pairs]
 
     # -- signatures --------------------------------------------------------------------------
@@ -258,6 +264,24 @@ class KernelWriter:
         lines += self.final_stores(red, "      ")
         lines += ["    }", "    __syncthreads();  /* the shared slots are reused by the next row */", "  }", "}"]
         return "\n".join(lines), [Launch(self.base, "rows", n_kept, params)]
+
+    def fill_identity(self) -> tuple[str, list[Launch]]:
+        """A reduction accumulated in memory over an empty domain (x.sum(axis=0) of a (0, n)
+        array): every element of its output is the reduction's identity."""
+        sig, params = self.signature(self.base, [])
+        lines = [self.comment() + "/* an empty reduction: the outputs hold the identity */", sig + " {"]
+        total = 0
+        for st in self.reduced:
+            n = int(np.prod(self.kp.buffers[st.buffer].shape, dtype=np.int64))
+            total = max(total, n)
+            dt = st.value.dtype
+            value = ops.convert(self.identity(st), semantics.accumulator_dtype(st.reduce, dt), dt)
+            lines += ["  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < "
+                      f"{n}LL; t += (long long)blockDim.x * gridDim.x) {{",
+                      f"    {self.store_at(st.buffer, 't', value, dt)}",
+                      "  }"]
+        lines.append("}")
+        return "\n".join(lines), [Launch(self.base, "elementwise", total, params)]
 
     def columns(self, kept: list[int], red: list[int]) -> tuple[str, list[Launch]]:
         """A reduction over outer axes (the CPU accumulates it in memory: a column sum): one
@@ -417,11 +441,16 @@ class KernelWriter:
         return ops.lower(nd.prim, args, [a.dtype for a in nd.args], nd.dtype, lits)
 
     def store(self, buffer: int, offset: Aff, value: str, dt: np.dtype) -> str:
+        return self.store_at(buffer, self.aff(offset), value, dt)
+
+    @staticmethod
+    def store_at(buffer: int, index: str, value: str, dt: np.dtype) -> str:
+        """`b<buffer>[index] = value;` with the register -> memory conversion of `dt`."""
         if dt.kind == "b":
             value = f"(unsigned char){value}"
         elif ctype.is_half(dt):
             value = f"jk_f2h({value})"
-        return f"b{buffer}[{self.aff(offset)}] = {value};"
+        return f"b{buffer}[{index}] = {value};"
 
     def acc_init(self, ind: str) -> list[str]:
         lines = []
