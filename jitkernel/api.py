@@ -724,7 +724,9 @@ def jit(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence
         fastmath: bool = False, disk_cache: bool = True, autograph: bool = True) -> Any:
     """Compile `fun` on first call for each argument signature (usable with or without arguments).
 
-    backend: "cpu" (LLVM, the default) or "interpret" (the NumPy reference interpreter).
+    backend: "cpu" (LLVM, the default), "interpret" (the NumPy reference interpreter) or
+        "cuda-emulator" (the CUDA translation unit run on the host: docs/gpu.md); "cuda" raises
+        BackendUnavailableError saying what is missing (no GPU runtime in this build yet).
     fastmath: allow LLVM's fast-math rewrites on every float op (see docs/numpy-support.md).
     disk_cache: reuse machine code from the persistent cache (jitkernel.cache) across processes.
     autograph: convert Python `for i in range(...)`, `while` and `if` on traced values into

@@ -13,7 +13,7 @@ from ...fusion import KernelProgram
 from ...ir import Program
 
 
-def schedule_program(program: Program, name: str, backend: str) -> KernelProgram:
+def schedule_program(program: Program, name: str) -> KernelProgram:
     """Fusion, exactly as the CPU backend runs it (the same kernel IR, the same FuseEvent)."""
     from ..cpu import CpuBackend
     return CpuBackend()._schedule(program, name)

@@ -10,7 +10,6 @@ compiles the kernels of many programs as one library (one compiler run for a tes
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 import re
 import shutil
@@ -129,10 +128,13 @@ def _compile(cxx: str, source: str, target: Path | None, name: str) -> Path:
                            + proc.stderr[-4000:])
     if target is None:
         return out
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    shutil.copyfile(out, tmp)
-    os.replace(tmp, target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        shutil.copyfile(out, tmp)
+        os.replace(tmp, target)
+    except OSError:
+        return out  # an unwritable cache: the library is used from its scratch folder
     shutil.rmtree(work, ignore_errors=True)
     return target
 
@@ -249,7 +251,7 @@ class CudaEmulatorBackend:
     def compile(self, program: Program, *, name: str, fastmath: bool = False, disk_cache: bool = True,
                 previous: Any = None) -> tuple[Any, dict]:
         from . import schedule_program
-        kp = schedule_program(program, name, self.name)
+        kp = schedule_program(program, name)
         t0 = events.clock()
         module = render_program(kp)
         if events.SUBSCRIBERS:
@@ -262,6 +264,3 @@ def texts(kp: KernelProgram, module: CudaModule) -> dict:
     from .nvcc import ptx
     return {"kernels": lambda: str(kp), "cuda": lambda: module.source, "ptx": lambda: ptx(module.source)}
 
-
-def source_hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
