@@ -165,3 +165,18 @@ def test_jit_cell_magic_runs_on_the_emulator(tmp_path, monkeypatch, capsys) -> N
         shell.extension_manager.unload_extension("jitkernel")
         interactive.InteractiveShell.clear_instance()
         jk.config.update("default_backend", backend)
+
+
+def test_a_missing_barrier_gives_a_wrong_answer_not_a_silent_pass() -> None:
+    """The emulator checks synchronisation: without the barrier between the warps' shared
+    writes and warp 0's reads, the row sums come out wrong (deterministically)."""
+    case = next(c for c in CASES if c.name == "long-rows")
+    kp = kernel_program(case)
+    module = render_program(kp)
+    expected = numpy_result(case.fn, *case.args)
+    first = module.kernels.index("    __syncthreads();\n")
+    module.kernels = module.kernels[:first] + module.kernels[first:].replace("    __syncthreads();\n", "\n", 1)
+    module.tag += "_no_barrier"
+    program = emulator.EmulatedProgram(kp, module, emulator.library(module), emulator.LaunchPolicy())
+    got = program(list(case.args))[0]
+    assert not np.allclose(got, expected[0])

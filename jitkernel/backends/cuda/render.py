@@ -137,8 +137,9 @@ def _needs_position(st: Store) -> bool:
 class KernelWriter:
     """The C text and launches of one `Kernel`."""
 
-    def __init__(self, kp: KernelProgram, kernel: Kernel) -> None:
+    def __init__(self, kp: KernelProgram, kernel: Kernel, scratch: dict[int, int] | None = None) -> None:
         self.kp, self.k = kp, kernel
+        self.scratch_rows = scratch or {}  # a row kernel's phase: row scratch buffer -> elements per row
         self.domain = [_extent(n) for n in kernel.domain]
         self.base = f"jk_{PLACEHOLDER}_{_c_name(kernel.name)}"
         self.reduced = [s for s in kernel.stores if s.reduce]
@@ -174,7 +175,8 @@ class KernelWriter:
         sets = []
         for st in self.reduced:
             if st.reduce in ("argmax", "argmin"):
-                sets.append(frozenset(range(first, nd)))  # reduced over no loop: every point is kept
+                # reduced over no loop: every point is kept
+                sets.append(frozenset(d for d in range(first, nd) if self.domain[d] > 1))
             else:
                 sets.append(frozenset(d for d in self.store_index_vars(st) if d >= first))
         if len(set(sets)) != 1:
@@ -199,7 +201,8 @@ class KernelWriter:
                 raise UnsupportedOperationError(
                     f"kernel {self.k.name}: a reduction whose stores overlap is not supported by the CUDA backend yet")
             stride *= self.domain[d]
-        if stride != int(np.prod(self.kp.buffers[st.buffer].shape, dtype=np.int64)):
+        size = self.scratch_rows.get(st.buffer) or int(np.prod(self.kp.buffers[st.buffer].shape, dtype=np.int64))
+        if stride != size:
             raise UnsupportedOperationError(
                 f"kernel {self.k.name}: a reduction that does not cover its output is not supported by the CUDA "
                 "backend yet")
@@ -582,8 +585,8 @@ class RowKernelWriter:
         self.kp, self.rk = kp, rk
         self.outer = [_extent(n) for n in rk.outer]
         self.name = f"jk_{PLACEHOLDER}_{_c_name(rk.name)}"
-        self.phases = [KernelWriter(kp, p) for p in rk.phases]
         self.scratch = {bid: _extent(n) for bid, n in rk.scratch.items()}
+        self.phases = [KernelWriter(kp, p, self.scratch) for p in rk.phases]
         used: set[int] = set()
         for w in self.phases:
             used |= set(w.buffers)
