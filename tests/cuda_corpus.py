@@ -146,6 +146,8 @@ def _reduce_cases() -> list[Case]:
              (rng.standard_normal((300, 7)), rng.integers(-3, 4, (3, 70, 5)).astype(np.int16))),
         Case("empty", lambda x: (x.sum(), x.sum(axis=0), x.prod(axis=1), x.any(axis=0), x + 1, x.T.sum(axis=1)),
              (np.ones((0, 3), np.float32),)),
+        Case("traced-index", lambda x, i, j: (x[i] * 2, x[i, j] + x[j, i], x[-i, 1:4].sum()),
+             (rng.standard_normal((5, 6)), 2, -1)),
         Case("zero-d", lambda x, y: (x * y + 1, np.sin(x), (x > y).astype(np.int8)), (np.float64(2.0), np.array(3.0))),
         Case("int-wrap-sum", lambda x: (x.sum(dtype=np.int8), (x * x).sum(), x.prod(axis=1)),
              (rng.integers(-100, 100, (5, 40)).astype(np.int8),)),

@@ -131,6 +131,15 @@ def test_negative_integer_power_raises_like_numpy() -> None:
         run(np.power, x, np.array([1, -1, 2, 3]))
 
 
+@pytest.mark.parametrize("index", [4, -5, 10**12])
+def test_traced_index_out_of_bounds_raises_numpys_index_error(index: int) -> None:
+    x = np.arange(12.0).reshape(4, 3)
+    with pytest.raises(IndexError) as expected:
+        x[index]
+    with pytest.raises(IndexError, match=f"^{expected.value}$"):
+        run(lambda x, i: x[i], x, index)
+
+
 def test_arguments_are_not_modified_and_outputs_are_fresh() -> None:
     x = np.arange(6.0)
     out = run(lambda a: a, x)

@@ -81,11 +81,6 @@ def test_unrendered_steps_raise_naming_them(fn, message: str) -> None:
     np.testing.assert_allclose(jk.jit(fn)(x), fn(x), rtol=1e-6)  # the CPU backend runs them
 
 
-def test_traced_index_raises_on_cuda() -> None:
-    with pytest.raises(jk.UnsupportedOperationError, match="traced .*index"):
-        jk.jit(lambda x, i: x[i], backend="cuda-emulator")(np.arange(5.0), 2)
-
-
 def test_cuda_backend_says_what_is_missing() -> None:
     missing = missing_for_cuda()
     if not missing:

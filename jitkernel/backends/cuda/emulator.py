@@ -27,6 +27,8 @@ from ..._version import __version__
 from ...errors import BackendUnavailableError, CompileError
 from ...fusion import KernelProgram
 from ...ir import Program
+from ..cpu.runtime import StatusWord
+from ..cpu.runtime import _raise_status as raise_status
 from .render import CudaModule, Launch, render_program
 from .shim import SHIM
 
@@ -185,7 +187,7 @@ class EmulatedProgram:
         for b in kp.buffers.values():
             if b.id not in bufs:
                 bufs[b.id] = np.empty(b.shape, b.dtype)
-        status = np.zeros(1, np.uint32)
+        status = StatusWord()
         for launches in self.module.launches:
             work: dict[tuple, np.ndarray] = {}
             parts = 1
@@ -200,11 +202,8 @@ class EmulatedProgram:
                         if has_pos:
                             work[(k, "pos")] = np.empty(grid, np.int64)
                 self._launch(launch, grid, block, bufs, work, parts, status)
-        if status[0]:
-            from ..cpu.ops import STATUS_MESSAGES
-            for code, (exc, message) in STATUS_MESSAGES.items():
-                if status[0] & code:
-                    raise exc(message)
+        if status.value:
+            raise_status(status)  # NumPy's exception and message, as on the CPU backend
         # Outputs are fresh arrays (an output may be an input or constant buffer itself).
         outs = []
         for bid in kp.outputs:
@@ -221,7 +220,7 @@ class EmulatedProgram:
         return max(1, min(-(-launch.items // p.block), p.max_grid)), p.block
 
     def _launch(self, launch: Launch, grid: int, block: int, bufs: dict, work: dict, parts: int,
-                status: np.ndarray) -> None:
+                status: StatusWord) -> None:
         keep = []
         ptrs = (ctypes.c_void_p * len(launch.params))()
         for i, what in enumerate(launch.params):
@@ -236,7 +235,7 @@ class EmulatedProgram:
                 keep.append(v)
                 ptrs[i] = ctypes.addressof(v)
             else:
-                ptrs[i] = status.ctypes.data
+                ptrs[i] = status.addr
         self._fns[launch.name](grid, block, ptrs)
 
 

@@ -11,7 +11,12 @@ import numpy as np
 
 from ...errors import UnsupportedOperationError
 from .. import semantics
+from ..cpu.ops import STATUS_INDEX, STATUS_INDEX_DETAIL
 from . import ctype
+
+# The status word is the CPU runtime's (runtime.StatusWord): flags, then the first bad index's
+# value, axis and axis length as int64s, which jk_index_check writes as detail[1..3].
+assert STATUS_INDEX_DETAIL == (8, 16, 24)
 
 _CMP = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">="}
 _ARITH = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
@@ -73,8 +78,7 @@ def lower(prim: str, args: list[str], in_dts: list[np.dtype], out_dt: np.dtype,
     if prim == "fma":
         return f"{_fname('fma', out_dt)}({args[0]}, {args[1]}, {args[2]})"
     if prim == "index_check":
-        raise UnsupportedOperationError("indexing with a traced (run-time) index is not supported by the CUDA "
-                                        "backend yet (its bounds check, primitive 'index_check')")
+        return f"jk_index_check({', '.join(f'(long long){a}' for a in args)}, jk_status, {STATUS_INDEX}u)"
     if prim in ("conjugate", "real", "imag", "make_complex"):
         raise UnsupportedOperationError(f"primitive {prim!r} is not supported by the CUDA backend yet")
     dt = in_dts[0]

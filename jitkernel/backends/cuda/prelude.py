@@ -90,6 +90,19 @@ template <class T, class U> JK_DEV T jk_ipow(T x, T y, bool is_signed, unsigned 
   while (e) { if (e & 1u) result = (U)(result * base); base = (U)(base * base); e >>= 1; }
   return (T)result;
 }
+/* A traced index (fusion/dynamic.py's check kernels): wrapped when negative, then 0 <= s <= limit,
+   or status bit `code` is set (the first failure also records s, the axis and n after the flags:
+   backends/cpu/runtime.StatusWord) and 0 is returned, so no access leaves the array. */
+JK_DEV long long jk_index_check(long long s, long long n, long long limit, long long axis,
+                                unsigned int* status, unsigned int code) {
+  const long long w = s < 0 ? s + n : s;
+  if (w >= 0 && w <= limit) return w;
+  if (!(jk_status_or(status, code) & code)) {
+    long long* detail = (long long*)status;
+    detail[1] = s; detail[2] = axis; detail[3] = n;
+  }
+  return 0;
+}
 /* NumPy's integer reciprocal: (int)(1.0 / x); 1/0 is INT_MIN for signed 32/64-bit types. */
 template <class T> JK_DEV T jk_irecip(T x, bool is_signed, bool wide, T tmin) {
   if (x == (T)1) return 1;
