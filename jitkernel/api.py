@@ -249,14 +249,17 @@ _log = logging.getLogger("jitkernel")
 class Lowered:
     """A traced, optimised and compiled function for one signature; `as_text(stage)` shows it."""
 
-    STAGES = ("ir", "optimized", "kernels", "llvm", "asm")
+    STAGES = ("ir", "optimized", "kernels", "llvm", "asm", "cuda")
+    # Needs nvcc, so not among the stages every lowered function shows (docs/gpu.md).
+    DEVICE_STAGES = ("ptx",)
 
     def __init__(self, compiled: Compiled) -> None:
         self.compiled = compiled
 
     def as_text(self, stage: str = "optimized") -> str:
-        """Text of a stage: "ir" (traced), "optimized", "kernels" (fused), "llvm", "asm"."""
-        if stage not in self.STAGES:
+        """Text of a stage: "ir" (traced), "optimized", "kernels" (fused), "llvm", "asm" (CPU
+        backend), "cuda" (the CUDA translation unit, any backend), "ptx" (nvcc's PTX of it)."""
+        if stage not in self.STAGES and stage not in self.DEVICE_STAGES:
             raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(self.STAGES)}")
         return self.compiled.text(stage)
 
@@ -721,7 +724,9 @@ def jit(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence
         fastmath: bool = False, disk_cache: bool = True, autograph: bool = True) -> Any:
     """Compile `fun` on first call for each argument signature (usable with or without arguments).
 
-    backend: "cpu" (LLVM, the default) or "interpret" (the NumPy reference interpreter).
+    backend: "cpu" (LLVM, the default), "interpret" (the NumPy reference interpreter) or
+        "cuda-emulator" (the CUDA translation unit run on the host: docs/gpu.md); "cuda" raises
+        BackendUnavailableError saying what is missing (no GPU runtime in this build yet).
     fastmath: allow LLVM's fast-math rewrites on every float op (see docs/numpy-support.md).
     disk_cache: reuse machine code from the persistent cache (jitkernel.cache) across processes.
     autograph: convert Python `for i in range(...)`, `while` and `if` on traced values into

@@ -54,6 +54,9 @@ class Compiled:
             return str(self.program) + self._writes_line()
         if stage == "optimized":
             return str(self.optimized) + self._writes_line()
+        if stage in ("cuda", "ptx") and stage not in self._texts:  # rendered on demand (docs/gpu.md)
+            from .backends.cuda import device_text
+            return device_text(self.optimized, stage, getattr(self.executable, "kp", None))
         if stage not in self._texts:
             raise ValueError(f"stage {stage!r} is not available for the {self.backend} backend")
         return self._texts[stage]() + (self._writes_line() if stage == "kernels" else "")

@@ -8,8 +8,8 @@ from IPython.core.error import UsageError
 
 import jitkernel as jk
 
-BACKENDS = ("cpu", "cuda", "auto", "interpret")
-STAGES = ("ir", "optimized", "kernels", "llvm", "asm")
+BACKENDS = ("cpu", "cuda", "auto", "interpret", "cuda-emulator")
+STAGES = ("ir", "optimized", "kernels", "llvm", "asm", "cuda")
 
 
 @dataclass(frozen=True)

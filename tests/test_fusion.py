@@ -133,7 +133,7 @@ def test_every_stage_has_text(stage):
 
 def test_unknown_stage_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown stage"):
-        jk.jit(w1).lower(np.ones(3)).as_text("ptx")
+        jk.jit(w1).lower(np.ones(3)).as_text("sass")
 
 
 @pytest.mark.parametrize("threads", [2, 3])

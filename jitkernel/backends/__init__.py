@@ -10,19 +10,16 @@ machine cannot run is a `jk.BackendUnavailableError` saying what is missing.
 >>> check_backend("tpu")
 Traceback (most recent call last):
     ...
-ValueError: unknown backend 'tpu'; backends are 'cpu', 'interpret' and 'cuda' (not available in this build)
+ValueError: unknown backend 'tpu'; backends are 'cpu', 'interpret', 'cuda-emulator' and 'cuda' (no runtime in this build yet)
 """
 from __future__ import annotations
 
-import importlib.util
-import os
-import shutil
 from typing import Any, Protocol
 
 from ..errors import BackendUnavailableError
 from ..ir import Program
 
-AVAILABLE = ("cpu", "interpret")
+AVAILABLE = ("cpu", "interpret", "cuda-emulator")
 # Known names without an implementation in this build ("gpu" is an alias of "cuda").
 UNAVAILABLE = {"cuda": "cuda", "gpu": "cuda"}
 # Backends whose compiled kernels can become shape-generic (docs/recompilation.md).
@@ -39,17 +36,18 @@ class Backend(Protocol):
 def check_backend_name(name: Any) -> None:
     """ValueError unless `name` is a backend jitkernel knows (available or not)."""
     if not isinstance(name, str) or (name not in AVAILABLE and name not in UNAVAILABLE):
-        raise ValueError(f"unknown backend {name!r}; backends are 'cpu', 'interpret' and 'cuda' "
-                         "(not available in this build)")
+        raise ValueError(f"unknown backend {name!r}; backends are 'cpu', 'interpret', 'cuda-emulator' and 'cuda' "
+                         "(no runtime in this build yet)")
 
 
 def _cuda_environment() -> str:
-    """What this machine has of a CUDA setup, for the error message (cheap checks only)."""
-    gpu = "found" if any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/nvidia0")) else "not found"
-    nvcc = shutil.which("nvcc")
-    pycuda = importlib.util.find_spec("pycuda") is not None
-    return (f"NVIDIA GPU device {gpu}, nvcc {'at ' + nvcc if nvcc else 'not on PATH'}, "
-            f"pycuda {'installed' if pycuda else 'not installed'}")
+    """What this machine lacks of a CUDA setup, for the error message (cheap checks only)."""
+    from .cuda import missing_for_cuda
+    from .cuda.nvcc import find_nvcc
+    nvcc = find_nvcc()
+    missing = missing_for_cuda()
+    return ("; ".join(missing) if missing else "PyCUDA, the driver and a device are all present") + \
+        f"; nvcc {'at ' + nvcc if nvcc else 'not on PATH'}"
 
 
 def check_backend(name: Any) -> None:
@@ -58,9 +56,13 @@ def check_backend(name: Any) -> None:
     check_backend_name(name)
     if name in UNAVAILABLE:
         raise BackendUnavailableError(
-            f"backend {name!r} is not available: this build of jitkernel has no CUDA backend yet "
-            f"(on this machine: {_cuda_environment()}); use backend='cpu' (LLVM, the default) or "
-            "backend='interpret'")
+            f"backend {name!r} is not available: this build of jitkernel has no CUDA backend runtime yet (the "
+            f"PyCUDA launch path is not built; the CUDA renderer runs on backend='cuda-emulator'). On this "
+            f"machine: {_cuda_environment()}. Use backend='cpu' (LLVM, the default), backend='interpret' or "
+            "backend='cuda-emulator'")
+    if name == "cuda-emulator":
+        from .cuda.emulator import compiler
+        compiler()  # BackendUnavailableError without a host C++ compiler
 
 
 class _SizeProbe:
@@ -88,5 +90,8 @@ def get_backend(name: str) -> Backend:
     if name == "interpret":
         from .interpret import InterpretBackend
         return InterpretBackend()
+    if name == "cuda-emulator":
+        from .cuda.emulator import CudaEmulatorBackend
+        return CudaEmulatorBackend()
     from .cpu import CpuBackend
     return CpuBackend()

@@ -9,23 +9,22 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ...errors import UnsupportedOperationError
+from .. import semantics
 from .types import F32, I1, I8, I32, I64, is_float, is_signed, reg_type
 
-# NumPy ufunc -> (llvm intrinsic or None, libm base name): float math functions.
-_MATH = {
-    "sqrt": ("llvm.sqrt", None), "exp": ("llvm.exp", None), "exp2": ("llvm.exp2", None),
-    "log": ("llvm.log", None), "log2": ("llvm.log2", None), "log10": ("llvm.log10", None),
-    "sin": ("llvm.sin", None), "cos": ("llvm.cos", None), "floor": ("llvm.floor", None),
-    "ceil": ("llvm.ceil", None), "trunc": ("llvm.trunc", None), "rint": ("llvm.roundeven", None),
-    "absolute": ("llvm.fabs", None),
-    "tan": (None, "tan"), "arcsin": (None, "asin"), "arccos": (None, "acos"), "arctan": (None, "atan"),
-    "sinh": (None, "sinh"), "cosh": (None, "cosh"), "tanh": (None, "tanh"), "arcsinh": (None, "asinh"),
-    "arccosh": (None, "acosh"), "arctanh": (None, "atanh"), "expm1": (None, "expm1"),
-    "log1p": (None, "log1p"), "cbrt": (None, "cbrt"),
+# NumPy ufunc -> (llvm intrinsic or None, libm base name): float math functions. Which libm
+# function a ufunc is comes from backends/semantics.py (shared with the CUDA renderer); the
+# ones LLVM has an intrinsic for use it instead.
+_INTRINSIC = {
+    "sqrt": "llvm.sqrt", "exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "log2": "llvm.log2",
+    "log10": "llvm.log10", "sin": "llvm.sin", "cos": "llvm.cos", "floor": "llvm.floor", "ceil": "llvm.ceil",
+    "trunc": "llvm.trunc", "rint": "llvm.roundeven", "absolute": "llvm.fabs",
+    "power": "llvm.pow", "maximum": "llvm.maximum", "minimum": "llvm.minimum", "fmax": "llvm.maxnum",
+    "fmin": "llvm.minnum", "copysign": "llvm.copysign",
 }
-_MATH2 = {"power": ("llvm.pow", None), "maximum": ("llvm.maximum", None), "minimum": ("llvm.minimum", None),
-          "fmax": ("llvm.maxnum", None), "fmin": ("llvm.minnum", None), "copysign": ("llvm.copysign", None),
-          "arctan2": (None, "atan2"), "hypot": (None, "hypot"), "fmod": (None, "fmod")}
+_MATH = {p: (_INTRINSIC[p], None) if p in _INTRINSIC else (None, base) for p, base in semantics.MATH_UNARY.items()}
+_MATH2 = {p: (_INTRINSIC[p], None) if p in _INTRINSIC else (None, base)
+          for p, base in {**semantics.MATH_BINARY, "maximum": None, "minimum": None}.items()}
 _FCMP = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">="}
 
 
@@ -147,10 +146,10 @@ class OpLowering:
         # store such a value, never branch or index on it.
         if src.itemsize == 2:
             v = b.fpext(v, F32)  # exact; keeps the constants below representable
-        wide = 64 if dst.itemsize >= 4 and not (dst.kind == "i" and dst.itemsize == 4) else 32
+        wide = semantics.float_to_int_width(dst)
         if dst.kind == "u" and dst.itemsize == 8:
             # C on x86 converts below 2**63 through the signed instruction (so -3.0 -> 2**64 - 3).
-            two63 = ir.Constant(v.type, 2.0 ** 63)
+            two63 = ir.Constant(v.type, semantics.float_to_uint64_split())
             r = b.select(b.fcmp_ordered("<", v, two63), b.fptosi(v, dt_), b.fptoui(v, dt_))
         else:
             r = b.fptosi(v, ir.IntType(wide))
@@ -286,7 +285,7 @@ class OpLowering:
         orders -0.0 below 0.0 instead, so ties are chosen explicitly."""
         r = self.call_math(_MATH2[prim], a.type, [a, b])
         tie = self.b.fcmp_ordered("==", a, b)
-        return self.b.select(tie, a if dt.itemsize == 2 else b, r)
+        return self.b.select(tie, a if semantics.max_min_tie_keeps_first(dt) else b, r)
 
     def float_divmod(self, prim: str, a: ir.Value, c: ir.Value, ty: ir.Type) -> ir.Value:
         """NumPy's npy_divmod: Python semantics (result sign follows the divisor)."""

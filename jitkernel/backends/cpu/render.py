@@ -16,6 +16,7 @@ import numpy as np
 from ...fusion.index import Aff
 from ...fusion.kernel_ir import (IndexValue, Kernel, KernelProgram, LibraryCall, Literal, Load, Node,
                                  RowKernel, Store, follows_numpy_blocks, postorder)
+from .. import semantics
 from . import pairwise as pairwise_rt
 from . import render_loops
 from ...fusion.loops import is_control, touched_buffers
@@ -188,25 +189,11 @@ class KernelRenderer:
     def acc_dtype(self, st: Store) -> np.dtype:
         """Accumulator dtype: float16 sums and products accumulate in float32 within a NumPy
         block and are rounded to float16 between blocks, as NumPy's float16 loops do."""
-        dt = st.value.dtype
-        if dt == np.float16 and st.reduce in ("sum", "prod"):
-            return np.dtype(np.float32)
-        return dt
+        return semantics.accumulator_dtype(st.reduce, st.value.dtype)
 
     def reduce_init(self, st: Store, in_memory: bool = False) -> ir.Constant:
         dt = st.value.dtype if in_memory else self.acc_dtype(st)
-        op = st.reduce
-        if op in ("sum", "or"):
-            return constant(dt, 0)
-        if op in ("prod", "and"):
-            return constant(dt, 1)
-        big = op in ("min", "argmin")
-        if is_float(dt):
-            return constant(dt, float("inf") if big else float("-inf"))
-        if dt.kind == "b":
-            return constant(dt, 1 if big else 0)
-        info = np.iinfo(dt)
-        return constant(dt, info.max if big else info.min)
+        return constant(dt, semantics.reduce_identity(st.reduce, dt))
 
     def fill(self, b: ir.IRBuilder, st: Store, env: dict) -> None:
         """buffer[:] = identity of the reduction (memory-accumulated reductions)."""
@@ -509,7 +496,7 @@ class KernelRenderer:
         step = fn.append_basic_block("zsign.next")
         found = fn.append_basic_block("zsign.found")
         cont = fn.append_basic_block("zsign.end")
-        forward = dt.itemsize == 2
+        forward = semantics.max_min_tie_keeps_first(dt)
         total = self.reduced_extent(b, kernel)
         first = ir.Constant(I64, 0) if forward else b.sub(total, ir.Constant(I64, 1))
         b.cbranch(b.fcmp_ordered("==", b.load(acc, typ=ty), ir.Constant(ty, 0.0)), scan, cont)

@@ -1,0 +1,46 @@
+"""The CUDA backend (docs/gpu.md): the kernel IR rendered as one CUDA C translation unit
+(render.py), run on the host by `backend="cuda-emulator"` (emulator.py). The PyCUDA runtime
+(`backend="cuda"` on a GPU) is not built yet: asking for it raises BackendUnavailableError
+saying what this machine lacks (`missing_for_cuda`).
+"""
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+
+from ...fusion import KernelProgram
+from ...ir import Program
+
+
+def schedule_program(program: Program, name: str) -> KernelProgram:
+    """Fusion, exactly as the CPU backend runs it (the same kernel IR, the same FuseEvent)."""
+    from ..cpu import CpuBackend
+    return CpuBackend()._schedule(program, name)
+
+
+def missing_for_cuda() -> list[str]:
+    """What this machine lacks of PyCUDA, the CUDA driver and a device (cheap checks: nothing
+    is imported or initialised)."""
+    missing = []
+    if importlib.util.find_spec("pycuda") is None:
+        missing.append("PyCUDA (the pycuda package) is not installed")
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        missing.append("the CUDA driver (libcuda.so.1) is not found")
+    if not any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/nvidia0")):
+        missing.append("no NVIDIA GPU device (/dev/nvidia0) is present")
+    return missing
+
+
+def device_text(program: Program, stage: str, kp: KernelProgram | None = None) -> str:
+    """The "cuda" (translation unit) or "ptx" text of an optimised program, whatever backend
+    compiled it: `f.lower(x).as_text("cuda")` works on the CPU backend too."""
+    from ...fusion import schedule
+    from .render import render_program
+    source = render_program(kp if kp is not None else schedule(program)).source
+    if stage == "ptx":
+        from .nvcc import ptx
+        return ptx(source)
+    return source

@@ -1,0 +1,114 @@
+"""The helpers every generated translation unit starts with (no #include: nvcc's implicit
+cuda_runtime.h provides the math functions and intrinsics; the emulator's shim header provides
+the same names on the host).
+
+The helper functions carry NumPy semantics the C operators lack: wrap-around integer arithmetic
+is written at the use site (render in unsigned types), but division, remainder, shifts, power
+and float16 rounding are functions here, one definition per dtype through templates.
+"""
+from __future__ import annotations
+
+PRELUDE = r"""
+/* ---- jitkernel CUDA prelude: NumPy semantics the C operators lack -------------------- */
+#if defined(__CUDACC__) && !defined(JK_EMULATOR)
+#define JK_DEV __device__ __forceinline__
+/* float16 <-> float conversions through PTX (no cuda_fp16.h: the source has no #include). */
+JK_DEV float jk_h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+JK_DEV unsigned short jk_f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+JK_DEV unsigned short jk_d2h(double d) { unsigned short h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
+JK_DEV unsigned int jk_status_or(unsigned int* s, unsigned int v) { return atomicOr(s, v); }
+template <class T> JK_DEV T jk_shfl_down(T v, int d) { return __shfl_down_sync(0xffffffffu, v, d); }
+JK_DEV bool jk_shfl_down(bool v, int d) { return __shfl_down_sync(0xffffffffu, (int)v, d) != 0; }
+JK_DEV signed char jk_shfl_down(signed char v, int d) { return (signed char)__shfl_down_sync(0xffffffffu, (int)v, d); }
+JK_DEV unsigned char jk_shfl_down(unsigned char v, int d) { return (unsigned char)__shfl_down_sync(0xffffffffu, (unsigned)v, d); }
+JK_DEV short jk_shfl_down(short v, int d) { return (short)__shfl_down_sync(0xffffffffu, (int)v, d); }
+JK_DEV unsigned short jk_shfl_down(unsigned short v, int d) { return (unsigned short)__shfl_down_sync(0xffffffffu, (unsigned)v, d); }
+#endif
+
+/* A float16 value held in a float: rounded to float16 and back (NumPy rounds after every op). */
+JK_DEV float jk_rh(float x) { return jk_h2f(jk_f2h(x)); }
+JK_DEV float jk_rh_d(double x) { return jk_h2f(jk_d2h(x)); }
+JK_DEV bool jk_signbit(float x) { return __float_as_int(x) < 0; }
+JK_DEV bool jk_signbit(double x) { return __double_as_longlong(x) < 0; }
+
+/* NumPy's max/min: NaN propagates; of two equal values `first` says which operand is kept. */
+template <class F> JK_DEV F jk_fmaxnp(F a, F b, bool first) {
+  if (a != a) return a; if (b != b) return b;
+  return a > b ? a : (b > a ? b : (first ? a : b));
+}
+template <class F> JK_DEV F jk_fminnp(F a, F b, bool first) {
+  if (a != a) return a; if (b != b) return b;
+  return a < b ? a : (b < a ? b : (first ? a : b));
+}
+
+/* NumPy's npy_divmod for floats: Python semantics (the remainder has the divisor's sign). */
+template <class F> JK_DEV F jk_fremainder(F a, F c) {
+  F m = fmod(a, c);
+  if (c == (F)0) return m;
+  if (m == (F)0) return copysign((F)0, c);
+  return ((c < (F)0) != (m < (F)0)) ? m + c : m;
+}
+template <class F> JK_DEV F jk_ffloordiv(F a, F c) {
+  if (c == (F)0) return a / c;
+  F m = fmod(a, c);
+  F div = (a - m) / c;
+  if (m != (F)0 && ((c < (F)0) != (m < (F)0))) div -= (F)1;
+  if (div == (F)0) return copysign((F)0, a / c);
+  F fl = floor(div);
+  if (div - fl > (F)0.5) fl += (F)1;
+  return fl;
+}
+
+/* Integers: x // 0 == x % 0 == 0, MIN // -1 wraps to MIN, Python's sign rule (U: the unsigned
+   type of T, for the wrap-around). */
+template <class T> JK_DEV T jk_idiv(T x, T y, bool is_signed, T tmin) {
+  if (y == 0) return 0;
+  if (is_signed && x == tmin && y == (T)-1) return x;
+  T q = x / y, r = x % y;
+  if (is_signed && r != 0 && ((r < 0) != (y < 0))) q -= 1;
+  return q;
+}
+template <class T> JK_DEV T jk_imod(T x, T y, bool is_signed, T tmin, bool python) {
+  if (y == 0) return 0;
+  if (is_signed && x == tmin && y == (T)-1) return 0;
+  T r = x % y;
+  if (python && is_signed && r != 0 && ((r < 0) != (y < 0))) r += y;
+  return r;
+}
+/* Shifts by a negative amount or >= the width give 0 (or -1 for a right shift of a negative). */
+template <class T, class U> JK_DEV T jk_shl(T x, T y, int width) {
+  return ((U)y < (U)width) ? (T)((U)x << (int)y) : (T)0;
+}
+template <class T, class U> JK_DEV T jk_shr(T x, T y, int width) {
+  if ((U)y < (U)width) return (T)(x >> (int)y);
+  return (x < (T)0) ? (T)-1 : (T)0;
+}
+/* Integer power by squaring; a negative exponent sets status bit 1 (NumPy's ValueError). */
+template <class T, class U> JK_DEV T jk_ipow(T x, T y, bool is_signed, unsigned int* status) {
+  if (is_signed && y < (T)0) { jk_status_or(status, 1u); return 0; }
+  U result = 1, base = (U)x, e = (U)y;
+  while (e) { if (e & 1u) result = (U)(result * base); base = (U)(base * base); e >>= 1; }
+  return (T)result;
+}
+/* A traced index (fusion/dynamic.py's check kernels): wrapped when negative, then 0 <= s <= limit,
+   or status bit `code` is set (the first failure also records s, the axis and n after the flags:
+   backends/cpu/runtime.StatusWord) and 0 is returned, so no access leaves the array. */
+JK_DEV long long jk_index_check(long long s, long long n, long long limit, long long axis,
+                                unsigned int* status, unsigned int code) {
+  const long long w = s < 0 ? s + n : s;
+  if (w >= 0 && w <= limit) return w;
+  if (!(jk_status_or(status, code) & code)) {
+    long long* detail = (long long*)status;
+    detail[1] = s; detail[2] = axis; detail[3] = n;
+  }
+  return 0;
+}
+/* NumPy's integer reciprocal: (int)(1.0 / x); 1/0 is INT_MIN for signed 32/64-bit types. */
+template <class T> JK_DEV T jk_irecip(T x, bool is_signed, bool wide, T tmin) {
+  if (x == (T)1) return 1;
+  if (is_signed && x == (T)-1) return (T)-1;
+  if (is_signed && wide && x == (T)0) return tmin;
+  return 0;
+}
+/* ---- end of prelude ------------------------------------------------------------------- */
+"""
