@@ -131,6 +131,12 @@ def augmented_assign(target: Any, other: Any, stem: str) -> Any:
     binary = getattr(Tracer, f"__{stem}__")
     if target.weak is not None or (target.ndim == 0 and target.scalar):
         return binary(target, other)  # Python and NumPy scalars are immutable: NumPy rebinds too
+    if target.aval.is_symbolic and (user_statement_target() or "").endswith("]"):
+        # x[:i] += v: the window of symbolic length is not a view; the setitem that Python runs
+        # next writes the result into x (numpy/_dynamic.py dynamic_update).
+        _numpy_verdict(stem, target.dtype, target.ndim, other)
+        result = binary(target, other)
+        return result if result is NotImplemented else _finish(result, target.dtype, target.shape, stem)
     check_writeable(target)
     _numpy_verdict(stem, target.dtype, target.ndim, other)
     result = binary(target, other)
