@@ -88,7 +88,7 @@ def linear_form(ctx: Any, v: Var, depth: int = 0) -> tuple[dict, int]:
     c = _constant_int(ctx, v)
     if c is not None:
         return {}, c
-    if v in getattr(ctx, "ranges", {}) or depth > 64:
+    if _known_range(ctx, v) is not None or depth > 64:
         return {v: (ctx, 1)}, 0
     outer = ctx.outer_var(v) if hasattr(ctx, "outer_var") else None
     if outer is not None:
@@ -115,6 +115,11 @@ def linear_form(ctx: Any, v: Var, depth: int = 0) -> tuple[dict, int]:
     return {v: (ctx, 1)}, 0
 
 
+def _known_range(ctx: Any, v: Var) -> tuple[int, int] | None:
+    r = getattr(ctx, "ranges", {}).get(v)
+    return r if r is not None else getattr(ctx, "loose_ranges", {}).get(v)
+
+
 def _combine(a: dict, b: dict, sign: int) -> dict:
     out = dict(a)
     for base, (bctx, coef) in b.items():
@@ -126,7 +131,7 @@ def _combine(a: dict, b: dict, sign: int) -> dict:
 def _form_range(terms: dict, const: int) -> tuple[int, int] | None:
     lo = hi = const
     for base, (bctx, coef) in terms.items():
-        r = getattr(bctx, "ranges", {}).get(base)
+        r = _known_range(bctx, base)
         if r is None:
             return None
         lo, hi = lo + min(coef * r[0], coef * r[1]), hi + max(coef * r[0], coef * r[1])

@@ -171,9 +171,9 @@ def assignment_value(target: Any, value: Any, shape: tuple[int, ...]) -> Any:
     if vshape != t.shape:
         from ..numpy._shape import reshape
         t = reshape(t, vshape)
+    from ..numpy._core import broadcast_shapes  # NumPy's, and structural for symbolic lengths
     try:
-        np.broadcast_shapes(vshape, shape)
-        if len(vshape) > len(shape) or np.broadcast_shapes(vshape, shape) != tuple(shape):
+        if len(vshape) > len(shape) or broadcast_shapes(vshape, shape) != tuple(shape):
             raise ValueError
     except ValueError:
         raise ValueError(f"could not broadcast input array from shape {_numpy_shape(value_shape(value))} into "

@@ -35,6 +35,9 @@ class SubTraceContext(TraceContext):
         # (lowest, highest) value of an integer input, where known (a fori_loop index with
         # static bounds): proves that a dynamic slice has a constant length (numpy/_dynamic.py).
         self.ranges: dict[Var, tuple[int, int]] = {}
+        # Bounds that hold for every iteration but may not be reached (a loop over range(i), i an
+        # enclosing index): enough to prove a slice in bounds, not to raise NumPy's OverflowError.
+        self.loose_ranges: dict[Var, tuple[int, int]] = {}
         # id(eqn) -> the user's line, for equations on values of symbolic length (their
         # lowering, passes/lower_symbolic.py, reports errors there).
         self.symbolic_where: dict[int, str] = {}
