@@ -361,7 +361,7 @@ def _dot_general(lw: Lowering, eqn: Eqn) -> None:
         zero = lw.bind1("broadcast_in_dim", lw.literal(0, prod.aval.dtype), shape=shape, broadcast_dimensions=())
         prod = lw.bind1("select", mask, prod, zero)
     contract = tuple(range(nb + nl + nr, nb + nl + nr + nc))
-    new = lw.bind1("reduce_sum", prod, axes=contract) if contract else prod
+    new = lw.bind1("dot_sum", prod, axes=contract) if contract else prod
     lw.define(out, new, tuple(prod_offs[: nb + nl + nr]))
 
 
