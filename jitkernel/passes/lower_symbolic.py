@@ -229,9 +229,13 @@ def lower_symbolic(program: Program, where: Mapping[int, str] | None = None) -> 
                 "or branch (a carry, a loop operand or a returned value must have a static shape); "
                 "pad it to a static length, e.g. write it into a preallocated array")
     lw = Lowering(program, where)
+    targets = {e.inputs[0] for e in program.eqns if e.prim == "dynamic_update_slice" and e.inputs[1].aval.is_symbolic}
     for eqn in program.eqns:
         lw.current = eqn
         if not is_symbolic_eqn(eqn):
+            if eqn.prim == "dynamic_slice" and eqn.inputs[0] in targets and _is_element(eqn):
+                _materialized_element(lw, eqn)
+                continue
             lw.eqns.append(Eqn(eqn.prim, [lw.read(v) for v in eqn.inputs], eqn.outputs, eqn.params))
             continue
         rule = lowering_rule(eqn.prim)
@@ -245,6 +249,23 @@ def lower_symbolic(program: Program, where: Mapping[int, str] | None = None) -> 
     for attr in ("int_arg_bounds", "byteorder_sources", "written_args", "written_names"):
         setattr(out, attr, getattr(program, attr))
     return out
+
+
+def _is_element(eqn: Eqn) -> bool:
+    return all(k == 1 for k in eqn.params["sizes"]) and eqn.outputs[0].aval.dtype.kind != "c"
+
+
+def _materialized_element(lw: Lowering, eqn: Eqn) -> None:
+    """One element of an array that a window of symbolic length is written into (the pivot
+    `L[j, j]` of `L[j+1:, j] = ... / L[j, j]`), read into a value of its own: a 0-d reduction
+    (max of one element is that element, NaN and -0.0 included) is computed before the window
+    kernel, so the write may update the array in place (fusion/dynamic.py can_update_in_place
+    refuses a window kernel that reads the array it writes elsewhere than where it writes)."""
+    (out,) = eqn.outputs
+    ndim = out.aval.ndim
+    window = lw.bind1("dynamic_slice", *eqn.inputs, **eqn.params)
+    value = lw.bind1("reduce_max", window, axes=tuple(range(ndim)))
+    lw.eqns.append(Eqn("reshape", [value], [out], {"new_shape": out.aval.shape}))
 
 
 # ----------------------------------------------------------------------------- rules
