@@ -38,7 +38,7 @@ class _Axis:
     start: Any
     size: Any  # an int, or a SymDim (a length that depends on a loop index)
     drop: bool
-    layout: str | None = None  # for a symbolic size: "start" or "end" (passes/lower_symbolic.py)
+    layout: Any = None  # for a symbolic size: "start" or ("end", stop) (passes/lower_symbolic.py)
 
 
 def _is_static_int(ix: Any) -> bool:
@@ -210,8 +210,8 @@ def _symbolic_axis(ctx: Any, x: Any, ix: slice, n: int, terms: dict, const: int,
     length = SymDim.make(const, local, max(lo, 0), hi)
     if start_range[1] + hi <= n:
         layout = "start"  # the padded window [start, start + hi) stays inside the axis
-    elif stop_range == (n, n):
-        layout = "end"  # x[s:]: the padded window is the last hi elements of the axis
+    elif stop_range[0] == stop_range[1]:
+        layout = ("end", stop_range[0])  # x[s:c]: the padded window is [c - hi, c)
     else:
         raise _unsupported_length(x, ix, f"its padded window of {hi} elements may leave the axis of {n}")
     start = ix.start if isinstance(ix.start, Tracer) else (0 if ix.start is None else int(ix.start))

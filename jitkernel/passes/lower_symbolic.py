@@ -388,8 +388,9 @@ def _dot_general(lw: Lowering, eqn: Eqn) -> None:
 
 def window_layout(lw: Lowering, x: Var, sizes: tuple, layout: tuple) -> tuple[list, list]:
     """Per axis of `x`: (padded window size, offset of the valid part) of a symbolic window.
-    Layout "start": the padded window starts at the slice's start (proved in bounds);
-    "end": it ends at the end of the axis (a suffix slice `x[s:]`)."""
+    Layout "start": the padded window starts at the slice's start (the tracer proved it in
+    bounds); ("end", c): it ends at the slice's static stop c (`x[s:]`, `x[s:c]`), so the valid
+    part is its last `length` positions."""
     max_sizes, offs = [], []
     for d, (k, lay) in enumerate(zip(sizes, layout)):
         if not isinstance(k, SymDim):
@@ -398,7 +399,7 @@ def window_layout(lw: Lowering, x: Var, sizes: tuple, layout: tuple) -> tuple[li
         elif lay == "start":
             max_sizes.append(k.hi)
             offs.append(0)
-        elif lay == "end":
+        elif isinstance(lay, tuple) and lay[0] == "end" and 0 <= lay[1] - k.hi:
             max_sizes.append(k.hi)
             offs.append(k.hi - k)
         else:
@@ -408,8 +409,9 @@ def window_layout(lw: Lowering, x: Var, sizes: tuple, layout: tuple) -> tuple[li
 
 def _padded_starts(lw: Lowering, x: Var, starts: Sequence[Var], sizes: tuple, layout: tuple) -> list[Var]:
     out = []
-    for s, k, lay, n in zip(starts, sizes, layout, x.aval.shape):
-        out.append(lw.literal(n - k.hi, INT64) if isinstance(k, SymDim) and lay == "end" else s)
+    for s, k, lay in zip(starts, sizes, layout):
+        end_aligned = isinstance(k, SymDim) and isinstance(lay, tuple)
+        out.append(lw.literal(lay[1] - k.hi, INT64) if end_aligned else s)
     return out
 
 
