@@ -25,6 +25,7 @@ from ..ir import Var
 from ..ir.symdim import SymDim
 from ..trace.context import current_context, user_frame_location
 from ..trace.tracer import Tracer
+from ..trace.views import make_view
 from ._indexing import expand_index
 
 __all__: list[str] = []
@@ -288,8 +289,13 @@ def dynamic_getitem(x: Any, index: tuple) -> Any:
     ctx = _context(x)
     axes, new_axes = _parse(x, index)
     x, axes = _strided_first(x, axes)
-    window = ctx.bind1("dynamic_slice", x, *_start_tracers(ctx, axes), sizes=tuple(a.size for a in axes),
-                       **_layout(axes))
+    starts = _start_tracers(ctx, axes)
+    sizes = tuple(a.size for a in axes)
+    window = ctx.bind1("dynamic_slice", x, *starts, sizes=sizes, **_layout(axes))
+    if not window.aval.is_symbolic and not all(a.drop for a in axes):
+        # NumPy returns a view of x: writes through it reach x (trace/views.py); a window of
+        # symbolic length is no view (writes through it are refused, views.check_writeable).
+        make_view(window, x, "dynamic_slice", {"starts": tuple(t.ir_var for t in starts), "sizes": sizes})
     shape = [a.size for a in axes if not a.drop]
     for p in new_axes:
         shape.insert(p, 1)
@@ -301,8 +307,8 @@ def dynamic_getitem(x: Any, index: tuple) -> Any:
         out = reshape(window, tuple(shape))
     if all(a.drop for a in axes) and not new_axes:
         return Tracer(out._ctx, out.ir_var)  # an integer per axis: a NumPy scalar, a copy
-    out = Tracer(out._ctx, out.ir_var)
-    out.share_memory_with(x)  # NumPy returns a view of x
+    if out is window and window.aval.is_symbolic:
+        out = Tracer(out._ctx, out.ir_var)
     return out
 
 

@@ -230,10 +230,11 @@ def lower_symbolic(program: Program, where: Mapping[int, str] | None = None) -> 
                 "pad it to a static length, e.g. write it into a preallocated array")
     lw = Lowering(program, where)
     targets = {e.inputs[0] for e in program.eqns if e.prim == "dynamic_update_slice" and e.inputs[1].aval.is_symbolic}
+    # (a target is read before any symbolic write renames it: inputs of static variables)
     for eqn in program.eqns:
         lw.current = eqn
         if not is_symbolic_eqn(eqn):
-            if eqn.prim == "dynamic_slice" and eqn.inputs[0] in targets and _is_element(eqn):
+            if eqn.prim == "dynamic_slice" and lw.read(eqn.inputs[0]) in targets and _is_element(eqn):
                 _materialized_element(lw, eqn)
                 continue
             lw.eqns.append(Eqn(eqn.prim, [lw.read(v) for v in eqn.inputs], eqn.outputs, eqn.params))
@@ -263,7 +264,7 @@ def _materialized_element(lw: Lowering, eqn: Eqn) -> None:
     refuses a window kernel that reads the array it writes elsewhere than where it writes)."""
     (out,) = eqn.outputs
     ndim = out.aval.ndim
-    window = lw.bind1("dynamic_slice", *eqn.inputs, **eqn.params)
+    window = lw.bind1("dynamic_slice", *[lw.read(v) for v in eqn.inputs], **eqn.params)
     value = lw.bind1("reduce_max", window, axes=tuple(range(ndim)))
     lw.eqns.append(Eqn("reshape", [value], [out], {"new_shape": out.aval.shape}))
 
@@ -421,7 +422,7 @@ def _dynamic_slice(lw: Lowering, eqn: Eqn) -> None:
         raise lw.error(f"a traced-bound slice of a value of symbolic shape {x.aval}")
     sizes, layout = eqn.params["sizes"], eqn.params["layout"]
     max_sizes, offs = window_layout(lw, x, sizes, layout)
-    new = lw.bind1("dynamic_slice", x, *_padded_starts(lw, x, starts, sizes, layout), sizes=tuple(max_sizes))
+    new = lw.bind1("dynamic_slice", lw.read(x), *_padded_starts(lw, x, starts, sizes, layout), sizes=tuple(max_sizes))
     lw.define(out, new, offs)
 
 
@@ -441,9 +442,9 @@ def _dynamic_update_slice(lw: Lowering, eqn: Eqn) -> None:
             if m is not None:
                 mask = m if mask is None else lw.bind1("logical_and", mask, m)
     if mask is not None:
-        old = lw.bind1("dynamic_slice", x, *padded_starts, sizes=tuple(max_sizes))
+        old = lw.bind1("dynamic_slice", lw.read(x), *padded_starts, sizes=tuple(max_sizes))
         new_val = lw.bind1("select", mask, new_val, old)
-    new = lw.bind1("dynamic_update_slice", x, new_val, *padded_starts)
+    new = lw.bind1("dynamic_update_slice", lw.read(x), new_val, *padded_starts)
     lw.define(out, new, (None,) * x.aval.ndim)
 
 
