@@ -328,7 +328,7 @@ def _body_function(p):
                 x[sl] += a[i, sl]
             elif upd == "scale":
                 x[sl] = u * 2 + y[i]
-            return x, acc + r
+            return x, acc + r.astype(x.dtype)
         return lax.fori_loop(p["lo"], p["hi"], body, (x, np.zeros((), x.dtype)))
     return f
 

@@ -11,6 +11,11 @@ pattern, and the renderer bounds the loop by `min(extent, max(V, 0))`. For float
 follow NumPy's pairwise order (Store.block), only a block that is exactly loop `d` qualifies:
 the pairwise sum then runs over the valid elements, which is NumPy's own order for `x[:i].sum()`.
 
+Two more patterns bound loops the same way (lower bounds `index(d) >= V` too): a store of
+`where_valid(mask, x)` (the padding of a value nobody reads, ir/symdim_prims.py) skips the kept
+points outside the mask, and an in-place masked write `x[p] = select(mask, new, x[p])` skips the
+points that would store the value they hold.
+
 >>> from jitkernel.fusion import index as ix
 >>> from jitkernel.fusion.kernel_ir import Compute, IndexValue, Kernel, Literal, Load, Store
 >>> import numpy as np
@@ -18,8 +23,8 @@ the pairwise sum then runs over the valid elements, which is NumPy's own order f
 >>> mask = Compute("less", (IndexValue(ix.var(0), i64), Load(7, ix.const(0), i64)), (), b)
 >>> value = Compute("select", (mask, Load(1, ix.var(0), f64), Literal(0.0, f64)), (), f64)
 >>> k, limits = loop_limits(Kernel("k", (299,), 1, [Store(2, ix.const(0), value, "sum", None, "free")]))
->>> list(limits), type(k.stores[0].value).__name__
-([0], 'Load')
+>>> list(limits), list(limits[0]), type(k.stores[0].value).__name__
+([0], ['hi'], 'Load')
 """
 from __future__ import annotations
 
@@ -71,56 +76,90 @@ def _conjuncts(nd: Node) -> list[Node]:
     return [nd]
 
 
-def _upper_bound(cond: Node, reduced: range) -> tuple[int, Node] | None:
-    """`index(d) < V` for a reduced loop d and an invariant integer V."""
-    if not (isinstance(cond, Compute) and cond.prim == "less"):
+def _bound(cond: Node, loops: range) -> tuple[int, str, Node] | None:
+    """`index(d) < V` ("hi") or `index(d) >= V` ("lo") for a loop d in `loops` and an
+    invariant integer V."""
+    if not (isinstance(cond, Compute) and cond.prim in ("less", "greater_equal")):
         return None
     i, v = cond.args
     if not isinstance(i, IndexValue) or i.index.const or len(i.index.terms) != 1:
         return None
     (atom, coef), = i.index.terms
-    if atom[0] != "i" or coef != 1 or atom[1] not in reduced:
+    if atom[0] != "i" or coef != 1 or atom[1] not in loops:
         return None
     if v.dtype.kind not in "iu" or not _invariant(v):
         return None
-    return atom[1], v
+    return atom[1], ("hi" if cond.prim == "less" else "lo"), v
 
 
-def loop_limits(kernel: Any) -> tuple[Any, dict[int, Node]]:
-    """(kernel without the masks, {reduced loop: invariant upper bound}); ({} when the
-    pattern does not hold for every store of the kernel)."""
-    if not isinstance(kernel, Kernel) or kernel.n_reduce == 0 or not kernel.stores:
-        return kernel, {}
+def _bounds_of(cond: Node, loops: range) -> tuple[dict, list[Node]]:
+    """The loop bounds among the conjuncts of `cond` ({d: {"lo"|"hi": V}}), and the others."""
+    found: dict = {}
+    rest: list[Node] = []
+    for c in _conjuncts(cond):
+        b = _bound(c, loops)
+        if b is not None and b[1] not in found.get(b[0], {}):
+            found.setdefault(b[0], {})[b[1]] = b[2]
+        else:
+            rest.append(c)
+    return found, rest
+
+
+def _and(conds: list[Node]) -> Node:
+    out = conds[0]
+    for c in conds[1:]:
+        out = Compute("logical_and", (out, c), (), out.dtype)
+    return out
+
+
+def _store_bounds(kernel: Kernel, st: Any) -> tuple[dict, Node] | None:
+    """The loop bounds one store allows, and its value without the masks that imply them."""
     n_kept = len(kernel.kept)
-    reduced = range(n_kept, len(kernel.domain))
-    limits: dict[int, Node] | None = None
+    kept, reduced = range(n_kept), range(n_kept, len(kernel.domain))
+    v, bounds = st.value, {}
+    if isinstance(v, Compute) and v.prim == "where_valid":
+        # Padding nobody reads: outside the mask any value will do, so the kept loops may skip
+        # it, and elsewhere the value itself is a valid choice.
+        found, _ = _bounds_of(v.args[0], kept)
+        bounds.update(found)
+        v = v.args[1]
+    if st.reduce and st.reduce not in ("argmax", "argmin"):
+        if isinstance(v, Compute) and v.prim == "select" and _is_identity(v.args[2], st.reduce, st.value.dtype):
+            found, rest = _bounds_of(v.args[0], reduced)
+            if found:
+                bounds.update(found)
+                v = v.args[1] if not rest else Compute("select", (_and(rest), v.args[1], v.args[2]), (), v.dtype)
+    elif not st.reduce and isinstance(v, Compute) and v.prim == "select":
+        old = v.args[2]
+        if isinstance(old, Load) and old.buffer == st.buffer and old.offset == st.offset:
+            # A masked write in place: a point outside the mask stores the value it holds.
+            found, rest = _bounds_of(v.args[0], range(len(kernel.domain)))
+            if found and len(kernel.stores) == 1:
+                bounds.update(found)
+                v = v.args[1] if not rest else Compute("select", (_and(rest), v.args[1], old), (), v.dtype)
+    return bounds, v
+
+
+def loop_limits(kernel: Any) -> tuple[Any, dict[int, dict]]:
+    """(kernel without the masks that became bounds, {loop: {"lo"|"hi": invariant node}});
+    (kernel, {}) when its stores do not all allow the same bounds."""
+    if not isinstance(kernel, Kernel) or not kernel.stores:
+        return kernel, {}
+    limits: dict | None = None
     stores = []
     for st in kernel.stores:
-        v = st.value
-        if not st.reduce or st.reduce in ("argmax", "argmin") or not (isinstance(v, Compute) and v.prim == "select"):
+        bounds, value = _store_bounds(kernel, st)
+        if not bounds or (limits is not None and bounds != limits):
             return kernel, {}
-        cond, x, other = v.args
-        if not _is_identity(other, st.reduce, st.value.dtype):
-            return kernel, {}
-        found: dict[int, Node] = {}
-        rest: list[Node] = []
-        for c in _conjuncts(cond):
-            bound = _upper_bound(c, reduced)
-            if bound is not None and bound[0] not in found:
-                found[bound[0]] = bound[1]
-            else:
-                rest.append(c)
-        if not found or (limits is not None and limits != found):
-            return kernel, {}
-        limits = found
-        if rest:
-            keep = rest[0]
-            for c in rest[1:]:
-                keep = Compute("logical_and", (keep, c), (), keep.dtype)
-            x = Compute("select", (keep, x, other), (), v.dtype)
-        stores.append(st.with_value(x))
+        limits = bounds
+        stores.append(st.with_value(value))
     last = len(kernel.domain) - 1
+    n_kept = len(kernel.kept)
     for st in stores:
-        if st.block == "tree" or (follows_numpy_blocks(st) and st.block != kernel.domain[last]):
-            return kernel, {}  # NumPy's blocks span more than the last loop: keep the mask
+        if not st.reduce:
+            continue
+        blocked = st.block == "tree" or follows_numpy_blocks(st)
+        if blocked and (st.block != kernel.domain[last]
+                        or any("lo" in limits.get(d, {}) for d in range(n_kept, last + 1))):
+            return kernel, {}  # NumPy's blocks span more than the last loop: keep the masks
     return replace(kernel, stores=stores), limits or {}

@@ -174,6 +174,18 @@ class Lowering:
                 mask = m if mask is None else self.bind1("logical_and", mask, m)
         return mask
 
+    def only_valid(self, new: Var, axes: Sequence[tuple[int, Dim, Any]]) -> Var:
+        """`where_valid(mask, new)` (ir/symdim_prims.py) over the padding of `axes` ((axis,
+        length, offset) of `new`'s padded shape): the padding of a result nobody reads, which
+        compiled code may then skip computing (fusion/extents.py)."""
+        mask = None
+        for ax, dim, off in axes:
+            if isinstance(dim, SymDim) and off is not None:
+                m = self.valid_mask(new.aval.shape, ax, dim, off)
+                if m is not None:
+                    mask = m if mask is None else self.bind1("logical_and", mask, m)
+        return new if mask is None else self.bind1("where_valid", mask, new)
+
     def fill_padding(self, old: Var, axes: Sequence[int], fill: Any) -> Var:
         """The lowered `old` with its padding along `axes` replaced by the scalar `fill`."""
         new = self.read(old)
@@ -334,6 +346,8 @@ def _reduce(lw: Lowering, eqn: Eqn) -> None:
         raise lw.error(f"{eqn.prim} over a symbolic length that may be 0 (NumPy raises for an empty "
                        "reduction without identity)")
     filled = lw.fill_padding(x, axes, reduction_identity(eqn.prim, x.aval.dtype))
+    kept = [d for d in range(x.aval.ndim) if d not in axes]
+    filled = lw.only_valid(filled, [(d, x.aval.shape[d], lw.offsets(x)[d]) for d in kept])
     new = lw.bind1(eqn.prim, filled, axes=axes)
     lw.define(out, new, tuple(o for a, o in enumerate(lw.offsets(x)) if a not in axes))
 
@@ -382,6 +396,8 @@ def _dot_general(lw: Lowering, eqn: Eqn) -> None:
     if mask is not None:
         zero = lw.bind1("broadcast_in_dim", lw.literal(0, prod.aval.dtype), shape=shape, broadcast_dimensions=())
         prod = lw.bind1("select", mask, prod, zero)
+    free = range(nb + nl + nr)
+    prod = lw.only_valid(prod, [(ax, a_sym.shape[ax], prod_offs[ax]) for ax in free])
     contract = tuple(range(nb + nl + nr, nb + nl + nr + nc))
     new = lw.bind1("dot_sum", prod, axes=contract) if contract else prod
     lw.define(out, new, tuple(prod_offs[: nb + nl + nr]))

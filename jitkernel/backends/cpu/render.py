@@ -306,8 +306,8 @@ class KernelRenderer:
                     if depth < last:
                         self.loop(bb, ir.Constant(I64, 0), self.extent(bb, kernel, depth), at(depth + 1), f"i{depth}")
                         return
-                    if last in self._limits:  # one block: the loop's run-time extent (fusion/extents.py)
-                        size = self._limits[last]
+                    if "hi" in self._limits.get(last, {}):  # one block: the loop's run-time extent (fusion/extents.py)
+                        size = self._limits[last]["hi"]
                         count = bb.zext(bb.icmp_signed(">", size, ir.Constant(I64, 0)), I64)
                     else:
                         size = self.ival(bb, block)
@@ -334,7 +334,7 @@ class KernelRenderer:
     def extent(self, b: ir.IRBuilder, kernel: Kernel, depth: int) -> ir.Value:
         """The extent of loop `depth`: static, or bounded at run time (self._limits)."""
         n = self.ival(b, kernel.domain[depth])
-        return _smin(b, n, self._limits[depth]) if depth in self._limits else n
+        return _smin(b, n, self._limits[depth]["hi"]) if "hi" in self._limits.get(depth, {}) else n
 
     def limit_value(self, b: ir.IRBuilder, kernel: Kernel, depth: int, nd: Node, env: dict, ops: OpLowering) -> ir.Value:
         """A run-time loop bound: the invariant value `nd` as i64, within [0, extent]."""
@@ -605,7 +605,8 @@ class KernelRenderer:
         self._limits = {}
         if first == 0:  # reduced loops that stop at a run-time length (fusion/extents.py)
             kernel, bounds = loop_limits(kernel)
-            self._limits = {d: self.limit_value(b, kernel, d, nd, env, ops) for d, nd in bounds.items()}
+            self._limits = {d: {k: self.limit_value(b, kernel, d, nd, env, ops) for k, nd in lohi.items()}
+                            for d, lohi in bounds.items()}
         limits = self._limits
         n_kept = len(kernel.kept)
         in_memory = [s for s in kernel.stores if s.reduce and kernel.n_reduce == 0
@@ -672,8 +673,10 @@ class KernelRenderer:
                 else:
                     lo = env["start"] if depth == 0 else ir.Constant(I64, 0)
                     hi = env["end"] if depth == 0 else self.ival(bb, kernel.domain[depth])
-                    if depth in limits:
-                        hi = _smin(bb, hi, limits[depth])
+                    if "hi" in limits.get(depth, {}):
+                        hi = _smin(bb, hi, limits[depth]["hi"])
+                    if "lo" in limits.get(depth, {}):
+                        lo = _smax(bb, lo, limits[depth]["lo"])
                     self.loop(bb, lo, hi, body_at(depth + 1), f"i{depth}")
                 if depth == n_kept and reduced:
                     for s in tree:
@@ -726,6 +729,10 @@ class KernelRenderer:
 
 def _smin(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_signed("<", x, y), x, y)
+
+
+def _smax(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.icmp_signed(">", x, y), x, y)
 
 
 def _uses(fn: ir.Function, arg: ir.Argument) -> bool:
