@@ -153,6 +153,11 @@ def loop_limits(kernel: Any) -> tuple[Any, dict[int, dict]]:
             return kernel, {}
         limits = bounds
         stores.append(st.with_value(value))
+    written = {st.buffer for st in kernel.stores}
+    for lohi in (limits or {}).values():
+        for nd in lohi.values():
+            if any(isinstance(x, Load) and x.buffer in written for x in postorder([nd])):
+                return kernel, {}  # a bound this kernel itself changes is no bound
     last = len(kernel.domain) - 1
     n_kept = len(kernel.kept)
     for st in stores:
