@@ -368,3 +368,22 @@ def test_a_window_at_traced_starts_is_a_view(backend):
             return x, s
         return lax.fori_loop(0, 5, body, (x, 0.0))
     run_both(f, np.arange(8.0), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sums_of_prefixes_follow_numpys_pairwise_order_exactly(backend):
+    """x[:i].sum() and x[i:].sum() compiled are NumPy's pairwise sums of their elements (the
+    loop runs over the valid range), not sums of n elements with zeros: bit-identical for every
+    i. The interpreter runs the lowered program (padded sums): equal within rounding."""
+    def f(x):
+        out = np.zeros_like(x)
+        for i in range(x.shape[0]):
+            out[i] = x[:i].sum() + x[i:].sum()
+        return out
+    x = RNG.standard_normal(700) * 10.0 ** RNG.integers(-8, 8, 700)
+    expected = f(x.copy())
+    got = jk.jit(f, backend=backend)(x.copy())
+    if backend == "cpu":
+        np.testing.assert_array_equal(got, expected)
+    else:
+        np.testing.assert_allclose(got, expected, rtol=1e-12)

@@ -3,7 +3,7 @@ runs only over the valid prefix.
 
 A dot or a sum over a slice of symbolic length (`L[i, :i] @ x[:i]`) is lowered to a reduction
 over the padded axis with the padding replaced by the identity (passes/lower_symbolic.py): its
-kernel stores `reduce(select(index(d) < V and ..., x, identity))` where `d` is a reduced loop and
+kernel stores `reduce(pad_fill(index(d) < V and ..., x, identity))` where `d` is a reduced loop and
 `V` a value that does not change inside the kernel (the loop index of an enclosing native loop,
 a length computed from it). Such a store gives the same result when loop `d` stops at `V`
 instead (the skipped points add the identity), without the mask: `loop_limits` finds the
@@ -21,7 +21,7 @@ points that would store the value they hold.
 >>> import numpy as np
 >>> i64, f64, b = np.dtype("int64"), np.dtype("float64"), np.dtype("bool")
 >>> mask = Compute("less", (IndexValue(ix.var(0), i64), Load(7, ix.const(0), i64)), (), b)
->>> value = Compute("select", (mask, Load(1, ix.var(0), f64), Literal(0.0, f64)), (), f64)
+>>> value = Compute("pad_fill", (mask, Load(1, ix.var(0), f64), Literal(0.0, f64)), (), f64)
 >>> k, limits = loop_limits(Kernel("k", (299,), 1, [Store(2, ix.const(0), value, "sum", None, "free")]))
 >>> list(limits), list(limits[0]), type(k.stores[0].value).__name__
 ([0], ['hi'], 'Load')
@@ -124,11 +124,15 @@ def _store_bounds(kernel: Kernel, st: Any) -> tuple[dict, Node] | None:
         bounds.update(found)
         v = v.args[1]
     if st.reduce and st.reduce not in ("argmax", "argmin"):
-        if isinstance(v, Compute) and v.prim == "select" and _is_identity(v.args[2], st.reduce, st.value.dtype):
+        # A select of the identity may stop the loop where the order of the reduction does not
+        # matter; a pad_fill (padding of a symbolic length) also where NumPy's pairwise order
+        # does: NumPy sums x[:i] as i elements, not as n with zeros.
+        prims = ("pad_fill",) if follows_numpy_blocks(st) or st.block == "tree" else ("pad_fill", "select")
+        if isinstance(v, Compute) and v.prim in prims and _is_identity(v.args[2], st.reduce, st.value.dtype):
             found, rest = _bounds_of(v.args[0], reduced)
             if found:
                 bounds.update(found)
-                v = v.args[1] if not rest else Compute("select", (_and(rest), v.args[1], v.args[2]), (), v.dtype)
+                v = v.args[1] if not rest else Compute(v.prim, (_and(rest), v.args[1], v.args[2]), (), v.dtype)
     elif not st.reduce and isinstance(v, Compute) and v.prim == "select":
         old = v.args[2]
         if isinstance(old, Load) and old.buffer == st.buffer and old.offset == st.offset:
@@ -159,12 +163,10 @@ def loop_limits(kernel: Any) -> tuple[Any, dict[int, dict]]:
             if any(isinstance(x, Load) and x.buffer in written for x in postorder([nd])):
                 return kernel, {}  # a bound this kernel itself changes is no bound
     last = len(kernel.domain) - 1
-    n_kept = len(kernel.kept)
     for st in stores:
         if not st.reduce:
             continue
         blocked = st.block == "tree" or follows_numpy_blocks(st)
-        if blocked and (st.block != kernel.domain[last]
-                        or any("lo" in limits.get(d, {}) for d in range(n_kept, last + 1))):
+        if blocked and st.block != kernel.domain[last]:
             return kernel, {}  # NumPy's blocks span more than the last loop: keep the masks
     return replace(kernel, stores=stores), limits or {}

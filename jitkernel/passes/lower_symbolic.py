@@ -194,7 +194,7 @@ class Lowering:
             return new
         filler = self.bind1("broadcast_in_dim", self.literal(fill, new.aval.dtype),
                             shape=new.aval.shape, broadcast_dimensions=())
-        return self.bind1("select", mask, new, filler)
+        return self.bind1("pad_fill", mask, new, filler)
 
 
 def _dim_key(d: Dim) -> Any:
@@ -395,7 +395,7 @@ def _dot_general(lw: Lowering, eqn: Eqn) -> None:
                 mask = m if mask is None else lw.bind1("logical_and", mask, m)
     if mask is not None:
         zero = lw.bind1("broadcast_in_dim", lw.literal(0, prod.aval.dtype), shape=shape, broadcast_dimensions=())
-        prod = lw.bind1("select", mask, prod, zero)
+        prod = lw.bind1("pad_fill", mask, prod, zero)
     free = range(nb + nl + nr)
     prod = lw.only_valid(prod, [(ax, a_sym.shape[ax], prod_offs[ax]) for ax in free])
     contract = tuple(range(nb + nl + nr, nb + nl + nr + nc))

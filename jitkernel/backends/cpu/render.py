@@ -303,12 +303,17 @@ class KernelRenderer:
                 def emit(bb: ir.IRBuilder, i: ir.Value | None) -> None:
                     if i is not None:
                         loops[depth - 1] = i
+                    zero = ir.Constant(I64, 0)
                     if depth < last:
-                        self.loop(bb, ir.Constant(I64, 0), self.extent(bb, kernel, depth), at(depth + 1), f"i{depth}")
+                        lo = self._limits.get(depth, {}).get("lo", zero)
+                        self.loop(bb, lo, self.extent(bb, kernel, depth), at(depth + 1), f"i{depth}")
                         return
-                    if "hi" in self._limits.get(last, {}):  # one block: the loop's run-time extent (fusion/extents.py)
-                        size = self._limits[last]["hi"]
-                        count = bb.zext(bb.icmp_signed(">", size, ir.Constant(I64, 0)), I64)
+                    first = zero
+                    if self._limits.get(last):  # one block: the loop's run-time range (fusion/extents.py)
+                        first = self._limits[last].get("lo", zero)
+                        size = bb.sub(self.extent(bb, kernel, last), first)
+                        size = _smax(bb, size, zero)
+                        count = bb.zext(bb.icmp_signed(">", size, zero), I64)
                     else:
                         size = self.ival(bb, block)
                         count = bb.udiv(self.ival(bb, kernel.domain[last]), size)
@@ -316,7 +321,7 @@ class KernelRenderer:
                     direct = self.contiguous_sum(kernel, pairwise, env)
 
                     def one(b2: ir.IRBuilder, q: ir.Value) -> None:
-                        self.reduce_block(b2, b2.mul(q, size), size, lambda b3, t: loops.__setitem__(last, t),
+                        self.reduce_block(b2, b2.add(first, b2.mul(q, size)), size, lambda b3, t: loops.__setitem__(last, t),
                                           point, pairwise, blocked, accs, direct)
                     self.loop(bb, ir.Constant(I64, 0), count, one, "blk")
                 return emit
