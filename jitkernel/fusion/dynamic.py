@@ -203,29 +203,28 @@ def can_update_in_place(body: Program, x: Var, result: Var) -> bool:
     if sum(1 for o in body.outvars if o is result) != 1 or x in body.outvars:
         return False
     base = x
-    for pos, producer in enumerate(chain):
-        out = result if pos == len(chain) - 1 else producer.outputs[0]
+    for producer, out in chain:
         if not _link_in_place(body, base, producer, out):
             return False
         base = out
     return True
 
 
-def update_chain(body: Program, x: Var, result: Var) -> list[Eqn] | None:
-    """The equations from x to `result` when `result` is x updated by a chain of in-place
-    operations, each reading the previous one's result (first link first); None otherwise.
-    Links before the last are region updates, whose results nothing but the chain returns."""
+def update_chain(body: Program, x: Var, result: Var) -> list[tuple[Eqn, Var]] | None:
+    """(equation, its output) from x to `result` when `result` is x updated by a chain of
+    in-place operations (region updates, loops and branches that update their operand), each
+    reading the previous one's output (first link first); None otherwise."""
     producers = {o: e for e in body.eqns for o in e.outputs}
-    chain: list[Eqn] = []
+    chain: list[tuple[Eqn, Var]] = []
     v = result
     while True:
         producer = producers.get(v)
         if producer is None:
             return None
         k = in_place_operand(producer, producer.outputs.index(v))
-        if k is None or (chain and producer.prim not in (UPDATE, "update_slice")):
+        if k is None:
             return None
-        chain.append(producer)
+        chain.append((producer, v))
         v = producer.inputs[k]
         if v is x:
             return chain[::-1]
@@ -285,5 +284,12 @@ def _fused_reads(body: Program, v: Var, x: Var, update: Eqn | None = None) -> bo
             continue
         kind = primitives.get(e.prim).kind
         if e.prim == SLICE or kind in ("elementwise", "movement"):
-            stack.extend((w, pointwise and kind == "elementwise") for w in e.inputs)
+            same_order = kind == "elementwise" or (e.prim == "reshape" and _unit_axes_only(e))
+            stack.extend((w, pointwise and same_order) for w in e.inputs)
     return False
+
+
+def _unit_axes_only(e: Eqn) -> bool:
+    """A reshape that only adds or removes axes of length 1: element k stays element k."""
+    drop = lambda shape: tuple(n for n in shape if n != 1)  # noqa: E731
+    return drop(e.inputs[0].aval.shape) == drop(e.outputs[0].aval.shape)

@@ -292,8 +292,8 @@ def _bind_update_chain(sub: Any, program: Program, v: Var, b: int) -> None:
     for x in program.invars:
         if sub.buf_of.get(x) == b:
             chain = update_chain(program, x, v)
-            for e in (chain or [])[:-1]:
-                sub.buf_of.setdefault(e.outputs[0], b)
+            for _, link_out in (chain or [])[:-1]:
+                sub.buf_of.setdefault(link_out, b)
             return
 
 
