@@ -64,6 +64,18 @@ def lu(A):
     return A
 
 
+def lu_polybench(A):
+    """PolyBench lu as its loops are written, with the inner dot products as slices."""
+    n = A.shape[0]
+    for i in range(n):
+        for j in range(i):
+            A[i, j] -= A[i, :j] @ A[:j, j]
+            A[i, j] /= A[j, j]
+        for j in range(i, n):
+            A[i, j] -= A[i, :i] @ A[:i, j]
+    return A
+
+
 def _lower(n, dtype=np.float64):
     return (np.tril(RNG.uniform(-1, 1, (n, n))) + n * np.eye(n)).astype(dtype), RNG.standard_normal(n).astype(dtype)
 
@@ -98,6 +110,7 @@ def test_lu_without_pivoting(backend, n):
     LU = run_both(lu, A, backend=backend, rtol=1e-9, atol=1e-10)
     L, U = np.tril(LU, -1) + np.eye(n), np.triu(LU)
     np.testing.assert_allclose(L @ U, A, rtol=1e-9, atol=1e-8)
+    run_both(lu_polybench, A, backend=backend, rtol=1e-9, atol=1e-10)
 
 
 def test_the_workloads_are_native_loops_with_no_full_copy():
