@@ -202,7 +202,7 @@ def test_slice_forms_match_numpy(backend, f):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.complex128])
 def test_dtypes(backend, dtype):
     def f(a, x):
         def body(i, c):
@@ -213,6 +213,13 @@ def test_dtypes(backend, dtype):
         return lax.fori_loop(0, N, body, (x, np.zeros((), dtype)))
     a = (A9 * 10).astype(dtype)
     x = (X9 * 10).astype(dtype)
+    if dtype == np.complex128:  # (tests/helpers.py compares real dtypes)
+        a, x = a + 1j * a.T, x - 2j * x
+        want, got = f(a.copy(), x.copy()), jk.jit(f, backend=backend)(a.copy(), x.copy())
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+        return
     tol = 1e-5 if dtype == np.float32 else None
     run_both(f, a, x, backend=backend, rtol=tol, atol=tol)
 
