@@ -213,12 +213,23 @@ def _symbolic_axis(ctx: Any, x: Any, ix: slice, n: int, terms: dict, const: int,
         layout = "start"  # the padded window [start, start + hi) stays inside the axis
     elif stop_range[0] == stop_range[1]:
         layout = ("end", stop_range[0])  # x[s:c]: the padded window is [c - hi, c)
-    else:
-        raise _unsupported_length(x, ix, f"its padded window of {hi} elements may leave the axis of {n}")
+    else:  # both bounds traced: the padded window starts at min(start, n - hi)
+        layout = ("clamp", _start_key(ctx, ix.start))
     start = ix.start if isinstance(ix.start, Tracer) else (0 if ix.start is None else int(ix.start))
     if not isinstance(start, Tracer):
         start = start + n if start < 0 else start
     return _Axis(start, length, False, layout)
+
+
+def _start_key(ctx: Any, start: Tracer) -> tuple:
+    """The start's linear form over this trace's variables: windows with equal keys share their
+    clamped start and offset in the lowering."""
+    terms, const = linear_form(_owner(ctx, start.ir_var), start.ir_var)
+    local = []
+    for base, (bctx, coef) in terms.items():
+        v = base if bctx is ctx else ctx.localize(Tracer(bctx, base)).ir_var
+        local.append((v, coef))
+    return const, tuple(sorted(local, key=lambda t: t[0].id))
 
 
 def _parse(x: Any, index: tuple, allow_none: bool = True) -> tuple[list[_Axis], list[int]]:

@@ -83,6 +83,7 @@ class Lowering:
         self._lengths: dict[Any, Var] = {}
         self._masks: dict[Any, Var] = {}
         self._literals: dict[Any, Var] = {}
+        self._clamps: dict[Any, tuple[Var, Var]] = {}
         self.current: Eqn | None = None
 
     # -- reading and defining -------------------------------------------------------------
@@ -114,6 +115,19 @@ class Lowering:
             self.consts.append(arr)
             self._literals[key] = v
         return v
+
+    def clamped_start(self, start: Var, limit: int, key: Any) -> tuple[Var, Var | None]:
+        """(min(start, limit), start - that) as int64 variables, once per start form `key`; the
+        offset is None when the limit is never reached."""
+        if limit < 0:
+            raise self.error("a padded window longer than its axis")
+        memo = self._clamps.get((key, limit))
+        if memo is None:
+            s = start if start.aval.dtype == INT64 else self.bind1("convert", start, dtype=INT64)
+            clamped = self.bind1("minimum", s, self.literal(limit, INT64))
+            memo = (clamped, self.bind1("subtract", s, clamped))
+            self._clamps[(key, limit)] = memo
+        return memo
 
     def error(self, why: str) -> UnsupportedOperationError:
         eqn = self.current
@@ -403,33 +417,35 @@ def _dot_general(lw: Lowering, eqn: Eqn) -> None:
     lw.define(out, new, tuple(prod_offs[: nb + nl + nr]))
 
 
-def window_layout(lw: Lowering, x: Var, sizes: tuple, layout: tuple) -> tuple[list, list]:
-    """Per axis of `x`: (padded window size, offset of the valid part) of a symbolic window.
+def window_layout(lw: Lowering, x: Var, sizes: tuple, layout: tuple, starts: Sequence[Var]) -> tuple[list, list, list]:
+    """Per axis of `x`: the padded window's size, the offset of its valid part, and its start.
     Layout "start": the padded window starts at the slice's start (the tracer proved it in
     bounds); ("end", c): it ends at the slice's static stop c (`x[s:]`, `x[s:c]`), so the valid
-    part is its last `length` positions."""
-    max_sizes, offs = [], []
-    for d, (k, lay) in enumerate(zip(sizes, layout)):
+    part is its last `length` positions; ("clamp", key): both bounds traced, the window starts at
+    min(start, n - hi) and the valid part at the run-time offset start - that (one variable per
+    start form `key`, so that windows with equal bounds agree)."""
+    max_sizes, offs, padded = [], [], []
+    for d, (k, lay, s, n) in enumerate(zip(sizes, layout, starts, x.aval.shape)):
         if not isinstance(k, SymDim):
             max_sizes.append(k)
             offs.append(None)
+            padded.append(s)
         elif lay == "start":
             max_sizes.append(k.hi)
             offs.append(0)
+            padded.append(s)
         elif isinstance(lay, tuple) and lay[0] == "end" and 0 <= lay[1] - k.hi:
             max_sizes.append(k.hi)
             offs.append(k.hi - k)
+            padded.append(lw.literal(lay[1] - k.hi, INT64))
+        elif isinstance(lay, tuple) and lay[0] == "clamp" and k.hi <= n:
+            start, offset = lw.clamped_start(s, n - k.hi, lay[1])
+            max_sizes.append(k.hi)
+            offs.append(SymDim.of(offset, 0, n - k.hi) if offset is not None else 0)
+            padded.append(start)
         else:
             raise lw.error(f"the window of symbolic length {k} on axis {d} of {x.aval} may leave the array")
-    return max_sizes, offs
-
-
-def _padded_starts(lw: Lowering, x: Var, starts: Sequence[Var], sizes: tuple, layout: tuple) -> list[Var]:
-    out = []
-    for s, k, lay in zip(starts, sizes, layout):
-        end_aligned = isinstance(k, SymDim) and isinstance(lay, tuple)
-        out.append(lw.literal(lay[1] - k.hi, INT64) if end_aligned else s)
-    return out
+    return max_sizes, offs, padded
 
 
 def _dynamic_slice(lw: Lowering, eqn: Eqn) -> None:
@@ -437,8 +453,8 @@ def _dynamic_slice(lw: Lowering, eqn: Eqn) -> None:
     if x.aval.is_symbolic:
         raise lw.error(f"a traced-bound slice of a value of symbolic shape {x.aval}")
     sizes, layout = eqn.params["sizes"], eqn.params["layout"]
-    max_sizes, offs = window_layout(lw, x, sizes, layout)
-    new = lw.bind1("dynamic_slice", lw.read(x), *_padded_starts(lw, x, starts, sizes, layout), sizes=tuple(max_sizes))
+    max_sizes, offs, padded_starts = window_layout(lw, x, sizes, layout, starts)
+    new = lw.bind1("dynamic_slice", lw.read(x), *padded_starts, sizes=tuple(max_sizes))
     lw.define(out, new, offs)
 
 
@@ -447,9 +463,8 @@ def _dynamic_update_slice(lw: Lowering, eqn: Eqn) -> None:
     if x.aval.is_symbolic:
         raise lw.error(f"an assignment into a value of symbolic shape {x.aval}")
     sizes, layout = upd.aval.shape, eqn.params["layout"]
-    max_sizes, offs = window_layout(lw, x, sizes, layout)
+    max_sizes, offs, padded_starts = window_layout(lw, x, sizes, layout, starts)
     merge_offsets(lw, [lw.offsets(upd), tuple(offs)])  # the value's valid part is where it is written
-    padded_starts = _padded_starts(lw, x, starts, sizes, layout)
     new_val = lw.read(upd)
     mask = None
     for ax, (k, off) in enumerate(zip(sizes, offs)):
