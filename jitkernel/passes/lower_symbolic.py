@@ -3,7 +3,7 @@ dimensions").
 
 A sub-program (a loop body, a branch) may hold values whose avals have `SymDim` lengths
 (`a[i, :i]` in a loop over `i`). `lower_symbolic(program)` runs once, right after the
-sub-program is traced (jitkernel/lax.py), and returns a program in which every such value is a
+sub-program is traced (trace/subtrace.py `finish`), and returns a program in which every such value is a
 buffer of its aval's `max_shape`: the *valid* elements of a symbolic axis of length `L` are the
 positions `[offset, offset + L)` of the padded axis, the rest is padding holding anything (NaN
 included). Every later pass, fusion, the native loops and the renderers see a static program.
@@ -14,13 +14,16 @@ equation, and appends equations through `lw.bind`; it reads an input's lowered v
 `lw.read(v)` and its per-axis offsets with `lw.offsets(v)` (None: every position valid, e.g. a
 broadcast axis; otherwise a Dim), and records an output's offsets with `lw.define(v, new, offs)`.
 Helpers build what masking needs: `lw.length(dim)` (the run-time value of a SymDim as an int64
-0-d), `lw.valid_mask(v_new, axis, length, offset)` and `lw.fill_padding(v_new, axes, ...)`.
+0-d), `lw.valid_mask(shape, axis, length, offset)`, `lw.fill_padding(old, axes, identity)`
+(a `pad_fill`: padding replaced by a reduction's identity) and `lw.only_valid(new, axes)` (a
+`where_valid`: padding nobody reads), ir/symdim_prims.py.
 
 Semantics decided here: reductions replace the padding with the reduction's identity first (a
 NaN in the padding never leaks), a dot over a symbolic contracted axis becomes a masked multiply
 and sum (it then fuses; a native loop needs no library step), a write of a symbolic window
 updates only its valid positions (`select(mask, new, old)`), a read never leaves the array (the
-tracer proves the padded window in bounds, or aligns it with the end of the axis). A length
+tracer proves the padded window in bounds, aligns it with a static stop, or clamps its start
+and keeps the offset of the valid part as a run-time value). A length
 whose affine form is negative at run time has an all-false mask: NumPy's empty slice.
 
 >>> import numpy as np, jitkernel as jk
@@ -62,10 +65,6 @@ def is_symbolic_eqn(eqn: Eqn) -> bool:
 
 def has_symbolic(program: Program) -> bool:
     return any(is_symbolic_eqn(e) for e in program.eqns)
-
-
-def static_aval(aval: AType) -> AType:
-    return AType(aval.max_shape, aval.dtype) if aval.is_symbolic else aval
 
 
 class Lowering:
@@ -116,9 +115,8 @@ class Lowering:
             self._literals[key] = v
         return v
 
-    def clamped_start(self, start: Var, limit: int, key: Any) -> tuple[Var, Var | None]:
-        """(min(start, limit), start - that) as int64 variables, once per start form `key`; the
-        offset is None when the limit is never reached."""
+    def clamped_start(self, start: Var, limit: int, key: Any) -> tuple[Var, Var]:
+        """(min(start, limit), start - that) as int64 variables, once per start form `key`."""
         if limit < 0:
             raise self.error("a padded window longer than its axis")
         memo = self._clamps.get((key, limit))
@@ -441,7 +439,7 @@ def window_layout(lw: Lowering, x: Var, sizes: tuple, layout: tuple, starts: Seq
         elif isinstance(lay, tuple) and lay[0] == "clamp" and k.hi <= n:
             start, offset = lw.clamped_start(s, n - k.hi, lay[1])
             max_sizes.append(k.hi)
-            offs.append(SymDim.of(offset, 0, n - k.hi) if offset is not None else 0)
+            offs.append(SymDim.of(offset, 0, n - k.hi))
             padded.append(start)
         else:
             raise lw.error(f"the window of symbolic length {k} on axis {d} of {x.aval} may leave the array")
