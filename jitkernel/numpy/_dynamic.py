@@ -25,7 +25,6 @@ from ..ir import Var
 from ..ir.symdim import SymDim
 from ..trace.context import current_context, user_frame_location
 from ..trace.tracer import Tracer
-from ..trace.views import make_view
 from ._indexing import expand_index
 
 __all__: list[str] = []
@@ -303,24 +302,17 @@ def dynamic_getitem(x: Any, index: tuple) -> Any:
     starts = _start_tracers(ctx, axes)
     sizes = tuple(a.size for a in axes)
     window = ctx.bind1("dynamic_slice", x, *starts, sizes=sizes, **_layout(axes))
-    if not window.aval.is_symbolic and not all(a.drop for a in axes):
-        # NumPy returns a view of x: writes through it reach x (trace/views.py); a window of
-        # symbolic length is no view (writes through it are refused, views.check_writeable).
-        make_view(window, x, "dynamic_slice", {"starts": tuple(t.ir_var for t in starts), "sizes": sizes})
     shape = [a.size for a in axes if not a.drop]
     for p in new_axes:
         shape.insert(p, 1)
-    if window.shape == tuple(shape):
-        out = window
-    elif any(isinstance(d, SymDim) for d in shape):
-        out = ctx.bind1("reshape", window, new_shape=tuple(shape))
-    else:
-        out = reshape(window, tuple(shape))
     if all(a.drop for a in axes) and not new_axes:
-        return Tracer(out._ctx, out.ir_var)  # an integer per axis: a NumPy scalar, a copy
-    if out is window and window.aval.is_symbolic:
-        out = Tracer(out._ctx, out.ir_var)
-    return out
+        return Tracer(ctx, reshape(window, tuple(shape)).ir_var)  # an integer per axis: a NumPy scalar, a copy
+    if window.aval.is_symbolic:  # no view: writes through a window of symbolic length are refused
+        return reshape(window, tuple(shape))  # (trace/views.py check_writeable)
+    # NumPy returns a view of x: a write through it must land in x's window at these starts
+    # (trace/views.py writes it back with dynamic_update_slice), never replace x.
+    window.share_memory_with(x, "dynamic_slice", {"sizes": sizes, "starts": tuple(s.ir_var for s in starts)})
+    return reshape(window, tuple(shape))
 
 
 def dynamic_update(x: Any, index: tuple, value: Any) -> Any:
