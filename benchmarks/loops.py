@@ -64,8 +64,8 @@ def jacobi_2d_lax(A, B, T):
 
 
 def trisolve_lax(L, b):
-    # x[j] is still 0 for j >= i, so the whole row's dot product is the one over j < i
-    # (a slice of length i needs symbolic dimensions, docs/architecture.md).
+    # x[j] is still 0 for j >= i, so the whole row's dot product is the one over j < i (the
+    # as-written form, benchmarks/loops_kernels.py, slices L[i, :i]: a symbolic length).
     def row(i, x):
         return dynamic_update(x, (i,), (b[i] - (L[i, :] * x).sum()) / L[i, i])
     return lax.fori_loop(0, b.shape[0], row, np.zeros_like(b))

@@ -97,7 +97,9 @@ class SymDim:
     def _refuse(self, *_: Any) -> Any:
         raise SymbolicDimError(
             f"the length {self} is known only at run time (between {self.lo} and {self.hi}); "
-            "it cannot be used as a Python int here")
+            f"it cannot be used as a Python int here{_location()}. Slices whose length depends on a "
+            "loop index support elementwise math, broadcasting, sums/products/max/min, dot/@ and "
+            "assignment, not functions that need the length itself (np.mean, len(), reshape(-1, k))")
 
     __int__ = __index__ = __float__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
     __floordiv__ = __rfloordiv__ = __truediv__ = __rtruediv__ = __mod__ = __rmod__ = _refuse
@@ -138,6 +140,15 @@ class SymDim:
 Dim = Union[int, SymDim]
 
 
+def _location() -> str:
+    """`, at file:line: source` of the user's code while a trace runs, else ''."""
+    try:
+        from ..trace.context import current_context, user_frame_location
+        return f", at {user_frame_location()}" if current_context() is not None else ""
+    except Exception:  # noqa: BLE001 - an error message must not fail
+        return ""
+
+
 def _is_var(x: Any) -> bool:
     return hasattr(x, "aval") and hasattr(x, "id")
 
@@ -162,3 +173,53 @@ def max_dim(d: Dim) -> int:
 
 def min_dim(d: Dim) -> int:
     return d.lo if isinstance(d, SymDim) else d
+
+
+def reshape_axis_map(old: tuple, new: tuple) -> dict[int, int] | None:
+    """For a reshape that keeps every symbolic axis whole (static axes regroup between them),
+    the new axis of each symbolic old axis; None when the reshape mixes a symbolic axis with
+    others."""
+    def segments(shape: tuple) -> list:
+        segs, static = [], 1
+        for ax, d in enumerate(shape):
+            if isinstance(d, SymDim):
+                segs.append(static)
+                segs.append((d, ax))
+                static = 1
+            else:
+                static *= d
+        segs.append(static)
+        return segs
+    a, b = segments(old), segments(new)
+    if len(a) != len(b):
+        return None
+    mapping = {}
+    for sa, sb in zip(a, b):
+        if isinstance(sa, tuple) != isinstance(sb, tuple):
+            return None
+        if isinstance(sa, tuple):
+            if sa[0] != sb[0]:
+                return None
+            mapping[sa[1]] = sb[1]
+        elif sa != sb:
+            return None
+    return mapping
+
+
+def symbolic_broadcast_shapes(*shapes: tuple) -> tuple:
+    """NumPy's broadcasting where some lengths are symbolic: a symbolic length meets only 1 or
+    an equal (structurally) length. NumPy would also broadcast it when its value happens to be
+    1 at run time; we refuse rather than risk a different answer."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for k in range(ndim):
+        dims = [s[len(s) - ndim + k] for s in shapes if len(s) - ndim + k >= 0]
+        kept = [d for d in dims if not (isinstance(d, int) and d == 1)]
+        first = kept[0] if kept else 1
+        if any(d != first for d in kept):
+            raise ValueError("operands could not be broadcast together with shapes "
+                             + " ".join("(" + ",".join(map(str, s)) + ("," if len(s) == 1 else "") + ")"
+                                        for s in shapes)
+                             + " (a length that depends on a loop index meets only 1 or the same length)")
+        out.append(first)
+    return tuple(out)
