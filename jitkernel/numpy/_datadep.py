@@ -381,16 +381,28 @@ def _call(name: str, operands: tuple, kwargs: tuple, result: str, max_len: int |
 
 
 def _common_count(values: list[DataDependent]) -> DataDependent:
+    """The count shared by `values` (elementwise operands). Selections by the same mask object,
+    the same nonzero() or the same slice bounds share one count variable; two counts of equal
+    padding that may differ (`x[x > 0] + y[x > 0]`: two evaluations of the mask) are checked
+    when the program runs: NumPy raises when the lengths differ, and so do we."""
     first = values[0]
+    count = first.count
     for v in values[1:]:
-        if v.count.ir_var is not first.count.ir_var:
+        if v.count.ir_var is count.ir_var:
+            continue
+        if v.maximum != first.maximum:
             raise _unsupported(
-                "combining two selections whose lengths come from different masks, index arrays or slice bounds "
+                "combining two selections of different largest lengths "
                 f"({first.origin}; {v.origin})",
                 "Select with the same mask (x[m] + y[m]), or combine before selecting ((x + y)[m]).")
-        if v.maximum != first.maximum:
-            raise TypeError("internal error: equal counts with different paddings")
-    return first
+        ctx = _current_ctx(count)
+        bad = np.not_equal(v.count, count)
+        count = ctx.bind1("raise_if", count, lift(ctx, bad, np.dtype(np.bool_)), exception="ValueError",
+                          message="operands could not be broadcast together: two data-dependent selections of "
+                                  f"different lengths ({first.origin}; {v.origin})")
+    if count is first.count:
+        return first
+    return DataDependent(first.data, count, first.origin)
 
 
 def _aligned(ctx: Any, x: Any, ndim: int) -> Any:
@@ -770,7 +782,6 @@ def getitem(x: Any, index: tuple) -> Any:
     dd_index = [ix for ix in index if is_data_dependent(ix)]
     if is_data_dependent(x):
         if len(index) == 1 and is_data_dependent(index[0]) and index[0].dtype == np.bool_:
-            _common_count([x, index[0]])
             return _call_getitem(x, index, "new", x.maximum)
         raise _unsupported("indexing a selection (sel[i], sel[1:], sel[idx])",
                            "Index the original array (x[mask][0] -> select first, then reduce), or use a reduction.")
@@ -919,3 +930,17 @@ def _method_compress(self: Tracer, condition: Any, axis: Any = None, out: Any = 
 
 Tracer.nonzero = _method_nonzero
 Tracer.compress = _method_compress
+
+
+def count_nonzero(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
+    """numpy.count_nonzero of a traced array: a sum of `a != 0` in intp (NumPy 2 returns an
+    intp scalar for axis=None)."""
+    if is_data_dependent(a):
+        return reduce("count_nonzero", a, {"axis": axis, "keepdims": keepdims})
+    if not isinstance(a, Tracer):
+        return np.count_nonzero(a, axis=axis, keepdims=keepdims)
+    nonzero_ = a if a.dtype == np.bool_ else a.astype(np.bool_)
+    return np.sum(nonzero_, axis=axis, dtype=np.intp, keepdims=keepdims)
+
+
+register_function(np.count_nonzero, count_nonzero)
