@@ -156,12 +156,28 @@ def _rebuild(index: tuple, arrays: tuple) -> tuple:
 
 
 def describe_split(params: dict) -> str:
-    """How `as_text("kernels")`, the IR printer and explain show a `datadep_call` step: what it
-    computes, the user's line, and the largest length of each data-dependent result."""
-    pads = [f"<= {shape[0]}" for kind, shape, _ in params["outs"] if kind == "pad"]
-    counts = sum(1 for kind, _, _ in params["outs"] if kind == "len")
-    sizes = f"; data-dependent length {', '.join(pads)}" if pads else ""
-    new = " (a new run-time count)" if counts else ""
+    """How `as_text("kernels")`, the fusion record and `%jit_explain` show a `datadep_call`
+    step. A *split* produces a data-dependent length (the rest of the program runs with it as a
+    run-time value); other steps run NumPy on exact prefixes of such values."""
+    pads = [str(shape[0]) for kind, shape, _ in params["outs"] if kind == "pad"]
     ncounts = params["ncounts"]
-    trims = f"; operands trimmed to {ncounts} run-time count{'s' if ncounts > 1 else ''}" if ncounts else ""
-    return f"[split: {params['where']}{sizes}{new}{trims}; fn={params['fn']}]"
+    trimmed = f" on {ncounts} run-time length{'s' if ncounts > 1 else ''}" if ncounts else ""
+    if pads:
+        return (f"[split: {params['where']}: data-dependent length <= {max(map(int, pads))}, known at run time"
+                f"{';' + trimmed if trimmed else ''}; fn={params['fn']}]")
+    return f"[exact prefix: {params['where']}{trimmed}; fn={params['fn']}]"
+
+
+def split_points(program: Any) -> list[str]:
+    """One line per `datadep_call` step of `program` and its sub-programs (loop bodies,
+    branches): where a data-dependent length becomes known, for `%jit_explain`."""
+    from .control_flow import sub_programs
+    found: list[str] = []
+    work = [program]
+    while work:
+        prog = work.pop()
+        for eqn in prog.eqns:
+            if eqn.prim == "datadep_call":
+                found.append(describe_split(eqn.params))
+            work.extend(sub_programs(eqn.params))
+    return found
