@@ -294,7 +294,7 @@ def test_slices_with_bounds_read_from_an_array_clamp_as_numpy(backend):
 def test_one_trace_and_one_compile_for_twenty_counts():
     f = jk.jit(lambda x, t: x[x > t].sum())
     x = np.linspace(-1.0, 1.0, 19)
-    thresholds = [2.0] + [v - 0.01 for v in x[::-1]]  # counts 0, 1, ..., 19 (all)
+    thresholds = [2.0] + [float(v) - 0.01 for v in x[::-1]]  # counts 0, 1, ..., 19 (all)
     counts = [int((x > t).sum()) for t in thresholds]
     assert counts == list(range(20))
     results, traces, compiles = traces_of(f, [(x, t) for t in thresholds])
@@ -327,7 +327,7 @@ def test_the_split_is_shown_in_kernels_fusion_record_and_explain():
 # ----------------------------------------------------------------------------- errors
 
 
-def _raises_at_line(exc, fn, *args, match=""):
+def _raises_at_line(exc, fn, *args, match=None):
     line = inspect.getsourcelines(fn)[1]
     with pytest.raises(exc, match=match) as info:
         jk.jit(fn)(*args)
