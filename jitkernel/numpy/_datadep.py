@@ -47,7 +47,8 @@ from ..trace.tracer import Tracer
 from ._core import lift
 from ._dispatch import register_function
 
-__all__: list[str] = []
+# jitkernel.numpy names (after _sorting and _ufuncs in _EXTENSION_MODULES: these replace theirs).
+__all__ = ["nonzero", "flatnonzero", "argwhere", "where", "extract", "compress", "unique", "count_nonzero"]
 
 _I64 = np.dtype(np.int64)
 
@@ -58,8 +59,8 @@ def _where() -> str:
 
 def _unsupported(what: str, hint: str = "") -> UnsupportedOperationError:
     return UnsupportedOperationError(
-        f"{what} on a value of data-dependent length (x[mask], np.nonzero, np.unique, a slice with bounds read "
-        f"from an array) is not supported ({_where()}).{' ' + hint if hint else ''} See docs/numpy-support.md, "
+        f"{what} is not supported with data-dependent shapes (x[mask], np.nonzero, np.unique, a slice with "
+        f"bounds read from an array) ({_where()}).{' ' + hint if hint else ''} See docs/numpy-support.md, "
         "'Data-dependent shapes'.")
 
 
@@ -913,6 +914,11 @@ def _register_tables() -> None:
 
 _register_tables()
 _install_operators()
+
+unique.__jk_support__ = "partly: sorted values (with return_index/inverse/counts); axis= and sorted=False unsupported"
+compress.__jk_support__ = "partly: a traced condition selects along axis 0 or of the flattened array"
+nonzero.__jk_support__ = flatnonzero.__jk_support__ = argwhere.__jk_support__ = extract.__jk_support__ = \
+    "supported: a data-dependent length, traced once for every count (docs/numpy-support.md)"
 
 # NumPy functions with a traced (static-shaped) argument that give a data-dependent result.
 for _np_func, _impl in ((np.nonzero, nonzero), (np.flatnonzero, flatnonzero), (np.argwhere, argwhere),
