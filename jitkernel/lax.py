@@ -280,6 +280,8 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
     def make_lead(ctx: SubTraceContext, lead: list[Tracer], carry: Any) -> tuple:
         if lo is not None and hi is not None and lo < hi:
             ctx.ranges[lead[0].ir_var] = (lo, hi - 1)
+        elif (bounds := _bound_ranges(lower, upper)) is not None:
+            ctx.loose_ranges[lead[0].ir_var] = bounds  # range(i): 0 <= j < i for every trip
         return (lead[0], carry)
     (bctx, bleaves, _), specs, outer = _trace_loop_body(
         who, "body_fun", body_fun, init_leaves, tree, [index_spec], make_lead)
@@ -290,6 +292,17 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
     operands = bounds + list(bctx.captured) + [_lift_leaf(outer, leaf, spec) for leaf, spec in zip(init_leaves, specs)]
     outs = outer.bind("fori_loop", operands, body=body, nconsts=len(bctx.captured))
     return tree_unflatten(tree, _result_tracers(outer, outs, specs))
+
+
+def _bound_ranges(lower: Any, upper: Any) -> tuple[int, int] | None:
+    """Bounds of a fori_loop index whose loop bounds are traced values of known ranges (an
+    enclosing loop's index): every trip has lower_lo <= index <= upper_hi - 1."""
+    from .numpy._dynamic import value_range
+    ranges = [(b, b) if _static_int(b) is not None else value_range(b) if isinstance(b, Tracer) else None
+              for b in (lower, upper)]
+    if ranges[0] is None or ranges[1] is None or ranges[0][0] > ranges[1][1] - 1:
+        return None
+    return ranges[0][0], ranges[1][1] - 1
 
 
 # ----------------------------------------------------------------------------- scan

@@ -193,6 +193,7 @@ class Store:
     # product of the trailing run of reduced axes. NumPy reduces each block alone (pairwise
     # for float sums) and combines blocks in order; renderers follow that order (None: any).
     # "tree": the combine of power-of-two chunk partials of one pairwise sum (a balanced tree).
+    # "free": a sum in any order (a dot's, ir/dot_sum.py): reassociated, vectorised.
     block: Any = None
 
     def with_value(self, value: Node, offset: Aff | None = None, reduce_index: Any = "same") -> "Store":
@@ -207,7 +208,7 @@ def follows_numpy_blocks(st: Store) -> bool:
     float32 within a block, rounded to float16 between blocks) do; integer and bool
     reductions, max/min and float32/float64 products (sequential) do not."""
     dt = st.value.dtype
-    return (st.block is not None and dt.kind == "f"
+    return (st.block is not None and st.block != "free" and dt.kind == "f"
             and (st.reduce == "sum" or (st.reduce == "prod" and dt.itemsize == 2)))
 
 

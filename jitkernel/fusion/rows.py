@@ -384,9 +384,10 @@ def split_full_reductions(kp: KernelProgram) -> KernelProgram:
             dt = st.value.dtype
             kp.buffers[bid] = Buffer(bid, (parts,), dt, "temp")
             pairwise = follows_numpy_blocks(st)
-            partial_stores.append(Store(bid, ix.var(0), st.value, st.reduce, block=chunk if pairwise else None))
+            free = "free" if st.block == "free" else None  # a dot's sum stays free (ir/dot_sum.py)
+            partial_stores.append(Store(bid, ix.var(0), st.value, st.reduce, block=chunk if pairwise else free))
             final_stores.append(Store(st.buffer, st.offset, Load(bid, ix.var(0), dt), st.reduce,
-                                      block="tree" if pairwise else None))
+                                      block="tree" if pairwise else free))
         steps.append(Kernel(f"{step.name}_partials", (parts, chunk), 1, partial_stores, step.graph_ops))
         steps.append(Kernel(f"{step.name}_combine", (parts,), 1, final_stores, []))
     kp.steps = steps

@@ -32,7 +32,8 @@ _EXPENSIVE = {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh",
 RECOMPUTE_LIMIT = 3
 
 _REDUCE_OPS = {"reduce_sum": "sum", "reduce_prod": "prod", "reduce_max": "max", "reduce_min": "min",
-               "reduce_and": "and", "reduce_or": "or", "argmax": "argmax", "argmin": "argmin"}
+               "reduce_and": "and", "reduce_or": "or", "argmax": "argmax", "argmin": "argmin",
+               "dot_sum": "sum"}
 
 
 _MANY = object()  # "two or more kernel roots" in _Scheduler.materialized
@@ -372,7 +373,8 @@ class _Scheduler:
             value = self.expr(x, tuple(index), domain, {}, ops)
             offset = ix.linearize([ix.var(k) for k in range(len(kept))], v.aval.shape)
             red_index = ix.var(len(kept)) if op in ("argmax", "argmin") else None
-            block = _numpy_block(x.aval.shape, axes)
+            # A dot's sum (ir/dot_sum.py) follows no NumPy order: "free" (reassociated).
+            block = "free" if eqn.prim == "dot_sum" else _numpy_block(x.aval.shape, axes)
             return [self._kernel(f"k{n}_{eqn.prim}", domain, len(axes),
                                  [Store(out, offset, value, op, red_index, block)], ops)]
         if eqn.prim == "update_slice":

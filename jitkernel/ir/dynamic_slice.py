@@ -20,6 +20,7 @@ import numpy as np
 
 from .primitives import Primitive, register
 from .program import RAISING_STEPS
+from .symdim import Dim, SymDim, max_dim, min_dim
 from .types import AType
 
 
@@ -44,30 +45,41 @@ def _check_starts(x: AType, starts: Sequence[AType], what: str) -> None:
             raise TypeError(f"{what}: start indices must be 0-d integers, got {s}")
 
 
-def _dynamic_slice_rule(in_avals: list[AType], *, sizes: tuple[int, ...]) -> list[AType]:
+def _fits(k: Dim, n: Dim) -> bool:
+    """A window of size k (its largest value, when symbolic) fits an axis of length n."""
+    if isinstance(n, SymDim):
+        return k == n or (not isinstance(k, SymDim) and k <= n.lo)
+    return 0 <= min_dim(k) and max_dim(k) <= n
+
+
+def _dynamic_slice_rule(in_avals: list[AType], *, sizes: tuple, layout: tuple | None = None) -> list[AType]:
+    """A symbolic size (a slice length that depends on a loop index) comes with a `layout` per
+    axis: where its padded window lies (passes/lower_symbolic.py); the tracer proved it."""
     x, starts = in_avals[0], in_avals[1:]
     _check_starts(x, starts, "dynamic_slice")
-    if len(sizes) != x.ndim or any(not 0 <= k <= n for k, n in zip(sizes, x.shape)):
+    if len(sizes) != x.ndim or not all(_fits(k, n) for k, n in zip(sizes, x.shape)):
         raise ValueError(f"dynamic_slice: sizes {sizes} do not fit {x}")
     return [AType(tuple(sizes), x.dtype)]
 
 
-def _dynamic_slice_impl(x: np.ndarray, *starts: np.ndarray, sizes: tuple[int, ...]) -> list[np.ndarray]:
+def _dynamic_slice_impl(x: np.ndarray, *starts: np.ndarray, sizes: tuple[int, ...], layout: tuple | None = None
+                        ) -> list[np.ndarray]:
     return [np.array(x[_window(x.shape, starts, sizes)], order="C")]
 
 
 register(Primitive("dynamic_slice", "library", _dynamic_slice_rule, _dynamic_slice_impl))
 
 
-def _dynamic_update_rule(in_avals: list[AType]) -> list[AType]:
+def _dynamic_update_rule(in_avals: list[AType], *, layout: tuple | None = None) -> list[AType]:
     x, update, starts = in_avals[0], in_avals[1], in_avals[2:]
     _check_starts(x, starts, "dynamic_update_slice")
-    if update.dtype != x.dtype or update.ndim != x.ndim or any(k > n for k, n in zip(update.shape, x.shape)):
+    if update.dtype != x.dtype or update.ndim != x.ndim or not all(_fits(k, n) for k, n in zip(update.shape, x.shape)):
         raise ValueError(f"dynamic_update_slice: update {update} does not fit {x}")
     return [x]
 
 
-def _dynamic_update_impl(x: np.ndarray, update: np.ndarray, *starts: np.ndarray) -> list[np.ndarray]:
+def _dynamic_update_impl(x: np.ndarray, update: np.ndarray, *starts: np.ndarray, layout: tuple | None = None
+                         ) -> list[np.ndarray]:
     window = _window(x.shape, starts, update.shape)  # raises before anything is copied
     out = np.array(x, order="C", copy=True)
     out[window] = update

@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .symdim import SymDim, reshape_axis_map
 from .types import AType
 
 ShapeRule = Callable[..., list[AType]]
@@ -173,6 +174,10 @@ register(Primitive("broadcast_in_dim", "movement", _broadcast_rule, _broadcast_i
 
 def _reshape_rule(in_avals: list[AType], *, new_shape: tuple[int, ...]) -> list[AType]:
     (x,) = in_avals
+    if x.is_symbolic or any(isinstance(d, SymDim) for d in new_shape):
+        if reshape_axis_map(x.shape, tuple(new_shape)) is None:  # a symbolic axis stays whole
+            raise ValueError(f"cannot reshape array of shape {x.shape} into shape {tuple(new_shape)}")
+        return [AType(tuple(new_shape), x.dtype)]
     if int(np.prod(new_shape, dtype=np.int64)) != x.size:
         raise ValueError(f"cannot reshape array of size {x.size} into shape {new_shape}")
     return [AType(new_shape, x.dtype)]

@@ -162,3 +162,53 @@ def max_dim(d: Dim) -> int:
 
 def min_dim(d: Dim) -> int:
     return d.lo if isinstance(d, SymDim) else d
+
+
+def reshape_axis_map(old: tuple, new: tuple) -> dict[int, int] | None:
+    """For a reshape that keeps every symbolic axis whole (static axes regroup between them),
+    the new axis of each symbolic old axis; None when the reshape mixes a symbolic axis with
+    others."""
+    def segments(shape: tuple) -> list:
+        segs, static = [], 1
+        for ax, d in enumerate(shape):
+            if isinstance(d, SymDim):
+                segs.append(static)
+                segs.append((d, ax))
+                static = 1
+            else:
+                static *= d
+        segs.append(static)
+        return segs
+    a, b = segments(old), segments(new)
+    if len(a) != len(b):
+        return None
+    mapping = {}
+    for sa, sb in zip(a, b):
+        if isinstance(sa, tuple) != isinstance(sb, tuple):
+            return None
+        if isinstance(sa, tuple):
+            if sa[0] != sb[0]:
+                return None
+            mapping[sa[1]] = sb[1]
+        elif sa != sb:
+            return None
+    return mapping
+
+
+def symbolic_broadcast_shapes(*shapes: tuple) -> tuple:
+    """NumPy's broadcasting where some lengths are symbolic: a symbolic length meets only 1 or
+    an equal (structurally) length. NumPy would also broadcast it when its value happens to be
+    1 at run time; we refuse rather than risk a different answer."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for k in range(ndim):
+        dims = [s[len(s) - ndim + k] for s in shapes if len(s) - ndim + k >= 0]
+        kept = [d for d in dims if not (isinstance(d, int) and d == 1)]
+        first = kept[0] if kept else 1
+        if any(d != first for d in kept):
+            raise ValueError("operands could not be broadcast together with shapes "
+                             + " ".join("(" + ",".join(map(str, s)) + ("," if len(s) == 1 else "") + ")"
+                                        for s in shapes)
+                             + " (a length that depends on a loop index meets only 1 or the same length)")
+        out.append(first)
+    return tuple(out)

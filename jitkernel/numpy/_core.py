@@ -10,6 +10,7 @@ from ..errors import UnsupportedOperationError
 from ..ir import check_dtype
 from ..trace.context import TraceContext, current_context
 from ..trace.tracer import Tracer
+from ..ir.symdim import SymDim, symbolic_broadcast_shapes
 
 PY_SCALARS = (bool, int, float, complex)
 WEAK_DEFAULT = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dtype(np.float64),
@@ -105,7 +106,10 @@ def broadcast_to_shape(ctx: TraceContext, t: Tracer, shape: tuple[int, ...]) -> 
 
 
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
-    return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    shapes = [tuple(s) for s in shapes]
+    if any(isinstance(d, SymDim) for s in shapes for d in s):
+        return symbolic_broadcast_shapes(*shapes)
+    return tuple(np.broadcast_shapes(*shapes))
 
 
 def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:

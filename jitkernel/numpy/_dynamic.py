@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..ir import Var
+from ..ir.symdim import SymDim
 from ..trace.context import current_context, user_frame_location
 from ..trace.tracer import Tracer
 from ._indexing import expand_index
@@ -35,8 +36,9 @@ class _Axis:
     index was an integer. `start` is an int or a 0-d integer Tracer."""
 
     start: Any
-    size: int
+    size: Any  # an int, or a SymDim (a length that depends on a loop index)
     drop: bool
+    layout: str | None = None  # for a symbolic size: "start" or "end" (passes/lower_symbolic.py)
 
 
 def _is_static_int(ix: Any) -> bool:
@@ -79,43 +81,66 @@ def _producer(ctx: Any, v: Var) -> Any:
     return None
 
 
-def affine_form(ctx: Any, v: Var, depth: int = 0) -> tuple[Any, Var | None, int]:
-    """`v` as `base + offset`: (context of base, base, offset); base None for a constant. The
-    base is the variable reached through `+`/`-` of constants and widening integer casts
-    (through captures into enclosing traces)."""
+def linear_form(ctx: Any, v: Var, depth: int = 0) -> tuple[dict, int]:
+    """`v` as `const + sum(coef * base)`: ({base: (context of base, coef)}, const). Follows
+    `+`, `-`, negation, multiplication by a constant and widening integer casts, through
+    captures into enclosing traces; any other value is a base of its own."""
     c = _constant_int(ctx, v)
     if c is not None:
-        return ctx, None, c
-    ranges = getattr(ctx, "ranges", {})
-    if v in ranges or depth > 64:
-        return ctx, v, 0
+        return {}, c
+    if _known_range(ctx, v) is not None or depth > 64:
+        return {v: (ctx, 1)}, 0
     outer = ctx.outer_var(v) if hasattr(ctx, "outer_var") else None
     if outer is not None:
-        return affine_form(ctx.parent, outer, depth + 1)
+        return linear_form(ctx.parent, outer, depth + 1)
     eqn = _producer(ctx, v)
-    if eqn is None:
-        return ctx, v, 0
-    if eqn.prim == "convert" and eqn.inputs[0].aval.dtype.kind in "iu" and v.aval.dtype.kind in "iu" \
+    if eqn is None or v.aval.shape != () or v.aval.dtype.kind not in "iu":
+        return {v: (ctx, 1)}, 0
+    if eqn.prim == "convert" and eqn.inputs[0].aval.dtype.kind in "iu" \
             and np.can_cast(eqn.inputs[0].aval.dtype, v.aval.dtype, "safe"):
-        return affine_form(ctx, eqn.inputs[0], depth + 1)
+        return linear_form(ctx, eqn.inputs[0], depth + 1)
     if eqn.prim in ("add", "subtract"):
-        a = affine_form(ctx, eqn.inputs[0], depth + 1)
-        b = affine_form(ctx, eqn.inputs[1], depth + 1)
+        (ta, ca), (tb, cb) = (linear_form(ctx, x, depth + 1) for x in eqn.inputs)
         sign = 1 if eqn.prim == "add" else -1
-        if b[1] is None:
-            return a[0], a[1], a[2] + sign * b[2]
-        if a[1] is None and sign == 1:
-            return b[0], b[1], b[2] + a[2]
-    return ctx, v, 0
+        return _combine(ta, tb, sign), ca + sign * cb
+    if eqn.prim == "negative":
+        t, c = linear_form(ctx, eqn.inputs[0], depth + 1)
+        return _combine({}, t, -1), -c
+    if eqn.prim == "multiply":
+        (ta, ca), (tb, cb) = (linear_form(ctx, x, depth + 1) for x in eqn.inputs)
+        if not tb:
+            return _combine({}, ta, cb), ca * cb
+        if not ta:
+            return _combine({}, tb, ca), ca * cb
+    return {v: (ctx, 1)}, 0
+
+
+def _known_range(ctx: Any, v: Var) -> tuple[int, int] | None:
+    r = getattr(ctx, "ranges", {}).get(v)
+    return r if r is not None else getattr(ctx, "loose_ranges", {}).get(v)
+
+
+def _combine(a: dict, b: dict, sign: int) -> dict:
+    out = dict(a)
+    for base, (bctx, coef) in b.items():
+        prev = out.get(base, (bctx, 0))[1]
+        out[base] = (bctx, prev + sign * coef)
+    return {k: v for k, v in out.items() if v[1]}
+
+
+def _form_range(terms: dict, const: int) -> tuple[int, int] | None:
+    lo = hi = const
+    for base, (bctx, coef) in terms.items():
+        r = _known_range(bctx, base)
+        if r is None:
+            return None
+        lo, hi = lo + min(coef * r[0], coef * r[1]), hi + max(coef * r[0], coef * r[1])
+    return lo, hi
 
 
 def value_range(t: Tracer) -> tuple[int, int] | None:
     """The values a traced integer may take, when the trace knows them."""
-    base_ctx, base, offset = affine_form(_owner(_context(t), t.ir_var), t.ir_var)
-    if base is None:
-        return offset, offset
-    r = getattr(base_ctx, "ranges", {}).get(base)
-    return None if r is None else (r[0] + offset, r[1] + offset)
+    return _form_range(*linear_form(_owner(_context(t), t.ir_var), t.ir_var))
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -124,9 +149,10 @@ def value_range(t: Tracer) -> tuple[int, int] | None:
 def _unsupported_length(x: Any, ix: slice, why: str) -> UnsupportedOperationError:
     return UnsupportedOperationError(
         f"the slice {_slice_text(ix)} of an array of shape {x.shape} has a length that depends on a traced "
-        f"value ({why}), at {user_frame_location()}. Symbolic lengths are not supported yet: slice lengths "
-        "must be known at trace time. A jk.lax.fori_loop index with static bounds is proven in range "
-        "(a[i:i + k]); otherwise use a static slice and np.where, or a static argument.")
+        f"value ({why}), at {user_frame_location()}. Such a length is supported when the slice's bounds are "
+        "affine forms (c + k * i) of loop indices with static bounds (a jk.lax.fori_loop or a Python for "
+        "loop over range) and captured scalars, that stay within the axis; otherwise use a static slice "
+        "and np.where, or a static argument.")
 
 
 def _slice_text(ix: slice) -> str:
@@ -135,48 +161,63 @@ def _slice_text(ix: slice) -> str:
     return f"[{part(ix.start)}:{part(ix.stop)}" + (f":{part(ix.step)}]" if ix.step is not None else "]")
 
 
-def _bound_form(ctx: Any, p: Any, n: int, default: int) -> tuple[Any, Var | None, int]:
-    """A slice bound as an affine form; a static one normalised as NumPy does (wrap, clamp)."""
-    if p is None:
-        return None, None, default
-    if _is_static_int(p):
-        s = int(p)
-        s = s + n if s < 0 else s
-        return None, None, min(max(s, 0), n)
-    return affine_form(_owner(ctx, p.ir_var), p.ir_var)
-
-
 def _dynamic_slice_axis(ctx: Any, x: Any, ix: slice, n: int) -> _Axis:
     if ix.step is not None and not (_is_static_int(ix.step) and int(ix.step) == 1):
         raise UnsupportedOperationError(
             f"a slice with traced bounds and a step other than 1 ({_slice_text(ix)}) is not supported yet, at "
             f"{user_frame_location()}")
-    start, stop = _bound_form(ctx, ix.start, n, 0), _bound_form(ctx, ix.stop, n, n)
-    ranges = []
-    for form in (start, stop):
-        base_ctx, base, off = form
-        if base is None:
-            ranges.append((off, off))
-            continue
-        r = getattr(base_ctx, "ranges", {}).get(base)
-        if r is None:
-            raise _unsupported_length(x, ix, "the range of a traced bound is not known")
-        ranges.append((r[0] + off, r[1] + off))
+    start, stop = _bound_linear(ctx, ix.start, n, 0), _bound_linear(ctx, ix.stop, n, n)
+    ranges = [_form_range(*form) for form in (start, stop)]
+    if any(r is None for r in ranges):
+        raise _unsupported_length(x, ix, "the range of a traced bound is not known")
     if any(lo < 0 or hi > n for lo, hi in ranges):
         raise _unsupported_length(x, ix, "a bound may fall outside the axis, where NumPy clamps it")
-    (_, s_base, s_off), (_, e_base, e_off) = start, stop
     (s_lo, s_hi), (e_lo, e_hi) = ranges
-    if s_base is e_base:  # both static, or the same traced value plus constants
-        length = max(e_off - s_off, 0)
-    elif s_lo == s_hi and e_lo == e_hi:  # traced bounds whose values are known
-        length = max(e_lo - s_lo, 0)
-    else:
-        raise _unsupported_length(x, ix, "its bounds are not the same traced value plus constants")
-    if length == 0:
+    terms, const = _combine(stop[0], start[0], -1), stop[1] - start[1]
+    if not terms or (s_lo == s_hi and e_lo == e_hi):  # a length known at trace time
+        length = max(const if terms == {} else e_lo - s_lo, 0)
+        if length == 0:
+            return _Axis(0, 0, False)
+        return _Axis(s_lo if s_lo == s_hi else ix.start, length, False)
+    return _symbolic_axis(ctx, x, ix, n, terms, const, (s_lo, s_hi), (e_lo, e_hi))
+
+
+def _bound_linear(ctx: Any, p: Any, n: int, default: int) -> tuple[dict, int]:
+    """A slice bound as a linear form; a static one normalised as NumPy does (wrap, clamp)."""
+    if p is None:
+        return {}, default
+    if _is_static_int(p):
+        s = int(p)
+        s = s + n if s < 0 else s
+        return {}, min(max(s, 0), n)
+    return linear_form(_owner(ctx, p.ir_var), p.ir_var)
+
+
+def _symbolic_axis(ctx: Any, x: Any, ix: slice, n: int, terms: dict, const: int,
+                   start_range: tuple[int, int], stop_range: tuple[int, int]) -> _Axis:
+    """A window whose length `stop - start` depends on traced values: a SymDim over the inputs
+    of this trace (captured when they belong to an enclosing one), with its proved range. A
+    negative value at run time is NumPy's empty slice (the lowering's mask is then all false)."""
+    lo, hi = _form_range(terms, const)
+    if hi <= 0:
         return _Axis(0, 0, False)
-    if s_lo == s_hi:
-        return _Axis(s_lo, length, False)
-    return _Axis(ix.start, length, False)
+    local = {}
+    for base, (bctx, coef) in terms.items():
+        v = base if bctx is ctx else ctx.localize(Tracer(bctx, base)).ir_var
+        if v.aval.shape != () or v.aval.dtype.kind not in "iu" or (v not in ctx.invars and ctx.outer_var(v) is None):
+            raise _unsupported_length(x, ix, "a bound is not an affine form of the loop index and captured scalars")
+        local[v] = local.get(v, 0) + coef
+    length = SymDim.make(const, local, max(lo, 0), hi)
+    if start_range[1] + hi <= n:
+        layout = "start"  # the padded window [start, start + hi) stays inside the axis
+    elif stop_range == (n, n):
+        layout = "end"  # x[s:]: the padded window is the last hi elements of the axis
+    else:
+        raise _unsupported_length(x, ix, f"its padded window of {hi} elements may leave the axis of {n}")
+    start = ix.start if isinstance(ix.start, Tracer) else (0 if ix.start is None else int(ix.start))
+    if not isinstance(start, Tracer):
+        start = start + n if start < 0 else start
+    return _Axis(start, length, False, layout)
 
 
 def _parse(x: Any, index: tuple, allow_none: bool = True) -> tuple[list[_Axis], list[int]]:
@@ -254,11 +295,17 @@ def dynamic_getitem(x: Any, index: tuple) -> Any:
             raise
         return selection
     x, axes = _strided_first(x, axes)
-    window = ctx.bind1("dynamic_slice", x, *_start_tracers(ctx, axes), sizes=tuple(a.size for a in axes))
+    window = ctx.bind1("dynamic_slice", x, *_start_tracers(ctx, axes), sizes=tuple(a.size for a in axes),
+                       **_layout(axes))
     shape = [a.size for a in axes if not a.drop]
     for p in new_axes:
         shape.insert(p, 1)
-    out = reshape(window, tuple(shape))
+    if window.shape == tuple(shape):
+        out = window
+    elif any(isinstance(d, SymDim) for d in shape):
+        out = ctx.bind1("reshape", window, new_shape=tuple(shape))
+    else:
+        out = reshape(window, tuple(shape))
     if all(a.drop for a in axes) and not new_axes:
         return Tracer(out._ctx, out.ir_var)  # an integer per axis: a NumPy scalar, a copy
     out = Tracer(out._ctx, out.ir_var)
@@ -286,8 +333,17 @@ def dynamic_update(x: Any, index: tuple, value: Any) -> Any:
         v = broadcast_to_shape(ctx, _drop_leading_ones(v, len(region)), region)
     except ValueError:
         raise ValueError(f"could not broadcast input array from shape {tuple(v.shape)} into shape {region}") from None
-    v = reshape(v, tuple(a.size for a in axes))
-    return ctx.bind1("dynamic_update_slice", x, v, *_start_tracers(ctx, axes))
+    full = tuple(a.size for a in axes)
+    if v.shape != full:
+        v = ctx.bind1("reshape", v, new_shape=full) if any(isinstance(d, SymDim) for d in full) else reshape(v, full)
+    return ctx.bind1("dynamic_update_slice", x, v, *_start_tracers(ctx, axes), **_layout(axes))
+
+
+def _layout(axes: list[_Axis]) -> dict:
+    """The `layout` param, only for a window with a symbolic size."""
+    if not any(a.layout for a in axes):
+        return {}
+    return {"layout": tuple(a.layout for a in axes)}
 
 
 def _drop_leading_ones(v: Tracer, ndim: int) -> Tracer:

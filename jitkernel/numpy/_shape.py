@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..ir import check_dtype
+from ..ir.symdim import SymDim, reshape_axis_map
 from ._core import (broadcast_shapes, broadcast_to_shape, context_of, lift, normalize_axes,
                     normalize_axis, result_type, shape_of)
 
@@ -16,6 +17,29 @@ from ._core import (broadcast_shapes, broadcast_to_shape, context_of, lift, norm
 def _order_c(fname: str, order: str) -> None:
     if order not in ("C", "K", "A", None):
         raise UnsupportedOperationError(f"numpy.{fname}: order={order!r} is not supported inside jit (C order only)")
+
+
+def _resolve_symbolic_shape(shape: Any, old: tuple) -> tuple:
+    """A reshape of a value of symbolic length: every symbolic axis stays whole (one -1 may
+    stand for a static quotient or for the one symbolic length not written)."""
+    shape = [s if isinstance(s, SymDim) else int(s) for s in ((shape,) if not isinstance(shape, (tuple, list)) else shape)]
+    if sum(1 for s in shape if isinstance(s, int) and s == -1) > 1:
+        raise ValueError("can only specify one unknown dimension")
+    if -1 in [s for s in shape if isinstance(s, int)]:
+        k = next(i for i, s in enumerate(shape) if isinstance(s, int) and s == -1)
+        missing = [d for d in old if isinstance(d, SymDim) and not any(d == s for s in shape)]
+        old_static = math.prod(d for d in old if not isinstance(d, SymDim))
+        new_static = math.prod(s for s in shape if not isinstance(s, SymDim) and s != -1)
+        if len(missing) == 1 and old_static == new_static:
+            shape[k] = missing[0]
+        elif not missing and new_static and old_static % new_static == 0:
+            shape[k] = old_static // new_static
+        else:
+            raise ValueError(f"cannot reshape array of shape {old} into shape {tuple(shape)}")
+    if reshape_axis_map(old, tuple(shape)) is None:
+        raise ValueError(f"cannot reshape array of shape {old} into shape {tuple(shape)}: an axis whose length "
+                         "depends on a loop index must stay an axis of its own")
+    return tuple(shape)
 
 
 def _resolve_shape(shape: Any, size: int) -> tuple[int, ...]:
@@ -43,7 +67,10 @@ def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None
         return np.reshape(a, shape, order=order)
     _order_c("reshape", order)
     t = lift(ctx, a)
-    new = _resolve_shape(shape, t.size)
+    if t.aval.is_symbolic or any(isinstance(d, SymDim) for d in (shape if isinstance(shape, (tuple, list)) else ())):
+        new = _resolve_symbolic_shape(shape, t.shape)
+    else:
+        new = _resolve_shape(shape, t.size)
     if new == t.shape:
         return t if t.weak is None and not (t.ndim == 0 and t.scalar) else _view_of(t)
     return ctx.bind1("reshape", t, new_shape=new)

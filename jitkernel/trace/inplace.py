@@ -131,6 +131,12 @@ def augmented_assign(target: Any, other: Any, stem: str) -> Any:
     binary = getattr(Tracer, f"__{stem}__")
     if target.weak is not None or (target.ndim == 0 and target.scalar):
         return binary(target, other)  # Python and NumPy scalars are immutable: NumPy rebinds too
+    if target.aval.is_symbolic and (user_statement_target() or "").endswith("]"):
+        # x[:i] += v: the window of symbolic length is not a view; the setitem that Python runs
+        # next writes the result into x (numpy/_dynamic.py dynamic_update).
+        _numpy_verdict(stem, target.dtype, target.ndim, other)
+        result = binary(target, other)
+        return result if result is NotImplemented else _finish(result, target.dtype, target.shape, stem)
     check_writeable(target)
     _numpy_verdict(stem, target.dtype, target.ndim, other)
     result = binary(target, other)
@@ -165,9 +171,9 @@ def assignment_value(target: Any, value: Any, shape: tuple[int, ...]) -> Any:
     if vshape != t.shape:
         from ..numpy._shape import reshape
         t = reshape(t, vshape)
+    from ..numpy._core import broadcast_shapes  # NumPy's, and structural for symbolic lengths
     try:
-        np.broadcast_shapes(vshape, shape)
-        if len(vshape) > len(shape) or np.broadcast_shapes(vshape, shape) != tuple(shape):
+        if len(vshape) > len(shape) or broadcast_shapes(vshape, shape) != tuple(shape):
             raise ValueError
     except ValueError:
         raise ValueError(f"could not broadcast input array from shape {_numpy_shape(value_shape(value))} into "

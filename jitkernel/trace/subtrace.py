@@ -35,6 +35,12 @@ class SubTraceContext(TraceContext):
         # (lowest, highest) value of an integer input, where known (a fori_loop index with
         # static bounds): proves that a dynamic slice has a constant length (numpy/_dynamic.py).
         self.ranges: dict[Var, tuple[int, int]] = {}
+        # Bounds that hold for every iteration but may not be reached (a loop over range(i), i an
+        # enclosing index): enough to prove a slice in bounds, not to raise NumPy's OverflowError.
+        self.loose_ranges: dict[Var, tuple[int, int]] = {}
+        # id(eqn) -> the user's line, for equations on values of symbolic length (their
+        # lowering, passes/lower_symbolic.py, reports errors there).
+        self.symbolic_where: dict[int, str] = {}
 
     @property
     def pending_conversion_error(self) -> Exception | None:
@@ -75,7 +81,24 @@ class SubTraceContext(TraceContext):
             self._local.add(r.ir_var)
             if eqn is not None:
                 self.producer[r.ir_var] = eqn
+        if eqn is not None and (any(r.ir_var.aval.is_symbolic for r in results)
+                                or any(v.aval.is_symbolic for v in eqn.inputs)):
+            self._note_symbolic(eqn)
         return results
+
+    def _note_symbolic(self, eqn: Eqn) -> None:
+        """An equation on a value of symbolic length: remember the user's line, and refuse a
+        primitive the lowering cannot handle now, while that line is known."""
+        from ..passes.lower_symbolic import lowering_rule
+        from .context import user_frame_location
+        where = user_frame_location()
+        self.symbolic_where[id(eqn)] = where
+        if lowering_rule(eqn.prim) is None:
+            raise UnsupportedOperationError(
+                f"{eqn.prim} of a value of symbolic length ({', '.join(str(v.aval) for v in eqn.inputs)}) is "
+                f"not supported yet, at {where}. Slices whose length depends on a loop index support "
+                "elementwise math, broadcasting, reductions, dot/@, reshapes and transposes that keep the "
+                "symbolic axis, and assignment")
 
     def _leak_error(self) -> UnsupportedOperationError:
         return UnsupportedOperationError(
@@ -178,4 +201,5 @@ def finish(ctx: SubTraceContext, leaves: Sequence[Any], dtypes: Sequence[np.dtyp
     finally:
         _traces.stack.remove(ctx)
     ctx.closed = True
-    return ctx.program(outvars)
+    from ..passes.lower_symbolic import lower_symbolic
+    return lower_symbolic(ctx.program(outvars), ctx.symbolic_where)

@@ -112,6 +112,8 @@ def make_view(out: Any, parent: Any, prim: str, params: dict | None) -> None:
     out.scalar = False
     if parent.weak is not None or (parent.ndim == 0 and parent.scalar and prim != "broadcast_in_dim"):
         return  # a view of a Python or NumPy scalar is a new array: nothing else can see it
+    if out.aval.is_symbolic or parent.aval.is_symbolic:
+        return  # a window of symbolic length is never a view: check_writeable refuses writes into it
     strides = _view_strides(parent, prim, params or {}, out.shape)
     if strides is None:
         return
@@ -180,6 +182,11 @@ def check_writeable(t: Any) -> None:
         raise TypeError(f"'{t.weak.__name__}' object does not support item assignment")
     if t.ndim == 0 and t.scalar:
         raise TypeError(f"'numpy.{t.dtype.name}' object does not support item assignment")
+    if t.aval.is_symbolic:
+        raise UnsupportedOperationError(
+            f"a write into an array of symbolic length {t.aval} (a slice whose length depends on a loop "
+            f"index, kept in a variable) is not supported, at {_where()}: assign through the "
+            "array itself, x[:i] = ... or x[:i] += ...")
     node = t
     while node._view is not None:
         if node._view[1] == "broadcast_in_dim":
@@ -220,3 +227,8 @@ def same_view(a: Any, b: Any) -> bool:
         if a._view is None or b._view is None or a._view[1:] != b._view[1:]:
             return False
         a, b = a._view[0], b._view[0]
+
+
+def _where() -> str:
+    from .context import user_frame_location
+    return user_frame_location()

@@ -233,7 +233,7 @@ class KernelRenderer:
         op = st.reduce
         if not in_memory:
             x = self.widen(b, st, x)
-        flags = ("fast",) if self.fastmath else ()
+        flags = ("fast",) if self.fastmath else ("reassoc", "contract") if st.block == "free" else ()
         if op == "sum":
             return b.fadd(acc, x, flags=flags) if is_float(dt) else (b.or_(acc, x) if dt.kind == "b" else b.add(acc, x))
         if op == "prod":

@@ -1,0 +1,441 @@
+"""Symbolic lengths lowered to padded buffers and masks (docs/architecture.md, "Symbolic
+dimensions").
+
+A sub-program (a loop body, a branch) may hold values whose avals have `SymDim` lengths
+(`a[i, :i]` in a loop over `i`). `lower_symbolic(program)` runs once, right after the
+sub-program is traced (jitkernel/lax.py), and returns a program in which every such value is a
+buffer of its aval's `max_shape`: the *valid* elements of a symbolic axis of length `L` are the
+positions `[offset, offset + L)` of the padded axis, the rest is padding holding anything (NaN
+included). Every later pass, fusion, the native loops and the renderers see a static program.
+
+The rules are keyed by primitive in the public registry `LOWERING_RULES` (a module may register
+rules for its own primitives with `register_lowering`). A rule receives the `Lowering` and the
+equation, and appends equations through `lw.bind`; it reads an input's lowered variable with
+`lw.read(v)` and its per-axis offsets with `lw.offsets(v)` (None: every position valid, e.g. a
+broadcast axis; otherwise a Dim), and records an output's offsets with `lw.define(v, new, offs)`.
+Helpers build what masking needs: `lw.length(dim)` (the run-time value of a SymDim as an int64
+0-d), `lw.valid_mask(v_new, axis, length, offset)` and `lw.fill_padding(v_new, axes, ...)`.
+
+Semantics decided here: reductions replace the padding with the reduction's identity first (a
+NaN in the padding never leaks), a dot over a symbolic contracted axis becomes a masked multiply
+and sum (it then fuses; a native loop needs no library step), a write of a symbolic window
+updates only its valid positions (`select(mask, new, old)`), a read never leaves the array (the
+tracer proves the padded window in bounds, or aligns it with the end of the axis). A length
+whose affine form is negative at run time has an all-false mask: NumPy's empty slice.
+
+>>> import numpy as np, jitkernel as jk
+>>> def f(a):
+...     return jk.lax.fori_loop(0, 4, lambda i, s: s + a[:i].sum(), 0.0)
+>>> float(jk.jit(f, backend="interpret")(np.arange(4.0)))
+4.0
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import UnsupportedOperationError
+from ..ir import Eqn, Program, Var
+from ..ir.primitives import PRIMITIVES, REDUCE_UFUNCS, infer_avals
+from ..ir.symdim import Dim, SymDim, reshape_axis_map
+from ..ir.types import AType
+
+Offsets = tuple  # per axis: None (every position valid) or a Dim (first valid position)
+LoweringRule = Callable[["Lowering", Eqn], None]
+LOWERING_RULES: dict[str, LoweringRule] = {}
+
+INT64 = np.dtype(np.int64)
+
+
+def register_lowering(prim: str, rule: LoweringRule) -> LoweringRule:
+    """Register the lowering of `prim` for equations with a symbolic input or output."""
+    if prim in LOWERING_RULES:
+        raise ValueError(f"a symbolic-length lowering for {prim!r} is registered twice")
+    LOWERING_RULES[prim] = rule
+    return rule
+
+
+def is_symbolic_eqn(eqn: Eqn) -> bool:
+    return any(v.aval.is_symbolic for v in eqn.inputs) or any(v.aval.is_symbolic for v in eqn.outputs)
+
+
+def has_symbolic(program: Program) -> bool:
+    return any(is_symbolic_eqn(e) for e in program.eqns)
+
+
+def static_aval(aval: AType) -> AType:
+    return AType(aval.max_shape, aval.dtype) if aval.is_symbolic else aval
+
+
+class Lowering:
+    """The state of lowering one program: the new equations, the lowered variable and offsets of
+    every symbolic variable, the cache of run-time lengths and masks."""
+
+    def __init__(self, program: Program, where: Mapping[int, str] | None = None) -> None:
+        self.program = program
+        self.where = where or {}
+        self.eqns: list[Eqn] = []
+        self.constvars = list(program.constvars)
+        self.consts = list(program.consts)
+        self._new: dict[Var, Var] = {}
+        self._offsets: dict[Var, Offsets] = {}
+        self._lengths: dict[Any, Var] = {}
+        self._masks: dict[Any, Var] = {}
+        self._literals: dict[Any, Var] = {}
+        self.current: Eqn | None = None
+
+    # -- reading and defining -------------------------------------------------------------
+    def read(self, v: Var) -> Var:
+        return self._new.get(v, v)
+
+    def offsets(self, v: Var) -> Offsets:
+        return self._offsets.get(v, (None,) * v.aval.ndim)
+
+    def define(self, old: Var, new: Var, offsets: Offsets) -> None:
+        self._new[old] = new
+        self._offsets[old] = tuple(offsets)
+
+    def bind(self, prim: str, inputs: Sequence[Var], **params: Any) -> list[Var]:
+        outs = [Var(a) for a in infer_avals(prim, [v.aval for v in inputs], params)]
+        self.eqns.append(Eqn(prim, list(inputs), outs, dict(params)))
+        return outs
+
+    def bind1(self, prim: str, *inputs: Var, **params: Any) -> Var:
+        return self.bind(prim, inputs, **params)[0]
+
+    def literal(self, value: Any, dtype: Any) -> Var:
+        key = (np.dtype(dtype).str, repr(value))
+        v = self._literals.get(key)
+        if v is None:
+            arr = np.asarray(value, dtype=dtype)
+            v = Var(AType((), arr.dtype))
+            self.constvars.append(v)
+            self.consts.append(arr)
+            self._literals[key] = v
+        return v
+
+    def error(self, why: str) -> UnsupportedOperationError:
+        eqn = self.current
+        where = self.where.get(id(eqn), "<unknown location>") if eqn is not None else "<unknown location>"
+        prim = eqn.prim if eqn is not None else "?"
+        return UnsupportedOperationError(f"symbolic lengths: {why} ({prim}), at {where}")
+
+    # -- run-time lengths and masks -------------------------------------------------------
+    def length(self, dim: Dim) -> Var:
+        """The value of `dim` as an int64 0-d variable (the affine form of its input vars)."""
+        if not isinstance(dim, SymDim):
+            return self.literal(int(dim), INT64)
+        key = (dim.const, dim.terms)
+        v = self._lengths.get(key)
+        if v is not None:
+            return v
+        total: Var | None = None
+        for var, coef in dim.terms:
+            term = var if var.aval.dtype == INT64 else self.bind1("convert", var, dtype=INT64)
+            if coef != 1:
+                term = self.bind1("multiply", term, self.literal(coef, INT64))
+            total = term if total is None else self.bind1("add", total, term)
+        if dim.const:
+            total = self.bind1("add", total, self.literal(dim.const, INT64))
+        self._lengths[key] = total
+        return total
+
+    def valid_mask(self, shape: tuple[int, ...], axis: int, length: Dim, offset: Dim) -> Var | None:
+        """bool[shape]: `offset <= index < offset + length` along `axis` (None: all valid)."""
+        n = shape[axis]
+        end = offset + length
+        key = (shape, axis, _dim_key(offset), _dim_key(end))
+        if key in self._masks:
+            return self._masks[key]
+        iota = self.bind1("iota", shape=shape, dimension=axis, dtype=INT64)
+        mask: Var | None = None
+        if not (isinstance(offset, int) and offset <= 0):
+            lo = self.bind1("broadcast_in_dim", self.length(offset), shape=shape, broadcast_dimensions=())
+            mask = self.bind1("greater_equal", iota, lo)
+        if not (isinstance(end, int) and end >= n):
+            hi = self.bind1("broadcast_in_dim", self.length(end), shape=shape, broadcast_dimensions=())
+            below = self.bind1("less", iota, hi)
+            mask = below if mask is None else self.bind1("logical_and", mask, below)
+        self._masks[key] = mask
+        return mask
+
+    def mask_of(self, old: Var, axes: Sequence[int], shape: tuple[int, ...] | None = None) -> Var | None:
+        """The mask of the valid positions of `old` along `axes` (symbolic axes with an offset),
+        broadcast to `shape` (default: old's padded shape); None when every position is valid."""
+        shape = old.aval.max_shape if shape is None else shape
+        mask = None
+        for ax in axes:
+            dim, off = old.aval.shape[ax], self.offsets(old)[ax]
+            if not isinstance(dim, SymDim) or off is None:
+                continue
+            m = self.valid_mask(shape, ax, dim, off)
+            if m is not None:
+                mask = m if mask is None else self.bind1("logical_and", mask, m)
+        return mask
+
+    def fill_padding(self, old: Var, axes: Sequence[int], fill: Any) -> Var:
+        """The lowered `old` with its padding along `axes` replaced by the scalar `fill`."""
+        new = self.read(old)
+        mask = self.mask_of(old, axes)
+        if mask is None:
+            return new
+        filler = self.bind1("broadcast_in_dim", self.literal(fill, new.aval.dtype),
+                            shape=new.aval.shape, broadcast_dimensions=())
+        return self.bind1("select", mask, new, filler)
+
+
+def _dim_key(d: Dim) -> Any:
+    return d if isinstance(d, int) else (d.const, d.terms)
+
+
+def merge_offsets(lw: Lowering, per_input: Sequence[Offsets]) -> Offsets:
+    """Elementwise operands must agree on where the valid positions of each axis are."""
+    if not per_input:
+        return ()
+    out = list(per_input[0])
+    for offs in per_input[1:]:
+        for ax, o in enumerate(offs):
+            if o is None:
+                continue
+            if out[ax] is None:
+                out[ax] = o
+            elif out[ax] != o:
+                raise lw.error(
+                    f"operands of equal symbolic length {o} are windows at different positions "
+                    f"(a prefix and a suffix, e.g. x[:i] + y[n - i:]); this is not supported yet")
+    return tuple(out)
+
+
+# ----------------------------------------------------------------------------- the pass
+
+
+def lowering_rule(prim: str) -> LoweringRule | None:
+    rule = LOWERING_RULES.get(prim)
+    if rule is None and prim in PRIMITIVES and PRIMITIVES[prim].kind == "elementwise":
+        rule = _elementwise  # every elementwise primitive, whichever module registers it
+    return rule
+
+
+def lower_symbolic(program: Program, where: Mapping[int, str] | None = None) -> Program:
+    """`program` with no symbolic aval left (unchanged when it has none). `where` maps
+    `id(eqn)` to the user's line, for errors."""
+    if not has_symbolic(program):
+        return program
+    for v in list(program.invars) + list(program.outvars):
+        if v.aval.is_symbolic:
+            raise UnsupportedOperationError(
+                f"{program.name}: a value of symbolic shape {v.aval} is an input or a result of a loop body "
+                "or branch (a carry, a loop operand or a returned value must have a static shape); "
+                "pad it to a static length, e.g. write it into a preallocated array")
+    lw = Lowering(program, where)
+    for eqn in program.eqns:
+        lw.current = eqn
+        if not is_symbolic_eqn(eqn):
+            lw.eqns.append(Eqn(eqn.prim, [lw.read(v) for v in eqn.inputs], eqn.outputs, eqn.params))
+            continue
+        rule = lowering_rule(eqn.prim)
+        if rule is None:
+            raise lw.error(f"no lowering for the primitive {eqn.prim!r} on a value of symbolic length "
+                           f"({', '.join(str(v.aval) for v in eqn.inputs)})")
+        rule(lw, eqn)
+    lw.current = None
+    out = Program(list(program.invars), lw.constvars, lw.consts, lw.eqns,
+                  [lw.read(v) for v in program.outvars], program.name)
+    for attr in ("int_arg_bounds", "byteorder_sources", "written_args", "written_names"):
+        setattr(out, attr, getattr(program, attr))
+    return out
+
+
+# ----------------------------------------------------------------------------- rules
+
+
+def _same(lw: Lowering, eqn: Eqn, params: dict | None = None) -> list[Var]:
+    """Re-bind `eqn` on the lowered inputs (the shape rule then sees padded shapes)."""
+    return lw.bind(eqn.prim, [lw.read(v) for v in eqn.inputs], **(eqn.params if params is None else params))
+
+
+def _elementwise(lw: Lowering, eqn: Eqn) -> None:
+    offs = merge_offsets(lw, [lw.offsets(v) for v in eqn.inputs])
+    for old, new in zip(eqn.outputs, _same(lw, eqn)):
+        lw.define(old, new, offs)
+
+
+def _broadcast(lw: Lowering, eqn: Eqn) -> None:
+    (x,), (out,) = eqn.inputs, eqn.outputs
+    shape, dims = eqn.params["shape"], eqn.params["broadcast_dimensions"]
+    offs: list = [None] * len(shape)
+    for src, dst in enumerate(dims):
+        if x.aval.shape[src] == shape[dst]:
+            offs[dst] = lw.offsets(x)[src]
+    new = lw.bind1("broadcast_in_dim", lw.read(x), shape=AType(shape, x.aval.dtype).max_shape,
+                   broadcast_dimensions=dims)
+    lw.define(out, new, offs)
+
+
+def _transpose(lw: Lowering, eqn: Eqn) -> None:
+    (x,), (out,) = eqn.inputs, eqn.outputs
+    perm = eqn.params["permutation"]
+    lw.define(out, _same(lw, eqn)[0], tuple(lw.offsets(x)[p] for p in perm))
+
+
+def _reshape(lw: Lowering, eqn: Eqn) -> None:
+    (x,), (out,) = eqn.inputs, eqn.outputs
+    new_shape = eqn.params["new_shape"]
+    mapping = reshape_axis_map(x.aval.shape, tuple(new_shape))
+    if mapping is None:
+        raise lw.error(f"a reshape of {x.aval} to {tuple(new_shape)} mixes a symbolic axis with others")
+    offs: list = [None] * len(new_shape)
+    for src, dst in mapping.items():
+        offs[dst] = lw.offsets(x)[src]
+    new = lw.bind1("reshape", lw.read(x), new_shape=AType(tuple(new_shape), x.aval.dtype).max_shape)
+    lw.define(out, new, offs)
+
+
+def reduction_identity(prim: str, dtype: np.dtype) -> Any:
+    """The value padding takes before a reduction, so that it changes nothing."""
+    dtype = np.dtype(dtype)
+    if prim == "reduce_sum" or prim == "reduce_or":
+        return False if dtype == np.bool_ else 0
+    if prim == "reduce_prod" or prim == "reduce_and":
+        return True if dtype == np.bool_ else 1
+    big = np.inf if dtype.kind in "fc" else (True if dtype == np.bool_ else np.iinfo(dtype).max)
+    small = -np.inf if dtype.kind in "fc" else (False if dtype == np.bool_ else np.iinfo(dtype).min)
+    return small if prim == "reduce_max" else big
+
+
+def _reduce(lw: Lowering, eqn: Eqn) -> None:
+    (x,), (out,) = eqn.inputs, eqn.outputs
+    axes = eqn.params["axes"]
+    if eqn.prim in ("reduce_max", "reduce_min") and any(isinstance(x.aval.shape[a], SymDim) and x.aval.shape[a].lo < 1
+                                                        for a in axes):
+        raise lw.error(f"{eqn.prim} over a symbolic length that may be 0 (NumPy raises for an empty "
+                       "reduction without identity)")
+    filled = lw.fill_padding(x, axes, reduction_identity(eqn.prim, x.aval.dtype))
+    new = lw.bind1(eqn.prim, filled, axes=axes)
+    lw.define(out, new, tuple(o for a, o in enumerate(lw.offsets(x)) if a not in axes))
+
+
+def _dot_general(lw: Lowering, eqn: Eqn) -> None:
+    """A dot with a symbolic axis: a broadcast multiply, masked on the contracted symbolic axes,
+    and a sum (fuses into one reduction kernel; a native loop needs no BLAS step)."""
+    (a, b), (out,) = eqn.inputs, eqn.outputs
+    (lc, rc), (lb, rb) = eqn.params["contracting"], eqn.params["batch"]
+    if a.aval.dtype == np.bool_:
+        raise lw.error("a bool dot over a symbolic length is not supported yet")
+    lfree = [d for d in range(a.aval.ndim) if d not in lc and d not in lb]
+    rfree = [d for d in range(b.aval.ndim) if d not in rc and d not in rb]
+    nb, nl, nr, nc = len(lb), len(lfree), len(rfree), len(lc)
+    # Both operands as (batch, lfree, rfree, contract): the product's axes.
+    a_order = list(lb) + lfree + list(lc)
+    b_order = list(rb) + rfree + list(rc)
+    a_sym = AType(tuple(a.aval.shape[d] for d in lb) + tuple(a.aval.shape[d] for d in lfree)
+                  + tuple(b.aval.shape[d] for d in rfree) + tuple(a.aval.shape[d] for d in lc), a.aval.dtype)
+    shape = a_sym.max_shape
+    a_offs, b_offs = lw.offsets(a), lw.offsets(b)
+    at = lw.bind1("transpose", lw.read(a), permutation=tuple(a_order))
+    bt = lw.bind1("transpose", lw.read(b), permutation=tuple(b_order))
+    a_dims = tuple(range(nb + nl)) + tuple(range(nb + nl + nr, nb + nl + nr + nc))
+    b_dims = tuple(range(nb)) + tuple(range(nb + nl, nb + nl + nr + nc))
+    ab = lw.bind1("broadcast_in_dim", at, shape=shape, broadcast_dimensions=a_dims)
+    bb = lw.bind1("broadcast_in_dim", bt, shape=shape, broadcast_dimensions=b_dims)
+    prod = lw.bind1("multiply", ab, bb)
+    mask = None
+    prod_offs: list = [None] * len(shape)
+    for k in range(nb):
+        prod_offs[k] = merge_offsets(lw, [(a_offs[lb[k]],), (b_offs[rb[k]],)])[0]
+    for k, d in enumerate(lfree):
+        prod_offs[nb + k] = a_offs[d]
+    for k, d in enumerate(rfree):
+        prod_offs[nb + nl + k] = b_offs[d]
+    for k, (da, db) in enumerate(zip(lc, rc)):
+        ax = nb + nl + nr + k
+        dim = a_sym.shape[ax]
+        if not isinstance(dim, SymDim):
+            continue
+        for off in {_dim_key(o): o for o in (a_offs[da], b_offs[db]) if o is not None}.values():
+            m = lw.valid_mask(shape, ax, dim, off)
+            if m is not None:
+                mask = m if mask is None else lw.bind1("logical_and", mask, m)
+    if mask is not None:
+        zero = lw.bind1("broadcast_in_dim", lw.literal(0, prod.aval.dtype), shape=shape, broadcast_dimensions=())
+        prod = lw.bind1("select", mask, prod, zero)
+    contract = tuple(range(nb + nl + nr, nb + nl + nr + nc))
+    new = lw.bind1("dot_sum", prod, axes=contract) if contract else prod
+    lw.define(out, new, tuple(prod_offs[: nb + nl + nr]))
+
+
+def window_layout(lw: Lowering, x: Var, sizes: tuple, layout: tuple) -> tuple[list, list]:
+    """Per axis of `x`: (padded window size, offset of the valid part) of a symbolic window.
+    Layout "start": the padded window starts at the slice's start (proved in bounds);
+    "end": it ends at the end of the axis (a suffix slice `x[s:]`)."""
+    max_sizes, offs = [], []
+    for d, (k, lay) in enumerate(zip(sizes, layout)):
+        if not isinstance(k, SymDim):
+            max_sizes.append(k)
+            offs.append(None)
+        elif lay == "start":
+            max_sizes.append(k.hi)
+            offs.append(0)
+        elif lay == "end":
+            max_sizes.append(k.hi)
+            offs.append(k.hi - k)
+        else:
+            raise lw.error(f"the window of symbolic length {k} on axis {d} of {x.aval} may leave the array")
+    return max_sizes, offs
+
+
+def _padded_starts(lw: Lowering, x: Var, starts: Sequence[Var], sizes: tuple, layout: tuple) -> list[Var]:
+    out = []
+    for s, k, lay, n in zip(starts, sizes, layout, x.aval.shape):
+        out.append(lw.literal(n - k.hi, INT64) if isinstance(k, SymDim) and lay == "end" else s)
+    return out
+
+
+def _dynamic_slice(lw: Lowering, eqn: Eqn) -> None:
+    x, starts, (out,) = eqn.inputs[0], eqn.inputs[1:], eqn.outputs
+    if x.aval.is_symbolic:
+        raise lw.error(f"a traced-bound slice of a value of symbolic shape {x.aval}")
+    sizes, layout = eqn.params["sizes"], eqn.params["layout"]
+    max_sizes, offs = window_layout(lw, x, sizes, layout)
+    new = lw.bind1("dynamic_slice", x, *_padded_starts(lw, x, starts, sizes, layout), sizes=tuple(max_sizes))
+    lw.define(out, new, offs)
+
+
+def _dynamic_update_slice(lw: Lowering, eqn: Eqn) -> None:
+    x, upd, starts, (out,) = eqn.inputs[0], eqn.inputs[1], eqn.inputs[2:], eqn.outputs
+    if x.aval.is_symbolic:
+        raise lw.error(f"an assignment into a value of symbolic shape {x.aval}")
+    sizes, layout = upd.aval.shape, eqn.params["layout"]
+    max_sizes, offs = window_layout(lw, x, sizes, layout)
+    merge_offsets(lw, [lw.offsets(upd), tuple(offs)])  # the value's valid part is where it is written
+    padded_starts = _padded_starts(lw, x, starts, sizes, layout)
+    new_val = lw.read(upd)
+    mask = None
+    for ax, (k, off) in enumerate(zip(sizes, offs)):
+        if isinstance(k, SymDim):
+            m = lw.valid_mask(tuple(max_sizes), ax, k, off)
+            if m is not None:
+                mask = m if mask is None else lw.bind1("logical_and", mask, m)
+    if mask is not None:
+        old = lw.bind1("dynamic_slice", x, *padded_starts, sizes=tuple(max_sizes))
+        new_val = lw.bind1("select", mask, new_val, old)
+    new = lw.bind1("dynamic_update_slice", x, new_val, *padded_starts)
+    lw.define(out, new, (None,) * x.aval.ndim)
+
+
+def _register_builtin_rules() -> None:
+    for name in REDUCE_UFUNCS:
+        register_lowering(name, _reduce)
+    register_lowering("broadcast_in_dim", _broadcast)
+    register_lowering("transpose", _transpose)
+    register_lowering("reshape", _reshape)
+    register_lowering("dot_general", _dot_general)
+    register_lowering("dynamic_slice", _dynamic_slice)
+    register_lowering("dynamic_update_slice", _dynamic_update_slice)
+
+
+_register_builtin_rules()
+
+__all__ = ["lowering_rule", "LOWERING_RULES", "Lowering", "LoweringRule", "register_lowering", "lower_symbolic",
+           "has_symbolic", "is_symbolic_eqn", "merge_offsets", "reduction_identity", "reshape_axis_map"]
