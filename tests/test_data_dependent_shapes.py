@@ -410,3 +410,19 @@ def test_random_programs_mixing_a_selection_with_elementwise_ops_and_reductions(
                 f(x)
             continue
         assert_same(f(x), want, rtol=1e-5 if dtype == np.float32 else 1e-9)
+
+
+def test_fusion_plot_marks_the_split():
+    import profiler
+    from profiler.plots import fusion
+    collector = profiler.start()
+    try:
+        jk.jit(lambda x: np.sort(x[x > 0]) + 1)(np.arange(-3.0, 5.0))
+    finally:
+        profiler.stop()
+    report = profiler.report()
+    groups = [g for st in report.functions for g in st.groups]
+    splits = [g["split"] for g in groups if g.get("split")]
+    assert len(splits) == 1 and splits[0].startswith("split: x[mask] at test_data_dependent_shapes.py:")
+    assert fusion(report)._repr_png_().startswith(b"\x89PNG")
+    del collector

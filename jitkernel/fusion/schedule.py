@@ -516,7 +516,8 @@ def fusion_record(program: Program, kp: KernelProgram) -> list[dict[str, Any]]:
                        "bytes_written": sum(kp.buffers[b].nbytes for b in writes)})
         if getattr(step, "prim", None) == "datadep_call":  # a data-dependent length: the split point
             from ..ir.datadep_prims import describe_split
-            record[-1]["split"] = describe_split(step.params)
+            if step.params.get("split"):
+                record[-1]["split"] = describe_split(step.params, short=True)
     return record
 
 

@@ -12,7 +12,9 @@ static, so it is traced and compiled once for every count: the count is a run-ti
 - `outs` describes the results: `("static", shape, dtype)` a value of static shape,
   `("pad", shape, dtype)` a result whose leading length is at most `shape[0]` (zero padded),
   `("len", (), "int64")` the actual leading length of the "pad" result just before it.
-- `where`: the user's line and what the step computes, for `as_text("kernels")` / explain.
+- `where`: the user's line and what the step computes, for `as_text("kernels")` / explain;
+  `split`: whether the step produces a data-dependent length (a selection, nonzero, unique, a
+  window) rather than using one.
 
 Both backends run this impl (a library step on the CPU), so values, dtypes, NaN placement, tie
 order and NumPy's run-time errors (an empty max, an out-of-bounds index, a count mismatch) are
@@ -49,7 +51,7 @@ def datadep_function(name: str) -> Callable[[Callable[..., Any]], Callable[..., 
 
 
 def _rule(in_avals: list[AType], *, ncounts: int, fn: str, kw: tuple, layout: tuple, outs: tuple,
-          where: str) -> list[AType]:
+          where: str, split: bool = False) -> list[AType]:
     if fn not in FUNCTIONS:
         raise TypeError(f"datadep_call: unknown function {fn!r}")
     for a in in_avals[:ncounts]:
@@ -61,7 +63,7 @@ def _rule(in_avals: list[AType], *, ncounts: int, fn: str, kw: tuple, layout: tu
 
 
 def _impl(*arrays: np.ndarray, ncounts: int, fn: str, kw: tuple, layout: tuple, outs: tuple,
-          where: str) -> list[np.ndarray]:
+          where: str, split: bool = False) -> list[np.ndarray]:
     counts = [int(c) for c in arrays[:ncounts]]
     operands = [a if k < 0 else a[:counts[k]] for a, k in zip(arrays[ncounts:], layout)]
     result = FUNCTIONS[fn](*operands, **dict(kw))
@@ -155,17 +157,27 @@ def _rebuild(index: tuple, arrays: tuple) -> tuple:
     return tuple(out)
 
 
-def describe_split(params: dict) -> str:
+def describe_split(params: dict, short: bool = False) -> str:
     """How `as_text("kernels")`, the fusion record and `%jit_explain` show a `datadep_call`
     step. A *split* produces a data-dependent length (the rest of the program runs with it as a
-    run-time value); other steps run NumPy on exact prefixes of such values."""
-    pads = [str(shape[0]) for kind, shape, _ in params["outs"] if kind == "pad"]
+    run-time value); other steps run NumPy on exact prefixes of such values. `short`: the file's
+    base name and no source text (the fusion plot)."""
+    where = params["where"]
+    if short:
+        what, _, location = where.partition(" at ")
+        path, _, rest = location.partition(":")
+        where = f"{what} at {path.rsplit('/', 1)[-1]}:{rest.split(':', 1)[0]}"
+    pads = [int(shape[0]) for kind, shape, _ in params["outs"] if kind == "pad"]
     ncounts = params["ncounts"]
     trimmed = f" on {ncounts} run-time length{'s' if ncounts > 1 else ''}" if ncounts else ""
-    if pads:
-        return (f"[split: {params['where']}: data-dependent length <= {max(map(int, pads))}, known at run time"
+    if params.get("split"):
+        if short:
+            return f"split: {where}, length <= {max(pads)}"
+        return (f"[split: {where}: data-dependent length <= {max(pads)}, known at run time"
                 f"{';' + trimmed if trimmed else ''}; fn={params['fn']}]")
-    return f"[exact prefix: {params['where']}{trimmed}; fn={params['fn']}]"
+    if short:
+        return ""
+    return f"[exact prefix: {where}{trimmed}; fn={params['fn']}]"
 
 
 def split_points(program: Any) -> list[str]:
@@ -177,7 +189,7 @@ def split_points(program: Any) -> list[str]:
     while work:
         prog = work.pop()
         for eqn in prog.eqns:
-            if eqn.prim == "datadep_call":
+            if eqn.prim == "datadep_call" and eqn.params.get("split"):
                 found.append(describe_split(eqn.params))
             work.extend(sub_programs(eqn.params))
     return found

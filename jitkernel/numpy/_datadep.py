@@ -311,7 +311,7 @@ def _operand(ctx: Any, x: Any) -> Tracer:
     return ctx.const(np.asarray(x))
 
 
-def datadep_call(fn: str, operands: tuple, kw: tuple, outs: tuple, origin: str) -> list[Tracer]:
+def datadep_call(fn: str, operands: tuple, kw: tuple, outs: tuple, origin: str, split: bool = False) -> list[Tracer]:
     """Bind one `datadep_call` step: `operands` are Tracers, DataDependent values (trimmed to
     their counts when the step runs) or constants."""
     ctx = _current_ctx(*[o.data if is_data_dependent(o) else o for o in operands])
@@ -328,8 +328,9 @@ def datadep_call(fn: str, operands: tuple, kw: tuple, outs: tuple, origin: str) 
             layout.append(-1)
     ins = counts + [_operand(ctx, o) for o in operands]
     outs = tuple((kind, tuple(int(d) for d in shape), np.dtype(dtype).str) for kind, shape, dtype in outs)
+    split = split or any(kind == "len" for kind, _, _ in outs)  # a new count
     return ctx.bind("datadep_call", ins, ncounts=len(counts), fn=fn, kw=kw, layout=tuple(layout),
-                    outs=outs, where=origin)
+                    outs=outs, where=origin, split=split)
 
 
 def _origin(what: str) -> str:
@@ -638,7 +639,7 @@ def nonzero(a: Any) -> tuple:
     count = mask_count(a)
     origin = _origin("numpy.nonzero")
     outs = tuple(("pad", (a.size,), _I64) for _ in range(a.ndim))
-    parts = datadep_call("nonzero", (a,), (), outs, origin)
+    parts = datadep_call("nonzero", (a,), (), outs, origin, split=True)
     return tuple(DataDependent(p, count, origin) for p in parts)
 
 
@@ -651,7 +652,7 @@ def flatnonzero(a: Any) -> Any:
     flat = ravel(a)
     count = mask_count(a)
     origin = _origin("numpy.flatnonzero")
-    (idx,) = datadep_call("nonzero", (flat,), (), (("pad", (a.size,), _I64),), origin)
+    (idx,) = datadep_call("nonzero", (flat,), (), (("pad", (a.size,), _I64),), origin, split=True)
     return DataDependent(idx, count, origin)
 
 
@@ -663,7 +664,7 @@ def argwhere(a: Any) -> Any:
     count = mask_count(a)
     origin = _origin("numpy.argwhere")
     (out,) = datadep_call("call", (a,), (("name", "argwhere"), ("kwargs", ()), ("module", "numpy")),
-                          (("pad", (max(a.size, 1) if a.ndim == 0 else a.size, a.ndim), _I64),), origin)
+                          (("pad", (max(a.size, 1) if a.ndim == 0 else a.size, a.ndim), _I64),), origin, split=True)
     return DataDependent(out, count, origin)
 
 
@@ -694,7 +695,7 @@ def extract(condition: Any, arr: Any) -> Any:
     count = mask_count(condition)
     origin = _origin("numpy.extract")
     (out,) = datadep_call("call", (condition, arr), (("name", "extract"), ("kwargs", ()), ("module", "numpy")),
-                          (("pad", (min(condition.size, arr.size),), arr.dtype),), origin)
+                          (("pad", (min(condition.size, arr.size),), arr.dtype),), origin, split=True)
     return DataDependent(out, count, origin)
 
 
@@ -721,7 +722,7 @@ def compress(condition: Any, a: Any, axis: Any = None, out: Any = None) -> Any:
     rest = () if axis is None else a.shape[1:]
     origin = _origin("numpy.compress")
     (res,) = datadep_call("call", (condition, a), (("name", "compress"), ("kwargs", (("axis", axis),)), ("module", "numpy")),
-                          (("pad", (condition.shape[0],) + rest, a.dtype),), origin)
+                          (("pad", (condition.shape[0],) + rest, a.dtype),), origin, split=True)
     return DataDependent(res, count, origin)
 
 
@@ -742,7 +743,7 @@ def _mask_select(x: Tracer, mask: Tracer) -> DataDependent:
     count = mask_count(mask)
     rest = x.shape[mask.ndim:]
     origin = _origin("x[mask]")
-    (out,) = datadep_call("mask_select", (x, mask), (), (("pad", (max(mask.size, 1) if mask.ndim == 0 else mask.size,) + rest, x.dtype),), origin)
+    (out,) = datadep_call("mask_select", (x, mask), (), (("pad", (max(mask.size, 1) if mask.ndim == 0 else mask.size,) + rest, x.dtype),), origin, split=True)
     return DataDependent(out, count, origin)
 
 
@@ -869,7 +870,7 @@ def window(x: Tracer, index: tuple) -> DataDependent | None:
         return np.maximum(stop - start, 0)
     count = _memo(ctx, ("window", key_vars[0], key_vars[1], n), make) if isinstance(ix.start, Tracer) else make()
     origin = _origin(f"a slice of length <= {n} with bounds read from data")
-    (out,) = datadep_call("window", (x, start, stop), (), (("pad", x.shape, x.dtype),), origin)
+    (out,) = datadep_call("window", (x, start, stop), (), (("pad", x.shape, x.dtype),), origin, split=True)
     return DataDependent(out, count, origin)
 
 
