@@ -98,6 +98,14 @@ register(Primitive("datadep_call", "library", _rule, _impl))
 # A step may raise NumPy's errors on the data (an empty max, an index out of bounds): kept
 # alive when unread, and never run at compile time by fold_constants.
 RAISING_STEPS.add("datadep_call")
+# The same step for functions that never raise (a selection, nonzero, a window, sort, sum):
+# dead-code elimination drops it when nothing reads it (`x[m].sum()` reduces x densely, so the
+# selection step is not needed; numpy/_datadep.py).
+register(Primitive("datadep_pure", "library", _rule, _impl))
+DATADEP_PRIMITIVES = frozenset({"datadep_call", "datadep_pure"})
+PURE_FUNCTIONS = frozenset({"mask_select", "nonzero", "window"})
+PURE_NUMPY_FUNCTIONS = frozenset({"sort", "argsort", "unique", "argwhere", "cumsum", "cumprod", "ravel",
+                                  "flatnonzero", "sum", "prod", "any", "all", "mean", "count_nonzero"})
 
 
 # ----------------------------------------------------------------------------- the functions
@@ -189,7 +197,7 @@ def split_points(program: Any) -> list[str]:
     while work:
         prog = work.pop()
         for eqn in prog.eqns:
-            if eqn.prim == "datadep_call" and eqn.params.get("split"):
+            if eqn.prim in DATADEP_PRIMITIVES and eqn.params.get("split"):
                 found.append(describe_split(eqn.params))
             work.extend(sub_programs(eqn.params))
     return found

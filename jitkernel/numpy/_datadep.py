@@ -82,14 +82,18 @@ class DataDependent:
     of the padded Tracer `data`. Every operation is whitelisted: what is not handled raises
     (never a silent computation on the padding)."""
 
-    __slots__ = ("data", "count", "origin", "__weakref__")
+    __slots__ = ("data", "count", "origin", "dense", "__weakref__")
     __array_priority__ = 2000  # above Tracer's: mixed operators and protocols come here
     _jk_datadep = True
 
-    def __init__(self, data: Tracer, count: Tracer, origin: str) -> None:
+    def __init__(self, data: Tracer, count: Tracer, origin: str, dense: tuple | None = None) -> None:
         if data.ndim == 0:
             raise TypeError("internal error: a data-dependent value has at least one axis")
         self.data, self.count, self.origin = data, count, origin
+        # (values, mask) with `data == values[mask]` when the value is a selection (or an
+        # elementwise function of selections by one mask): reductions then run densely on
+        # np.where(mask, values, identity), fused, without the selection step.
+        self.dense = dense
 
     # -- abstract value ------------------------------------------------------------------
     @property
@@ -172,10 +176,10 @@ class DataDependent:
 
     # -- methods -------------------------------------------------------------------------
     def astype(self, dtype: Any, copy: bool = True) -> "DataDependent":
-        return self.with_data(self.data.astype(dtype))
+        return elementwise(lambda a: a.astype(dtype), (self,))
 
     def copy(self) -> "DataDependent":
-        return self.with_data(self.data.copy())
+        return elementwise(lambda a: a.copy(), (self,))
 
     def ravel(self, order: str = "C") -> "DataDependent":
         if self.ndim == 1:
@@ -196,14 +200,14 @@ class DataDependent:
 
     @property
     def real(self) -> "DataDependent":
-        return self.with_data(self.data.real)
+        return elementwise(lambda a: a.real.copy(), (self,))
 
     @property
     def imag(self) -> "DataDependent":
-        return self.with_data(self.data.imag)
+        return elementwise(lambda a: a.imag.copy(), (self,))
 
     def conj(self) -> "DataDependent":
-        return self.with_data(self.data.conj())
+        return elementwise(lambda a: a.conj(), (self,))
 
     conjugate = conj
 
@@ -235,7 +239,7 @@ def _install_operators() -> None:
         return dot(other, self)
     DataDependent.__matmul__, DataDependent.__rmatmul__ = matmul, rmatmul
     for stem, fn in {"neg": operator.neg, "pos": operator.pos, "abs": operator.abs, "invert": operator.invert}.items():
-        setattr(DataDependent, f"__{stem}__", lambda self, _fn=fn: self.with_data(_fn(self.data)))
+        setattr(DataDependent, f"__{stem}__", lambda self, _fn=fn: elementwise(_fn, (self,)))
 
 
 def is_data_dependent(x: Any) -> bool:
@@ -329,7 +333,10 @@ def datadep_call(fn: str, operands: tuple, kw: tuple, outs: tuple, origin: str, 
     ins = counts + [_operand(ctx, o) for o in operands]
     outs = tuple((kind, tuple(int(d) for d in shape), np.dtype(dtype).str) for kind, shape, dtype in outs)
     split = split or any(kind == "len" for kind, _, _ in outs)  # a new count
-    return ctx.bind("datadep_call", ins, ncounts=len(counts), fn=fn, kw=kw, layout=tuple(layout),
+    from ..ir.datadep_prims import PURE_FUNCTIONS, PURE_NUMPY_FUNCTIONS
+    pure = fn in PURE_FUNCTIONS or (fn == "call" and dict(kw).get("name") in PURE_NUMPY_FUNCTIONS
+                                    and dict(kw).get("module") == "numpy")
+    return ctx.bind("datadep_pure" if pure else "datadep_call", ins, ncounts=len(counts), fn=fn, kw=kw, layout=tuple(layout),
                     outs=outs, where=origin, split=split)
 
 
@@ -440,15 +447,39 @@ def elementwise(fn: Callable[..., Any], operands: tuple) -> Any:
     result = fn(*converted)
     if result is NotImplemented:
         return result
+    dense = _dense_result(fn, operands, dds, ndim)
     if isinstance(result, tuple):
-        return tuple(_wrap(r, like) for r in result)
-    return _wrap(result, like)
+        return tuple(_wrap(r, like, None if dense is None else (d, dense[1])) for r, d in zip(result, dense[0]))
+    return _wrap(result, like, None if dense is None else (dense[0], dense[1]))
 
 
-def _wrap(r: Any, like: DataDependent) -> DataDependent:
+def _wrap(r: Any, like: DataDependent, dense: tuple | None = None) -> DataDependent:
     if not isinstance(r, Tracer) or r.ndim == 0 or r.shape[0] != like.maximum:
         raise TypeError("internal error: an elementwise result lost the data-dependent axis")
-    return DataDependent(Tracer(r._ctx, r.ir_var), like.count, like.origin)
+    return DataDependent(Tracer(r._ctx, r.ir_var), like.count, like.origin, dense)
+
+
+def _dense_result(fn: Callable[..., Any], operands: tuple, dds: list, ndim: int) -> tuple | None:
+    """`fn` on the dense values of selections by one mask: (result or tuple of results, mask),
+    or None. Unused, it is dropped by dead-code elimination; an integer power is never computed
+    densely (it may raise on elements the mask leaves out, which NumPy never computes)."""
+    if any(d.dense is None or d.dense[1].ir_var is not dds[0].dense[1].ir_var for d in dds):
+        return None
+    mask = dds[0].dense[1]
+    if any(d.dense[0].ndim - mask.ndim + 1 != d.ndim for d in dds):
+        return None
+    ctx = _current_ctx(mask)
+    start = len(ctx.eqns)
+    ops = [o.dense[0] if is_data_dependent(o) else _aligned(ctx, o, ndim) for o in operands]
+    result = fn(*ops)
+    if any(e.prim == "power" and e.outputs[0].aval.dtype.kind in "iu" for e in ctx.eqns[start:]):
+        del ctx.eqns[start:]  # nothing refers to these yet
+        return None
+    parts = result if isinstance(result, tuple) else (result,)
+    if not all(isinstance(p, Tracer) and p.shape[:mask.ndim] == mask.shape for p in parts):
+        return None
+    return (tuple(Tracer(p._ctx, p.ir_var) for p in parts) if isinstance(result, tuple)
+            else Tracer(result._ctx, result.ir_var)), mask
 
 
 # ----------------------------------------------------------------------------- reductions
@@ -498,7 +529,60 @@ def reduce(name: str, x: Any, kwargs: dict, *args: Any) -> Any:
     if 0 not in axes:
         fn = getattr(np, name)
         return x.with_data(fn(x.data, **kwargs))
+    if x.dense is not None and name in _DENSE_IDENTITY and x.dtype.kind in "biuf" \
+            and set(kwargs) <= {"axis", "keepdims", "dtype"} and (name in ("sum", "prod", "mean") or "dtype" not in kwargs):
+        return _dense_reduce(name, x, axes, kwargs)
     return _call(name, (x,), _hashable(kwargs), "static")
+
+
+# The value a reduction ignores, by dtype kind (max/min: the lowest/highest value; NaN stays NaN).
+_DENSE_IDENTITY = {
+    "sum": lambda dt: 0, "mean": lambda dt: 0, "prod": lambda dt: 1, "any": lambda dt: False, "all": lambda dt: True,
+    "max": lambda dt: -np.inf if dt.kind == "f" else (False if dt.kind == "b" else np.iinfo(dt).min),
+    "min": lambda dt: np.inf if dt.kind == "f" else (True if dt.kind == "b" else np.iinfo(dt).max),
+}
+_DENSE_IDENTITY["amax"], _DENSE_IDENTITY["amin"] = _DENSE_IDENTITY["max"], _DENSE_IDENTITY["min"]
+
+
+def _dense_reduce(name: str, x: DataDependent, axes: tuple, kwargs: dict) -> Tracer:
+    """A reduction over the data-dependent axis of a selection `values[mask]`, computed as the
+    reduction of np.where(mask, values, identity) over the mask's axes (and the trailing axes
+    asked for): one fused kernel, no selection step. Sums differ from NumPy's pairwise sum of
+    the selection only by rounding; max/min are exact and raise NumPy's ValueError when the
+    selection is empty; mean is the sum divided by the count (NaN when empty, without NumPy's
+    warning)."""
+    from ._shape import reshape
+    from ._core import broadcast_to_shape
+    values, mask = x.dense
+    ctx = _current_ctx(mask)
+    k = mask.ndim
+    m = broadcast_to_shape(ctx, reshape(mask, mask.shape + (1,) * (values.ndim - k)), values.shape)
+    fill = ctx.const(np.asarray(_DENSE_IDENTITY[name](values.dtype), values.dtype))
+    masked = np.where(m, values, fill)
+    dense_axes = tuple(range(k)) + tuple(k - 1 + a for a in axes if a > 0)
+    stem = {"amax": "max", "amin": "min"}.get(name, name)
+    if stem == "mean":
+        dt = values.dtype
+        requested = np.dtype(kwargs["dtype"]) if kwargs.get("dtype") is not None else None
+        acc = requested or (np.dtype(np.float64) if dt.kind in "biu" else np.dtype(np.float32) if dt == np.float16 else dt)
+        out_dt = requested or (np.dtype(np.float64) if dt.kind in "biu" else dt)
+        total = np.sum(masked, axis=dense_axes, dtype=acc)
+        n = x.count * math.prod(x.rest[a - 1] for a in axes if a > 0)
+        result = (total / lift(ctx, n, acc)).astype(out_dt)
+    else:
+        extra = {"dtype": kwargs["dtype"]} if kwargs.get("dtype") is not None else {}
+        result = getattr(np, stem)(masked, axis=dense_axes, **extra)
+    if kwargs.get("keepdims"):
+        sample = getattr(np, stem)(np.ones((1,) + x.rest, x.dtype), axis=axes, keepdims=True)
+        result = reshape(result, sample.shape)
+    if stem in ("max", "min"):
+        empty = np.equal(x.count, 0)
+        ufunc = "maximum" if stem == "max" else "minimum"
+        result = ctx.bind1("raise_if", result, lift(ctx, empty, np.dtype(np.bool_)), exception="ValueError",
+                           message=f"zero-size array to reduction operation {ufunc} which has no identity")
+    if result.ndim == 0:
+        result = Tracer(result._ctx, result.ir_var)  # a NumPy scalar, as NumPy's reduction
+    return result
 
 
 def _reduction(name: str) -> Callable[..., Any]:
@@ -744,7 +828,8 @@ def _mask_select(x: Tracer, mask: Tracer) -> DataDependent:
     rest = x.shape[mask.ndim:]
     origin = _origin("x[mask]")
     (out,) = datadep_call("mask_select", (x, mask), (), (("pad", (max(mask.size, 1) if mask.ndim == 0 else mask.size,) + rest, x.dtype),), origin, split=True)
-    return DataDependent(out, count, origin)
+    dense = (Tracer(x._ctx, x.ir_var), Tracer(mask._ctx, mask.ir_var)) if mask.ndim > 0 else None
+    return DataDependent(out, count, origin, dense)
 
 
 def traced_mask_getitem(x: Tracer, index: tuple) -> DataDependent:
