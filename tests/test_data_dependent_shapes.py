@@ -447,3 +447,48 @@ def test_fusion_plot_marks_the_split():
     assert len(splits) == 1 and splits[0].startswith("split: x[mask] at test_data_dependent_shapes.py:")
     assert fusion(report)._repr_png_().startswith(b"\x89PNG")
     del collector
+
+
+_PRODUCERS = {
+    "mask": lambda x, m: x[m],
+    "rows": lambda x, m: x.reshape(-1, 2)[m.reshape(-1, 2)[:, 0]],
+    "mask_2d": lambda x, m: x.reshape(-1, 2)[m.reshape(-1, 2)],
+    "flatnonzero_gather": lambda x, m: x[np.flatnonzero(m)],
+    "nonzero_gather_2d": lambda x, m: x.reshape(-1, 2)[np.nonzero(m.reshape(-1, 2))],
+    "extract": lambda x, m: np.extract(m, x),
+    "compress_rows": lambda x, m: np.compress(m[::2], x.reshape(-1, 2), axis=0),
+}
+_CONSUMERS = {
+    "return": lambda v, x, m: v,
+    "sum0": lambda v, x, m: v.sum(axis=0),
+    "max": lambda v, x, m: v.max(),
+    "sorted": lambda v, x, m: np.sort(v, axis=0),
+    "unique": lambda v, x, m: np.unique(v),
+    "scatter_back": lambda v, x, m: _set(x, m, v * 3),  # (1-D producers of m's count only)
+    "nonzero_zeroed": lambda v, x, m: _set(x, np.nonzero(m), 0),
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(producer=st.sampled_from(sorted(_PRODUCERS)), consumer=st.sampled_from(sorted(_CONSUMERS)),
+       op=st.sampled_from(sorted(_UNARY)), dtype=st.sampled_from([np.float64, np.int64, np.int16]),
+       backend=st.sampled_from(BACKENDS), bits=st.lists(st.booleans(), min_size=3, max_size=3))
+def test_random_producer_consumer_pairs(producer, consumer, op, dtype, backend, bits):
+    if consumer == "scatter_back" and producer not in ("mask", "flatnonzero_gather", "extract"):
+        consumer = "return"
+    def program(x, m):
+        v = _PRODUCERS[producer](x, m)
+        if np.dtype(dtype).kind == "f":
+            v = _UNARY[op](v)
+        return _CONSUMERS[consumer](v, x, m)
+    f = jk.jit(program, backend=backend)
+    x = (np.arange(8) * 3 % 7 - 3).astype(dtype)
+    masks = [np.zeros(8, bool), np.ones(8, bool), np.tile(np.array(bits * 3)[:8], 1)]
+    for m in masks:
+        try:
+            want = program(x, m)
+        except ValueError as e:  # the max of an empty selection
+            with pytest.raises(ValueError, match=str(e)[:20]):
+                f(x, m)
+            continue
+        assert_same(f(x, m), want, rtol=1e-9)
