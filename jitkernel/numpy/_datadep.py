@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 import operator
+import warnings
 import weakref
 from typing import Any, Callable
 
@@ -365,11 +366,9 @@ def _call(name: str, operands: tuple, kwargs: tuple, result: str, max_len: int |
     static shape), "same" (the leading length is `like`'s count) or "new" (a new count, at most
     `max_len`). The result's dtype and trailing shape come from NumPy on small probes."""
     mod = np if module == "numpy" else getattr(np, module)
-    with np.errstate(all="ignore"):
-        import warnings
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            sample = mod.__dict__[name](*[_probe(o) for o in operands], **dict(kwargs))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sample = mod.__dict__[name](*[_probe(o) for o in operands], **dict(kwargs))
     sample = np.asarray(sample)
     kw = (("name", name), ("kwargs", kwargs), ("module", module))
     origin = _origin(f"numpy.{name}" if module == "numpy" else f"numpy.{module}.{name}")
@@ -673,8 +672,7 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False, re
     flat_max = ar.maximum * math.prod(ar.rest) if is_data_dependent(ar) else ar.size
     kwargs = _hashable({"return_index": bool(return_index), "return_inverse": bool(return_inverse),
                         "return_counts": bool(return_counts), "equal_nan": bool(equal_nan)})
-    ctx = _current_ctx(ar.data if is_data_dependent(ar) else ar)
-    probe = np.unique(_probe(ar), **dict(kwargs))
+    probe = np.unique(np.ones(1, ar.dtype), **dict(kwargs))  # the dtypes (every result is 1-D)
     probes = probe if isinstance(probe, tuple) else (probe,)
     outs: list[tuple] = [("pad", (flat_max,), probes[0].dtype), ("len", (), _I64)]
     kinds = ["values"]
@@ -700,7 +698,6 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False, re
             out.append(DataDependent(r, ar.count, ar.origin) if is_data_dependent(ar) else r)
         else:
             out.append(DataDependent(r, count, origin))
-    del ctx
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -758,7 +755,7 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     from ._ufuncs import where as where3
     if x is None and y is None:
         if isinstance(condition, Tracer) or is_data_dependent(condition):
-            return nonzero(condition) if condition.ndim > 0 else nonzero(np.atleast_1d(condition))
+            return nonzero(condition)  # (a 0-d condition: NumPy's ValueError)
         return np.where(condition)
     if x is None or y is None:
         raise ValueError("either both or neither of x and y should be given")
@@ -909,7 +906,9 @@ def update(x: Tracer, index: tuple, value: Any) -> Tracer:
     ctx = _current_ctx(x)
     if not isinstance(x, Tracer):
         x = lift(ctx, x)
-    if is_data_dependent(value) is False and isinstance(value, (list, tuple)):
+    if type(value) in (bool, int, float, complex):
+        value = np.asarray(value, dtype=x.dtype)  # NumPy casts a Python scalar by value (300 into int8 raises)
+    elif isinstance(value, (list, tuple)):
         value = np.asarray(value)
     entries, arrays = _encode_index(index)
     origin = _origin("x[index] = value")
