@@ -396,7 +396,7 @@ def _common_count(values: list[DataDependent]) -> DataDependent:
     first = values[0]
     count = first.count
     for v in values[1:]:
-        if v.count.ir_var is count.ir_var:
+        if v.count.ir_var is count.ir_var and v.maximum == first.maximum:
             continue
         if v.maximum != first.maximum:
             raise _unsupported(
