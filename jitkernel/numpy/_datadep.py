@@ -36,7 +36,6 @@ from __future__ import annotations
 import math
 import operator
 import warnings
-import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -260,9 +259,6 @@ def holds_data_dependent(items: Any) -> bool:
 # ----------------------------------------------------------------------------- counts
 
 
-_COUNTS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
-
-
 def _current_ctx(*values: Any) -> Any:
     """The innermost trace (a jk.lax sub-trace when inside one): where equations are bound."""
     if _traces.stack:
@@ -276,7 +272,9 @@ def _current_ctx(*values: Any) -> Any:
 def _memo(ctx: Any, key: tuple, make: Callable[[], Tracer]) -> Tracer:
     """One count per (trace, mask) or (trace, slice bounds): selections by the same mask have
     the same count variable, so `x[m] + y[m]` and `x[m] * np.flatnonzero(m)` combine."""
-    table = _COUNTS.setdefault(ctx, {})
+    table = getattr(ctx, "_datadep_counts", None)  # on the trace itself: it dies with the trace
+    if table is None:
+        table = ctx._datadep_counts = {}
     hit = table.get(key)
     if hit is not None and hit[0] is key[1]:  # the key's Var is still the same object
         return hit[1]
