@@ -269,29 +269,77 @@ def _current_ctx(*values: Any) -> Any:
     raise TypeError("internal error: no trace is active")
 
 
-def _memo(ctx: Any, key: tuple, make: Callable[[], Tracer]) -> Tracer:
-    """One count per (trace, mask) or (trace, slice bounds): selections by the same mask have
-    the same count variable, so `x[m] + y[m]` and `x[m] * np.flatnonzero(m)` combine."""
+def _memo_table(ctx: Any) -> dict:
     table = getattr(ctx, "_datadep_counts", None)  # on the trace itself: it dies with the trace
     if table is None:
         table = ctx._datadep_counts = {}
+    return table
+
+
+def _memo(ctx: Any, key: tuple, make: Callable[[], Any]) -> Any:
+    """One count per (trace, mask) or (trace, slice bounds): selections by the same mask have
+    the same count variable, so `x[m] + y[m]` and `x[m] * np.flatnonzero(m)` combine."""
+    table = _memo_table(ctx)
     hit = table.get(key)
-    if hit is not None and hit[0] is key[1]:  # the key's Var is still the same object
-        return hit[1]
-    count = make()
-    table[key] = (key[1], count)
-    return count
+    if hit is None:
+        hit = table[key] = make()
+    return hit
+
+
+_MAX_KEY_DEPTH = 8
+_SMALL_CONSTANT = 16
+
+
+def _structural_key(ctx: Any, var: Any) -> tuple:
+    """A hashable description of how `var` was computed in this trace (primitives, params,
+    inputs, small constants by value), so that a mask written twice (`x[x > 0] + y[x > 0]`)
+    is recognised as one: equal keys mean equal values (every primitive involved is pure; a
+    control-flow step, a large constant or a deep expression is keyed by its variable)."""
+    from ..ir.program import WITH_SUB_PROGRAMS
+    table = _memo_table(ctx)
+    producers = table.setdefault("producers", {})
+    seen = table.get("scanned", 0)
+    for eqn in ctx.eqns[seen:]:
+        for k, o in enumerate(eqn.outputs):
+            producers[o] = (eqn, k)
+    table["scanned"] = len(ctx.eqns)
+    constants = table.get("constants")
+    if constants is None or len(constants) != len(ctx.constvars):
+        constants = table["constants"] = dict(zip(ctx.constvars, ctx.consts))
+
+    def key(v: Any, depth: int) -> tuple:
+        if v in constants and constants[v].size <= _SMALL_CONSTANT:
+            c = constants[v]
+            return ("const", c.dtype.str, c.shape, c.tobytes())
+        made = producers.get(v)
+        if made is None or depth >= _MAX_KEY_DEPTH or made[0].prim in WITH_SUB_PROGRAMS:
+            return ("var", v)
+        eqn, k = made
+        try:
+            params = tuple(sorted(eqn.params.items()))
+            hash(params)
+        except TypeError:
+            return ("var", v)
+        return (eqn.prim, params, k, tuple(key(i, depth + 1) for i in eqn.inputs))
+    return key(var, 0)
+
+
+def canonical_mask(mask: Tracer) -> tuple[Tracer, Tracer]:
+    """(the first Tracer of an equal mask in this trace, its count: the number of nonzero
+    elements as an int64 0-d Tracer). Selections by equal masks share both."""
+    ctx = _current_ctx(mask)
+    snapshot = Tracer(mask._ctx, mask.ir_var)
+
+    def make() -> tuple[Tracer, Tracer]:
+        nonzero_ = snapshot if snapshot.dtype == np.bool_ else snapshot.astype(np.bool_)
+        return snapshot, lift(ctx, np.sum(nonzero_, dtype=_I64), _I64)
+    key = ("mask", snapshot._ctx is ctx, _structural_key(snapshot._ctx, snapshot.ir_var))
+    return _memo(ctx, key, make)
 
 
 def mask_count(mask: Tracer) -> Tracer:
-    """The number of nonzero elements of `mask` (an int64 0-d Tracer), one per mask variable."""
-    ctx = _current_ctx(mask)
-    var = mask.ir_var
-
-    def make() -> Tracer:
-        nonzero_ = mask if mask.dtype == np.bool_ else mask.astype(np.bool_)
-        return lift(ctx, np.sum(nonzero_, dtype=_I64), _I64)
-    return _memo(ctx, ("mask", var), make)
+    """The number of nonzero elements of `mask` (an int64 0-d Tracer), one per mask value."""
+    return canonical_mask(mask)[1]
 
 
 # ----------------------------------------------------------------------------- the library step
@@ -471,6 +519,8 @@ def _dense_result(fn: Callable[..., Any], operands: tuple, dds: list, ndim: int)
     result = fn(*ops)
     if any(e.prim == "power" and e.outputs[0].aval.dtype.kind in "iu" for e in ctx.eqns[start:]):
         del ctx.eqns[start:]  # nothing refers to these yet
+        table = _memo_table(ctx)
+        table["scanned"] = min(table.get("scanned", 0), start)  # (_structural_key's index of ctx.eqns)
         return None
     parts = result if isinstance(result, tuple) else (result,)
     if not all(isinstance(p, Tracer) and p.shape[:mask.ndim] == mask.shape for p in parts):
@@ -819,7 +869,7 @@ def _static_compress(condition: Any, a: Any, axis: Any) -> Any:
 def _mask_select(x: Tracer, mask: Tracer) -> DataDependent:
     """x[mask] for a traced boolean mask covering x's leading axes (NumPy checked the shapes on
     probes already)."""
-    count = mask_count(mask)
+    mask, count = canonical_mask(mask)
     rest = x.shape[mask.ndim:]
     origin = _origin("x[mask]")
     (out,) = datadep_call("mask_select", (x, mask), (), (("pad", (max(mask.size, 1) if mask.ndim == 0 else mask.size,) + rest, x.dtype),), origin, split=True)
@@ -951,6 +1001,7 @@ def window(x: Tracer, index: tuple) -> DataDependent | None:
     def make() -> Tracer:
         return np.maximum(stop - start, 0)
     count = _memo(ctx, ("window", key_vars[0], key_vars[1], n), make) if isinstance(ix.start, Tracer) else make()
+    # (keyed by the bound variables: A_val[a:b] and A_col[a:b] share a count)
     origin = _origin(f"a slice of length <= {n} with bounds read from data")
     (out,) = datadep_call("window", (x, start, stop), (), (("pad", x.shape, x.dtype),), origin, split=True)
     return DataDependent(out, count, origin)
