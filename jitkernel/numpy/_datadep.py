@@ -118,7 +118,10 @@ class DataDependent:
 
     @property
     def size(self) -> Any:
-        return self.shape[0] * math.prod(self.rest)
+        per_row = math.prod(self.rest)
+        if per_row == 0:
+            return 0
+        return CountDim(0, ((self.count.ir_var, per_row),), 0, self.maximum * per_row)
 
     @property
     def T(self) -> "DataDependent":
