@@ -195,14 +195,46 @@ def can_update_in_place(body: Program, x: Var, result: Var) -> bool:
     producer updates x (in_place_operand), reads x through no other operand, and every other
     reader of x (transitively) only feeds that producer: nothing reads the old x afterwards. An
     update window whose value reads x (a DP cell from its neighbours) must be one element: the
-    element's loads come before its store."""
-    producer = next((e for e in body.eqns if result in e.outputs), None)
-    if producer is None or x.aval.ndim == 0:
-        return False
-    k = in_place_operand(producer, producer.outputs.index(result))
-    if k is None or producer.inputs[k] is not x or producer.inputs.count(x) != 1:
+    element's loads come before its store. A chain of updates (`L[j, j] = ...` then
+    `L[j+1:, j] = ...`) qualifies when every link does (`update_chain`)."""
+    chain = update_chain(body, x, result)
+    if chain is None or x.aval.ndim == 0:
         return False
     if sum(1 for o in body.outvars if o is result) != 1 or x in body.outvars:
+        return False
+    base = x
+    for producer, out in chain:
+        if not _link_in_place(body, base, producer, out):
+            return False
+        base = out
+    return True
+
+
+def update_chain(body: Program, x: Var, result: Var) -> list[tuple[Eqn, Var]] | None:
+    """(equation, its output) from x to `result` when `result` is x updated by a chain of
+    in-place operations (region updates, loops and branches that update their operand), each
+    reading the previous one's output (first link first); None otherwise."""
+    producers = {o: e for e in body.eqns for o in e.outputs}
+    chain: list[tuple[Eqn, Var]] = []
+    v = result
+    while True:
+        producer = producers.get(v)
+        if producer is None:
+            return None
+        k = in_place_operand(producer, producer.outputs.index(v))
+        if k is None:
+            return None
+        chain.append((producer, v))
+        v = producer.inputs[k]
+        if v is x:
+            return chain[::-1]
+        if v in body.outvars or len(chain) > 64:
+            return None
+
+
+def _link_in_place(body: Program, x: Var, producer: Eqn, out: Var) -> bool:
+    k = in_place_operand(producer, producer.outputs.index(out))
+    if k is None or producer.inputs[k] is not x or producer.inputs.count(x) != 1:
         return False
     if body.eqns.index(producer) != max(i for i, e in enumerate(body.eqns) if x in e.inputs):
         return False  # something after the update reads the old value directly
@@ -224,26 +256,40 @@ def can_update_in_place(body: Program, x: Var, result: Var) -> bool:
             return False
         tainted.update(e.outputs)
     if (producer.prim in (UPDATE, "update_slice") and int(np.prod(window(producer))) != 1
-            and _fused_reads(body, producer.inputs[1], x)):
+            and _fused_reads(body, producer.inputs[1], x, producer)):
         return False
     return True
 
 
-def _fused_reads(body: Program, v: Var, x: Var) -> bool:
+def _fused_reads(body: Program, v: Var, x: Var, update: Eqn | None = None) -> bool:
     """Does the expression of `v` that fuses into the window kernel read x? (Walks through
     elementwise and movement equations, which fuse; results of reductions, updates, loops and
-    library steps have buffers of their own, computed before.)"""
+    library steps have buffers of their own, computed before.) A read of x's window itself
+    (the same starts and sizes as `update`) reached through elementwise operations only reads
+    each element where it is then written: the masked write of a window of symbolic length,
+    `select(mask, new, old)` (passes/lower_symbolic.py), is such a read."""
     from ..ir import primitives
     producer = {o: e for e in body.eqns for o in e.outputs}
-    stack, seen = [v], set()
+    stack, seen = [(v, True)], set()
     while stack:
-        u = stack.pop()
+        u, pointwise = stack.pop()
         if u is x:
             return True
-        if u in seen or u not in producer:
+        if (u, pointwise) in seen or u not in producer:
             continue
-        seen.add(u)
+        seen.add((u, pointwise))
         e = producer[u]
-        if e.prim == SLICE or primitives.get(e.prim).kind in ("elementwise", "movement"):
-            stack.extend(e.inputs)
+        if (pointwise and update is not None and update.prim == UPDATE and e.prim == SLICE and e.inputs[0] is x
+                and e.inputs[1:] == update.inputs[2:] and tuple(e.params["sizes"]) == window(update)):
+            continue
+        kind = primitives.get(e.prim).kind
+        if e.prim == SLICE or kind in ("elementwise", "movement"):
+            same_order = kind == "elementwise" or (e.prim == "reshape" and _unit_axes_only(e))
+            stack.extend((w, pointwise and same_order) for w in e.inputs)
     return False
+
+
+def _unit_axes_only(e: Eqn) -> bool:
+    """A reshape that only adds or removes axes of length 1: element k stays element k."""
+    drop = lambda shape: tuple(n for n in shape if n != 1)  # noqa: E731
+    return drop(e.inputs[0].aval.shape) == drop(e.outputs[0].aval.shape)

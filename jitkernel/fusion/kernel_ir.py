@@ -193,7 +193,7 @@ class Store:
     # product of the trailing run of reduced axes. NumPy reduces each block alone (pairwise
     # for float sums) and combines blocks in order; renderers follow that order (None: any).
     # "tree": the combine of power-of-two chunk partials of one pairwise sum (a balanced tree).
-    # "free": a sum in any order (a dot's, ir/dot_sum.py): reassociated, vectorised.
+    # "free": a sum in any order (a dot's, ir/symdim_prims.py): reassociated, vectorised.
     block: Any = None
 
     def with_value(self, value: Node, offset: Aff | None = None, reduce_index: Any = "same") -> "Store":

@@ -285,6 +285,18 @@ def _prefix_names(steps: list, prefix: str) -> None:
         s.name = prefix + s.name
 
 
+def _bind_update_chain(sub: Any, program: Program, v: Var, b: int) -> None:
+    """An output computed in place by a chain of updates of an input that has the output's
+    buffer (an in-place carry, fusion/dynamic.py update_chain): every link writes that buffer."""
+    from .dynamic import update_chain
+    for x in program.invars:
+        if sub.buf_of.get(x) == b:
+            chain = update_chain(program, x, v)
+            for _, link_out in (chain or [])[:-1]:
+                sub.buf_of.setdefault(link_out, b)
+            return
+
+
 def sub_steps(parent: Any, program: Program, in_bufs: list[int], out_bufs: list[int]) -> list:
     """Schedule a sub-program whose inputs are `in_bufs` and whose outputs go to `out_bufs`,
     with the fusion passes of a whole program. Buffers are allocated in the parent's table."""
@@ -314,6 +326,7 @@ def sub_steps(parent: Any, program: Program, in_bufs: list[int], out_bufs: list[
             copies.append((v, b))
         else:
             sub.buf_of[v] = b
+            _bind_update_chain(sub, program, v, b)
         seen.add(v)
     steps: list = []
     sub.emit_equations(mat, steps)

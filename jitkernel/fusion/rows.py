@@ -384,7 +384,7 @@ def split_full_reductions(kp: KernelProgram) -> KernelProgram:
             dt = st.value.dtype
             kp.buffers[bid] = Buffer(bid, (parts,), dt, "temp")
             pairwise = follows_numpy_blocks(st)
-            free = "free" if st.block == "free" else None  # a dot's sum stays free (ir/dot_sum.py)
+            free = "free" if st.block == "free" else None  # a dot's sum stays free (ir/symdim_prims.py)
             partial_stores.append(Store(bid, ix.var(0), st.value, st.reduce, block=chunk if pairwise else free))
             final_stores.append(Store(st.buffer, st.offset, Load(bid, ix.var(0), dt), st.reduce,
                                       block="tree" if pairwise else free))

@@ -373,7 +373,7 @@ class _Scheduler:
             value = self.expr(x, tuple(index), domain, {}, ops)
             offset = ix.linearize([ix.var(k) for k in range(len(kept))], v.aval.shape)
             red_index = ix.var(len(kept)) if op in ("argmax", "argmin") else None
-            # A dot's sum (ir/dot_sum.py) follows no NumPy order: "free" (reassociated).
+            # A dot's sum (ir/symdim_prims.py) follows no NumPy order: "free" (reassociated).
             block = "free" if eqn.prim == "dot_sum" else _numpy_block(x.aval.shape, axes)
             return [self._kernel(f"k{n}_{eqn.prim}", domain, len(axes),
                                  [Store(out, offset, value, op, red_index, block)], ops)]

@@ -6,7 +6,7 @@ from .verify import verify_program
 from . import primitives
 from . import control_flow  # registers cond / while_loop / fori_loop / scan
 from . import dynamic_slice  # registers dynamic_slice / dynamic_update_slice
-from . import dot_sum  # noqa: F401  (registers dot_sum, a sum in any order)
+from . import symdim_prims  # noqa: F401  (registers dot_sum and where_valid)
 from . import arrayfn_prims  # noqa: F401  (registers take_static, raise_if)
 from . import index_prims  # noqa: F401  (registers the gather / scatter primitives)
 from . import update_prims  # noqa: F401 - registers update_slice

@@ -97,7 +97,9 @@ class SymDim:
     def _refuse(self, *_: Any) -> Any:
         raise SymbolicDimError(
             f"the length {self} is known only at run time (between {self.lo} and {self.hi}); "
-            "it cannot be used as a Python int here")
+            f"it cannot be used as a Python int here{_location()}. Slices whose length depends on a "
+            "loop index support elementwise math, broadcasting, sums/products/max/min, dot/@ and "
+            "assignment, not functions that need the length itself (np.mean, len(), reshape(-1, k))")
 
     __int__ = __index__ = __float__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
     __floordiv__ = __rfloordiv__ = __truediv__ = __rtruediv__ = __mod__ = __rmod__ = _refuse
@@ -136,6 +138,15 @@ class SymDim:
 
 
 Dim = Union[int, SymDim]
+
+
+def _location() -> str:
+    """`, at file:line: source` of the user's code while a trace runs, else ''."""
+    try:
+        from ..trace.context import current_context, user_frame_location
+        return f", at {user_frame_location()}" if current_context() is not None else ""
+    except Exception:  # noqa: BLE001 - an error message must not fail
+        return ""
 
 
 def _is_var(x: Any) -> bool:

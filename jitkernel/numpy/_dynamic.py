@@ -25,6 +25,7 @@ from ..ir import Var
 from ..ir.symdim import SymDim
 from ..trace.context import current_context, user_frame_location
 from ..trace.tracer import Tracer
+from ..trace.views import make_view
 from ._indexing import expand_index
 
 __all__: list[str] = []
@@ -38,7 +39,7 @@ class _Axis:
     start: Any
     size: Any  # an int, or a SymDim (a length that depends on a loop index)
     drop: bool
-    layout: str | None = None  # for a symbolic size: "start" or "end" (passes/lower_symbolic.py)
+    layout: Any = None  # for a symbolic size: "start" or ("end", stop) (passes/lower_symbolic.py)
 
 
 def _is_static_int(ix: Any) -> bool:
@@ -210,8 +211,8 @@ def _symbolic_axis(ctx: Any, x: Any, ix: slice, n: int, terms: dict, const: int,
     length = SymDim.make(const, local, max(lo, 0), hi)
     if start_range[1] + hi <= n:
         layout = "start"  # the padded window [start, start + hi) stays inside the axis
-    elif stop_range == (n, n):
-        layout = "end"  # x[s:]: the padded window is the last hi elements of the axis
+    elif stop_range[0] == stop_range[1]:
+        layout = ("end", stop_range[0])  # x[s:c]: the padded window is [c - hi, c)
     else:
         raise _unsupported_length(x, ix, f"its padded window of {hi} elements may leave the axis of {n}")
     start = ix.start if isinstance(ix.start, Tracer) else (0 if ix.start is None else int(ix.start))
@@ -295,8 +296,13 @@ def dynamic_getitem(x: Any, index: tuple) -> Any:
             raise
         return selection
     x, axes = _strided_first(x, axes)
-    window = ctx.bind1("dynamic_slice", x, *_start_tracers(ctx, axes), sizes=tuple(a.size for a in axes),
-                       **_layout(axes))
+    starts = _start_tracers(ctx, axes)
+    sizes = tuple(a.size for a in axes)
+    window = ctx.bind1("dynamic_slice", x, *starts, sizes=sizes, **_layout(axes))
+    if not window.aval.is_symbolic and not all(a.drop for a in axes):
+        # NumPy returns a view of x: writes through it reach x (trace/views.py); a window of
+        # symbolic length is no view (writes through it are refused, views.check_writeable).
+        make_view(window, x, "dynamic_slice", {"starts": tuple(t.ir_var for t in starts), "sizes": sizes})
     shape = [a.size for a in axes if not a.drop]
     for p in new_axes:
         shape.insert(p, 1)
@@ -308,8 +314,8 @@ def dynamic_getitem(x: Any, index: tuple) -> Any:
         out = reshape(window, tuple(shape))
     if all(a.drop for a in axes) and not new_axes:
         return Tracer(out._ctx, out.ir_var)  # an integer per axis: a NumPy scalar, a copy
-    out = Tracer(out._ctx, out.ir_var)
-    out.share_memory_with(x)  # NumPy returns a view of x
+    if out is window and window.aval.is_symbolic:
+        out = Tracer(out._ctx, out.ir_var)
     return out
 
 

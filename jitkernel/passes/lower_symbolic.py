@@ -174,6 +174,18 @@ class Lowering:
                 mask = m if mask is None else self.bind1("logical_and", mask, m)
         return mask
 
+    def only_valid(self, new: Var, axes: Sequence[tuple[int, Dim, Any]]) -> Var:
+        """`where_valid(mask, new)` (ir/symdim_prims.py) over the padding of `axes` ((axis,
+        length, offset) of `new`'s padded shape): the padding of a result nobody reads, which
+        compiled code may then skip computing (fusion/extents.py)."""
+        mask = None
+        for ax, dim, off in axes:
+            if isinstance(dim, SymDim) and off is not None:
+                m = self.valid_mask(new.aval.shape, ax, dim, off)
+                if m is not None:
+                    mask = m if mask is None else self.bind1("logical_and", mask, m)
+        return new if mask is None else self.bind1("where_valid", mask, new)
+
     def fill_padding(self, old: Var, axes: Sequence[int], fill: Any) -> Var:
         """The lowered `old` with its padding along `axes` replaced by the scalar `fill`."""
         new = self.read(old)
@@ -182,7 +194,7 @@ class Lowering:
             return new
         filler = self.bind1("broadcast_in_dim", self.literal(fill, new.aval.dtype),
                             shape=new.aval.shape, broadcast_dimensions=())
-        return self.bind1("select", mask, new, filler)
+        return self.bind1("pad_fill", mask, new, filler)
 
 
 def _dim_key(d: Dim) -> Any:
@@ -229,9 +241,14 @@ def lower_symbolic(program: Program, where: Mapping[int, str] | None = None) -> 
                 "or branch (a carry, a loop operand or a returned value must have a static shape); "
                 "pad it to a static length, e.g. write it into a preallocated array")
     lw = Lowering(program, where)
+    targets = {e.inputs[0] for e in program.eqns if e.prim == "dynamic_update_slice" and e.inputs[1].aval.is_symbolic}
+    # (a target is read before any symbolic write renames it: inputs of static variables)
     for eqn in program.eqns:
         lw.current = eqn
         if not is_symbolic_eqn(eqn):
+            if eqn.prim == "dynamic_slice" and lw.read(eqn.inputs[0]) in targets and _is_element(eqn):
+                _materialized_element(lw, eqn)
+                continue
             lw.eqns.append(Eqn(eqn.prim, [lw.read(v) for v in eqn.inputs], eqn.outputs, eqn.params))
             continue
         rule = lowering_rule(eqn.prim)
@@ -245,6 +262,23 @@ def lower_symbolic(program: Program, where: Mapping[int, str] | None = None) -> 
     for attr in ("int_arg_bounds", "byteorder_sources", "written_args", "written_names"):
         setattr(out, attr, getattr(program, attr))
     return out
+
+
+def _is_element(eqn: Eqn) -> bool:
+    return all(k == 1 for k in eqn.params["sizes"]) and eqn.outputs[0].aval.dtype.kind != "c"
+
+
+def _materialized_element(lw: Lowering, eqn: Eqn) -> None:
+    """One element of an array that a window of symbolic length is written into (the pivot
+    `L[j, j]` of `L[j+1:, j] = ... / L[j, j]`), read into a value of its own: a 0-d reduction
+    (max of one element is that element, NaN and -0.0 included) is computed before the window
+    kernel, so the write may update the array in place (fusion/dynamic.py can_update_in_place
+    refuses a window kernel that reads the array it writes elsewhere than where it writes)."""
+    (out,) = eqn.outputs
+    ndim = out.aval.ndim
+    window = lw.bind1("dynamic_slice", *[lw.read(v) for v in eqn.inputs], **eqn.params)
+    value = lw.bind1("reduce_max", window, axes=tuple(range(ndim)))
+    lw.eqns.append(Eqn("reshape", [value], [out], {"new_shape": out.aval.shape}))
 
 
 # ----------------------------------------------------------------------------- rules
@@ -312,6 +346,8 @@ def _reduce(lw: Lowering, eqn: Eqn) -> None:
         raise lw.error(f"{eqn.prim} over a symbolic length that may be 0 (NumPy raises for an empty "
                        "reduction without identity)")
     filled = lw.fill_padding(x, axes, reduction_identity(eqn.prim, x.aval.dtype))
+    kept = [d for d in range(x.aval.ndim) if d not in axes]
+    filled = lw.only_valid(filled, [(d, x.aval.shape[d], lw.offsets(x)[d]) for d in kept])
     new = lw.bind1(eqn.prim, filled, axes=axes)
     lw.define(out, new, tuple(o for a, o in enumerate(lw.offsets(x)) if a not in axes))
 
@@ -359,7 +395,9 @@ def _dot_general(lw: Lowering, eqn: Eqn) -> None:
                 mask = m if mask is None else lw.bind1("logical_and", mask, m)
     if mask is not None:
         zero = lw.bind1("broadcast_in_dim", lw.literal(0, prod.aval.dtype), shape=shape, broadcast_dimensions=())
-        prod = lw.bind1("select", mask, prod, zero)
+        prod = lw.bind1("pad_fill", mask, prod, zero)
+    free = range(nb + nl + nr)
+    prod = lw.only_valid(prod, [(ax, a_sym.shape[ax], prod_offs[ax]) for ax in free])
     contract = tuple(range(nb + nl + nr, nb + nl + nr + nc))
     new = lw.bind1("dot_sum", prod, axes=contract) if contract else prod
     lw.define(out, new, tuple(prod_offs[: nb + nl + nr]))
@@ -367,8 +405,9 @@ def _dot_general(lw: Lowering, eqn: Eqn) -> None:
 
 def window_layout(lw: Lowering, x: Var, sizes: tuple, layout: tuple) -> tuple[list, list]:
     """Per axis of `x`: (padded window size, offset of the valid part) of a symbolic window.
-    Layout "start": the padded window starts at the slice's start (proved in bounds);
-    "end": it ends at the end of the axis (a suffix slice `x[s:]`)."""
+    Layout "start": the padded window starts at the slice's start (the tracer proved it in
+    bounds); ("end", c): it ends at the slice's static stop c (`x[s:]`, `x[s:c]`), so the valid
+    part is its last `length` positions."""
     max_sizes, offs = [], []
     for d, (k, lay) in enumerate(zip(sizes, layout)):
         if not isinstance(k, SymDim):
@@ -377,7 +416,7 @@ def window_layout(lw: Lowering, x: Var, sizes: tuple, layout: tuple) -> tuple[li
         elif lay == "start":
             max_sizes.append(k.hi)
             offs.append(0)
-        elif lay == "end":
+        elif isinstance(lay, tuple) and lay[0] == "end" and 0 <= lay[1] - k.hi:
             max_sizes.append(k.hi)
             offs.append(k.hi - k)
         else:
@@ -387,8 +426,9 @@ def window_layout(lw: Lowering, x: Var, sizes: tuple, layout: tuple) -> tuple[li
 
 def _padded_starts(lw: Lowering, x: Var, starts: Sequence[Var], sizes: tuple, layout: tuple) -> list[Var]:
     out = []
-    for s, k, lay, n in zip(starts, sizes, layout, x.aval.shape):
-        out.append(lw.literal(n - k.hi, INT64) if isinstance(k, SymDim) and lay == "end" else s)
+    for s, k, lay in zip(starts, sizes, layout):
+        end_aligned = isinstance(k, SymDim) and isinstance(lay, tuple)
+        out.append(lw.literal(lay[1] - k.hi, INT64) if end_aligned else s)
     return out
 
 
@@ -398,7 +438,7 @@ def _dynamic_slice(lw: Lowering, eqn: Eqn) -> None:
         raise lw.error(f"a traced-bound slice of a value of symbolic shape {x.aval}")
     sizes, layout = eqn.params["sizes"], eqn.params["layout"]
     max_sizes, offs = window_layout(lw, x, sizes, layout)
-    new = lw.bind1("dynamic_slice", x, *_padded_starts(lw, x, starts, sizes, layout), sizes=tuple(max_sizes))
+    new = lw.bind1("dynamic_slice", lw.read(x), *_padded_starts(lw, x, starts, sizes, layout), sizes=tuple(max_sizes))
     lw.define(out, new, offs)
 
 
@@ -418,9 +458,9 @@ def _dynamic_update_slice(lw: Lowering, eqn: Eqn) -> None:
             if m is not None:
                 mask = m if mask is None else lw.bind1("logical_and", mask, m)
     if mask is not None:
-        old = lw.bind1("dynamic_slice", x, *padded_starts, sizes=tuple(max_sizes))
+        old = lw.bind1("dynamic_slice", lw.read(x), *padded_starts, sizes=tuple(max_sizes))
         new_val = lw.bind1("select", mask, new_val, old)
-    new = lw.bind1("dynamic_update_slice", x, new_val, *padded_starts)
+    new = lw.bind1("dynamic_update_slice", lw.read(x), new_val, *padded_starts)
     lw.define(out, new, (None,) * x.aval.ndim)
 
 

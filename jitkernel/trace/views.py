@@ -77,7 +77,7 @@ def is_c_contiguous(t: Any) -> bool:
 
 def _view_strides(parent: Any, prim: str, params: dict, out_shape: tuple[int, ...]) -> tuple[int, ...] | None:
     s = strides_of(parent)
-    if prim == "identity":
+    if prim in ("identity", "dynamic_slice"):
         return s
     if prim == "slice":
         return tuple(a * b for a, b in zip(s, params["steps"]))
@@ -144,7 +144,12 @@ def refresh(t: Any) -> Var:
     else:
         parent, prim, params = t._view
         pv = parent.ir_var
-        var = pv if prim == "identity" else emit(t._ctx, prim, [pv], params)
+        if prim == "identity":
+            var = pv
+        elif prim == "dynamic_slice":  # a window at traced starts (numpy/_dynamic.py)
+            var = emit(t._ctx, prim, [pv, *params["starts"]], {"sizes": params["sizes"]})
+        else:
+            var = emit(t._ctx, prim, [pv], params)
     t._var, t._version = var, mem.version
     return var
 
@@ -168,6 +173,8 @@ def _inverse(ctx: Any, prim: str, params: dict, parent: Any, value: Var) -> Var:
         return emit(ctx, "transpose", [value], {"permutation": inverse})
     if prim == "slice":
         return emit(ctx, "update_slice", [parent.ir_var, value], {"starts": params["starts"], "steps": params["steps"]})
+    if prim == "dynamic_slice":
+        return emit(ctx, "dynamic_update_slice", [parent.ir_var, value, *params["starts"]], {})
     if prim == "real":  # z.real[...] = v: the complex base with its real part replaced
         return emit(ctx, "make_complex", [value, emit(ctx, "imag", [parent.ir_var], {})], {})
     if prim == "imag":

@@ -107,8 +107,10 @@ class OpLowering:
     def lower(self, prim: str, args: list[ir.Value], in_dts: list[np.dtype], out_dt: np.dtype) -> ir.Value:
         if prim == "convert":
             return self.convert(args[0], in_dts[0], out_dt)
-        if prim == "select":
+        if prim in ("select", "pad_fill"):  # pad_fill: a select of padding (ir/symdim_prims.py)
             return self.b.select(args[0], args[1], args[2])
+        if prim == "where_valid":  # x where the mask holds, anything elsewhere (ir/symdim_prims.py)
+            return args[1]
         if prim == "index_check":
             return self.index_check(*args)
         if prim == "fma":  # complex multiply/absolute after lowering (passes/complex_lower.py)

@@ -14,6 +14,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ...fusion.index import Aff
+from ...fusion.extents import loop_limits
 from ...fusion.kernel_ir import (IndexValue, Kernel, KernelProgram, LibraryCall, Literal, Load, Node,
                                  RowKernel, Store, follows_numpy_blocks, postorder)
 from . import pairwise as pairwise_rt
@@ -302,16 +303,25 @@ class KernelRenderer:
                 def emit(bb: ir.IRBuilder, i: ir.Value | None) -> None:
                     if i is not None:
                         loops[depth - 1] = i
+                    zero = ir.Constant(I64, 0)
                     if depth < last:
-                        self.loop(bb, ir.Constant(I64, 0), self.ival(bb, kernel.domain[depth]), at(depth + 1), f"i{depth}")
+                        lo = self._limits.get(depth, {}).get("lo", zero)
+                        self.loop(bb, lo, self.extent(bb, kernel, depth), at(depth + 1), f"i{depth}")
                         return
-                    size = self.ival(bb, block)
-                    count = bb.udiv(self.ival(bb, kernel.domain[last]), size)
+                    first = zero
+                    if self._limits.get(last):  # one block: the loop's run-time range (fusion/extents.py)
+                        first = self._limits[last].get("lo", zero)
+                        size = bb.sub(self.extent(bb, kernel, last), first)
+                        size = _smax(bb, size, zero)
+                        count = bb.zext(bb.icmp_signed(">", size, zero), I64)
+                    else:
+                        size = self.ival(bb, block)
+                        count = bb.udiv(self.ival(bb, kernel.domain[last]), size)
 
                     direct = self.contiguous_sum(kernel, pairwise, env)
 
                     def one(b2: ir.IRBuilder, q: ir.Value) -> None:
-                        self.reduce_block(b2, b2.mul(q, size), size, lambda b3, t: loops.__setitem__(last, t),
+                        self.reduce_block(b2, b2.add(first, b2.mul(q, size)), size, lambda b3, t: loops.__setitem__(last, t),
                                           point, pairwise, blocked, accs, direct)
                     self.loop(bb, ir.Constant(I64, 0), count, one, "blk")
                 return emit
@@ -325,6 +335,19 @@ class KernelRenderer:
         def one(bb: ir.IRBuilder, q: ir.Value) -> None:
             self.reduce_block(bb, bb.mul(q, size), size, set_index, point, pairwise, blocked, accs)
         self.loop(b, ir.Constant(I64, 0), count, one, "blk")
+
+    def extent(self, b: ir.IRBuilder, kernel: Kernel, depth: int) -> ir.Value:
+        """The extent of loop `depth`: static, or bounded at run time (self._limits)."""
+        n = self.ival(b, kernel.domain[depth])
+        return _smin(b, n, self._limits[depth]["hi"]) if "hi" in self._limits.get(depth, {}) else n
+
+    def limit_value(self, b: ir.IRBuilder, kernel: Kernel, depth: int, nd: Node, env: dict, ops: OpLowering) -> ir.Value:
+        """A run-time loop bound: the invariant value `nd` as i64, within [0, extent]."""
+        v = self.node(b, nd, env, {}, ops)
+        v = ops.convert(v, nd.dtype, np.dtype(np.int64)) if nd.dtype != np.int64 else v
+        zero = ir.Constant(I64, 0)
+        v = b.select(b.icmp_signed("<", v, zero), zero, v)
+        return _smin(b, v, self.ival(b, kernel.domain[depth]))
 
     def contiguous_sum(self, kernel: Kernel, pairwise: list[Store], env: dict):
         """A kernel that only sums a buffer read contiguously along its last loop (np.sum(x),
@@ -584,6 +607,12 @@ class KernelRenderer:
     def emit_phase(self, b: ir.IRBuilder, kernel: Kernel, env: dict, ops: OpLowering, first: int) -> None:
         """Emit the loops of `kernel` from depth `first` on (outer loops, if any, are bound)."""
         ops.b = b
+        self._limits = {}
+        if first == 0:  # reduced loops that stop at a run-time length (fusion/extents.py)
+            kernel, bounds = loop_limits(kernel)
+            self._limits = {d: {k: self.limit_value(b, kernel, d, nd, env, ops) for k, nd in lohi.items()}
+                            for d, lohi in bounds.items()}
+        limits = self._limits
         n_kept = len(kernel.kept)
         in_memory = [s for s in kernel.stores if s.reduce and kernel.n_reduce == 0
                      and s.reduce not in ("argmax", "argmin")]
@@ -649,6 +678,10 @@ class KernelRenderer:
                 else:
                     lo = env["start"] if depth == 0 else ir.Constant(I64, 0)
                     hi = env["end"] if depth == 0 else self.ival(bb, kernel.domain[depth])
+                    if "hi" in limits.get(depth, {}):
+                        hi = _smin(bb, hi, limits[depth]["hi"])
+                    if "lo" in limits.get(depth, {}):
+                        lo = _smax(bb, lo, limits[depth]["lo"])
                     self.loop(bb, lo, hi, body_at(depth + 1), f"i{depth}")
                 if depth == n_kept and reduced:
                     for s in tree:
@@ -697,6 +730,14 @@ class KernelRenderer:
         render_loops.emit_steps(self, b, seg.kernels, ptrs, status, params, seg)
         b.ret_void()
         return fn
+
+
+def _smin(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.icmp_signed("<", x, y), x, y)
+
+
+def _smax(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.icmp_signed(">", x, y), x, y)
 
 
 def _uses(fn: ir.Function, arg: ir.Argument) -> bool:
