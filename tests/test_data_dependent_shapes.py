@@ -435,19 +435,20 @@ def test_reductions_of_selections_fuse_without_a_selection_step(backend):
 
 
 def test_fusion_plot_marks_the_split():
-    import profiler
+    from profiler.collector import Collector
     from profiler.plots import fusion
-    collector = profiler.start()
+    from profiler.report import Report
+    collector = Collector()  # (not the session's: other tests count its subscriptions)
+    collector.start()
     try:
         jk.jit(lambda x: np.sort(x[x > 0]) + 1)(np.arange(-3.0, 5.0))
     finally:
-        profiler.stop()
-    report = profiler.report()
+        collector.stop()
+    report = Report(collector.snapshot())
     groups = [g for st in report.functions for g in st.groups]
     splits = [g["split"] for g in groups if g.get("split")]
     assert len(splits) == 1 and splits[0].startswith("split: x[mask] at test_data_dependent_shapes.py:")
     assert fusion(report)._repr_png_().startswith(b"\x89PNG")
-    del collector
 
 
 _PRODUCERS = {
