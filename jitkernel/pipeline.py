@@ -73,7 +73,8 @@ class Compiled:
         subscribers it publishes the memory-cache hit and the run (about a microsecond)."""
         run = getattr(self.executable, "run", self.executable)
         convert = [(i, dt) for i, dt in enumerate(scalar_dtypes) if dt is not None]
-        single = self.out_tree.kind == "leaf" and self.optimized.outvars[0].aval.ndim > 0
+        single = self.out_tree.kind == "leaf" and self.optimized.outvars[0].aval.ndim > 0 \
+            and not self.program.trimmed_outputs
         run_single = getattr(self.executable, "run_single", None)
         finish = self.finish
         subscribers = events.SUBSCRIBERS
@@ -174,6 +175,8 @@ class Compiled:
                 np.copyto(targets[i], outs[k], casting="unsafe")
 
     def finish(self, outs: list[np.ndarray]) -> Any:
+        if self.program.trimmed_outputs:
+            outs = trim_outputs(outs, self.program.trimmed_outputs)
         # NumPy returns scalars, not 0-d arrays, from ufuncs and reductions: so do we.
         return tree_unflatten(self.out_tree, [o[()] if o.ndim == 0 else o for o in outs])
 
@@ -204,6 +207,15 @@ class Compiled:
             self.write_back(outs, targets)
         self.calls += 1
         return self.finish(outs)
+
+
+def trim_outputs(outs: list[np.ndarray], trims: tuple) -> list[np.ndarray]:
+    """Data-dependent outputs (numpy/_datadep.py) are padded buffers: the caller gets a fresh
+    array of exactly the first `count` rows, as NumPy returns a fresh array from x[mask]."""
+    outs = list(outs)
+    for k, c in trims:
+        outs[k] = outs[k][:int(outs[c])].copy()
+    return outs
 
 
 def compile_program(program: Program, out_tree: TreeDef, backend: str, *, name: str,

@@ -197,4 +197,9 @@ def explain(f: Jitted) -> str:
         entries = compiled_entries(f)
         if entries:
             lines.append(f"  compiled for: {entries[-1][0]}")
+    entries = compiled_entries(f)
+    if entries:
+        from jitkernel.ir.datadep_prims import split_points
+        for text in split_points(entries[-1][1].optimized):
+            lines.append(f"  data-dependent split: {text}")
     return "\n".join(lines)

@@ -341,6 +341,9 @@ def fusion(report: Report) -> ProfileFigure:
         ax.barh(y, counts, color=colors, height=0.6)
         for yi, g, n in zip(y, groups, counts):
             ax.text(n + 0.1, yi, f" {_op_list(g.get('ops', []))}", va="center", fontsize=7)
+            if g.get("split"):  # a data-dependent length is known after this step (numpy/_datadep.py)
+                ax.axhline(yi + 0.5, color=COLORS["compile"], linestyle="--", linewidth=0.8)
+                ax.text(n + 0.1, yi + 0.32, f" {g['split']}", va="center", fontsize=6, color=COLORS["compile"])
         ax.set_yticks(y, [f"{g.get('kernel', '?')} ({g.get('kind', '?')})" for g in groups], fontsize=8)
         ax.invert_yaxis()
         ax.set_xlim(0, max(counts + [1]) * 2.2)

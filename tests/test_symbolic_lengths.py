@@ -300,6 +300,10 @@ def test_errors_name_the_cause_and_the_line():
         assert re.search(r"outside the axis, where NumPy clamps it.*test_symbolic_lengths.py:\d+", str(e)), str(e)
     else:
         assert_matches_numpy(got, clamped(x))
+    # both bounds traced and the padded window [4 - i, 4 - i + 8) may leave the axis: a
+    # data-dependent window instead (numpy/_datadep.py window, tests/test_data_dependent_shapes.py)
+    np.testing.assert_allclose(jk.jit(lambda x: lax.fori_loop(0, 5, lambda i, s: s + x[4 - i:4 + i].sum(), 0.0))(x),
+                               sum(x[4 - i:4 + i].sum() for i in range(5)))
     _raises(lambda x: lax.fori_loop(0, N, lambda i, s: s + x[i, :i].max(), 0.0),
             r"may be 0", A9)
 

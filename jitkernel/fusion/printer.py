@@ -93,6 +93,10 @@ def format_steps(steps: list, buffers: dict, indent: str = "  ") -> list[str]:
         else:
             ins = ", ".join(f"%{b}" for b in step.inputs)
             outs = ", ".join(f"%{b}" for b in step.outputs)
+            if step.prim in ("datadep_call", "datadep_pure"):  # a data-dependent length (numpy/_datadep.py): the split point
+                from ..ir.datadep_prims import describe_split
+                lines.append(f"{indent}library {step.name}: {outs} = {step.prim}({ins}) {describe_split(step.params)}")
+                continue
             lines.append(f"{indent}library {step.name}: {outs} = {step.prim}({ins}) {_format_params(step.params)}")
     return lines
 

@@ -514,6 +514,10 @@ def fusion_record(program: Program, kp: KernelProgram) -> list[dict[str, Any]]:
         record.append({"kernel": step.name, "kind": kind, "ops": list(step.graph_ops),
                        "bytes_read": sum(kp.buffers[b].nbytes for b in reads),
                        "bytes_written": sum(kp.buffers[b].nbytes for b in writes)})
+        if getattr(step, "prim", None) in ("datadep_call", "datadep_pure"):  # a data-dependent length: the split point
+            from ..ir.datadep_prims import describe_split
+            if step.params.get("split"):
+                record[-1]["split"] = describe_split(step.params, short=True)
     return record
 
 

@@ -59,6 +59,9 @@ class Program:
     # argument's final value, copied back into the caller's array (trace/views.py).
     written_args: tuple = ()
     written_names: tuple = ()  # the user's names of those arguments (api.Jitted._traced)
+    # (output index, count output index): data-dependent outputs (numpy/_datadep.py), a padded
+    # buffer returned as its first `count` rows (pipeline.Compiled.finish).
+    trimmed_outputs: tuple = ()
 
     @property
     def in_avals(self) -> list[AType]:

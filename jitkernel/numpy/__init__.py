@@ -50,6 +50,7 @@ from . import _einsum  # noqa: E402
 from . import _fft  # noqa: E402
 from . import _signal  # noqa: E402
 from . import _complex  # noqa: E402
+from . import _datadep  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
@@ -64,6 +65,7 @@ _EXTENSION_MODULES = (
     _statistics,
     _inplace,
     _complex,
+    _datadep,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})

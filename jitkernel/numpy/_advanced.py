@@ -175,16 +175,15 @@ def _static_masks(ctx: Any, enc: _Encoded) -> tuple:
 def advanced_getitem(x: Any, index: tuple) -> Any:
     """`x[index]` for an index holding integer arrays (gather) or a static boolean mask."""
     ctx = x._ctx
+    from . import _datadep
+    if any(_datadep.is_data_dependent(ix) for ix in index):
+        return _datadep.getitem(x, index)
     enc = _encode(ctx, index)
     enc.probe(x.shape)
     if enc.traced_mask:
         if len(index) == 1 and _in_augmented_subscript():
             return _MaskedSelection.of(x, enc.arrays[0])
-        raise UnsupportedOperationError(
-            f"x[mask] with a traced boolean mask has a data-dependent shape (the number of True values), "
-            f"which jitkernel does not compile yet ({_where(ctx)}). Keep the shape static instead: "
-            "np.where(mask, x, fill) to choose elementwise, x[mask] = v, x[mask] += v or np.putmask to "
-            "update, (x * mask).sum() and mask.sum() to reduce over the selection.")
+        return _datadep.traced_mask_getitem(x, index)  # a data-dependent length (numpy/_datadep.py)
     entries = _static_masks(ctx, enc)
     out = ctx.bind1("gather", lift(ctx, x), *enc.arrays, index=entries)
     return out  # a copy, as in NumPy; a 0-d result is a NumPy scalar
@@ -233,6 +232,9 @@ def advanced_update(x: Any, index: tuple, value: Any) -> Any:
         x = lift(ctx, x)
     if isinstance(value, _MaskedSelection) and len(index) == 1 and value.mask_source is index[0]:
         return value.merged_into(x)
+    from . import _datadep
+    if _datadep.involved(index, value):
+        return _datadep.update(x, index, value)
     enc = _encode(ctx, index)
     v, weak = _value_operand(ctx, value, x.dtype)
     _check_value_shape(x, enc, v)
@@ -651,31 +653,8 @@ def _method_put(self: Tracer, indices: Any, values: Any, mode: str = "raise") ->
     np.put(self, indices, values, mode=mode)
 
 
-def _method_nonzero(self: Tracer) -> Any:
-    return np.nonzero(self)
-
-
 Tracer.take = _method_take
 Tracer.put = _method_put
-Tracer.nonzero = _method_nonzero
 
 
-# ----------------------------------------------------------------------------- data-dependent shapes
-
-
-def _data_dependent(fname: str, hint: str) -> Any:
-    def impl(*args: Any, **kwargs: Any) -> Any:
-        ctx = context_of(*args, *kwargs.values())
-        raise UnsupportedOperationError(
-            f"numpy.{fname} has a data-dependent result shape, which jitkernel does not compile yet "
-            f"({_where(ctx)}). {hint}")
-    impl.__name__ = fname
-    return impl
-
-
-register_function(np.nonzero, _data_dependent(
-    "nonzero", "Use a mask with a static shape instead: np.where(mask, a, b), x[mask] = v, np.putmask."))
-register_function(np.flatnonzero, _data_dependent(
-    "flatnonzero", "Use a mask with a static shape instead: np.where(mask, a, b), x[mask] = v, np.putmask."))
-register_function(np.argwhere, _data_dependent(
-    "argwhere", "Use a mask with a static shape instead: np.where(mask, a, b), x[mask] = v, np.putmask."))
+# Data-dependent results (np.nonzero, np.flatnonzero, np.argwhere, x[mask]): numpy/_datadep.py.

@@ -43,8 +43,20 @@ def _table() -> dict:
 _FUNCTIONS: dict | None = None
 
 
+def _holds_data_dependent(items: Any) -> bool:
+    """Whether a data-dependent value (numpy/_datadep.py) is among `items` (or one level down)."""
+    for x in items:
+        if getattr(type(x), "_jk_datadep", False):
+            return True
+        if isinstance(x, (tuple, list)) and any(getattr(type(y), "_jk_datadep", False) for y in x):
+            return True
+    return False
+
+
 def apply_function_protocol(func: Any, args: tuple, kwargs: dict) -> Any:
     global _FUNCTIONS
+    if _holds_data_dependent(args) or _holds_data_dependent(kwargs.values()):
+        return NotImplemented  # DataDependent.__array_function__ (numpy/_datadep.py) decides
     if _FUNCTIONS is None:
         _FUNCTIONS = _table()
     impl = _FUNCTIONS.get(func)
@@ -92,6 +104,8 @@ def _not_a_view(result: Any, args: tuple) -> Any:
 
 def apply_ufunc_protocol(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
     from .. import numpy as jnp
+    if _holds_data_dependent(inputs):
+        return NotImplemented  # DataDependent.__array_ufunc__ (numpy/_datadep.py) decides
     name = ufunc.__name__
     if method == "__call__" and "out" in kwargs:
         from ..trace import inplace

@@ -297,7 +297,14 @@ def dynamic_getitem(x: Any, index: tuple) -> Any:
     """`x[index]` where `index` holds traced scalar integers (or slice bounds)."""
     from ._shape import reshape
     ctx = _context(x)
-    axes, new_axes = _parse(x, index)
+    try:
+        axes, new_axes = _parse(x, index)
+    except UnsupportedOperationError:
+        from ._datadep import window as data_dependent_window  # CSR: data[ptr[i]:ptr[i + 1]]
+        selection = data_dependent_window(x, index)
+        if selection is None:
+            raise
+        return selection
     x, axes = _strided_first(x, axes)
     starts = _start_tracers(ctx, axes)
     sizes = tuple(a.size for a in axes)

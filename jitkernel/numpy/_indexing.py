@@ -34,8 +34,8 @@ def index_kind(index: tuple) -> str:
             continue
         if _is_traced_int(ix):
             kind = "dynamic" if kind == "basic" else kind
-        elif isinstance(ix, (Tracer, np.ndarray, list, bool, np.bool_)):
-            kind = "advanced"
+        elif isinstance(ix, (Tracer, np.ndarray, list, bool, np.bool_)) or getattr(type(ix), "_jk_datadep", False):
+            kind = "advanced"  # (_jk_datadep: a data-dependent index array, numpy/_datadep.py)
         else:
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and "
                              f"integer or boolean arrays are valid indices, got {type(ix).__name__}")

@@ -31,8 +31,7 @@ import numpy as np
 # Why a family of NumPy functions is not supported (functions not listed: "not implemented").
 _REASONS = {
     "data-dependent output shape (issue 8, item 4)": {
-        "nonzero", "argwhere", "flatnonzero", "extract", "compress", "trim_zeros", "unique",
-        "unique_all", "unique_counts", "unique_inverse", "unique_values", "intersect1d",
+        "trim_zeros", "unique_all", "unique_counts", "unique_inverse", "unique_values", "intersect1d",
         "union1d", "setdiff1d", "setxor1d"},
     "files, text and printing: outside the compiled subset": {
         "load", "save", "savez", "savez_compressed", "loadtxt", "savetxt", "genfromtxt", "fromfile",
@@ -55,7 +54,6 @@ _REASON_OF = {name: reason for reason, names in _REASONS.items() for name in nam
 # Functions whose implementation (in modules other helpers own) supports only part of
 # NumPy's signature; implementations may instead carry their own `__jk_support__`.
 _NOTES = {
-    "where": "partly: the one-argument form (nonzero) has a data-dependent shape",
     "reshape": "partly: C order only",
     "ravel": "partly: C order only",
     "concatenate": "partly: out= unsupported",

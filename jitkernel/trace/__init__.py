@@ -36,8 +36,12 @@ def trace_program(fun: Callable[..., Any], name: str,
                 raise real.with_traceback(e.__traceback__) from None
             leaves, out_tree = tree_flatten(result, namedtuples=True)
             outvars: list[Var] = []
+            trimmed: list = []  # (output index, count Tracer) of data-dependent outputs
             for leaf in leaves:
-                if isinstance(leaf, Tracer) and leaf._ctx is ctx:
+                if getattr(type(leaf), "_jk_datadep", False):  # numpy/_datadep.py: padded + count
+                    trimmed.append((len(outvars), leaf.count))
+                    outvars.append(leaf.data.ir_var)
+                elif isinstance(leaf, Tracer) and leaf._ctx is ctx:
                     outvars.append(leaf.ir_var)
                 elif isinstance(leaf, Tracer):
                     from ..errors import UnsupportedOperationError
@@ -49,12 +53,17 @@ def trace_program(fun: Callable[..., Any], name: str,
                         raise TypeError(f"{name}: output of type {type(leaf).__name__} is not an array: {e}") from None
             written = _written_arguments(ctx, outvars)
             outvars += _unread_raising_values(ctx, outvars)
+            trims = []
+            for k, count in trimmed:  # each count is a hidden output, read by Compiled.finish
+                trims.append((k, len(outvars)))
+                outvars.append(count.ir_var)
     finally:
         creation.uninstall()
         random_guard.uninstall()
     watch.check(name)
     program = ctx.program(outvars)
     program.written_args = written
+    program.trimmed_outputs = tuple(trims)
     return program, out_tree
 
 

@@ -191,6 +191,10 @@ def setitem(target: Any, index: Any, value: Any) -> None:
     from ..numpy._indexing import getitem, index_kind
     check_writeable(target)
     key = index if isinstance(index, tuple) else (index,)
+    from ..numpy import _datadep
+    if _datadep.involved(key, value):  # a data-dependent index or value (x[np.nonzero(m)] = v, y[m] = x[m])
+        write(target, _datadep.update(target, key, value))
+        return
     kind = index_kind(key)
     if kind == "basic":
         if len(key) == target.ndim and all(isinstance(ix, (int, np.integer)) for ix in key):
