@@ -247,16 +247,18 @@ def dynamic_getitem(x: Any, index: tuple) -> Any:
     ctx = _context(x)
     axes, new_axes = _parse(x, index)
     x, axes = _strided_first(x, axes)
-    window = ctx.bind1("dynamic_slice", x, *_start_tracers(ctx, axes), sizes=tuple(a.size for a in axes))
+    starts = _start_tracers(ctx, axes)
+    sizes = tuple(a.size for a in axes)
+    window = ctx.bind1("dynamic_slice", x, *starts, sizes=sizes)
     shape = [a.size for a in axes if not a.drop]
     for p in new_axes:
         shape.insert(p, 1)
-    out = reshape(window, tuple(shape))
     if all(a.drop for a in axes) and not new_axes:
-        return Tracer(out._ctx, out.ir_var)  # an integer per axis: a NumPy scalar, a copy
-    out = Tracer(out._ctx, out.ir_var)
-    out.share_memory_with(x)  # NumPy returns a view of x
-    return out
+        return Tracer(ctx, reshape(window, tuple(shape)).ir_var)  # an integer per axis: a NumPy scalar, a copy
+    # NumPy returns a view of x: a write through it must land in x's window at these starts
+    # (trace/views.py writes it back with dynamic_update_slice), never replace x.
+    window.share_memory_with(x, "dynamic_slice", {"sizes": sizes, "starts": tuple(s.ir_var for s in starts)})
+    return reshape(window, tuple(shape))
 
 
 def dynamic_update(x: Any, index: tuple, value: Any) -> Any:

@@ -4,7 +4,8 @@ Every traced array is a view of a base `Memory`: an argument, an array made insi
 (np.zeros, .copy(), ...) or the fresh result of a computation (its Memory is made lazily, on the
 first view or write). A Memory holds the base's current SSA value and a version. A view Tracer
 holds its parent Tracer and the movement op NumPy returns a view for (`_view = (parent, prim,
-params)`; "identity" for `x[...]`), its strides relative to the base (to know when NumPy's
+params)`; "identity" for `x[...]`; "dynamic_slice" with the start Vars in params for `x[i]` of a
+traced `i`), its strides relative to the base (to know when NumPy's
 reshape or ravel copies instead) and a cached value with the version it was derived at.
 `Tracer.ir_var` returns the cached value while the version has not moved, and re-derives the view
 from its parent otherwise: one attribute compare on the common path.
@@ -77,8 +78,8 @@ def is_c_contiguous(t: Any) -> bool:
 
 def _view_strides(parent: Any, prim: str, params: dict, out_shape: tuple[int, ...]) -> tuple[int, ...] | None:
     s = strides_of(parent)
-    if prim == "identity":
-        return s
+    if prim in ("identity", "dynamic_slice"):
+        return s  # a window at a run-time start keeps its parent's strides
     if prim == "slice":
         return tuple(a * b for a, b in zip(s, params["steps"]))
     if prim == "transpose":
@@ -142,7 +143,12 @@ def refresh(t: Any) -> Var:
     else:
         parent, prim, params = t._view
         pv = parent.ir_var
-        var = pv if prim == "identity" else emit(t._ctx, prim, [pv], params)
+        if prim == "identity":
+            var = pv
+        elif prim == "dynamic_slice":  # the window at the starts the view was made with
+            var = emit(t._ctx, prim, [pv, *params["starts"]], {"sizes": params["sizes"]})
+        else:
+            var = emit(t._ctx, prim, [pv], params)
     t._var, t._version = var, mem.version
     return var
 
@@ -166,6 +172,8 @@ def _inverse(ctx: Any, prim: str, params: dict, parent: Any, value: Var) -> Var:
         return emit(ctx, "transpose", [value], {"permutation": inverse})
     if prim == "slice":
         return emit(ctx, "update_slice", [parent.ir_var, value], {"starts": params["starts"], "steps": params["steps"]})
+    if prim == "dynamic_slice":  # x[i] of a traced i (numpy/_dynamic.py): the window written back at i
+        return emit(ctx, "dynamic_update_slice", [parent.ir_var, value, *params["starts"]], {})
     if prim == "real":  # z.real[...] = v: the complex base with its real part replaced
         return emit(ctx, "make_complex", [value, emit(ctx, "imag", [parent.ir_var], {})], {})
     if prim == "imag":
