@@ -1,0 +1,204 @@
+"""Kernels as they are written (issue 8, measured on NPBench by benchmarks/npbench_as_written.py).
+
+Our own small programs in the style of that suite's kernels, each run by NumPy and jitted on the
+`cpu` and `interpret` backends: the result and the final contents of every argument must be
+NumPy's. One section per mechanism the suite exposed; the generators cover each class.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import jitkernel as jk
+from helpers import assert_matches_numpy, load
+
+BACKENDS = ["cpu", "interpret"]
+
+
+def run(fn, *args):
+    """('ok', result, arguments after the call) or ('raise', builtin exception type, arguments)."""
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return "ok", fn(*args), args
+    except Exception as e:  # noqa: BLE001 - the type is what is compared
+        return "raise", next(t for t in type(e).__mro__ if t.__module__ == "builtins"), args
+
+
+def same_as_numpy(fn, *args, backend, jit_kwargs=None, refusal_ok=False):
+    """The jitted call gives NumPy's result (or NumPy's exception type) and leaves every argument
+    with NumPy's final contents. With `refusal_ok`, jitkernel may instead refuse with a clear
+    UnsupportedOperationError (a generator's program may hold a form that is not supported)."""
+    expected = run(fn, *args)
+    got = run(jk.jit(fn, backend=backend, **(jit_kwargs or {})), *args)
+    if refusal_ok and got[0] == "raise" and got[1] is NotImplementedError:
+        return got
+    assert got[0] == expected[0], (got, expected)
+    if got[0] == "raise":
+        assert issubclass(got[1], expected[1]), (got, expected)
+        return got
+    assert_matches_numpy(got[1], expected[1])
+    for k, (a, b) in enumerate(zip(got[2], expected[2])):
+        if isinstance(a, np.ndarray):
+            assert a.dtype == b.dtype and a.shape == b.shape, (k, a.dtype, b.dtype, a.shape, b.shape)
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-300, err_msg=f"argument {k}")
+    return got
+
+
+# ----------------------------------------------------------------------------- views at a traced index
+# `row = A[i]` with a traced `i` is a view of A in NumPy: a write through it changes A's row i.
+# It used to alias A as a whole, so the write replaced all of A by the row (silently wrong, and
+# the written-back argument was the row broadcast over every row).
+
+def _row_update(A, i):
+    row = A[i]
+    row += 1.0
+    return A.sum()
+
+
+def _column_item(A, i):
+    col = A[:, i]
+    col[0] = 7.0
+
+
+def _column_aug(A, q, k):
+    A[:, k] -= q * 2.0  # Python reads A[:, k], updates it in place, and stores it back
+    return A
+
+
+def _loop_rows(A):
+    for i in range(A.shape[0]):
+        r = A[i]
+        r *= i + 1.0
+    return A
+
+
+def _gram_schmidt(A):  # the shape of a modified Gram-Schmidt: writes through columns at loop indices
+    n = A.shape[1]
+    Q = np.zeros_like(A)
+    R = np.zeros((n, n))
+    for k in range(n):
+        R[k, k] = np.sqrt(np.dot(A[:, k], A[:, k]))
+        Q[:, k] = A[:, k] / R[k, k]
+        for j in range(k + 1, n):
+            R[k, j] = np.dot(Q[:, k], A[:, j])
+            A[:, j] -= Q[:, k] * R[k, j]
+    return Q, R
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_write_through_a_view_at_a_traced_index_changes_only_that_window(backend):
+    A = np.arange(12.0).reshape(3, 4)
+    same_as_numpy(_row_update, A, 1, backend=backend)
+    same_as_numpy(_row_update, A, -1, backend=backend)
+    same_as_numpy(_column_item, A, 2, backend=backend)
+    same_as_numpy(_column_aug, A, np.arange(3.0), 1, backend=backend)
+    same_as_numpy(_loop_rows, A, backend=backend)
+    same_as_numpy(_gram_schmidt, np.random.default_rng(0).random((6, 4)), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_view_at_a_traced_index_out_of_bounds_raises_index_error(backend):
+    assert same_as_numpy(_row_update, np.ones((3, 4)), 3, backend=backend)[0] == "raise"
+
+
+_TRACED_VIEWS = ["[i]", "[:, i]", "[i, 1:3]", "[-1 - i]", "[i][1:]", "[1:, i]", "[i, ::2]", "[i, None]",
+                 "[::-1][i]"]
+_STATIC_VIEWS = ["[1]", "[:, 2]", "[1:, ::2]", ".T", ".reshape(-1)", "[...]"]
+_WRITES = ["{v} += 1.5", "{v} *= -2", "{v}[...] = {x}[0, 0]", "{v}[0] = 9", "{v}[-1] = {v}.sum()",
+           "np.copyto({v}, 0.5)", "{v}.fill(3)", "np.add({v}, 1, out={v})"]
+
+
+@st.composite
+def view_write_programs(draw):
+    """Views of the arguments (at a traced index `i`, or static), written through by name, in
+    straight-line code, in a loop over a traced range whose index is `i`, or under an `if` on a
+    traced value; the view is made before the block or inside it."""
+    block = draw(st.sampled_from(["plain", "loop", "if"]))
+    before, inside = [], []
+    for k in range(draw(st.integers(1, 4))):
+        x = draw(st.sampled_from(["a", "b"]))
+        v = f"v{k}"
+        views = _TRACED_VIEWS if block != "if" else _STATIC_VIEWS
+        made_before = block != "plain" and draw(st.booleans())
+        if made_before:
+            view = draw(st.sampled_from(_STATIC_VIEWS if block == "loop" else views))
+        else:
+            view = draw(st.sampled_from(views))
+        (before if made_before else inside).append(f"{v} = {x}{view}")
+        inside.append(draw(st.sampled_from(_WRITES)).format(v=v, x=draw(st.sampled_from(["a", "b"]))))
+    if block == "plain":
+        lines = inside
+    elif block == "loop":
+        lines = before + ["for i in range(1, n):"] + ["    " + line for line in inside]
+    else:
+        lines = before + ["if b[0, 0] < n:"] + ["    " + line for line in inside]
+    body = "\n".join(f"    {line}" for line in lines)
+    return f"def f(a, b, {'i' if block == 'plain' else 'n'}):\n{body}\n    return a * 1, b.sum()\n"
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(src=view_write_programs(), i=st.integers(-3, 2), backend=st.sampled_from(BACKENDS))
+def test_random_writes_through_views_match_numpy(tmp_path_factory, src, i, backend):
+    f = load(tmp_path_factory.mktemp("gen"), src)
+    a = np.arange(12.0).reshape(3, 4) / 3
+    b = np.arange(12.0).reshape(3, 4)[::-1] - 5
+    try:
+        same_as_numpy(f, a, b, i if "i):" in src.splitlines()[0] else abs(i) + 1, backend=backend,
+                      refusal_ok=True)  # a clear refusal is allowed, never a wrong answer
+    except AssertionError as e:
+        raise AssertionError(f"{src}\n{e}") from None
+
+
+# ----------------------------------------------------------------------------- writes through a view in a loop
+# `row = A[i]; row *= c` inside a converted loop writes A: autograph must carry A (the view's
+# base), not only names written with `A[...] = ...`. Before, the body wrote the enclosing trace's
+# array and the trace crashed with a KeyError.
+
+def _scale_rows_traced(A, n):
+    for i in range(n):
+        row = A[i]
+        row *= 2.0
+        row[0] = -row[-1]
+    return A.sum()
+
+
+def _view_made_before_the_loop(A, n):
+    col = A[:, 1]
+    for i in range(n):
+        col += i
+    return A
+
+
+def _reshaped_view_in_loop(A, n):
+    for i in range(n):
+        flat = A.reshape(-1)
+        flat[i] = 100.0 + i
+        t = A.T
+        t[0, i] = -1.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [_scale_rows_traced, _view_made_before_the_loop, _reshaped_view_in_loop])
+def test_writes_through_views_inside_a_traced_loop_reach_the_base(fn, backend):
+    same_as_numpy(fn, np.arange(12.0).reshape(3, 4), 3, backend=backend)
+
+
+def test_writing_an_enclosing_array_from_a_loop_body_is_a_clear_error():
+    def body(i, c):
+        view = outer_view[0]
+        view[0] = 1.0  # outer_view belongs to the enclosing trace: not a carry of this loop
+        return c
+
+    def f(A):
+        global outer_view
+        outer_view = A[1:]
+        return jk.lax.fori_loop(0, 2, body, A.sum())
+
+    with pytest.raises(jk.errors.UnsupportedOperationError, match="enclosing trace"):
+        jk.jit(f, autograph=False)(np.ones((3, 4)))
