@@ -25,6 +25,7 @@ from ..errors import InPlaceUpdateError, TracerArrayConversionError, TracerError
 from ..trace.context import is_tracing, user_frame_location
 from ..trace.tracer import Tracer
 from ..tree import tree_flatten, tree_unflatten
+from .callees import call  # noqa: F401  (ag__.call: calls of user functions and creation functions)
 
 UNROLL_LIMIT = 4  # a static range with at most this many iterations is unrolled
 MAX_PEELED = 2  # iterations run as Python before a loop whose state changes type is unrolled

@@ -23,6 +23,7 @@ file name, so tracebacks and `Tracer._where()` show the user's lines.
 from __future__ import annotations
 
 import ast
+import builtins
 import itertools
 from typing import Iterable
 
@@ -188,6 +189,11 @@ class _Expressions(ast.NodeTransformer):
         if (isinstance(f, ast.Name) and f.id in _BUILTIN_CALLS and node.args and not node.keywords
                 and not any(isinstance(a, ast.Starred) for a in node.args)):
             return _located(_helper("builtin_call", f, *node.args), node)
+        if _routed_call(f, self.locals):
+            # (callees.py: the user's helper functions are converted too; NumPy's creation
+            # functions under other names make traced arrays)
+            return _located(ast.Call(func=ast.Attribute(value=_load(AG), attr="call", ctx=ast.Load()),
+                                     args=[f, *node.args], keywords=node.keywords), node)
         return node
 
     # -- writes into arrays captured from outside (globals, closures, attributes) ----------
@@ -220,6 +226,20 @@ class _Expressions(ast.NodeTransformer):
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
         self.generic_visit(node)
         return self._with_checks(node, self._captured_roots([node.target]))
+
+
+# Builtins that read their caller's frame (or that later passes recognise by name) are never
+# routed through ag__.call; other builtins are called as they are by it anyway.
+_FRAME_BUILTINS = frozenset(dir(builtins))
+
+
+def _routed_call(f: ast.expr, local_names: set[str]) -> bool:
+    """Whether a call of `f` goes through ag__.call: a bare name that is not a builtin (a helper
+    function, `zeros` imported from NumPy) and `np.ndarray(...)`."""
+    if isinstance(f, ast.Name):
+        return not f.id.startswith(AG) and (f.id not in _FRAME_BUILTINS or f.id in local_names)
+    return (isinstance(f, ast.Attribute) and f.attr == "ndarray" and isinstance(f.value, ast.Name)
+            and f.value.id in ("np", "numpy"))
 
 
 def _copy_load(node: ast.expr) -> ast.expr:
