@@ -552,10 +552,47 @@ class Jitted:
             with self._lock:  # one compile at a time per function; another thread may have done it
                 compiled = self._cache.get(sig.key)
                 if compiled is None:
-                    return sig, self._observed_miss(sig, args, kwargs), arrays
+                    try:
+                        return sig, self._observed_miss(sig, args, kwargs), arrays
+                    except Exception as first:
+                        if not config.static_int_fallback or not self._int_arguments(args, kwargs):
+                            raise
+                        return self._lookup_with_static_ints(args, kwargs, first)
         if events.SUBSCRIBERS:
             events.publish(events.CacheEvent(self.__name__, events.clock(), 0.0, True, "memory", sig.describe(),
                                              function_id=self.function_id))
+        return sig, compiled, arrays
+
+    def _int_arguments(self, args: tuple, kwargs: dict) -> tuple[set[int], set[str]]:
+        """Top-level integer arguments (Python ints, NumPy integer scalars) that are not static."""
+        def is_int(a: Any) -> bool:
+            return isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_))
+        nums = {i for i, a in enumerate(args) if is_int(a) and i not in self.static_argnums}
+        names = {k for k, a in kwargs.items() if is_int(a) and k not in self.static_argnames}
+        return (nums, names) if nums or names else ()
+
+    def _lookup_with_static_ints(self, args: tuple, kwargs: dict, first: Exception) -> tuple:
+        """The function could not be traced with its integer arguments as run-time values (a
+        size `np.zeros((n, n))`, a slice bound `a[1:n-1]`, `range(n)` in code that needs it):
+        trace it again with them static, as the user would mark them (docs/numpy-support.md,
+        "Integer arguments that must be static"). Kept for later calls when that works, so
+        each new value then compiles (or reuses shape-generic code); otherwise the second
+        error, the one that remains, is raised. Called with the lock held."""
+        nums, names = self._int_arguments(args, kwargs)
+        saved = self.static_argnums, self.static_argnames
+        self.static_argnums = saved[0] | nums
+        self.static_argnames = saved[1] | names | {self._positional[i] for i in nums if i < len(self._positional)}
+        try:
+            sig, arrays = self._signature(args, kwargs)
+            compiled = self._cache.get(sig.key) or self._observed_miss(sig, args, kwargs)
+        except Exception as second:
+            self.static_argnums, self.static_argnames = saved
+            if hasattr(second, "add_note"):
+                static = ", ".join(sorted(self._arg_name(i) for i in nums) + sorted(names))
+                second.add_note(f"(jitkernel traced {self.__name__} again with its integer arguments {static} "
+                                f"static, after: {_one_line(first)})")
+            raise second from None
+        self._fast.clear()  # entries keyed without the integers' values must not be taken any more
         return sig, compiled, arrays
 
     def _observed_miss(self, sig: Signature, args: tuple, kwargs: dict) -> Compiled:

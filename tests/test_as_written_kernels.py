@@ -287,3 +287,55 @@ def f(x):
 def test_creation_functions_imported_from_numpy_make_traced_arrays(tmp_path, backend):
     f = load(tmp_path, _CREATION_SOURCE)
     same_as_numpy(f, np.arange(5.0), backend=backend)
+
+
+# ----------------------------------------------------------------------------- integer arguments used as sizes
+# NPBench passes sizes as Python ints (`kernel(M, float_n, data)`: `np.eye(M)`, `range(M - 1)`,
+# `np.reshape(A, (NR, NQ, 1, NP))`, `u[1:N - 1]`). An int argument is a run-time value; when the
+# trace needs it as a Python int, the function is traced again with its ints static.
+
+def _sized_by_arguments(x, n, m):
+    out = np.zeros((n, m))
+    out[1:n - 1, 0] = x[:n - 2]
+    for i in range(m - 1):
+        out[0, i + 1] = out[0, i] + x[i]
+    return out.reshape(n * m) @ np.ones(n * m)
+
+
+def _scaled(x, n):
+    return x * n
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_integer_arguments_used_as_sizes_are_traced_static(backend):
+    x = np.arange(10.0)
+    same_as_numpy(_sized_by_arguments, x, 5, 4, backend=backend)
+    f = jk.jit(_sized_by_arguments, backend=backend)
+    for n, m in ((5, 4), (6, 3), (5, 4)):
+        np.testing.assert_allclose(f(x, n, m), _sized_by_arguments(x, n, m), rtol=1e-12)
+    assert f.static_argnums == {1, 2} and f.cache_size() == 2
+    assert any("n: static value 5 -> 6" in r for rec in f.recompilations() for r in rec.reasons)
+
+
+def test_integers_used_as_values_stay_run_time_values():
+    f = jk.jit(_scaled)
+    for n in (2, 3, 4):
+        np.testing.assert_array_equal(f(np.ones(3), n), np.ones(3) * n)
+    assert f.static_argnums == frozenset() and f.cache_size() == 1
+
+
+def test_an_error_that_remains_with_static_integers_says_both():
+    def f(x, n):
+        return np.zeros(n)[x.shape[0] + 10]  # IndexError in NumPy too, at any n
+
+    with pytest.raises(IndexError, match="out of bounds") as info:
+        jk.jit(f)(np.ones(2), 3)
+    assert "integer arguments n static" in "".join(getattr(info.value, "__notes__", []))
+    with pytest.raises(IndexError):
+        f(np.ones(2), 3)
+
+
+@pytest.mark.usefixtures("no_static_int_fallback")
+def test_without_the_fallback_a_size_argument_raises_the_tracer_error():
+    with pytest.raises(jk.errors.TracerIntegerConversionError, match="mark it static"):
+        jk.jit(_sized_by_arguments)(np.arange(10.0), 5, 4)

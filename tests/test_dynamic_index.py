@@ -74,6 +74,7 @@ def test_a_window_that_numpy_would_clamp_is_an_error():
         jk.jit(f)(A)
 
 
+@pytest.mark.usefixtures("no_static_int_fallback")
 def test_a_traced_slice_bound_without_a_known_range_is_an_error():
     with pytest.raises(UnsupportedOperationError, match="range of a traced bound is not known"):
         jk.jit(lambda a, i: a[i:i + 2])(A, 1)
@@ -159,6 +160,7 @@ def test_an_index_in_the_branch_not_taken_does_not_raise(backend):
         assert float(jk.jit(f, backend=backend)(table, k)) == (table[k] + 2.0 if k < 4 else -1.0)
 
 
+@pytest.mark.usefixtures("no_static_int_fallback")
 def test_indexing_a_numpy_constant_by_a_traced_value_says_what_to_do():
     table = np.arange(4.0)
     with pytest.raises(jk.TracerArrayConversionError, match="pass that array as an argument"):
