@@ -339,3 +339,73 @@ def test_an_error_that_remains_with_static_integers_says_both():
 def test_without_the_fallback_a_size_argument_raises_the_tracer_error():
     with pytest.raises(jk.errors.TracerIntegerConversionError, match="mark it static"):
         jk.jit(_sized_by_arguments)(np.arange(10.0), 5, 4)
+
+
+# ----------------------------------------------------------------------------- for x in array
+# `for b in data:` (NPBench's crc16) iterated at trace time: 1600 bytes x 8 bits unrolled into a
+# program too large to call. Over a traced array it is one loop with a traced index.
+
+def _checksum(data, poly=0x1021):
+    acc = 0xFFFF
+    for b in data:
+        cur = 0xFF & b
+        for _ in range(8):
+            if (acc & 1) ^ (cur & 1):
+                acc = (acc >> 1) ^ poly
+            else:
+                acc >>= 1
+            cur >>= 1
+    return acc & 0xFFFF
+
+
+def _row_sums_and_last(a):
+    s = 0.0
+    last = -1.0
+    for r in a:
+        s = s + r.sum()
+        last = r
+    for k in (1, 2):  # a Python iterable: Python's loop
+        s = s + k
+    for r in a[:0]:  # no iteration: the name keeps its value
+        last = r * 0
+    return s, last
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_for_over_an_array_is_one_loop_with_numpys_result(backend):
+    data = np.random.default_rng(0).integers(0, 256, 300).astype(np.uint8)
+    same_as_numpy(_checksum, data, backend=backend)
+    same_as_numpy(_row_sums_and_last, np.arange(12.0).reshape(3, 4), backend=backend)
+    assert len(jk.make_ir(_checksum)(data).eqns) < 20
+
+
+# A helper that writes its parameter, called in a loop (NPBench's channel_flow calls
+# pressure_poisson_periodic(nit, p, ...) in a while loop): the array passed is loop state.
+
+def _relax(nit, p, b):
+    for _ in range(nit):
+        pn = p.copy()
+        p[1:-1] = 0.5 * (pn[2:] + pn[:-2]) - b[1:-1]
+        p[0] = p[1]
+
+
+def _relax_twice(p, b):
+    _relax(2, p, b)
+
+
+def _iterate_until_converged(p, b, tol):
+    diff = 1.0
+    steps = 0
+    while diff > tol:
+        old = p.copy()
+        _relax_twice(p, b)
+        diff = np.abs(p - old).max()
+        steps += 1
+    return steps
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_helper_writing_its_parameter_inside_a_loop_writes_the_callers_array(backend):
+    from jitkernel.autograph.callees import written_parameters
+    assert written_parameters(_relax) == {1, "p"} and written_parameters(_relax_twice) == {0, "p"}
+    same_as_numpy(_iterate_until_converged, np.linspace(0, 1, 20) ** 2, np.zeros(20), 1e-4, backend=backend)

@@ -5,7 +5,7 @@ comprehensions), whose names are their own."""
 from __future__ import annotations
 
 import ast
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 # ndarray methods that write into the array they are called on.
 _WRITING_METHODS = frozenset({"fill", "sort", "put", "partition", "itemset", "resize", "setfield"})
@@ -137,7 +137,8 @@ def _with_view_bases(names: dict[str, None], aliases: dict[str, set[str]]) -> No
                 todo.append(base)
 
 
-def written_bases(stmts: list[ast.stmt], aliases: dict[str, set[str]] | None = None) -> list[str]:
+def written_bases(stmts: list[ast.stmt], aliases: dict[str, set[str]] | None = None,
+                  callee_writes: "Callable[[str], frozenset] | None" = None) -> list[str]:
     """Names of arrays the statements write in place: `A[i] = v`, `A[i] += v`, `A.fill(v)`,
     `np.copyto(A, v)`, `f(..., out=A)` (or `out=(A, B)`), `A += v`, and, through `aliases`
     (view_aliases), the arrays a written name is a view of (`row = A[i]; row *= 2` writes A)."""
@@ -170,6 +171,20 @@ def written_bases(stmts: list[ast.stmt], aliases: dict[str, set[str]] | None = N
             for kw in n.keywords:
                 if kw.arg == "out":
                     names.update(dict.fromkeys(_names_in(kw.value)))
+            args = n.args
+            if (isinstance(f, ast.Attribute) and f.attr == "call" and isinstance(f.value, ast.Name)
+                    and f.value.id == "ag__" and args):
+                f, args = args[0], args[1:]  # (pass 1 routed the call: ag__.call(f, *args))
+            if callee_writes is not None and isinstance(f, ast.Name):
+                # a helper of the user's that writes its parameters (`pressure_poisson(nit, p, ...)`
+                # writes p): the arrays passed there are written (autograph/callees.py)
+                written = callee_writes(f.id)
+                for k, arg in enumerate(args):
+                    if k in written and isinstance(arg, ast.Name):
+                        names[arg.id] = None
+                for kw in n.keywords:
+                    if kw.arg in written and isinstance(kw.value, ast.Name):
+                        names[kw.value.id] = None
     _with_view_bases(names, aliases)
     first = _first_positions(stmts)
     return sorted(names, key=lambda name: first.get(name, (1 << 30, 0)))

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import sysconfig
 import types
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -82,4 +83,65 @@ def call(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return f(*args, **kwargs)
 
 
-__all__ = ["call", "is_user_function"]
+# function -> the parameters it writes in place (positions and names), from its source
+_written_params: "weakref.WeakKeyDictionary[Callable, frozenset]" = weakref.WeakKeyDictionary()
+_in_progress: set[int] = set()
+
+
+def written_parameters(f: Any) -> frozenset:
+    """The parameters (positions and names) that user function `f` writes in place, directly
+    (`p[1:-1] = ...`, `p += 1`, `out=p`) or by passing them to another such function; empty for
+    anything else. Read from the source once; a name rebound before the write (`p = p.copy()`)
+    still counts (a carry more, never a write missed)."""
+    if not is_user_function(f):
+        return frozenset()
+    try:
+        return _written_params[f]
+    except KeyError:
+        pass
+    if id(f) in _in_progress:  # recursion: what is known so far
+        return frozenset()
+    _in_progress.add(id(f))
+    try:
+        result = _find_written_parameters(f)
+    finally:
+        _in_progress.discard(id(f))
+    _written_params[f] = result
+    return result
+
+
+def _find_written_parameters(f: types.FunctionType) -> frozenset:
+    import ast
+    import inspect
+    import textwrap
+    from .analysis import written_bases
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(f)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return frozenset()
+    fndef = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if fndef is None:
+        return frozenset()
+    params = [a.arg for a in fndef.args.posonlyargs + fndef.args.args]
+    kwonly = [a.arg for a in fndef.args.kwonlyargs]
+    written = set(written_bases(fndef.body, callee_writes=callee_writes_of(f)))
+    return frozenset([k for k, p in enumerate(params) if p in written]
+                     + [p for p in params + kwonly if p in written])
+
+
+def callee_writes_of(fn: Any) -> Callable[[str], frozenset]:
+    """For the code of `fn`: name -> the parameters the function that name refers to (in fn's
+    closure or globals, looked up now) writes."""
+    cells = dict(zip(getattr(fn.__code__, "co_freevars", ()), getattr(fn, "__closure__", None) or ()))
+    namespace = getattr(fn, "__globals__", {})
+
+    def writes(name: str) -> frozenset:
+        try:
+            target = cells[name].cell_contents if name in cells else namespace.get(name)
+        except ValueError:  # an empty cell
+            return frozenset()
+        return written_parameters(target)
+    return writes
+
+
+__all__ = ["call", "callee_writes_of", "is_user_function", "written_parameters"]

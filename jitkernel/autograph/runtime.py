@@ -593,6 +593,25 @@ def for_range(range_fn: Any, args: tuple, body: Callable, target: Any, state: tu
     return _traced_for(bounds, body, target, state, names, written, brk, static_range=None)
 
 
+def for_iter(iterable: Any, body: Callable, target: Any, state: tuple, names: tuple, written: tuple,
+             brk: str | None, unsupported: str | None = None) -> tuple[Any, tuple]:
+    """`for x in iterable: state = body(x, state)`. Over a traced array it is
+    `for i in range(len(a)): x = a[i]` (one loop with a traced index, NumPy's iteration over
+    the first axis); any other iterable runs as Python. Returns (x's final value, the state)."""
+    if not (_traced(iterable) and iterable.ndim >= 1 and is_tracing()):
+        return _python_for(iterable, body, target, state, names, brk)
+    n = iterable.shape[0]
+
+    def element_body(i: Any, st: tuple) -> tuple:
+        return body(iterable[i], st)
+
+    index, state = for_range(builtins.range, (n,), element_body, Undefined("the index"), state, names, written,
+                             brk, unsupported)
+    if isinstance(index, Undefined):  # no iteration ran: the name keeps its value, as in Python
+        return target, state
+    return iterable[index], state
+
+
 def _python_for(iterable: Any, body: Callable, target: Any, state: tuple, names: tuple,
                 brk: str | None, written: tuple = ()) -> tuple[Any, tuple]:
     flag = _flag_index(names, brk)

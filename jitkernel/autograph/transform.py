@@ -25,7 +25,7 @@ from __future__ import annotations
 import ast
 import builtins
 import itertools
-from typing import Iterable
+from typing import Callable, Iterable
 
 from .analysis import (always_returns, bound_names, contains, declared_outside, function_locals, is_generator,
                        walk_scope, written_bases)
@@ -118,6 +118,12 @@ def _is_range_loop(node: ast.AST) -> bool:
     return (isinstance(node, ast.For) and isinstance(node.target, ast.Name) and isinstance(node.iter, ast.Call)
             and isinstance(node.iter.func, ast.Name) and node.iter.func.id == "range" and not node.iter.keywords
             and 1 <= len(node.iter.args) <= 3 and not any(isinstance(a, ast.Starred) for a in node.iter.args))
+
+
+def _is_iter_loop(node: ast.AST) -> bool:
+    """`for x in <expression>` (not a range): converted to `for_iter`, which loops over a traced
+    array's first axis with a traced index and runs any other iterable as Python."""
+    return isinstance(node, ast.For) and isinstance(node.target, ast.Name) and not _is_range_loop(node)
 
 
 _UNSUPPORTED_IN_CONVERTED = (ast.Global, ast.Nonlocal, ast.Delete, ast.Yield, ast.YieldFrom, ast.Await)
@@ -252,9 +258,11 @@ def _copy_load(node: ast.expr) -> ast.expr:
 class FunctionConverter:
     """Converts one function definition (and the functions nested in it) in place."""
 
-    def __init__(self) -> None:
+    def __init__(self, callee_writes: Callable[[str], frozenset] | None = None) -> None:
         self._ids = itertools.count(1)
         self.converted = 0  # control-flow statements and expressions rewritten (0: nothing to do)
+        # name -> the parameters (positions, names) the function it names writes (callees.py)
+        self.callee_writes = callee_writes
 
     # -- entry ----------------------------------------------------------------------------
     def function(self, fn: ast.FunctionDef) -> None:
@@ -288,7 +296,7 @@ class FunctionConverter:
                 setattr(s, field, self._lower_block(block))
         for handler in getattr(s, "handlers", []):
             handler.body = self._lower_block(handler.body)
-        if (_is_range_loop(s) or isinstance(s, ast.While)) and self._loop_convertible(s):
+        if (_is_range_loop(s) or _is_iter_loop(s) or isinstance(s, ast.While)) and self._loop_convertible(s):
             return self._lower_loop(s)
         return [s]
 
@@ -371,7 +379,8 @@ class FunctionConverter:
         loop's continue flag is reset by each iteration, so it is no loop state."""
         skip = set(exclude)
         internal = ("ag__result", "ag__cont") if loop else ("ag__result",)
-        written = [n for n in written_bases(stmts) if n in self.locals and n not in skip]
+        written = [n for n in written_bases(stmts, callee_writes=self.callee_writes)
+                   if n in self.locals and n not in skip]
         names = [n for n in bound_names(stmts)
                  if (n in self.locals or n.startswith("ag__")) and n not in skip and not n.startswith(internal)]
         names += [n for n in written if n not in names]
@@ -417,9 +426,12 @@ class FunctionConverter:
         brk = _const(loop._ag_break)
         if isinstance(loop, ast.For):
             body_fn = _def(f"ag__for_body{n}", [index, "ag__state"], body)
-            call = _helper("for_range", _load("range"), ast.Tuple(elts=list(loop.iter.args), ctx=ast.Load()),
-                           _load(body_fn.name), _helper("ld", _lambda(_load(target))), _state_load(names),
-                           _names_tuple(names), _names_tuple(written), brk, _unsupported_when_traced(loop.body))
+            rest = (_load(body_fn.name), _helper("ld", _lambda(_load(target))), _state_load(names),
+                    _names_tuple(names), _names_tuple(written), brk, _unsupported_when_traced(loop.body))
+            if _is_range_loop(loop):
+                call = _helper("for_range", _load("range"), ast.Tuple(elts=list(loop.iter.args), ctx=ast.Load()), *rest)
+            else:
+                call = _helper("for_iter", loop.iter, *rest)
             result = f"ag__result{n}"
             stmts: list[ast.stmt] = [body_fn, ast.Assign(targets=[ast.Tuple(elts=[_store(target), _store(result)],
                                                                             ctx=ast.Store())], value=call)]
