@@ -17,7 +17,8 @@ For every kernel, in a subprocess of its own with a time limit:
 
 Each kernel is classified ``ok`` (runs and matches), ``WRONG`` (runs, differs: the worst
 outcome), ``raises`` (exception type and the first line of its message), ``timeout``, or
-``numpy-fails`` (the reference itself could not run). ``--time`` also measures the median warm
+``numpy-fails`` (the reference itself could not run) or ``setup-fails`` (NPBench's
+``initialize`` could not run here, e.g. a package it imports is missing). ``--time`` also measures the median warm
 time of both. Example::
 
     .venv/bin/python benchmarks/npbench_as_written.py --npbench /tmp/npbench --time
@@ -166,7 +167,7 @@ def compare(expected: Any, got: Any, where: str) -> str | None:
 @dataclass
 class Result:
     name: str
-    status: str                       # ok | WRONG | raises | timeout | numpy-fails
+    status: str                       # ok | WRONG | raises | timeout | numpy-fails | setup-fails
     detail: str = ""
     numpy_s: float | None = None      # median warm time
     jit_s: float | None = None
@@ -192,7 +193,10 @@ def run_one(root: pathlib.Path, name: str, preset: str, scale: float, backend: s
     import jitkernel as jk
 
     info = load_infos(root)[name]
-    kernel, names, args = make_inputs(root, info, preset, scale)
+    try:
+        kernel, names, args = make_inputs(root, info, preset, scale)
+    except Exception as exc:  # NPBench's own setup (spmv's initialize needs scipy)
+        return Result(name, "setup-fails", first_line(exc), sizes=scaled_parameters(info["parameters"][preset], scale))
     sizes = scaled_parameters(info["parameters"][preset], scale)
     np_args = copy.deepcopy(args)
     try:
@@ -242,6 +246,16 @@ def run_in_subprocess(ns: argparse.Namespace, root: pathlib.Path, name: str) -> 
     return Result(name, "raises", f"child exited {proc.returncode}: {tail}"[:200])
 
 
+def cause_of(detail: str) -> str:
+    """The message without what names one kernel (its function, file, line, shapes)."""
+    import re
+    text = re.split(r" \(in jitted function|, at /| at /|\(jitkernel traced", detail)[0]
+    text = re.sub(r"\(\d+(, \d+)*,?\)", "(...)", text)
+    text = re.sub(r"'[A-Za-z_][\w.]*'", "'...'", text)
+    text = re.sub(r"\b\d+\b", "N", text)
+    return text.strip()
+
+
 def format_time(seconds: float | None) -> str:
     if seconds is None:
         return ""
@@ -274,15 +288,15 @@ def render(results: list[Result], ns: argparse.Namespace, root: pathlib.Path) ->
                     f"  {format_time(r.first_call_s):>9}")
         lines.append((row + "  " + r.detail).rstrip())
     counts = {s: sum(r.status == s for r in results)
-              for s in ("ok", "WRONG", "raises", "timeout", "numpy-fails")}
-    lines += ["", "summary: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n or s != "numpy-fails")]
-    causes: dict[str, int] = {}
+              for s in ("ok", "WRONG", "raises", "timeout", "numpy-fails", "setup-fails")}
+    lines += ["", "summary: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n or s in ("ok", "WRONG", "raises", "timeout"))]
+    causes: dict[str, list[str]] = {}
     for r in results:
         if r.status == "raises":
-            causes[r.detail] = causes.get(r.detail, 0) + 1
+            causes.setdefault(cause_of(r.detail), []).append(r.name)
     if causes:
-        lines.append("raises, by message:")
-        lines += [f"  {n:3d}  {msg}" for msg, n in sorted(causes.items(), key=lambda kv: -kv[1])]
+        lines.append("raises, by cause:")
+        lines += [f"  {len(ks):3d}  {msg}  ({', '.join(ks)})" for msg, ks in sorted(causes.items(), key=lambda kv: -len(kv[1]))]
     speedups = [r.numpy_s / r.jit_s for r in results if r.numpy_s and r.jit_s]
     if speedups:
         geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
