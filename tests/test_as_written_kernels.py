@@ -409,3 +409,32 @@ def test_a_helper_writing_its_parameter_inside_a_loop_writes_the_callers_array(b
     from jitkernel.autograph.callees import written_parameters
     assert written_parameters(_relax) == {1, "p"} and written_parameters(_relax_twice) == {0, "p"}
     same_as_numpy(_iterate_until_converged, np.linspace(0, 1, 20) ** 2, np.zeros(20), 1e-4, backend=backend)
+
+
+# ----------------------------------------------------------------------------- the same array under two names
+# `y = x; for ...: x += y[0]`: NumPy reads the updated x through y on every trip. The loop's
+# carry for x is a new value, so y would read x from before the loop: that was silently wrong
+# (the alias check skipped the very same object); it is a clear error now, as for views.
+
+def _two_names_in_loop(x, n):
+    y = x
+    for _ in range(n):
+        x += y[0]
+    return x
+
+
+def _two_names_in_branch(x, c):
+    y = x
+    if c > 0:
+        x *= 2.0
+        x += y[-1]
+    return x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn, arg", [(_two_names_in_loop, 6), (_two_names_in_branch, 1.0)])
+def test_an_array_under_two_names_is_never_read_stale(fn, arg, backend):
+    got = same_as_numpy(fn, np.arange(3.0) + 1, arg, backend=backend, refusal_ok=True)
+    if got[0] == "raise":
+        with pytest.raises(jk.errors.UnsupportedOperationError, match="same array under two names"):
+            jk.jit(fn, backend=backend)(np.arange(3.0) + 1, arg)

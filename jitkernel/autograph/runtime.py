@@ -382,7 +382,8 @@ def _check_aliases(what: str, fns: Sequence[Callable], state: _State, written: S
     others += [(n, t) for n, v in zip(state.names, state.values) for t in _tracers_in(v)]
     for wname, w in targets:
         for oname, o in others:
-            if o is not w and oname != wname and _same_memory(o, w):
+            # (the same object under another name, `y = x`, is the same array: stale as well)
+            if oname != wname and (o is w or _same_memory(o, w)):
                 raise UnsupportedOperationError(
                     f"the {what} at {user_frame_location()} writes into `{wname}` and reads `{oname}`, which shares "
                     f"memory with it (a view, or the same array under two names): inside a compiled {what} "
