@@ -108,7 +108,7 @@ def test_view_at_a_traced_index_out_of_bounds_raises_index_error(backend):
 
 _TRACED_VIEWS = ["[i]", "[:, i]", "[i, 1:3]", "[-1 - i]", "[i][1:]", "[1:, i]", "[i, ::2]", "[i, None]",
                  "[::-1][i]"]
-_STATIC_VIEWS = ["[1]", "[:, 2]", "[1:, ::2]", ".T", ".reshape(-1)", "[...]"]
+_STATIC_VIEWS = ["[1]", "[:, 2]", "[1:, ::2]", ".T", ".reshape(-1)", "[...]", ""]  # "": the same array
 _WRITES = ["{v} += 1.5", "{v} *= -2", "{v}[...] = {x}[0, 0]", "{v}[0] = 9", "{v}[-1] = {v}.sum()",
            "np.copyto({v}, 0.5)", "{v}.fill(3)", "np.add({v}, 1, out={v})"]
 
