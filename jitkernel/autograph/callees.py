@@ -59,8 +59,10 @@ def is_user_function(f: Any) -> bool:
     filename = f.__code__.co_filename
     verdict = _user_files.get(filename)
     if verdict is None:
-        if filename.startswith("<") and not filename.startswith("<ipython-input"):
-            verdict = filename.startswith("<cell") or "ipykernel" in filename  # notebook cells only
+        if filename.startswith("<"):
+            # notebook cells, doctests, exec'd code: convert.py converts those whose source
+            # linecache knows and leaves the others as they are
+            verdict = not filename.startswith("<frozen")
         else:
             path = os.path.realpath(filename)
             verdict = not path.startswith(_library_dirs())
