@@ -552,16 +552,20 @@ class Jitted:
             with self._lock:  # one compile at a time per function; another thread may have done it
                 compiled = self._cache.get(sig.key)
                 if compiled is None:
-                    try:
-                        return sig, self._observed_miss(sig, args, kwargs), arrays
-                    except Exception as first:
-                        if not config.static_int_fallback or not self._int_arguments(args, kwargs):
-                            raise
-                        return self._lookup_with_static_ints(args, kwargs, first)
+                    return self._miss_or_static_ints(sig, args, kwargs, arrays)
         if events.SUBSCRIBERS:
             events.publish(events.CacheEvent(self.__name__, events.clock(), 0.0, True, "memory", sig.describe(),
                                              function_id=self.function_id))
         return sig, compiled, arrays
+
+    def _miss_or_static_ints(self, sig: Signature, args: tuple, kwargs: dict, arrays: list) -> tuple:
+        """(sig, compiled, arrays) of a miss, traced again with static integers if it fails."""
+        try:
+            return sig, self._observed_miss(sig, args, kwargs), arrays
+        except Exception as first:
+            if not config.static_int_fallback or not self._int_arguments(args, kwargs):
+                raise
+            return self._lookup_with_static_ints(args, kwargs, first)
 
     def _int_arguments(self, args: tuple, kwargs: dict) -> tuple[set[int], set[str]]:
         """Top-level integer arguments (Python ints, NumPy integer scalars) that are not static."""
@@ -731,11 +735,11 @@ class Jitted:
     def compiled_for(self, *args: Any, **kwargs: Any) -> tuple[str, Compiled]:
         """(signature text, compiled entry) a call with these arguments uses, compiling it if
         needed; publishes no cache event for an existing entry."""
-        sig, _ = self._signature(args, kwargs)
+        sig, arrays = self._signature(args, kwargs)
         with self._lock:
             compiled = self._cache.get(sig.key)
             if compiled is None:
-                compiled = self._observed_miss(sig, args, kwargs)
+                sig, compiled, _ = self._miss_or_static_ints(sig, args, kwargs, arrays)
         return sig.describe(), compiled
 
     def clear_cache(self) -> None:

@@ -438,3 +438,11 @@ def test_an_array_under_two_names_is_never_read_stale(fn, arg, backend):
     if got[0] == "raise":
         with pytest.raises(jk.errors.UnsupportedOperationError, match="same array under two names"):
             jk.jit(fn, backend=backend)(np.arange(3.0) + 1, arg)
+
+
+def test_compiled_for_takes_the_same_static_integer_path():
+    f = jk.jit(_sized_by_arguments)
+    text, compiled = f.compiled_for(np.arange(10.0), 5, 4)
+    assert "n=5" in text and "m=4" in text
+    np.testing.assert_allclose(f(np.arange(10.0), 5, 4), _sized_by_arguments(np.arange(10.0), 5, 4))
+    assert f.cache_size() == 1
