@@ -446,3 +446,13 @@ def test_compiled_for_takes_the_same_static_integer_path():
     assert "n=5" in text and "m=4" in text
     np.testing.assert_allclose(f(np.arange(10.0), 5, 4), _sized_by_arguments(np.arange(10.0), 5, 4))
     assert f.cache_size() == 1
+
+
+def test_setting_the_shape_of_a_traced_array_is_a_clear_error():
+    def f(x):
+        y = x * 2
+        y.shape = (x.size,)
+        return y
+
+    with pytest.raises(jk.errors.UnsupportedOperationError, match=r"x = x.reshape.*|x.shape = "):
+        jk.jit(f)(np.ones((2, 3)))
