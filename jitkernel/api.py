@@ -567,19 +567,20 @@ class Jitted:
                 raise
             return self._lookup_with_static_ints(args, kwargs, first)
 
-    def _int_arguments(self, args: tuple, kwargs: dict) -> tuple[set[int], set[str]]:
-        """Top-level integer arguments (Python ints, NumPy integer scalars) that are not static."""
+    def _int_arguments(self, args: tuple, kwargs: dict) -> tuple[set[int], set[str]] | None:
+        """(positions, keyword names) of the top-level integer arguments (Python ints, NumPy
+        integer scalars) that are not static; None when there are none."""
         def is_int(a: Any) -> bool:
             return isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_))
         nums = {i for i, a in enumerate(args) if is_int(a) and i not in self.static_argnums}
         names = {k for k, a in kwargs.items() if is_int(a) and k not in self.static_argnames}
-        return (nums, names) if nums or names else ()
+        return (nums, names) if nums or names else None
 
     def _lookup_with_static_ints(self, args: tuple, kwargs: dict, first: Exception) -> tuple:
         """The function could not be traced with its integer arguments as run-time values (a
         size `np.zeros((n, n))`, a slice bound `a[1:n-1]`, `range(n)` in code that needs it):
         trace it again with them static, as the user would mark them (docs/numpy-support.md,
-        "Integer arguments that must be static"). Kept for later calls when that works, so
+        "NumPy programs as written"). Kept for later calls when that works, so
         each new value then compiles (or reuses shape-generic code); otherwise the second
         error, the one that remains, is raised. Called with the lock held."""
         nums, names = self._int_arguments(args, kwargs)
