@@ -555,10 +555,52 @@ class Jitted:
             with self._lock:  # one compile at a time per function; another thread may have done it
                 compiled = self._cache.get(sig.key)
                 if compiled is None:
-                    return sig, self._observed_miss(sig, args, kwargs), arrays
+                    return self._miss_or_static_ints(sig, args, kwargs, arrays)
         if events.SUBSCRIBERS:
             events.publish(events.CacheEvent(self.__name__, events.clock(), 0.0, True, "memory", sig.describe(),
                                              function_id=self.function_id))
+        return sig, compiled, arrays
+
+    def _miss_or_static_ints(self, sig: Signature, args: tuple, kwargs: dict, arrays: list) -> tuple:
+        """(sig, compiled, arrays) of a miss, traced again with static integers if it fails."""
+        try:
+            return sig, self._observed_miss(sig, args, kwargs), arrays
+        except Exception as first:
+            if not config.static_int_fallback or not self._int_arguments(args, kwargs):
+                raise
+            return self._lookup_with_static_ints(args, kwargs, first)
+
+    def _int_arguments(self, args: tuple, kwargs: dict) -> tuple[set[int], set[str]] | None:
+        """(positions, keyword names) of the top-level integer arguments (Python ints, NumPy
+        integer scalars) that are not static; None when there are none."""
+        def is_int(a: Any) -> bool:
+            return isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_))
+        nums = {i for i, a in enumerate(args) if is_int(a) and i not in self.static_argnums}
+        names = {k for k, a in kwargs.items() if is_int(a) and k not in self.static_argnames}
+        return (nums, names) if nums or names else None
+
+    def _lookup_with_static_ints(self, args: tuple, kwargs: dict, first: Exception) -> tuple:
+        """The function could not be traced with its integer arguments as run-time values (a
+        size `np.zeros((n, n))`, a slice bound `a[1:n-1]`, `range(n)` in code that needs it):
+        trace it again with them static, as the user would mark them (docs/numpy-support.md,
+        "NumPy programs as written"). Kept for later calls when that works, so
+        each new value then compiles (or reuses shape-generic code); otherwise the second
+        error, the one that remains, is raised. Called with the lock held."""
+        nums, names = self._int_arguments(args, kwargs)
+        saved = self.static_argnums, self.static_argnames
+        self.static_argnums = saved[0] | nums
+        self.static_argnames = saved[1] | names | {self._positional[i] for i in nums if i < len(self._positional)}
+        try:
+            sig, arrays = self._signature(args, kwargs)
+            compiled = self._cache.get(sig.key) or self._observed_miss(sig, args, kwargs)
+        except Exception as second:
+            self.static_argnums, self.static_argnames = saved
+            if hasattr(second, "add_note"):
+                static = ", ".join(sorted(self._arg_name(i) for i in nums) + sorted(names))
+                second.add_note(f"(jitkernel traced {self.__name__} again with its integer arguments {static} "
+                                f"static, after: {_one_line(first)})")
+            raise second from None
+        self._fast.clear()  # entries keyed without the integers' values must not be taken any more
         return sig, compiled, arrays
 
     def _observed_miss(self, sig: Signature, args: tuple, kwargs: dict) -> Compiled:
@@ -697,11 +739,11 @@ class Jitted:
     def compiled_for(self, *args: Any, **kwargs: Any) -> tuple[str, Compiled]:
         """(signature text, compiled entry) a call with these arguments uses, compiling it if
         needed; publishes no cache event for an existing entry."""
-        sig, _ = self._signature(args, kwargs)
+        sig, arrays = self._signature(args, kwargs)
         with self._lock:
             compiled = self._cache.get(sig.key)
             if compiled is None:
-                compiled = self._observed_miss(sig, args, kwargs)
+                sig, compiled, _ = self._miss_or_static_ints(sig, args, kwargs, arrays)
         return sig.describe(), compiled
 
     def clear_cache(self) -> None:

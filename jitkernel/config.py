@@ -35,6 +35,9 @@ class Config:
         # "user": errors of jitted calls show the user's frames only (jitkernel.tracebacks);
         # "full": every frame, the engine's included (for debugging jitkernel itself).
         self.traceback = "user"
+        # An integer argument is a run-time value; when the function cannot be traced that way
+        # (it is a shape, a slice bound), trace again with the integers static (api.py).
+        self.static_int_fallback = True
 
     def update(self, name: str, value: Any) -> None:
         if not hasattr(self, name):

@@ -20,3 +20,13 @@ def backend_params() -> list:
 def backend(request) -> str:
     """The backend name ("interpret" or "cpu") to pass as jk.jit(..., backend=backend)."""
     return request.param
+
+
+@pytest.fixture
+def no_static_int_fallback():
+    """Integer arguments stay run-time values even where the trace needs them (the errors that
+    jk.config "static_int_fallback" otherwise avoids by tracing again with them static)."""
+    import jitkernel as jk
+    jk.config.update("static_int_fallback", False)
+    yield
+    jk.config.update("static_int_fallback", True)

@@ -561,6 +561,7 @@ def test_random_ufunc_at_matches_numpy(expr, ufunc, backend, scalar):
     _run_both(g, x, *arrays, backend=backend)
 
 
+@pytest.mark.usefixtures("no_static_int_fallback")
 def test_traced_slice_bound_next_to_an_index_array_raises_clear_error(backend):
     def f(x, n, i):
         return x[:n, i]

@@ -182,6 +182,7 @@ def test_manipulation_errors(backend):
         check(fn, a, backend=backend)
 
 
+@pytest.mark.usefixtures("no_static_int_fallback")
 def test_traced_layout_parameters_raise_clearly():
     a = np.arange(6.0)
     for fn in [lambda a, n: np.repeat(a, n), lambda a, n: np.roll(a, n), lambda a, n: np.pad(a, n),

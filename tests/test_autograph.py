@@ -373,6 +373,7 @@ def test_state_that_changes_type_or_is_a_python_list(fn, backend):
     check(fn, RNG.standard_normal(8).astype(np.float32), backend=backend)
 
 
+@pytest.mark.usefixtures("no_static_int_fallback")
 def test_python_list_grown_in_a_traced_loop_names_the_line():
     def f(x, n):
         parts = []
@@ -383,6 +384,7 @@ def test_python_list_grown_in_a_traced_loop_names_the_line():
         jk.jit(f)(np.ones(4), 3)
 
 
+@pytest.mark.usefixtures("no_static_int_fallback")
 def test_shape_change_in_a_traced_loop_names_the_variable():
     def f(x, n):
         for i in range(n):
@@ -470,6 +472,7 @@ def view_read_in_loop(a, n):
     return a
 
 
+@pytest.mark.usefixtures("no_static_int_fallback")
 def test_written_carry_aliasing_a_read_view_is_an_error():
     with pytest.raises(UnsupportedOperationError, match=r"writes into `a` and reads `v`, which shares memory"):
         jk.jit(view_read_in_loop)(np.ones(5), 10)
@@ -551,6 +554,7 @@ def try_in_traced_loop(x, n):
     return x
 
 
+@pytest.mark.usefixtures("no_static_int_fallback")
 def test_unsupported_statements_in_traced_code_name_the_line():
     with pytest.raises(UnsupportedOperationError, match=r"a `raise` statement \(line \d+\) inside an `if` on a traced"):
         jk.jit(raise_in_traced_branch)(np.ones(2))

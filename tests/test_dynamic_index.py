@@ -160,6 +160,7 @@ def test_an_index_in_the_branch_not_taken_does_not_raise(backend):
         assert float(jk.jit(f, backend=backend)(table, k)) == (table[k] + 2.0 if k < 4 else -1.0)
 
 
+@pytest.mark.usefixtures("no_static_int_fallback")
 def test_indexing_a_numpy_constant_by_a_traced_value_says_what_to_do():
     table = np.arange(4.0)
     with pytest.raises(jk.TracerArrayConversionError, match="pass that array as an argument"):

@@ -88,6 +88,7 @@ def test_integer_conversions(fn, what, backend):
     assert what in msg and "<lambda>" in msg and "static" in msg
 
 
+@pytest.mark.usefixtures("no_static_int_fallback")
 def test_int_conversion_message_names_function_and_line(backend):
     def sizes(x, n):
         return x[: int(n)]

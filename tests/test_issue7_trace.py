@@ -413,6 +413,7 @@ def test_rejected_ufunc_calls_raise_numpys_exception_type(name, ops, expected):
 
 # ------------------------------------------------------------------------------- item 23
 
+@pytest.mark.usefixtures("no_static_int_fallback")
 def test_traced_size_suggests_static_argnames(tmp_path):
     f = load(tmp_path, "def f(x, n):\n    return np.zeros(n) + x\n")
     with pytest.raises(jk.TracerIntegerConversionError) as info:

@@ -163,6 +163,7 @@ def test_power_of_scalars_and_one_element_exponents(backend, fn):
     check(fn, np.array([-np.inf, -0.0]), backend=backend)
 
 
+@pytest.mark.usefixtures("no_static_int_fallback")
 def test_bool_array_to_a_traced_int_power_raises_naming_the_cause():
     f = jk.jit(lambda b, n: b ** n)
     with pytest.raises(jk.UnsupportedOperationError, match="depends on n's value"):

@@ -5,7 +5,7 @@ comprehensions), whose names are their own."""
 from __future__ import annotations
 
 import ast
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 # ndarray methods that write into the array they are called on.
 _WRITING_METHODS = frozenset({"fill", "sort", "put", "partition", "itemset", "resize", "setfield"})
@@ -88,16 +88,73 @@ def _names_in(node: ast.AST) -> Iterator[str]:
             yield from _names_in(elt)
 
 
-def written_bases(stmts: list[ast.stmt]) -> list[str]:
+# Methods and NumPy functions that return a view of their first array (NumPy's basic views).
+_VIEW_METHODS = frozenset({"reshape", "ravel", "transpose", "swapaxes", "squeeze", "view", "diagonal"})
+_VIEW_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})
+
+
+def view_root(expr: ast.AST) -> str | None:
+    """`A` when `expr` may be a view of the array named A (`A`, `A[i]`, `A[:, i].T`,
+    `A.reshape(n, m)`, `np.transpose(A)`); None otherwise. Over-approximates: a copy that looks
+    like a view only makes A loop state, which costs a carry, never a wrong answer."""
+    while True:
+        if isinstance(expr, ast.Name):
+            return expr.id
+        if isinstance(expr, ast.Subscript):
+            expr = expr.value
+        elif isinstance(expr, ast.Attribute) and expr.attr in _VIEW_ATTRIBUTES:
+            expr = expr.value
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _VIEW_METHODS:
+            value = expr.func.value
+            # np.reshape(A, ...) names the array first; A.reshape(...) is called on it
+            expr = expr.args[0] if isinstance(value, ast.Name) and value.id in ("np", "numpy") and expr.args else value
+        else:
+            return None
+
+
+def view_aliases(stmts: list[ast.stmt]) -> dict[str, set[str]]:
+    """Name -> the array names it may be a view of, from every `v = <view of A>` in `stmts`.
+    Only the block's own statements: a view made before a loop is itself loop state, written
+    back through its base after the loop; one made inside the body is rebound from the base on
+    every trip, so the base must be carried."""
+    aliases: dict[str, set[str]] = {}
+    for n in walk_scope(stmts):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+            root = view_root(n.value)
+            if root is not None and root != n.targets[0].id:
+                aliases.setdefault(n.targets[0].id, set()).add(root)
+    return aliases
+
+
+def _with_view_bases(names: dict[str, None], aliases: dict[str, set[str]]) -> None:
+    """Add to `names` every array that a written name may be a view of (transitively): a write
+    through `row = A[i]` writes A."""
+    todo = list(names)
+    while todo:
+        for base in aliases.get(todo.pop(), ()):
+            if base not in names:
+                names[base] = None
+                todo.append(base)
+
+
+def written_bases(stmts: list[ast.stmt], aliases: dict[str, set[str]] | None = None,
+                  callee_writes: "Callable[[str], frozenset] | None" = None) -> list[str]:
     """Names of arrays the statements write in place: `A[i] = v`, `A[i] += v`, `A.fill(v)`,
-    `np.copyto(A, v)`, `f(..., out=A)` (or `out=(A, B)`)."""
+    `np.copyto(A, v)`, `f(..., out=A)` (or `out=(A, B)`), `A += v`, and, through `aliases`
+    (view_aliases), the arrays a written name is a view of (`row = A[i]; row *= 2` writes A)."""
     names: dict[str, None] = {}
+    aliases = view_aliases(stmts) if aliases is None else aliases
     for n in walk_scope(stmts):
         targets: list[ast.AST] = []
         if isinstance(n, ast.Assign):
             targets = list(n.targets)
         elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):
             targets = [n.target]
+            if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+                # `x += 1` on an array is in place: when x is a view (`col = A[:, 1]` before the
+                # loop), the loop's result must be written back into it, hence into A. (For a
+                # number it rebinds; the runtime writes back only arrays updated in place.)
+                names[n.target.id] = None
         for t in targets:
             for leaf in ([t] if not isinstance(t, (ast.Tuple, ast.List)) else list(_flat_targets(t))):
                 root = subscript_root(leaf) if isinstance(leaf, ast.Subscript) else None
@@ -114,6 +171,21 @@ def written_bases(stmts: list[ast.stmt]) -> list[str]:
             for kw in n.keywords:
                 if kw.arg == "out":
                     names.update(dict.fromkeys(_names_in(kw.value)))
+            args = n.args
+            if (isinstance(f, ast.Attribute) and f.attr == "call" and isinstance(f.value, ast.Name)
+                    and f.value.id == "ag__" and args):
+                f, args = args[0], args[1:]  # (pass 1 routed the call: ag__.call(f, *args))
+            if callee_writes is not None and isinstance(f, ast.Name):
+                # a helper of the user's that writes its parameters (`pressure_poisson(nit, p, ...)`
+                # writes p): the arrays passed there are written (autograph/callees.py)
+                written = callee_writes(f.id)
+                for k, arg in enumerate(args):
+                    if k in written and isinstance(arg, ast.Name):
+                        names[arg.id] = None
+                for kw in n.keywords:
+                    if kw.arg in written and isinstance(kw.value, ast.Name):
+                        names[kw.value.id] = None
+    _with_view_bases(names, aliases)
     first = _first_positions(stmts)
     return sorted(names, key=lambda name: first.get(name, (1 << 30, 0)))
 

@@ -53,7 +53,8 @@ def _convert(fn: Callable[..., Any]) -> Callable[..., Any] | None:
     fndef = _parse_function(lines, first, code)
     if fndef is None:
         return None
-    converter = FunctionConverter()
+    from .callees import callee_writes_of
+    converter = FunctionConverter(callee_writes_of(fn))
     try:
         converter.function(fndef)
         if not converter.converted:
@@ -154,5 +155,6 @@ def converted_source(fn: Callable[..., Any]) -> str | None:
     fndef = _parse_function(lines, first, fn.__code__)
     if fndef is None:
         return None
-    FunctionConverter().function(fndef)
+    from .callees import callee_writes_of
+    FunctionConverter(callee_writes_of(fn)).function(fndef)
     return ast.unparse(ast.fix_missing_locations(fndef))

@@ -25,6 +25,7 @@ from ..errors import InPlaceUpdateError, TracerArrayConversionError, TracerError
 from ..trace.context import is_tracing, user_frame_location
 from ..trace.tracer import Tracer
 from ..tree import tree_flatten, tree_unflatten
+from .callees import call  # noqa: F401  (ag__.call: calls of user functions and creation functions)
 
 UNROLL_LIMIT = 4  # a static range with at most this many iterations is unrolled
 MAX_PEELED = 2  # iterations run as Python before a loop whose state changes type is unrolled
@@ -374,14 +375,15 @@ def _check_aliases(what: str, fns: Sequence[Callable], state: _State, written: S
     would read that array's value from before the statement (a stale view), not NumPy's."""
     if not written:
         return
-    targets = [(n, v) for n, v in zip(state.names, state.values) if n in written and _traced(v)]
+    targets = [(n, v) for n, v in zip(state.names, state.values) if n in written and _writable(v)]
     if not targets:
         return
     others = [(n, t) for n, v in _closure_values(fns) for t in _tracers_in(v)]
     others += [(n, t) for n, v in zip(state.names, state.values) for t in _tracers_in(v)]
     for wname, w in targets:
         for oname, o in others:
-            if o is not w and oname != wname and _same_memory(o, w):
+            # (the same object under another name, `y = x`, is the same array: stale as well)
+            if oname != wname and (o is w or _same_memory(o, w)):
                 raise UnsupportedOperationError(
                     f"the {what} at {user_frame_location()} writes into `{wname}` and reads `{oname}`, which shares "
                     f"memory with it (a view, or the same array under two names): inside a compiled {what} "
@@ -415,6 +417,12 @@ def _changed_containers(snapshots: list[tuple[str, Any, Any]]) -> list[str]:
     return changed
 
 
+def _writable(x: Any) -> bool:
+    """A traced array that can be written in place (not a Python or NumPy scalar, which `x += 1`
+    rebinds: `written` names every name updated with an augmented assignment)."""
+    return _traced(x) and x.weak is None and not (x.ndim == 0 and x.scalar)
+
+
 def _write_back(state: _State, result: tuple, in_place: set[int], written: Sequence[str]) -> tuple:
     """Arrays written in place in the body: write the loop's result into the original array
     (`A[...] = new`, so its aliases and the caller's argument see it) and keep the name bound
@@ -422,7 +430,7 @@ def _write_back(state: _State, result: tuple, in_place: set[int], written: Seque
     out = list(result)
     for k in in_place:
         original = state.values[k]
-        if state.names[k] in written and _traced(original) and original is not out[k] and _traced(out[k]):
+        if state.names[k] in written and _writable(original) and original is not out[k] and _traced(out[k]):
             original[...] = out[k]
             out[k] = original
     return tuple(out)
@@ -460,7 +468,7 @@ def if_stmt(pred: Any, true_fn: Callable, false_fn: Callable, state: tuple, name
 
     # A tail `if` returns from the function, but the arrays its branches wrote in place must
     # still reach their bases (an argument, an alias): the branches also return them.
-    returned_writes = [k for k in st.dynamic if names[k] in written and _traced(st.values[k])]
+    returned_writes = [k for k in st.dynamic if names[k] in written and _writable(st.values[k])]
 
     def branch(fn: Callable) -> Callable:
         def run(*carry: Any) -> Any:
@@ -590,6 +598,25 @@ def for_range(range_fn: Any, args: tuple, body: Callable, target: Any, state: tu
     _refuse(unsupported, "a loop whose range is traced")
     bounds = _range_bounds(args)
     return _traced_for(bounds, body, target, state, names, written, brk, static_range=None)
+
+
+def for_iter(iterable: Any, body: Callable, target: Any, state: tuple, names: tuple, written: tuple,
+             brk: str | None, unsupported: str | None = None) -> tuple[Any, tuple]:
+    """`for x in iterable: state = body(x, state)`. Over a traced array it is
+    `for i in range(len(a)): x = a[i]` (one loop with a traced index, NumPy's iteration over
+    the first axis); any other iterable runs as Python. Returns (x's final value, the state)."""
+    if not (_traced(iterable) and iterable.ndim >= 1 and is_tracing()):
+        return _python_for(iterable, body, target, state, names, brk)
+    n = iterable.shape[0]
+
+    def element_body(i: Any, st: tuple) -> tuple:
+        return body(iterable[i], st)
+
+    index, state = for_range(builtins.range, (n,), element_body, Undefined("the index"), state, names, written,
+                             brk, unsupported)
+    if isinstance(index, Undefined):  # no iteration ran: the name keeps its value, as in Python
+        return target, state
+    return iterable[index], state
 
 
 def _python_for(iterable: Any, body: Callable, target: Any, state: tuple, names: tuple,

@@ -23,8 +23,9 @@ file name, so tracebacks and `Tracer._where()` show the user's lines.
 from __future__ import annotations
 
 import ast
+import builtins
 import itertools
-from typing import Iterable
+from typing import Callable, Iterable
 
 from .analysis import (always_returns, bound_names, contains, declared_outside, function_locals, is_generator,
                        walk_scope, written_bases)
@@ -119,6 +120,12 @@ def _is_range_loop(node: ast.AST) -> bool:
             and 1 <= len(node.iter.args) <= 3 and not any(isinstance(a, ast.Starred) for a in node.iter.args))
 
 
+def _is_iter_loop(node: ast.AST) -> bool:
+    """`for x in <expression>` (not a range): converted to `for_iter`, which loops over a traced
+    array's first axis with a traced index and runs any other iterable as Python."""
+    return isinstance(node, ast.For) and isinstance(node.target, ast.Name) and not _is_range_loop(node)
+
+
 _UNSUPPORTED_IN_CONVERTED = (ast.Global, ast.Nonlocal, ast.Delete, ast.Yield, ast.YieldFrom, ast.Await)
 
 
@@ -188,6 +195,11 @@ class _Expressions(ast.NodeTransformer):
         if (isinstance(f, ast.Name) and f.id in _BUILTIN_CALLS and node.args and not node.keywords
                 and not any(isinstance(a, ast.Starred) for a in node.args)):
             return _located(_helper("builtin_call", f, *node.args), node)
+        if _routed_call(f, self.locals):
+            # (callees.py: the user's helper functions are converted too; NumPy's creation
+            # functions under other names make traced arrays)
+            return _located(ast.Call(func=ast.Attribute(value=_load(AG), attr="call", ctx=ast.Load()),
+                                     args=[f, *node.args], keywords=node.keywords), node)
         return node
 
     # -- writes into arrays captured from outside (globals, closures, attributes) ----------
@@ -222,6 +234,20 @@ class _Expressions(ast.NodeTransformer):
         return self._with_checks(node, self._captured_roots([node.target]))
 
 
+# Builtins that read their caller's frame (or that later passes recognise by name) are never
+# routed through ag__.call; other builtins are called as they are by it anyway.
+_FRAME_BUILTINS = frozenset(dir(builtins))
+
+
+def _routed_call(f: ast.expr, local_names: set[str]) -> bool:
+    """Whether a call of `f` goes through ag__.call: a bare name that is not a builtin (a helper
+    function, `zeros` imported from NumPy) and `np.ndarray(...)`."""
+    if isinstance(f, ast.Name):
+        return not f.id.startswith(AG) and (f.id not in _FRAME_BUILTINS or f.id in local_names)
+    return (isinstance(f, ast.Attribute) and f.attr == "ndarray" and isinstance(f.value, ast.Name)
+            and f.value.id in ("np", "numpy"))
+
+
 def _copy_load(node: ast.expr) -> ast.expr:
     """A Load-context copy of a Name/Attribute expression."""
     text = ast.unparse(node)
@@ -232,9 +258,11 @@ def _copy_load(node: ast.expr) -> ast.expr:
 class FunctionConverter:
     """Converts one function definition (and the functions nested in it) in place."""
 
-    def __init__(self) -> None:
+    def __init__(self, callee_writes: Callable[[str], frozenset] | None = None) -> None:
         self._ids = itertools.count(1)
         self.converted = 0  # control-flow statements and expressions rewritten (0: nothing to do)
+        # name -> the parameters (positions, names) the function it names writes (callees.py)
+        self.callee_writes = callee_writes
 
     # -- entry ----------------------------------------------------------------------------
     def function(self, fn: ast.FunctionDef) -> None:
@@ -268,7 +296,7 @@ class FunctionConverter:
                 setattr(s, field, self._lower_block(block))
         for handler in getattr(s, "handlers", []):
             handler.body = self._lower_block(handler.body)
-        if (_is_range_loop(s) or isinstance(s, ast.While)) and self._loop_convertible(s):
+        if (_is_range_loop(s) or _is_iter_loop(s) or isinstance(s, ast.While)) and self._loop_convertible(s):
             return self._lower_loop(s)
         return [s]
 
@@ -351,7 +379,8 @@ class FunctionConverter:
         loop's continue flag is reset by each iteration, so it is no loop state."""
         skip = set(exclude)
         internal = ("ag__result", "ag__cont") if loop else ("ag__result",)
-        written = [n for n in written_bases(stmts) if n in self.locals and n not in skip]
+        written = [n for n in written_bases(stmts, callee_writes=self.callee_writes)
+                   if n in self.locals and n not in skip]
         names = [n for n in bound_names(stmts)
                  if (n in self.locals or n.startswith("ag__")) and n not in skip and not n.startswith(internal)]
         names += [n for n in written if n not in names]
@@ -397,9 +426,12 @@ class FunctionConverter:
         brk = _const(loop._ag_break)
         if isinstance(loop, ast.For):
             body_fn = _def(f"ag__for_body{n}", [index, "ag__state"], body)
-            call = _helper("for_range", _load("range"), ast.Tuple(elts=list(loop.iter.args), ctx=ast.Load()),
-                           _load(body_fn.name), _helper("ld", _lambda(_load(target))), _state_load(names),
-                           _names_tuple(names), _names_tuple(written), brk, _unsupported_when_traced(loop.body))
+            rest = (_load(body_fn.name), _helper("ld", _lambda(_load(target))), _state_load(names),
+                    _names_tuple(names), _names_tuple(written), brk, _unsupported_when_traced(loop.body))
+            if _is_range_loop(loop):
+                call = _helper("for_range", _load("range"), ast.Tuple(elts=list(loop.iter.args), ctx=ast.Load()), *rest)
+            else:
+                call = _helper("for_iter", loop.iter, *rest)
             result = f"ag__result{n}"
             stmts: list[ast.stmt] = [body_fn, ast.Assign(targets=[ast.Tuple(elts=[_store(target), _store(result)],
                                                                             ctx=ast.Store())], value=call)]

@@ -158,3 +158,49 @@ _patches = ModulePatches(_creation_targets)
 # Enter a trace: patch numpy's creation functions if this is the first active trace; leave it:
 # restore them when the last active trace ends.
 install, uninstall = _patches.install, _patches.uninstall
+
+
+# ----------------------------------------------------------------------------- other spellings
+
+_originals: dict[int, str] = {}
+
+
+def _creation_name(f: Any) -> str | None:
+    """The name of the NumPy creation function `f` is (original or wrapper), or None."""
+    if not _originals:
+        for name in _NAMES:
+            value = getattr(np, name)
+            _originals[id(getattr(value, "__jitkernel_original__", value))] = name
+    return _originals.get(id(getattr(f, "__jitkernel_original__", f)))
+
+
+def traced_creation(f: Any, args: tuple, kwargs: dict) -> Any:
+    """`f(*args, **kwargs)` as a traced array when `f` is a NumPy creation function reached by
+    another spelling than `np.<name>` (`from numpy import zeros`, `np.ndarray(shape, dtype)`),
+    which the module patch cannot see; NotImplemented for any other `f` (autograph/callees.py
+    calls it for every routed call while tracing). `np.ndarray(shape)` is uninitialised in NumPy:
+    here it is zeros, as np.empty is."""
+    if current_context() is None:
+        return NotImplemented
+    if f is np.ndarray:
+        return _traced_ndarray(*args, **kwargs)
+    name = _creation_name(f)
+    if name is None or kwargs.get("like") is not None:
+        return NotImplemented
+    original = getattr(f, "__jitkernel_original__", f)
+    from .tracer import Tracer
+    if name in ("array", "asarray"):
+        return _converted(name, original, args, kwargs)
+    if name.endswith("_like") and isinstance(args[0] if args else kwargs.get("a", kwargs.get("prototype")), Tracer):
+        return original(*args, **kwargs)  # NumPy dispatches to jitkernel.numpy's *_like
+    params = _bind(original, name, args, kwargs)
+    if params is None:
+        return original(*args, **kwargs)
+    return _traced_full(*params)
+
+
+def _traced_ndarray(shape: Any, dtype: Any = float, buffer: Any = None, offset: int = 0, strides: Any = None,
+                    order: Any = None) -> Any:
+    if buffer is not None or strides is not None or order not in (None, "C"):
+        return np.ndarray(shape, dtype, buffer, offset, strides, order)  # a view of memory: NumPy's own
+    return _traced_full(shape, 0, np.float64 if dtype is None else dtype)

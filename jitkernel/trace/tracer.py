@@ -79,6 +79,15 @@ class Tracer:
     def shape(self) -> tuple[int, ...]:
         return self._var.aval.shape
 
+    @shape.setter
+    def shape(self, value: Any) -> None:
+        # NumPy changes the array object's shape in place; views already made from this Tracer
+        # are derived from its old shape, so that cannot be a rebinding here.
+        from ..errors import UnsupportedOperationError
+        raise UnsupportedOperationError(
+            f"setting the shape of a traced array in place (`x.shape = ...`) is not supported, at "
+            f"{user_frame_location()}: write `x = x.reshape(...)` instead")
+
     @property
     def dtype(self) -> np.dtype:
         return self._var.aval.dtype

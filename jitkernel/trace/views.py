@@ -200,10 +200,13 @@ def check_writeable(t: Any) -> None:
         if node._view[1] == "broadcast_in_dim":
             raise ValueError("assignment destination is read-only")
         node = node._view[0]
-    if t._ctx is not current_context():
+    mem = t._mem
+    # (a view made inside a loop body of an enclosing trace's array shares that trace's Memory:
+    # writing it there would give the enclosing base a value of the body)
+    if t._ctx is not current_context() or (mem is not None and mem.ctx is not None and mem.ctx is not current_context()):
         raise UnsupportedOperationError(
             f"in jitted function {current_context().name if current_context() else '?'!r}: an array of the "
-            f"enclosing trace ({t._ctx.name!r}) is written inside a nested trace (a loop body or a branch); "
+            f"enclosing trace ({(t._ctx if t._ctx is not current_context() else mem.ctx).name!r}) is written inside a nested trace (a loop body or a branch); "
             "pass it in as a loop carry (or an operand) and write the result back after the loop")
 
 

@@ -1,0 +1,351 @@
+"""NPBench as written: every NumPy kernel of an NPBench checkout, unmodified, under ``jk.jit``.
+
+Issue 8 measured jitkernel on NPBench's 54 NumPy kernels as a new user would: put ``jk.jit`` on
+the function and call it. This harness repeats that measurement. It never copies NPBench's code
+into this repository: each kernel is imported at run time from the checkout given with
+``--npbench`` (a directory holding ``bench_info/`` and ``npbench/benchmarks/``, or NPBench's bare
+git directory, which is extracted to a temporary directory first).
+
+For every kernel, in a subprocess of its own with a time limit:
+
+1. the inputs come from the benchmark's own ``initialize`` at the preset's sizes (``--preset S``,
+   NPBench's smallest, by default; ``--scale`` shrinks every size parameter for a quick run);
+2. the function runs with NumPy and under ``jk.jit`` (``--backend cpu``), each on its own deep
+   copies of the inputs (the kernels mutate their arguments);
+3. the return value and the final contents of every argument array are compared: same type
+   (array or scalar), dtype, shape, and values within a float tolerance.
+
+Each kernel is classified ``ok`` (runs and matches), ``WRONG`` (runs, differs: the worst
+outcome), ``raises`` (exception type and the first line of its message), ``timeout``, or
+``numpy-fails`` (the reference itself could not run) or ``setup-fails`` (NPBench's
+``initialize`` could not run here, e.g. a package it imports is missing). ``--time`` also measures the median warm
+time of both. Example::
+
+    .venv/bin/python benchmarks/npbench_as_written.py --npbench /tmp/npbench --time
+    .venv/bin/python benchmarks/npbench_as_written.py --npbench /tmp/npbench --only jacobi_2d,lu
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import datetime
+import importlib.util
+import json
+import math
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+DEFAULT_RESULTS = REPO / "benchmarks" / "results" / "npbench-as-written.txt"
+
+# Float tolerance of "matches": NumPy's and our reductions follow the same order (pairwise sums,
+# BLAS for matmul), so differences are rounding in fused expressions; chaotic kernels amplify
+# them, which is why the check is relative to the magnitude of the whole array (atol) as well.
+RTOL = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-4}
+RTOL_DEFAULT = 1e-7
+
+
+# --------------------------------------------------------------------------- the checkout
+
+
+def resolve_checkout(path: pathlib.Path) -> pathlib.Path:
+    """A directory with ``bench_info/`` and ``npbench/``; a bare git directory is extracted."""
+    if (path / "bench_info").is_dir():
+        return path
+    if (path / "HEAD").is_file() and (path / "objects").is_dir():
+        target = pathlib.Path(tempfile.mkdtemp(prefix="npbench-"))
+        archive = subprocess.run(["git", "-C", str(path), "archive", "HEAD", "npbench", "bench_info"],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+        return target
+    raise SystemExit(f"{path}: neither an NPBench checkout (bench_info/) nor its git directory")
+
+
+def load_infos(root: pathlib.Path) -> dict[str, dict]:
+    """Benchmark name (the json file's stem) -> its ``benchmark`` record."""
+    infos = {}
+    for path in sorted((root / "bench_info").glob("*.json")):
+        infos[path.stem] = json.loads(path.read_text())["benchmark"]
+    return infos
+
+
+def load_module(path: pathlib.Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def scaled_parameters(params: dict, scale: float) -> dict:
+    """Size parameters (ints > 2) times ``scale``; floats and small counts are kept."""
+    if scale == 1.0:
+        return dict(params)
+    out = {}
+    for key, value in params.items():
+        if isinstance(value, int) and not isinstance(value, bool) and value > 2:
+            out[key] = max(2, int(round(value * scale)))
+        else:
+            out[key] = value
+    return out
+
+
+def make_inputs(root: pathlib.Path, info: dict, preset: str, scale: float):
+    """(kernel function, ordered argument names, argument values) as NPBench builds them."""
+    bench_dir = root / "npbench" / "benchmarks" / info["relative_path"]
+    module_name = info["module_name"]
+    data: dict[str, Any] = scaled_parameters(info["parameters"][preset], scale)
+    init = info.get("init")
+    if init:
+        init_module = load_module(bench_dir / f"{module_name}.py", f"npbench_{module_name}")
+        values = getattr(init_module, init["func_name"])(*[data[a] for a in init["input_args"]])
+        if len(init["output_args"]) == 1:
+            values = (values,)
+        data.update(zip(init["output_args"], values))
+    kernel_module = load_module(bench_dir / f"{module_name}_numpy.py", f"npbench_{module_name}_numpy")
+    kernel = getattr(kernel_module, info["func_name"])
+    names = list(info["input_args"])
+    return kernel, names, [data[n] for n in names]
+
+
+# --------------------------------------------------------------------------- comparison
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:200]
+
+
+def compare(expected: Any, got: Any, where: str) -> str | None:
+    """None when ``got`` is ``expected`` as NumPy's semantics require, else what differs."""
+    if isinstance(expected, (tuple, list)):
+        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
+            return f"{where}: {type(expected).__name__} of {len(expected)} vs {type(got).__name__}"
+        for k, (e, g) in enumerate(zip(expected, got)):
+            diff = compare(e, g, f"{where}[{k}]")
+            if diff:
+                return diff
+        return None
+    if expected is None or got is None:
+        return None if expected is got else f"{where}: {expected!r} vs {got!r}"
+    if isinstance(expected, np.ndarray) != isinstance(got, np.ndarray):
+        return f"{where}: {type(expected).__name__} vs {type(got).__name__}"
+    e, g = np.asarray(expected), np.asarray(got)
+    if e.dtype != g.dtype:
+        return f"{where}: dtype {e.dtype} vs {g.dtype}"
+    if e.shape != g.shape:
+        return f"{where}: shape {e.shape} vs {g.shape}"
+    if e.dtype.kind in "fc":
+        rtol = RTOL.get(np.dtype(e.real.dtype), RTOL_DEFAULT)
+        finite = np.isfinite(e)
+        scale = float(np.max(np.abs(e[finite]))) if finite.any() else 0.0
+        ok = np.isclose(g, e, rtol=rtol, atol=rtol * scale, equal_nan=True)
+        if not ok.all():
+            err = np.abs(g - e)[~ok]
+            return (f"{where}: {int((~ok).sum())} of {e.size} values differ "
+                    f"(max abs error {float(np.nanmax(np.where(np.isnan(err), np.inf, err))):.3g}, "
+                    f"max |expected| {scale:.3g})")
+        return None
+    if not np.array_equal(e, g):
+        return f"{where}: {int((e != g).sum())} of {e.size} values differ"
+    return None
+
+
+# --------------------------------------------------------------------------- one kernel
+
+
+@dataclass
+class Result:
+    name: str
+    status: str                       # ok | WRONG | raises | timeout | numpy-fails | setup-fails
+    detail: str = ""
+    numpy_s: float | None = None      # median warm time
+    jit_s: float | None = None
+    first_call_s: float | None = None  # trace + compile + first run
+    sizes: dict = field(default_factory=dict)
+
+
+def median_time(call, args: list, budget_s: float, max_repeat: int) -> float:
+    """Median of up to ``max_repeat`` calls on fresh copies, within about ``budget_s``."""
+    times: list[float] = []
+    started = time.perf_counter()
+    while len(times) < max_repeat and (len(times) < 3 or time.perf_counter() - started < budget_s):
+        fresh = copy.deepcopy(args)
+        t0 = time.perf_counter()
+        call(*fresh)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def run_one(root: pathlib.Path, name: str, preset: str, scale: float, backend: str,
+            timing: bool) -> Result:
+    """Run kernel ``name`` with NumPy and jk.jit and classify the outcome."""
+    import jitkernel as jk
+
+    info = load_infos(root)[name]
+    try:
+        kernel, names, args = make_inputs(root, info, preset, scale)
+    except Exception as exc:  # NPBench's own setup (spmv's initialize needs scipy)
+        return Result(name, "setup-fails", first_line(exc), sizes=scaled_parameters(info["parameters"][preset], scale))
+    sizes = scaled_parameters(info["parameters"][preset], scale)
+    np_args = copy.deepcopy(args)
+    try:
+        expected = kernel(*np_args)
+    except Exception as exc:  # the reference itself fails: nothing to compare with
+        return Result(name, "numpy-fails", first_line(exc), sizes=sizes)
+    jitted = jk.jit(kernel, backend=backend)
+    jk_args = copy.deepcopy(args)
+    t0 = time.perf_counter()
+    try:
+        got = jitted(*jk_args)
+    except Exception as exc:
+        return Result(name, "raises", first_line(exc), sizes=sizes)
+    first_call = time.perf_counter() - t0
+    diff = compare(expected, got, "return")
+    for arg_name, e, g in zip(names, np_args, jk_args):
+        if diff is None and isinstance(e, np.ndarray):
+            diff = compare(e, g, f"argument {arg_name}")
+    if diff is not None:
+        return Result(name, "WRONG", diff, first_call_s=first_call, sizes=sizes)
+    result = Result(name, "ok", first_call_s=first_call, sizes=sizes)
+    if timing:
+        result.numpy_s = median_time(kernel, args, budget_s=2.0, max_repeat=21)
+        result.jit_s = median_time(jitted, args, budget_s=2.0, max_repeat=21)
+    return result
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def run_in_subprocess(ns: argparse.Namespace, root: pathlib.Path, name: str) -> Result:
+    command = [sys.executable, str(pathlib.Path(__file__).resolve()), "--npbench", str(root),
+               "--preset", ns.preset, "--scale", str(ns.scale), "--backend", ns.backend,
+               "--child", name] + (["--time"] if ns.time else [])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    if "JITKERNEL_CACHE_DIR" not in env:  # never the user's cache: a fresh one per run
+        env["JITKERNEL_CACHE_DIR"] = ns.cache_dir
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=ns.timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return Result(name, "timeout", f"more than {ns.timeout:g} s")
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith("RESULT "):
+            return Result(**json.loads(line[len("RESULT "):]))
+    tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+    return Result(name, "raises", f"child exited {proc.returncode}: {tail}"[:200])
+
+
+def cause_of(detail: str) -> str:
+    """The message without what names one kernel (its function, file, line, shapes)."""
+    import re
+    text = re.split(r" \(in jitted function|, at /| at /|\(jitkernel traced", detail)[0]
+    text = re.sub(r"\(\d+(, \d+)*,?\)", "(...)", text)
+    text = re.sub(r"'[A-Za-z_][\w.]*'", "'...'", text)
+    text = re.sub(r"\b\d+\b", "N", text)
+    return text.strip()
+
+
+def format_time(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.0f} us"
+    if seconds < 1:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds:.2f} s"
+
+
+def render(results: list[Result], ns: argparse.Namespace, root: pathlib.Path) -> str:
+    width = max(len(r.name) for r in results)
+    lines = [f"NPBench as written: {len(results)} NumPy kernels, unmodified, under jk.jit "
+             f"(backend {ns.backend}), preset {ns.preset}"
+             + (f" x{ns.scale:g}" if ns.scale != 1.0 else "") + f", timeout {ns.timeout:g} s",
+             f"date {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
+             f"numpy {np.__version__}, checkout {root}",
+             f"command: python benchmarks/npbench_as_written.py --npbench PATH --preset {ns.preset}"
+             + (f" --scale {ns.scale:g}" if ns.scale != 1.0 else "") + (" --time" if ns.time else ""),
+             ""]
+    header = f"{'kernel':<{width}}  {'status':<11}"
+    if ns.time:
+        header += f"  {'numpy':>10}  {'jit':>10}  {'speedup':>7}  {'1st call':>9}"
+    lines += [header + "  detail", "-" * (len(header) + 8)]
+    for r in results:
+        row = f"{r.name:<{width}}  {r.status:<11}"
+        if ns.time:
+            speed = f"{r.numpy_s / r.jit_s:.2f}x" if r.numpy_s and r.jit_s else ""
+            row += (f"  {format_time(r.numpy_s):>10}  {format_time(r.jit_s):>10}  {speed:>7}"
+                    f"  {format_time(r.first_call_s):>9}")
+        lines.append((row + "  " + r.detail).rstrip())
+    counts = {s: sum(r.status == s for r in results)
+              for s in ("ok", "WRONG", "raises", "timeout", "numpy-fails", "setup-fails")}
+    lines += ["", "summary: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n or s in ("ok", "WRONG", "raises", "timeout"))]
+    causes: dict[str, list[str]] = {}
+    for r in results:
+        if r.status == "raises":
+            causes.setdefault(cause_of(r.detail), []).append(r.name)
+    if causes:
+        lines.append("raises, by cause:")
+        lines += [f"  {len(ks):3d}  {msg}  ({', '.join(ks)})" for msg, ks in sorted(causes.items(), key=lambda kv: -len(kv[1]))]
+    speedups = [r.numpy_s / r.jit_s for r in results if r.numpy_s and r.jit_s]
+    if speedups:
+        geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
+        lines.append(f"speed: geometric mean of NumPy time / jit time over the {len(speedups)} "
+                     f"kernels that match: {geo:.2f}x (median warm times)")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--npbench", required=True, type=pathlib.Path,
+                        help="NPBench checkout (bench_info/, npbench/) or its bare git directory")
+    parser.add_argument("--preset", default="S", help="NPBench size preset (default S)")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply size parameters")
+    parser.add_argument("--backend", default="cpu", help="jk.jit backend (default cpu)")
+    parser.add_argument("--only", default="", help="comma-separated benchmark names")
+    parser.add_argument("--timeout", type=float, default=180.0, help="seconds per kernel")
+    parser.add_argument("--time", action="store_true", help="also time warm calls")
+    parser.add_argument("--output", type=pathlib.Path, default=DEFAULT_RESULTS)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    ns = parser.parse_args(argv)
+    root = resolve_checkout(ns.npbench.resolve())
+    if ns.child:
+        try:
+            result = run_one(root, ns.child, ns.preset, ns.scale, ns.backend, ns.time)
+        except Exception as exc:  # a failure of the harness, not of a kernel
+            traceback.print_exc()
+            result = Result(ns.child, "raises", "harness: " + first_line(exc))
+        print("RESULT " + json.dumps(result.__dict__), flush=True)
+        return 0
+    names = list(load_infos(root))
+    if ns.only:
+        wanted = ns.only.split(",")
+        names = [n for n in names if n in wanted]
+    results = []
+    with tempfile.TemporaryDirectory(prefix="jk-npbench-cache-") as cache_dir:
+        ns.cache_dir = cache_dir
+        for name in names:
+            result = run_in_subprocess(ns, root, name)
+            print(f"{name:<26} {result.status:<11} {result.detail}", flush=True)
+            results.append(result)
+    text = render(results, ns, root)
+    print()
+    print(text, end="")
+    if not ns.only:
+        ns.output.parent.mkdir(parents=True, exist_ok=True)
+        ns.output.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
