@@ -59,6 +59,7 @@ def test_windows_of_a_fori_loop_index(backend):
     assert_matches_numpy(jk.jit(f, backend=backend)(A), acc)
 
 
+@pytest.mark.usefixtures("no_static_int_fallback")
 def test_a_slice_whose_length_has_no_proved_range_is_a_clear_error():
     def f(a, k):  # k is an argument: its range is not known, NumPy would clamp a[0, :k]
         return lax.fori_loop(0, 5, lambda i, c: c + a[i, :k].sum(), 0.0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import operator
 import subprocess
 import sys
+import shutil
 import textwrap
 
 import numpy as np
@@ -649,3 +650,30 @@ def test_numpy_scalar_arguments_are_strong(backend):
     check(lambda x, s: x / s, x8, np.float16(2), backend=backend)
     check(lambda x: x * np.float64(0.5), x16, backend=backend)
     check(lambda x: np.int16(300) + x, x8, backend=backend)
+
+
+_CAST_SPECIALS = [np.nan, -np.nan, np.inf, -np.inf, 2.0**63, 2.0**64, 1e19, -2.0**63, -2.0**63 - 4096,
+                  2.0**31, -2.0**31 - 1, 2.0**32, 300.0, -300.0, 65536.0, -1.0, -3.7, 1e30, -1e30, 4e9,
+                  0.0, -0.0, 0.9, 127.5, -128.5]
+_INT_DSTS = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interpret", "cuda-emulator"])
+def test_float_to_int_casts_of_special_values(backend):
+    """NaN, infinities and out-of-range floats cast to integers give NumPy's (x86's) values.
+    LLVM's fptosi/fptoui make them poison, and the CPU backend once gave 2**64 - 1 where NumPy
+    gives 2**63 (NaN -> uint64), so np.sum(x, dtype=np.uint64) of a float array with NaN
+    differed. The arrays are longer than a vector so NumPy's SIMD loops decide too."""
+    if backend == "cuda-emulator" and shutil.which("g++") is None and shutil.which("c++") is None:
+        pytest.skip("backend='cuda-emulator' needs a host C++20 compiler (g++)")
+    xs = [np.repeat(np.array(_CAST_SPECIALS).astype(s), 5) for s in (np.float16, np.float32, np.float64)]
+
+    def casts(a, b, c):
+        return tuple(x.astype(d) for x in (a, b, c) for d in _INT_DSTS)
+
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = casts(*xs)
+        got = jk.jit(casts, backend=backend)(*xs)
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w, err_msg=f"{xs[k // len(_INT_DSTS)].dtype} -> {w.dtype}")

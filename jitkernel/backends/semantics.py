@@ -71,14 +71,33 @@ def max_min_tie_keeps_first(dt: np.dtype) -> bool:
     return dt.itemsize == 2
 
 
-def float_to_int_width(dst: np.dtype) -> int:
-    """NumPy's float -> integer cast (C casts on x86) converts through a signed 32- or 64-bit
-    integer and truncates to `dst`; uint64 converts values >= 2**63 through the unsigned
-    instruction (float_to_uint64_split). Out-of-range values are undefined in NumPy too."""
-    return 64 if dst.itemsize >= 4 and not (dst.kind == "i" and dst.itemsize == 4) else 32
+def float_to_int_plan(src: np.dtype, dst: np.dtype) -> tuple:
+    """How NumPy (C casts on x86) converts a float of `src` to the integer `dst`, as a plan both
+    renderers follow. Every step is a signed conversion `cvt(width)`: truncation toward zero,
+    and for NaN, infinities and values outside the signed range x86's "integer indefinite", the
+    range's minimum (never LLVM's poison or CUDA's saturation); the result keeps the low bits.
+
+    - ("signed", width): cvt(width), then the low bits of `dst` (int8 of 300.0 is 44).
+    - ("u32",): float32/float64 -> uint32: values >= 2**31 through cvt(64), the others (NaN
+      included) through cvt(32): NaN and -inf give 2**31, 4e9 stays 4e9.
+    - ("u64",): values >= 2**63 convert x - 2**63 through cvt(64) and set the top bit back
+      (xor), the others through cvt(64): NaN gives 2**63, inf and 2**64 give 0, -3.0 gives
+      2**64 - 3.
+    Measured against NumPy 2 on this machine for every float source, integer destination and
+    special value (tests/test_ufuncs.py::test_float_to_int_casts_of_special_values)."""
+    if dst.kind == "u" and dst.itemsize == 8:
+        return ("u64",)
+    if dst.kind == "u" and dst.itemsize == 4 and src.itemsize >= 4:
+        return ("u32",)
+    return ("signed", 64 if dst.itemsize >= 4 and not (dst.kind == "i" and dst.itemsize == 4) else 32)
 
 
-def float_to_uint64_split() -> float:
-    """Below this value a float -> uint64 cast goes through the signed instruction (so -3.0
-    becomes 2**64 - 3, as C on x86 does)."""
-    return 2.0 ** 63
+def signed_conversion_bounds(width: int, src: np.dtype) -> tuple[float, bool, float]:
+    """(low, strict, high) such that a float `x` of `src` truncates into the signed `width`-bit
+    range exactly when `x > low` (strict) or `x >= low` (not strict), and `x < high`: the lower
+    bound is 2**(width-1) + 1 below zero where `src` can hold it, else 2**(width-1) itself."""
+    lo = -(1 << (width - 1))
+    below = float(np.array(lo - 1, dtype=np.float64).astype(src if src.itemsize >= 4 else np.float32))
+    if int(below) == lo - 1:
+        return float(lo - 1), True, float(-lo)
+    return float(lo), False, float(-lo)

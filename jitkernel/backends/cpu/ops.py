@@ -146,16 +146,32 @@ class OpLowering:
         # float -> int: NumPy (C casts on x86) goes through a 32- or 64-bit conversion and
         # truncates; out-of-range values are undefined in NumPy too (it warns); we only
         # store such a value, never branch or index on it.
+        plan = semantics.float_to_int_plan(src, dst)
         if src.itemsize == 2:
             v = b.fpext(v, F32)  # exact; keeps the constants below representable
-        wide = semantics.float_to_int_width(dst)
-        if dst.kind == "u" and dst.itemsize == 8:
-            # C on x86 converts below 2**63 through the signed instruction (so -3.0 -> 2**64 - 3).
-            two63 = ir.Constant(v.type, semantics.float_to_uint64_split())
-            r = b.select(b.fcmp_ordered("<", v, two63), b.fptosi(v, dt_), b.fptoui(v, dt_))
+            src = np.dtype(np.float32)
+        if plan[0] == "u64":
+            two63 = ir.Constant(v.type, 2.0 ** 63)
+            high = b.xor(self.signed_conversion(b.fsub(v, two63), src, 64), ir.Constant(I64, 1 << 63))
+            r = b.select(b.fcmp_ordered(">=", v, two63), high, self.signed_conversion(v, src, 64))
+        elif plan[0] == "u32":
+            wide = b.trunc(self.signed_conversion(v, src, 64), I32)
+            r = b.select(b.fcmp_ordered(">=", v, ir.Constant(v.type, 2.0 ** 31)), wide,
+                         self.signed_conversion(v, src, 32))
         else:
-            r = b.fptosi(v, ir.IntType(wide))
+            r = self.signed_conversion(v, src, plan[1])
         return b.trunc(r, dt_) if r.type.width > dt_.width else r
+
+    def signed_conversion(self, v: ir.Value, src: np.dtype, width: int) -> ir.Value:
+        """x86's truncating conversion to a signed `width`-bit integer: NaN and values outside
+        the range give its minimum. LLVM's fptosi makes those poison, which later folds may turn
+        into anything, so the range is tested first (semantics.float_to_int_plan)."""
+        b = self.b
+        low, strict, high = semantics.signed_conversion_bounds(width, src)
+        ok = b.and_(b.fcmp_ordered(">" if strict else ">=", v, ir.Constant(v.type, low)),
+                    b.fcmp_ordered("<", v, ir.Constant(v.type, high)))
+        ity = ir.IntType(width)
+        return b.select(ok, b.fptosi(v, ity), ir.Constant(ity, -(1 << (width - 1))))
 
     def round_to_odd_f32(self, v: ir.Value) -> ir.Value:
         """double -> float rounded to odd, so that a second rounding to half is correct

@@ -59,12 +59,28 @@ def convert(x: str, src: np.dtype, dst: np.dtype) -> str:
         if ctype.is_half(dst):
             return f"jk_rh_d({x})" if src.itemsize == 8 else f"jk_rh({x})"
         return f"(({rdst}){x})"
-    # float -> integer: through a 32- or 64-bit signed conversion, then truncated
-    if dst.kind == "u" and dst.itemsize == 8:
-        split = ctype.literal(semantics.float_to_uint64_split(), src)
-        return (f"(({x}) < {split} ? (unsigned long long)(long long)({x}) : (unsigned long long)({x}))")
-    wide = "long long" if semantics.float_to_int_width(dst) == 64 else "int"
-    return f"(({rdst})({wide})({x}))"
+    # float -> integer: the plan of backends/semantics.py, as the CPU renders it
+    plan = semantics.float_to_int_plan(src, dst)
+    fsrc = np.dtype(np.float32) if src.itemsize == 2 else src  # half registers are floats
+    if plan[0] == "u64":
+        split = ctype.literal(2.0 ** 63, fsrc)
+        high = f"((unsigned long long){_signed_conversion(f'(({x}) - {split})', fsrc, 64)} ^ 0x8000000000000000ULL)"
+        return f"(({x}) >= {split} ? {high} : (unsigned long long){_signed_conversion(x, fsrc, 64)})"
+    if plan[0] == "u32":
+        split = ctype.literal(2.0 ** 31, fsrc)
+        return (f"(({x}) >= {split} ? (unsigned int){_signed_conversion(x, fsrc, 64)} "
+                f": (unsigned int){_signed_conversion(x, fsrc, 32)})")
+    return f"(({rdst}){_signed_conversion(x, fsrc, plan[1])})"
+
+
+def _signed_conversion(x: str, src: np.dtype, width: int) -> str:
+    """x86's truncating conversion of float `x` to a signed `width`-bit integer: NaN and values
+    out of range give the minimum (a CUDA cast would saturate; C leaves them undefined)."""
+    low, strict, high = semantics.signed_conversion_bounds(width, src)
+    wide = "long long" if width == 64 else "int"
+    minimum = "(-9223372036854775807LL - 1)" if width == 64 else "(-2147483647 - 1)"
+    return (f"((({x}) {'>' if strict else '>='} {ctype.literal(low, src)} && ({x}) < {ctype.literal(high, src)})"
+            f" ? ({wide})({x}) : {minimum})")
 
 
 def lower(prim: str, args: list[str], in_dts: list[np.dtype], out_dt: np.dtype,
