@@ -456,3 +456,23 @@ def test_setting_the_shape_of_a_traced_array_is_a_clear_error():
 
     with pytest.raises(jk.errors.UnsupportedOperationError, match=r"x = x.reshape.*|x.shape = "):
         jk.jit(f)(np.ones((2, 3)))
+
+
+def test_a_long_loop_whose_state_changes_kind_is_a_clear_error_not_a_huge_unroll():
+    """NPBench's azimint_naive: a selection bound in the body of `for i in range(npt)` is
+    state whose kind changes, and the static loop was unrolled whole. At npt=1000 that made a
+    program LLVM's optimiser crashed on (N=400000) or a call of more than ctypes' 1024
+    arguments. Past UNROLL_FALLBACK_LIMIT iterations it is an error naming the line."""
+    def azimint(data, radius, npt):
+        res = np.zeros(npt)
+        for i in range(npt):
+            mask = np.logical_and(i / npt <= radius, radius < (i + 1) / npt)
+            values = data[mask]
+            res[i] = values.sum()
+        return res
+
+    rng = np.random.default_rng(0)
+    data, radius = rng.random(50), rng.random(50)
+    with pytest.raises(jk.errors.UnsupportedOperationError, match=r"test_as_written_kernels.py:\d+.*unrolling its"):
+        jk.jit(azimint, static_argnames=("npt",))(data, radius, 300)
+    np.testing.assert_allclose(jk.jit(azimint, static_argnames=("npt",))(data, radius, 20), azimint(data, radius, 20))

@@ -683,9 +683,19 @@ def _static_traced_for(r: range, body: Callable, target: Any, state: tuple, name
         try:
             return _traced_for(_static_bounds(r), body, target, state, names, written, brk, static_range=r,
                                snapshots=snapshots)
-        except (_Changed, _ContainerChanged):
+        except (_Changed, _ContainerChanged) as e:
             _changed_containers(snapshots)
             if peeled >= MAX_PEELED or len(r) == 0:
+                if len(r) > UNROLL_FALLBACK_LIMIT:
+                    # Unrolling thousands of bodies made programs that LLVM could not compile
+                    # (a crash in its optimiser, or more than ctypes' 1024 call arguments).
+                    why = e.why if isinstance(e, _Changed) else "a Python container changes"
+                    raise UnsupportedOperationError(
+                        f"the loop at {user_frame_location()} cannot be compiled as one loop: {why} from one "
+                        f"iteration to the next, and unrolling its {len(r)} iterations would exceed "
+                        f"{UNROLL_FALLBACK_LIMIT}. Give the variable its final type and shape before the loop "
+                        "(a value whose length depends on the data, such as x[mask], cannot be carried "
+                        "from one iteration to the next: use it within the iteration)") from None
                 return _python_for(r, body, target, state, names, brk, written)
         except (TracerError, UnsupportedOperationError):
             # The body needs a concrete index (lst[i], a length that depends on i): unroll a
