@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import jitkernel as jk
 from jitkernel.numpy import _advanced as adv
 
-from helpers import assert_matches_numpy, check, numpy_result
+from helpers import assert_matches_numpy, builtin_type, check, numpy_result
 
 def _run_both(fn, *args, backend):
     """fn run by NumPy and jitted, each on its own copies of args: the same exception type, or
@@ -23,7 +23,7 @@ def _run_both(fn, *args, backend):
     try:
         expected = numpy_result(fn, *np_args)
     except Exception as e:  # noqa: BLE001 - the jitted call must raise the same type
-        expected_type = next(t for t in type(e).__mro__ if t.__module__ == "builtins")
+        expected_type = builtin_type(e)
         with pytest.raises(expected_type):
             jk.jit(fn, backend=backend)(*jk_args)
         return

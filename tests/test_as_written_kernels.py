@@ -6,35 +6,23 @@ NumPy's. One section per mechanism the suite exposed; the generators cover each 
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import jitkernel as jk
-from helpers import assert_matches_numpy, load
+from helpers import assert_matches_numpy, load, run_on_copies
 
 BACKENDS = ["cpu", "interpret"]
-
-
-def run(fn, *args):
-    """('ok', result, arguments after the call) or ('raise', builtin exception type, arguments)."""
-    args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return "ok", fn(*args), args
-    except Exception as e:  # noqa: BLE001 - the type is what is compared
-        return "raise", next(t for t in type(e).__mro__ if t.__module__ == "builtins"), args
 
 
 def same_as_numpy(fn, *args, backend, jit_kwargs=None, refusal_ok=False):
     """The jitted call gives NumPy's result (or NumPy's exception type) and leaves every argument
     with NumPy's final contents. With `refusal_ok`, jitkernel may instead refuse with a clear
     UnsupportedOperationError (a generator's program may hold a form that is not supported)."""
-    expected = run(fn, *args)
-    got = run(jk.jit(fn, backend=backend, **(jit_kwargs or {})), *args)
+    expected = run_on_copies(fn, *args)
+    got = run_on_copies(jk.jit(fn, backend=backend, **(jit_kwargs or {})), *args)
     if refusal_ok and got[0] == "raise" and got[1] is NotImplementedError:
         return got
     assert got[0] == expected[0], (got, expected)

@@ -4,33 +4,21 @@ arguments written back to the caller; read-only, aliased and captured arrays; a 
 random in-place programs with views, run by NumPy and jitted."""
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import jitkernel as jk
-from helpers import assert_matches_numpy, load
+from helpers import assert_matches_numpy, load, run_on_copies
 
-
-
-def run(fn, *args):
-    """('ok', result, args after the call) or ('raise', exception type, args after the call)."""
-    args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return "ok", fn(*args), args
-    except Exception as e:  # noqa: BLE001 - the type is what is compared
-        return "raise", next(t for t in type(e).__mro__ if t.__module__ == "builtins"), args
 
 
 def same_as_numpy(fn, *args, backend):
     """The jitted call gives NumPy's result (or raises NumPy's exception type) and leaves every
     argument with NumPy's final contents (unchanged when it raised)."""
-    expected = run(fn, *args)
-    got = run(jk.jit(fn, backend=backend), *args)
+    expected = run_on_copies(fn, *args)
+    got = run_on_copies(jk.jit(fn, backend=backend), *args)
     assert got[0] == expected[0], (got, expected)
     if got[0] == "raise":
         assert issubclass(got[1], expected[1]), (got, expected)
