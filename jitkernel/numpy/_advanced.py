@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dis
 import operator
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -515,45 +515,47 @@ def _mask_operand(ctx: Any, x: Tracer, mask: Any, fname: str) -> Tracer:
     return m
 
 
-def putmask_result(a: Any, mask: Any, values: Any) -> Tracer:
-    """The array np.putmask(a, mask, values) leaves in `a`, as a new array (values repeat over
-    the flat positions: a[i] = values[i % values.size] where mask[i])."""
+def _masked_write_result(name: str, numpy_fn: Callable, a: Any, mask: Any, values: Any) -> Tracer:
+    """The array `numpy_fn(a, mask, values)` (np.putmask or np.place) leaves in `a`, as a new
+    array: the primitive `name` of the same name, or NumPy itself on a copy outside a trace."""
     ctx = context_of(a, mask, values)
     if ctx is None:
-        return _numpy_update(lambda out: np.putmask(out, mask, values), a)
+        return _numpy_update(lambda out: numpy_fn(out, mask, values), a)
     x = lift(ctx, a)
     value, weak = _value_operand(ctx, values, x.dtype)
-    out = ctx.bind1("putmask", x, _mask_operand(ctx, x, mask, "putmask"), value, weak=weak)
+    out = ctx.bind1(name, x, _mask_operand(ctx, x, mask, name), value, weak=weak)
     out.scalar = False
     return out
 
 
+def _masked_write(name: str, numpy_fn: Callable, a: Any, mask: Any, values: Any) -> None:
+    """np.putmask / np.place: writes into `a` (through the in-place machinery)."""
+    if context_of(a, mask, values) is None:
+        return numpy_fn(a, mask, values)
+    _write_back(a, _masked_write_result(name, numpy_fn, a, mask, values), name)
+
+
+def putmask_result(a: Any, mask: Any, values: Any) -> Tracer:
+    """The array np.putmask(a, mask, values) leaves in `a`, as a new array (values repeat over
+    the flat positions: a[i] = values[i % values.size] where mask[i])."""
+    return _masked_write_result("putmask", np.putmask, a, mask, values)
+
+
 def putmask(a: Any, mask: Any, values: Any) -> None:
     """numpy.putmask: writes into `a` (through the in-place machinery)."""
-    if context_of(a, mask, values) is None:
-        return np.putmask(a, mask, values)
-    _write_back(a, putmask_result(a, mask, values), "putmask")
+    return _masked_write("putmask", np.putmask, a, mask, values)
 
 
 def place_result(arr: Any, mask: Any, vals: Any) -> Tracer:
     """The array np.place(arr, mask, vals) leaves in `arr`, as a new array: the n-th True of the
     mask takes vals[n % len(vals)] (a data-dependent position, computed by NumPy's own place
     in one library step)."""
-    ctx = context_of(arr, mask, vals)
-    if ctx is None:
-        return _numpy_update(lambda out: np.place(out, mask, vals), arr)
-    x = lift(ctx, arr)
-    value, weak = _value_operand(ctx, vals, x.dtype)
-    out = ctx.bind1("place", x, _mask_operand(ctx, x, mask, "place"), value, weak=weak)
-    out.scalar = False
-    return out
+    return _masked_write_result("place", np.place, arr, mask, vals)
 
 
 def place(arr: Any, mask: Any, vals: Any) -> None:
     """numpy.place: writes into `arr` (through the in-place machinery)."""
-    if context_of(arr, mask, vals) is None:
-        return np.place(arr, mask, vals)
-    _write_back(arr, place_result(arr, mask, vals), "place")
+    return _masked_write("place", np.place, arr, mask, vals)
 
 
 def ufunc_at_result(ufunc: np.ufunc, a: Any, indices: Any, b: Any = None) -> Tracer:
