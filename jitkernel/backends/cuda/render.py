@@ -156,8 +156,8 @@ class KernelWriter:
         if not self.k.n_reduce and 0 in self.domain:
             return self.fill_identity()
         kept, red = self.split_loops()
-        n_kept = int(np.prod([self.domain[d] for d in kept], dtype=np.int64))
-        n_red = int(np.prod([self.domain[d] for d in red], dtype=np.int64))
+        n_kept = self.extent(kept)
+        n_red = self.extent(red)
         if n_kept == 1:
             return self.two_stage(kept, red)
         if not self.k.n_reduce and (n_kept >= COLUMNS_MIN_KEPT or n_red <= COLUMNS_MAX_REDUCED):
@@ -256,8 +256,8 @@ class KernelWriter:
         return "\n".join(lines), [Launch(self.base, "elementwise", total, params)]
 
     def rows(self, kept: list[int], red: list[int]) -> tuple[str, list[Launch]]:
-        n_kept = int(np.prod([self.domain[d] for d in kept], dtype=np.int64))
-        n_red = int(np.prod([self.domain[d] for d in red], dtype=np.int64))
+        n_kept = self.extent(kept)
+        n_red = self.extent(red)
         sig, params = self.signature(self.base, [])
         lines = [self.comment() + sig + " {",
                  f"  const long long n_rows = {n_kept}LL, n_red = {n_red}LL;",
@@ -297,8 +297,8 @@ class KernelWriter:
         thread per kept point, reducing its points in order. Neighbouring threads read
         neighbouring elements (coalesced), no block combine is needed, and the order is
         NumPy's (rows added one after the other)."""
-        n_kept = int(np.prod([self.domain[d] for d in kept], dtype=np.int64))
-        n_red = int(np.prod([self.domain[d] for d in red], dtype=np.int64))
+        n_kept = self.extent(kept)
+        n_red = self.extent(red)
         sig, params = self.signature(self.base, [])
         lines = [self.comment() + "/* columns: one thread per kept point, its reduced points in order */",
                  sig + " {",
@@ -316,7 +316,7 @@ class KernelWriter:
         return "\n".join(lines), [Launch(self.base, "elementwise", n_kept, params)]
 
     def two_stage(self, kept: list[int], red: list[int]) -> tuple[str, list[Launch]]:
-        n_red = int(np.prod([self.domain[d] for d in red], dtype=np.int64))
+        n_red = self.extent(red)
         work = self.work_args()
         part, final = self.base + "_part", self.base + "_final"
         sig, params = self.signature(part, work)
@@ -360,14 +360,14 @@ class KernelWriter:
         inner = list(range(first, len(self.domain)))
         lines = [f"{ind}{{  /* phase {self.k.name}: over [{', '.join(f'i{d}<{self.domain[d]}' for d in inner)}] */"]
         if not self.reduced:
-            total = int(np.prod([self.domain[d] for d in inner], dtype=np.int64))
+            total = self.extent(inner)
             lines.append(f"{ind}  for (long long t = threadIdx.x; t < {total}LL; t += blockDim.x) {{")
             lines += self.unravel("t", inner, ind + "    ")
             lines += self.point(self.plain, [], ind + "    ")
             return lines + [f"{ind}  }}", f"{ind}}}"]
         kept, red = self.split_loops(first)
-        n_kept = int(np.prod([self.domain[d] for d in kept], dtype=np.int64))
-        n_red = int(np.prod([self.domain[d] for d in red], dtype=np.int64))
+        n_kept = self.extent(kept)
+        n_red = self.extent(red)
         lines.append(f"{ind}  for (long long q = 0; q < {n_kept}LL; ++q) {{")
         lines += self.unravel("q", kept, ind + "    ")
         lines += self.acc_init(ind + "    ")
@@ -382,6 +382,10 @@ class KernelWriter:
         return lines
 
     # -- pieces ------------------------------------------------------------------------------
+    def extent(self, dims: list[int]) -> int:
+        """The number of points of the loops `dims` (a flat index runs over them)."""
+        return int(np.prod([self.domain[d] for d in dims], dtype=np.int64))
+
     def unravel(self, flat: str, dims: list[int], ind: str) -> list[str]:
         """Loop variables `dims` (C order) from a flat index; extent-1 variables are 0."""
         live = [d for d in dims if self.domain[d] != 1]
