@@ -689,12 +689,10 @@ def _static_traced_for(r: range, body: Callable, target: Any, state: tuple, name
                 if len(r) > UNROLL_FALLBACK_LIMIT:
                     # Unrolling thousands of bodies made programs that LLVM could not compile
                     # (a crash in its optimiser, or more than ctypes' 1024 call arguments).
-                    why = e.why if isinstance(e, _Changed) else "a Python container changes"
-                    raise UnsupportedOperationError(
-                        f"the loop at {user_frame_location()} cannot be compiled as one loop: {why} from one "
-                        f"iteration to the next, and unrolling its {len(r)} iterations would exceed "
-                        f"{UNROLL_FALLBACK_LIMIT}. Give the variable its final type and shape before the loop "
-                        "(a value whose length depends on the data, such as x[mask], cannot be carried "
+                    raise _TracedLoopError(
+                        e.why if isinstance(e, _Changed) else "a Python container changes",
+                        f"unrolling its {len(r)} iterations would exceed {UNROLL_FALLBACK_LIMIT}",
+                        " (a value whose length depends on the data, such as x[mask], cannot be carried "
                         "from one iteration to the next: use it within the iteration)") from None
                 return _python_for(r, body, target, state, names, brk, written)
         except (TracerError, UnsupportedOperationError):
@@ -799,10 +797,11 @@ def _truth_or_const(x: Any) -> Any:
 
 
 class _TracedLoopError(UnsupportedOperationError):
-    def __init__(self, why: str) -> None:
+    def __init__(self, why: str, instead: str = "its trip count is only known at run time (a static range "
+                                                "would be unrolled)", hint: str = "") -> None:
         super().__init__(f"the loop at {user_frame_location()} cannot be compiled as one loop: {why} from one "
-                         "iteration to the next, and its trip count is only known at run time (a static range "
-                         "would be unrolled). Give the variable its final type and shape before the loop.")
+                         f"iteration to the next, and {instead}. Give the variable its final type and shape "
+                         f"before the loop{hint}.")
 
 
 def _final_index(start: Any, step: Any, count: Any, prior: Any) -> Any:
