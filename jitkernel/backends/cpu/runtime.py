@@ -131,7 +131,8 @@ class CpuExecutable:
         ns: dict = {"np": np, "empty": np.empty, "getrefcount": _getrefcount, "FREE": _FREE_REFCOUNT,
                     "last": self._last, "status": self._status, "Word": StatusWord,
                     "raise_status": _raise_status, "to_c": _to_c_order, "dot_general": dot_general_numpy,
-                    "split": _run_split, "on_worker": _run_on_worker, "library": library}
+                    "split": _run_split, "on_worker": _run_on_worker, "library": library,
+                    "check_library_result": check_library_result}
         head = ["def run(arrays):"]
         # Complex arguments and results hold the float (..., 2) buffers of the kernels: the same
         # bytes, and kernels read data pointers, so only library steps need float views.
@@ -251,7 +252,6 @@ def _library_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict) -> li
             continue  # matmul's result has the buffer's dtype; only a returned one may be strided
         ns[f"dt_lib{n}_{k}"] = kp.buffers[b].dtype
         ns[f"shape_lib{n}_{k}"] = tuple(kp.buffers[b].shape)
-        ns["check_library_result"] = check_library_result
         # A result of another dtype or shape than its shape rule promised is a bug in the
         # primitive; casting or reshaping it here would hide it as a silently different answer.
         lines.append(f"    if b{b}.dtype != dt_lib{n}_{k} or b{b}.shape != shape_lib{n}_{k}:")
