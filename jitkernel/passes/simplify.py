@@ -43,6 +43,8 @@ def simplify(program: Program) -> Program:
         out = eqn.outputs[0]
         if eqn.prim in ("convert", "reshape", "broadcast_in_dim") and x is not None and x.aval == out.aval:
             return {out: x}
+        if eqn.prim == "stop_gradient":  # only the transformations read it (ir/transform_prims.py)
+            return {out: x}
         if eqn.prim == "transpose" and eqn.params["permutation"] == tuple(range(out.aval.ndim)):
             return {out: x}
         if eqn.prim == "slice" and x.aval == out.aval and all(s == 0 for s in eqn.params["starts"]) \

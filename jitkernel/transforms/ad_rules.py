@@ -1,0 +1,2 @@
+"""Imports every module of differentiation rules (each registers into ad.JVP_RULES / VJP_RULES)."""
+from . import ad_elementwise  # noqa: F401  ufuncs, convert, select, reductions, movement, dot_general

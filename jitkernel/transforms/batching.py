@@ -1,0 +1,181 @@
+"""Vectorisation: `vmap` as an interpreter over a Program (`batch_eval`), one batching rule per
+primitive in `BATCH_RULES`.
+
+Canonical form: a batched value carries its batch axis first. A rule is called as
+`BATCH_RULES[prim](args, batched, size, **params) -> (outs, out_batched)` where `args[i]` is a
+Tracer with the batch axis at 0 when `batched[i]`, or the unbatched value otherwise, `size` is
+the batch size, and `out_batched[j]` says whether output j carries the batch axis (at 0). Only
+equations with at least one batched input reach a rule; the others are bound unchanged, so
+unbatched work is done once, not once per example.
+
+`vmap` moves each input's mapped axis to 0 on entry and each output's axis 0 to its `out_axes`
+on exit; rules never see another position.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import JitError, UnsupportedOperationError
+from ..ir import Program, Var
+from ..trace.context import current_context
+from ..trace.tracer import Tracer
+from ..tree import TreeDef, tree_flatten, tree_unflatten
+from . import ops
+from .core import Transformed, check_rule_result, function_name, read_env, trace_leaves, traceable, as_tracer, is_traced_leaf
+
+BatchRule = Callable[..., tuple[list[Tracer], list[bool]]]
+BATCH_RULES: dict[str, BatchRule] = {}
+
+
+def register_batch(*prims: str) -> Callable[[BatchRule], BatchRule]:
+    def deco(rule: BatchRule) -> BatchRule:
+        for p in prims:
+            if p in BATCH_RULES:
+                raise ValueError(f"batching rule of {p!r} registered twice")
+            BATCH_RULES[p] = rule
+        return rule
+    return deco
+
+
+class BatchingError(JitError, ValueError):
+    """vmap arguments that do not fit (JAX's messages)."""
+
+
+def broadcast_batch(x: Tracer, size: int) -> Tracer:
+    """An unbatched value with a batch axis of `size` in front (every example sees the same)."""
+    return ops.broadcast_in_dim(x, (size,) + tuple(x.shape), tuple(range(1, x.ndim + 1)))
+
+
+def batch_eval(program: Program, inputs: Sequence[Tracer], batched: Sequence[bool], size: int
+               ) -> tuple[list[Tracer], list[bool]]:
+    """Bind the batched version of `program` into the active trace. Batched inputs carry the
+    batch axis first; so do the batched outputs."""
+    env: dict[Var, Tracer] = dict(zip(program.invars, inputs))
+    is_batched: dict[Var, bool] = dict(zip(program.invars, batched))
+    read = read_env(env, program)
+    ctx = current_context()
+    for eqn in program.eqns:
+        ins = [read(v) for v in eqn.inputs]
+        bins = [is_batched.get(v, False) for v in eqn.inputs]
+        if not any(bins):
+            outs = ctx.bind(eqn.prim, ins, **eqn.params)
+            env.update(zip(eqn.outputs, outs))
+            continue
+        rule = BATCH_RULES.get(eqn.prim)
+        if rule is None:
+            raise UnsupportedOperationError(f"vmap of the primitive {eqn.prim!r} is not supported yet")
+        outs, bouts = rule(ins, bins, size, **eqn.params)
+        for v, o, b in zip(eqn.outputs, outs, bouts):
+            expected = v.aval if not b else type(v.aval)((size,) + tuple(v.aval.shape), v.aval.dtype)
+            check_rule_result("batching", eqn.prim, o, expected)
+            env[v] = o
+            is_batched[v] = b
+    return [read(v) for v in program.outvars], [is_batched.get(v, False) for v in program.outvars]
+
+
+# ----------------------------------------------------------------------------- public API
+
+
+def _axes_for_leaves(spec: Any, tree_value: Any, what: str) -> list[Any]:
+    """Broadcast a prefix pytree of axes (ints / None) over the leaves of `tree_value`."""
+    if spec is None or isinstance(spec, (int, np.integer)):
+        return [None if spec is None else int(spec)] * len(tree_flatten(tree_value)[0])
+    if isinstance(spec, (tuple, list)) and isinstance(tree_value, (tuple, list)) and not hasattr(tree_value, "_fields"):
+        if len(spec) != len(tree_value):
+            raise BatchingError(f"vmap {what} specification must be a tree prefix of the corresponding value, got "
+                                f"specification {spec!r} for value tree {tree_flatten(tree_value)[1]}.")
+        return [a for s, v in zip(spec, tree_value) for a in _axes_for_leaves(s, v, what)]
+    if isinstance(spec, dict) and isinstance(tree_value, dict):
+        if set(spec) != set(tree_value):
+            raise BatchingError(f"vmap {what} specification must be a tree prefix of the corresponding value, got "
+                                f"specification {spec!r} for value tree {tree_flatten(tree_value)[1]}.")
+        return [a for k in sorted(spec) for a in _axes_for_leaves(spec[k], tree_value[k], what)]
+    raise BatchingError(f"vmap {what} specification must be a tree prefix of the corresponding value, got "
+                        f"specification {spec!r} for value tree {tree_flatten(tree_value)[1]}.")
+
+
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None = None) -> Transformed:
+    """Vectorise `fun` over a mapped axis of its arguments (`in_axes`, a prefix pytree of ints and
+    None), stacking the results along `out_axes`.
+
+    >>> import numpy as np, jitkernel as jk
+    >>> jk.vmap(lambda row: row.sum())(np.arange(6.0).reshape(2, 3)).tolist()
+    [3.0, 12.0]
+    """
+    name = f"vmap({function_name(fun)})"
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            # keyword arguments are mapped over axis 0, as JAX does
+            pass
+        spec = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise BatchingError(f"vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
+                                f"positional arguments passed to the function, but got len(in_axes)={len(in_axes)}, "
+                                f"len(args)={len(args)}")
+        leaves, tree = tree_flatten((args, kwargs))
+        axes = _axes_for_leaves(spec, args, "in_axes") + _axes_for_leaves(0, kwargs, "in_axes")
+        positions = [k for k, leaf in enumerate(leaves) if is_traced_leaf(leaf)]
+        tracers = {k: as_tracer(leaves[k]) for k in positions}
+        sizes = {}
+        per_example: list[Tracer] = []
+        batched: list[bool] = []
+        moved: list[Tracer] = []
+        for k in positions:
+            t, ax = tracers[k], axes[k]
+            if ax is not None:
+                if not -t.ndim <= ax < t.ndim or t.ndim == 0:
+                    raise BatchingError(f"vmap was requested to map its argument along axis {ax}, which implies that "
+                                        f"its rank should be at least {max(ax, -ax - 1) + 1}, but is only {t.ndim} "
+                                        f"(its shape is {t.shape})")
+                ax %= t.ndim
+                sizes[k] = t.shape[ax]
+                t = ops.moveaxis(t, ax, 0)
+            moved.append(t)
+            batched.append(ax is not None)
+        distinct = set(sizes.values())
+        if axis_size is not None:
+            distinct.add(int(axis_size))
+        if not distinct:
+            raise BatchingError("vmap must have at least one non-None value in in_axes")
+        if len(distinct) > 1:
+            lines = [f"  argument leaf {k} of type {tracers[k].aval} had size {sizes[k]} for the mapped axis"
+                     for k in sizes]
+            raise BatchingError("vmap got inconsistent sizes for array axes to be mapped:\n" + "\n".join(lines))
+        size = distinct.pop()
+        from ..ir import AType
+        example_avals = [Tracer(current_context(), Var(AType(t.shape[1:], t.dtype)), t.weak) if b else t
+                         for t, b in zip(moved, batched)]
+        target = traceable(fun)
+
+        def run(ts: list[Tracer]) -> Any:
+            full = list(leaves)
+            for k, t in zip(positions, ts):
+                full[k] = t
+            a, kw = tree_unflatten(tree, full)
+            return target(*a, **kw)
+
+        traced = trace_leaves(run, example_avals, name)
+        n = traced.ncaptured
+        outs, bouts = batch_eval(traced.program, list(traced.captured) + moved, [False] * n + batched, size)
+        result = tree_unflatten(traced.out_tree, list(range(len(outs))))
+        o_axes = _axes_for_leaves(out_axes, result, "out_axes")
+        final = []
+        for o, b, ax in zip(outs, bouts, o_axes):
+            if ax is None:
+                if b:
+                    raise BatchingError("vmap has mapped output but out_axes is None")
+                final.append(o)
+                continue
+            if not b:
+                o = broadcast_batch(o, size)
+            if not -o.ndim <= ax < o.ndim:
+                raise BatchingError(f"axis {ax} is out of bounds for array of dimension {o.ndim}")
+            final.append(ops.moveaxis(o, 0, ax % o.ndim))
+        return tree_unflatten(traced.out_tree, final)
+
+    return Transformed(impl, name, fun)
