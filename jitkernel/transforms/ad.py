@@ -84,7 +84,9 @@ def jvp_eval(program: Program, primals: Sequence[Tracer], tangents: Sequence[Tra
     for eqn in program.eqns:
         ins = [read(v) for v in eqn.inputs]
         tins = [tenv.get(v) for v in eqn.inputs]
-        if all(t is None for t in tins) or eqn.prim in ZERO_DERIVATIVE:
+        # no tangent in, a zero derivative, or only integer/bool results (comparisons, argmax)
+        if (all(t is None for t in tins) or eqn.prim in ZERO_DERIVATIVE
+                or not any(differentiable(o.aval) for o in eqn.outputs)):
             outs = ctx.bind(eqn.prim, ins, **eqn.params)
             env.update(zip(eqn.outputs, outs))
             continue
