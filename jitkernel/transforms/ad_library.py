@@ -1,0 +1,471 @@
+"""Differentiation rules of library steps: `accumulate` (cumsum directly; cumprod and the other
+`ufunc.accumulate`s through a scan, so no division by x), `sort` (through the permutation),
+`linalg_inv`, `linalg_solve`, `linalg_det`, `linalg_slogdet`, `linalg_cholesky`,
+`linalg_eigh`, `linalg_eigvalsh` (docs/transformations.md, "Indexing and library steps under
+grad").
+
+Three ways to write a rule, used where each fits:
+
+- closed forms (inv, solve, det, slogdet, cumsum);
+- *by decomposition*: the step written with primitives that have rules (`sort` is
+  `take_along_axis(a, argsort(a))`, `cumprod` a scan multiplying a carry): its tangents and
+  cotangents are those of the decomposition, traced in place; the primal value is still the
+  library step's own (NumPy's);
+- *transposed tangent map* (cholesky, eigh): the forward rule's tangent map is linear in the
+  tangents and built from primitives that have reverse rules, so its transpose (the reverse
+  rule) is the reverse pass of that map (`vjp_eval` on the traced map), as JAX transposes
+  linear jaxprs.
+
+Symmetric/Hermitian inputs: NumPy's cholesky and eigh read one triangle only (and ignore the
+imaginary part of the diagonal), so the derivative is taken with respect to that triangle: a
+perturbation of the other triangle changes nothing, as in NumPy (JAX symmetrises the input
+instead; on a symmetric input with a symmetric perturbation the two agree).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import UnsupportedOperationError
+from ..ir import AType
+from ..trace.tracer import Tracer
+from . import ops
+from .ad import ZERO_DERIVATIVE, differentiable, jvp_eval, register_jvp, register_vjp, vjp_eval
+from .ad_control_flow import trace_sub
+
+_I64 = np.dtype(np.int64)
+
+# Integer-valued library steps: no tangent, no cotangent.
+ZERO_DERIVATIVE.update({"argsort", "argpartition", "searchsorted", "digitize"})
+
+
+def _or_zeros(t: Tracer | None, aval: AType) -> Tracer:
+    return t if t is not None else ops.zeros_like(aval)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def by_decomposition(prim: str, decompose: Callable[..., list[Tracer]]) -> None:
+    """Register both rules of `prim` from `decompose(*primals, **params) -> outputs`, an
+    expression of the same values in primitives that have rules."""
+
+    def traced(primals: Sequence[Tracer], params: dict):
+        return trace_sub(lambda ins: decompose(*ins, **params), [p.aval for p in primals], f"{prim}.decomposed")
+
+    @register_jvp(prim)
+    def jvp(primals, tangents, **params):
+        outs = ops.bind(prim, *primals, **params)
+        prog, caps = traced(primals, params)
+        _, touts = jvp_eval(prog, caps + list(primals), [None] * len(caps) + list(tangents))
+        return outs, touts
+
+    @register_vjp(prim)
+    def vjp(cts, primals, outs, **params):
+        prog, caps = traced(primals, params)
+        _, backward = vjp_eval(prog, caps + list(primals), [False] * len(caps) + [differentiable(p.aval) for p in primals])
+        return backward(list(cts))[len(caps):]
+
+
+def transpose_of_linear(prim: str, tangent_map: Callable[..., list[Tracer | None]]) -> None:
+    """Register both rules of `prim` from `tangent_map(primals, outs, tangents, **params)`, the
+    output tangents as a linear function of the input tangents (None: zero)."""
+
+    @register_jvp(prim)
+    def jvp(primals, tangents, **params):
+        outs = ops.bind(prim, *primals, **params)
+        return outs, tangent_map(primals, outs, tangents, **params)
+
+    @register_vjp(prim)
+    def vjp(cts, primals, outs, **params):
+        diff = [k for k, p in enumerate(primals) if differentiable(p.aval)]
+        nz = [j for j, c in enumerate(cts) if c is not None]
+
+        def linear(ts: list[Tracer]) -> list[Tracer]:
+            tangents: list[Tracer | None] = [None] * len(primals)
+            for k, t in zip(diff, ts):
+                tangents[k] = t
+            touts = tangent_map(primals, outs, tangents, **params)
+            return [_or_zeros(touts[j], outs[j].aval) for j in nz]
+
+        prog, caps = trace_sub(linear, [primals[k].aval for k in diff], f"{prim}.tangent_map")
+        zeros = [ops.zeros_like(primals[k].aval) for k in diff]
+        _, backward = vjp_eval(prog, caps + zeros, [False] * len(caps) + [True] * len(diff))
+        ct_in = backward([cts[j] for j in nz])[len(caps):]
+        result: list[Tracer | None] = [None] * len(primals)
+        for k, c in zip(diff, ct_in):
+            result[k] = c
+        return result
+
+
+def _mT(x: Tracer) -> Tracer:
+    perm = list(range(x.ndim))
+    perm[-1], perm[-2] = perm[-2], perm[-1]
+    return ops.transpose(x, perm)
+
+
+def _conj(x: Tracer) -> Tracer:
+    return ops.bind1("conjugate", x) if x.dtype.kind == "c" else x
+
+
+def _H(x: Tracer) -> Tracer:
+    return _conj(_mT(x))
+
+
+def _matmul(a: Tracer, b: Tracer) -> Tracer:
+    """a @ b for stacks of matrices with the same batch shape."""
+    nb = a.ndim - 2
+    if b.ndim - 2 != nb or a.shape[:nb] != b.shape[:nb]:
+        raise AssertionError(f"internal error: matmul of {a.aval} and {b.aval}")
+    batch = tuple(range(nb))
+    return ops.bind1("dot_general", a, b, contracting=((a.ndim - 1,), (b.ndim - 2,)), batch=(batch, batch))
+
+
+def _bcast_last2(x: Tracer, shape: tuple[int, ...]) -> Tracer:
+    """x of shape `batch` as `batch + (n, n)` (constant over the last two axes)."""
+    return ops.broadcast_in_dim(x, shape, tuple(range(x.ndim)))
+
+
+def _trace_product(a: Tracer, b: Tracer) -> Tracer:
+    """tr(a @ b) over the last two axes: sum(a * b^T)."""
+    return ops.reduce_sum(ops.mul(a, _mT(b)), (a.ndim - 2, a.ndim - 1))
+
+
+def _eye_mask(n: int, batch: tuple[int, ...], k: int = 0, kind: str = "eq") -> Tracer:
+    i, j = np.indices((n, n))
+    m = {"eq": i - j == k, "lower": i - j > k, "upper": j - i > k}[kind]
+    return ops.const(np.broadcast_to(m, batch + (n, n)).copy(), np.bool_)
+
+
+def _where(mask: Tracer, x: Tracer) -> Tracer:
+    return ops.select(mask, x, ops.zeros_like(x.aval))
+
+
+def _read_triangle(dA: Tracer, lower: bool) -> Tracer:
+    """The perturbation of the Hermitian matrix NumPy's cholesky/eigh actually see: the read
+    triangle mirrored, and the real part of the diagonal."""
+    n, batch = dA.shape[-1], tuple(dA.shape[:-2])
+    strict = _where(_eye_mask(n, batch, 0, "lower" if lower else "upper"), dA)
+    diag = _where(_eye_mask(n, batch), dA)
+    if dA.dtype.kind == "c":
+        diag = ops.convert(ops.bind1("real", diag), dA.dtype)
+    return ops.add(ops.add(strict, _H(strict)), diag)
+
+
+# ----------------------------------------------------------------------------- accumulate
+
+
+def _reverse_axis(x: Tracer, axis: int) -> Tracer:
+    n = x.shape[axis]
+    starts = tuple(n - 1 if d == axis else 0 for d in range(x.ndim))
+    steps = tuple(-1 if d == axis else 1 for d in range(x.ndim))
+    return ops.bind1("slice", x, starts=starts, steps=steps, shape=tuple(x.shape))
+
+
+def _cumsum(x: Tracer, axis: int, dtype: np.dtype) -> Tracer:
+    return ops.bind1("accumulate", x, ufunc="add", axis=axis, dtype=dtype)
+
+
+def _scan_accumulate(x: Tracer, ufunc: str, axis: int) -> Tracer:
+    """`ufunc.accumulate(x, axis)` as a scan: out[0] = x[0], out[i] = ufunc(out[i-1], x[i])."""
+    moved = ops.moveaxis(x, axis, 0)
+    n = moved.shape[0]
+    rest = tuple(moved.shape[1:])
+    first = ops.reshape(ops.bind1("slice", moved, starts=(0,) * moved.ndim, steps=(1,) * moved.ndim,
+                                  shape=(1,) + rest), rest)
+    if n == 1:
+        return x
+    tail = ops.bind1("slice", moved, starts=(1,) + (0,) * len(rest), steps=(1,) * moved.ndim, shape=(n - 1,) + rest)
+    row = AType(rest, x.dtype)
+
+    def step(ins: list[Tracer]) -> list[Tracer]:
+        carry, xi = ins
+        out = ops.bind1(ufunc, carry, xi)
+        return [out, out]
+
+    body, caps = trace_sub(step, [row, row], f"{ufunc}.accumulate.step")
+    _, ys = ops.bind("scan", *caps, first, tail, body=body, nconsts=len(caps), ncarry=1, length=n - 1, reverse=False)
+    stacked = ops.bind1("concatenate", ops.reshape(first, (1,) + rest), ys, axis=0)
+    return ops.moveaxis(stacked, 0, axis)
+
+
+def _accumulate_decomposed(x: Tracer, *, ufunc: str, axis: int, dtype: np.dtype) -> list[Tracer]:
+    x = ops.convert(x, dtype)
+    if x.shape[axis] == 0:
+        return [x]
+    return [_scan_accumulate(x, ufunc, axis)]
+
+
+@register_jvp("accumulate")
+def _accumulate_jvp(primals, tangents, *, ufunc, axis, dtype):
+    (x,), (t,) = primals, tangents
+    out = ops.bind("accumulate", x, ufunc=ufunc, axis=axis, dtype=dtype)
+    if not differentiable(out[0].aval):
+        return out, [None]
+    if ufunc == "add":
+        return out, [_cumsum(ops.convert(t, dtype), axis, dtype)]
+    prog, caps = trace_sub(lambda ins: _accumulate_decomposed(ins[0], ufunc=ufunc, axis=axis, dtype=dtype),
+                           [x.aval], f"{ufunc}.accumulate")
+    _, touts = jvp_eval(prog, caps + [x], [None] * len(caps) + [t])
+    return out, touts
+
+
+@register_vjp("accumulate")
+def _accumulate_vjp(cts, primals, outs, *, ufunc, axis, dtype):
+    (x,), (ct,) = primals, cts
+    if not differentiable(x.aval) or not differentiable(outs[0].aval):
+        return [None]
+    if ufunc == "add":
+        if x.shape[axis] == 0:
+            return [ops.zeros_like(x.aval)]
+        summed = _reverse_axis(_cumsum(_reverse_axis(ct, axis), axis, ct.dtype), axis)
+        if x.dtype.kind == "f" and summed.dtype.kind == "c":
+            summed = ops.bind1("real", summed)
+        return [ops.convert(summed, x.dtype)]
+    prog, caps = trace_sub(lambda ins: _accumulate_decomposed(ins[0], ufunc=ufunc, axis=axis, dtype=dtype),
+                           [x.aval], f"{ufunc}.accumulate")
+    _, backward = vjp_eval(prog, caps + [x], [False] * len(caps) + [True])
+    return backward([ct])[len(caps):]
+
+
+# ----------------------------------------------------------------------------- sort
+
+
+def _sort_decomposed(a: Tracer, *, axis, kind) -> list[Tracer]:
+    # argsort's stable order; for ties the values are equal, so any order gives the same sort
+    perm = ops.bind1("argsort", a, axis=axis, kind="stable")
+    return [ops.bind1("take_along_axis", a, perm, axis=axis)]
+
+
+by_decomposition("sort", _sort_decomposed)
+
+
+# ----------------------------------------------------------------------------- inv, solve, det
+
+
+@register_jvp("linalg_inv")
+def _inv_jvp(primals, tangents, **params):
+    (a,), (t,) = primals, tangents
+    y = ops.bind("linalg_inv", a, **params)
+    return y, [ops.neg(_matmul(_matmul(y[0], t), y[0]))]
+
+
+@register_vjp("linalg_inv")
+def _inv_vjp(cts, primals, outs, **params):
+    yT = _mT(outs[0])
+    return [ops.neg(_matmul(_matmul(yT, cts[0]), yT))]
+
+
+def _as_matrix_rhs(b: Tracer, a: Tracer) -> tuple[Tracer, bool]:
+    """NumPy 2's solve: a 1-d b is a vector; as a one-column matrix with a's batch shape."""
+    if b.ndim == 1:
+        batch = tuple(a.shape[:-2])
+        col = ops.reshape(b, (b.shape[0], 1))
+        return ops.broadcast_in_dim(col, batch + col.shape, (len(batch), len(batch) + 1)), True
+    return b, False
+
+
+def _bcast_batch(x: Tracer, batch: tuple[int, ...]) -> Tracer:
+    shape = batch + tuple(x.shape[-2:])
+    return ops.broadcast_in_dim(x, shape, tuple(range(len(shape) - x.ndim, len(shape))))
+
+
+def _solve_parts(a: Tracer, b: Tracer, x: Tracer):
+    """a, b and x in the result's dtype, as matrices with the result's batch shape."""
+    dt = x.dtype
+    a_c, b_c = ops.convert(a, dt), ops.convert(b, dt)
+    b_m, vector = _as_matrix_rhs(b_c, a_c)
+    x_m = ops.reshape(x, tuple(x.shape) + (1,)) if vector else x
+    batch = tuple(x_m.shape[:-2])
+    return _bcast_batch(a_c, batch), _bcast_batch(b_m, batch), x_m, vector
+
+
+@register_jvp("linalg_solve")
+def _solve_jvp(primals, tangents):
+    a, b = primals
+    ta, tb = tangents
+    out = ops.bind("linalg_solve", a, b)
+    x = out[0]
+    a_m, b_m, x_m, vector = _solve_parts(a, b, x)
+    rhs = None
+    if tb is not None:
+        rhs = _as_matrix_rhs(ops.convert(tb, x.dtype), a_m)[0] if vector else ops.convert(tb, x.dtype)
+        rhs = _bcast_batch(rhs, tuple(x_m.shape[:-2]))
+    if ta is not None:
+        term = ops.neg(_matmul(_bcast_batch(ops.convert(ta, x.dtype), tuple(x_m.shape[:-2])), x_m))
+        rhs = term if rhs is None else ops.add(rhs, term)
+    dx = ops.bind1("linalg_solve", a_m, rhs)
+    return out, [ops.reshape(dx, x.shape)]
+
+
+def _to_input(ct: Tracer, p: Tracer) -> Tracer:
+    """A cotangent computed in the result's dtype and batch shape, summed and cast to input p's."""
+    ct = ops.reduce_sum(ct, tuple(range(ct.ndim - p.ndim)))  # batch axes p was broadcast along
+    ct = ops.sum_to_aval(ct, AType(p.shape, ct.dtype), tuple(range(p.ndim)))
+    if p.dtype.kind == "f" and ct.dtype.kind == "c":
+        ct = ops.bind1("real", ct)
+    return ops.convert(ct, p.dtype)
+
+
+@register_vjp("linalg_solve")
+def _solve_vjp(cts, primals, outs):
+    a, b = primals
+    x = outs[0]
+    a_m, b_m, x_m, vector = _solve_parts(a, b, x)
+    ct = ops.reshape(cts[0], x_m.shape)
+    g = ops.bind1("linalg_solve", _mT(a_m), ct)  # a^-T ct
+    ct_a = _to_input(ops.neg(_matmul(g, _mT(x_m))), a) if differentiable(a.aval) else None
+    ct_b = None
+    if differentiable(b.aval):
+        if vector:
+            g = ops.reduce_sum(ops.reshape(g, tuple(g.shape[:-1])), tuple(range(g.ndim - 2)))
+        ct_b = _to_input(g, b)
+    return [ct_a, ct_b]
+
+
+@register_jvp("linalg_det")
+def _det_jvp(primals, tangents):
+    (a,), (t,) = primals, tangents
+    d = ops.bind("linalg_det", a)
+    inv = ops.bind1("linalg_inv", a)
+    return d, [ops.mul(d[0], _trace_product(inv, t))]
+
+
+@register_vjp("linalg_det")
+def _det_vjp(cts, primals, outs):
+    (a,) = primals
+    inv = ops.bind1("linalg_inv", a)
+    scale = _bcast_last2(ops.mul(cts[0], outs[0]), tuple(a.shape))
+    return [ops.mul(scale, _mT(inv))]
+
+
+@register_jvp("linalg_slogdet")
+def _slogdet_jvp(primals, tangents):
+    (a,), (t,) = primals, tangents
+    sign, logabs = outs = ops.bind("linalg_slogdet", a)
+    tau = _trace_product(ops.bind1("linalg_inv", a), t)  # d log det = tr(a^-1 da)
+    if a.dtype.kind != "c":
+        return outs, [None, tau]
+    re = ops.bind1("real", tau)
+    i_im = ops.bind1("make_complex", ops.zeros_like(re.aval), ops.bind1("imag", tau))
+    return outs, [ops.mul(sign, i_im), re]
+
+
+@register_vjp("linalg_slogdet")
+def _slogdet_vjp(cts, primals, outs):
+    (a,) = primals
+    ct_sign, ct_log = cts
+    sign = outs[0]
+    ct_tau = None
+    if ct_log is not None:
+        ct_tau = ops.convert(ct_log, a.dtype)
+    if a.dtype.kind == "c" and ct_sign is not None:
+        # d sign = sign * i * Im(tau): under Re(sum(c * .)), its transpose is -i Re(i c sign)
+        re = ops.bind1("real", ops.mul(ops.full(sign.shape, 1j, a.dtype), ops.mul(ct_sign, sign)))
+        term = ops.mul(ops.full(sign.shape, -1j, a.dtype), ops.convert(re, a.dtype))
+        ct_tau = term if ct_tau is None else ops.add(ct_tau, term)
+    if ct_tau is None:
+        return [None]
+    inv = ops.bind1("linalg_inv", a)
+    return [ops.mul(_bcast_last2(ct_tau, tuple(a.shape)), _mT(inv))]
+
+
+# ----------------------------------------------------------------------------- cholesky, eigh
+
+
+def _cholesky_tangent(primals, outs, tangents, *, upper):
+    (a,), (t,) = primals, tangents
+    if t is None:
+        return [None]
+    factor = outs[0]
+    lower = _H(factor) if upper else factor  # a = lower @ lower^H
+    n, batch = a.shape[-1], tuple(a.shape[:-2])
+    l_inv = ops.bind1("linalg_inv", lower)
+    x = _matmul(_matmul(l_inv, _read_triangle(t, not upper)), _H(l_inv))
+    half = ops.full(x.shape, 0.5, x.dtype)
+    phi = ops.add(_where(_eye_mask(n, batch, 0, "lower"), x), ops.mul(half, _where(_eye_mask(n, batch), x)))
+    d_lower = _matmul(lower, phi)
+    return [_H(d_lower) if upper else d_lower]
+
+
+transpose_of_linear("linalg_cholesky", _cholesky_tangent)
+
+
+def _eigh_pieces(a: Tracer, w: Tracer, v: Tracer) -> Tracer:
+    """JAX's F matrix: F[i, j] = 1 / (w[j] - w[i]) off the diagonal, 0 on it."""
+    n, batch = a.shape[-1], tuple(a.shape[:-2])
+    wc = ops.convert(w, v.dtype)
+    shape = batch + (n, n)
+    wj = ops.broadcast_in_dim(wc, shape, tuple(range(len(batch))) + (len(batch) + 1,))
+    wi = ops.broadcast_in_dim(wc, shape, tuple(range(len(batch))) + (len(batch),))
+    eye = ops.convert(_eye_mask(n, batch), v.dtype)
+    return ops.sub(ops.bind1("reciprocal", ops.add(eye, ops.sub(wj, wi))), eye)
+
+
+def _vdag_t_v(v: Tracer, t: Tracer, lower: bool) -> Tracer:
+    return _matmul(_matmul(_H(v), _read_triangle(t, lower)), v)
+
+
+def _diag_real(m: Tracer) -> Tracer:
+    n = m.shape[-1]
+    d = ops.reduce_sum(_where(_eye_mask(n, tuple(m.shape[:-2])), m), (m.ndim - 1,))
+    return ops.bind1("real", d) if d.dtype.kind == "c" else d
+
+
+def _eigh_tangent(primals, outs, tangents, *, UPLO):
+    (a,), (t,) = primals, tangents
+    if t is None:
+        return [None, None]
+    w, v = outs
+    vtv = _vdag_t_v(v, t, UPLO == "L")
+    dv = _matmul(v, ops.mul(_eigh_pieces(a, w, v), vtv))
+    return [_diag_real(vtv), dv]
+
+
+transpose_of_linear("linalg_eigh", _eigh_tangent)
+
+
+@register_jvp("linalg_eigvalsh")
+def _eigvalsh_jvp(primals, tangents, *, UPLO):
+    (a,), (t,) = primals, tangents
+    w = ops.bind("linalg_eigvalsh", a, UPLO=UPLO)
+    _, v = ops.bind("linalg_eigh", a, UPLO=UPLO)
+    return w, [_diag_real(_vdag_t_v(v, t, UPLO == "L"))]
+
+
+@register_vjp("linalg_eigvalsh")
+def _eigvalsh_vjp(cts, primals, outs, *, UPLO):
+    (a,) = primals
+    _, v = ops.bind("linalg_eigh", a, UPLO=UPLO)
+
+    def linear(ts: list[Tracer]) -> list[Tracer]:
+        return [_diag_real(_vdag_t_v(v, ts[0], UPLO == "L"))]
+
+    prog, caps = trace_sub(linear, [a.aval], "linalg_eigvalsh.tangent_map")
+    _, backward = vjp_eval(prog, caps + [ops.zeros_like(a.aval)], [False] * len(caps) + [True])
+    return backward([cts[0]])[len(caps):]
+
+
+# ----------------------------------------------------------------------------- no rule (yet)
+
+
+_NUMPY_NAMES = {
+    "linalg_qr": "numpy.linalg.qr", "linalg_svd": "numpy.linalg.svd", "linalg_lstsq": "numpy.linalg.lstsq",
+    "linalg_pinv": "numpy.linalg.pinv", "partition": "numpy.partition", "fft": "numpy.fft",
+    "histogram": "numpy.histogram", "bincount": "numpy.bincount (with weights)", "convolve": "numpy.convolve / numpy.correlate",
+    "interp": "numpy.interp", "ufunc_reduce": "ufunc.reduce", "complex_library": "a complex library step",
+}
+
+
+def _no_rule(prim: str) -> Callable[..., Any]:
+    def rule(*args: Any, **params: Any) -> Any:
+        raise UnsupportedOperationError(
+            f"differentiation (grad, jvp, vjp) of {_NUMPY_NAMES[prim]} (the library step {prim!r}) is not supported yet; "
+            "wrap it in jk.stop_gradient if its derivative is not needed")
+    return rule
+
+
+for _prim in _NUMPY_NAMES:
+    register_jvp(_prim)(_no_rule(_prim))
+    register_vjp(_prim)(_no_rule(_prim))
