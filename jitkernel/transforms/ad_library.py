@@ -31,13 +31,11 @@ from ..errors import UnsupportedOperationError
 from ..ir import AType
 from ..trace.tracer import Tracer
 from . import ops
-from .ad import ZERO_DERIVATIVE, differentiable, jvp_eval, register_jvp, register_vjp, vjp_eval
+from .ad import differentiable, jvp_eval, register_jvp, register_vjp, vjp_eval
 from .ad_control_flow import trace_sub
 
 _I64 = np.dtype(np.int64)
 
-# Integer-valued library steps: no tangent, no cotangent.
-ZERO_DERIVATIVE.update({"argsort", "argpartition", "searchsorted", "digitize"})
 
 
 def _or_zeros(t: Tracer | None, aval: AType) -> Tracer:
