@@ -198,6 +198,13 @@ AC = RNG.standard_normal((3, 3)) + 1j * RNG.standard_normal((3, 3)) + 3 * np.eye
 HC = AC @ AC.conj().T
 B = RNG.standard_normal(3)
 BM = RNG.standard_normal((3, 2))
+T5x3 = RNG.standard_normal((5, 3))
+C4x3 = RNG.standard_normal((4, 3)) + 1j * RNG.standard_normal((4, 3))
+
+
+def _sign_free(usv):
+    u, s, vt = usv
+    return np.abs(u), s, np.abs(vt)
 
 LIBRARY = {
     "cumsum": (lambda x: np.cumsum(x, axis=0) * x, (X,), "accumulate"),
@@ -230,6 +237,20 @@ LIBRARY = {
     "eigh_vectors_upper": (lambda a: np.linalg.eigh(a, UPLO="U")[1] ** 2, (S,), "linalg_eigh"),
     "eigh_complex": (lambda a: np.abs(np.linalg.eigh(a)[1]) + np.linalg.eigh(a)[0].sum(), (HC,), "linalg_eigh"),
     "eigvalsh": (np.linalg.eigvalsh, (S,), "linalg_eigvalsh"),
+    # NumPy returns namedtuples (QRResult, SVDResult): the tests return plain tuples
+    "qr_tall": (lambda a: tuple(np.linalg.qr(a)), (T5x3,), "linalg_qr"),
+    "qr_wide": (lambda a: tuple(np.linalg.qr(a)), (T5x3.T.copy(),), "linalg_qr"),
+    "qr_complete_square": (lambda a: tuple(np.linalg.qr(a, mode="complete")), (A,), "linalg_qr"),
+    "qr_r": (lambda a: np.linalg.qr(a, mode="r"), (T5x3,), "linalg_qr"),
+    "qr_complex": (lambda a: tuple(np.linalg.qr(a)), (C4x3,), "linalg_qr"),
+    "svd_values": (lambda a: np.linalg.svd(a, compute_uv=False), (T5x3,), "linalg_svd"),
+    "svd_values_complex": (lambda a: np.linalg.svd(a, compute_uv=False), (C4x3,), "linalg_svd"),
+    # singular vectors are defined up to sign (a phase): sign-independent functions of them
+    "svd_tall": (lambda a: _sign_free(np.linalg.svd(a, full_matrices=False)), (T5x3,), "linalg_svd"),
+    "svd_wide": (lambda a: _sign_free(np.linalg.svd(a, full_matrices=False)), (T5x3.T.copy(),), "linalg_svd"),
+    "svd_square_full": (lambda a: _sign_free(np.linalg.svd(a)), (A,), "linalg_svd"),
+    "svd_complex": (lambda a: _sign_free(np.linalg.svd(a, full_matrices=False)), (C4x3,), "linalg_svd"),
+    "average_weights": (lambda x, w: np.average(x, weights=w), (B, np.abs(BM[:, 0]) + 0.1), "raise_if"),
 }
 
 
@@ -240,7 +261,8 @@ def test_library_rules_order2(interpret, name):
     jk.check_grads(f, args, order=2)
 
 
-@pytest.mark.parametrize("name", ["cumprod", "sort", "inv", "solve_vector", "det", "cholesky", "eigh_vectors"])
+@pytest.mark.parametrize("name", ["cumprod", "sort", "inv", "solve_vector", "det", "cholesky", "eigh_vectors", "qr_tall",
+                                  "svd_tall"])
 def test_library_rules_cpu(name):
     f, args, _ = LIBRARY[name]
     jk.check_grads(f, args, order=1)
@@ -281,8 +303,10 @@ def test_linalg_sweep(n, seed):
 
 
 @pytest.mark.parametrize("f,text", [
-    (lambda x: np.linalg.qr(np.outer(x, x) + np.eye(3))[0].sum(), "numpy.linalg.qr"),
-    (lambda x: np.linalg.svd(np.outer(x, x) + np.eye(3))[1].sum(), "numpy.linalg.svd"),
+    (lambda x: np.linalg.pinv(np.outer(x, x) + np.eye(3)).sum(), "numpy.linalg.pinv"),
+    (lambda x: np.linalg.lstsq(np.outer(x, x) + np.eye(3), x)[0].sum(), "numpy.linalg.lstsq"),
+    (lambda x: np.linalg.svd(np.outer(x, x[:2]))[0].sum(), "full_matrices=True"),
+    (lambda x: np.linalg.qr(np.outer(x, x[:2]), mode="complete")[0].sum(), "mode='complete'"),
     (lambda x: np.fft.fft(x).real.sum(), "numpy.fft"),
     (lambda x: np.partition(x, 1).sum(), "numpy.partition"),
 ])

@@ -436,3 +436,17 @@ def _datadep_error(*args, where="", **params):
 for _prim in ("datadep_call", "datadep_pure"):
     register_jvp(_prim)(_datadep_error)
     register_vjp(_prim)(_datadep_error)
+
+
+# ----------------------------------------------------------------------------- raise_if
+
+
+@register_jvp("raise_if")
+def _raise_if_jvp(primals, tangents, *, exception, message):
+    # the value passes through (the check runs on the primal, where NumPy makes it)
+    return ops.bind("raise_if", *primals, exception=exception, message=message), [tangents[0]]
+
+
+@register_vjp("raise_if")
+def _raise_if_vjp(cts, primals, outs, *, exception, message):
+    return [cts[0], None]

@@ -445,14 +445,132 @@ def _eigvalsh_vjp(cts, primals, outs, *, UPLO):
     return backward([cts[0]])[len(caps):]
 
 
+# ----------------------------------------------------------------------------- qr, svd (JAX's rules)
+
+
+def _cut(x: Tracer, axis: int, start: int, stop: int) -> Tracer:
+    """x[..., start:stop, ...] along `axis` (a static slice)."""
+    axis %= x.ndim
+    shape = tuple(stop - start if d == axis else n for d, n in enumerate(x.shape))
+    starts = tuple(start if d == axis else 0 for d in range(x.ndim))
+    return ops.bind1("slice", x, starts=starts, steps=(1,) * x.ndim, shape=shape)
+
+
+def _thin_qr_tangent(q: Tracer, r: Tracer, dx: Tracer) -> tuple[Tracer, Tracer]:
+    """JAX's `_thin_qr_jvp` (m >= n): dq, dr of x = q r for the tangent dx."""
+    n, batch = r.shape[-1], tuple(r.shape[:-2])
+    dx_rinv = _matmul(dx, ops.bind1("linalg_inv", r))
+    qt_dx_rinv = _matmul(_H(q), dx_rinv)
+    low = _where(_eye_mask(n, batch, 0, "lower"), qt_dx_rinv)
+    do = ops.sub(low, _H(low))  # skew-Hermitian
+    if qt_dx_rinv.dtype.kind == "c":  # the imaginary part of the diagonal
+        diag = _where(_eye_mask(n, batch), qt_dx_rinv)
+        do = ops.add(do, ops.sub(diag, ops.convert(ops.bind1("real", diag), diag.dtype)))
+    dq = ops.add(_matmul(q, ops.sub(do, qt_dx_rinv)), dx_rinv)
+    dr = _matmul(ops.sub(qt_dx_rinv, do), r)
+    return dq, dr
+
+
+def _qr_tangent(primals, outs, tangents, *, mode):
+    (x,), (dx,) = primals, tangents
+    if dx is None:
+        return [None] * len(outs)
+    m, n = x.shape[-2:]
+    if mode == "raw" or (mode == "complete" and m > n):
+        raise UnsupportedOperationError(
+            f"differentiation of numpy.linalg.qr(mode={mode!r}) of a {m}x{n} matrix is not supported (as in JAX); "
+            "use mode='reduced'")
+    if mode == "r":
+        q, r = ops.bind("linalg_qr", x, mode="reduced")
+    else:
+        q, r = outs
+    if m >= n:
+        dq, dr = _thin_qr_tangent(q, r, dx)
+    else:  # wide: x = q [r1 r2], r1 square (JAX's rule)
+        dq, dr1 = _thin_qr_tangent(q, _cut(r, -1, 0, m), _cut(dx, -1, 0, m))
+        dr2 = ops.add(_matmul(_H(dq), _cut(x, -1, m, n)), _matmul(_H(q), _cut(dx, -1, m, n)))
+        dr = ops.bind1("concatenate", dr1, dr2, axis=x.ndim - 1)
+    return [dr] if mode == "r" else [dq, dr]
+
+
+transpose_of_linear("linalg_qr", _qr_tangent)
+
+
+def _diag_matrix(v: Tracer) -> Tracer:
+    k, batch = v.shape[-1], tuple(v.shape[:-1])
+    full = ops.broadcast_in_dim(v, batch + (k, k), tuple(range(len(batch))) + (len(batch) + 1,))
+    return _where(_eye_mask(k, batch), full)
+
+
+def _row(s: Tracer, dtype: np.dtype) -> Tracer:
+    """s[..., None, :] broadcast to (..., k, k), in `dtype`."""
+    k, batch = s.shape[-1], tuple(s.shape[:-1])
+    return ops.convert(ops.broadcast_in_dim(s, batch + (k, k), tuple(range(len(batch))) + (len(batch) + 1,)), dtype)
+
+
+def _svd_tangent(primals, outs, tangents, *, full_matrices, compute_uv, hermitian):
+    (a,), (da,) = primals, tangents
+    if da is None:
+        return [None] * len(outs)
+    m, n = a.shape[-2:]
+    if hermitian:
+        raise UnsupportedOperationError(
+            "differentiation of numpy.linalg.svd(hermitian=True) is not supported yet; use hermitian=False")
+    if compute_uv and full_matrices and m != n:
+        raise UnsupportedOperationError(
+            "differentiation of numpy.linalg.svd with full_matrices=True of a non-square matrix is not supported (as "
+            "in JAX); pass full_matrices=False")
+    if compute_uv:
+        u, s, vt = outs
+    else:
+        u, s, vt = ops.bind("linalg_svd", a, full_matrices=False, compute_uv=True, hermitian=False)
+    dt = a.dtype
+    k, batch = s.shape[-1], tuple(s.shape[:-1])
+    ut, v = _H(u), _H(vt)
+    ds_mat = _matmul(_matmul(ut, da), v)
+    ds = _diag_real(ds_mat)
+    if not compute_uv:
+        return [ds]
+    s_row = _row(s, s.dtype)  # s_dim: s[..., None, :]
+    s_col = _mT(s_row)
+    s_diffs = ops.mul(ops.add(s_row, s_col), ops.sub(s_row, s_col))
+    eye = ops.convert(_eye_mask(k, batch), s.dtype)
+    f = ops.sub(ops.bind1("reciprocal", ops.add(s_diffs, eye)), eye)
+    dss = ops.mul(_row(s, dt), ds_mat)
+    sds = ops.mul(_mT(_row(s, dt)), ds_mat)
+    s_zeros = ops.convert(ops.bind1("equal", s, ops.zeros_like(s.aval)), s.dtype)
+    s_inv = ops.sub(ops.bind1("reciprocal", ops.add(s, s_zeros)), s_zeros)
+    half = ops.full(ds_mat.shape, 0.5, dt)
+    dudv_diag = ops.mul(ops.mul(half, ops.sub(ds_mat, _H(ds_mat))), ops.convert(_diag_matrix(s_inv), dt))
+    fc = ops.convert(f, dt)
+    du = _matmul(u, ops.add(ops.mul(fc, ops.add(dss, _H(dss))), dudv_diag))
+    dv = _matmul(v, ops.mul(fc, ops.add(sds, _H(sds))))
+    if m > n:
+        dav = _matmul(da, v)
+        du = ops.add(du, ops.div(ops.sub(dav, _matmul(u, _matmul(ut, dav))), _bcast_rows(s, dt, m)))
+    if n > m:
+        dahu = _matmul(_H(da), u)
+        dv = ops.add(dv, ops.div(ops.sub(dahu, _matmul(v, _matmul(vt, dahu))), _bcast_rows(s, dt, n)))
+    return [du, ds, _H(dv)]
+
+
+def _bcast_rows(s: Tracer, dtype: np.dtype, rows: int) -> Tracer:
+    """s[..., None, :] broadcast to (..., rows, k), in `dtype`."""
+    k, batch = s.shape[-1], tuple(s.shape[:-1])
+    return ops.convert(ops.broadcast_in_dim(s, batch + (rows, k), tuple(range(len(batch))) + (len(batch) + 1,)), dtype)
+
+
+transpose_of_linear("linalg_svd", _svd_tangent)
+
+
 # ----------------------------------------------------------------------------- no rule (yet)
 
 
 _NUMPY_NAMES = {
-    "linalg_qr": "numpy.linalg.qr", "linalg_svd": "numpy.linalg.svd", "linalg_lstsq": "numpy.linalg.lstsq",
+    "linalg_lstsq": "numpy.linalg.lstsq",
     "linalg_pinv": "numpy.linalg.pinv", "partition": "numpy.partition", "fft": "numpy.fft",
     "histogram": "numpy.histogram", "bincount": "numpy.bincount (with weights)", "convolve": "numpy.convolve / numpy.correlate",
-    "interp": "numpy.interp", "ufunc_reduce": "ufunc.reduce", "complex_library": "a complex library step",
+    "interp": "numpy.interp", "ufunc_reduce": "ufunc.reduce of a ufunc without a reduction primitive",
 }
 
 
