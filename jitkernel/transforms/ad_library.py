@@ -563,12 +563,122 @@ def _bcast_rows(s: Tracer, dtype: np.dtype, rows: int) -> Tracer:
 transpose_of_linear("linalg_svd", _svd_tangent)
 
 
+# ----------------------------------------------------------------------------- fft
+
+# Every numpy.fft function is real-linear: the tangent is the same transform of the tangent.
+# Reverse rules (the transpose under Re(sum(a * b))): the DFT matrix is symmetric, so a
+# complex-to-complex transform is its own transpose (same norm); the zero-padding or truncation
+# to `n` transposes to truncation or zero-padding back to the input's length; rfft is fft
+# followed by keeping the first n//2+1 entries; irfft reads the half spectrum with weights 1 (the
+# constant term, the Nyquist term of an even n) and 2 (the rest), so its transpose is those
+# weights times ifft of the cotangent.
+
+_C2C = ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn")
+_ONE_D = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
+
+
+def _fit(x: Tracer, axis: int, length: int) -> Tracer:
+    """x truncated or zero-padded to `length` along `axis` (what numpy.fft does for n=)."""
+    axis %= x.ndim
+    have = x.shape[axis]
+    if have == length:
+        return x
+    if have > length:
+        return _cut(x, axis, 0, length)
+    pad_shape = tuple(length - have if d == axis else n for d, n in enumerate(x.shape))
+    return ops.bind1("concatenate", x, ops.zeros_like(AType(pad_shape, x.dtype)), axis=axis)
+
+
+def _fft_axes(x: Tracer, fn: str, n: Any, axes: Any) -> list[int]:
+    if fn in _ONE_D:
+        return [axes % x.ndim]
+    if axes is None:
+        return list(range(x.ndim)) if n is None else list(range(x.ndim - len(n), x.ndim))
+    return [a % x.ndim for a in axes]
+
+
+def _to_input_dtype(ct: Tracer, x: Tracer) -> Tracer:
+    if x.dtype.kind != "c" and ct.dtype.kind == "c":
+        ct = ops.bind1("real", ct)
+    return ops.convert(ct, x.dtype)
+
+
+@register_jvp("fft")
+def _fft_jvp(primals, tangents, *, fn, n, axes, norm):
+    (x,), (t,) = primals, tangents
+    params = dict(fn=fn, n=n, axes=axes, norm=norm)
+    return ops.bind("fft", x, **params), [ops.bind1("fft", t, **params)]
+
+
+@register_vjp("fft")
+def _fft_vjp(cts, primals, outs, *, fn, n, axes, norm):
+    (x,), (ct,) = primals, cts
+    ax = _fft_axes(x, fn, n, axes)
+    if fn in _C2C:
+        back = ops.bind1("fft", ct, fn=fn, n=None, axes=axes, norm=norm)
+        for a in ax:
+            back = _fit(back, a, x.shape[a])
+        return [_to_input_dtype(back, x)]
+    if fn == "rfft":
+        (a,) = ax
+        length = n if n is not None else x.shape[a]
+        back = ops.bind1("fft", _fit(ct, a, length), fn="fft", n=None, axes=a, norm=norm)
+        return [_to_input_dtype(_fit(back, a, x.shape[a]), x)]
+    if fn == "irfft":
+        (a,) = ax
+        length = outs[0].shape[a]
+        half = length // 2 + 1
+        spectrum = _cut(ops.bind1("fft", ct, fn="ifft", n=None, axes=a, norm=norm), a, 0, half)
+        weights = np.full(half, 2.0)
+        weights[0] = 1.0
+        if length % 2 == 0:
+            weights[-1] = 1.0
+        shape = [1] * ct.ndim
+        shape[a] = half
+        w = ops.broadcast_in_dim(ops.const(weights.reshape(shape), spectrum.dtype), tuple(spectrum.shape),
+                                 tuple(range(ct.ndim)))
+        return [_to_input_dtype(_fit(ops.mul(w, spectrum), a, x.shape[a]), x)]
+    # hfft, ihfft, rfft2, rfftn, irfft2, irfftn: NumPy's own definitions in terms of the above
+    out_shape = tuple(outs[0].shape)
+    prog, caps = trace_sub(lambda ins: [_fft_composed(ins[0], fn, n, ax, norm, out_shape)], [x.aval], f"{fn}.composed")
+    _, backward = vjp_eval(prog, caps + [x], [False] * len(caps) + [True])
+    return backward([ct])[len(caps):]
+
+
+_SWAP_NORM = {None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"}
+
+
+def _fft1(x: Tracer, fn: str, n: Any, axis: int, norm: Any) -> Tracer:
+    return ops.bind1("fft", x, fn=fn, n=n, axes=axis, norm=norm)
+
+
+def _fft_composed(x: Tracer, fn: str, n: Any, ax: list[int], norm: Any, out_shape: tuple) -> Tracer:
+    """numpy.fft's definitions (numpy/fft/_pocketfft.py) of the transforms without their own
+    reverse rule, in terms of fft, ifft, rfft and irfft."""
+    if fn == "hfft":
+        return _fft1(_conj(x), "irfft", out_shape[ax[0]], ax[0], _SWAP_NORM[norm])
+    if fn == "ihfft":
+        return _conj(_fft1(x, "rfft", n, ax[0], _SWAP_NORM[norm]))
+    if fn in ("rfft2", "rfftn"):
+        last = n[-1] if n is not None else x.shape[ax[-1]]
+        y = _fft1(x, "rfft", last, ax[-1], norm)
+        for a in ax[:-1]:
+            y = _fft1(y, "fft", out_shape[a], a, norm)
+        return y
+    if fn in ("irfft2", "irfftn"):
+        y = x
+        for a in ax[:-1]:
+            y = _fft1(y, "ifft", out_shape[a], a, norm)
+        return _fft1(y, "irfft", out_shape[ax[-1]], ax[-1], norm)
+    raise UnsupportedOperationError(f"differentiation of numpy.fft.{fn} is not supported yet")
+
+
 # ----------------------------------------------------------------------------- no rule (yet)
 
 
 _NUMPY_NAMES = {
     "linalg_lstsq": "numpy.linalg.lstsq",
-    "linalg_pinv": "numpy.linalg.pinv", "partition": "numpy.partition", "fft": "numpy.fft",
+    "linalg_pinv": "numpy.linalg.pinv", "partition": "numpy.partition",
     "histogram": "numpy.histogram", "bincount": "numpy.bincount (with weights)", "convolve": "numpy.convolve / numpy.correlate",
     "interp": "numpy.interp", "ufunc_reduce": "ufunc.reduce of a ufunc without a reduction primitive",
 }
