@@ -160,6 +160,18 @@ def test_fori_static_bounds_both_modes_order2(interpret, lo, hi):
     jk.check_grads(lambda x: _fori_loss(x, lo, hi), (X,), order=2)
 
 
+@settings(max_examples=15, deadline=None)
+@given(lo=st.integers(-2, 3), trips=st.integers(-1, 4), seed=st.integers(0, 10 ** 6))
+def test_fori_trip_count_sweep(lo, trips, seed):
+    x = np.random.default_rng(seed).standard_normal(2)
+    with_interpret = jk.config.default_backend
+    jk.config.update("default_backend", "interpret")
+    try:
+        jk.check_grads(lambda x: _fori_loss(x, lo, lo + trips), (x,), order=1)
+    finally:
+        jk.config.update("default_backend", with_interpret)
+
+
 def test_fori_static_bounds_cpu():
     jk.check_grads(_fori_loss, (X,), order=1)
 
@@ -220,6 +232,42 @@ def test_while_reverse_mode_raises_jax_error(interpret):
     # the integer-only loop of a function is no obstacle: nothing to differentiate through it
     g = jk.grad(lambda x: x.sum() * lax.while_loop(lambda k: k < 3, lambda k: k + 1, 0))(X)
     np.testing.assert_array_equal(g, np.full(3, 3.0))
+
+# ----------------------------------------------------------------------------- nesting
+
+
+def _nested(x):
+    def outer(c, xi):
+        inner = lax.fori_loop(0, 3, lambda i, d: np.sin(d) * xi + d, c)
+        return inner * 0.5, lax.cond(xi > 0, lambda a: a * a, lambda a: np.cos(a), inner).sum()
+    c, ys = lax.scan(outer, x, x)
+    return c.sum() + ys.sum()
+
+
+def test_nested_control_flow_order2(interpret):
+    jk.check_grads(_nested, (X,), order=2)
+
+
+def test_nested_control_flow_cpu_and_forward_over_reverse():
+    jk.check_grads(_nested, (X,), order=1)
+    g = jk.grad(_nested)
+    _, hv = jk.jvp(g, (X,), (np.ones(3),))  # a Hessian-vector product, forward over reverse
+    eps = 1e-5
+    np.testing.assert_allclose(hv, (g(X + eps) - g(X - eps)) / (2 * eps), atol=1e-6)
+
+
+def test_grad_inside_loop_bodies(interpret):
+    def scan_of_grad(x):
+        def step(c, xi):
+            return c + jk.grad(lambda t: np.sin(t * xi).sum())(c), xi
+        return lax.scan(step, x, np.arange(3.0))[0].sum()
+
+    def fori_of_grad_of_fori(x):
+        def body(i, c):
+            return c + jk.grad(lambda t: lax.fori_loop(0, 2, lambda j, u: u * t, t).sum())(c)
+        return lax.fori_loop(0, 2, body, x).sum()
+    jk.check_grads(scan_of_grad, (X,), order=1)
+    jk.check_grads(fori_of_grad_of_fori, (X,), order=1)
 
 # ----------------------------------------------------------------------------- Python loops (autograph)
 
