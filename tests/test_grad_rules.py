@@ -450,11 +450,21 @@ def test_known_arrays():
     close(jk.grad(np.prod)(np.array([1e-200, 1e-200, 1e-100])), [1e-300, 1e-300, 0.0], rtol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="a 0-d traced exponent traces to NumPy's fast-path selects "
-                   "(numpy/_ufuncs._float_power_scalar_exponent); at x == 0 the unselected reciprocal/sqrt "
-                   "branches give 0 * inf = nan (docs/transformations.md)")
-def test_power_scalar_exponent_at_zero():
-    assert _g(np.power, 0.0, 2.0, argnums=(0, 1)) == (0.0, 0.0)
+def test_power_python_scalar_exponent():
+    """`x ** p` with p a Python-scalar argument traces to NumPy's fast paths selected on p's value
+    (numpy/_ufuncs.select_by_exponent); its derivative is power's (a custom_jvp), so the fast
+    paths (p in -1, 0, 0.5, 1, 2) give the same derivatives as any other exponent."""
+    for x, p, expected in [(0.0, 2.0, (0.0, 0.0)), (0.0, 1.0, (1.0, 0.0)), (0.0, 0.5, (np.inf, 0.0)),
+                           (-2.0, 3.0, (12.0, np.nan)), (2.0, 3.0, (12.0, 5.545177444479562))]:
+        np.testing.assert_allclose(_g(np.power, x, p, argnums=(0, 1)), expected, rtol=1e-12)
+    x = np.array([1.5, 2.0, -0.5])
+    for p in (-1.0, 0.0, 0.5, 1.0, 2.0, 3.0):
+        gp = jk.grad(lambda p: np.sum(np.abs(x) ** p))(p)
+        np.testing.assert_allclose(gp, np.sum(np.log(np.abs(x)) * np.abs(x) ** p), rtol=1e-12)
+        jk.check_grads(lambda x, p: x ** p, (np.abs(x) + 0.1, p), order=2)
+    for n in (-1, 2, 3):  # a Python int exponent (trace/tracer.py): square / reciprocal by value
+        jk.check_grads(lambda x, n: x ** n, (np.array([0.5, -1.5]), n), order=2)
+    jk.check_grads(lambda x, p: np.sum(x ** p), (np.array([0.5, 1.5], np.float32), 2.0), order=2)
 
 
 def test_max_ties_second_order_and_axes():
