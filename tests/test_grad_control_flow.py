@@ -113,6 +113,16 @@ def test_scan_consts_get_summed_cotangents_and_integer_carry(interpret):
     assert abs(gb - (f(w, b + eps) - f(w, b - eps)) / (2 * eps)) < 1e-6
 
 
+def test_scan_sums_cotangents_only_of_wanted_consts(interpret):
+    x = np.linspace(-1, 1, 8).reshape(4, 2)
+
+    def backward_carries(argnums):
+        program = jk.make_ir(jk.grad(_scan_loss, argnums=argnums))(x, 0.9)
+        return [e.params["ncarry"] for e in program.eqns if e.prim == "scan" and e.params["reverse"]]
+    assert backward_carries(0) == [1]  # the carry's cotangent; w is not differentiated
+    assert backward_carries((0, 1)) == [2]  # and the running sum of w's cotangent
+
+
 def test_scan_without_carry_and_empty(interpret):
     f = lambda x: lax.scan(lambda c, xi: (c, np.sin(xi) * 2.0), (), x)[1].sum()  # noqa: E731
     jk.check_grads(f, (X,), order=2)

@@ -31,7 +31,7 @@ from ..ir import AType, Program, Var
 from ..ir import primitives as _prims
 from ..trace.tracer import Tracer
 from . import ops
-from .ad import differentiable, jvp_eval, register_jvp, register_vjp, vjp_eval
+from .ad import VJP_WANTS_ACTIVE, differentiable, jvp_eval, register_jvp, register_vjp, vjp_eval
 from .core import bind_program, trace_leaves
 
 WHILE_REVERSE_MESSAGE = ("Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with "
@@ -138,17 +138,20 @@ def _cond_jvp(primals, tangents, *, branches):
 
 
 @register_vjp("cond")
-def _cond_vjp(cts, primals, outs, *, branches):
+def _cond_vjp(cts, primals, outs, *, branches, active=None):
     index, operands = primals[0], list(primals[1:])
+    wanted = list(active[1:]) if active is not None else [True] * len(operands)
     nzc = [j for j, c in enumerate(cts) if c is not None]
-    diff_in = [k for k, o in enumerate(operands) if differentiable(o.aval)]
+    diff_in = [k for k, o in enumerate(operands) if differentiable(o.aval) and wanted[k]]
+    if not diff_in:
+        return [None] * len(primals)
     in_avals = [o.aval for o in operands] + [cts[j].aval for j in nzc]
     op_avals = [o.aval for o in operands]
 
     def branch_vjp(program: Program) -> Callable:
         def fun(ins: list[Tracer]) -> list[Tracer]:
             ps, cs = _take(ins, [len(operands), len(nzc)])
-            _, backward = vjp_eval(program, ps, [differentiable(a) for a in op_avals])
+            _, backward = vjp_eval(program, ps, [k in diff_in for k in range(len(op_avals))])
             cin = backward(_place(len(program.outvars), nzc, cs))
             return [_or_zeros(cin[k], op_avals[k]) for k in diff_in]
         return fun
@@ -211,17 +214,21 @@ def _scan_jvp(primals, tangents, *, body, nconsts, ncarry, length, reverse):
 
 
 def scan_transpose(cts: Sequence[Tracer | None], primals: Sequence[Tracer], body: Program, nconsts: int,
-                   ncarry: int, length: int, reverse: bool) -> list[Tracer | None]:
+                   ncarry: int, length: int, reverse: bool, active: Sequence[bool] | None = None
+                   ) -> list[Tracer | None]:
     """The cotangents of a scan's inputs `[*consts, *init, *xs]` given those of its outputs
     `[*carry, *ys]`: a forward scan stacking the carry entering each step, then a scan in the
-    opposite direction applying the body's reverse rules at each step."""
+    opposite direction applying the body's reverse rules at each step. `active` (per input):
+    whether its cotangent is wanted; consts and xs that are not get none (every float carry
+    keeps one: a carry that starts constant may depend on a wanted const later)."""
     nx = len(primals) - nconsts - ncarry
     consts, init, xs = _take(primals, [nconsts, ncarry, nx])
+    wanted = list(active) if active is not None else [True] * len(primals)
     ny = len(body.outvars) - ncarry
     ct_carry, ct_ys = list(cts[:ncarry]), list(cts[ncarry:])
-    diff_c = [k for k, a in enumerate(consts) if differentiable(a.aval)]
+    diff_c = [k for k, a in enumerate(consts) if differentiable(a.aval) and wanted[k]]
     diff_carry = [k for k, a in enumerate(init) if differentiable(a.aval)]
-    diff_x = [k for k, a in enumerate(xs) if differentiable(a.aval)]
+    diff_x = [k for k, a in enumerate(xs) if differentiable(a.aval) and wanted[nconsts + ncarry + k]]
     nz_y = [j for j, c in enumerate(ct_ys) if c is not None]
     carry_avals = [a.aval for a in init]
     const_avals = [a.aval for a in consts]
@@ -247,8 +254,9 @@ def scan_transpose(cts: Sequence[Tracer | None], primals: Sequence[Tracer], body
 
     def backward_step(ins: list[Tracer]) -> list[Tracer]:
         c, ctc, acc, x, carry_t, cty = _take(ins, [nconsts, len(diff_carry), len(diff_c), nx, ncarry, len(nz_y)])
-        active = [differentiable(a) for a in const_avals + carry_avals + [s for s in slice_avals]]
-        _, back = vjp_eval(body, c + carry_t + x, active)
+        body_active = ([k in diff_c for k in range(nconsts)] + [differentiable(a) for a in carry_avals]
+                       + [k in diff_x for k in range(nx)])
+        _, back = vjp_eval(body, c + carry_t + x, body_active)
         cin = back(_place(ncarry, diff_carry, ctc) + _place(ny, nz_y, cty))
         new_ctc = [_or_zeros(cin[nconsts + k], carry_avals[k]) for k in diff_carry]
         new_acc = [_or_zeros(ops.add_any(a, cin[k]), const_avals[k]) for a, k in zip(acc, diff_c)]
@@ -267,8 +275,8 @@ def scan_transpose(cts: Sequence[Tracer | None], primals: Sequence[Tracer], body
 
 
 @register_vjp("scan")
-def _scan_vjp(cts, primals, outs, *, body, nconsts, ncarry, length, reverse):
-    return scan_transpose(cts, primals, body, nconsts, ncarry, length, reverse)
+def _scan_vjp(cts, primals, outs, *, body, nconsts, ncarry, length, reverse, active=None):
+    return scan_transpose(cts, primals, body, nconsts, ncarry, length, reverse, active)
 
 
 # ----------------------------------------------------------------------------- fori_loop
@@ -342,7 +350,7 @@ def _loop_error(kind: str, body: Program) -> LoopGradientError:
 
 
 @register_vjp("fori_loop")
-def _fori_vjp(cts, primals, outs, *, body, nconsts):
+def _fori_vjp(cts, primals, outs, *, body, nconsts, active=None):
     lower, upper = primals[:2]
     lo, hi = static_value(lower), static_value(upper)
     if lo is None or hi is None:
@@ -360,8 +368,9 @@ def _fori_vjp(cts, primals, outs, *, body, nconsts):
     prog, caps = trace_sub(step, [a.aval for a in consts] + [a.aval for a in init] + [lower.aval],
                            f"{body.name}.as_scan")
     indices = ops.const(np.arange(lo, hi, dtype=lower.dtype), lower.dtype)
+    wanted = list(active[2:]) if active is not None else [True] * (nconsts + ncarry)
     ct_in = scan_transpose(list(cts), caps + consts + init + [indices], prog, len(caps) + nconsts, ncarry,
-                           hi - lo, False)
+                           hi - lo, False, [False] * len(caps) + wanted + [False])
     return [None, None] + ct_in[len(caps):len(caps) + nconsts + ncarry]
 
 
@@ -407,3 +416,6 @@ def _while_jvp(primals, tangents, *, cond, body, cond_nconsts, body_nconsts):
 @register_vjp("while_loop")
 def _while_vjp(cts, primals, outs, *, cond, body, cond_nconsts, body_nconsts):
     raise _loop_error("while_loop", body)
+
+
+VJP_WANTS_ACTIVE.update({"cond", "scan", "fori_loop"})
