@@ -199,6 +199,8 @@ HC = AC @ AC.conj().T
 B = RNG.standard_normal(3)
 BM = RNG.standard_normal((3, 2))
 T5x3 = RNG.standard_normal((5, 3))
+XP = np.array([0.0, 1.0, 2.5, 4.0])
+FP = np.array([1.0, -1.0, 2.0, 0.5])
 C4x3 = RNG.standard_normal((4, 3)) + 1j * RNG.standard_normal((4, 3))
 
 
@@ -251,6 +253,21 @@ LIBRARY = {
     "svd_square_full": (lambda a: _sign_free(np.linalg.svd(a)), (A,), "linalg_svd"),
     "svd_complex": (lambda a: _sign_free(np.linalg.svd(a, full_matrices=False)), (C4x3,), "linalg_svd"),
     "average_weights": (lambda x, w: np.average(x, weights=w), (B, np.abs(BM[:, 0]) + 0.1), "raise_if"),
+    "partition": (lambda x: np.partition(x, 2, axis=1) * np.arange(3.0), (X,), "partition"),
+    "partition_kths": (lambda x: np.partition(x, (0, 3), axis=0), (X,), "partition"),
+    "subtract_reduce": (lambda x: np.subtract.reduce(x, axis=1), (X,), "ufunc_reduce"),
+    "divide_reduce_keepdims": (lambda x: np.divide.reduce(x, axis=0, keepdims=True), (X + 3,), "ufunc_reduce"),
+    "hypot_reduce_all": (lambda x: np.hypot.reduce(x, axis=None), (X,), "ufunc_reduce"),
+    "bincount_weights": (lambda w: np.bincount(np.array([0, 2, 2, 1, 0]), w, minlength=4), (T5x3[:, 0],), "bincount"),
+    "convolve_full": (np.convolve, (T5x3[:, 0], B), "convolve"),
+    "convolve_same_swapped": (lambda a, v: np.convolve(v, a, "same"), (T5x3[:, 0], B), "convolve"),
+    "convolve_valid": (lambda a, v: np.convolve(a, v, "valid"), (T5x3[:, 0], B), "convolve"),
+    "correlate": (np.correlate, (T5x3[:, 0], B), "convolve"),
+    "correlate_complex": (lambda a, v: np.correlate(a, v, "full"), (C4x3[:, 0], C4x3[:, 1]), "convolve"),
+    "interp": (np.interp, (np.array([-1.0, 0.3, 1.7, 3.1, 5.0]), XP, FP), "interp"),
+    "interp_left_right": (lambda x, fp: np.interp(x, XP, fp, left=3.0, right=-2.0), (np.array([-1.0, 0.3, 5.0]), FP),
+                          "interp"),
+    "interp_complex": (lambda x, fp: np.interp(x, XP, fp), (np.array([0.3, 3.9]), FP + 1j * FP[::-1]), "interp"),
 }
 
 
@@ -342,7 +359,8 @@ def test_linalg_sweep(n, seed):
     (lambda x: np.linalg.lstsq(np.outer(x, x) + np.eye(3), x)[0].sum(), "numpy.linalg.lstsq"),
     (lambda x: np.linalg.svd(np.outer(x, x[:2]))[0].sum(), "full_matrices=True"),
     (lambda x: np.linalg.qr(np.outer(x, x[:2]), mode="complete")[0].sum(), "mode='complete'"),
-    (lambda x: np.partition(x, 1).sum(), "numpy.partition"),
+    (lambda x: np.histogram(x, bins=2, weights=x)[0].sum(), "numpy.histogram"),
+    (lambda x: np.interp(x, XP, FP, period=3.0).sum(), "period="),
 ])
 def test_library_steps_without_rule_name_the_function(interpret, f, text):
     with pytest.raises(UnsupportedOperationError, match=text.replace(".", r"\.")):

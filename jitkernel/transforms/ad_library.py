@@ -239,6 +239,119 @@ def _sort_decomposed(a: Tracer, *, axis, kind) -> list[Tracer]:
 by_decomposition("sort", _sort_decomposed)
 
 
+def _partition_decomposed(a: Tracer, *, kth, axis) -> list[Tracer]:
+    # np.partition and np.argpartition run the same introselect, so the permutation is the one
+    # behind the primal's arrangement (checked on thousands of arrays, ties included)
+    perm = ops.bind1("argpartition", a, kth=kth, axis=axis)
+    return [ops.bind1("take_along_axis", a, perm, axis=axis)]
+
+
+by_decomposition("partition", _partition_decomposed)
+
+
+# ----------------------------------------------------------------------------- ufunc.reduce, bincount, convolve
+
+
+def _ufunc_reduce_decomposed(a: Tracer, *, ufunc, axes, dtype, keepdims) -> list[Tracer]:
+    """`ufunc.reduce` as the last element of `ufunc.accumulate` (a scan), axis by axis."""
+    x = ops.convert(a, dtype)
+    reduced = tuple(range(x.ndim)) if axes is None else tuple(axes)
+    for axis in sorted(reduced, reverse=True):
+        n = x.shape[axis]
+        if n == 0:
+            shape = tuple(m for d, m in enumerate(x.shape) if d != axis)
+            x = ops.full(shape, getattr(np, ufunc).identity, dtype)
+        else:
+            acc = _scan_accumulate(x, ufunc, axis)
+            last = _cut(acc, axis, n - 1, n)
+            x = ops.reshape(last, tuple(m for d, m in enumerate(x.shape) if d != axis))
+    if keepdims:
+        x = ops.reshape(x, tuple(1 if d in reduced else m for d, m in enumerate(a.shape)))
+    return [x]
+
+
+by_decomposition("ufunc_reduce", _ufunc_reduce_decomposed)
+
+
+@register_jvp("bincount")
+def _bincount_jvp(primals, tangents, *, minlength):
+    out = ops.bind("bincount", *primals, minlength=minlength)
+    if len(primals) < 2 or tangents[1] is None:
+        return out, [None]
+    return out, [ops.bind1("bincount", primals[0], tangents[1], minlength=minlength)]
+
+
+@register_vjp("bincount")
+def _bincount_vjp(cts, primals, outs, *, minlength):
+    if len(primals) < 2 or not differentiable(primals[1].aval):
+        return [None] * len(primals)
+    x, w = primals  # out[k] = sum of w[i] over x[i] == k: the cotangent of w[i] is ct[x[i]]
+    return [None, ops.convert(ops.bind1("take", cts[0], x, axis=0, mode="raise"), w.dtype)]
+
+
+def _convolve_decomposed(a: Tracer, v: Tracer, *, fn, mode) -> list[Tracer]:
+    """np.convolve / np.correlate as a matrix product: full[i] = sum_j a[j] v[i - j] with the
+    matrix gathered from v (np.correlate(a, v) is np.convolve(a, conj(v[::-1])))."""
+    out_dt = np.result_type(a.dtype, v.dtype)
+    a, v = ops.convert(a, out_dt), ops.convert(v, out_dt)
+    if fn == "correlate":
+        v = _conj(_reverse_axis(v, 0))
+    n, m = a.shape[0], v.shape[0]
+    length = n + m - 1
+    i, j = np.indices((length, n))
+    k = i - j
+    index = ops.const(np.clip(k, 0, m - 1), _I64)
+    inside = ops.const((k >= 0) & (k < m), np.bool_)
+    matrix = _where(inside, ops.bind1("gather", v, index, index=(("array", 0),)))
+    full = ops.bind1("dot_general", matrix, a, contracting=((1,), (0,)), batch=((), ()))
+    short, long_ = min(n, m), max(n, m)
+    if mode == "full":
+        return [full]
+    if mode == "same":
+        return [_cut(full, 0, (short - 1) // 2, (short - 1) // 2 + long_)]
+    return [_cut(full, 0, short - 1, long_)]  # "valid"
+
+
+by_decomposition("convolve", _convolve_decomposed)
+
+
+def _interp_decomposed(x: Tracer, xp: Tracer, fp: Tracer, *, left, right, period) -> list[Tracer]:
+    """np.interp as gathers: the segment j with xp[j] <= x < xp[j+1] (searchsorted, side
+    "right"), the straight line through its ends; `left`/`right` (default fp[0], fp[-1]) outside.
+    At a knot the derivative is the one of the segment to its right."""
+    if period is not None:
+        raise UnsupportedOperationError("differentiation of numpy.interp with period= is not supported yet")
+    out_dt = np.dtype(np.complex128) if fp.dtype.kind == "c" else np.dtype(np.float64)
+    x, xp, fp = ops.convert(x, np.float64), ops.convert(xp, np.float64), ops.convert(fp, out_dt)
+    n = xp.shape[0]
+    first, last = _cut(xp, 0, 0, 1), _cut(xp, 0, n - 1, n)
+
+    def at(values: Tracer, idx: Tracer) -> Tracer:
+        return ops.bind1("gather", values, idx, index=(("array", 0),))
+
+    def edge(value: Any, default: Tracer) -> Tracer:
+        if value is None:
+            return ops.broadcast_in_dim(ops.reshape(default, ()), x.shape, ())
+        return ops.full(x.shape, value, out_dt)
+
+    lo_val, hi_val = edge(left, _cut(fp, 0, 0, 1)), edge(right, _cut(fp, 0, n - 1, n))
+    if n == 1:
+        inside = ops.broadcast_in_dim(ops.reshape(fp, ()), x.shape, ())
+    else:
+        j = ops.sub(ops.bind1("searchsorted", xp, x, side="right"), ops.full(x.shape, 1, _I64))
+        j = ops.bind1("minimum", ops.bind1("maximum", j, ops.full(x.shape, 0, _I64)), ops.full(x.shape, n - 2, _I64))
+        j1 = ops.add(j, ops.full(x.shape, 1, _I64))
+        x0, x1, f0, f1 = at(xp, j), at(xp, j1), at(fp, j), at(fp, j1)
+        slope = ops.div(ops.sub(f1, f0), ops.convert(ops.sub(x1, x0), out_dt))
+        inside = ops.add(f0, ops.mul(ops.convert(ops.sub(x, x0), out_dt), slope))
+    below = ops.bind1("less", x, ops.broadcast_in_dim(ops.reshape(first, ()), x.shape, ()))
+    above = ops.bind1("greater", x, ops.broadcast_in_dim(ops.reshape(last, ()), x.shape, ()))
+    return [ops.select(below, lo_val, ops.select(above, hi_val, inside))]
+
+
+by_decomposition("interp", _interp_decomposed)
+
+
 # ----------------------------------------------------------------------------- inv, solve, det
 
 
@@ -678,9 +791,7 @@ def _fft_composed(x: Tracer, fn: str, n: Any, ax: list[int], norm: Any, out_shap
 
 _NUMPY_NAMES = {
     "linalg_lstsq": "numpy.linalg.lstsq",
-    "linalg_pinv": "numpy.linalg.pinv", "partition": "numpy.partition",
-    "histogram": "numpy.histogram", "bincount": "numpy.bincount (with weights)", "convolve": "numpy.convolve / numpy.correlate",
-    "interp": "numpy.interp", "ufunc_reduce": "ufunc.reduce of a ufunc without a reduction primitive",
+    "linalg_pinv": "numpy.linalg.pinv", "histogram": "numpy.histogram",
 }
 
 
