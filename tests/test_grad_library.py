@@ -306,11 +306,16 @@ def test_fft_rules_cpu():
     jk.check_grads(lambda x: np.fft.irfft(np.fft.rfft(x) * np.arange(2.0)), (X,), order=1)
 
 
+# second order is checked for one case of each rule; the slowest variants check first order
+FIRST_ORDER_ONLY = {"svd_complex", "svd_wide", "svd_square_full", "eigh_complex", "hypot_reduce_all", "qr_complex",
+                    "interp_complex", "divide_reduce_keepdims"}
+
+
 @pytest.mark.parametrize("name", sorted(LIBRARY))
-def test_library_rules_order2(interpret, name):
+def test_library_rules(interpret, name):
     f, args, prim = LIBRARY[name]
     assert prim in _prims(f, *args)
-    jk.check_grads(f, args, order=2)
+    jk.check_grads(f, args, order=1 if name in FIRST_ORDER_ONLY else 2)
 
 
 @pytest.mark.parametrize("name", ["cumprod", "sort", "inv", "solve_vector", "det", "cholesky", "eigh_vectors", "qr_tall",
