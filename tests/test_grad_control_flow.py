@@ -317,6 +317,19 @@ def test_converted_loop_with_dynamic_bound_raises_under_grad(interpret, no_stati
     with pytest.raises(LoopGradientError, match="dynamic start/stop"):
         jk.grad(loss)(X, 3)
 
+def test_converted_python_while_loop_forward_mode_and_reverse_error(interpret):
+    def grow(x):
+        while x.sum() < 10.0:  # a traced condition: a while_loop
+            x = x * 1.5
+        return x.sum()
+    x = np.array([1.0, 2.0])
+    assert "while_loop" in _prims(jk.make_ir(grow)(x))
+    value, t = jk.jvp(grow, (x,), (np.ones(2),))
+    assert (value, t) == pytest.approx((3 * 1.5 ** 3, 2 * 1.5 ** 3))
+    with pytest.raises(LoopGradientError, match="while_loop"):
+        jk.grad(grow)(x)
+
+
 # ----------------------------------------------------------------------------- a broken rule is caught
 
 
