@@ -87,9 +87,13 @@ def transformed(name: str, wrapped: Callable[..., Any]) -> Callable[[Callable[..
 
 
 def is_traced_leaf(leaf: Any) -> bool:
-    """Whether a pytree leaf is a value the program takes (an array or a number), not a static
-    Python object passed through (a string, a function)."""
-    return isinstance(leaf, (Tracer, np.ndarray, np.generic, bool, int, float, complex))
+    """Whether a pytree leaf is a value the program takes (an array, a NumPy scalar, a Python
+    float or complex), not a static Python object passed through. Concrete Python ints and
+    bools stay static: they cannot be differentiated, and user code uses them as sizes and
+    counts (`x[:n]`, `range(n)`), which a traced value would turn into a loop or an error."""
+    if isinstance(leaf, (bool, int)) and not isinstance(leaf, np.generic):
+        return False
+    return isinstance(leaf, (Tracer, np.ndarray, np.generic, float, complex))
 
 
 def as_tracer(leaf: Any) -> Tracer:
