@@ -17,13 +17,13 @@ from .errors import (BackendUnavailableError, CompileError, InPlaceUpdateError, 
                      TracerIntegerConversionError, UnsupportedOperationError)
 from .interpreter import eval_program
 from . import lax  # jk.lax: cond, switch, while_loop, fori_loop, scan
-from .transforms import (BatchingError, GradientCheckError, GradientError, check_grads, grad, hessian, jacfwd, jacrev, jvp, stop_gradient,
+from .transforms import (ArgumentNotWrittenWarning, BatchingError, GradientCheckError, GradientError, check_grads, grad, hessian, jacfwd, jacrev, jvp, stop_gradient,
                          value_and_grad, vjp, vmap)
 
 from ._version import __version__
 
 __all__ = ["jit", "make_ir", "lax", "grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "vmap",
-           "stop_gradient", "check_grads", "GradientCheckError", "GradientError", "BatchingError", "Jitted", "Lowered", "Recompilation", "CacheLimitWarning", "config", "events", "eval_program",
+           "stop_gradient", "check_grads", "ArgumentNotWrittenWarning", "GradientCheckError", "GradientError", "BatchingError", "Jitted", "Lowered", "Recompilation", "CacheLimitWarning", "config", "events", "eval_program",
            "JitError", "BackendUnavailableError", "TracerError", "TracerBoolConversionError", "TracerIntegerConversionError",
            "TracerArrayConversionError", "UnsupportedOperationError", "InPlaceUpdateError", "TracedRandomError", "CompileError",
            "IRVerificationError", "__version__"]

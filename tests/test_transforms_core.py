@@ -93,8 +93,11 @@ def test_the_callers_array_is_not_written_under_grad():
         x *= 2.0
         return np.sum(x)
     a = X.copy()
-    np.testing.assert_array_equal(jk.grad(f)(a), np.full(5, 2.0))
+    with pytest.warns(jk.ArgumentNotWrittenWarning, match=r"grad\(f\): the function writes input 0 \(f64\[5\]\) in place"):
+        np.testing.assert_array_equal(jk.grad(f)(a), np.full(5, 2.0))
     np.testing.assert_array_equal(a, X)
+    with pytest.warns(jk.ArgumentNotWrittenWarning):
+        np.testing.assert_array_equal(jk.vmap(f)(np.ones((2, 3))), np.full(2, 6.0))
 
 
 def test_jvp_and_vjp_with_pytrees():

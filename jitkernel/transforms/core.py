@@ -136,10 +136,14 @@ def trace_leaves(fun: Callable[[list[Tracer]], Any], in_leaves: Sequence[Tracer]
         raise RuntimeError("trace_leaves needs an active trace")
     box: dict[str, Any] = {}
 
+    inputs: list[Tracer] = []
+
     def make_args(ctx: Any) -> tuple:
-        return ([ctx.new_input(t.aval, t.weak) for t in in_leaves],)
+        inputs.extend(ctx.new_input(t.aval, t.weak) for t in in_leaves)
+        return (list(inputs),)
 
     ctx, result = trace_function(parent, name, fun, make_args)
+    _warn_written_inputs(name, inputs)
     leaves, out_tree = tree_flatten(result, namedtuples=True)
     for leaf in leaves:
         if getattr(type(leaf), "_jk_datadep", False):
@@ -151,6 +155,27 @@ def trace_leaves(fun: Callable[[list[Tracer]], Any], in_leaves: Sequence[Tracer]
     program = finish(ctx, leaves)
     box["captured"] = list(ctx.captured)
     return Traced(program, box["captured"], out_tree, out_weak)
+
+
+class ArgumentNotWrittenWarning(UserWarning):
+    """A transformed function writes one of its arguments in place; the caller's array is not
+    updated (docs/transformations.md, "Functions that write their arguments")."""
+
+
+def _warn_written_inputs(name: str, inputs: list[Tracer]) -> None:
+    """A function that writes an argument in place is transformed as the pure function it
+    becomes (its result); the write itself does not reach the caller's array, as under JAX.
+    That is said once per trace instead of being dropped silently."""
+    written = [k for k, t in enumerate(inputs) if t._mem is not None and t._mem.written]
+    if written:
+        import warnings
+        from ..trace.context import user_frame
+        what = ", ".join(f"input {k} ({inputs[k].aval})" for k in written)
+        frame = user_frame()
+        where = f" (called at {frame.f_code.co_filename}:{frame.f_lineno})" if frame is not None else ""
+        warnings.warn(f"{name}: the function writes {what} in place; under transformations the caller's array "
+                      f"is not updated, only the function's result is transformed{where}",
+                      ArgumentNotWrittenWarning, stacklevel=2)
 
 
 def trace_pytree_function(fun: Callable[..., Any], args: tuple, kwargs: dict, name: str
