@@ -188,3 +188,20 @@ def test_composition_of_jit_vmap_and_grad_is_one_program():
     np.testing.assert_allclose(per_example(w, xs, ys), expected)
     g_of_v = jk.grad(lambda w: np.sum(jk.vmap(loss, in_axes=(None, 0, 0))(w, xs, ys)))(w)
     np.testing.assert_allclose(g_of_v, expected.sum(axis=0))
+
+
+def test_the_same_transformation_of_the_same_function_is_compiled_once():
+    def loss(x):
+        return np.sum(x * x)
+    assert jk.grad(loss) is jk.grad(loss) and jk.grad(loss) is not jk.grad(loss, has_aux=False, argnums=(0,))
+    assert jk.vmap(loss) is jk.vmap(loss) and jk.vmap(loss, in_axes=1) is not jk.vmap(loss)
+    for k in range(3):  # a training loop calling jk.grad(loss) every iteration
+        jk.grad(loss)(X + k)
+    assert jk.grad(loss)._jitted.cache_size() == 1
+    for n in (1, 2):  # vjp with a different number of primals must not reuse the other's program
+        primals = (X,) * n
+        out, pull = jk.vjp(lambda *xs: sum(xs[1:], xs[0]) * 2.0, *primals)
+        assert len(pull(np.ones(5))) == n
+    f = lambda a, b: a * b  # noqa: E731
+    assert len(jk.vjp(f, X, X)[1](np.ones(5))) == 2
+    np.testing.assert_allclose(jk.vjp(f, X, 2.0)[1](np.ones(5))[1], np.sum(X))

@@ -18,6 +18,7 @@ explained like any jitted function.
 from __future__ import annotations
 
 import functools
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -76,6 +77,24 @@ class Transformed:
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         return self if obj is None else functools.partial(self, obj)
+
+
+_MEMO: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+
+def memoized(fun: Any, key: tuple, build: Callable[[], Transformed]) -> Transformed:
+    """The same Transformed for the same function and options: `jk.grad(loss)` written inside a
+    training loop then reuses one compiled program instead of tracing and compiling at every
+    iteration (JAX caches `jit` the same way, by function identity)."""
+    try:
+        per_fun = _MEMO.setdefault(fun, {})
+        hash(key)
+    except TypeError:  # not weakly referenceable (a ufunc), or unhashable options
+        return build()
+    found = per_fun.get(key)
+    if found is None:
+        found = per_fun[key] = build()
+    return found
 
 
 def transformed(name: str, wrapped: Callable[..., Any]) -> Callable[[Callable[..., Any]], Transformed]:
