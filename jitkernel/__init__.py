@@ -22,6 +22,13 @@ from .transforms import (ArgumentNotWrittenWarning, BatchingError, GradientCheck
 
 from ._version import __version__
 
+if config.default_backend != "cpu":  # JITKERNEL_BACKEND: an unknown name fails now, naming the variable
+    from .backends import check_backend_name as _check_backend_name
+    try:
+        _check_backend_name(config.default_backend)
+    except ValueError as _e:
+        raise ValueError(f"environment variable JITKERNEL_BACKEND: {_e}") from None
+
 __all__ = ["jit", "make_ir", "lax", "grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "vmap",
            "stop_gradient", "check_grads", "ArgumentNotWrittenWarning", "GradientCheckError", "GradientError", "BatchingError", "Jitted", "Lowered", "Recompilation", "CacheLimitWarning", "config", "events", "eval_program",
            "JitError", "BackendUnavailableError", "TracerError", "TracerBoolConversionError", "TracerIntegerConversionError",
