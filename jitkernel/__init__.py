@@ -16,6 +16,7 @@ from .errors import (BackendUnavailableError, CompileError, InPlaceUpdateError, 
                      TracedRandomError, TracerArrayConversionError, TracerBoolConversionError, TracerError,
                      TracerIntegerConversionError, UnsupportedOperationError)
 from .interpreter import eval_program
+from .benchmarking import BenchmarkRecord, benchmark
 from . import lax  # jk.lax: cond, switch, while_loop, fori_loop, scan
 from .transforms import (ArgumentNotWrittenWarning, BatchingError, GradientCheckError, GradientError, check_grads, grad, hessian, jacfwd, jacrev, jvp, stop_gradient,
                          value_and_grad, vjp, vmap)
@@ -29,7 +30,7 @@ if config.default_backend != "cpu":  # JITKERNEL_BACKEND: an unknown name fails 
     except ValueError as _e:
         raise ValueError(f"environment variable JITKERNEL_BACKEND: {_e}") from None
 
-__all__ = ["jit", "make_ir", "lax", "grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "vmap",
+__all__ = ["jit", "make_ir", "lax", "benchmark", "BenchmarkRecord", "grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "vmap",
            "stop_gradient", "check_grads", "ArgumentNotWrittenWarning", "GradientCheckError", "GradientError", "BatchingError", "Jitted", "Lowered", "Recompilation", "CacheLimitWarning", "config", "events", "eval_program",
            "JitError", "BackendUnavailableError", "TracerError", "TracerBoolConversionError", "TracerIntegerConversionError",
            "TracerArrayConversionError", "UnsupportedOperationError", "InPlaceUpdateError", "TracedRandomError", "CompileError",
