@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 import jitkernel as jk
 from jitkernel.transforms import ad
 
-SETTINGS = settings(max_examples=30, deadline=None, derandomize=True)
+SETTINGS = settings(max_examples=20, deadline=None, derandomize=True)
 SHAPES = [(), (0,), (3,), (2, 3)]
 
 
@@ -348,7 +348,7 @@ def test_dot_general_cotangents_are_dot_generals():
     assert prims.count("dot_general") == 3 and "transpose" not in prims
 
 
-@SETTINGS
+@settings(max_examples=15, deadline=None, derandomize=True)
 @given(m=st.integers(0, 3), k=st.integers(1, 3), n=st.integers(0, 3), batch=st.integers(0, 2),
        seed=st.integers(0, 2**16))
 def test_matmul_sweep(m, k, n, batch, seed):
