@@ -465,6 +465,9 @@ def test_power_python_scalar_exponent():
     for n in (-1, 2, 3):  # a Python int exponent (trace/tracer.py): square / reciprocal by value
         jk.check_grads(lambda x, n: x ** n, (np.array([0.5, -1.5]), n), order=2)
     jk.check_grads(lambda x, p: np.sum(x ** p), (np.array([0.5, 1.5], np.float32), 2.0), order=2)
+    xs = np.array([[1.0, 2.0], [0.5, 3.0]])  # vmap of the custom call (a batched base, a shared p)
+    np.testing.assert_allclose(jk.vmap(jk.grad(lambda x, p: np.sum(x ** p), 1), in_axes=(0, None))(xs, 2.0),
+                               np.sum(np.log(xs) * xs ** 2, axis=1), rtol=1e-12)
 
 
 def test_max_ties_second_order_and_axes():
