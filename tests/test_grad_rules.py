@@ -516,6 +516,7 @@ def test_grad_of_copy_then_write():
     np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])
 
 
+@pytest.mark.filterwarnings("ignore:.*writes input")
 def test_grad_of_function_writing_its_argument_leaves_caller_array():
     """Decision (docs/transformations.md): under grad/vjp/jvp the function is differentiated as
     the pure function it becomes, and the caller's array is not updated (jk.jit of the same
