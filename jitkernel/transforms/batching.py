@@ -23,7 +23,7 @@ from ..trace.context import current_context
 from ..trace.tracer import Tracer
 from ..tree import TreeDef, tree_flatten, tree_unflatten
 from . import ops
-from .core import Transformed, check_rule_result, function_name, read_env, trace_leaves, traceable, as_tracer, is_traced_leaf
+from .core import Transformed, check_rule_result, memoized, function_name, read_env, trace_leaves, traceable, as_tracer, is_traced_leaf
 
 BatchRule = Callable[..., tuple[list[Tracer], list[bool]]]
 BATCH_RULES: dict[str, BatchRule] = {}
@@ -104,9 +104,13 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
     >>> jk.vmap(lambda row: row.sum())(np.arange(6.0).reshape(2, 3)).tolist()
     [3.0, 12.0]
     """
-    name = f"vmap({function_name(fun)})"
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
+    return memoized(fun, ("vmap", in_axes, out_axes, axis_size), lambda: _build_vmap(fun, in_axes, out_axes, axis_size))
+
+
+def _build_vmap(fun: Callable, in_axes: Any, out_axes: Any, axis_size: int | None) -> Transformed:
+    name = f"vmap({function_name(fun)})"
 
     def impl(*args: Any, **kwargs: Any) -> Any:
         if kwargs:

@@ -29,7 +29,7 @@ from ..tree import tree_flatten, tree_unflatten
 from . import ops
 from .ad import GradientError, differentiable, register_jvp, register_vjp, vjp_eval, VJP_WANTS_ACTIVE
 from .batching import batch_eval, broadcast_batch, register_batch
-from .core import as_tracer, bind_program, is_traced_leaf, trace_leaves
+from .core import as_tracer, is_traced_leaf, trace_leaves
 
 
 class CustomDerivativeError(GradientError):
