@@ -366,7 +366,12 @@ def _scan_python(f: Callable, init: Any, x_leaves: list, x_tree: TreeDef, n: int
     if reverse:
         ys.reverse()
     if not ys:
-        return carry, None
+        # No step ran: the stacked outputs are empty arrays of the types one step would give,
+        # as JAX's (which traces the body for them). The body runs once on zeros to learn them.
+        with np.errstate(all="ignore"):
+            _, y = f(init, tree_unflatten(x_tree, [np.zeros(np.shape(x)[1:], np.asarray(x).dtype) for x in x_leaves]))
+        y_leaves, y_tree = tree_flatten(y)
+        return carry, tree_unflatten(y_tree, [np.empty((0,) + np.shape(v), np.asarray(v).dtype) for v in y_leaves])
     leaves0, y_tree = tree_flatten(ys[0])
     columns = [tree_flatten(y)[0] for y in ys]
     return carry, tree_unflatten(y_tree, [np.stack([np.asarray(c[k]) for c in columns]) for k in range(len(leaves0))])

@@ -85,3 +85,25 @@ def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
         return dict(zip(td.keys, kids))
 
     return build(treedef)
+
+
+def plain(tree: Any) -> Any:
+    """The pytree with every namedtuple (NumPy's EighResult, SlogdetResult, ...) as a plain tuple:
+    the form in which results of a traced function are passed back in as arguments."""
+    if isinstance(tree, tuple):
+        return tuple(plain(c) for c in tree)
+    if isinstance(tree, list):
+        return [plain(c) for c in tree]
+    if isinstance(tree, dict):
+        return {k: plain(v) for k, v in tree.items()}
+    return tree
+
+
+def same_structure(a: TreeDef, b: TreeDef) -> bool:
+    """Whether two tree structures agree, a namedtuple matching a plain tuple of the same arity."""
+    kinds = {"namedtuple": "tuple"}
+    if kinds.get(a.kind, a.kind) != kinds.get(b.kind, b.kind) or len(a.children) != len(b.children):
+        return False
+    if a.kind == "dict" and a.keys != b.keys:
+        return False
+    return all(same_structure(x, y) for x, y in zip(a.children, b.children))

@@ -423,3 +423,14 @@ def test_a_traced_python_int_into_a_narrow_carry_is_an_error():
         jk.jit(lambda x: lax.fori_loop(0, 2, lambda i, c: i, x))(np.zeros((), np.int32))
     got = jk.jit(lambda x: lax.fori_loop(0, 3, lambda i, c: i, x))(np.zeros((), np.int64))
     assert got.dtype == np.int64 and int(got) == 2
+
+
+def test_eager_scan_of_length_zero_returns_empty_stacked_outputs():
+    # JAX returns empty arrays of the per-step types; None would break code that reads ys.shape
+    def step(c, x):
+        return c + x.sum(), (x * 2, c)
+    xs = np.zeros((0, 3), np.float32)
+    c, (a, b) = jk.lax.scan(step, np.float32(1.0), xs)
+    assert c == 1.0 and a.shape == (0, 3) and a.dtype == np.float32 and b.shape == (0,)
+    cj, (aj, bj) = jk.jit(lambda xs: jk.lax.scan(step, np.float32(1.0), xs))(xs)
+    assert aj.shape == a.shape and aj.dtype == a.dtype and bj.shape == b.shape and bj.dtype == b.dtype

@@ -205,3 +205,15 @@ def test_the_same_transformation_of_the_same_function_is_compiled_once():
     f = lambda a, b: a * b  # noqa: E731
     assert len(jk.vjp(f, X, X)[1](np.ones(5))) == 2
     np.testing.assert_allclose(jk.vjp(f, X, 2.0)[1](np.ones(5))[1], np.sum(X))
+
+
+def test_namedtuple_results_under_vjp_jacobians_and_check_grads():
+    m = np.array([[4.0, 1.0], [1.0, 3.0]])
+    out, pull = jk.vjp(np.linalg.slogdet, m)
+    assert type(out).__name__ == "SlogdetResult"
+    (g,) = pull(out)  # the result passed back as its own cotangent (a namedtuple)
+    np.testing.assert_allclose(g, out.logabsdet * np.linalg.inv(m).T)
+    jac = jk.jacrev(np.linalg.slogdet)(m)
+    assert type(jac).__name__ == "SlogdetResult"
+    np.testing.assert_allclose(jac.logabsdet, np.linalg.inv(m).T)
+    jk.check_grads(np.linalg.slogdet, (m,), order=1)

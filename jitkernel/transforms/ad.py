@@ -28,7 +28,7 @@ from ..errors import JitError, UnsupportedOperationError
 from ..ir import AType, Program, Var
 from ..trace.context import current_context, user_frame_location
 from ..trace.tracer import Tracer
-from ..tree import TreeDef, tree_flatten, tree_unflatten
+from ..tree import TreeDef, plain, same_structure, tree_flatten, tree_unflatten
 from . import ops
 from .core import (Transformed, bind_program, check_rule_result, function_name, memoized, read_env,
                    trace_pytree_function, traceable)
@@ -311,7 +311,7 @@ def _build_grad(fun: Callable, argnums: Any, has_aux: bool, holomorphic: bool, a
             value, aux = result
         else:
             value, aux = result, None
-        value_leaves = tree_flatten(value)[0]
+        value_leaves = tree_flatten(value, namedtuples=True)[0]
         if len(value_leaves) != 1:
             raise GradientError("Gradient only defined for scalar-output functions. Output was a "
                                 f"{type(value).__name__} of {len(value_leaves)} values.")
@@ -351,9 +351,9 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
         split, outs, backward = _vjp_in_trace(fun, ps, {}, tuple(range(len(ps))), f"vjp({name})")
         result = split.unflatten_outputs(outs)
         value_part = result[0] if has_aux else result
-        ct_leaves, ct_tree = tree_flatten(cts)
-        v_leaves, v_tree = tree_flatten(value_part)
-        if ct_tree != v_tree:
+        ct_leaves, ct_tree = tree_flatten(cts, namedtuples=True)
+        v_leaves, v_tree = tree_flatten(value_part, namedtuples=True)
+        if not same_structure(ct_tree, v_tree):
             raise ValueError(f"vjp_fn: the cotangent has the structure {ct_tree}, the primal output {v_tree}")
         cts_out = [None] * len(outs)
         for k, (c, v) in enumerate(zip(ct_leaves, v_leaves)):
@@ -369,7 +369,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
                            lambda: Transformed(backward_impl, f"vjp({name}).backward", fun))
 
     def vjp_fn(ct: Any) -> tuple:
-        return backward_fn(primals, ct)
+        return backward_fn(primals, plain(ct))
 
     return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
 
@@ -511,7 +511,7 @@ def _build_jacobian(fun: Callable, argnums: Any, has_aux: bool, holomorphic: boo
         _check_inputs(who, diff_inputs, allow_int and reverse, holomorphic)
         result = split.unflatten_outputs(list(range(len(outs))))
         value_tree = result[0] if has_aux else result
-        value_positions = tree_flatten(value_tree)[0]  # output indices of the differentiated part
+        value_positions = tree_flatten(value_tree, namedtuples=True)[0]  # output indices of the differentiated part
         for j in value_positions:
             kind = outs[j].dtype.kind
             if (holomorphic and kind != "c") or (not holomorphic and kind not in "f" and not (kind == "c")):
@@ -540,9 +540,10 @@ def _build_jacobian(fun: Callable, argnums: Any, has_aux: bool, holomorphic: boo
                 for j, r in zip(value_positions, rows):
                     blocks.setdefault(j, {})[k] = _jac_from_rows(r, outs[j].shape, split.inputs[k].shape, False)
         per_output = {j: split.per_argument(blocks[j], single) for j in value_positions}
-        jac = tree_unflatten(tree_flatten(value_tree)[1], [per_output[j] for j in value_positions])
+        jac = tree_unflatten(tree_flatten(value_tree, namedtuples=True)[1], [per_output[j] for j in value_positions])
         if has_aux:
-            aux = tree_unflatten(tree_flatten(result[1])[1], [outs[j] for j in tree_flatten(result[1])[0]])
+            aux_leaves, aux_tree = tree_flatten(result[1], namedtuples=True)
+            aux = tree_unflatten(aux_tree, [outs[j] for j in aux_leaves])
             return jac, aux
         return jac
 

@@ -34,7 +34,7 @@ def _as64(x: Any) -> Any:
 
 
 def _leaves(tree: Any) -> list[np.ndarray]:
-    return [np.asarray(leaf) for leaf in tree_flatten(tree)[0]]
+    return [np.asarray(leaf) for leaf in tree_flatten(tree, namedtuples=True)[0]]
 
 
 def _random_like(rng: np.random.Generator, x: np.ndarray) -> np.ndarray:
@@ -134,7 +134,7 @@ def check_vjp(f: Callable, args: Sequence[Any], atol: float | None = None, rtol:
     rng = np.random.default_rng(seed + 1)
     leaves = [np.asarray(l) if not isinstance(l, (bool, int, float, complex)) else l for l in flat.leaves]
     out, pullback = vjp(f, *tree_unflatten(flat.tree, leaves))
-    out_leaves, out_tree = tree_flatten(out)
+    out_leaves, out_tree = tree_flatten(out, namedtuples=True)
     cts = [_random_like(rng, np.asarray(o)) for o in out_leaves]
     grads = _leaves(pullback(tree_unflatten(out_tree, cts)))
     x64 = [_as64(l) for l in leaves]
@@ -195,12 +195,12 @@ def check_grads(f: Callable, args: Sequence[Any], order: int = 2, modes: Sequenc
             check_grads(f_jvp, args, order - 1, ("fwd",) if "rev" not in modes else modes, atol, rtol, eps, seed + 1)
         if "rev" in modes:
             out = f(*args)
-            out_leaves, out_tree = tree_flatten(out)
+            out_leaves, out_tree = tree_flatten(out, namedtuples=True)
             cts = [_random_like(rng, np.asarray(o)) for o in out_leaves]
 
             def f_vjp(*xs: Any) -> Any:
                 _, pull = vjp(f, *xs)
-                dtypes = [_dtype_of(o) for o in tree_flatten(_)[0]]
+                dtypes = [_dtype_of(o) for o in tree_flatten(_, namedtuples=True)[0]]
                 return pull(tree_unflatten(out_tree, [np.asarray(c, d) for c, d in zip(cts, dtypes)]))
             f_vjp.__name__ = f"vjp({getattr(f, '__name__', 'f')})"
             check_grads(f_vjp, args, order - 1, ("rev",), atol, rtol, eps, seed + 2)
