@@ -82,11 +82,29 @@ def _raise_if(args, batched, size, *, exception, message):
 # ----------------------------------------------------------------------------- dot_general
 
 
+def _is_reshape(shape, perm) -> bool:
+    """Whether transposing `shape` by `perm` only moves axes of length 1 (then it is a reshape)."""
+    kept = [p for p in perm if shape[p] != 1]
+    return kept == sorted(kept)
+
+
+def _arrange(x, perm):
+    """x transposed by perm, as a reshape where that is the same (no data movement)."""
+    if _is_reshape(x.shape, perm):
+        return ops.reshape(x, tuple(x.shape[p] for p in perm))
+    return ops.transpose(x, perm)
+
+
+def _to_front(ndim: int, pos: int) -> list[int]:
+    return [pos] + [d for d in range(ndim) if d != pos]
+
+
 @register_batch("dot_general")
 def _dot_general(args, batched, size, *, contracting, batch):
     """Both batched: the batch axis becomes a batch dimension of the product. One batched: it
     is a free dimension of that operand (vmap of a matrix-vector product is a matrix product;
-    the unbatched operand is never broadcast)."""
+    the unbatched operand is never broadcast). With the right operand batched, the product is
+    computed with the operands swapped when that leaves the batch axis first (no transpose)."""
     (lhs, rhs), (lb_, rb_) = args, batched
     (lc, rc), (lb, rb) = contracting, batch
     up = lambda dims: tuple(d + 1 for d in dims)  # noqa: E731
@@ -95,16 +113,20 @@ def _dot_general(args, batched, size, *, contracting, batch):
         return [out], [True]
     if lb_:
         out = ops.bind1("dot_general", lhs, rhs, contracting=(up(lc), rc), batch=(up(lb), rb))
-        return [ops.moveaxis(out, len(lb), 0)], [True]
-    rfree = [d for d in range(rhs.ndim - 1) if d not in rc and d not in rb]
+        return [_arrange(out, _to_front(out.ndim, len(lb)))], [True]
     lfree = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
-    if not lb and not rfree:
-        # x @ w with x batched on its only free dimension: the swapped product is already
-        # (batch, lhs free), with no transpose
-        out = ops.bind1("dot_general", rhs, lhs, contracting=(up(rc), lc), batch=((), ()))
-        return [out], [True]
+    out_shape = (size,) + tuple(lhs.shape[d] for d in lb) + tuple(lhs.shape[d] for d in lfree) + \
+        tuple(rhs.shape[d + 1] for d in range(rhs.ndim - 1) if d not in rc and d not in rb)
+    if not lb:
+        # swapped: (batch, rhs free..., lhs free...)
+        nr = len(out_shape) - 1 - len(lfree)
+        swapped_shape = (size,) + out_shape[1 + len(lfree):] + out_shape[1:1 + len(lfree)]
+        perm = [0] + list(range(1 + nr, 1 + nr + len(lfree))) + list(range(1, 1 + nr))
+        if _is_reshape(swapped_shape, perm):
+            out = ops.bind1("dot_general", rhs, lhs, contracting=(up(rc), lc), batch=((), ()))
+            return [_arrange(out, perm)], [True]
     out = ops.bind1("dot_general", lhs, rhs, contracting=(lc, up(rc)), batch=(lb, up(rb)))
-    return [ops.moveaxis(out, len(lb) + len(lfree), 0)], [True]
+    return [_arrange(out, _to_front(out.ndim, len(lb) + len(lfree)))], [True]
 
 
 # ----------------------------------------------------------------------------- library steps
