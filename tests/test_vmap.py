@@ -233,6 +233,30 @@ CASES: dict[str, tuple[Callable, Callable, tuple]] = {
     "raise_if": (lambda x, w: np.average(x, weights=w), lambda r, d: [_rows(r, d, (4,)), r.random(4) + 0.5], FLOATS),
 }
 
+UNARY = ("negative", "absolute", "sign", "sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10",
+         "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arctanh", "floor",
+         "ceil", "trunc", "rint", "isnan", "isinf", "isfinite", "signbit", "square", "reciprocal")
+BINARY = ("add", "subtract", "multiply", "divide", "floor_divide", "remainder", "fmod", "power", "maximum",
+          "minimum", "fmax", "fmin", "arctan2", "hypot", "copysign", "equal", "not_equal", "less", "less_equal",
+          "greater", "greater_equal", "logical_and", "logical_or", "logical_xor")
+CASES.update({
+    "unary_ufuncs": (lambda x: tuple(getattr(np, u)(x) for u in UNARY) + (np.arccosh(x + 1.5), np.logical_not(x > 0.5)),
+                     lambda r, d: [r.uniform(0.05, 0.95, (2, 3)).astype(d)], FLOATS),
+    "binary_ufuncs": (lambda x, y: tuple(getattr(np, u)(x, y) for u in BINARY),
+                      lambda r, d: [r.uniform(0.1, 2, (2, 3)).astype(d), r.uniform(0.1, 2, (2, 3)).astype(d)], FLOATS),
+    "bitwise_ufuncs": (lambda x, y: (x & y, x | y, x ^ y, ~x, x << (y & 3), x >> (y & 3)),
+                       lambda r, d: [r.integers(0, 100, (2, 3)).astype(d), r.integers(0, 100, (2, 3)).astype(d)],
+                       (I64, I32)),
+    "ufunc_reduce_library": (lambda x: (np.bitwise_xor.reduce(x, axis=1), np.subtract.reduce(x, axis=0, keepdims=True),
+                                        np.bitwise_or.reduce(x, axis=None)),
+                             lambda r, d: [r.integers(0, 100, (3, 4)).astype(d)], (I64, I32)),
+    "take_static": (lambda x: np.repeat(x, np.arange(20) % 3, axis=1), lambda r, d: [_rows(r, d, (3, 20))], NUMERIC),
+    "argpartition": (lambda x: np.sort(np.take_along_axis(x, np.argpartition(x, 1, axis=1), axis=1)[:, :2], axis=1),
+                     lambda r, d: [_rows(r, d)], NUMERIC),
+    "make_complex": (lambda z: np.round(z, 1), lambda r, d: [(_rows(r, F64) + 1j * _rows(r, F64)).astype(
+        np.complex64 if d == F32 else np.complex128)], FLOATS),
+})
+
 # control flow (jk.lax runs as plain Python on NumPy values, which is the reference)
 lax = jk.lax
 
@@ -479,6 +503,8 @@ def test_run_time_errors_of_examples():
 def test_data_dependent_shapes_are_refused():
     with pytest.raises(UnsupportedOperationError, match="data-dependent shape"):
         jk.vmap(lambda x: x[x > 0])(np.ones((2, 3)))
+    with pytest.raises(UnsupportedOperationError, match="vmap of datadep_"):
+        jk.vmap(lambda x: x[x > 0].sum())(np.ones((2, 3)))
 
 
 def test_batching_error_is_a_value_error():

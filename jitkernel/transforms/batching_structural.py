@@ -312,7 +312,7 @@ def _refuse(prim: str):
         raise UnsupportedOperationError(
             f"vmap of {prim} (a value of data-dependent shape: boolean mask selection, nonzero, unique, a "
             "slice with traced bounds) is not supported: the examples' results would have different shapes; "
-            "use np.where with a fixed shape, or slices of static length (jk.lax.dynamic_slice)")
+            "write it with fixed shapes instead (np.where(mask, x, 0).sum() for x[mask].sum(), slices of static length)")
     return rule
 
 
