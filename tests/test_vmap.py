@@ -397,6 +397,23 @@ def test_cond_batched_index_runs_a_raising_branch_only_for_its_examples():
         jk.vmap(lambda x, i: lax.cond(i < 9, lambda j: x[j], lambda j: -1.0, i), in_axes=(None, 0))(x, np.array([0, 7]))
 
 
+def test_loops_whose_body_can_raise_run_each_example_alone():
+    """x[i] past the end of x would be read for an example that is already done if every
+    example ran the body until the last one finishes: such loops run per example instead."""
+    def summed(x, n):
+        return lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] + x[c[0]]), (0, 0.0))[1]
+
+    def fori_summed(x, n):
+        return lax.fori_loop(0, n, lambda i, c: c + x[i], 0.0)
+
+    x, n = np.arange(4.0), np.array([0, 2, 4, 1])
+    for f in (summed, fori_summed):
+        got = jk.vmap(f, in_axes=(None, 0))(x, n)
+        np.testing.assert_array_equal(got, [f(x, k) for k in n])
+        text = str(jk.make_ir(jk.vmap(f, in_axes=(None, 0)))(x, n))
+        assert "per_example" in text
+
+
 def test_cond_batched_index_selects_without_a_loop_when_branches_cannot_raise():
     text = str(jk.make_ir(jk.vmap(_cond))(np.ones((3, 2)), np.array([1.0, -1.0, 2.0])))
     assert "cond" not in text.replace("vmap(_cond)", "") and "select" in text
