@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import jitkernel as jk
 from jitkernel.errors import UnsupportedOperationError
@@ -559,3 +559,88 @@ def test_vmap_of_jvp_and_of_hessian_diagonal():
     np.testing.assert_allclose(out, np.cos(x), rtol=1e-12)
     second = jk.vmap(jk.grad(jk.grad(lambda v: np.sin(v) * v)))(x)
     np.testing.assert_allclose(second, 2 * np.cos(x) - x * np.sin(x), rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------- generated indices
+
+
+@st.composite
+def index_structures(draw):
+    """(x shape, entries, index array shapes): an index mixing slices, ints, None, an Ellipsis
+    and broadcasting index arrays, as NumPy's indexing allows it."""
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    common = tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
+    entries, array_shapes = [], []
+    ellipsis_at = draw(st.one_of(st.none(), st.integers(0, len(shape))))
+    ellipsis_len = draw(st.integers(0, len(shape) - ellipsis_at)) if ellipsis_at is not None else 0
+    d = 0
+    while d < len(shape):
+        if ellipsis_at == d:
+            entries.append(("ellipsis",))
+            d += ellipsis_len
+            ellipsis_at = None
+            continue
+        if draw(st.booleans()) and draw(st.booleans()):
+            entries.append(("none",))
+        kind = draw(st.sampled_from(["slice", "int", "array", "array"]))
+        n = shape[d]
+        if kind == "slice":
+            entries.append(("slice", draw(st.integers(-n, n)), draw(st.integers(-n, n)),
+                            draw(st.sampled_from([1, 2, -1]))))
+        elif kind == "int":
+            entries.append(("int", draw(st.integers(-n, n - 1))))
+        else:
+            k = draw(st.integers(0, len(common)))
+            ashape = tuple(c if draw(st.booleans()) else 1 for c in common[len(common) - k:])
+            entries.append(("array", len(array_shapes), n))
+            array_shapes.append(ashape)
+        d += 1
+    if ellipsis_at is not None:
+        entries.append(("ellipsis",))
+    if draw(st.booleans()):
+        entries.append(("none",))
+    return shape, tuple(entries), array_shapes
+
+
+def _numpy_index(entries, arrays):
+    out = []
+    for e in entries:
+        out.append({"ellipsis": lambda: Ellipsis, "none": lambda: None, "int": lambda: e[1],
+                    "slice": lambda: slice(*e[1:]), "array": lambda: arrays[e[1]]}[e[0]]())
+    return tuple(out)
+
+
+def _index_examples(structure, size, seed, with_value):
+    shape, entries, array_shapes = structure
+    rng = np.random.default_rng(seed)
+    bounds = [e[2] for e in entries if e[0] == "array"]
+    examples = []
+    for _ in range(size):
+        ex = [rng.normal(size=shape)] + [rng.integers(-n, n, size=s) for n, s in zip(bounds, array_shapes)]
+        if with_value:
+            probe = np.zeros(shape)[_numpy_index(entries, ex[1:])]
+            ex.append(rng.normal(size=probe.shape))
+        examples.append(ex)
+    return examples
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(structure=index_structures(), data=st.data(), size=st.integers(1, 3), seed=st.integers(0, 2**16))
+def test_generated_gathers_and_scatters_match_loop(structure, data, size, seed):
+    shape, entries, array_shapes = structure
+    scatter = data.draw(st.booleans(), label="scatter")
+    examples = _index_examples(structure, size, seed, scatter)
+    if scatter:
+        def f(x, *rest):
+            y = x.copy()
+            y[_numpy_index(entries, rest[:-1])] = rest[-1]
+            return y
+    else:
+        def f(x, *arrays):
+            return x[_numpy_index(entries, arrays)]
+    try:  # only indices that jk.jit supports for one example
+        jk.jit(f, backend="interpret")(*examples[0])
+    except UnsupportedOperationError:
+        assume(False)
+    mapped, axes = _draw_mapping(data, len(examples[0]), [np.ndim(a) for a in examples[0]])
+    run_case(f, examples, mapped, axes, "interpret")
