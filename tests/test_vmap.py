@@ -130,6 +130,12 @@ def _put_along(x, i, v):
     return y
 
 
+def _put_along_flat(x, i, v):
+    y = x.copy()
+    np.put_along_axis(y, i, v, axis=None)
+    return y
+
+
 def _putmask(x, m, v):
     y = x.copy()
     np.putmask(y, m, v)
@@ -199,6 +205,11 @@ CASES: dict[str, tuple[Callable, Callable, tuple]] = {
     "put": (_put, lambda r, d: [_rows(r, d), I(r, 12, (3,)) - 6, _rows(r, d, (2,))], NUMERIC),
     "put_wrap": (_put_wrap, lambda r, d: [_rows(r, d), I(r, 30, (4,)) - 15], NUMERIC),
     "put_along_axis": (_put_along, lambda r, d: [_rows(r, d), I(r, 4, (3, 1)), _rows(r, d, (3, 1))], NUMERIC),
+    "put_along_axis_flat": (_put_along_flat, lambda r, d: [_rows(r, d), I(r, 12, (5,)), _rows(r, d, (5,))], NUMERIC),
+    "searchsorted_sorter": (lambda a, v: np.searchsorted(a, v, sorter=np.argsort(a, kind="stable")),
+                            lambda r, d: [_rows(r, d, (6,)), _rows(r, d, (4,))], FLOATS),
+    "cond_one_branch_batched": (lambda x, y, p: lax.cond(p > 0, lambda: x * 2, lambda: y + 1),
+                                lambda r, d: [_rows(r, d, (3,)), _rows(r, d, (3,)), r.normal()], FLOATS),
     "putmask": (_putmask, lambda r, d: [_rows(r, d), r.random((3, 4)) > 0.5, _rows(r, d, (5,))], NUMERIC),
     "place": (_place, lambda r, d: [_rows(r, d), r.random((3, 4)) > 0.5, _rows(r, d, (3,))], NUMERIC),
     "sort": (lambda x: (np.sort(x, axis=0), np.argsort(x, axis=-1, kind="stable"), np.sort(x, axis=None)),

@@ -233,12 +233,12 @@ def _searchsorted(args, batched, size, *, side):
     (strictly for side='left'), in NumPy's sort order (NaN last)."""
     a, v = args[0], args[1]
     ab, vb = batched[0], batched[1]
-    if len(args) > 2:  # a sorter: apply it first (one gather per example)
+    if not ab and not (len(args) > 2 and batched[2]):  # only v differs per example: NumPy broadcasts over it
+        return [ops.bind1("searchsorted", *args, side=side)], [True]
+    if len(args) > 2:  # a per-example sorter or array: sort each example's array first (a gather)
         from .batching_indexing import batched_gather
-        a = batched_gather(a, ab, (("array", 0),), [args[2]], [batched[2]], size) if (ab or batched[2]) else a
-        ab = ab or batched[2]
-    if not ab:
-        return [ops.bind1("searchsorted", a, v, side=side)], [True]
+        a = batched_gather(a, ab, (("array", 0),), [args[2]], [batched[2]], size)
+        ab = True
     v = _ensure(v, vb, size)
     a, v = _common_dtype(a, v)
     n, vshape = a.shape[1], tuple(v.shape[1:])
