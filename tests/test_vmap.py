@@ -351,7 +351,7 @@ def test_rule_matches_loop_over_examples(name, data, size, seed):
 
 
 CPU_SUBSET = ("matvec", "gather_separated", "scatter_ufunc", "dynamic_slice", "cond", "while_loop", "scan",
-              "linalg_solve_vector", "sort", "take")
+              "linalg_solve_vector", "sort", "take", "while_carry_becomes_batched", "fori_loop_static", "histogram")
 
 
 @pytest.mark.parametrize("name", CPU_SUBSET)
@@ -362,6 +362,15 @@ def test_rule_on_cpu(name):
     run_case(f, examples, [True] * n, [0] * n, "cpu", **_tolerance(name, dtypes[0]))
     if n > 1:  # the first argument shared by every example
         run_case(f, examples, [False] + [True] * (n - 1), [0] * n, "cpu", **_tolerance(name, dtypes[0]))
+
+
+@pytest.mark.parametrize("backend", ["interpret", "cpu"])
+def test_cond_with_a_shared_predicate_keeps_one_cond(backend):
+    x = np.arange(6.0).reshape(3, 2)
+    f = jk.jit(jk.vmap(_cond, in_axes=(0, None)), backend=backend)
+    np.testing.assert_allclose(f(x, 1.0), x * 2)
+    np.testing.assert_allclose(f(x, -1.0), x - 1)
+    assert "cond[" in str(jk.make_ir(jk.vmap(_cond, in_axes=(0, None)))(x, 1.0))
 
 
 def test_every_primitive_has_a_batching_rule():
