@@ -373,6 +373,27 @@ def test_cond_with_a_shared_predicate_keeps_one_cond(backend):
     assert "cond[" in str(jk.make_ir(jk.vmap(_cond, in_axes=(0, None)))(x, 1.0))
 
 
+@pytest.mark.parametrize("prim, params, make", [
+    ("dot_sum", {"axes": (1,)}, lambda r: [r.normal(size=(3, 4))]),
+    ("pad_fill", {}, lambda r: [r.random((3, 4)) > 0.5, r.normal(size=(3, 4)), r.normal(size=(3, 4))]),
+    ("where_valid", {}, lambda r: [r.random((3, 4)) > 0.5, r.normal(size=(3, 4))]),
+    ("stop_gradient", {}, lambda r: [r.normal(size=(2,))]),
+])
+def test_primitives_only_lowering_emits(prim, params, make):
+    """Primitives the tracer never emits (the lowering of symbolic lengths does), bound directly."""
+    from jitkernel.ir.primitives import evaluate
+    from jitkernel.transforms import ops
+    examples = [make(np.random.default_rng(k)) for k in range(3)]
+    n = len(examples[0])
+    for mapped in ([True] * n, [False] + [True] * (n - 1))[:1 if n == 1 else 2]:
+        args = [np.stack([ex[j] for ex in examples]) if m else examples[0][j] for j, m in enumerate(mapped)]
+        f = jk.jit(jk.vmap(lambda *xs: ops.bind1(prim, *xs, **params), in_axes=tuple(0 if m else None for m in mapped)),
+                   backend="interpret")
+        expected = np.stack([evaluate(prim, [ex[j] if m else examples[0][j] for j, m in enumerate(mapped)], params)[0]
+                             for ex in examples])
+        np.testing.assert_allclose(f(*args), expected, rtol=1e-12)
+
+
 def test_every_primitive_has_a_batching_rule():
     """A primitive the tracer can emit has a rule (or an explicit refusal); complex_library and
     fma exist only after lowering, iota has no inputs, stop_gradient is elementwise."""
