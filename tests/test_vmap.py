@@ -94,6 +94,12 @@ def _setitem(x, i, v):
     return y
 
 
+def _setitem_columns(x, i, v):
+    y = x.copy()
+    y[:, i] = v  # advanced dimensions (2 of them) after a basic one: a non-trivial layout
+    return y
+
+
 def _add_at(x, i, v):
     y = x.copy()
     np.add.at(y, i, v)
@@ -195,6 +201,11 @@ CASES: dict[str, tuple[Callable, Callable, tuple]] = {
     "gather_none_ellipsis": (lambda x, i: x[None, ..., i], lambda r, d: [_rows(r, d), I(r, 4, (2,))], NUMERIC),
     "scatter": (_setitem, lambda r, d: [_rows(r, d), I(r, 3, (2,)), _rows(r, d, (2, 4))], NUMERIC),
     "scatter_scalar": (lambda x, i: _setitem(x, i, 7), lambda r, d: [_rows(r, d), I(r, 3, (2,))], NUMERIC),
+    "scatter_columns_2d": (_setitem_columns, lambda r, d: [_rows(r, d), I(r, 4, (2, 2)), _rows(r, d, (3, 2, 2))],
+                           NUMERIC),
+    "searchsorted_nan": (lambda a, v: (np.searchsorted(np.sort(a), v), np.searchsorted(np.sort(a), v, side="right")),
+                         lambda r, d: [np.where(r.random(6) > 0.6, np.nan, r.normal(size=6)).astype(d),
+                                       np.where(r.random(4) > 0.6, np.nan, r.normal(size=4)).astype(d)], FLOATS),
     "scatter_columns": (_col_update, lambda r, d: [_rows(r, d), I(r, 4, (2,))], NUMERIC),
     "scatter_ufunc": (_add_at, lambda r, d: [_rows(r, d), I(r, 3, (4,)), _rows(r, d, (4, 4))], NUMERIC),
     "take": (lambda x, i: (np.take(x, i, axis=1), np.take(x, i), np.take(x, i + 2, axis=0, mode="wrap"),
