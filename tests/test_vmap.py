@@ -243,6 +243,8 @@ CASES: dict[str, tuple[Callable, Callable, tuple]] = {
     "linalg_decompositions": (lambda a: (np.linalg.svd(a, compute_uv=False), np.abs(np.linalg.qr(a)[1]),
                                          np.linalg.eigh(a)[0]), lambda r, d: [_spd(r, d)], FLOATS),
     "linalg_solve_vector": (lambda a, b: np.linalg.solve(a, b), lambda r, d: [_spd(r, d), _rows(r, d, (3,))], FLOATS),
+    "linalg_solve_stacked": (lambda a, b: np.linalg.solve(a, b), lambda r, d: [np.stack([_spd(r, d), _spd(r, d)]),
+                                                                              _rows(r, d, (3,))], FLOATS),
     "linalg_solve_matrix": (lambda a, b: np.linalg.solve(a, b), lambda r, d: [_spd(r, d), _rows(r, d, (2, 3, 2))],
                             FLOATS),
     "linalg_lstsq": (lambda a, b: np.linalg.lstsq(a, b, rcond=None)[0], lambda r, d: [_rows(r, d, (5, 3)), _rows(r, d, (5,))],
@@ -318,7 +320,7 @@ def _scan_consts(x, w):
 
 CASES.update({
     "cond": (_cond, lambda r, d: [_rows(r, d), r.normal()], FLOATS),
-    "switch": (_switch, lambda r, d: [_rows(r, d), np.int32(r.integers(-1, 4))], FLOATS),
+    "switch": (_switch, lambda r, d: [_rows(r, d), np.int32(r.integers(-2, 6))], FLOATS),
     "while_loop": (_while, lambda r, d: [np.abs(_rows(r, d, ())) + 0.1, np.array(r.uniform(1, 50), d)], FLOATS),
     "while_carry_becomes_batched": (_while_becomes_batched, lambda r, d: [_rows(r, d)], (F64,)),
     "fori_loop": (_fori, lambda r, d: [_rows(r, d, (3,)), r.integers(0, 5)], FLOATS),
@@ -389,6 +391,10 @@ def test_cond_with_a_shared_predicate_keeps_one_cond(backend):
     ("pad_fill", {}, lambda r: [r.random((3, 4)) > 0.5, r.normal(size=(3, 4)), r.normal(size=(3, 4))]),
     ("where_valid", {}, lambda r: [r.random((3, 4)) > 0.5, r.normal(size=(3, 4))]),
     ("stop_gradient", {}, lambda r: [r.normal(size=(2,))]),
+    # negative axes, which the tracer normalises for sorting but passes to fft
+    ("argsort", {"axis": -1, "kind": "stable"}, lambda r: [r.normal(size=(3, 4))]),
+    ("fft", {"fn": "fft", "n": None, "axes": -2, "norm": None}, lambda r: [r.normal(size=(3, 4))]),
+    ("fft", {"fn": "fftn", "n": None, "axes": None, "norm": "ortho"}, lambda r: [r.normal(size=(3, 4))]),
 ])
 def test_primitives_only_lowering_emits(prim, params, make):
     """Primitives the tracer never emits (the lowering of symbolic lengths does), bound directly."""

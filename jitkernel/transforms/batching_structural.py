@@ -177,13 +177,10 @@ def _stack_like(x, ndim: int):
 
 
 def _axis_rule(prim: str):
-    """Steps along one axis (sort, argsort, partition, argpartition, accumulate): the axis moves
-    past the batch axis; axis None (flattened) flattens each example."""
+    """Steps along one axis (sort, argsort, partition, argpartition, accumulate; the tracer has
+    flattened an axis=None operand already): the axis moves past the batch axis."""
     def rule(args, batched, size, *, axis, **params):
-        x = args[0]
-        if axis is None:
-            x, axis = ops.reshape(x, (size, x.size // size)), 0
-        return [ops.bind1(prim, x, axis=_shift(axis), **params)], [True]
+        return [ops.bind1(prim, args[0], axis=_shift(axis), **params)], [True]
     return rule
 
 
