@@ -191,13 +191,8 @@ for _name in ("sort", "argsort", "partition", "argpartition", "accumulate"):
 @register_batch("ufunc_reduce")
 def _ufunc_reduce(args, batched, size, *, ufunc, axes, dtype, keepdims):
     (x,) = args
-    nd = x.ndim - 1
-    if axes is None:
-        new_axes: Any = tuple(range(1, nd + 1))
-    elif isinstance(axes, (int, np.integer)):
-        new_axes = (int(axes) % nd) + 1 if nd else 1
-    else:
-        new_axes = tuple((int(a) % nd) + 1 for a in axes)
+    # axes: None (every axis of the example) or a sorted tuple of non-negative axes
+    new_axes = tuple(range(1, x.ndim)) if axes is None else tuple(a + 1 for a in axes)
     return [ops.bind1("ufunc_reduce", x, ufunc=ufunc, axes=new_axes, dtype=dtype, keepdims=keepdims)], [True]
 
 
