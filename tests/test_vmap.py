@@ -190,6 +190,9 @@ CASES: dict[str, tuple[Callable, Callable, tuple]] = {
                        FLOATS),
     "dot_vectors": (lambda a, b: (np.dot(a, b), np.outer(a, b)), lambda r, d: [_rows(r, d, (4,)), _rows(r, d, (4,))],
                     FLOATS),
+    "outer_product_matmul": (lambda a, b, c: (a[:, None] @ b[None, :], np.matmul(c[:, :, None], c[:, None, :]),
+                                              np.einsum("i,jk->jik", a[:1], c)),
+                             lambda r, d: [_rows(r, d, (3,)), _rows(r, d, (4,)), _rows(r, d, (2, 3))], NUMERIC),
     "einsum": (lambda a, b: np.einsum("ij,kj->ki", a, b), lambda r, d: [_rows(r, d), _rows(r, d, (2, 4))], FLOATS),
     "dynamic_slice": (lambda x, i: (x[i], x[-1 - i, 1]), lambda r, d: [_rows(r, d), r.integers(0, 3)], NUMERIC),
     "dynamic_update_slice": (_dyn_update, lambda r, d: [_rows(r, d), r.integers(-3, 3), _rows(r, d, (4,))], NUMERIC),
@@ -345,7 +348,7 @@ def _examples(make: Callable, dtype: np.dtype, size: int, seed: int) -> list[lis
 
 
 def _tolerance(name: str, dtype: np.dtype) -> dict:
-    if name.startswith(("linalg", "fft", "matmul", "batched_matmul", "einsum", "matvec", "vecmat", "dot")) or \
+    if name.startswith(("linalg", "fft", "matmul", "outer", "batched_matmul", "einsum", "matvec", "vecmat", "dot")) or \
             name in ("scan", "scan_consts", "fori_loop", "while_carry_becomes_batched", "raise_if"):
         return {"rtol": 1e-4 if dtype == F32 else 1e-10, "atol": 1e-4 if dtype == F32 else 1e-10}
     return {}

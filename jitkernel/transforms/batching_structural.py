@@ -99,6 +99,30 @@ def _to_front(ndim: int, pos: int) -> list[int]:
     return [pos] + [d for d in range(ndim) if d != pos]
 
 
+def _outer_product(lhs, lb_: bool, rhs, rb_: bool, contracting, batch, size: int):
+    """A dot_general whose contraction has length 1 (an outer product: the per-example gradient
+    of a weight matrix, x[:, None] @ delta[None, :]) as a broadcast multiply: the same products
+    (a product of one term is exact), and it fuses. Batched, the dot_general would be a stack of
+    one-term matrix products: about 8x slower for 128 x 784 x 512 float32 (measured)."""
+    (lc, rc), (lb, rb) = contracting, batch
+
+    def operand(x, b, cdims, bdims):
+        off = 1 if b else 0
+        free = [d for d in range(x.ndim - off) if d not in cdims and d not in bdims]
+        keep = ([0] if b else []) + [d + off for d in bdims] + [d + off for d in free]
+        perm = keep + [d + off for d in cdims]
+        moved = _arrange(x, perm)
+        return ops.reshape(moved, tuple(x.shape[d] for d in keep)), len(free)
+
+    l2, nlf = operand(lhs, lb_, lc, lb)
+    r2, nrf = operand(rhs, rb_, rc, rb)
+    nb = len(lb)
+    out_shape = (size,) + tuple(l2.shape[1 if lb_ else 0:]) + tuple(r2.shape[(1 if rb_ else 0) + nb:])
+    l_dims = ((0,) if lb_ else ()) + tuple(range(1, 1 + nb + nlf))
+    r_dims = ((0,) if rb_ else ()) + tuple(range(1, 1 + nb)) + tuple(range(1 + nb + nlf, 1 + nb + nlf + nrf))
+    return ops.mul(ops.broadcast_in_dim(l2, out_shape, l_dims), ops.broadcast_in_dim(r2, out_shape, r_dims))
+
+
 @register_batch("dot_general")
 def _dot_general(args, batched, size, *, contracting, batch):
     """Both batched: the batch axis becomes a batch dimension of the product. One batched: it
@@ -108,6 +132,8 @@ def _dot_general(args, batched, size, *, contracting, batch):
     (lhs, rhs), (lb_, rb_) = args, batched
     (lc, rc), (lb, rb) = contracting, batch
     up = lambda dims: tuple(d + 1 for d in dims)  # noqa: E731
+    if all(lhs.shape[d + lb_] == 1 for d in lc):
+        return [_outer_product(lhs, lb_, rhs, rb_, contracting, batch, size)], [True]
     if lb_ and rb_:
         out = ops.bind1("dot_general", lhs, rhs, contracting=(up(lc), up(rc)), batch=((0,) + up(lb), (0,) + up(rb)))
         return [out], [True]
