@@ -545,6 +545,12 @@ def test_inconsistent_sizes_message_is_jax_s():
     (lambda: jk.vmap(lambda x: x, in_axes=(0, 0))(np.ones(2)), ValueError,
      "vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional arguments passed "
      "to the function, but got len(in_axes)=2, len(args)=1"),
+    (lambda: jk.vmap(lambda d: d["a"], in_axes={"a": 0}), TypeError,
+     "vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional arguments passed "
+     "to the function, but got {'a': 0}."),
+    (lambda: jk.vmap(lambda x: x, in_axes=True), TypeError,
+     "vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional arguments passed "
+     "to the function, but got True."),
     (lambda: jk.vmap(lambda x: x, in_axes=(0.5,)), TypeError,
      "vmap in_axes must be an int, None, or (nested) container with those types as leaves, but got (0.5,)."),
     (lambda: jk.vmap(lambda x: x, out_axes=2)(np.ones(2)), ValueError, "axis 2 is out of bounds for array of dimension 1"),
