@@ -711,3 +711,22 @@ def test_generated_gathers_and_scatters_match_loop(structure, data, size, seed):
         assume(False)
     mapped, axes = _draw_mapping(data, len(examples[0]), [np.ndim(a) for a in examples[0]])
     run_case(f, examples, mapped, axes, "interpret")
+
+
+def test_nested_vmap_of_control_flow():
+    rng = np.random.default_rng(0)
+    x, limit = np.abs(rng.normal(size=(3, 4))) + 0.1, rng.uniform(1, 50, size=(3, 4))
+    value, count = jk.vmap(jk.vmap(_while))(x, limit)
+    for i in range(3):
+        for j in range(4):
+            v, c = _while(x[i, j], limit[i, j])
+            assert value[i, j] == v and count[i, j] == c
+    xs, n = rng.normal(size=(2, 3, 3)), rng.integers(0, 5, size=(2, 3))
+    np.testing.assert_allclose(jk.vmap(jk.vmap(_fori))(xs, n), [[_fori(xs[i, j], n[i, j]) for j in range(3)] for i in range(2)])
+    big, p = rng.normal(size=(2, 3, 4, 2)), rng.normal(size=2)
+    carry, ys = jk.vmap(jk.vmap(_scan, in_axes=(0, None)))(big, p)
+    for i in range(2):
+        for j in range(3):
+            c, y = _scan(big[i, j], p[i])
+            np.testing.assert_allclose(carry[i, j], c)
+            np.testing.assert_allclose(ys[i, j], y)
