@@ -730,3 +730,39 @@ def test_nested_vmap_of_control_flow():
             c, y = _scan(big[i, j], p[i])
             np.testing.assert_allclose(carry[i, j], c)
             np.testing.assert_allclose(ys[i, j], y)
+
+
+@st.composite
+def dot_general_problems(draw):
+    """Per-example operand shapes and dimension numbers of a dot_general: batch, free and
+    contracting dimensions in random positions (length-1 contractions included)."""
+    size = st.integers(1, 3)
+    nb, nc = draw(st.integers(0, 1)), draw(st.integers(0, 2))
+    batch_sizes = [draw(size) for _ in range(nb)]
+    contract_sizes = [draw(size) for _ in range(nc)]
+    operands = []
+    for _ in range(2):
+        free = [draw(size) for _ in range(draw(st.integers(0, 2)))]
+        kinds = [("b", k) for k in range(nb)] + [("c", k) for k in range(nc)] + [("f", k) for k in range(len(free))]
+        order = draw(st.permutations(kinds))
+        shape = tuple({"b": batch_sizes, "c": contract_sizes, "f": free}[t][k] for t, k in order)
+        operands.append((shape, [order.index(("c", k)) for k in range(nc)], [order.index(("b", k)) for k in range(nb)]))
+    (ls, lc, lb), (rs, rc, rb) = operands
+    return ls, rs, {"contracting": (tuple(lc), tuple(rc)), "batch": (tuple(lb), tuple(rb))}
+
+
+@settings(max_examples=40, deadline=None)
+@given(problem=dot_general_problems(), data=st.data(), size=st.integers(1, 3), seed=st.integers(0, 2**16))
+def test_dot_general_dimension_numbers(problem, data, size, seed):
+    from jitkernel.ir.primitives import evaluate
+    from jitkernel.transforms import ops
+    ls, rs, params = problem
+    rng = np.random.default_rng(seed)
+    examples = [[rng.normal(size=ls), rng.normal(size=rs)] for _ in range(size)]
+    mapped, axes = _draw_mapping(data, 2, [len(ls), len(rs)])
+    args = [np.stack([ex[j] for ex in examples], axis=axes[j]) if mapped[j] else examples[0][j] for j in range(2)]
+    f = jk.jit(jk.vmap(lambda a, b: ops.bind1("dot_general", a, b, **params),
+                       in_axes=tuple(axes[j] if mapped[j] else None for j in range(2))), backend="interpret")
+    expected = np.stack([evaluate("dot_general", [ex[0] if mapped[0] else examples[0][0],
+                                                  ex[1] if mapped[1] else examples[0][1]], params)[0] for ex in examples])
+    np.testing.assert_allclose(f(*args), expected, rtol=1e-12, atol=1e-12)
