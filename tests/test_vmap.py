@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 import jitkernel as jk
 from jitkernel.errors import UnsupportedOperationError
 from jitkernel.transforms import BatchingError
-from tests.helpers import assert_matches_numpy
+from helpers import assert_matches_numpy
 
 SWEEP = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 F64, F32, I64, I32 = (np.dtype(n) for n in ("float64", "float32", "int64", "int32"))
