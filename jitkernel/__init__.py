@@ -17,6 +17,7 @@ from .errors import (BackendUnavailableError, CompileError, InPlaceUpdateError, 
                      TracerIntegerConversionError, UnsupportedOperationError)
 from .interpreter import eval_program
 from . import lax  # jk.lax: cond, switch, while_loop, fori_loop, scan
+from . import random  # jk.random: explicit keys, JAX's threefry bits (not in __all__: `import *` must not shadow stdlib random)
 from .transforms import (BatchingError, GradientCheckError, GradientError, check_grads, grad, hessian, jacfwd, jacrev, jvp, stop_gradient,
                          value_and_grad, vjp, vmap)
 
