@@ -1,0 +1,331 @@
+"""jk.random: known answers of Threefry-2x32, JAX 0.10.2's numbers (tests/data/jax_random_reference.json,
+measured by tests/data/make_jax_random_reference.py; JAX is never imported here), statistics,
+shapes and dtypes, errors, backends, fusion, vmap and grad."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import jitkernel as jk
+from jitkernel.random._special import next_up
+
+REFERENCE = json.load(open(os.path.join(os.path.dirname(__file__), "data", "jax_random_reference.json")))
+KEY = jk.random.PRNGKey(0)
+
+
+def _arr(a: dict) -> np.ndarray:
+    return np.array(a["values"], dtype=a["dtype"]).reshape(a["shape"])
+
+
+def _ulps(got: np.ndarray, expected: np.ndarray) -> float:
+    got = got.astype(expected.dtype)
+    return float(np.max(np.abs(got - expected) / np.spacing(np.abs(expected)), initial=0.0))
+
+
+# ----------------------------------------------------------------------------- known answers
+
+
+@pytest.mark.parametrize("key, counter, expected", [
+    ((0, 0), (0, 0), (0x6b200159, 0x99ba4efe)),
+    ((0xffffffff, 0xffffffff), (0xffffffff, 0xffffffff), (0x1cb996fc, 0xbb002be7)),
+    ((0x13198a2e, 0x03707344), (0x243f6a88, 0x85a308d3), (0xc4923a9c, 0x483df7a0)),
+])
+def test_threefry2x32_known_answers(key, counter, expected):
+    got = jk.random.threefry2x32(key, counter)
+    assert tuple(int(w) for w in got) == expected
+
+
+def test_prngkey_and_split_known_answers():
+    assert jk.random.PRNGKey(42).tolist() == [0, 42]
+    assert jk.random.PRNGKey(42).dtype == np.uint32
+    assert jk.random.key(42).tolist() == [0, 42]
+    assert jk.random.split(jk.random.PRNGKey(42)).tolist() == [[1832780943, 270669613], [64467757, 2916123636]]
+
+
+# ----------------------------------------------------------------------------- JAX's numbers
+
+
+def _jax_cases():
+    for mode, data in REFERENCE.items():
+        for i, case in enumerate(data["cases"]):
+            kw = case["kwargs"]
+            # With x64 off, JAX's choice(a=int, replace=True) draws int32 randint bits; jk's
+            # default int is int64 (JAX with x64 on), so only the x64-on numbers apply there.
+            if mode == "x64_off" and case["fn"] == "choice" and kw.get("replace") and "p" not in kw:
+                continue
+            yield pytest.param(mode, case, id=f"{mode}-{i}-{case['fn']}-{case['key'][1]}")
+
+
+@pytest.mark.parametrize("mode, case", list(_jax_cases()))
+def test_matches_jax(mode, case):
+    kwargs = {k: _arr(v["array"]) if isinstance(v, dict) else (tuple(v) if isinstance(v, list) else v)
+              for k, v in case["kwargs"].items()}
+    got = np.asarray(getattr(jk.random, case["fn"])(np.array(case["key"], np.uint32), **kwargs))
+    expected = _arr(case["out"])
+    assert got.shape == expected.shape
+    if case["fn"] == "normal":  # erfinv's log1p/sqrt may round differently: "within a few ulp"
+        assert _ulps(got, expected) <= 2
+    elif case["fn"] == "truncated_normal":
+        assert _ulps(got, expected) <= 4
+    else:  # bits, split, fold_in, uniform, randint, bernoulli, categorical, permutation, choice: exact
+        if mode == "x64_on" or expected.dtype.kind not in "iuf" or got.dtype == expected.dtype:
+            assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_prngkey_seeds_match_jax_x64():
+    for seed, key in REFERENCE["x64_on"]["PRNGKey"].items():
+        assert jk.random.PRNGKey(int(seed)).tolist() == key["values"], seed
+    # NumPy integers keep their width: a 32-bit seed has no high word (JAX, either x64 mode)
+    assert jk.random.PRNGKey(np.int32(-1)).tolist() == REFERENCE["x64_on"]["PRNGKey_np"]["int32:-1"]["values"]
+    assert jk.random.PRNGKey(np.uint32(2 ** 32 - 1)).tolist() == [0, 2 ** 32 - 1]
+    assert jk.random.PRNGKey(2 ** 64 - 1).tolist() == [2 ** 32 - 1, 2 ** 32 - 1]
+
+
+def test_traced_seed():
+    f = jk.jit(lambda s: jk.random.PRNGKey(s))
+    assert f(np.int64(-5)).tolist() == jk.random.PRNGKey(-5).tolist()
+    assert f(np.int32(-5)).tolist() == [0, 2 ** 32 - 5]
+
+
+# ----------------------------------------------------------------------------- statistics
+
+
+def test_statistics_of_1e5_samples():
+    n = 100_000
+    k = jk.random.split(KEY, 8)
+    u = jk.random.uniform(k[0], (n,))
+    assert u.min() >= 0 and u.max() < 1
+    assert abs(u.mean() - 0.5) < 0.005 and abs(u.var() - 1 / 12) < 0.002
+    z = jk.random.normal(k[1], (n,))
+    assert abs(z.mean()) < 0.015 and abs(z.var() - 1) < 0.02
+    r = jk.random.randint(k[2], (n,), -3, 7)
+    assert r.min() == -3 and r.max() == 6 and np.all(np.abs(np.bincount(r + 3) / n - 0.1) < 0.005)
+    b = jk.random.bernoulli(k[3], 0.3, (n,))
+    assert abs(b.mean() - 0.3) < 0.005
+    t = jk.random.truncated_normal(k[4], -1.0, 2.0, (n,))
+    assert t.min() > -1 and t.max() < 2
+    phi = lambda x: math.exp(-x * x / 2) / math.sqrt(2 * math.pi)  # noqa: E731
+    cdf = lambda x: 0.5 * (1 + math.erf(x / math.sqrt(2)))  # noqa: E731
+    assert abs(t.mean() - (phi(-1) - phi(2)) / (cdf(2) - cdf(-1))) < 0.01
+    c = jk.random.categorical(k[5], np.log([0.1, 0.2, 0.7]), shape=(n,))
+    assert np.all(np.abs(np.bincount(c, minlength=3) / n - [0.1, 0.2, 0.7]) < 0.006)
+    bits = jk.random.bits(k[6], (n,))
+    assert abs(np.unpackbits(bits.view(np.uint8)).mean() - 0.5) < 0.002
+    w = jk.random.choice(k[7], 4, (n,), p=np.array([0.4, 0.3, 0.2, 0.1]))
+    assert np.all(np.abs(np.bincount(w, minlength=4) / n - [0.4, 0.3, 0.2, 0.1]) < 0.006)
+
+
+def test_permutation_and_choice_without_replacement():
+    p = jk.random.permutation(KEY, 50)
+    assert sorted(p.tolist()) == list(range(50)) and p.tolist() != list(range(50))
+    x = np.arange(12.0).reshape(4, 3)
+    rows = jk.random.permutation(KEY, x)
+    assert sorted(rows[:, 0].tolist()) == [0, 3, 6, 9] and np.all(np.diff(rows, axis=1) == 1)
+    cols = jk.random.permutation(KEY, x, axis=1, independent=True)
+    assert np.all(np.sort(cols, axis=1) == x)
+    c = jk.random.choice(KEY, 20, (10,), replace=False)
+    assert len(set(c.tolist())) == 10
+    cp = jk.random.choice(KEY, 20, (10,), replace=False, p=np.full(20, 0.05))
+    assert len(set(cp.tolist())) == 10
+    assert jk.random.choice(KEY, np.arange(10.0) * 2, (3,)).dtype == np.float64
+
+
+# ----------------------------------------------------------------------------- shapes and dtypes
+
+
+def test_default_dtypes_and_shapes():
+    assert jk.random.uniform(KEY).shape == () and jk.random.uniform(KEY).dtype == np.float64
+    assert jk.random.uniform(KEY, (2, 3), np.float32).dtype == np.float32
+    assert jk.random.normal(KEY, (4,)).dtype == np.float64
+    assert jk.random.normal(KEY, (4,), np.complex64).dtype == np.complex64
+    assert jk.random.randint(KEY, (3,), 0, 5).dtype == np.int64
+    assert jk.random.randint(KEY, (3,), 0, 5, np.int8).dtype == np.int8
+    assert jk.random.bits(KEY, (3,)).dtype == np.uint32
+    for dt in (np.uint8, np.uint16, np.uint64):
+        assert jk.random.bits(KEY, (3,), dt).dtype == dt
+    assert jk.random.bernoulli(KEY, 0.5, (2, 2)).dtype == np.bool_
+    assert jk.random.bernoulli(KEY, np.full((3,), 0.5, np.float32)).shape == (3,)
+    assert jk.random.split(KEY, 3).shape == (3, 2) and jk.random.split(KEY, (2, 2)).shape == (2, 2, 2)
+    assert jk.random.split(KEY, 0).shape == (0, 2)
+    assert jk.random.fold_in(KEY, 3).shape == (2,)
+    assert jk.random.categorical(KEY, np.zeros((2, 3))).shape == (2,)
+    assert jk.random.categorical(KEY, np.zeros((2, 3)), axis=0).shape == (3,)
+    assert jk.random.categorical(KEY, np.zeros((2, 3)), shape=(5, 2)).shape == (5, 2)
+    assert jk.random.truncated_normal(KEY, np.zeros(3), 1.0).shape == (3,)
+    assert jk.random.uniform(KEY, (2, 3), minval=np.zeros(3), maxval=np.arange(1.0, 4.0)).shape == (2, 3)
+    assert jk.random.choice(KEY, 5, (0,)).shape == (0,)
+
+
+def test_complex_normal_has_half_variance_parts():
+    z = jk.random.normal(KEY, (20000,), np.complex128)
+    assert abs(z.real.var() - 0.5) < 0.02 and abs(z.imag.var() - 0.5) < 0.02
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(0, 4), min_size=0, max_size=3), st.integers(0, 2 ** 32 - 1))
+def test_bits_are_counter_based(shape, seed):
+    """Partitionable layout: element i of any shape is the hash of flat counter i."""
+    key = jk.random.PRNGKey(seed)
+    flat = jk.random.bits(key, (math.prod(shape),))
+    assert np.array_equal(jk.random.bits(key, tuple(shape)).ravel(), flat)
+    assert np.array_equal(jk.random.split(key, tuple(shape)).reshape(-1, 2), jk.random.split(key, math.prod(shape)))
+
+
+def test_same_key_same_numbers_different_keys_differ():
+    k1, k2 = jk.random.split(KEY)
+    assert np.array_equal(jk.random.normal(k1, (5,)), jk.random.normal(k1, (5,)))
+    assert not np.array_equal(jk.random.normal(k1, (5,)), jk.random.normal(k2, (5,)))
+    assert not np.array_equal(jk.random.fold_in(KEY, 1), jk.random.fold_in(KEY, 2))
+
+
+# ----------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: jk.random.uniform(KEY, (2,), dtype=np.int32), ValueError, "dtype argument to `uniform` must be a float dtype, got int32"),
+    (lambda: jk.random.normal(KEY, (2,), dtype=np.int32), ValueError, "must be a float or complex dtype"),
+    (lambda: jk.random.bits(KEY, (2,), dtype=np.int32), ValueError, "must be an unsigned int dtype, got int32"),
+    (lambda: jk.random.randint(KEY, (2,), 0, 5, dtype=np.float32), TypeError, "randint only accepts integer dtypes"),
+    (lambda: jk.random.truncated_normal(KEY, 0., 1., (2,), dtype=np.int32), ValueError, "must be a float dtype"),
+    (lambda: jk.random.uniform(KEY, (2, -1)), ValueError, "nonnegative"),
+    (lambda: jk.random.uniform(KEY, (2.0,)), TypeError, "Shapes must be 1D sequences of concrete values of integer type"),
+    (lambda: jk.random.uniform(jk.random.split(KEY)), ValueError, "uniform accepts a single key, but was given a key array of shape (2,)"),
+    (lambda: jk.random.uniform(np.zeros(2, np.float32)), TypeError, "expected key_data.dtype = uint32"),
+    (lambda: jk.random.uniform(np.zeros(3, np.uint32)), TypeError, "expected key_data.shape to end with (2,)"),
+    (lambda: jk.random.uniform(KEY, (3,), minval=np.zeros(4)), ValueError, "Incompatible shapes for broadcasting"),
+    (lambda: jk.random.randint(KEY, (3,), np.zeros((2, 3), int), 5), ValueError, "must equal the shape argument"),
+    (lambda: jk.random.fold_in(KEY, np.array([1, 2])), TypeError, "fold_in accepts a scalar"),
+    (lambda: jk.random.PRNGKey(1.5), TypeError, "PRNG key seed must be an integer"),
+    (lambda: jk.random.PRNGKey(np.array([1, 2])), TypeError, "PRNGKey accepts a scalar seed"),
+    (lambda: jk.random.PRNGKey(2 ** 64), OverflowError, "too large"),
+    (lambda: jk.random.choice(KEY, 3, (5,), replace=False), ValueError, "Cannot take a larger sample (size 5) than population (size 3)"),
+    (lambda: jk.random.choice(KEY, 5, 3), TypeError, "shape argument of jax.random.choice must be a sequence"),
+    (lambda: jk.random.choice(KEY, 5, (3,), p=np.ones(4) / 4), ValueError, "p must be None or a 1D vector"),
+    (lambda: jk.random.choice(KEY, 0, (2,)), ValueError, "a must be greater than 0"),
+    (lambda: jk.random.bernoulli(KEY, 1, (2,)), TypeError, "bernoulli probability `p` must have a floating dtype"),
+    (lambda: jk.random.bernoulli(KEY, 0.5, mode="mid"), ValueError, "got mode='mid', expected 'high' or 'low'"),
+    (lambda: jk.random.permutation(KEY, 2.5), TypeError, "x must be an integer or at least 1-dimensional"),
+    (lambda: jk.random.categorical(KEY, np.zeros(3), shape=(5,), replace=False), ValueError, "cannot exceed number of categories"),
+])
+def test_errors(call, error, message):
+    with pytest.raises(error) as info:
+        call()
+    assert message in str(info.value)
+
+
+def test_numpy_random_in_trace_points_to_jk_random():
+    @jk.jit
+    def f(x):
+        return x + np.random.normal(size=3)
+    with pytest.raises(jk.TracedRandomError, match=r"jk\.random\.PRNGKey"):
+        f(np.zeros(3))
+
+
+# ----------------------------------------------------------------------------- backends, fusion, speed
+
+
+def _all_samplers(key):
+    k = jk.random.split(key, 9)
+    return (jk.random.bits(k[0], (7,)), jk.random.bits(k[0], (3,), np.uint64), jk.random.uniform(k[1], (7,)),
+            jk.random.uniform(k[1], (2, 3), np.float32, -1.0, 2.0), jk.random.normal(k[2], (5,)),
+            jk.random.normal(k[2], (5,), np.float32), jk.random.randint(k[3], (6,), 0, 100),
+            jk.random.bernoulli(k[4], 0.3, (6,)), jk.random.categorical(k[5], np.log(np.array([0.2, 0.8])), shape=(4,)),
+            jk.random.permutation(k[6], 6), jk.random.choice(k[7], 5, (3,), p=np.array([.1, .2, .3, .2, .2])),
+            jk.random.truncated_normal(k[8], -1.0, 1.0, (4,)), jk.random.fold_in(key, 7))
+
+
+def test_cpu_and_interpret_backends_give_the_same_bits():
+    cpu = jk.jit(_all_samplers)(KEY)
+    interpret = jk.jit(_all_samplers, backend="interpret")(KEY)
+    eager = _all_samplers(KEY)  # each function compiled on its own, outside a trace
+    for a, b, c in zip(cpu, interpret, eager):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, c)
+
+
+def test_generation_is_fused_without_library_steps():
+    f = jk.jit(lambda k: jk.random.uniform(k, (1000,)))
+    text = f.lower(KEY).as_text("kernels")
+    lines = text.splitlines()
+    assert not any(line.strip().startswith("library") for line in lines)
+    big = [line for line in lines if line.strip().startswith("kernel") and "i0<1000" in line]
+    assert len(big) == 1, text  # hash, float conversion and scaling in one loop
+    fused = lines[lines.index(big[0]) + 1]
+    for op in ("left_shift", "bitwise_xor", "convert", "fma", "maximum"):
+        assert op in fused, fused
+
+
+def test_warm_call_of_jitted_uniform():
+    f = jk.jit(lambda k: jk.random.uniform(k, (1000,)))
+    f(KEY)
+    n = 300
+    start = time.perf_counter()
+    for _ in range(n):
+        f(KEY)
+    print(f"warm jitted uniform(key, (1000,)): {(time.perf_counter() - start) / n * 1e6:.1f} us per call")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+def test_next_up_matches_nextafter(dtype, backend):
+    info = np.finfo(dtype)
+    x = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, 3.0, -3.0, 1e-3, -7.25, info.max, -info.max, info.tiny,
+                  -info.tiny, info.smallest_subnormal, -info.smallest_subnormal, info.tiny * 3, np.inf, -np.inf,
+                  1.5 * info.tiny, -2.0 ** 40, 2.0 ** 40 - 1], dtype=dtype)
+    x = np.concatenate([x, np.random.default_rng(0).standard_normal(40).astype(dtype) * 1e3])
+    got = jk.jit(next_up, backend=backend)(x)
+    with np.errstate(over="ignore"):
+        expected = np.nextafter(x, dtype(np.inf))
+    np.testing.assert_array_equal(got, expected)
+    assert np.isnan(jk.jit(next_up, backend=backend)(np.array([np.nan], dtype)))[0]
+
+
+# ----------------------------------------------------------------------------- transformations
+
+
+def test_vmap_over_keys_equals_per_key_results():
+    keys = jk.random.split(KEY, 8)
+    for fn in (lambda k: jk.random.normal(k, (3,)), lambda k: jk.random.uniform(k, (2, 2), np.float32),
+               lambda k: jk.random.bits(k, (4,)), lambda k: jk.random.randint(k, (3,), 0, 10),
+               lambda k: jk.random.split(k, 3), lambda k: jk.random.fold_in(k, 5),
+               lambda k: jk.random.bernoulli(k, 0.5, (3,))):
+        batched = jk.vmap(fn)(keys)
+        np.testing.assert_array_equal(batched, np.stack([fn(k) for k in keys]))
+    data = np.arange(5)
+    np.testing.assert_array_equal(jk.vmap(lambda d: jk.random.fold_in(KEY, d))(data),
+                                  np.stack([jk.random.fold_in(KEY, int(d)) for d in data]))
+
+
+def test_grad_through_uniform_bounds():
+    key = jk.random.PRNGKey(3)
+
+    def f(lo, hi):
+        return (jk.random.uniform(key, (5,), minval=lo, maxval=hi) ** 2).sum()
+    u = jk.random.uniform(key, (5,))
+    d_lo = jk.grad(f)(0.5, 2.0)
+    assert np.isclose(d_lo, (2 * (0.5 + u * 1.5) * (1 - u)).sum())
+    jk.check_grads(f, (0.5, 2.0), order=2, modes=("fwd", "rev"))
+
+
+def test_grad_of_a_loss_with_random_noise():
+    key = jk.random.PRNGKey(1)
+
+    def loss(w, k):
+        noise = jk.random.normal(k, (4,))
+        return ((w * noise + 1.0) ** 2).sum()
+    w = np.arange(4.0)
+    noise = jk.random.normal(key, (4,))
+    np.testing.assert_allclose(jk.grad(loss)(w, key), 2 * (w * noise + 1) * noise, rtol=1e-12)
+    jk.check_grads(lambda w: loss(w, key), (w,), order=2)
+
+
+def test_grad_through_truncated_normal_bounds():
+    key = jk.random.PRNGKey(2)
+    jk.check_grads(lambda lo: jk.random.truncated_normal(key, lo, 2.0, (3,)).sum(), (np.float64(-1.0),), order=1)
