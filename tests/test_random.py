@@ -195,6 +195,7 @@ def test_same_key_same_numbers_different_keys_differ():
     (lambda: jk.random.randint(KEY, (2,), 0, 5, dtype=np.float32), TypeError, "randint only accepts integer dtypes"),
     (lambda: jk.random.truncated_normal(KEY, 0., 1., (2,), dtype=np.int32), ValueError, "must be a float dtype"),
     (lambda: jk.random.uniform(KEY, (2, -1)), ValueError, "nonnegative"),
+    (lambda: jk.random.uniform(KEY, (2,), dtype=np.float16), ValueError, "samples float32 and float64"),
     (lambda: jk.random.uniform(KEY, (2.0,)), TypeError, "Shapes must be 1D sequences of concrete values of integer type"),
     (lambda: jk.random.uniform(jk.random.split(KEY)), ValueError, "uniform accepts a single key, but was given a key array of shape (2,)"),
     (lambda: jk.random.uniform(np.zeros(2, np.float32)), TypeError, "expected key_data.dtype = uint32"),
