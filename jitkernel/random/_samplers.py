@@ -591,8 +591,11 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> n
     xshape = _shape_of(x)
     axis = _normalize_axis(axis, len(xshape) or 1)
     if not xshape:
-        if _dtype_of(x).kind not in "iu" or isinstance(x, Tracer):
+        if _dtype_of(x).kind not in "iu":
             raise TypeError("x must be an integer or at least 1-dimensional")
+        if isinstance(x, Tracer):
+            raise TypeError("permutation: an integer x must be static (a Python or NumPy int: it is the size of the "
+                            "result); a traced integer was given")
         return run("permutation_range", _permutation_range_impl, (key,), dict(n=int(x)))
     return run("permutation", _permutation_impl, (key, x), dict(axis=axis, independent=bool(independent)))
 
