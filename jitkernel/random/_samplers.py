@@ -488,7 +488,8 @@ def _categorical_impl(key: Tracer, logits: Tracer, *, axis: int, shape: tuple[in
     noisy = logits + _gumbel(k0, k1, tuple(logits.shape), dtype, mode)
     k = math.prod(prefix)
     indices = _top_k_indices(np.moveaxis(noisy, axis, -1), k)  # batch_shape + (k,)
-    return np.moveaxis(indices, -1, 0).reshape(shape)
+    # int32, as JAX's (lax.top_k's indices are int32 whatever jax_enable_x64 says)
+    return _convert(np.moveaxis(indices, -1, 0).reshape(shape), np.dtype(np.int32))
 
 
 def randint(key: Any, shape: Shape, minval: Any, maxval: Any, dtype: Any = None) -> np.ndarray:
