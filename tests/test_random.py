@@ -375,3 +375,20 @@ def test_grad_of_a_loss_with_random_noise():
 def test_grad_through_truncated_normal_bounds():
     key = jk.random.PRNGKey(2)
     jk.check_grads(lambda lo: jk.random.truncated_normal(key, lo, 2.0, (3,)).sum(), (np.float64(-1.0),), order=1)
+
+
+def test_key_threaded_through_a_compiled_loop():
+    """split inside a Python loop that autograph turns into a native loop (n is a run-time value)."""
+    @jk.jit
+    def walk(x, key, n):
+        for _ in range(n):
+            key, sub = jk.random.split(key)
+            x = x + jk.random.normal(sub, x.shape)
+        return x, key
+    x, key_out = walk(np.zeros(3), KEY, 4)
+    key, expected = KEY, np.zeros(3)
+    for _ in range(4):
+        key, sub = jk.random.split(key)
+        expected = expected + jk.random.normal(sub, (3,))
+    np.testing.assert_array_equal(x, expected)
+    np.testing.assert_array_equal(key_out, key)
