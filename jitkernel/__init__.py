@@ -18,8 +18,10 @@ from .errors import (BackendUnavailableError, CompileError, InPlaceUpdateError, 
 from .interpreter import eval_program
 from .benchmarking import BenchmarkRecord, benchmark
 from . import lax  # jk.lax: cond, switch, while_loop, fori_loop, scan
-from .transforms import (ArgumentNotWrittenWarning, BatchingError, GradientCheckError, GradientError, check_grads, grad, hessian, jacfwd, jacrev, jvp, stop_gradient,
-                         value_and_grad, vjp, vmap)
+from . import random  # jk.random: explicit keys, JAX's threefry bits (not in __all__: `import *` must not shadow stdlib random)
+from .transforms import (ArgumentNotWrittenWarning, BatchingError, CustomDerivativeError, GradientCheckError,
+                         GradientError, check_grads, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jvp,
+                         stop_gradient, value_and_grad, vjp, vmap)
 
 from ._version import __version__
 
@@ -30,13 +32,13 @@ if config.default_backend != "cpu":  # JITKERNEL_BACKEND: an unknown name fails 
     except ValueError as _e:
         raise ValueError(f"environment variable JITKERNEL_BACKEND: {_e}") from None
 
-__all__ = ["jit", "make_ir", "lax", "benchmark", "BenchmarkRecord", "grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "vmap",
-           "stop_gradient", "check_grads", "ArgumentNotWrittenWarning", "GradientCheckError", "GradientError", "BatchingError", "Jitted", "Lowered", "Recompilation", "CacheLimitWarning", "config", "events", "eval_program",
+__all__ = ["jit", "make_ir", "lax", "benchmark", "BenchmarkRecord",
+           "grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "vmap", "stop_gradient", "check_grads",
+           "custom_jvp", "custom_vjp", "CustomDerivativeError", "ArgumentNotWrittenWarning", "GradientCheckError",
+           "GradientError", "BatchingError", "Jitted", "Lowered", "Recompilation", "CacheLimitWarning", "config", "events", "eval_program",
            "JitError", "BackendUnavailableError", "TracerError", "TracerBoolConversionError", "TracerIntegerConversionError",
            "TracerArrayConversionError", "UnsupportedOperationError", "InPlaceUpdateError", "TracedRandomError", "CompileError",
            "IRVerificationError", "__version__"]
-from .transforms import CustomDerivativeError, custom_jvp, custom_vjp  # noqa: E402  (user-defined derivatives)
-__all__ += ["custom_jvp", "custom_vjp", "CustomDerivativeError"]
 
 
 def load_ipython_extension(ipython):  # pragma: no cover - exercised by the notebook tests
