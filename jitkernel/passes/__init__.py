@@ -5,10 +5,11 @@ from ..ir import Program, verify_program
 from .control_flow import inline_constant_operands, optimize_sub_programs
 from .cse import cse
 from .dce import dce
+from .dot_operands import dot_operands
 from .fold import fold_constants
 from .simplify import simplify
 
-PIPELINE = (fold_constants, simplify, cse, dce)
+PIPELINE = (fold_constants, simplify, dot_operands, cse, dce)
 
 
 def optimize(program: Program) -> Program:
@@ -25,4 +26,4 @@ def optimize(program: Program) -> Program:
     return verify_program(program)
 
 
-__all__ = ["optimize", "fold_constants", "simplify", "cse", "dce"]
+__all__ = ["optimize", "fold_constants", "simplify", "dot_operands", "cse", "dce"]
