@@ -27,6 +27,8 @@ __all__ = ["jit", "make_ir", "lax", "grad", "value_and_grad", "vjp", "jvp", "jac
            "JitError", "BackendUnavailableError", "TracerError", "TracerBoolConversionError", "TracerIntegerConversionError",
            "TracerArrayConversionError", "UnsupportedOperationError", "InPlaceUpdateError", "TracedRandomError", "CompileError",
            "IRVerificationError", "__version__"]
+from .transforms import CustomDerivativeError, custom_jvp, custom_vjp  # noqa: E402  (user-defined derivatives)
+__all__ += ["custom_jvp", "custom_vjp", "CustomDerivativeError"]
 
 
 def load_ipython_extension(ipython):  # pragma: no cover - exercised by the notebook tests

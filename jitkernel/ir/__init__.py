@@ -14,6 +14,7 @@ from . import library_prims  # noqa: F401  (registers the library primitives)
 from . import complex_prims  # noqa: E402  (registers the complex primitives)
 from . import datadep_prims  # noqa: E402,F401  (registers datadep_call: data-dependent shapes)
 from . import transform_prims  # noqa: E402,F401  (registers stop_gradient)
+from . import custom_prims  # noqa: E402,F401  (registers custom_jvp_call / custom_vjp_call)
 
 __all__ = ["AType", "Eqn", "Program", "Var", "live_variables", "SUPPORTED_DTYPES", "check_dtype", "format_program",
            "verify_program", "primitives"]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..ir import Program, verify_program
 from .control_flow import inline_constant_operands, optimize_sub_programs
+from .custom_inline import inline_custom_calls
 from .cse import cse
 from .dce import dce
 from .dot_operands import dot_operands
@@ -20,6 +21,7 @@ def optimize(program: Program) -> Program:
     >>> len(optimize(prog).eqns) <= len(prog.eqns)
     True
     """
+    program = inline_custom_calls(program)  # first: no other pass sees custom_jvp/vjp calls
     program = optimize_sub_programs(inline_constant_operands(program), optimize)
     for p in PIPELINE:
         program = p(program)

@@ -40,6 +40,9 @@ VJP_RULES: dict[str, VjpRule] = {}
 # Primitives whose outputs have no derivative (comparisons, integer results are detected by
 # dtype; these are float-valued but piecewise constant: floor, sign, ...): zero tangents.
 ZERO_DERIVATIVE: set[str] = {"stop_gradient"}
+# Primitives whose VJP rule also takes `active=` (per input: whether a cotangent is wanted), so
+# that it can refuse a derivative it cannot give instead of returning a silent zero.
+VJP_WANTS_ACTIVE: set[str] = set()
 
 
 def register_jvp(*prims: str) -> Callable[[JvpRule], JvpRule]:
@@ -84,7 +87,9 @@ def jvp_eval(program: Program, primals: Sequence[Tracer], tangents: Sequence[Tra
     for eqn in program.eqns:
         ins = [read(v) for v in eqn.inputs]
         tins = [tenv.get(v) for v in eqn.inputs]
-        if all(t is None for t in tins) or eqn.prim in ZERO_DERIVATIVE:
+        # no tangent in, a zero derivative, or only integer/bool results (comparisons, argmax)
+        if (all(t is None for t in tins) or eqn.prim in ZERO_DERIVATIVE
+                or not any(differentiable(o.aval) for o in eqn.outputs)):
             outs = ctx.bind(eqn.prim, ins, **eqn.params)
             env.update(zip(eqn.outputs, outs))
             continue
@@ -140,8 +145,9 @@ def vjp_eval(program: Program, primals: Sequence[Tracer], active: Sequence[bool]
             if rule is None:
                 raise UnsupportedOperationError(
                     f"reverse-mode differentiation (grad, vjp) of the primitive {eqn.prim!r} is not supported yet")
+            extra = {"active": tuple(v in live for v in eqn.inputs)} if eqn.prim in VJP_WANTS_ACTIVE else {}
             cts_in = rule(cts, [env[v] if v in env else read(v) for v in eqn.inputs],
-                          [env[o] for o in eqn.outputs], **eqn.params)
+                          [env[o] for o in eqn.outputs], **eqn.params, **extra)
             if len(cts_in) != len(eqn.inputs):
                 raise AssertionError(f"internal error: the vjp rule of {eqn.prim} returned {len(cts_in)} cotangents "
                                      f"for {len(eqn.inputs)} inputs")
