@@ -23,7 +23,8 @@ from ..trace.context import current_context
 from ..trace.tracer import Tracer
 from ..tree import TreeDef, tree_flatten, tree_unflatten
 from . import ops
-from .core import Transformed, check_rule_result, function_name, read_env, trace_leaves, traceable, as_tracer, is_traced_leaf
+from .core import (Transformed, as_tracer, check_rule_result, function_name, is_traced_leaf, read_env, trace_leaves,
+                   traceable, weak_outputs)
 
 BatchRule = Callable[..., tuple[list[Tracer], list[bool]]]
 BATCH_RULES: dict[str, BatchRule] = {}
@@ -78,51 +79,107 @@ def batch_eval(program: Program, inputs: Sequence[Tracer], batched: Sequence[boo
 # ----------------------------------------------------------------------------- public API
 
 
+def _prefix_error(what: str, spec: Any, tree_value: Any) -> BatchingError:
+    return BatchingError(f"vmap {what} specification must be a tree prefix of the corresponding value; got "
+                         f"specification {spec!r} for value tree {tree_flatten(tree_value)[1]}.")
+
+
 def _axes_for_leaves(spec: Any, tree_value: Any, what: str) -> list[Any]:
     """Broadcast a prefix pytree of axes (ints / None) over the leaves of `tree_value`."""
     if spec is None or isinstance(spec, (int, np.integer)):
         return [None if spec is None else int(spec)] * len(tree_flatten(tree_value)[0])
     if isinstance(spec, (tuple, list)) and isinstance(tree_value, (tuple, list)) and not hasattr(tree_value, "_fields"):
-        if len(spec) != len(tree_value):
-            raise BatchingError(f"vmap {what} specification must be a tree prefix of the corresponding value, got "
-                                f"specification {spec!r} for value tree {tree_flatten(tree_value)[1]}.")
+        if len(spec) != len(tree_value) or isinstance(spec, tuple) != isinstance(tree_value, tuple):
+            raise _prefix_error(what, spec, tree_value)
         return [a for s, v in zip(spec, tree_value) for a in _axes_for_leaves(s, v, what)]
     if isinstance(spec, dict) and isinstance(tree_value, dict):
         if set(spec) != set(tree_value):
-            raise BatchingError(f"vmap {what} specification must be a tree prefix of the corresponding value, got "
-                                f"specification {spec!r} for value tree {tree_flatten(tree_value)[1]}.")
+            raise _prefix_error(what, spec, tree_value)
         return [a for k in sorted(spec) for a in _axes_for_leaves(spec[k], tree_value[k], what)]
-    raise BatchingError(f"vmap {what} specification must be a tree prefix of the corresponding value, got "
-                        f"specification {spec!r} for value tree {tree_flatten(tree_value)[1]}.")
+    raise _prefix_error(what, spec, tree_value)
+
+
+def _check_axes_spec(spec: Any, what: str) -> None:
+    """JAX's TypeError for an axis specification with a leaf that is not an int or None."""
+    leaves, _ = tree_flatten(spec)
+    if spec is None:
+        return
+    for leaf in leaves:
+        if isinstance(leaf, bool) or not isinstance(leaf, (int, np.integer)):
+            raise TypeError(f"vmap {what} must be an int, None, or (nested) container with those types as leaves, "
+                            f"but got {spec!r}.")
+
+
+def _jax_type(aval: Any) -> str:
+    """float32[2,4], as JAX writes an argument's type."""
+    return f"{aval.dtype.name}[{','.join(str(d) for d in aval.shape)}]"
+
+
+def _leaf_names(fun: Callable, args: tuple, kwargs: dict) -> list[str]:
+    """One name per leaf of (args, kwargs), as JAX's vmap errors name them: `argument x['a']`,
+    `args[2]` past the named parameters, `kwargs['y']`."""
+    import inspect
+    from ..lax import leaf_paths
+    try:
+        params = [p.name for p in inspect.signature(getattr(fun, "__wrapped__", fun)).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    names: list[str] = []
+    for i, a in enumerate(args):
+        root = f"argument {params[i]}" if i < len(params) else f"args[{i}]"
+        names += leaf_paths(tree_flatten(a)[1], root)
+    for k in sorted(kwargs):
+        names += leaf_paths(tree_flatten(kwargs[k])[1], f"kwargs[{k!r}]")
+    return names
+
+
+def _inconsistent_sizes(axis_size: int | None, entries: list[tuple[int, str]]) -> BatchingError:
+    """JAX's message: the most common size first (when shared), then one line per other axis."""
+    lines = []
+    if axis_size is not None:
+        lines.append(f"  * the `axis_size` argument was {axis_size};")
+    counts: dict[int, list[str]] = {}
+    for n, where in entries:
+        counts.setdefault(n, []).append(where)
+    most = max(counts, key=lambda n: len(counts[n])) if axis_size is None else None
+    if most is not None and len(counts[most]) > 1:
+        lines.append(f"  * most axes ({len(counts[most])} of them) had size {most}, e.g. {counts[most][0]};")
+        entries = [(n, w) for n, w in entries if n != most]
+    lines += [f"  * one axis had size {n}: {w};" for n, w in entries]
+    lines[-1] = lines[-1][:-1]
+    return BatchingError("vmap got inconsistent sizes for array axes to be mapped:\n" + "\n".join(lines))
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None = None) -> Transformed:
     """Vectorise `fun` over a mapped axis of its arguments (`in_axes`, a prefix pytree of ints and
-    None), stacking the results along `out_axes`.
+    None; keyword arguments are always mapped over axis 0, as in JAX), stacking the results
+    along `out_axes` (None for an output that is the same for every example). `axis_size` gives
+    the batch size when no argument is mapped.
 
     >>> import numpy as np, jitkernel as jk
     >>> jk.vmap(lambda row: row.sum())(np.arange(6.0).reshape(2, 3)).tolist()
     [3.0, 12.0]
+    >>> jk.vmap(lambda w, x: w @ x, in_axes=(None, 0))(np.eye(2), np.ones((3, 2))).shape
+    (3, 2)
     """
     name = f"vmap({function_name(fun)})"
     if isinstance(in_axes, list):
-        in_axes = tuple(in_axes)
+        in_axes = tuple(in_axes)  # JAX accepts a list at the top level
+    _check_axes_spec(in_axes, "in_axes")
+    _check_axes_spec(out_axes, "out_axes")
 
     def impl(*args: Any, **kwargs: Any) -> Any:
-        if kwargs:
-            # keyword arguments are mapped over axis 0, as JAX does
-            pass
-        spec = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise BatchingError(f"vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
                                 f"positional arguments passed to the function, but got len(in_axes)={len(in_axes)}, "
                                 f"len(args)={len(args)}")
+        spec = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
         leaves, tree = tree_flatten((args, kwargs))
         axes = _axes_for_leaves(spec, args, "in_axes") + _axes_for_leaves(0, kwargs, "in_axes")
         positions = [k for k, leaf in enumerate(leaves) if is_traced_leaf(leaf)]
         tracers = {k: as_tracer(leaves[k]) for k in positions}
-        sizes = {}
-        per_example: list[Tracer] = []
+        sizes: dict[int, tuple[int, int]] = {}  # leaf -> (mapped axis, its size)
         batched: list[bool] = []
         moved: list[Tracer] = []
         for k in positions:
@@ -133,19 +190,20 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
                                         f"its rank should be at least {max(ax, -ax - 1) + 1}, but is only {t.ndim} "
                                         f"(its shape is {t.shape})")
                 ax %= t.ndim
-                sizes[k] = t.shape[ax]
+                sizes[k] = (ax, t.shape[ax])
                 t = ops.moveaxis(t, ax, 0)
             moved.append(t)
             batched.append(ax is not None)
-        distinct = set(sizes.values())
+        distinct = {n for _, n in sizes.values()}
         if axis_size is not None:
             distinct.add(int(axis_size))
         if not distinct:
-            raise BatchingError("vmap must have at least one non-None value in in_axes")
+            raise BatchingError("vmap must have at least one non-None value in in_axes or axis_size must be specified")
         if len(distinct) > 1:
-            lines = [f"  argument leaf {k} of type {tracers[k].aval} had size {sizes[k]} for the mapped axis"
-                     for k in sizes]
-            raise BatchingError("vmap got inconsistent sizes for array axes to be mapped:\n" + "\n".join(lines))
+            names = _leaf_names(fun, args, kwargs)
+            entries = [(n, f"axis {ax} of {names[k] if k < len(names) else f'leaf {k}'} of type "
+                           f"{_jax_type(tracers[k].aval)}") for k, (ax, n) in sizes.items()]
+            raise _inconsistent_sizes(axis_size, entries)
         size = distinct.pop()
         from ..ir import AType
         example_avals = [Tracer(current_context(), Var(AType(t.shape[1:], t.dtype)), t.weak) if b else t
@@ -168,7 +226,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
         for o, b, ax in zip(outs, bouts, o_axes):
             if ax is None:
                 if b:
-                    raise BatchingError("vmap has mapped output but out_axes is None")
+                    raise BatchingError("at vmap out_axes, got axis spec None but output was batched on axis 0 "
+                                        "(vmap has mapped output but out_axes is None)")
                 final.append(o)
                 continue
             if not b:
@@ -176,6 +235,6 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
             if not -o.ndim <= ax < o.ndim:
                 raise BatchingError(f"axis {ax} is out of bounds for array of dimension {o.ndim}")
             final.append(ops.moveaxis(o, 0, ax % o.ndim))
-        return tree_unflatten(traced.out_tree, final)
+        return tree_unflatten(traced.out_tree, weak_outputs(final, traced.out_weak))
 
     return Transformed(impl, name, fun)
