@@ -16,14 +16,22 @@ from .errors import (BackendUnavailableError, CompileError, InPlaceUpdateError, 
                      TracedRandomError, TracerArrayConversionError, TracerBoolConversionError, TracerError,
                      TracerIntegerConversionError, UnsupportedOperationError)
 from .interpreter import eval_program
+from .benchmarking import BenchmarkRecord, benchmark
 from . import lax  # jk.lax: cond, switch, while_loop, fori_loop, scan
-from .transforms import (BatchingError, GradientCheckError, GradientError, check_grads, grad, hessian, jacfwd, jacrev, jvp, stop_gradient,
+from .transforms import (ArgumentNotWrittenWarning, BatchingError, GradientCheckError, GradientError, check_grads, grad, hessian, jacfwd, jacrev, jvp, stop_gradient,
                          value_and_grad, vjp, vmap)
 
 from ._version import __version__
 
-__all__ = ["jit", "make_ir", "lax", "grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "vmap",
-           "stop_gradient", "check_grads", "GradientCheckError", "GradientError", "BatchingError", "Jitted", "Lowered", "Recompilation", "CacheLimitWarning", "config", "events", "eval_program",
+if config.default_backend != "cpu":  # JITKERNEL_BACKEND: an unknown name fails now, naming the variable
+    from .backends import check_backend_name as _check_backend_name
+    try:
+        _check_backend_name(config.default_backend)
+    except ValueError as _e:
+        raise ValueError(f"environment variable JITKERNEL_BACKEND: {_e}") from None
+
+__all__ = ["jit", "make_ir", "lax", "benchmark", "BenchmarkRecord", "grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "vmap",
+           "stop_gradient", "check_grads", "ArgumentNotWrittenWarning", "GradientCheckError", "GradientError", "BatchingError", "Jitted", "Lowered", "Recompilation", "CacheLimitWarning", "config", "events", "eval_program",
            "JitError", "BackendUnavailableError", "TracerError", "TracerBoolConversionError", "TracerIntegerConversionError",
            "TracerArrayConversionError", "UnsupportedOperationError", "InPlaceUpdateError", "TracedRandomError", "CompileError",
            "IRVerificationError", "__version__"]

@@ -24,7 +24,10 @@ class Config:
     """
 
     def __init__(self) -> None:
-        self.default_backend = "cpu"
+        # JITKERNEL_BACKEND picks the backend of every function without one of its own; the
+        # name is checked when jitkernel is imported (jitkernel/__init__.py), availability at
+        # the first call, as for jk.config.update.
+        self.default_backend = os.environ.get("JITKERNEL_BACKEND") or "cpu"
         self.explain_recompiles = False  # log every recompilation with its reasons
         self.max_cache_entries = 8  # compiled signatures kept per jitted function
         self.disk_cache = True  # persistent machine-code cache (jitkernel.cache)

@@ -6,12 +6,13 @@ from typing import Any
 import profiler
 from jitkernel import events
 
+from .bench import JitBenchMagics
 from .cell import JitCellMagics
 from .diagnostics import Diagnostics
 from .line import JitLineMagics
 from .registry import Registry
 
-MAGIC_CLASSES = (JitCellMagics, JitLineMagics)
+MAGIC_CLASSES = (JitCellMagics, JitLineMagics, JitBenchMagics)
 
 
 class Extension:

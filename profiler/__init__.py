@@ -20,11 +20,12 @@ from typing import Any, Iterable
 
 from jitkernel import events
 
+from .bench_plot import bench_plot
 from .collector import Collector, Selector, Snapshot
 from .report import PLOT_KINDS, Report
 from .stats import CallRecord, FunctionStats
 
-__all__ = ["start", "stop", "reset", "report", "session", "Collector", "Report", "Snapshot",
+__all__ = ["bench_plot", "start", "stop", "reset", "report", "session", "Collector", "Report", "Snapshot",
            "FunctionStats", "CallRecord", "PLOT_KINDS", "function_name", "function_selector"]
 
 _SESSION: Collector | None = None

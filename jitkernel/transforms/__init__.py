@@ -11,9 +11,10 @@ from __future__ import annotations
 from .ad import (GradientError, grad, hessian, jacfwd, jacrev, jvp, stop_gradient, value_and_grad, vjp)
 from .batching import BatchingError, vmap
 from .check import GradientCheckError, check_grads
-from .core import Transformed
+from .core import ArgumentNotWrittenWarning, Transformed
 from .custom import CustomDerivativeError, custom_jvp, custom_vjp
 from . import ad_rules, batching_rules  # noqa: F401  (register the rules)
 
 __all__ = ["check_grads", "GradientCheckError", "grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "stop_gradient", "vmap",
-           "Transformed", "GradientError", "BatchingError", "custom_jvp", "custom_vjp", "CustomDerivativeError"]
+           "Transformed", "ArgumentNotWrittenWarning", "GradientError", "BatchingError", "custom_jvp", "custom_vjp",
+           "CustomDerivativeError"]

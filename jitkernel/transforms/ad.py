@@ -30,8 +30,8 @@ from ..trace.context import current_context, user_frame_location
 from ..trace.tracer import Tracer
 from ..tree import TreeDef, tree_flatten, tree_unflatten
 from . import ops
-from .core import (Transformed, bind_program, check_rule_result, function_name, read_env, trace_pytree_function,
-                   traceable)
+from .core import (Transformed, bind_program, check_rule_result, function_name, memoized, read_env,
+                   trace_pytree_function, traceable)
 
 JvpRule = Callable[..., tuple[list[Tracer], list["Tracer | None"]]]
 VjpRule = Callable[..., list["Tracer | None"]]
@@ -290,6 +290,13 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 
 def _grad_transform(fun: Callable, argnums: Any, has_aux: bool, holomorphic: bool, allow_int: bool,
                     with_value: bool) -> Transformed:
+    key = ("value_and_grad" if with_value else "grad", argnums if not isinstance(argnums, list) else tuple(argnums),
+           has_aux, holomorphic, allow_int)
+    return memoized(fun, key, lambda: _build_grad(fun, argnums, has_aux, holomorphic, allow_int, with_value))
+
+
+def _build_grad(fun: Callable, argnums: Any, has_aux: bool, holomorphic: bool, allow_int: bool,
+                with_value: bool) -> Transformed:
     who = "value_and_grad" if with_value else "grad"
     name = f"{who}({function_name(fun)})"
 
@@ -332,17 +339,16 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
     [1.0, 1.0]
     """
     name = function_name(fun)
-    argnums = tuple(range(len(primals)))
 
     def forward(*ps: Any) -> Any:
-        split = _Split(fun, ps, {}, argnums, f"vjp({name})")
+        split = _Split(fun, ps, {}, tuple(range(len(ps))), f"vjp({name})")
         return split.unflatten_outputs(bind_program(split.traced.program, split.all_inputs()))
 
-    out = Transformed(forward, f"vjp({name})", fun)(*primals)
+    out = memoized(fun, ("vjp.forward",), lambda: Transformed(forward, f"vjp({name})", fun))(*primals)
     value, aux = (out if has_aux else (out, None))
 
     def backward_impl(ps: tuple, cts: Any) -> tuple:
-        split, outs, backward = _vjp_in_trace(fun, ps, {}, argnums, f"vjp({name})")
+        split, outs, backward = _vjp_in_trace(fun, ps, {}, tuple(range(len(ps))), f"vjp({name})")
         result = split.unflatten_outputs(outs)
         value_part = result[0] if has_aux else result
         ct_leaves, ct_tree = tree_flatten(cts)
@@ -359,7 +365,8 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
         grads = split.per_argument(_cotangents_by_leaf(split, backward(cts_out)), False)
         return grads
 
-    backward_fn = Transformed(backward_impl, f"vjp({name}).backward", fun)
+    backward_fn = memoized(fun, ("vjp.backward", has_aux),
+                           lambda: Transformed(backward_impl, f"vjp({name}).backward", fun))
 
     def vjp_fn(ct: Any) -> tuple:
         return backward_fn(primals, ct)
@@ -406,7 +413,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
             return primal_out[0], tangent_out[0], primal_out[1]
         return primal_out, tangent_out
 
-    return Transformed(impl, f"jvp({name})", fun)(tuple(primals), tuple(tangents))
+    return memoized(fun, ("jvp", has_aux), lambda: Transformed(impl, f"jvp({name})", fun))(tuple(primals), tuple(tangents))
 
 
 def stop_gradient(x: Any) -> Any:
@@ -473,13 +480,22 @@ def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fal
     >>> jk.hessian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0])).tolist()
     [[6.0, 0.0], [0.0, 12.0]]
     """
-    inner = jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic)
-    outer = jacfwd(inner, argnums, has_aux=has_aux, holomorphic=holomorphic)
-    return Transformed(outer._impl, f"hessian({function_name(fun)})", fun)
+    def build() -> Transformed:
+        inner = jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic)
+        outer = jacfwd(inner, argnums, has_aux=has_aux, holomorphic=holomorphic)
+        return Transformed(outer._impl, f"hessian({function_name(fun)})", fun)
+    return memoized(fun, ("hessian", tuple(argnums) if isinstance(argnums, list) else argnums, has_aux, holomorphic), build)
 
 
 def _jacobian(fun: Callable, argnums: Any, has_aux: bool, holomorphic: bool, allow_int: bool,
               reverse: bool) -> Transformed:
+    key = ("jacrev" if reverse else "jacfwd", tuple(argnums) if isinstance(argnums, list) else argnums,
+           has_aux, holomorphic, allow_int)
+    return memoized(fun, key, lambda: _build_jacobian(fun, argnums, has_aux, holomorphic, allow_int, reverse))
+
+
+def _build_jacobian(fun: Callable, argnums: Any, has_aux: bool, holomorphic: bool, allow_int: bool,
+                    reverse: bool) -> Transformed:
     from .batching import vmap
     who = "jacrev" if reverse else "jacfwd"
     name = f"{who}({function_name(fun)})"

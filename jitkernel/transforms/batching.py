@@ -23,8 +23,8 @@ from ..trace.context import current_context
 from ..trace.tracer import Tracer
 from ..tree import TreeDef, tree_flatten, tree_unflatten
 from . import ops
-from .core import (Transformed, as_tracer, check_rule_result, function_name, is_traced_leaf, read_env, trace_leaves,
-                   traceable, weak_outputs)
+from .core import (Transformed, as_tracer, check_rule_result, function_name, is_traced_leaf, memoized, read_env,
+                   trace_leaves, traceable, weak_outputs)
 
 BatchRule = Callable[..., tuple[list[Tracer], list[bool]]]
 BATCH_RULES: dict[str, BatchRule] = {}
@@ -163,11 +163,15 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
     >>> jk.vmap(lambda w, x: w @ x, in_axes=(None, 0))(np.eye(2), np.ones((3, 2))).shape
     (3, 2)
     """
-    name = f"vmap({function_name(fun)})"
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)  # JAX accepts a list at the top level
     _check_axes_spec(in_axes, "in_axes")
     _check_axes_spec(out_axes, "out_axes")
+    return memoized(fun, ("vmap", in_axes, out_axes, axis_size), lambda: _build_vmap(fun, in_axes, out_axes, axis_size))
+
+
+def _build_vmap(fun: Callable, in_axes: Any, out_axes: Any, axis_size: int | None) -> Transformed:
+    name = f"vmap({function_name(fun)})"
 
     def impl(*args: Any, **kwargs: Any) -> Any:
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
@@ -178,6 +182,12 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
         leaves, tree = tree_flatten((args, kwargs))
         axes = _axes_for_leaves(spec, args, "in_axes") + _axes_for_leaves(0, kwargs, "in_axes")
         positions = [k for k, leaf in enumerate(leaves) if is_traced_leaf(leaf)]
+        for k, leaf in enumerate(leaves):
+            if axes[k] is not None and not is_traced_leaf(leaf):  # a static Python int mapped: rank 0
+                shape = np.shape(leaf) if isinstance(leaf, (bool, int)) else ()
+                raise BatchingError(f"vmap was requested to map its argument along axis {axes[k]}, which implies "
+                                    f"that its rank should be at least {max(axes[k], -axes[k] - 1) + 1}, but is only "
+                                    f"{len(shape)} (its shape is {shape})")
         tracers = {k: as_tracer(leaves[k]) for k in positions}
         sizes: dict[int, tuple[int, int]] = {}  # leaf -> (mapped axis, its size)
         batched: list[bool] = []

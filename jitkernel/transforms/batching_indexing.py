@@ -154,7 +154,7 @@ def _value_for(value: Tracer, value_batched: bool, per_example: tuple, perm: Seq
     return ops.transpose(full, _inverse(perm))
 
 
-def _scatter_common(prim: str, args, batched, size, index, has_value: bool, weak, **params):
+def _scatter_common(prim: str, args, batched, size, index, has_value: bool, weak, extra: dict):
     x, rest = args[0], list(args[1:])
     value, value_b = (rest.pop(), batched[-1]) if has_value else (None, False)
     arrays, arrays_b = rest, list(batched[1:1 + len(rest)])
@@ -168,17 +168,18 @@ def _scatter_common(prim: str, args, batched, size, index, has_value: bool, weak
         if v is not value:
             weak = None  # a value of the batch's shape is an array, no longer the Python scalar
         inputs.append(v)
-    return [ops.bind1(prim, *inputs, index=new_index, weak=weak, **params)], [True]
+    return [ops.bind1(prim, *inputs, index=new_index, weak=weak, **extra)], [True]
 
 
 @register_batch("scatter")
 def _scatter(args, batched, size, *, index, weak):
-    return _scatter_common("scatter", args, batched, size, index, True, weak)
+    return _scatter_common("scatter", args, batched, size, index, True, weak, {})
 
 
 @register_batch("scatter_ufunc")
 def _scatter_ufunc(args, batched, size, *, ufunc, index, has_value, weak):
-    return _scatter_common("scatter_ufunc", args, batched, size, index, has_value, weak, ufunc=ufunc, has_value=has_value)
+    return _scatter_common("scatter_ufunc", args, batched, size, index, has_value, weak,
+                           {"ufunc": ufunc, "has_value": has_value})
 
 
 # ----------------------------------------------------------------------------- take family

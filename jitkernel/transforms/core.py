@@ -18,6 +18,7 @@ explained like any jitted function.
 from __future__ import annotations
 
 import functools
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -78,6 +79,24 @@ class Transformed:
         return self if obj is None else functools.partial(self, obj)
 
 
+_MEMO: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+
+def memoized(fun: Any, key: tuple, build: Callable[[], Transformed]) -> Transformed:
+    """The same Transformed for the same function and options: `jk.grad(loss)` written inside a
+    training loop then reuses one compiled program instead of tracing and compiling at every
+    iteration (JAX caches `jit` the same way, by function identity)."""
+    try:
+        per_fun = _MEMO.setdefault(fun, {})
+        hash(key)
+    except TypeError:  # not weakly referenceable (a ufunc), or unhashable options
+        return build()
+    found = per_fun.get(key)
+    if found is None:
+        found = per_fun[key] = build()
+    return found
+
+
 def transformed(name: str, wrapped: Callable[..., Any]) -> Callable[[Callable[..., Any]], Transformed]:
     """Decorator: `@transformed(f"grad({name})", f)` on the in-trace implementation."""
     return lambda impl: Transformed(impl, name, wrapped)
@@ -87,9 +106,13 @@ def transformed(name: str, wrapped: Callable[..., Any]) -> Callable[[Callable[..
 
 
 def is_traced_leaf(leaf: Any) -> bool:
-    """Whether a pytree leaf is a value the program takes (an array or a number), not a static
-    Python object passed through (a string, a function)."""
-    return isinstance(leaf, (Tracer, np.ndarray, np.generic, bool, int, float, complex))
+    """Whether a pytree leaf is a value the program takes (an array, a NumPy scalar, a Python
+    float or complex), not a static Python object passed through. Concrete Python ints and
+    bools stay static: they cannot be differentiated, and user code uses them as sizes and
+    counts (`x[:n]`, `range(n)`), which a traced value would turn into a loop or an error."""
+    if isinstance(leaf, (bool, int)) and not isinstance(leaf, np.generic):
+        return False
+    return isinstance(leaf, (Tracer, np.ndarray, np.generic, float, complex))
 
 
 def as_tracer(leaf: Any) -> Tracer:
@@ -132,10 +155,14 @@ def trace_leaves(fun: Callable[[list[Tracer]], Any], in_leaves: Sequence[Tracer]
         raise RuntimeError("trace_leaves needs an active trace")
     box: dict[str, Any] = {}
 
+    inputs: list[Tracer] = []
+
     def make_args(ctx: Any) -> tuple:
-        return ([ctx.new_input(t.aval, t.weak) for t in in_leaves],)
+        inputs.extend(ctx.new_input(t.aval, t.weak) for t in in_leaves)
+        return (list(inputs),)
 
     ctx, result = trace_function(parent, name, fun, make_args)
+    _warn_written_inputs(name, inputs)
     leaves, out_tree = tree_flatten(result, namedtuples=True)
     for leaf in leaves:
         if getattr(type(leaf), "_jk_datadep", False):
@@ -147,6 +174,27 @@ def trace_leaves(fun: Callable[[list[Tracer]], Any], in_leaves: Sequence[Tracer]
     program = finish(ctx, leaves)
     box["captured"] = list(ctx.captured)
     return Traced(program, box["captured"], out_tree, out_weak)
+
+
+class ArgumentNotWrittenWarning(UserWarning):
+    """A transformed function writes one of its arguments in place; the caller's array is not
+    updated (docs/transformations.md, "Functions that write their arguments")."""
+
+
+def _warn_written_inputs(name: str, inputs: list[Tracer]) -> None:
+    """A function that writes an argument in place is transformed as the pure function it
+    becomes (its result); the write itself does not reach the caller's array, as under JAX.
+    That is said once per trace instead of being dropped silently."""
+    written = [k for k, t in enumerate(inputs) if t._mem is not None and t._mem.written]
+    if written:
+        import warnings
+        from ..trace.context import user_frame
+        what = ", ".join(f"input {k} ({inputs[k].aval})" for k in written)
+        frame = user_frame()
+        where = f" (called at {frame.f_code.co_filename}:{frame.f_lineno})" if frame is not None else ""
+        warnings.warn(f"{name}: the function writes {what} in place; under transformations the caller's array "
+                      f"is not updated, only the function's result is transformed{where}",
+                      ArgumentNotWrittenWarning, stacklevel=2)
 
 
 def trace_pytree_function(fun: Callable[..., Any], args: tuple, kwargs: dict, name: str
