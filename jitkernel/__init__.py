@@ -18,6 +18,7 @@ from .errors import (BackendUnavailableError, CompileError, InPlaceUpdateError, 
 from .interpreter import eval_program
 from .benchmarking import BenchmarkRecord, benchmark
 from . import lax  # jk.lax: cond, switch, while_loop, fori_loop, scan
+from . import random  # jk.random: explicit keys, JAX's threefry bits (not in __all__: `import *` must not shadow stdlib random)
 from .transforms import (ArgumentNotWrittenWarning, BatchingError, GradientCheckError, GradientError, check_grads, grad, hessian, jacfwd, jacrev, jvp, stop_gradient,
                          value_and_grad, vjp, vmap)
 

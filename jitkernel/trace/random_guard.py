@@ -36,8 +36,10 @@ from .patching import ModulePatches
 _foreign_calls = 0  # module random functions called by non-tracing threads while patched
 
 _ADVICE = ("A random sample drawn while tracing would be frozen into the compiled program as a "
-           "constant: every call would return the same numbers. Draw the numbers outside the jitted "
-           "function and pass them in as an argument (explicit random keys, jk.random, are planned).")
+           "constant: every call would return the same numbers. Use explicit random keys instead: pass "
+           "a key (key = jk.random.PRNGKey(0); k1, k2 = jk.random.split(key)) into the jitted function "
+           "and draw with jk.random.normal(k1, shape), jk.random.uniform(k2, shape), ...; or draw the "
+           "numbers outside the jitted function and pass them in as an argument.")
 
 
 def _raise(qualified: str) -> None:

@@ -1,0 +1,28 @@
+"""How a jk.random function runs: inside a trace its implementation binds primitives into that
+trace; outside one it runs as `jk.jit` of the implementation, cached per function and static
+parameters (shape, dtype, ...) and, as any jitted function, per argument signature, returning
+NumPy arrays."""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from ..trace.context import is_tracing
+
+_JITTED: dict[tuple, Any] = {}
+
+
+def run(name: str, impl: Callable[..., Any], arrays: tuple, static: dict[str, Any]) -> Any:
+    """`impl(*arrays, **static)` on Tracers: in the active trace, or compiled when none is active."""
+    if is_tracing():
+        from ..transforms.core import as_tracer
+        return impl(*[as_tracer(a) for a in arrays], **static)
+    from ..api import Jitted, static_key
+    cache_key = (name, tuple((k, static_key(v)) for k, v in sorted(static.items())))
+    jitted = _JITTED.get(cache_key)
+    if jitted is None:
+        # autograph off: the implementations' Python loops are over static ranges (rounds of the
+        # hash, permutation rounds) and must unroll.
+        jitted = _JITTED[cache_key] = Jitted(functools.partial(impl, **static), name=f"random.{name}",
+                                             autograph=False)
+    return jitted(*arrays)
