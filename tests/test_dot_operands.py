@@ -146,3 +146,15 @@ def test_per_example_gradient_program_has_no_unit_gemm():
             assert any(e.inputs[0].aval.shape[d] != 1 for d in lc), e
     want = np.stack([2 * np.outer(x[i], x[i] @ w - t[i]) for i in range(5)])
     np.testing.assert_allclose(jk.jit(g)(w, x, t), want, rtol=1e-6)
+
+
+def test_per_example_gradients_with_changing_batch_sizes():
+    """New batch sizes run on the shape-generic kernels (a dynamic leading dimension) of the
+    rewritten outer products and stay right."""
+    from benchmarks import transforms_model as M
+    f = jk.jit(jk.vmap(jk.grad(M.loss), in_axes=(None, 0, 0)))
+    for batch in (8, 6, 5):
+        params, x, y = M.make_inputs(batch, batch=batch, sizes=(7, 5, 4, 3))
+        for got, want in zip(f(params, x, y), M.numpy_per_example_grads(params, x, y)):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+    assert any("dynamic" in reason for r in f.recompilations() for reason in r.reasons)
