@@ -8,9 +8,10 @@ from .cse import cse
 from .dce import dce
 from .dot_operands import dot_operands
 from .fold import fold_constants
+from .identities import identities
 from .simplify import simplify
 
-PIPELINE = (fold_constants, simplify, dot_operands, cse, dce)
+PIPELINE = (fold_constants, simplify, identities, dot_operands, cse, dce)
 
 
 def optimize(program: Program) -> Program:
@@ -28,4 +29,4 @@ def optimize(program: Program) -> Program:
     return verify_program(program)
 
 
-__all__ = ["optimize", "fold_constants", "simplify", "dot_operands", "cse", "dce"]
+__all__ = ["optimize", "fold_constants", "simplify", "identities", "dot_operands", "cse", "dce"]
