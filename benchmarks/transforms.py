@@ -41,7 +41,9 @@ import jitkernel as jk  # noqa: E402
 from benchmarks import transforms_model as M  # noqa: E402
 
 WORKLOADS = ("train_step", "per_example")
-ORDER = ("jk", "jax", "numpy")
+ORDER = ("jk", "jk-base", "jax", "numpy")
+# --base: also jitkernel without the passes written for transformed programs (the "before")
+NEW_PASSES = ("identities", "dot_operands")
 # The issue's goals: jk's median at most this many times the peer's (train_step: JAX and
 # NumPy; per_example: JAX), and the training step's first call in seconds.
 GOALS = {("train_step", "jax"): 1.0, ("train_step", "numpy"): 1.0, ("per_example", "jax"): 1.2}
@@ -67,15 +69,22 @@ def _as_value_and_grads(name: str, out: Any) -> tuple[float, list[np.ndarray]]:
 
 
 class _Local:
-    """An implementation run in this process."""
+    """An implementation run in this process; `passes`: the optimisation pipeline its first call
+    (the compile) runs with, when not the default."""
 
-    def __init__(self, name: str, fn: Callable, args: tuple) -> None:
-        self.name, self.fn, self.args = name, fn, args
+    def __init__(self, name: str, fn: Callable, args: tuple, passes: tuple | None = None) -> None:
+        self.name, self.fn, self.args, self.passes = name, fn, args, passes
 
     def first(self) -> dict:
-        t0 = time.perf_counter()
-        out = self.fn(*self.args)
-        first = time.perf_counter() - t0
+        import jitkernel.passes as P
+        default = P.PIPELINE
+        P.PIPELINE = self.passes if self.passes is not None else default
+        try:
+            t0 = time.perf_counter()
+            out = self.fn(*self.args)
+            first = time.perf_counter() - t0
+        finally:
+            P.PIPELINE = default
         self.result = _as_value_and_grads(self.name, out)
         return {"first_call_s": first}
 
@@ -150,14 +159,20 @@ def compare(result: tuple[float, list[np.ndarray]], reference: tuple[float, list
     return out
 
 
-def run_workload(name: str, repeat: int, peer: _Peer, seed: int) -> dict:
+def run_workload(name: str, repeat: int, peer: _Peer, seed: int, base: bool = False) -> dict:
     params, x, y = M.make_inputs(seed)
-    impls = {"jk": _Local(name, jk_function(name), (params, x, y)),
-             "jax": peer.impl(name, seed, M.BATCH),
-             "numpy": _Local(name, numpy_function(name), (params, x, y))}
+    impls = {"jk": _Local(name, jk_function(name), (params, x, y))}
+    if base:
+        import jitkernel.passes as P
+        without = tuple(p for p in P.PIPELINE if p.__name__ not in NEW_PASSES)
+        impls["jk-base"] = _Local(name, jk_function(name), (params, x, y), passes=without)
+    impls["jax"] = peer.impl(name, seed, M.BATCH)
+    impls["numpy"] = _Local(name, numpy_function(name), (params, x, y))
     row = {impl: r.first() for impl, r in impls.items()}
     reference = impls["numpy"].result
-    for impl in ("jk", "jax"):
+    for impl in ("jk", "jk-base", "jax"):
+        if impl not in row:
+            continue
         if "skipped" not in row[impl]:
             row[impl].update(compare(impls[impl].result, reference))
             # float32 rounding of different summation orders: far below this; a wrong rule is far above
@@ -185,6 +200,8 @@ def report(results: dict, header: str) -> str:
             continue
         base = _median(row["jk"])
         for impl in ORDER:
+            if impl not in row:
+                continue
             r = row[impl]
             label = name if impl == ORDER[0] else ""
             med = _median(r)
@@ -205,7 +222,8 @@ def report(results: dict, header: str) -> str:
             goals.append(f"  train_step: jk first call {first:.3f} s, goal < {FIRST_CALL_GOAL_S} s: "
                          f"{'met' if first < FIRST_CALL_GOAL_S else 'NOT met'}")
         lines.append("")
-    lines.append("x vs jk: the implementation's median over jk's (above 1: jitkernel is faster). min: the fastest "
+    lines.append("jk-base: jitkernel without the passes " + ", ".join(NEW_PASSES) + " (--base). "
+                 "x vs jk: the implementation's median over jk's (above 1: jitkernel is faster). min: the fastest "
                  "sample. max |dgrad|, rel: the largest difference of a gradient element from the hand-written "
                  "NumPy backward, absolute and relative to that gradient's largest magnitude.")
     lines.append("Goals (issue 10):")
@@ -218,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated: " + ",".join(WORKLOADS))
     ap.add_argument("--repeat", type=int, default=50)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--base", action="store_true",
+                    help="also time jitkernel without the passes " + ", ".join(NEW_PASSES) + " (jk-base: the before)")
     ap.add_argument("--peer-python", default=os.environ.get("JITKERNEL_PEER_PYTHON"),
                     help="a Python interpreter with jax installed (default: $JITKERNEL_PEER_PYTHON)")
     ap.add_argument("--json", help="write the results as JSON")
@@ -232,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     jk.jit(lambda v: np.tanh(v) @ v, disk_cache=False)(np.ones((2, 2), np.float32))
     peer = _Peer(args.peer_python)
     try:
-        results: dict = {name: run_workload(name, args.repeat, peer, args.seed) for name in names}
+        results: dict = {name: run_workload(name, args.repeat, peer, args.seed, args.base) for name in names}
     finally:
         peer.close()
     header = (f"benchmarks.transforms: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
