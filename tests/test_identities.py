@@ -113,3 +113,13 @@ def test_identities_hypothesis(name, dtype, elements):
     fun = IDENTITIES[name]
     x = np.array(elements, dtype=dtype)
     assert same_bits(jk.jit(fun, backend="interpret")(x), fun(x))
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+def test_an_output_that_became_the_input_is_still_a_new_array(backend):
+    """`x * 1` is `x` in the program; the caller still gets a fresh array, as from NumPy."""
+    x = np.arange(4.0)
+    y, z = jk.jit(lambda x: (x * 1.0, -(-x)), backend=backend)(x)
+    assert not np.shares_memory(x, y) and not np.shares_memory(x, z) and not np.shares_memory(y, z)
+    y[0] = 7.0
+    assert x[0] == 0.0
