@@ -234,7 +234,9 @@ def report(results: dict, header: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated: " + ",".join(WORKLOADS))
-    ap.add_argument("--repeat", type=int, default=50)
+    ap.add_argument("--repeat", type=int, default=100, help="timed rounds of the training step")
+    ap.add_argument("--repeat-per-example", type=int, default=20,
+                    help="timed rounds of the per-example gradients (each writes 342 MB of results)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--base", action="store_true",
                     help="also time jitkernel without the passes " + ", ".join(NEW_PASSES) + " (jk-base: the before)")
@@ -250,14 +252,18 @@ def main(argv: list[str] | None = None) -> int:
     # Process-wide one-time set-up (LLVM's targets, the runtime) is not the training step's
     # first call: one small jitted function takes it.
     jk.jit(lambda v: np.tanh(v) @ v, disk_cache=False)(np.ones((2, 2), np.float32))
+    load_before = os.getloadavg()[0]  # the machine may be shared: say how busy it was
     peer = _Peer(args.peer_python)
     try:
-        results: dict = {name: run_workload(name, args.repeat, peer, args.seed, args.base) for name in names}
+        results: dict = {name: run_workload(name, args.repeat if name == "train_step" else args.repeat_per_example,
+                                         peer, args.seed, args.base) for name in names}
     finally:
         peer.close()
     header = (f"benchmarks.transforms: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
               f"jk.config.threads={jk.config.threads}, numpy {np.__version__}, jax {peer.version}, "
-              f"MLP {'-'.join(map(str, M.SIZES))} batch {M.BATCH} float32, repeat {args.repeat}")
+              f"MLP {'-'.join(map(str, M.SIZES))} batch {M.BATCH} float32, repeat {args.repeat} "
+              f"(per-example {args.repeat_per_example}), load average {load_before:.2f} before, "
+              f"{os.getloadavg()[0]:.2f} after")
     text = report(results, header)
     print(text)
     if args.text:
