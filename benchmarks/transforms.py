@@ -260,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         peer.close()
     header = (f"benchmarks.transforms: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-              f"jk.config.threads={jk.config.threads}, numpy {np.__version__}, jax {peer.version}, "
+              f"jk.config.threads={jk.config.threads}, OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, "
+              f"numpy {np.__version__}, jax {peer.version}, "
               f"MLP {'-'.join(map(str, M.SIZES))} batch {M.BATCH} float32, repeat {args.repeat} "
               f"(per-example {args.repeat_per_example}), load average {load_before:.2f} before, "
               f"{os.getloadavg()[0]:.2f} after")
