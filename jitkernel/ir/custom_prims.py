@@ -1,5 +1,5 @@
 """Primitives of user-defined derivatives (`jk.custom_jvp`, `jk.custom_vjp`,
-jitkernel/transforms/custom.py), each carrying its traced sub-Programs in its params.
+jitkernel/transforms/custom.py), each carrying the traced function (a sub-Program) and the rules in its params.
 
 IR format: inputs `[*fun_consts, *args]` (the values of enclosing traces the function reads,
 then its argument leaves); params `fun: Program` (all inputs -> outs), `fun_nconsts`, `name`,

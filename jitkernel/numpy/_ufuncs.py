@@ -167,14 +167,26 @@ def _float_power_scalar_exponent(ctx: Any, x1: Any, x2: Any, dt: np.dtype, shape
         return apply_ufunc(np.power, base, broadcast_to_shape(ctx, lift(ctx, x2, dt), shape))
     exponent = broadcast_to_shape(ctx, lift(ctx, x2, dt), shape)
     return select_by_exponent(exponent, base, [(v, lambda b, n=n: _power_fast_op(n, b)) for v, n in _POWER_FAST_PATHS],
-                              lambda b: apply_ufunc(np.power, b, exponent))
+                              lambda b, e: apply_ufunc(np.power, b, e))
 
 
 def select_by_exponent(exponent: Tracer, base: Tracer, cases: list, otherwise: Any) -> Tracer:
-    """`cases` is [(value, fn)]: fn(base) where `exponent == value`, otherwise(base) elsewhere
-    (value-dependent dispatch on a traced exponent, as NumPy decides per call)."""
+    """`cases` is [(value, fn)]: fn(base) where `exponent == value`, otherwise(base, exponent)
+    elsewhere (value-dependent dispatch on a traced exponent, as NumPy decides per call).
+
+    Differentiated, the selects would be wrong: a fast branch does not depend on the exponent
+    (d/dp of x ** p would be 0 at p == 2) and the unselected branches' derivatives meet a zero
+    cotangent (0 * inf: nan at x == 0, and for x < 0 through sqrt). So the dispatch is a
+    custom_jvp function whose rule is power's own (transforms/custom.py, docs/transformations.md)."""
+    if base.aval.is_symbolic or exponent.aval.is_symbolic or base.dtype.kind not in "fc":
+        return _select_by_exponent(exponent, base, cases, otherwise)
+    from ..transforms.custom import power_with_fast_paths
+    return power_with_fast_paths(lambda b, e: _select_by_exponent(e, b, cases, otherwise), base, exponent)
+
+
+def _select_by_exponent(exponent: Tracer, base: Tracer, cases: list, otherwise: Any) -> Tracer:
     ctx = base._ctx
-    result = otherwise(base)
+    result = otherwise(base, exponent)
     exponent = broadcast_to_shape(ctx, lift(ctx, exponent, exponent.dtype), result.shape)
     for value, fn in reversed(cases):
         target = broadcast_to_shape(ctx, ctx.const(np.asarray(value, exponent.dtype)), exponent.shape)

@@ -465,7 +465,7 @@ def _power_by_traced_python_scalar(base: "Tracer", exponent: "Tracer") -> Any:
         cases = [(2, jnp.square), (-1, jnp.reciprocal)]
     else:
         cases = [(0.5, jnp.sqrt)]
-    return select_by_exponent(exponent, base, cases, lambda b: jnp.power(b, exponent))
+    return select_by_exponent(exponent, base, cases, lambda b, e: jnp.power(b, e))
 
 
 def _inplace(stem: str):

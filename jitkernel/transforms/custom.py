@@ -29,7 +29,7 @@ from ..tree import tree_flatten, tree_unflatten
 from . import ops
 from .ad import GradientError, differentiable, register_jvp, register_vjp, vjp_eval, VJP_WANTS_ACTIVE
 from .batching import batch_eval, broadcast_batch, register_batch
-from .core import as_tracer, bind_program, is_traced_leaf, trace_leaves
+from .core import as_tracer, is_traced_leaf, trace_leaves
 
 
 class CustomDerivativeError(GradientError):
@@ -476,3 +476,36 @@ def _register_custom_batch(prim: str, batched_rule: type) -> None:
 
 _register_custom_batch("custom_jvp_call", BatchedJvpRule)
 _register_custom_batch("custom_vjp_call", BatchedVjpRule)
+
+
+# ----------------------------------------------------------------------------- power's fast paths
+
+def power_with_fast_paths(dispatch: Callable[[Tracer, Tracer], Tracer], base: Tracer, exponent: Tracer) -> Tracer:
+    """`dispatch(base, exponent)` (NumPy's fast paths of `x ** p`, selected on a traced exponent,
+    numpy/_ufuncs.select_by_exponent) with power's derivative: `p * x ** (p - 1)` for the base and
+    `log(x') * x ** p` (x' = 1 where x == 0) for the exponent, as the `power` rule gives."""
+    f = custom_jvp(dispatch)
+    f.__name__ = "power"
+
+    def rule(primals: tuple, tangents: tuple) -> tuple:
+        (x, p), (tx, tp) = primals, tangents
+        out = f(x, p)
+        y = ops.broadcast_in_dim(ops.convert(p, out.dtype), out.shape, ()) if p.ndim == 0 else ops.convert(p, out.dtype)
+        xb = ops.broadcast_in_dim(ops.convert(x, out.dtype), out.shape, tuple(range(out.ndim - x.ndim, out.ndim)))
+        terms = []
+        if differentiable(x.aval):
+            d = ops.mul(y, ops.bind1("power", xb, ops.sub(y, ops.ones_like(y))))
+            terms.append(ops.mul(_as_out(tx, out), d))
+        if differentiable(p.aval):
+            safe = ops.select(ops.bind1("equal", xb, ops.zeros_like(xb)), ops.ones_like(xb), xb)
+            terms.append(ops.mul(_as_out(tp, out), ops.mul(ops.bind1("log", safe), out)))
+        return out, terms[0] if len(terms) == 1 else ops.add(*terms) if terms else ops.zeros_like(out)
+
+    f.defjvp(rule)
+    return f(base, exponent)
+
+
+def _as_out(t: Tracer, out: Tracer) -> Tracer:
+    """A tangent broadcast and converted to the output's shape and dtype."""
+    t = ops.convert(t, out.dtype)
+    return ops.broadcast_in_dim(t, out.shape, tuple(range(out.ndim - t.ndim, out.ndim)))
