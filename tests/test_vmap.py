@@ -12,12 +12,12 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import jitkernel as jk
 from jitkernel.errors import UnsupportedOperationError
 from jitkernel.transforms import BatchingError
-from tests.helpers import assert_matches_numpy
+from helpers import assert_matches_numpy
 
 SWEEP = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 F64, F32, I64, I32 = (np.dtype(n) for n in ("float64", "float32", "int64", "int32"))
@@ -94,6 +94,12 @@ def _setitem(x, i, v):
     return y
 
 
+def _setitem_columns(x, i, v):
+    y = x.copy()
+    y[:, i] = v  # advanced dimensions (2 of them) after a basic one: a non-trivial layout
+    return y
+
+
 def _add_at(x, i, v):
     y = x.copy()
     np.add.at(y, i, v)
@@ -127,6 +133,12 @@ def _put_wrap(x, i):
 def _put_along(x, i, v):
     y = x.copy()
     np.put_along_axis(y, i, v, axis=1)
+    return y
+
+
+def _put_along_flat(x, i, v):
+    y = x.copy()
+    np.put_along_axis(y, i, v, axis=None)
     return y
 
 
@@ -178,6 +190,9 @@ CASES: dict[str, tuple[Callable, Callable, tuple]] = {
                        FLOATS),
     "dot_vectors": (lambda a, b: (np.dot(a, b), np.outer(a, b)), lambda r, d: [_rows(r, d, (4,)), _rows(r, d, (4,))],
                     FLOATS),
+    "outer_product_matmul": (lambda a, b, c: (a[:, None] @ b[None, :], np.matmul(c[:, :, None], c[:, None, :]),
+                                              np.einsum("i,jk->jik", a[:1], c)),
+                             lambda r, d: [_rows(r, d, (3,)), _rows(r, d, (4,)), _rows(r, d, (2, 3))], NUMERIC),
     "einsum": (lambda a, b: np.einsum("ij,kj->ki", a, b), lambda r, d: [_rows(r, d), _rows(r, d, (2, 4))], FLOATS),
     "dynamic_slice": (lambda x, i: (x[i], x[-1 - i, 1]), lambda r, d: [_rows(r, d), r.integers(0, 3)], NUMERIC),
     "dynamic_update_slice": (_dyn_update, lambda r, d: [_rows(r, d), r.integers(-3, 3), _rows(r, d, (4,))], NUMERIC),
@@ -189,6 +204,11 @@ CASES: dict[str, tuple[Callable, Callable, tuple]] = {
     "gather_none_ellipsis": (lambda x, i: x[None, ..., i], lambda r, d: [_rows(r, d), I(r, 4, (2,))], NUMERIC),
     "scatter": (_setitem, lambda r, d: [_rows(r, d), I(r, 3, (2,)), _rows(r, d, (2, 4))], NUMERIC),
     "scatter_scalar": (lambda x, i: _setitem(x, i, 7), lambda r, d: [_rows(r, d), I(r, 3, (2,))], NUMERIC),
+    "scatter_columns_2d": (_setitem_columns, lambda r, d: [_rows(r, d), I(r, 4, (2, 2)), _rows(r, d, (3, 2, 2))],
+                           NUMERIC),
+    "searchsorted_nan": (lambda a, v: (np.searchsorted(np.sort(a), v), np.searchsorted(np.sort(a), v, side="right")),
+                         lambda r, d: [np.where(r.random(6) > 0.6, np.nan, r.normal(size=6)).astype(d),
+                                       np.where(r.random(4) > 0.6, np.nan, r.normal(size=4)).astype(d)], FLOATS),
     "scatter_columns": (_col_update, lambda r, d: [_rows(r, d), I(r, 4, (2,))], NUMERIC),
     "scatter_ufunc": (_add_at, lambda r, d: [_rows(r, d), I(r, 3, (4,)), _rows(r, d, (4, 4))], NUMERIC),
     "take": (lambda x, i: (np.take(x, i, axis=1), np.take(x, i), np.take(x, i + 2, axis=0, mode="wrap"),
@@ -199,6 +219,11 @@ CASES: dict[str, tuple[Callable, Callable, tuple]] = {
     "put": (_put, lambda r, d: [_rows(r, d), I(r, 12, (3,)) - 6, _rows(r, d, (2,))], NUMERIC),
     "put_wrap": (_put_wrap, lambda r, d: [_rows(r, d), I(r, 30, (4,)) - 15], NUMERIC),
     "put_along_axis": (_put_along, lambda r, d: [_rows(r, d), I(r, 4, (3, 1)), _rows(r, d, (3, 1))], NUMERIC),
+    "put_along_axis_flat": (_put_along_flat, lambda r, d: [_rows(r, d), I(r, 12, (5,)), _rows(r, d, (5,))], NUMERIC),
+    "searchsorted_sorter": (lambda a, v: np.searchsorted(a, v, sorter=np.argsort(a, kind="stable")),
+                            lambda r, d: [_rows(r, d, (6,)), _rows(r, d, (4,))], FLOATS),
+    "cond_one_branch_batched": (lambda x, y, p: lax.cond(p > 0, lambda: x * 2, lambda: y + 1),
+                                lambda r, d: [_rows(r, d, (3,)), _rows(r, d, (3,)), r.normal()], FLOATS),
     "putmask": (_putmask, lambda r, d: [_rows(r, d), r.random((3, 4)) > 0.5, _rows(r, d, (5,))], NUMERIC),
     "place": (_place, lambda r, d: [_rows(r, d), r.random((3, 4)) > 0.5, _rows(r, d, (3,))], NUMERIC),
     "sort": (lambda x: (np.sort(x, axis=0), np.argsort(x, axis=-1, kind="stable"), np.sort(x, axis=None)),
@@ -221,6 +246,8 @@ CASES: dict[str, tuple[Callable, Callable, tuple]] = {
     "linalg_decompositions": (lambda a: (np.linalg.svd(a, compute_uv=False), np.abs(np.linalg.qr(a)[1]),
                                          np.linalg.eigh(a)[0]), lambda r, d: [_spd(r, d)], FLOATS),
     "linalg_solve_vector": (lambda a, b: np.linalg.solve(a, b), lambda r, d: [_spd(r, d), _rows(r, d, (3,))], FLOATS),
+    "linalg_solve_stacked": (lambda a, b: np.linalg.solve(a, b), lambda r, d: [np.stack([_spd(r, d), _spd(r, d)]),
+                                                                              _rows(r, d, (3,))], FLOATS),
     "linalg_solve_matrix": (lambda a, b: np.linalg.solve(a, b), lambda r, d: [_spd(r, d), _rows(r, d, (2, 3, 2))],
                             FLOATS),
     "linalg_lstsq": (lambda a, b: np.linalg.lstsq(a, b, rcond=None)[0], lambda r, d: [_rows(r, d, (5, 3)), _rows(r, d, (5,))],
@@ -232,6 +259,30 @@ CASES: dict[str, tuple[Callable, Callable, tuple]] = {
         np.complex64 if d == F32 else np.complex128)], FLOATS),
     "raise_if": (lambda x, w: np.average(x, weights=w), lambda r, d: [_rows(r, d, (4,)), r.random(4) + 0.5], FLOATS),
 }
+
+UNARY = ("negative", "absolute", "sign", "sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10",
+         "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arctanh", "floor",
+         "ceil", "trunc", "rint", "isnan", "isinf", "isfinite", "signbit", "square", "reciprocal")
+BINARY = ("add", "subtract", "multiply", "divide", "floor_divide", "remainder", "fmod", "power", "maximum",
+          "minimum", "fmax", "fmin", "arctan2", "hypot", "copysign", "equal", "not_equal", "less", "less_equal",
+          "greater", "greater_equal", "logical_and", "logical_or", "logical_xor")
+CASES.update({
+    "unary_ufuncs": (lambda x: tuple(getattr(np, u)(x) for u in UNARY) + (np.arccosh(x + 1.5), np.logical_not(x > 0.5)),
+                     lambda r, d: [r.uniform(0.05, 0.95, (2, 3)).astype(d)], FLOATS),
+    "binary_ufuncs": (lambda x, y: tuple(getattr(np, u)(x, y) for u in BINARY),
+                      lambda r, d: [r.uniform(0.1, 2, (2, 3)).astype(d), r.uniform(0.1, 2, (2, 3)).astype(d)], FLOATS),
+    "bitwise_ufuncs": (lambda x, y: (x & y, x | y, x ^ y, ~x, x << (y & 3), x >> (y & 3)),
+                       lambda r, d: [r.integers(0, 100, (2, 3)).astype(d), r.integers(0, 100, (2, 3)).astype(d)],
+                       (I64, I32)),
+    "ufunc_reduce_library": (lambda x: (np.bitwise_xor.reduce(x, axis=1), np.subtract.reduce(x, axis=0, keepdims=True),
+                                        np.bitwise_or.reduce(x, axis=None)),
+                             lambda r, d: [r.integers(0, 100, (3, 4)).astype(d)], (I64, I32)),
+    "take_static": (lambda x: np.repeat(x, np.arange(20) % 3, axis=1), lambda r, d: [_rows(r, d, (3, 20))], NUMERIC),
+    "argpartition": (lambda x: np.sort(np.take_along_axis(x, np.argpartition(x, 1, axis=1), axis=1)[:, :2], axis=1),
+                     lambda r, d: [_rows(r, d)], NUMERIC),
+    "make_complex": (lambda z: np.round(z, 1), lambda r, d: [(_rows(r, F64) + 1j * _rows(r, F64)).astype(
+        np.complex64 if d == F32 else np.complex128)], FLOATS),
+})
 
 # control flow (jk.lax runs as plain Python on NumPy values, which is the reference)
 lax = jk.lax
@@ -272,7 +323,7 @@ def _scan_consts(x, w):
 
 CASES.update({
     "cond": (_cond, lambda r, d: [_rows(r, d), r.normal()], FLOATS),
-    "switch": (_switch, lambda r, d: [_rows(r, d), np.int32(r.integers(-1, 4))], FLOATS),
+    "switch": (_switch, lambda r, d: [_rows(r, d), np.int32(r.integers(-2, 6))], FLOATS),
     "while_loop": (_while, lambda r, d: [np.abs(_rows(r, d, ())) + 0.1, np.array(r.uniform(1, 50), d)], FLOATS),
     "while_carry_becomes_batched": (_while_becomes_batched, lambda r, d: [_rows(r, d)], (F64,)),
     "fori_loop": (_fori, lambda r, d: [_rows(r, d, (3,)), r.integers(0, 5)], FLOATS),
@@ -297,7 +348,7 @@ def _examples(make: Callable, dtype: np.dtype, size: int, seed: int) -> list[lis
 
 
 def _tolerance(name: str, dtype: np.dtype) -> dict:
-    if name.startswith(("linalg", "fft", "matmul", "batched_matmul", "einsum", "matvec", "vecmat", "dot")) or \
+    if name.startswith(("linalg", "fft", "matmul", "outer", "batched_matmul", "einsum", "matvec", "vecmat", "dot")) or \
             name in ("scan", "scan_consts", "fori_loop", "while_carry_becomes_batched", "raise_if"):
         return {"rtol": 1e-4 if dtype == F32 else 1e-10, "atol": 1e-4 if dtype == F32 else 1e-10}
     return {}
@@ -316,7 +367,7 @@ def test_rule_matches_loop_over_examples(name, data, size, seed):
 
 
 CPU_SUBSET = ("matvec", "gather_separated", "scatter_ufunc", "dynamic_slice", "cond", "while_loop", "scan",
-              "linalg_solve_vector", "sort", "take")
+              "linalg_solve_vector", "sort", "take", "while_carry_becomes_batched", "fori_loop_static", "histogram")
 
 
 @pytest.mark.parametrize("name", CPU_SUBSET)
@@ -327,6 +378,40 @@ def test_rule_on_cpu(name):
     run_case(f, examples, [True] * n, [0] * n, "cpu", **_tolerance(name, dtypes[0]))
     if n > 1:  # the first argument shared by every example
         run_case(f, examples, [False] + [True] * (n - 1), [0] * n, "cpu", **_tolerance(name, dtypes[0]))
+
+
+@pytest.mark.parametrize("backend", ["interpret", "cpu"])
+def test_cond_with_a_shared_predicate_keeps_one_cond(backend):
+    x = np.arange(6.0).reshape(3, 2)
+    f = jk.jit(jk.vmap(_cond, in_axes=(0, None)), backend=backend)
+    np.testing.assert_allclose(f(x, 1.0), x * 2)
+    np.testing.assert_allclose(f(x, -1.0), x - 1)
+    assert "cond[" in str(jk.make_ir(jk.vmap(_cond, in_axes=(0, None)))(x, 1.0))
+
+
+@pytest.mark.parametrize("prim, params, make", [
+    ("dot_sum", {"axes": (1,)}, lambda r: [r.normal(size=(3, 4))]),
+    ("pad_fill", {}, lambda r: [r.random((3, 4)) > 0.5, r.normal(size=(3, 4)), r.normal(size=(3, 4))]),
+    ("where_valid", {}, lambda r: [r.random((3, 4)) > 0.5, r.normal(size=(3, 4))]),
+    ("stop_gradient", {}, lambda r: [r.normal(size=(2,))]),
+    # negative axes, which the tracer normalises for sorting but passes to fft
+    ("argsort", {"axis": -1, "kind": "stable"}, lambda r: [r.normal(size=(3, 4))]),
+    ("fft", {"fn": "fft", "n": None, "axes": -2, "norm": None}, lambda r: [r.normal(size=(3, 4))]),
+    ("fft", {"fn": "fftn", "n": None, "axes": None, "norm": "ortho"}, lambda r: [r.normal(size=(3, 4))]),
+])
+def test_primitives_only_lowering_emits(prim, params, make):
+    """Primitives the tracer never emits (the lowering of symbolic lengths does), bound directly."""
+    from jitkernel.ir.primitives import evaluate
+    from jitkernel.transforms import ops
+    examples = [make(np.random.default_rng(k)) for k in range(3)]
+    n = len(examples[0])
+    for mapped in ([True] * n, [False] + [True] * (n - 1))[:1 if n == 1 else 2]:
+        args = [np.stack([ex[j] for ex in examples]) if m else examples[0][j] for j, m in enumerate(mapped)]
+        f = jk.jit(jk.vmap(lambda *xs: ops.bind1(prim, *xs, **params), in_axes=tuple(0 if m else None for m in mapped)),
+                   backend="interpret")
+        expected = np.stack([evaluate(prim, [ex[j] if m else examples[0][j] for j, m in enumerate(mapped)], params)[0]
+                             for ex in examples])
+        np.testing.assert_allclose(f(*args), expected, rtol=1e-12)
 
 
 def test_every_primitive_has_a_batching_rule():
@@ -371,6 +456,23 @@ def test_cond_batched_index_runs_a_raising_branch_only_for_its_examples():
     np.testing.assert_array_equal(f(x, np.array([0, 3, 7, 100])), [0.0, 3.0, -1.0, -1.0])
     with pytest.raises(IndexError):
         jk.vmap(lambda x, i: lax.cond(i < 9, lambda j: x[j], lambda j: -1.0, i), in_axes=(None, 0))(x, np.array([0, 7]))
+
+
+def test_loops_whose_body_can_raise_run_each_example_alone():
+    """x[i] past the end of x would be read for an example that is already done if every
+    example ran the body until the last one finishes: such loops run per example instead."""
+    def summed(x, n):
+        return lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] + x[c[0]]), (0, 0.0))[1]
+
+    def fori_summed(x, n):
+        return lax.fori_loop(0, n, lambda i, c: c + x[i], 0.0)
+
+    x, n = np.arange(4.0), np.array([0, 2, 4, 1])
+    for f in (summed, fori_summed):
+        got = jk.vmap(f, in_axes=(None, 0))(x, n)
+        np.testing.assert_array_equal(got, [f(x, k) for k in n])
+        text = str(jk.make_ir(jk.vmap(f, in_axes=(None, 0)))(x, n))
+        assert "per_example" in text
 
 
 def test_cond_batched_index_selects_without_a_loop_when_branches_cannot_raise():
@@ -443,6 +545,12 @@ def test_inconsistent_sizes_message_is_jax_s():
     (lambda: jk.vmap(lambda x: x, in_axes=(0, 0))(np.ones(2)), ValueError,
      "vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional arguments passed "
      "to the function, but got len(in_axes)=2, len(args)=1"),
+    (lambda: jk.vmap(lambda d: d["a"], in_axes={"a": 0}), TypeError,
+     "vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional arguments passed "
+     "to the function, but got {'a': 0}."),
+    (lambda: jk.vmap(lambda x: x, in_axes=True), TypeError,
+     "vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional arguments passed "
+     "to the function, but got True."),
     (lambda: jk.vmap(lambda x: x, in_axes=(0.5,)), TypeError,
      "vmap in_axes must be an int, None, or (nested) container with those types as leaves, but got (0.5,)."),
     (lambda: jk.vmap(lambda x: x, out_axes=2)(np.ones(2)), ValueError, "axis 2 is out of bounds for array of dimension 1"),
@@ -479,6 +587,8 @@ def test_run_time_errors_of_examples():
 def test_data_dependent_shapes_are_refused():
     with pytest.raises(UnsupportedOperationError, match="data-dependent shape"):
         jk.vmap(lambda x: x[x > 0])(np.ones((2, 3)))
+    with pytest.raises(UnsupportedOperationError, match="vmap of datadep_"):
+        jk.vmap(lambda x: x[x > 0].sum())(np.ones((2, 3)))
 
 
 def test_batching_error_is_a_value_error():
@@ -516,3 +626,143 @@ def test_vmap_of_jvp_and_of_hessian_diagonal():
     np.testing.assert_allclose(out, np.cos(x), rtol=1e-12)
     second = jk.vmap(jk.grad(jk.grad(lambda v: np.sin(v) * v)))(x)
     np.testing.assert_allclose(second, 2 * np.cos(x) - x * np.sin(x), rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------- generated indices
+
+
+@st.composite
+def index_structures(draw):
+    """(x shape, entries, index array shapes): an index mixing slices, ints, None, an Ellipsis
+    and broadcasting index arrays, as NumPy's indexing allows it."""
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    common = tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
+    entries, array_shapes = [], []
+    ellipsis_at = draw(st.one_of(st.none(), st.integers(0, len(shape))))
+    ellipsis_len = draw(st.integers(0, len(shape) - ellipsis_at)) if ellipsis_at is not None else 0
+    d = 0
+    while d < len(shape):
+        if ellipsis_at == d:
+            entries.append(("ellipsis",))
+            d += ellipsis_len
+            ellipsis_at = None
+            continue
+        if draw(st.booleans()) and draw(st.booleans()):
+            entries.append(("none",))
+        kind = draw(st.sampled_from(["slice", "int", "array", "array"]))
+        n = shape[d]
+        if kind == "slice":
+            entries.append(("slice", draw(st.integers(-n, n)), draw(st.integers(-n, n)),
+                            draw(st.sampled_from([1, 2, -1]))))
+        elif kind == "int":
+            entries.append(("int", draw(st.integers(-n, n - 1))))
+        else:
+            k = draw(st.integers(0, len(common)))
+            ashape = tuple(c if draw(st.booleans()) else 1 for c in common[len(common) - k:])
+            entries.append(("array", len(array_shapes), n))
+            array_shapes.append(ashape)
+        d += 1
+    if ellipsis_at is not None:
+        entries.append(("ellipsis",))
+    if draw(st.booleans()):
+        entries.append(("none",))
+    return shape, tuple(entries), array_shapes
+
+
+def _numpy_index(entries, arrays):
+    out = []
+    for e in entries:
+        out.append({"ellipsis": lambda: Ellipsis, "none": lambda: None, "int": lambda: e[1],
+                    "slice": lambda: slice(*e[1:]), "array": lambda: arrays[e[1]]}[e[0]]())
+    return tuple(out)
+
+
+def _index_examples(structure, size, seed, with_value):
+    shape, entries, array_shapes = structure
+    rng = np.random.default_rng(seed)
+    bounds = [e[2] for e in entries if e[0] == "array"]
+    examples = []
+    for _ in range(size):
+        ex = [rng.normal(size=shape)] + [rng.integers(-n, n, size=s) for n, s in zip(bounds, array_shapes)]
+        if with_value:
+            probe = np.zeros(shape)[_numpy_index(entries, ex[1:])]
+            ex.append(rng.normal(size=probe.shape))
+        examples.append(ex)
+    return examples
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(structure=index_structures(), data=st.data(), size=st.integers(1, 3), seed=st.integers(0, 2**16))
+def test_generated_gathers_and_scatters_match_loop(structure, data, size, seed):
+    shape, entries, array_shapes = structure
+    scatter = data.draw(st.booleans(), label="scatter")
+    examples = _index_examples(structure, size, seed, scatter)
+    if scatter:
+        def f(x, *rest):
+            y = x.copy()
+            y[_numpy_index(entries, rest[:-1])] = rest[-1]
+            return y
+    else:
+        def f(x, *arrays):
+            return x[_numpy_index(entries, arrays)]
+    try:  # only indices that jk.jit supports for one example
+        jk.jit(f, backend="interpret")(*examples[0])
+    except UnsupportedOperationError:
+        assume(False)
+    mapped, axes = _draw_mapping(data, len(examples[0]), [np.ndim(a) for a in examples[0]])
+    run_case(f, examples, mapped, axes, "interpret")
+
+
+def test_nested_vmap_of_control_flow():
+    rng = np.random.default_rng(0)
+    x, limit = np.abs(rng.normal(size=(3, 4))) + 0.1, rng.uniform(1, 50, size=(3, 4))
+    value, count = jk.vmap(jk.vmap(_while))(x, limit)
+    for i in range(3):
+        for j in range(4):
+            v, c = _while(x[i, j], limit[i, j])
+            assert value[i, j] == v and count[i, j] == c
+    xs, n = rng.normal(size=(2, 3, 3)), rng.integers(0, 5, size=(2, 3))
+    np.testing.assert_allclose(jk.vmap(jk.vmap(_fori))(xs, n), [[_fori(xs[i, j], n[i, j]) for j in range(3)] for i in range(2)])
+    big, p = rng.normal(size=(2, 3, 4, 2)), rng.normal(size=2)
+    carry, ys = jk.vmap(jk.vmap(_scan, in_axes=(0, None)))(big, p)
+    for i in range(2):
+        for j in range(3):
+            c, y = _scan(big[i, j], p[i])
+            np.testing.assert_allclose(carry[i, j], c)
+            np.testing.assert_allclose(ys[i, j], y)
+
+
+@st.composite
+def dot_general_problems(draw):
+    """Per-example operand shapes and dimension numbers of a dot_general: batch, free and
+    contracting dimensions in random positions (length-1 contractions included)."""
+    size = st.integers(1, 3)
+    nb, nc = draw(st.integers(0, 1)), draw(st.integers(0, 2))
+    batch_sizes = [draw(size) for _ in range(nb)]
+    contract_sizes = [draw(size) for _ in range(nc)]
+    operands = []
+    for _ in range(2):
+        free = [draw(size) for _ in range(draw(st.integers(0, 2)))]
+        kinds = [("b", k) for k in range(nb)] + [("c", k) for k in range(nc)] + [("f", k) for k in range(len(free))]
+        order = draw(st.permutations(kinds))
+        shape = tuple({"b": batch_sizes, "c": contract_sizes, "f": free}[t][k] for t, k in order)
+        operands.append((shape, [order.index(("c", k)) for k in range(nc)], [order.index(("b", k)) for k in range(nb)]))
+    (ls, lc, lb), (rs, rc, rb) = operands
+    return ls, rs, {"contracting": (tuple(lc), tuple(rc)), "batch": (tuple(lb), tuple(rb))}
+
+
+@settings(max_examples=40, deadline=None)
+@given(problem=dot_general_problems(), data=st.data(), size=st.integers(1, 3), seed=st.integers(0, 2**16))
+def test_dot_general_dimension_numbers(problem, data, size, seed):
+    from jitkernel.ir.primitives import evaluate
+    from jitkernel.transforms import ops
+    ls, rs, params = problem
+    rng = np.random.default_rng(seed)
+    examples = [[rng.normal(size=ls), rng.normal(size=rs)] for _ in range(size)]
+    mapped, axes = _draw_mapping(data, 2, [len(ls), len(rs)])
+    args = [np.stack([ex[j] for ex in examples], axis=axes[j]) if mapped[j] else examples[0][j] for j in range(2)]
+    f = jk.jit(jk.vmap(lambda a, b: ops.bind1("dot_general", a, b, **params),
+                       in_axes=tuple(axes[j] if mapped[j] else None for j in range(2))), backend="interpret")
+    expected = np.stack([evaluate("dot_general", [ex[0] if mapped[0] else examples[0][0],
+                                                  ex[1] if mapped[1] else examples[0][1]], params)[0] for ex in examples])
+    np.testing.assert_allclose(f(*args), expected, rtol=1e-12, atol=1e-12)

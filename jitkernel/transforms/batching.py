@@ -165,6 +165,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
     """
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)  # JAX accepts a list at the top level
+    if not (in_axes is None or isinstance(in_axes, tuple)
+            or (isinstance(in_axes, (int, np.integer)) and not isinstance(in_axes, bool))):
+        raise TypeError("vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional "
+                        f"arguments passed to the function, but got {in_axes!r}.")
     _check_axes_spec(in_axes, "in_axes")
     _check_axes_spec(out_axes, "out_axes")
     return memoized(fun, ("vmap", in_axes, out_axes, axis_size), lambda: _build_vmap(fun, in_axes, out_axes, axis_size))

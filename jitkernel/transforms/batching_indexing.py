@@ -10,7 +10,7 @@ transpose the result back to the per-example layout with the batch axis first.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 

@@ -99,6 +99,30 @@ def _to_front(ndim: int, pos: int) -> list[int]:
     return [pos] + [d for d in range(ndim) if d != pos]
 
 
+def _outer_product(lhs, lb_: bool, rhs, rb_: bool, contracting, batch, size: int):
+    """A dot_general whose contraction has length 1 (an outer product: the per-example gradient
+    of a weight matrix, x[:, None] @ delta[None, :]) as a broadcast multiply: the same products
+    (a product of one term is exact), and it fuses. Batched, the dot_general would be a stack of
+    one-term matrix products: about 8x slower for 128 x 784 x 512 float32 (measured)."""
+    (lc, rc), (lb, rb) = contracting, batch
+
+    def operand(x, b, cdims, bdims):
+        off = 1 if b else 0
+        free = [d for d in range(x.ndim - off) if d not in cdims and d not in bdims]
+        keep = ([0] if b else []) + [d + off for d in bdims] + [d + off for d in free]
+        perm = keep + [d + off for d in cdims]
+        moved = _arrange(x, perm)
+        return ops.reshape(moved, tuple(x.shape[d] for d in keep)), len(free)
+
+    l2, nlf = operand(lhs, lb_, lc, lb)
+    r2, nrf = operand(rhs, rb_, rc, rb)
+    nb = len(lb)
+    out_shape = (size,) + tuple(l2.shape[1 if lb_ else 0:]) + tuple(r2.shape[(1 if rb_ else 0) + nb:])
+    l_dims = ((0,) if lb_ else ()) + tuple(range(1, 1 + nb + nlf))
+    r_dims = ((0,) if rb_ else ()) + tuple(range(1, 1 + nb)) + tuple(range(1 + nb + nlf, 1 + nb + nlf + nrf))
+    return ops.mul(ops.broadcast_in_dim(l2, out_shape, l_dims), ops.broadcast_in_dim(r2, out_shape, r_dims))
+
+
 @register_batch("dot_general")
 def _dot_general(args, batched, size, *, contracting, batch):
     """Both batched: the batch axis becomes a batch dimension of the product. One batched: it
@@ -108,6 +132,8 @@ def _dot_general(args, batched, size, *, contracting, batch):
     (lhs, rhs), (lb_, rb_) = args, batched
     (lc, rc), (lb, rb) = contracting, batch
     up = lambda dims: tuple(d + 1 for d in dims)  # noqa: E731
+    if all(lhs.shape[d + lb_] == 1 for d in lc):
+        return [_outer_product(lhs, lb_, rhs, rb_, contracting, batch, size)], [True]
     if lb_ and rb_:
         out = ops.bind1("dot_general", lhs, rhs, contracting=(up(lc), up(rc)), batch=((0,) + up(lb), (0,) + up(rb)))
         return [out], [True]
@@ -177,13 +203,10 @@ def _stack_like(x, ndim: int):
 
 
 def _axis_rule(prim: str):
-    """Steps along one axis (sort, argsort, partition, argpartition, accumulate): the axis moves
-    past the batch axis; axis None (flattened) flattens each example."""
+    """Steps along one axis (sort, argsort, partition, argpartition, accumulate; the tracer has
+    flattened an axis=None operand already): the axis moves past the batch axis."""
     def rule(args, batched, size, *, axis, **params):
-        x = args[0]
-        if axis is None:
-            x, axis = ops.reshape(x, (size, x.size // size)), 0
-        return [ops.bind1(prim, x, axis=_shift(axis), **params)], [True]
+        return [ops.bind1(prim, args[0], axis=_shift(axis), **params)], [True]
     return rule
 
 
@@ -194,13 +217,8 @@ for _name in ("sort", "argsort", "partition", "argpartition", "accumulate"):
 @register_batch("ufunc_reduce")
 def _ufunc_reduce(args, batched, size, *, ufunc, axes, dtype, keepdims):
     (x,) = args
-    nd = x.ndim - 1
-    if axes is None:
-        new_axes: Any = tuple(range(1, nd + 1))
-    elif isinstance(axes, (int, np.integer)):
-        new_axes = (int(axes) % nd) + 1 if nd else 1
-    else:
-        new_axes = tuple((int(a) % nd) + 1 for a in axes)
+    # axes: None (every axis of the example) or a sorted tuple of non-negative axes
+    new_axes = tuple(range(1, x.ndim)) if axes is None else tuple(a + 1 for a in axes)
     return [ops.bind1("ufunc_reduce", x, ufunc=ufunc, axes=new_axes, dtype=dtype, keepdims=keepdims)], [True]
 
 
@@ -233,12 +251,12 @@ def _searchsorted(args, batched, size, *, side):
     (strictly for side='left'), in NumPy's sort order (NaN last)."""
     a, v = args[0], args[1]
     ab, vb = batched[0], batched[1]
-    if len(args) > 2:  # a sorter: apply it first (one gather per example)
+    if not ab and not (len(args) > 2 and batched[2]):  # only v differs per example: NumPy broadcasts over it
+        return [ops.bind1("searchsorted", *args, side=side)], [True]
+    if len(args) > 2:  # a per-example sorter or array: sort each example's array first (a gather)
         from .batching_indexing import batched_gather
-        a = batched_gather(a, ab, (("array", 0),), [args[2]], [batched[2]], size) if (ab or batched[2]) else a
-        ab = ab or batched[2]
-    if not ab:
-        return [ops.bind1("searchsorted", a, v, side=side)], [True]
+        a = batched_gather(a, ab, (("array", 0),), [args[2]], [batched[2]], size)
+        ab = True
     v = _ensure(v, vb, size)
     a, v = _common_dtype(a, v)
     n, vshape = a.shape[1], tuple(v.shape[1:])
@@ -312,7 +330,7 @@ def _refuse(prim: str):
         raise UnsupportedOperationError(
             f"vmap of {prim} (a value of data-dependent shape: boolean mask selection, nonzero, unique, a "
             "slice with traced bounds) is not supported: the examples' results would have different shapes; "
-            "use np.where with a fixed shape, or slices of static length (jk.lax.dynamic_slice)")
+            "write it with fixed shapes instead (np.where(mask, x, 0).sum() for x[mask].sum(), slices of static length)")
     return rule
 
 
