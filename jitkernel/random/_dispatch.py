@@ -4,12 +4,16 @@ parameters (shape, dtype, ...) and, as any jitted function, per argument signatu
 NumPy arrays."""
 from __future__ import annotations
 
+import atexit
 import functools
 from typing import Any, Callable
 
 from ..trace.context import is_tracing
 
 _JITTED: dict[tuple, Any] = {}
+# Release the compiled functions while the interpreter is whole: left to module teardown, this
+# dict would outlive the CPU backend's module and its finalisers would find their helpers gone.
+atexit.register(_JITTED.clear)
 
 
 def run(name: str, impl: Callable[..., Any], arrays: tuple, static: dict[str, Any]) -> Any:

@@ -100,6 +100,15 @@ def _float_dtype(name: str, dtype: Any, allow_complex: bool = False) -> np.dtype
     if dtype.kind != "f":
         what = "a float or complex dtype" if allow_complex else "a float dtype"
         raise ValueError(f"dtype argument to `{name}` must be {what}, got {dtype}")
+    if dtype.itemsize < 4:
+        raise ValueError(f"jk.random.{name} samples float32 and float64 (and complex64/128 for normal), got {dtype}: "
+                         "sample float32 and convert")
+    return dtype
+
+
+def _check_width(name: str, dtype: np.dtype) -> np.dtype:
+    if dtype.kind in "fc" and dtype.itemsize < (4 if dtype.kind == "f" else 8):
+        raise ValueError(f"jk.random.{name} samples float32 and float64, got {dtype}: pass float32 values")
     return dtype
 
 
@@ -379,6 +388,7 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Shape | None = None, mode: str = "l
     dtype = _dtype_of(p)
     if dtype.kind != "f":
         raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dtype}.")
+    _check_width("bernoulli", dtype)
     if shape is None:
         shape = _shape_of(p)
     else:
@@ -442,6 +452,7 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Shape | None = Non
     dtype = _dtype_of(logits)
     if dtype.kind != "f":
         dtype = DEFAULT_FLOAT
+    _check_width("categorical", dtype)
     mode = _gumbel_mode(mode)
     if not replace:
         k = math.prod(shape[:len(shape) - len(batch_shape)])
@@ -477,7 +488,8 @@ def _categorical_impl(key: Tracer, logits: Tracer, *, axis: int, shape: tuple[in
     noisy = logits + _gumbel(k0, k1, tuple(logits.shape), dtype, mode)
     k = math.prod(prefix)
     indices = _top_k_indices(np.moveaxis(noisy, axis, -1), k)  # batch_shape + (k,)
-    return np.moveaxis(indices, -1, 0).reshape(shape)
+    # int32, as JAX's (lax.top_k's indices are int32 whatever jax_enable_x64 says)
+    return _convert(np.moveaxis(indices, -1, 0).reshape(shape), np.dtype(np.int32))
 
 
 def randint(key: Any, shape: Shape, minval: Any, maxval: Any, dtype: Any = None) -> np.ndarray:
@@ -580,8 +592,11 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> n
     xshape = _shape_of(x)
     axis = _normalize_axis(axis, len(xshape) or 1)
     if not xshape:
-        if _dtype_of(x).kind not in "iu" or isinstance(x, Tracer):
+        if _dtype_of(x).kind not in "iu":
             raise TypeError("x must be an integer or at least 1-dimensional")
+        if isinstance(x, Tracer):
+            raise TypeError("permutation: an integer x must be static (a Python or NumPy int: it is the size of the "
+                            "result); a traced integer was given")
         return run("permutation_range", _permutation_range_impl, (key,), dict(n=int(x)))
     return run("permutation", _permutation_impl, (key, x), dict(axis=axis, independent=bool(independent)))
 
@@ -641,7 +656,7 @@ def choice(key: Any, a: Any, shape: Shape = (), replace: bool = True, p: Any = N
             raise ValueError(f"p must be None or a 1D vector with the same size as a.shape[axis]. p has shape "
                              f"{_shape_of(p)} and a.shape[axis] is {n_inputs}.")
         pdtype = _dtype_of(p)
-        static["p_dtype"] = pdtype if pdtype.kind in "fc" else DEFAULT_FLOAT
+        static["p_dtype"] = _check_width("choice", pdtype if pdtype.kind in "f" else DEFAULT_FLOAT)
         arrays = arrays + (p,)
     static["has_a"] = bool(ashape)
     static["has_p"] = p is not None

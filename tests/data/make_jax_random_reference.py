@@ -23,6 +23,8 @@ def measure(x64: bool) -> dict:
 
     def arr(x):
         a = np.asarray(x)
+        if a.dtype.kind == "c":  # JSON has no complex numbers: [re, im] pairs
+            return {"dtype": a.dtype.name, "shape": list(a.shape), "values": np.stack([a.real, a.imag], -1).ravel().tolist()}
         return {"dtype": a.dtype.name, "shape": list(a.shape), "values": a.ravel().tolist()}
 
     out = {"jax": jax.__version__, "x64": x64}
@@ -32,7 +34,7 @@ def measure(x64: bool) -> dict:
     cases = []
 
     def case(name, fn, key, **kw):
-        kwargs = {k: {"array": arr(v)} if isinstance(v, np.ndarray) else v for k, v in kw.items()}
+        kwargs = {k: {"array": arr(v)} if isinstance(v, (np.ndarray, np.generic)) else v for k, v in kw.items()}
         cases.append({"fn": name, "key": [int(v) for v in np.asarray(key)], "kwargs": kwargs, "out": arr(fn(key, **kw))})
 
     keys = [jr.PRNGKey(0), jr.PRNGKey(42), jr.PRNGKey(1701)]
@@ -63,6 +65,33 @@ def measure(x64: bool) -> dict:
         case("permutation", jr.permutation, k, x=np.arange(12.0).reshape(4, 3))
         case("choice", jr.choice, k, a=10, shape=(4,), replace=False)
         case("choice", jr.choice, k, a=7, shape=(5,), replace=True)
+    k = jr.PRNGKey(7)
+    case("bits", jr.bits, k, shape=(3,), dtype="uint64" if x64 else "uint32")
+    case("bits", jr.bits, k, shape=(3, 5, 7), dtype="uint16")
+    case("split", jr.split, k, num=(0,))
+    case("bernoulli", jr.bernoulli, k, p=np.asarray([0.01, 0.5, 0.99], "float32"), shape=(4, 3), mode="high")
+    case("categorical", jr.categorical, k, logits=np.asarray([[0., 1., 2., 3.], [3., 2., 1., 0.]], "float32"),
+         shape=(2, 2), replace=False)
+    case("categorical", jr.categorical, k, logits=np.asarray([[0., 1.], [2., 0.], [1., 1.]], "float32"), axis=0,
+         shape=(5, 2))
+    case("categorical", jr.categorical, k, logits=np.asarray([0., 1., 2.], "float32"), shape=(6,), mode="high")
+    case("choice", jr.choice, k, a=6, shape=(3,), replace=False, p=np.asarray([.1, .1, .2, .2, .3, .1], "float32"))
+    case("choice", jr.choice, k, a=np.arange(12.0, dtype="float32").reshape(3, 4), shape=(2,), axis=1)
+    case("choice", jr.choice, k, a=np.arange(12.0, dtype="float32").reshape(3, 4), shape=(2,), replace=False, axis=1)
+    case("permutation", jr.permutation, k, x=np.arange(12.0, dtype="float32").reshape(3, 4), axis=1, independent=True)
+    case("permutation", jr.permutation, k, x=2000)  # two sort rounds above ~1600 elements
+    case("randint", jr.randint, k, shape=(5,), minval=-2 ** 31, maxval=2 ** 31 - 1, dtype="int32")
+    case("randint", jr.randint, k, shape=(5,), minval=np.asarray([0, 10, 20, 30, 40], "int32"), maxval=45, dtype="int32")
+    case("randint", jr.randint, k, shape=(4,), minval=-5, maxval=5, dtype="int8")
+    case("uniform", jr.uniform, k, shape=(2, 3), dtype="float32", minval=np.asarray([0., 1., 2.], "float32"),
+         maxval=np.asarray([[1.], [5.]], "float32"))
+    case("normal", jr.normal, k, shape=(3,), dtype="complex64")
+    if x64:
+        case("normal", jr.normal, k, shape=(3,), dtype="complex128")
+        case("randint", jr.randint, k, shape=(5,), minval=-2 ** 62, maxval=2 ** 62, dtype="int64")
+    case("truncated_normal", jr.truncated_normal, k, lower=np.asarray([-3., 0., 1.], "float32"),
+         upper=np.asarray([3., 0.5, 4.], "float32"), dtype="float32")
+    case("fold_in", jr.fold_in, k, data=np.uint32(2 ** 32 - 1))
     out["cases"] = cases
     return out
 
