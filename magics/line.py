@@ -14,7 +14,7 @@ from jitkernel.api import Jitted
 
 from .diagnostics import stage_text
 from .options import BACKENDS, STAGES, resolve_backend
-from .registry import compiled_entries, jitted_in, last_compiled
+from .registry import compiled_entries, is_transformed, jitted_in, jitted_of, last_compiled
 
 if TYPE_CHECKING:
     from .extension import Extension
@@ -42,6 +42,11 @@ class JitLineMagics(Magics):
         value = self.shell.user_ns.get(name)
         if isinstance(value, Jitted):
             return value
+        if is_transformed(value):
+            f = jitted_of(value)
+            if f is None:
+                raise UsageError(f"%{magic}: {name} ({value.__name__}) has not been called yet; call it first")
+            return f
         found = self.extension.registry.by_name(name)
         if found is not None:
             return found
@@ -74,7 +79,8 @@ class JitLineMagics(Magics):
             names = []
             for n in args.names:
                 value = self.shell.user_ns.get(n)
-                names.append(value.__name__ if isinstance(value, Jitted) else n)
+                # a transformed function's events carry its name: grad(loss), vmap(step)
+                names.append(value.__name__ if isinstance(value, Jitted) or is_transformed(value) else n)
             report = profiler.report(names or None)
             if args.names and not report.functions:
                 raise UsageError(f"%jit_profile: nothing recorded for {', '.join(args.names)}")

@@ -88,6 +88,29 @@ def entry_for(f: Jitted, args: tuple) -> tuple[str, Compiled]:
     return f.compiled_for(*args)
 
 
+def is_transformed(value: Any) -> bool:
+    """Whether `value` is a transformed function (`jk.grad(f)`, `jk.vmap(f)`, ...)."""
+    from jitkernel.transforms.core import Transformed
+    return isinstance(value, Transformed)
+
+
+def jitted_of(value: Any) -> Jitted | None:
+    """The jitted function that runs `value` when it is called: `value` itself if jitted; for a
+    transformed function (`g = jk.grad(loss)`, named `grad(loss)`), the `jk.jit` of itself that
+    its calls outside a trace compile (None until it was first called)."""
+    if isinstance(value, Jitted):
+        return value
+    if is_transformed(value):
+        return getattr(value, "_jitted", None)
+    return None
+
+
 def jitted_in(namespace: dict[str, Any]) -> dict[str, Jitted]:
-    """The jitted functions bound to names in `namespace` (private names skipped)."""
-    return {k: v for k, v in list(namespace.items()) if isinstance(v, Jitted) and not k.startswith("_")}
+    """The jitted functions bound to names in `namespace` (private names skipped), transformed
+    functions that were called included."""
+    out = {}
+    for k, v in list(namespace.items()):
+        f = jitted_of(v) if not k.startswith("_") else None
+        if f is not None:
+            out[k] = f
+    return out

@@ -6,10 +6,12 @@ from .control_flow import inline_constant_operands, optimize_sub_programs
 from .custom_inline import inline_custom_calls
 from .cse import cse
 from .dce import dce
+from .dot_operands import dot_operands
 from .fold import fold_constants
+from .identities import identities
 from .simplify import simplify
 
-PIPELINE = (fold_constants, simplify, cse, dce)
+PIPELINE = (fold_constants, simplify, identities, dot_operands, cse, dce)
 
 
 def optimize(program: Program) -> Program:
@@ -27,4 +29,4 @@ def optimize(program: Program) -> Program:
     return verify_program(program)
 
 
-__all__ = ["optimize", "fold_constants", "simplify", "cse", "dce"]
+__all__ = ["optimize", "fold_constants", "simplify", "identities", "dot_operands", "cse", "dce"]
