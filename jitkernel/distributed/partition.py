@@ -1,0 +1,518 @@
+"""How one traced Program splits along the chunked axes of its Dask arguments.
+
+The planner walks the (optimised) Program once, equation by equation, and groups them into
+*segments*: runs of equations that compute one block of every output from one block of every
+input (Dask's `blockwise`). Inside a segment every array axis carries a *letter* (Dask's index
+names); equations relate letters through the rules in `RULES`, a table keyed by primitive:
+
+| primitive                         | rule                                                        |
+|-----------------------------------|-------------------------------------------------------------|
+| elementwise (ufuncs, convert, select) | same letter on the same axis of every input and output  |
+| broadcast_in_dim                  | kept axes keep their letter; new / size-1-stretched axes get a new one |
+| transpose                         | letters permuted                                            |
+| reshape                           | letters kept when only size-1 axes are added or removed; otherwise the whole array in one block |
+| reduce_sum/prod/max/min/and/or    | reduced axes whole in the block: blockwise (row kernels); a reduced axis that is chunked: a per-block *partial* (fused into the segment) plus a tree combine with our reduce kernel (`dask.array.reduction`) |
+| argmax, argmin                    | the reduced axis is rechunked to one block (no tree combine yet) |
+| dot_general                       | contracting and batch axes share letters; a chunked contraction: blockwise products (partials) plus a tree sum |
+| slice                             | untouched axes keep their letter; a sliced axis is rechunked to one block |
+| concatenate                       | the concatenated axis is rechunked to one block, other axes keep their letter |
+| iota, constants                   | lazy Dask sources (one block, split by Dask's rechunk where they meet chunked axes) |
+| everything else (sort, library calls, fft, linalg, control flow: cond, while_loop, fori_loop, scan, gathers/scatters, ...) | rechunked to one block (the whole array), with a RechunkWarning |
+
+Refused with UnsupportedOperationError: functions that write an argument in place (Dask arrays
+are immutable), and data-dependent output shapes (`x[mask]`, `np.nonzero`, `np.unique`).
+
+A letter is *chunked* when one of the segment's inputs is split along an axis with that letter
+(inputs split differently along one letter are rechunked to the common refinement, as Dask's
+`unify_chunks` does), unless it is *pinned* whole (a blockwise reduction over it, a slice, a
+rechunk rule): a pinned letter makes every input axis with it one block. Pinning a letter that is
+chunked in a segment that already computes something first closes that segment, so the work
+before the rechunk stays parallel. An array that would carry one letter twice (`x + x.T`) has that
+letter pinned. A segment is closed when an equation reads the result of one of its partials;
+that result is then the tree combine's output, and a new segment starts.
+"""
+from __future__ import annotations
+
+import uuid
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import UnsupportedOperationError
+from ..ir import AType, Program
+from ..ir.primitives import PRIMITIVES, REDUCE_UFUNCS
+from ..ir.program import Eqn, Var
+from .worker import BlockProgram
+
+
+class RechunkWarning(UserWarning):
+    """A chunked axis of a Dask argument had to be rechunked to one block (the step that needs it
+    is not partitioned along that axis): the work there runs in one task."""
+
+
+# -- chunkings ---------------------------------------------------------------------------------
+def refine(chunkings: list[tuple[int, ...]], size: int) -> tuple[int, ...]:
+    """The common refinement of several chunkings of one axis (every boundary of each), without
+    zero-size chunks: `refine([(2, 2), (3, 1)], 4) == (2, 1, 1)`."""
+    bounds = {0, size}
+    for chunks in chunkings:
+        edge = 0
+        for c in chunks:
+            edge += c
+            bounds.add(edge)
+    edges = sorted(bounds)
+    out = tuple(b - a for a, b in zip(edges, edges[1:]) if b > a)
+    return out or (size,)
+
+
+class Letters:
+    """Union-find over axis letters with each class's size, chunkings and pin."""
+
+    def __init__(self) -> None:
+        self.parent: list[int] = []
+        self.size: list[int] = []
+        self.chunkings: list[list[tuple[int, ...]]] = []
+        self.pinned: list[bool] = []
+
+    def new(self, size: int, chunks: tuple[int, ...] | None = None) -> int:
+        self.parent.append(len(self.parent))
+        self.size.append(int(size))
+        self.chunkings.append([tuple(chunks)] if chunks is not None else [])
+        self.pinned.append(False)
+        return len(self.parent) - 1
+
+    def find(self, a: int) -> int:
+        while self.parent[a] != a:
+            self.parent[a] = self.parent[self.parent[a]]
+            a = self.parent[a]
+        return a
+
+    def union(self, a: int, b: int) -> int:
+        a, b = self.find(a), self.find(b)
+        if a == b:
+            return a
+        if self.size[a] != self.size[b]:
+            raise AssertionError(f"partition: letters of sizes {self.size[a]} and {self.size[b]} unified")
+        self.parent[b] = a
+        self.chunkings[a] += self.chunkings[b]
+        self.pinned[a] = self.pinned[a] or self.pinned[b]
+        return a
+
+    def chunks(self, a: int) -> tuple[int, ...]:
+        a = self.find(a)
+        if self.pinned[a] or not self.chunkings[a]:
+            return (self.size[a],)
+        return refine(self.chunkings[a], self.size[a])
+
+    def chunked(self, a: int) -> bool:
+        return len(self.chunks(a)) > 1
+
+    def pin(self, a: int) -> None:
+        self.pinned[self.find(a)] = True
+
+
+# -- the plan ----------------------------------------------------------------------------------
+@dataclass
+class Source:
+    """A value that exists before any segment: an argument, a constant or an iota."""
+
+    var: Var
+    kind: str  # "arg" (leaf index), "const" (value), "iota" (params)
+    payload: Any
+
+
+@dataclass
+class SegmentStep:
+    bp: BlockProgram
+    inputs: list[Var]
+    in_chunks: list[tuple[tuple[int, ...], ...]]  # every input rechunked to these first
+    grid: list[tuple[int, int]]  # (letter, number of blocks) of every chunked letter
+    outputs: list[tuple[Var, tuple[int, ...], tuple[tuple[int, ...], ...]]]  # (var, letters, chunks)
+    description: str = ""
+
+
+@dataclass
+class CombineStep:
+    partial: Var
+    out: Var
+    prim: str
+    axes: tuple[int, ...]
+    chunks: tuple[tuple[int, ...], ...]
+    description: str = ""
+
+
+@dataclass
+class Plan:
+    program: Program
+    steps: list[Any]
+    chunks: dict[Var, tuple[tuple[int, ...], ...]]
+    notes: list[str] = field(default_factory=list)
+    rechunked: list[str] = field(default_factory=list)  # the reasons of RechunkWarnings
+
+    def explain(self) -> str:
+        segs = sum(isinstance(s, SegmentStep) for s in self.steps)
+        combines = sum(isinstance(s, CombineStep) for s in self.steps)
+        lines = [f"dask partition of {self.program.name}: {segs} blockwise segment(s), {combines} tree reduction(s)"]
+        for i, a in enumerate(self.program.invars):
+            if a in self.chunks and self.chunks[a]:
+                lines.append(f"  input {i}: {a.aval} chunks {_chunks_text(self.chunks[a])}")
+        for step in self.steps:
+            if isinstance(step, (SegmentStep, CombineStep)):
+                lines.append("  " + step.description)
+        lines += [f"  rechunk: {n}" for n in self.rechunked]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _chunks_text(chunks: tuple[tuple[int, ...], ...]) -> str:
+    parts = []
+    for c in chunks:
+        sizes = sorted(set(c))
+        parts.append(f"{len(c)}x{c[0]}" if len(sizes) == 1 else f"{len(c)} blocks of {'/'.join(map(str, sizes))}")
+    return "(" + ", ".join(parts) + ")"
+
+
+# -- the segment under construction ------------------------------------------------------------
+class _Retry(Exception):
+    """Raised by a rule that needs the open segment closed first (a pin of a chunked letter)."""
+
+
+class Segment:
+    def __init__(self, planner: "Planner") -> None:
+        self.planner = planner
+        self.L = Letters()
+        self.letters: dict[Var, tuple[int, ...]] = {}
+        self.inputs: list[Var] = []
+        self.constvars: list[Var] = []
+        self.entries: list[tuple] = []
+        self.defined: list[Var] = []
+        self.pending: dict[Var, tuple[Var, str, tuple[int, ...]]] = {}  # program var -> (partial, prim, axes)
+        self.partials: list[tuple[Var, tuple[int, ...], tuple[int, ...]]] = []  # (partial var, letters, reduced)
+
+    def of(self, v: Var) -> tuple[int, ...]:
+        """The letters of `v`, registering it as an input (or an embedded scalar constant)."""
+        if v not in self.letters:
+            p = self.planner
+            if v in p.scalar_consts:
+                self.constvars.append(v)
+                self.letters[v] = ()
+            else:
+                chunks = p.chunks[v]
+                self.letters[v] = tuple(self.L.new(n, c) for n, c in zip(v.aval.shape, chunks))
+                self.inputs.append(v)
+        return self.letters[v]
+
+    def fresh(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(self.L.new(n) for n in shape)
+
+    def need_whole(self, letters: tuple[int, ...] | list[int], why: str) -> None:
+        """Pin `letters` whole; a chunked one in a segment that already computes something closes
+        the segment first (_Retry), so that the work before stays parallel."""
+        chunked = [a for a in letters if self.L.chunked(a)]
+        if chunked and self.entries:
+            raise _Retry()
+        if chunked:
+            self.planner.rechunked.append(why)
+        for a in letters:
+            self.L.pin(a)
+
+    def define(self, eqn: Eqn, out_letters: list[tuple[int, ...]]) -> None:
+        for o, letters in zip(eqn.outputs, out_letters):
+            self.letters[o] = tuple(letters)
+            self.defined.append(o)
+        self.entries.append(("eqn", eqn, [tuple(x) for x in out_letters]))
+
+    def partial(self, eqn: Eqn, letters: tuple[int, ...], reduced: tuple[int, ...], prim: str) -> None:
+        out = eqn.outputs[0]
+        shape = tuple(1 if d in reduced else self.L.size[self.L.find(a)] for d, a in enumerate(letters))
+        pvar = Var(AType(shape, out.aval.dtype))
+        self.letters[pvar] = tuple(letters)
+        self.entries.append(("partial", eqn, pvar, tuple(letters), tuple(reduced)))
+        self.partials.append((pvar, tuple(letters), tuple(reduced)))
+        self.pending[out] = (pvar, prim, tuple(reduced))
+
+
+# -- rules -------------------------------------------------------------------------------------
+RULES: dict[str, Any] = {}
+
+
+def rule(*names: str):
+    def register(fn):
+        for n in names:
+            RULES[n] = fn
+        return fn
+    return register
+
+
+def elementwise_rule(seg: Segment, eqn: Eqn) -> None:
+    ins = [seg.of(v) for v in eqn.inputs]
+    ranked = [x for x in ins if x]
+    if any(len(x) != len(ranked[0]) for x in ranked) or any(
+            v.aval.shape != eqn.outputs[0].aval.shape for v in eqn.inputs if v.aval.ndim):
+        return fallback_rule(seg, eqn)
+    base = ranked[0] if ranked else ()
+    for other in ranked[1:]:
+        for a, b in zip(base, other):
+            seg.L.union(a, b)
+    seg.define(eqn, [base for _ in eqn.outputs])
+
+
+@rule("broadcast_in_dim")
+def broadcast_rule(seg: Segment, eqn: Eqn) -> None:
+    (x,) = eqn.inputs
+    xl = seg.of(x)
+    shape, dims = eqn.params["shape"], eqn.params["broadcast_dimensions"]
+    out = list(seg.fresh(shape))
+    for src, dst in enumerate(dims):
+        if x.aval.shape[src] == shape[dst]:
+            out[dst] = xl[src]
+    seg.define(eqn, [tuple(out)])
+
+
+@rule("transpose")
+def transpose_rule(seg: Segment, eqn: Eqn) -> None:
+    xl = seg.of(eqn.inputs[0])
+    seg.define(eqn, [tuple(xl[p] for p in eqn.params["permutation"])])
+
+
+@rule("reshape")
+def reshape_rule(seg: Segment, eqn: Eqn) -> None:
+    (x,) = eqn.inputs
+    xl = seg.of(x)
+    new = tuple(eqn.params["new_shape"])
+    kept_in = [(d, n) for d, n in enumerate(x.aval.shape) if n != 1]
+    kept_out = [(d, n) for d, n in enumerate(new) if n != 1]
+    if [n for _, n in kept_in] != [n for _, n in kept_out]:
+        return fallback_rule(seg, eqn, "reshape that merges or splits axes")
+    out = list(seg.fresh(new))
+    for (src, _), (dst, _) in zip(kept_in, kept_out):
+        out[dst] = xl[src]
+    seg.define(eqn, [tuple(out)])
+
+
+@rule(*REDUCE_UFUNCS)
+def reduce_rule(seg: Segment, eqn: Eqn) -> None:
+    (x,) = eqn.inputs
+    xl = seg.of(x)
+    axes = tuple(eqn.params["axes"])
+    if not any(seg.L.chunked(xl[a]) for a in axes):
+        for a in axes:
+            seg.L.pin(xl[a])  # the whole reduced axis stays in each block (a row kernel)
+        seg.define(eqn, [tuple(l for d, l in enumerate(xl) if d not in axes)])
+        return
+    seg.partial(eqn, xl, axes, eqn.prim)
+
+
+@rule("argmax", "argmin")
+def arg_rule(seg: Segment, eqn: Eqn) -> None:
+    (x,) = eqn.inputs
+    xl = seg.of(x)
+    axis = eqn.params["axis"]
+    seg.need_whole([xl[axis]], f"{eqn.prim} over chunked axis {axis} of {x.aval}: that axis in one block")
+    seg.define(eqn, [tuple(l for d, l in enumerate(xl) if d != axis)])
+
+
+@rule("dot_general")
+def dot_rule(seg: Segment, eqn: Eqn) -> None:
+    lhs, rhs = eqn.inputs
+    ll, rl = seg.of(lhs), seg.of(rhs)
+    (lc, rc), (lb, rb) = eqn.params["contracting"], eqn.params["batch"]
+    for a, b in list(zip(lc, rc)) + list(zip(lb, rb)):
+        seg.L.union(ll[a], rl[b])
+    lfree = [d for d in range(lhs.aval.ndim) if d not in lc and d not in lb]
+    rfree = [d for d in range(rhs.aval.ndim) if d not in rc and d not in rb]
+    out = tuple(ll[d] for d in lb) + tuple(ll[d] for d in lfree) + tuple(rl[d] for d in rfree)
+    if not any(seg.L.chunked(ll[a]) for a in lc):
+        for a in lc:
+            seg.L.pin(ll[a])
+        seg.define(eqn, [out])
+        return
+    contracted = tuple(ll[a] for a in lc)
+    letters = out + contracted
+    seg.partial(eqn, letters, tuple(range(len(out), len(letters))), "reduce_sum")
+
+
+@rule("slice")
+def slice_rule(seg: Segment, eqn: Eqn) -> None:
+    (x,) = eqn.inputs
+    xl = seg.of(x)
+    starts, steps, shape = eqn.params["starts"], eqn.params["steps"], eqn.params["shape"]
+    cut = [d for d, n in enumerate(x.aval.shape) if not (starts[d] == 0 and steps[d] == 1 and shape[d] == n)]
+    seg.need_whole([xl[d] for d in cut], f"slice of {x.aval} along chunked axis/axes {cut}: those axes in one block")
+    out = list(seg.fresh(shape))
+    for d in range(len(shape)):
+        if d not in cut:
+            out[d] = xl[d]
+    seg.define(eqn, [tuple(out)])
+
+
+@rule("concatenate")
+def concatenate_rule(seg: Segment, eqn: Eqn) -> None:
+    axis = eqn.params["axis"]
+    ins = [seg.of(v) for v in eqn.inputs]
+    seg.need_whole([x[axis] for x in ins], f"concatenate along chunked axis {axis}: that axis in one block")
+    for other in ins[1:]:
+        for d, (a, b) in enumerate(zip(ins[0], other)):
+            if d != axis:
+                seg.L.union(a, b)
+    out = list(ins[0])
+    out[axis] = seg.L.new(eqn.outputs[0].aval.shape[axis])
+    seg.define(eqn, [tuple(out)])
+
+
+def fallback_rule(seg: Segment, eqn: Eqn, what: str | None = None) -> None:
+    """Not partitioned: every input whole (one block), outputs whole."""
+    ins = [seg.of(v) for v in eqn.inputs]
+    seg.need_whole([a for x in ins for a in x],
+                   f"{what or eqn.prim} is not partitioned: its inputs are rechunked to one block")
+    outs = []
+    for o in eqn.outputs:
+        letters = seg.fresh(o.aval.shape)
+        for a in letters:
+            seg.L.pin(a)
+        outs.append(letters)
+    seg.define(eqn, outs)
+
+
+def rule_for(prim: str) -> Any:
+    if prim in RULES:
+        return RULES[prim]
+    p = PRIMITIVES.get(prim)
+    if p is not None and p.kind == "elementwise":
+        return elementwise_rule
+    return fallback_rule
+
+
+# -- the planner -------------------------------------------------------------------------------
+class Planner:
+    def __init__(self, program: Program, in_chunks: list[tuple[tuple[int, ...], ...]], backend: str,
+                 fastmath: bool) -> None:
+        self.program, self.backend, self.fastmath = program, backend, fastmath
+        self.steps: list[Any] = []
+        self.chunks: dict[Var, tuple[tuple[int, ...], ...]] = {}
+        self.rechunked: list[str] = []
+        self.notes: list[str] = []
+        self.scalar_consts: set[Var] = set()
+        for i, (v, c) in enumerate(zip(program.invars, in_chunks)):
+            self.chunks[v] = tuple(c)
+            self.steps.append(Source(v, "arg", i))
+        for v, value in zip(program.constvars, program.consts):
+            if v.aval.ndim == 0:
+                self.scalar_consts.add(v)
+            self.chunks[v] = tuple((n,) for n in v.aval.shape)
+            self.steps.append(Source(v, "const", value))
+        self.last_use: dict[Var, int] = {}
+        for i, eqn in enumerate(program.eqns):
+            for v in eqn.inputs:
+                self.last_use[v] = i
+        for v in program.outvars:
+            self.last_use[v] = len(program.eqns)
+        self.segment = Segment(self)
+        self.count = 0
+
+    def plan(self) -> Plan:
+        for i, eqn in enumerate(self.program.eqns):
+            if eqn.prim == "iota":
+                self.flush_if_reads(eqn, i)
+                (o,) = eqn.outputs
+                self.chunks[o] = tuple((n,) for n in o.aval.shape)
+                self.steps.append(Source(o, "iota", dict(eqn.params)))
+                continue
+            self.flush_if_reads(eqn, i)
+            seg = self.segment
+            mark = (len(seg.inputs), dict(seg.letters))
+            try:
+                rule_for(eqn.prim)(seg, eqn)
+            except _Retry:  # the rule pins a chunked letter: close the segment, then apply it
+                seg.inputs, seg.letters = seg.inputs[:mark[0]], mark[1]
+                self.flush(i)
+                rule_for(eqn.prim)(self.segment, eqn)
+        self.flush(len(self.program.eqns))
+        return Plan(self.program, self.steps, self.chunks, self.notes, self.rechunked)
+
+    def flush_if_reads(self, eqn: Eqn, i: int) -> None:
+        if any(v in self.segment.pending for v in eqn.inputs):
+            self.flush(i)
+
+    def flush(self, i: int) -> None:
+        seg = self.segment
+        self.segment = Segment(self)
+        if not seg.entries:
+            return
+        L = seg.L
+        # An array carrying one letter twice (x + x.T) cannot be split by a grid of letters.
+        for v, letters in seg.letters.items():
+            roots = [L.find(a) for a in letters]
+            for a in {r for r in roots if roots.count(r) > 1}:
+                if L.chunked(a):
+                    self.rechunked.append(f"{v.aval} uses one chunked axis twice (e.g. x + x.T): it is one block")
+                L.pin(a)
+        canon = lambda letters: tuple(L.find(a) for a in letters)  # noqa: E731
+        outputs = [v for v in seg.defined if self.last_use.get(v, -1) >= i]
+        out_vars = outputs + [p for p, _, _ in seg.partials]
+        out_letters = [canon(seg.letters[v]) for v in outputs] + [canon(l) for _, l, _ in seg.partials]
+        reduced = [()] * len(outputs) + [r for _, _, r in seg.partials]
+        roots = {L.find(a) for x in seg.letters.values() for a in x}
+        sizes = {r: L.size[r] for r in roots}
+        grid = sorted((r, len(L.chunks(r))) for r in roots if L.chunked(r))
+        entries = []
+        for e in seg.entries:
+            if e[0] == "eqn":
+                entries.append(("eqn", e[1], [canon(x) for x in e[2]]))
+            else:
+                entries.append(("partial", e[1], e[2], canon(e[3]), e[4]))
+        self.count += 1
+        name = f"{self.program.name}_block{self.count}"
+        bp = BlockProgram(name=name, token=uuid.uuid4().hex, backend=self.backend, fastmath=self.fastmath,
+                          invars=list(seg.inputs), in_letters=[canon(seg.letters[v]) for v in seg.inputs],
+                          constvars=list(seg.constvars),
+                          consts=[self.program.consts[self.program.constvars.index(v)] for v in seg.constvars],
+                          entries=entries, outvars=out_vars, out_letters=out_letters, letter_size=sizes)
+        step_outputs = []
+        for v, letters, red in zip(out_vars, out_letters, reduced):
+            chunks = tuple((1,) * len(L.chunks(a)) if d in red else L.chunks(a) for d, a in enumerate(letters))
+            self.chunks[v] = chunks
+            step_outputs.append((v, letters, chunks))
+        in_chunks = [tuple(L.chunks(a) for a in canon(seg.letters[v])) for v in seg.inputs]
+        blocks = int(np.prod([n for _, n in grid])) if grid else 1
+        shapes = int(np.prod([len(set(L.chunks(r))) for r, _ in grid])) if grid else 1
+        prims = [e[1].prim if e[0] == "eqn" else f"partial {e[1].prim}" for e in seg.entries]
+        desc = (f"segment {self.count}: blockwise, {blocks} block task(s), {shapes} distinct block shape(s) "
+                f"(one compile each): {', '.join(prims)}")
+        self.steps.append(SegmentStep(bp, list(seg.inputs), in_chunks, grid, step_outputs, desc))
+        for (pvar, letters, red), (out, (_, prim, _)) in zip(seg.partials, seg.pending.items()):
+            kept = tuple(L.chunks(a) for d, a in enumerate(letters) if d not in red)
+            self.chunks[out] = kept
+            n = int(np.prod([len(L.chunks(letters[d])) for d in red]))
+            source = next(e for e in seg.entries if e[0] == "partial" and e[2] is pvar)[1].prim
+            what = "blockwise products + tree sum" if source == "dot_general" else "per-block partials + tree combine"
+            self.steps.append(CombineStep(pvar, out, prim, red, kept,
+                                          f"tree reduction ({what}): {prim} of {n} partial(s) over axes {red}"))
+
+
+def check_partitionable(program: Program, name: str) -> None:
+    if program.written_args:
+        raise UnsupportedOperationError(
+            f"{name} writes its argument(s) {', '.join(program.written_names) or ''} in place; Dask arrays are "
+            "immutable, so a jitted function called with Dask arrays must return new arrays instead")
+    if program.trimmed_outputs:
+        raise UnsupportedOperationError(
+            f"{name} has outputs whose shape depends on the data (x[mask], np.nonzero, np.unique): they cannot be "
+            "built blockwise over Dask arrays; call .compute() on the arguments first, or use dask.array's own "
+            "function for that step")
+
+
+def plan(program: Program, in_chunks: list, backend: str, fastmath: bool = False) -> Plan:
+    """The partition of `program` for arguments chunked as `in_chunks` (one Dask chunks tuple per
+    input; a NumPy argument or scalar is one block)."""
+    check_partitionable(program, program.name)
+    result = Planner(program, in_chunks, backend, fastmath).plan()
+    return result
+
+
+def warn_rechunks(plan_: Plan, name: str, stacklevel: int = 3) -> None:
+    if plan_.rechunked:
+        warnings.warn(f"jit over dask ({name}): " + "; ".join(plan_.rechunked) + " (jitkernel.distributed.explain "
+                      "shows the partition)", RechunkWarning, stacklevel=stacklevel)
