@@ -25,7 +25,7 @@ from ..errors import UnsupportedOperationError
 from ..tree import tree_flatten, tree_unflatten
 from .partition import Plan, RechunkWarning, plan as make_plan, warn_rechunks
 
-__all__ = ["explain", "is_dask_array", "RechunkWarning"]
+__all__ = ["explain", "partitions", "is_dask_array", "RechunkWarning"]
 
 # Per jitted function: the traced, optimised program per signature and the plan per chunking,
 # so repeated calls neither trace nor recompile (block programs keep their token).
@@ -77,8 +77,9 @@ def _prepare(jitted: Any, args: tuple, kwargs: dict) -> tuple[Plan, Any, list[An
 def call(jitted: Any, args: tuple, kwargs: dict) -> Any:
     """`jitted(*args, **kwargs)` where some argument leaf is a Dask array: Dask arrays back."""
     from .graph import build
+    from ..tracebacks import user_stacklevel
     partition, out_tree, leaves = _prepare(jitted, args, kwargs)
-    warn_rechunks(partition, jitted.__name__, stacklevel=4)
+    warn_rechunks(partition, jitted.__name__, stacklevel=user_stacklevel())
     return tree_unflatten(out_tree, build(partition, leaves, jitted._backend_name()))
 
 
@@ -93,3 +94,10 @@ def explain(f: Any, *args: Any, **kwargs: Any) -> str:
     from ..api import Jitted
     jitted = f if isinstance(f, Jitted) else Jitted(f)
     return _prepare(jitted, args, kwargs)[0].explain()
+
+
+def partitions(f: Any) -> list[str]:
+    """The partition texts (as `explain` prints them) of every chunking `f` was called with on
+    Dask arrays, oldest first; `%jit_explain f` shows the latest."""
+    per_function = _TRACED.get(f, {})
+    return [p.explain() for _, _, plans in per_function.values() for p in plans.values()]

@@ -513,6 +513,7 @@ def plan(program: Program, in_chunks: list, backend: str, fastmath: bool = False
 
 
 def warn_rechunks(plan_: Plan, name: str, stacklevel: int = 3) -> None:
+    """One RechunkWarning per call listing every chunked axis the plan puts in one block."""
     if plan_.rechunked:
         warnings.warn(f"jit over dask ({name}): " + "; ".join(plan_.rechunked) + " (jitkernel.distributed.explain "
-                      "shows the partition)", RechunkWarning, stacklevel=stacklevel)
+                      "shows the partition)", RechunkWarning, stacklevel=stacklevel + 1)

@@ -113,7 +113,31 @@ def specialize(bp: BlockProgram, in_shapes: list[tuple[int, ...]]) -> Program:
 # -- one compile per (block program, block shapes) in this process ----------------------------
 _COMPILED: dict[tuple, Any] = {}
 _LOCK = threading.Lock()
-STATS = {"compiles": 0, "hits": 0, "blocks": 0}
+# compiles: block/combine programs built in this process (LLVM, or loaded from the disk cache:
+# disk_hits of them); hits: tasks that found theirs compiled already; blocks: block tasks run.
+STATS = {"compiles": 0, "disk_hits": 0, "hits": 0, "blocks": 0}
+
+
+def _compile(program: Program, n_outputs: int, backend: str, name: str, fastmath: bool = False) -> Any:
+    """compile_program, counting the persistent cache's hits (events of this thread's compile)."""
+    from .. import events
+    from ..config import config
+    from ..pipeline import compile_program
+    _, out_tree = tree_flatten(tuple(range(n_outputs)))
+    me = threading.get_ident()
+
+    def count(event: Any) -> None:
+        if isinstance(event, events.CacheEvent) and event.level == "disk" and event.hit \
+                and threading.get_ident() == me:
+            STATS["disk_hits"] += 1
+    unsubscribe = events.subscribe(count)
+    try:
+        compiled = compile_program(program, out_tree, backend, name=name, fastmath=fastmath,
+                                   disk_cache=config.disk_cache)
+    finally:
+        unsubscribe()
+    STATS["compiles"] += 1
+    return compiled
 
 
 def stats() -> dict[str, int]:
@@ -134,14 +158,8 @@ def compiled_block(bp: BlockProgram, in_types: tuple) -> Any:
         with _LOCK:  # threads of one worker compile a shape once, not once each
             compiled = _COMPILED.get(key)
             if compiled is None:
-                from ..config import config
-                from ..pipeline import compile_program
                 program = specialize(bp, [shape for shape, _ in in_types])
-                _, out_tree = tree_flatten(tuple(range(len(program.outvars))))
-                compiled = compile_program(program, out_tree, bp.backend, name=bp.name, fastmath=bp.fastmath,
-                                           disk_cache=config.disk_cache)
-                _COMPILED[key] = compiled
-                STATS["compiles"] += 1
+                compiled = _COMPILED[key] = _compile(program, len(program.outvars), bp.backend, bp.name, bp.fastmath)
                 return compiled
     STATS["hits"] += 1
     return compiled
@@ -188,13 +206,8 @@ def combine(x: np.ndarray, axis: tuple[int, ...] | int | None = None, keepdims: 
         with _LOCK:
             compiled = _COMPILED.get(key)
             if compiled is None:
-                from ..config import config
-                from ..pipeline import compile_program
-                _, out_tree = tree_flatten((0,))
-                compiled = compile_program(_reduce_program(prim, x.shape, x.dtype, axes, keepdims), out_tree,
-                                           backend, name=f"combine_{prim}", disk_cache=config.disk_cache)
-                _COMPILED[key] = compiled
-                STATS["compiles"] += 1
+                compiled = _COMPILED[key] = _compile(_reduce_program(prim, x.shape, x.dtype, axes, keepdims), 1,
+                                                     backend, f"combine_{prim}")
     else:
         STATS["hits"] += 1
     return np.asarray(compiled.executable([x])[0])
