@@ -14,7 +14,9 @@ from .partition import CombineStep, Plan, SegmentStep, Source
 from .worker import combine, identity_chunk, run_block
 
 
-def _source(step: Source, leaves: list[Any], da: Any) -> Any:
+def _source(step: Source, leaves: list[Any], values: dict, da: Any) -> Any:
+    if step.kind == "alias":
+        return values[step.payload]
     if step.kind == "arg":
         value = leaves[step.payload]
         if type(value).__module__.startswith("dask"):
@@ -44,17 +46,23 @@ def _segment(step: SegmentStep, values: dict, da: Any) -> None:
     prog_key = f"jk-program-{bp.token}"
     grid_letters = [letter for letter, _ in step.grid]
     dsk: dict = {prog_key: bp}
-    for idx in itertools.product(*[range(n) for _, n in step.grid]):
-        pos = dict(zip(grid_letters, idx))
-        keys = [(a.name, *[pos.get(letter, 0) for letter in letters]) for a, letters in zip(ins, bp.in_letters)]
-        dsk[(seg, *idx)] = (run_block, prog_key, *keys)
-    graph = HighLevelGraph.from_collections(seg, dsk, dependencies=ins)
+    # Only the grid points some output block reads: letters an output does not carry are at block
+    # 0 (independent inputs a, b give len(a) + len(b) tasks, not their product).
+    outs: list[dict] = []
     for k, (v, letters, chunks) in enumerate(step.outputs):
-        name = f"jk-out{k}-{token}"
         out: dict = {}
         for bidx in itertools.product(*[range(len(c)) for c in chunks]):
             pos = dict(zip(letters, bidx))
-            out[(name, *bidx)] = (operator.getitem, (seg, *[pos.get(letter, 0) for letter in grid_letters]), k)
+            idx = tuple(pos.get(letter, 0) for letter in grid_letters)
+            out[(f"jk-out{k}-{token}", *bidx)] = (operator.getitem, (seg, *idx), k)
+            if (seg, *idx) not in dsk:
+                pos = dict(zip(grid_letters, idx))
+                keys = [(a.name, *[pos.get(letter, 0) for letter in letters]) for a, letters in zip(ins, bp.in_letters)]
+                dsk[(seg, *idx)] = (run_block, prog_key, *keys)
+        outs.append(out)
+    graph = HighLevelGraph.from_collections(seg, dsk, dependencies=ins)
+    for k, ((v, letters, chunks), out) in enumerate(zip(step.outputs, outs)):
+        name = f"jk-out{k}-{token}"
         layers = dict(graph.layers)
         layers[name] = out
         deps = dict(graph.dependencies)
@@ -79,7 +87,7 @@ def build(plan: Plan, leaves: list[Any], backend: str) -> list[Any]:
     values: dict = {}
     for step in plan.steps:
         if isinstance(step, Source):
-            values[step.var] = _source(step, leaves, da)
+            values[step.var] = _source(step, leaves, values, da)
         elif isinstance(step, SegmentStep):
             _segment(step, values, da)
         else:

@@ -119,7 +119,7 @@ class Source:
     """A value that exists before any segment: an argument, a constant or an iota."""
 
     var: Var
-    kind: str  # "arg" (leaf index), "const" (value), "iota" (params)
+    kind: str  # "arg" (leaf index), "const" (value), "iota" (params), "alias" (the Var it reads)
     payload: Any
 
 
@@ -424,13 +424,49 @@ class Planner:
             seg = self.segment
             mark = (len(seg.inputs), dict(seg.letters))
             try:
-                rule_for(eqn.prim)(seg, eqn)
+                rule_for(eqn.prim)(seg, self.aliased(eqn))
             except _Retry:  # the rule pins a chunked letter: close the segment, then apply it
                 seg.inputs, seg.letters = seg.inputs[:mark[0]], mark[1]
                 self.flush(i)
-                rule_for(eqn.prim)(self.segment, eqn)
+                rule_for(eqn.prim)(self.segment, self.aliased(eqn))
         self.flush(len(self.program.eqns))
         return Plan(self.program, self.steps, self.chunks, self.notes, self.rechunked)
+
+    def aliased(self, eqn: Eqn) -> Eqn:
+        """`eqn` reading a new alias of every materialised array it reads: each read of an array
+        that exists before the segment gets its own letters, so `x @ x.T` or
+        `x[:, None] * x[None, :]` are blockwise (block (i, j) reads blocks i and j of x)."""
+        defined = set(self.segment.defined)
+        inputs = []
+        for v in eqn.inputs:
+            if v in defined or v in self.scalar_consts:
+                inputs.append(v)
+                continue
+            alias = Var(v.aval)
+            self.chunks[alias] = self.chunks[v]
+            self.steps.append(Source(alias, "alias", v))
+            inputs.append(alias)
+        return Eqn(eqn.prim, inputs, eqn.outputs, eqn.params)
+
+    def merge_aliases(self, seg: Segment) -> None:
+        """Give the reads of one array the same letters wherever that puts no letter twice on an
+        array: `x * x.sum()` then runs one task per block of x, not one per pair of blocks,
+        while `x @ x.T` keeps two independent letters."""
+        L = seg.L
+        by_source: dict[Var, list[Var]] = {}
+        for step in self.steps:
+            if isinstance(step, Source) and step.kind == "alias" and step.var in seg.letters:
+                by_source.setdefault(step.payload, []).append(step.var)
+        for aliases in by_source.values():
+            for k, b in enumerate(aliases[1:], 1):
+                for a in aliases[:k]:
+                    pairs = {L.find(x): L.find(y) for x, y in zip(seg.letters[a], seg.letters[b])}
+                    merged = lambda r: pairs.get(r, r)  # noqa: E731
+                    if all(len({merged(L.find(x)) for x in letters}) == len(letters)
+                           for letters in seg.letters.values()):
+                        for x, y in zip(seg.letters[a], seg.letters[b]):
+                            L.union(y, x)
+                        break
 
     def flush_if_reads(self, eqn: Eqn, i: int) -> None:
         if any(v in self.segment.pending for v in eqn.inputs):
@@ -442,6 +478,7 @@ class Planner:
         if not seg.entries:
             return
         L = seg.L
+        self.merge_aliases(seg)
         # An array carrying one letter twice (x + x.T) cannot be split by a grid of letters.
         for v, letters in seg.letters.items():
             roots = [L.find(a) for a in letters]
@@ -476,7 +513,7 @@ class Planner:
             self.chunks[v] = chunks
             step_outputs.append((v, letters, chunks))
         in_chunks = [tuple(L.chunks(a) for a in canon(seg.letters[v])) for v in seg.inputs]
-        blocks = int(np.prod([n for _, n in grid])) if grid else 1
+        blocks = len(needed_tasks([r for r, _ in grid], [(letters, chunks) for _, letters, chunks in step_outputs]))
         shapes = int(np.prod([len(set(L.chunks(r))) for r, _ in grid])) if grid else 1
         prims = [e[1].prim if e[0] == "eqn" else f"partial {e[1].prim}" for e in seg.entries]
         desc = (f"segment {self.count}: blockwise, {blocks} block task(s), {shapes} distinct block shape(s) "
@@ -490,6 +527,18 @@ class Planner:
             what = "blockwise products + tree sum" if source == "dot_general" else "per-block partials + tree combine"
             self.steps.append(CombineStep(pvar, out, prim, red, kept,
                                           f"tree reduction ({what}): {prim} of {n} partial(s) over axes {red}"))
+
+
+def needed_tasks(grid_letters: list[int], outputs: list[tuple[tuple[int, ...], tuple]]) -> set[tuple[int, ...]]:
+    """The grid points some output block reads (graph.py builds exactly these tasks): letters an
+    output does not carry are at block 0."""
+    import itertools
+    needed = set()
+    for letters, chunks in outputs:
+        for bidx in itertools.product(*[range(len(c)) for c in chunks]):
+            pos = dict(zip(letters, bidx))
+            needed.add(tuple(pos.get(letter, 0) for letter in grid_letters))
+    return needed
 
 
 def check_partitionable(program: Program, name: str) -> None:
