@@ -268,6 +268,10 @@ def test_errors():
         jk.jit(lambda x: x[x > 3])(a)
     with pytest.raises(UnsupportedOperationError, match="compute_chunk_sizes"):
         jk.jit(lambda x: x + 1)(a[a > 3])
+    small = da.arange(10, dtype=np.int8, chunks=4)
+    assert_same(jk.jit(lambda x, n: x + n)(small, 3).compute(), np.arange(10, dtype=np.int8) + 3)
+    with pytest.raises(OverflowError, match="300 out of bounds for int8"):  # as NumPy, at the call
+        jk.jit(lambda x, n: x + n)(small, 300)
     with pytest.raises(TypeError):  # a type error of the traced function surfaces at the call
         jk.jit(lambda x: x + "s")(a)
 

@@ -62,7 +62,7 @@ def _prepare(jitted: Any, args: tuple, kwargs: dict) -> tuple[Plan, Any, list[An
         program, out_tree = jitted._trace(sig, p_args, p_kwargs)
         traced = per_function[sig.key] = (_optimize(program, jitted.__name__), out_tree, {})
         traced[0].written_args, traced[0].written_names = program.written_args, program.written_names
-        traced[0].trimmed_outputs = program.trimmed_outputs
+        traced[0].trimmed_outputs, traced[0].int_arg_bounds = program.trimmed_outputs, program.int_arg_bounds
     program, out_tree, plans = traced
     chunks = tuple(tuple(tuple(c) for c in x.chunks) if is_dask_array(x) else tuple((n,) for n in np.shape(x))
                    for x in leaves)
@@ -79,6 +79,10 @@ def call(jitted: Any, args: tuple, kwargs: dict) -> Any:
     from .graph import build
     from ..tracebacks import user_stacklevel
     partition, out_tree, leaves = _prepare(jitted, args, kwargs)
+    for i, dt, lo, hi in partition.program.int_arg_bounds:  # NumPy's OverflowError, at the call as NumPy
+        v = int(leaves[i])
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            raise OverflowError(f"Python integer {v} out of bounds for {dt}")
     warn_rechunks(partition, jitted.__name__, stacklevel=user_stacklevel())
     return tree_unflatten(out_tree, build(partition, leaves, jitted._backend_name()))
 
