@@ -13,11 +13,12 @@ names); equations relate letters through the rules in `RULES`, a table keyed by 
 | reshape                           | letters kept when only size-1 axes are added or removed; otherwise the whole array in one block |
 | reduce_sum/prod/max/min/and/or    | reduced axes whole in the block: blockwise (row kernels); a reduced axis that is chunked: a per-block *partial* (fused into the segment) plus a tree combine with our reduce kernel (`dask.array.reduction`) |
 | argmax, argmin                    | the reduced axis is rechunked to one block (no tree combine yet) |
+| sort, argsort, partition, argpartition, accumulate (cumsum, ...), fft | that axis is rechunked to one block, the others stay split |
 | dot_general                       | contracting and batch axes share letters; a chunked contraction: blockwise products (partials) plus a tree sum |
 | slice                             | untouched axes keep their letter; a sliced axis is rechunked to one block |
 | concatenate                       | the concatenated axis is rechunked to one block, other axes keep their letter |
 | iota, constants                   | lazy Dask sources (one block, split by Dask's rechunk where they meet chunked axes) |
-| everything else (sort, library calls, fft, linalg, control flow: cond, while_loop, fori_loop, scan, gathers/scatters, ...) | rechunked to one block (the whole array), with a RechunkWarning |
+| everything else (library calls, linalg, control flow: cond, while_loop, fori_loop, scan, gathers/scatters, ...) | rechunked to one block (the whole array), with a RechunkWarning |
 
 Refused with UnsupportedOperationError: functions that write an argument in place (Dask arrays
 are immutable), and data-dependent output shapes (`x[mask]`, `np.nonzero`, `np.unique`).
@@ -190,6 +191,8 @@ class Segment:
         self.defined: list[Var] = []
         self.pending: dict[Var, tuple[Var, str, tuple[int, ...]]] = {}  # program var -> (partial, prim, axes)
         self.partials: list[tuple[Var, tuple[int, ...], tuple[int, ...]]] = []  # (partial var, letters, reduced)
+        self.free: set[Var] = set()  # values computed from scalar constants only
+        self.reads_inputs = False  # whether some entry reads an input (closing the segment saves work)
 
     def of(self, v: Var) -> tuple[int, ...]:
         """The letters of `v`, registering it as an input (or an embedded scalar constant)."""
@@ -211,7 +214,7 @@ class Segment:
         """Pin `letters` whole; a chunked one in a segment that already computes something closes
         the segment first (_Retry), so that the work before stays parallel."""
         chunked = [a for a in letters if self.L.chunked(a)]
-        if chunked and self.entries:
+        if chunked and self.reads_inputs:
             raise _Retry()
         if chunked:
             self.planner.rechunked.append(why)
@@ -219,6 +222,10 @@ class Segment:
             self.L.pin(a)
 
     def define(self, eqn: Eqn, out_letters: list[tuple[int, ...]]) -> None:
+        if all(v in self.planner.scalar_consts or v in self.free for v in eqn.inputs):
+            self.free.update(eqn.outputs)  # computed from scalar constants only
+        else:
+            self.reads_inputs = True
         for o, letters in zip(eqn.outputs, out_letters):
             self.letters[o] = tuple(letters)
             self.defined.append(o)
@@ -229,6 +236,7 @@ class Segment:
         shape = tuple(1 if d in reduced else self.L.size[self.L.find(a)] for d, a in enumerate(letters))
         pvar = Var(AType(shape, out.aval.dtype))
         self.letters[pvar] = tuple(letters)
+        self.reads_inputs = True
         self.entries.append(("partial", eqn, pvar, tuple(letters), tuple(reduced)))
         self.partials.append((pvar, tuple(letters), tuple(reduced)))
         self.pending[out] = (pvar, prim, tuple(reduced))
@@ -362,6 +370,30 @@ def concatenate_rule(seg: Segment, eqn: Eqn) -> None:
     seg.define(eqn, [tuple(out)])
 
 
+ALONG_AXIS = {"sort": "axis", "argsort": "axis", "partition": "axis", "argpartition": "axis",
+              "accumulate": "axis", "fft": "axes"}
+
+
+@rule(*ALONG_AXIS)
+def along_axis_rule(seg: Segment, eqn: Eqn) -> None:
+    """Steps along one axis (sort, cumsum, fft, ...): that axis in one block, the others split."""
+    (x,) = eqn.inputs
+    axes = eqn.params.get(ALONG_AXIS[eqn.prim])
+    axes = (axes,) if isinstance(axes, int) else axes
+    out = eqn.outputs[0]
+    if len(eqn.outputs) != 1 or not isinstance(axes, tuple) or out.aval.ndim != x.aval.ndim:
+        return fallback_rule(seg, eqn)
+    axes = tuple(a % x.aval.ndim for a in axes)
+    xl = seg.of(x)
+    seg.need_whole([xl[a] for a in axes], f"{eqn.prim} along chunked axis/axes {axes} of {x.aval}: "
+                                          "those axes in one block")
+    letters = list(xl)
+    for a in axes:
+        letters[a] = seg.L.new(out.aval.shape[a])
+        seg.L.pin(letters[a])
+    seg.define(eqn, [tuple(letters)])
+
+
 def fallback_rule(seg: Segment, eqn: Eqn, what: str | None = None) -> None:
     """Not partitioned: every input whole (one block), outputs whole."""
     ins = [seg.of(v) for v in eqn.inputs]
@@ -487,8 +519,16 @@ class Planner:
                     self.rechunked.append(f"{v.aval} uses one chunked axis twice (e.g. x + x.T): it is one block")
                 L.pin(a)
         canon = lambda letters: tuple(L.find(a) for a in letters)  # noqa: E731
-        outputs = [v for v in seg.defined if self.last_use.get(v, -1) >= i]
+        # Values computed from scalar constants only (a broadcast 2.0) are computed again by the
+        # next segment instead of being stored as Dask arrays of the full shape.
+        free = seg.free if i < len(self.program.eqns) else set()
+        carried = [e[1] for e in seg.entries if e[0] == "eqn" and e[1].outputs[0] in free]
+        outputs = [v for v in seg.defined if self.last_use.get(v, -1) >= i and v not in free]
         out_vars = outputs + [p for p, _, _ in seg.partials]
+        if not out_vars:  # nothing but values the next segment computes again
+            for eqn in carried:
+                rule_for(eqn.prim)(self.segment, eqn)
+            return
         out_letters = [canon(seg.letters[v]) for v in outputs] + [canon(l) for _, l, _ in seg.partials]
         reduced = [()] * len(outputs) + [r for _, _, r in seg.partials]
         roots = {L.find(a) for x in seg.letters.values() for a in x}
@@ -519,6 +559,8 @@ class Planner:
         desc = (f"segment {self.count}: blockwise, {blocks} block task(s), {shapes} distinct block shape(s) "
                 f"(one compile each): {', '.join(prims)}")
         self.steps.append(SegmentStep(bp, list(seg.inputs), in_chunks, grid, step_outputs, desc))
+        for eqn in carried:
+            rule_for(eqn.prim)(self.segment, eqn)
         for (pvar, letters, red), (out, (_, prim, _)) in zip(seg.partials, seg.pending.items()):
             kept = tuple(L.chunks(a) for d, a in enumerate(letters) if d not in red)
             self.chunks[out] = kept
