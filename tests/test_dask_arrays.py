@@ -406,3 +406,47 @@ def test_local_cluster_second_worker_loads_the_persistent_cache(cluster_client):
     after = client.run(worker.stats)[second]
     new = after["compiles"] - before["compiles"]
     assert new > 0 and after["disk_hits"] - before["disk_hits"] == new, (before, after)
+
+
+# -- random chunkings (hypothesis) --------------------------------------------------------------
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+PROGRAMS = {
+    "w1 + row sum": lambda x: w1(x) + x.sum(-1, keepdims=True),
+    "centered": lambda x: x - x.mean(0),
+    "max of abs": lambda x: (np.abs(x).max(), x.min(-1)),
+    "softmax last": lambda x: np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True),
+    "sum of squares": lambda x: (x * x).sum(),
+    "var first": lambda x: x.var(0),
+    "where": lambda x: np.where(x > 0, x, 0.5 * x).sum(0),
+    "gram": lambda x: x.reshape(x.shape[0], -1).T @ x.reshape(x.shape[0], -1),
+}
+
+
+@st.composite
+def chunked_arrays(draw):
+    ndim = draw(st.integers(1, 3))
+    shape = tuple(draw(st.lists(st.integers(1, 7), min_size=ndim, max_size=ndim)))
+    chunks = []
+    for n in shape:
+        sizes, left = [], n
+        while left:
+            c = draw(st.integers(1, left))
+            sizes.append(c)
+            left -= c
+        chunks.append(tuple(sizes))
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    return np.random.default_rng(draw(st.integers(0, 99))).standard_normal(shape).astype(dtype), tuple(chunks)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, database=None)
+@given(data=chunked_arrays(), name=st.sampled_from(sorted(PROGRAMS)))
+def test_random_chunkings_match_numpy(data, name):
+    value, chunks = data
+    f = PROGRAMS[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RechunkWarning)  # the reshape of "gram" merges axes
+        out = jk.jit(f, backend="interpret")(da.from_array(value, chunks=chunks))
+    ref = f(value)
+    for g, r in zip(computed(out if isinstance(out, tuple) else (out,)), ref if isinstance(ref, tuple) else (ref,)):
+        assert_same(g, r, rtol=1e-4, atol=1e-5)
