@@ -188,13 +188,25 @@ def test_many_partials_combine_in_a_tree():
     assert "143 partial(s)" in text
 
 
-@pytest.mark.parametrize("chunks", [(4, 3), (13, 4)])
-def test_argmax_argmin_rechunk_the_reduced_axis(chunks):
-    x = da.from_array(X, chunks=chunks)
-    check(lambda x: x.argmax(0), x, expect_rechunk=chunks[0] < 13)
-    text = check(lambda x: x.argmin(1), x, expect_rechunk=chunks[1] < 11)
-    if chunks[1] < 11:
-        assert "rechunk: argmin over chunked axis 1" in text
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+@pytest.mark.parametrize("chunks", [(4, 3), (13, 4), (1, 1)])
+def test_argmax_argmin_over_chunked_axes(dtype, chunks):
+    value = (X * 2).astype(dtype) if dtype != np.bool_ else X > 0.3
+    if dtype == np.float32:
+        value[3, 4] = value[9, 4] = 9.0  # a tie across blocks: the first one wins
+        value[5, 7] = value[8, 7] = np.nan  # the first NaN wins, as in NumPy
+    x = da.from_array(value, chunks=chunks)
+    for f, axis in ((lambda x: x.argmax(0), 0), (lambda x: x.argmin(1), 1), (lambda x: np.argmax(x * 1, axis=1), 1)):
+        with np.errstate(invalid="ignore"):
+            text = check(f, x)
+        assert ("arg reduction" in text) == (chunks[axis] < value.shape[axis]), text
+
+
+def test_argmax_of_complex_and_of_the_flattened_array_rechunk():
+    z = da.from_array(X + 1j * X[::-1], chunks=(4, 3))
+    text = check(lambda z: z.argmax(0), z, expect_rechunk=True)
+    assert "rechunk: argmax over chunked axis 0" in text
+    check(lambda x: x.argmax(), da.from_array(X, chunks=(4, 3)), expect_rechunk=True)  # reshape merges axes
 
 
 # -- matmul -----------------------------------------------------------------------------------

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from .partition import CombineStep, Plan, SegmentStep, Source
-from .worker import combine, identity_chunk, run_block
+from .partition import ArgCombineStep, CombineStep, Plan, SegmentStep, Source
+from .worker import arg_combine, combine, identity_chunk, run_block
 
 
 def _source(step: Source, leaves: list[Any], values: dict, da: Any) -> Any:
@@ -80,6 +80,22 @@ def _combine(step: CombineStep, values: dict, da: Any, backend: str) -> None:
                                     name=f"jk-{step.prim}")
 
 
+def _arg_combine(step: ArgCombineStep, values: dict, da: Any) -> None:
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+    index, value = values[step.index], values[step.value]
+    name = f"jk-{step.prim}-{tokenize(index.name, value.name)}"
+    fn = functools.partial(arg_combine, offsets=step.offsets, axis=step.axis, prim=step.prim)
+    n = len(step.offsets)
+    dsk: dict = {}
+    for bidx in itertools.product(*[range(len(c)) for c in step.chunks]):
+        keys = [tuple(bidx[:step.axis]) + (j,) + tuple(bidx[step.axis:]) for j in range(n)]
+        dsk[(name, *bidx)] = (fn, [(index.name, *k) for k in keys], [(value.name, *k) for k in keys])
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[index, value])
+    dtype = step.out.aval.dtype
+    values[step.out] = da.Array(graph, name, step.chunks, dtype=dtype, meta=np.empty((0,) * step.out.aval.ndim, dtype))
+
+
 def build(plan: Plan, leaves: list[Any], backend: str) -> list[Any]:
     """Dask arrays of the program's outputs, for the argument leaves `leaves` (Dask arrays,
     NumPy arrays, scalars) in the program's input order."""
@@ -90,6 +106,8 @@ def build(plan: Plan, leaves: list[Any], backend: str) -> list[Any]:
             values[step.var] = _source(step, leaves, values, da)
         elif isinstance(step, SegmentStep):
             _segment(step, values, da)
+        elif isinstance(step, ArgCombineStep):
+            _arg_combine(step, values, da)
         else:
             _combine(step, values, da, backend)
     return [values[v] for v in plan.program.outvars]

@@ -12,7 +12,7 @@ names); equations relate letters through the rules in `RULES`, a table keyed by 
 | transpose                         | letters permuted                                            |
 | reshape                           | letters kept when only size-1 axes are added or removed; otherwise the whole array in one block |
 | reduce_sum/prod/max/min/and/or    | reduced axes whole in the block: blockwise (row kernels); a reduced axis that is chunked: a per-block *partial* (fused into the segment) plus a tree combine with our reduce kernel (`dask.array.reduction`) |
-| argmax, argmin                    | the reduced axis is rechunked to one block (no tree combine yet) |
+| argmax, argmin                    | a chunked axis: per-block index and extreme value (partials), one combine that picks the first extreme block and adds its offset; complex operands: that axis in one block |
 | sort, argsort, partition, argpartition, accumulate (cumsum, ...), fft | that axis is rechunked to one block, the others stay split |
 | dot_general                       | contracting and batch axes share letters; a chunked contraction: blockwise products (partials) plus a tree sum |
 | slice                             | untouched axes keep their letter; a sliced axis is rechunked to one block |
@@ -145,6 +145,22 @@ class CombineStep:
 
 
 @dataclass
+class ArgCombineStep:
+    """argmax/argmin over a chunked axis: per block the local index and the extreme value (both
+    kept as size 1 along the axis); the combine picks, per output block, the first block holding
+    the extreme (NaN first, as NumPy) and adds that block's offset to its index."""
+
+    index: Var
+    value: Var
+    out: Var
+    prim: str
+    axis: int
+    offsets: tuple[int, ...]  # where each block along the axis starts
+    chunks: tuple[tuple[int, ...], ...]
+    description: str = ""
+
+
+@dataclass
 class Plan:
     program: Program
     steps: list[Any]
@@ -154,13 +170,13 @@ class Plan:
 
     def explain(self) -> str:
         segs = sum(isinstance(s, SegmentStep) for s in self.steps)
-        combines = sum(isinstance(s, CombineStep) for s in self.steps)
+        combines = sum(isinstance(s, (CombineStep, ArgCombineStep)) for s in self.steps)
         lines = [f"dask partition of {self.program.name}: {segs} blockwise segment(s), {combines} tree reduction(s)"]
         for i, a in enumerate(self.program.invars):
             if a in self.chunks and self.chunks[a]:
                 lines.append(f"  input {i}: {a.aval} chunks {_chunks_text(self.chunks[a])}")
         for step in self.steps:
-            if isinstance(step, (SegmentStep, CombineStep)):
+            if isinstance(step, (SegmentStep, CombineStep, ArgCombineStep)):
                 lines.append("  " + step.description)
         lines += [f"  rechunk: {n}" for n in self.rechunked]
         lines += [f"  note: {n}" for n in self.notes]
@@ -239,7 +255,18 @@ class Segment:
         self.reads_inputs = True
         self.entries.append(("partial", eqn, pvar, tuple(letters), tuple(reduced)))
         self.partials.append((pvar, tuple(letters), tuple(reduced)))
-        self.pending[out] = (pvar, prim, tuple(reduced))
+        self.pending[out] = ("reduce", pvar, prim, tuple(reduced), eqn.prim)
+
+    def partial_arg(self, eqn: Eqn, letters: tuple[int, ...], axis: int) -> None:
+        (x,), out = eqn.inputs, eqn.outputs[0]
+        shape = tuple(1 if d == axis else self.L.size[self.L.find(a)] for d, a in enumerate(letters))
+        index, value = Var(AType(shape, out.aval.dtype)), Var(AType(shape, x.aval.dtype))
+        for v in (index, value):
+            self.letters[v] = tuple(letters)
+            self.partials.append((v, tuple(letters), (axis,)))
+        self.reads_inputs = True
+        self.entries.append(("partial_arg", eqn, index, value, tuple(letters), (axis,)))
+        self.pending[out] = ("arg", index, value, eqn.prim, axis)
 
 
 # -- rules -------------------------------------------------------------------------------------
@@ -318,6 +345,8 @@ def arg_rule(seg: Segment, eqn: Eqn) -> None:
     (x,) = eqn.inputs
     xl = seg.of(x)
     axis = eqn.params["axis"]
+    if seg.L.chunked(xl[axis]) and x.aval.dtype.kind in "biuf":
+        return seg.partial_arg(eqn, xl, axis)
     seg.need_whole([xl[axis]], f"{eqn.prim} over chunked axis {axis} of {x.aval}: that axis in one block")
     seg.define(eqn, [tuple(l for d, l in enumerate(xl) if d != axis)])
 
@@ -538,8 +567,10 @@ class Planner:
         for e in seg.entries:
             if e[0] == "eqn":
                 entries.append(("eqn", e[1], [canon(x) for x in e[2]]))
-            else:
+            elif e[0] == "partial":
                 entries.append(("partial", e[1], e[2], canon(e[3]), e[4]))
+            else:
+                entries.append(("partial_arg", e[1], e[2], e[3], canon(e[4]), e[5]))
         self.count += 1
         name = f"{self.program.name}_block{self.count}"
         bp = BlockProgram(name=name, token=uuid.uuid4().hex, backend=self.backend, fastmath=self.fastmath,
@@ -561,14 +592,23 @@ class Planner:
         self.steps.append(SegmentStep(bp, list(seg.inputs), in_chunks, grid, step_outputs, desc))
         for eqn in carried:
             rule_for(eqn.prim)(self.segment, eqn)
-        for (pvar, letters, red), (out, (_, prim, _)) in zip(seg.partials, seg.pending.items()):
+        for out, info in seg.pending.items():
+            pvar = info[1]
+            letters = canon(seg.letters[pvar])
+            red = info[3] if info[0] == "reduce" else (info[4],)
             kept = tuple(L.chunks(a) for d, a in enumerate(letters) if d not in red)
             self.chunks[out] = kept
             n = int(np.prod([len(L.chunks(letters[d])) for d in red]))
-            source = next(e for e in seg.entries if e[0] == "partial" and e[2] is pvar)[1].prim
-            what = "blockwise products + tree sum" if source == "dot_general" else "per-block partials + tree combine"
-            self.steps.append(CombineStep(pvar, out, prim, red, kept,
-                                          f"tree reduction ({what}): {prim} of {n} partial(s) over axes {red}"))
+            if info[0] == "arg":
+                along = L.chunks(letters[info[4]])
+                offsets = tuple(int(o) for o in np.cumsum((0,) + along[:-1]))
+                self.steps.append(ArgCombineStep(info[1], info[2], out, info[3], info[4], offsets, kept,
+                                                 f"arg reduction (per-block index and extreme + one combine): "
+                                                 f"{info[3]} of {n} partial(s) over axis {info[4]}"))
+                continue
+            what = "blockwise products + tree sum" if info[4] == "dot_general" else "per-block partials + tree combine"
+            self.steps.append(CombineStep(pvar, out, info[2], red, kept,
+                                          f"tree reduction ({what}): {info[2]} of {n} partial(s) over axes {red}"))
 
 
 def needed_tasks(grid_letters: list[int], outputs: list[tuple[tuple[int, ...], tuple]]) -> set[tuple[int, ...]]:

@@ -17,6 +17,7 @@ it is one key of the Dask graph, shipped once per worker, that every block task 
 """
 from __future__ import annotations
 
+import atexit
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,6 +103,14 @@ def specialize(bp: BlockProgram, in_shapes: list[tuple[int, ...]]) -> Program:
             expected = [_shape(letters, sizes) for letters in entry[2]]
             for o, n in zip(eqn.outputs, bind(eqn.prim, inputs, eqn.params, expected)):
                 new[o] = n
+        elif kind == "partial_arg":  # argmax/argmin: the block's index and extreme value, kept as size 1
+            index, value, letters, reduced = entry[2], entry[3], entry[4], entry[5]
+            keep = [_shape(letters, sizes, reduced)]
+            (local,) = bind(eqn.prim, inputs, eqn.params, None)
+            (new[index],) = bind("reshape", [local], {"new_shape": ()}, keep)
+            extreme = "reduce_max" if eqn.prim == "argmax" else "reduce_min"
+            (best,) = bind(extreme, inputs, {"axes": reduced}, None)
+            (new[value],) = bind("reshape", [best], {"new_shape": ()}, keep)
         else:  # a partial: this block's reduction / product, the reduced axes kept as size 1
             (out,) = bind(eqn.prim, inputs, eqn.params, None)
             partial_var, letters, reduced = entry[2], entry[3], entry[4]
@@ -113,6 +122,9 @@ def specialize(bp: BlockProgram, in_shapes: list[tuple[int, ...]]) -> Program:
 # -- one compile per (block program, block shapes) in this process ----------------------------
 _COMPILED: dict[tuple, Any] = {}
 _LOCK = threading.Lock()
+# Released before the interpreter tears modules down: the compiled modules' finalizers need the
+# CPU backend's functions, which are gone by the time module globals are cleared.
+atexit.register(_COMPILED.clear)
 # compiles: block/combine programs built in this process (LLVM, or loaded from the disk cache:
 # disk_hits of them); hits: tasks that found theirs compiled already; blocks: block tasks run.
 STATS = {"compiles": 0, "disk_hits": 0, "hits": 0, "blocks": 0}
@@ -216,3 +228,15 @@ def combine(x: np.ndarray, axis: tuple[int, ...] | int | None = None, keepdims: 
 def identity_chunk(x: np.ndarray, axis: Any = None, keepdims: bool = True, **_: Any) -> np.ndarray:
     """The `chunk` step of dask.array.reduction: the block programs already made the partials."""
     return x
+
+
+def arg_combine(indices: list, values: list, *, offsets: tuple[int, ...], axis: int, prim: str) -> np.ndarray:
+    """The combine of an arg reduction over blocks: `indices[j]`, `values[j]` are block j's local
+    index and extreme (size 1 along `axis`). NumPy's argmax/argmin of the extremes picks the first
+    block holding the extreme (a NaN first, as NumPy's argmax does); that block's local index plus
+    its offset is the global index. A few small arrays: NumPy, not a compiled kernel."""
+    v = np.concatenate([np.asarray(b) for b in values], axis=axis)
+    i = np.concatenate([np.asarray(b) for b in indices], axis=axis)
+    i = i + np.asarray(offsets, dtype=i.dtype).reshape([-1 if d == axis else 1 for d in range(i.ndim)])
+    best = (np.argmax if prim == "argmax" else np.argmin)(v, axis=axis)
+    return np.take_along_axis(i, np.expand_dims(best, axis), axis=axis).squeeze(axis)
