@@ -462,3 +462,4 @@ def test_random_chunkings_match_numpy(data, name):
     ref = f(value)
     for g, r in zip(computed(out if isinstance(out, tuple) else (out,)), ref if isinstance(ref, tuple) else (ref,)):
         assert_same(g, r, rtol=1e-4, atol=1e-5)
+

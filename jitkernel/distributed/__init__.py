@@ -70,7 +70,8 @@ def _prepare(jitted: Any, args: tuple, kwargs: dict) -> tuple[Plan, Any, list[An
     if partition is None:
         if len(plans) >= MAX_PLANS:
             plans.pop(next(iter(plans)))
-        partition = plans[chunks] = make_plan(program, list(chunks), jitted._backend_name(), jitted.fastmath)
+        partition = plans[chunks] = make_plan(program, list(chunks), jitted._backend_name(), jitted.fastmath,
+                                                    jitted.disk_cache)
     return partition, out_tree, leaves
 
 

@@ -449,8 +449,8 @@ def rule_for(prim: str) -> Any:
 # -- the planner -------------------------------------------------------------------------------
 class Planner:
     def __init__(self, program: Program, in_chunks: list[tuple[tuple[int, ...], ...]], backend: str,
-                 fastmath: bool) -> None:
-        self.program, self.backend, self.fastmath = program, backend, fastmath
+                 fastmath: bool, disk_cache: bool = True) -> None:
+        self.program, self.backend, self.fastmath, self.disk_cache = program, backend, fastmath, disk_cache
         self.steps: list[Any] = []
         self.chunks: dict[Var, tuple[tuple[int, ...], ...]] = {}
         self.rechunked: list[str] = []
@@ -577,7 +577,8 @@ class Planner:
                           invars=list(seg.inputs), in_letters=[canon(seg.letters[v]) for v in seg.inputs],
                           constvars=list(seg.constvars),
                           consts=[self.program.consts[self.program.constvars.index(v)] for v in seg.constvars],
-                          entries=entries, outvars=out_vars, out_letters=out_letters, letter_size=sizes)
+                          entries=entries, outvars=out_vars, out_letters=out_letters, letter_size=sizes,
+                          disk_cache=self.disk_cache)
         step_outputs = []
         for v, letters, red in zip(out_vars, out_letters, reduced):
             chunks = tuple((1,) * len(L.chunks(a)) if d in red else L.chunks(a) for d, a in enumerate(letters))
@@ -635,11 +636,11 @@ def check_partitionable(program: Program, name: str) -> None:
             "function for that step")
 
 
-def plan(program: Program, in_chunks: list, backend: str, fastmath: bool = False) -> Plan:
+def plan(program: Program, in_chunks: list, backend: str, fastmath: bool = False, disk_cache: bool = True) -> Plan:
     """The partition of `program` for arguments chunked as `in_chunks` (one Dask chunks tuple per
     input; a NumPy argument or scalar is one block)."""
     check_partitionable(program, program.name)
-    result = Planner(program, in_chunks, backend, fastmath).plan()
+    result = Planner(program, in_chunks, backend, fastmath, disk_cache).plan()
     return result
 
 

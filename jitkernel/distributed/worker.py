@@ -55,6 +55,7 @@ class BlockProgram:
     outvars: list[Var]
     out_letters: list[tuple[int, ...]]
     letter_size: dict[int, int] = field(default_factory=dict)  # full length of every letter
+    disk_cache: bool = True  # the jitted function's disk_cache flag (and jk.config's, where it runs)
 
     def block_sizes(self, in_shapes: list[tuple[int, ...]]) -> dict[int, int]:
         sizes = dict(self.letter_size)
@@ -121,6 +122,7 @@ def specialize(bp: BlockProgram, in_shapes: list[tuple[int, ...]]) -> Program:
 
 # -- one compile per (block program, block shapes) in this process ----------------------------
 _COMPILED: dict[tuple, Any] = {}
+MAX_COMPILED = 512  # entries kept per process (each holds its machine code)
 _LOCK = threading.Lock()
 # Released before the interpreter tears modules down: the compiled modules' finalizers need the
 # CPU backend's functions, which are gone by the time module globals are cleared.
@@ -130,7 +132,8 @@ atexit.register(_COMPILED.clear)
 STATS = {"compiles": 0, "disk_hits": 0, "hits": 0, "blocks": 0}
 
 
-def _compile(program: Program, n_outputs: int, backend: str, name: str, fastmath: bool = False) -> Any:
+def _compile(program: Program, n_outputs: int, backend: str, name: str, fastmath: bool = False,
+             disk_cache: bool = True) -> Any:
     """compile_program, counting the persistent cache's hits (events of this thread's compile)."""
     from .. import events
     from ..config import config
@@ -145,10 +148,12 @@ def _compile(program: Program, n_outputs: int, backend: str, name: str, fastmath
     unsubscribe = events.subscribe(count)
     try:
         compiled = compile_program(program, out_tree, backend, name=name, fastmath=fastmath,
-                                   disk_cache=config.disk_cache)
+                                   disk_cache=disk_cache and config.disk_cache)
     finally:
         unsubscribe()
     STATS["compiles"] += 1
+    while len(_COMPILED) >= MAX_COMPILED:  # oldest first: plans of chunkings no longer used
+        _COMPILED.pop(next(iter(_COMPILED)))
     return compiled
 
 
@@ -171,7 +176,8 @@ def compiled_block(bp: BlockProgram, in_types: tuple) -> Any:
             compiled = _COMPILED.get(key)
             if compiled is None:
                 program = specialize(bp, [shape for shape, _ in in_types])
-                compiled = _COMPILED[key] = _compile(program, len(program.outvars), bp.backend, bp.name, bp.fastmath)
+                compiled = _COMPILED[key] = _compile(program, len(program.outvars), bp.backend, bp.name, bp.fastmath,
+                                                     bp.disk_cache)
                 return compiled
     STATS["hits"] += 1
     return compiled
