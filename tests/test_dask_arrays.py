@@ -202,11 +202,12 @@ def test_argmax_argmin_over_chunked_axes(dtype, chunks):
         assert ("arg reduction" in text) == (chunks[axis] < value.shape[axis]), text
 
 
-def test_argmax_of_complex_and_of_the_flattened_array_rechunk():
+def test_argmax_of_complex_rechunks_of_the_flattened_array_does_not():
     z = da.from_array(X + 1j * X[::-1], chunks=(4, 3))
     text = check(lambda z: z.argmax(0), z, expect_rechunk=True)
     assert "rechunk: argmax over chunked axis 0" in text
-    check(lambda x: x.argmax(), da.from_array(X, chunks=(4, 3)), expect_rechunk=True)  # reshape merges axes
+    text = check(lambda x: x.argmax(), da.from_array(X, chunks=(4, 3)))  # Dask's reshape, then the arg reduction
+    assert "dask reshape" in text and "arg reduction" in text
 
 
 # -- matmul -----------------------------------------------------------------------------------
@@ -241,11 +242,26 @@ def test_matmul_variants():
 # -- what is not partitioned ------------------------------------------------------------------
 @pytest.mark.parametrize("name,f", [
     ("slice", lambda x: x[1:] * 2),
+    ("diff", lambda x: np.diff(np.exp(x), axis=0).sum(1)),
+    ("strided and reversed", lambda x: x[2:11:3, ::-2] + 1),
+    ("empty slice", lambda x: x[5:5] * 2),
+    ("concatenate", lambda x: np.concatenate([x, x * 2], axis=0)),
+    ("concatenate unchunked axis", lambda x: np.concatenate([np.exp(x), x], axis=1).sum(1)),
+    ("reshape", lambda x: (x * 2).reshape(-1).sum()),
+    ("x + x.T", lambda x: x[:11, :11] + x[:11, :11].T),
+])
+def test_slices_concatenations_reshapes_use_dask_and_stay_split(name, f):
+    x = da.from_array(X, chunks=(4, 3))
+    text = check(f, x)
+    assert "rechunk:" not in text, text
+    check(f, da.from_array(X, chunks=(4, 11)))
+
+
+@pytest.mark.parametrize("name,f", [
     ("cumsum of all", lambda x: np.cumsum(x)),
     ("inv", lambda x: np.linalg.inv(x[:11] + 11 * np.eye(11, dtype=np.float32))),
-    ("concatenate", lambda x: np.concatenate([x, x * 2], axis=0)),
-    ("reshape", lambda x: (x * 2).reshape(-1)),
-    ("x + x.T", lambda x: x[:11, :11] + x[:11, :11].T),
+    ("uneven reshape", lambda x: x.reshape(11, 13) + 1),  # Dask's reshape cannot: one block
+    ("y + y.T of a computed y", lambda x: np.exp(x[:11, :11]) + np.exp(x[:11, :11]).T),
 ])
 def test_unpartitioned_steps_rechunk_with_a_warning(name, f):
     text = check(f, da.from_array(X, chunks=(4, 3)), expect_rechunk=True)
@@ -432,6 +448,11 @@ PROGRAMS = {
     "var first": lambda x: x.var(0),
     "where": lambda x: np.where(x > 0, x, 0.5 * x).sum(0),
     "gram": lambda x: x.reshape(x.shape[0], -1).T @ x.reshape(x.shape[0], -1),
+    "diff": lambda x: np.diff(np.exp(x), axis=0),
+    "reversed": lambda x: x[::-1] * x,
+    "concatenate": lambda x: np.concatenate([x, np.sin(x)], axis=0).max(0),
+    "argmax": lambda x: (x.argmax(0), x.argmin(-1)),
+    "flat argmax": lambda x: x.argmax(),
 }
 
 

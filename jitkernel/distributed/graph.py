@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .partition import ArgCombineStep, CombineStep, Plan, SegmentStep, Source
+from .partition import ArgCombineStep, CombineStep, DaskStep, Plan, SegmentStep, Source, apply_dask_step
 from .worker import arg_combine, combine, identity_chunk, run_block
 
 
@@ -108,6 +108,8 @@ def build(plan: Plan, leaves: list[Any], backend: str) -> list[Any]:
             _segment(step, values, da)
         elif isinstance(step, ArgCombineStep):
             _arg_combine(step, values, da)
+        elif isinstance(step, DaskStep):
+            values[step.eqn.outputs[0]] = apply_dask_step(step.eqn, [values[v] for v in step.eqn.inputs], da)
         else:
             _combine(step, values, da, backend)
     return [values[v] for v in plan.program.outvars]

@@ -10,13 +10,13 @@ names); equations relate letters through the rules in `RULES`, a table keyed by 
 | elementwise (ufuncs, convert, select) | same letter on the same axis of every input and output  |
 | broadcast_in_dim                  | kept axes keep their letter; new / size-1-stretched axes get a new one |
 | transpose                         | letters permuted                                            |
-| reshape                           | letters kept when only size-1 axes are added or removed; otherwise the whole array in one block |
+| reshape                           | letters kept when only size-1 axes are added or removed; otherwise Dask's own reshape of the existing array |
 | reduce_sum/prod/max/min/and/or    | reduced axes whole in the block: blockwise (row kernels); a reduced axis that is chunked: a per-block *partial* (fused into the segment) plus a tree combine with our reduce kernel (`dask.array.reduction`) |
 | argmax, argmin                    | a chunked axis: per-block index and extreme value (partials), one combine that picks the first extreme block and adds its offset; complex operands: that axis in one block |
 | sort, argsort, partition, argpartition, accumulate (cumsum, ...), fft | that axis is rechunked to one block, the others stay split |
 | dot_general                       | contracting and batch axes share letters; a chunked contraction: blockwise products (partials) plus a tree sum |
-| slice                             | untouched axes keep their letter; a sliced axis is rechunked to one block |
-| concatenate                       | the concatenated axis is rechunked to one block, other axes keep their letter |
+| slice                             | untouched axes keep their letter; slicing a chunked axis: Dask's own slicing of the existing array (the segment computing it is closed first) |
+| concatenate                       | along an unchunked axis: blockwise; along a chunked one: Dask's own concatenate of the existing arrays |
 | iota, constants                   | lazy Dask sources (one block, split by Dask's rechunk where they meet chunked axes) |
 | everything else (library calls, linalg, control flow: cond, while_loop, fori_loop, scan, gathers/scatters, ...) | rechunked to one block (the whole array), with a RechunkWarning |
 
@@ -145,6 +145,36 @@ class CombineStep:
 
 
 @dataclass
+class DaskStep:
+    """slice / concatenate / reshape of existing Dask arrays by Dask's own functions."""
+
+    eqn: Eqn
+    description: str = ""
+
+
+def dask_index(starts: tuple, steps: tuple, shape: tuple) -> tuple:
+    """The Python slices of a `slice` primitive's params (negative steps included)."""
+    out = []
+    for s, st, n in zip(starts, steps, shape):
+        if n == 0:
+            out.append(slice(0, 0))
+        elif st > 0:
+            out.append(slice(s, s + st * (n - 1) + 1, st))
+        else:
+            stop = s + st * (n - 1) - 1
+            out.append(slice(s, stop if stop >= 0 else None, st))
+    return tuple(out)
+
+
+def apply_dask_step(eqn: Eqn, arrays: list, da: Any) -> Any:
+    if eqn.prim == "slice":
+        return arrays[0][dask_index(eqn.params["starts"], eqn.params["steps"], eqn.params["shape"])]
+    if eqn.prim == "concatenate":
+        return da.concatenate(arrays, axis=eqn.params["axis"])
+    return arrays[0].reshape(tuple(eqn.params["new_shape"]))
+
+
+@dataclass
 class ArgCombineStep:
     """argmax/argmin over a chunked axis: per block the local index and the extreme value (both
     kept as size 1 along the axis); the combine picks, per output block, the first block holding
@@ -176,7 +206,7 @@ class Plan:
             if a in self.chunks and self.chunks[a]:
                 lines.append(f"  input {i}: {a.aval} chunks {_chunks_text(self.chunks[a])}")
         for step in self.steps:
-            if isinstance(step, (SegmentStep, CombineStep, ArgCombineStep)):
+            if isinstance(step, (SegmentStep, CombineStep, ArgCombineStep, DaskStep)):
                 lines.append("  " + step.description)
         lines += [f"  rechunk: {n}" for n in self.rechunked]
         lines += [f"  note: {n}" for n in self.notes]
@@ -320,6 +350,8 @@ def reshape_rule(seg: Segment, eqn: Eqn) -> None:
     kept_in = [(d, n) for d, n in enumerate(x.aval.shape) if n != 1]
     kept_out = [(d, n) for d, n in enumerate(new) if n != 1]
     if [n for _, n in kept_in] != [n for _, n in kept_out]:
+        if _dask_level(seg, eqn, lambda v: range(v.aval.ndim)):
+            return
         return fallback_rule(seg, eqn, "reshape that merges or splits axes")
     out = list(seg.fresh(new))
     for (src, _), (dst, _) in zip(kept_in, kept_out):
@@ -371,12 +403,33 @@ def dot_rule(seg: Segment, eqn: Eqn) -> None:
     seg.partial(eqn, letters, tuple(range(len(out), len(letters))), "reduce_sum")
 
 
+def _dask_level(seg: Segment, eqn: Eqn, axes_of: Any) -> bool:
+    """Run `eqn` with Dask's own array function (slicing, concatenate, reshape: graph-level, no
+    copy until computed) when it cuts a chunked axis of an array that exists before the segment:
+    True when done. An array the open segment computes closes the segment first (_Retry), so
+    that it exists. `axes_of(v)`: the axes of input v the step cuts."""
+    p = seg.planner
+    chunked = False
+    for v in eqn.inputs:
+        if v in p.chunks:
+            chunked = chunked or any(len(p.chunks[v][d]) > 1 for d in axes_of(v))
+        elif v in seg.letters and any(seg.L.chunked(seg.letters[v][d]) for d in axes_of(v)):
+            if seg.reads_inputs:
+                raise _Retry()
+            return False
+    if not chunked or not all(v in p.chunks for v in eqn.inputs):
+        return False
+    return p.dask_step(eqn)
+
+
 @rule("slice")
 def slice_rule(seg: Segment, eqn: Eqn) -> None:
     (x,) = eqn.inputs
-    xl = seg.of(x)
     starts, steps, shape = eqn.params["starts"], eqn.params["steps"], eqn.params["shape"]
     cut = [d for d, n in enumerate(x.aval.shape) if not (starts[d] == 0 and steps[d] == 1 and shape[d] == n)]
+    if _dask_level(seg, eqn, lambda v: cut):
+        return
+    xl = seg.of(x)
     seg.need_whole([xl[d] for d in cut], f"slice of {x.aval} along chunked axis/axes {cut}: those axes in one block")
     out = list(seg.fresh(shape))
     for d in range(len(shape)):
@@ -388,6 +441,8 @@ def slice_rule(seg: Segment, eqn: Eqn) -> None:
 @rule("concatenate")
 def concatenate_rule(seg: Segment, eqn: Eqn) -> None:
     axis = eqn.params["axis"]
+    if _dask_level(seg, eqn, lambda v: [axis]):
+        return
     ins = [seg.of(v) for v in eqn.inputs]
     seg.need_whole([x[axis] for x in ins], f"concatenate along chunked axis {axis}: that axis in one block")
     for other in ins[1:]:
@@ -493,6 +548,21 @@ class Planner:
         self.flush(len(self.program.eqns))
         return Plan(self.program, self.steps, self.chunks, self.notes, self.rechunked)
 
+    def dask_step(self, eqn: Eqn) -> bool:
+        """Plan `eqn` as Dask's own function of existing arrays; False where Dask cannot (a
+        reshape that splits axes unevenly: the caller's rechunk rule applies)."""
+        import dask.array as da
+        dummies = [da.empty(v.aval.shape, chunks=self.chunks[v], dtype=v.aval.dtype) for v in eqn.inputs]
+        try:
+            out = apply_dask_step(eqn, dummies, da)
+        except NotImplementedError:
+            return False
+        self.chunks[eqn.outputs[0]] = tuple(tuple(c) for c in out.chunks)
+        what = {"slice": "slicing", "concatenate": "concatenate", "reshape": "reshape"}[eqn.prim]
+        self.steps.append(DaskStep(eqn, f"dask {what} of {', '.join(str(v.aval) for v in eqn.inputs)} -> "
+                                        f"{eqn.outputs[0].aval} along chunked axes (Dask's own: the axes stay split)"))
+        return True
+
     def aliased(self, eqn: Eqn) -> Eqn:
         """`eqn` reading a new alias of every materialised array it reads: each read of an array
         that exists before the segment gets its own letters, so `x @ x.T` or
@@ -521,9 +591,17 @@ class Planner:
         for aliases in by_source.values():
             for k, b in enumerate(aliases[1:], 1):
                 for a in aliases[:k]:
-                    pairs = {L.find(x): L.find(y) for x, y in zip(seg.letters[a], seg.letters[b])}
-                    merged = lambda r: pairs.get(r, r)  # noqa: E731
-                    if all(len({merged(L.find(x)) for x in letters}) == len(letters)
+                    merged: dict[int, int] = {}  # the unions tried, on the roots (a small union-find)
+
+                    def top(r: int) -> int:
+                        while r in merged:
+                            r = merged[r]
+                        return r
+                    for x, y in zip(seg.letters[a], seg.letters[b]):
+                        rx, ry = top(L.find(x)), top(L.find(y))
+                        if rx != ry:
+                            merged[ry] = rx
+                    if all(len({top(L.find(x)) for x in letters}) == len(letters)
                            for letters in seg.letters.values()):
                         for x, y in zip(seg.letters[a], seg.letters[b]):
                             L.union(y, x)
