@@ -52,7 +52,11 @@ def main(argv: list[str] | None = None) -> int:
     import dask
     import dask.array as da
     import jitkernel as jk
-    dask.config.set(scheduler="threads")
+    with dask.config.set(scheduler="threads"):
+        return _run(args, dask, da, jk)
+
+
+def _run(args: argparse.Namespace, dask, da, jk) -> int:
     print(f"dask {dask.__version__}, numpy {np.__version__}, jitkernel {jk.__version__}, threaded scheduler, "
           f"chunk {int(float(args.chunk))} elements, median of {args.repeat}")
     for name in args.workloads.split(","):

@@ -484,3 +484,10 @@ def test_random_chunkings_match_numpy(data, name):
     for g, r in zip(computed(out if isinstance(out, tuple) else (out,)), ref if isinstance(ref, tuple) else (ref,)):
         assert_same(g, r, rtol=1e-4, atol=1e-5)
 
+
+
+def test_benchmark_script_runs_and_checks_results(capsys):
+    from benchmarks.dask_arrays import main
+    assert main(["--sizes", "2e4", "--chunk", "5e3", "--repeat", "1"]) == 0  # no timing asserted
+    out = capsys.readouterr().out
+    assert all(f"{w} n=2e+04" in out for w in ("W1", "W2", "W3")) and "MISMATCH" not in out
