@@ -235,7 +235,9 @@ class Segment:
         self.constvars: list[Var] = []
         self.entries: list[tuple] = []
         self.defined: list[Var] = []
-        self.pending: dict[Var, tuple[Var, str, tuple[int, ...]]] = {}  # program var -> (partial, prim, axes)
+        # program var -> ("reduce", partial, combine prim, reduced axes, source prim)
+        #              | ("arg", index partial, value partial, prim, axis): read only after the combine
+        self.pending: dict[Var, tuple] = {}
         self.partials: list[tuple[Var, tuple[int, ...], tuple[int, ...]]] = []  # (partial var, letters, reduced)
         self.free: set[Var] = set()  # values computed from scalar constants only
         self.reads_inputs = False  # whether some entry reads an input (closing the segment saves work)
