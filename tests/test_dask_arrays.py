@@ -392,7 +392,9 @@ def test_jitkernel_imports_and_runs_without_dask():
 def cluster_client(tmp_path_factory):
     distributed = pytest.importorskip("distributed")
     cache = str(tmp_path_factory.mktemp("worker-cache"))
-    saved = os.environ.get("JITKERNEL_CACHE_DIR")
+    # distributed sets OMP_NUM_THREADS, MALLOC_TRIM_THRESHOLD_, PYTHONHASHSEED, ... in this process's
+    # environment for its workers; later tests' subprocesses must not inherit them: all restored.
+    saved = dict(os.environ)
     os.environ["JITKERNEL_CACHE_DIR"] = cache  # the worker processes inherit it
     cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
                                        dashboard_address=None, protocol="tcp")
@@ -402,10 +404,8 @@ def cluster_client(tmp_path_factory):
     finally:
         client.close()
         cluster.close()
-        if saved is None:
-            os.environ.pop("JITKERNEL_CACHE_DIR", None)
-        else:
-            os.environ["JITKERNEL_CACHE_DIR"] = saved
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def test_local_cluster_results_and_worker_compiles(cluster_client):
