@@ -652,9 +652,13 @@ class Jitted:
 
     def _call(self, args: tuple, kwargs: dict) -> Any:
         from .trace import Tracer
-        if any(isinstance(leaf, Tracer) for leaf in tree_flatten((args, kwargs))[0]):
+        all_leaves = tree_flatten((args, kwargs))[0]
+        if any(isinstance(leaf, Tracer) for leaf in all_leaves):
             # Called on traced values inside another jitted function: inline into that trace.
             return self._function_to_trace()(*args, **kwargs)
+        if any(type(leaf).__module__.startswith("dask.") for leaf in all_leaves):
+            from .distributed import call  # Dask arrays in: lazy Dask arrays out (docs/distributed.md)
+            return call(self, args, kwargs)
         sig, compiled, arrays = self._lookup(args, kwargs)
         leaves = None
         if compiled.program.written_args or getattr(compiled.program, "byteorder_sources", None):

@@ -208,4 +208,8 @@ def explain(f: Jitted) -> str:
         from jitkernel.ir.datadep_prims import split_points
         for text in split_points(entries[-1][1].optimized):
             lines.append(f"  data-dependent split: {text}")
+    import sys
+    if "jitkernel.distributed" in sys.modules:  # called with Dask arrays: how it was partitioned
+        lines += ["  " + line for text in sys.modules["jitkernel.distributed"].partitions(f)[-1:]
+                  for line in text.splitlines()]
     return "\n".join(lines)

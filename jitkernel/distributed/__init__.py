@@ -1,0 +1,108 @@
+"""`jk.jit` over Dask arrays (issue 11, section 1).
+
+A jitted function called with `dask.array.Array` arguments (any leaf of its pytree arguments)
+returns Dask arrays, lazily: the function is traced once at the full shapes, the traced program
+is partitioned along the chunked axes (partition.py), and every block runs a compiled block
+program (worker.py) in a Dask graph (graph.py). Dask is imported only when a Dask array is
+passed. docs/distributed.md says what is partitioned how.
+
+>>> import numpy as np, dask.array as da, jitkernel as jk
+>>> f = jk.jit(lambda x: np.sin(x) * 2 + x.sum())
+>>> x = da.arange(10.0, chunks=4)
+>>> y = f(x)                  # a Dask array: nothing computed yet
+>>> bool(np.allclose(y.compute(), np.sin(np.arange(10.0)) * 2 + 45))
+True
+"""
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any
+
+import numpy as np
+
+from ..errors import UnsupportedOperationError
+from ..tree import tree_flatten, tree_unflatten
+from .partition import Plan, RechunkWarning, plan as make_plan, warn_rechunks
+
+__all__ = ["explain", "partitions", "is_dask_array", "RechunkWarning"]
+
+# Per jitted function: the traced, optimised program per signature and the plan per chunking,
+# so repeated calls neither trace nor recompile (block programs keep their token).
+_TRACED: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+MAX_PLANS = 64
+
+
+def is_dask_array(x: Any) -> bool:
+    """Whether `x` is a dask.array.Array, checked without importing Dask."""
+    return type(x).__module__.startswith("dask.") and type(x).__name__ == "Array"
+
+
+def _placeholder(x: Any) -> np.ndarray:
+    """A zero-cost ndarray of `x`'s shape and dtype (zero strides) to trace with."""
+    if any(isinstance(n, float) and math.isnan(n) for n in x.shape):
+        raise UnsupportedOperationError(
+            f"a Dask array of unknown shape {x.shape} (chunk sizes unknown after a boolean index or similar) "
+            "cannot be passed to a jitted function: call x.compute_chunk_sizes() first")
+    return np.broadcast_to(np.zeros((), x.dtype), x.shape)
+
+
+def _prepare(jitted: Any, args: tuple, kwargs: dict) -> tuple[Plan, Any, list[Any]]:
+    """(plan, output tree, dynamic leaves in the program's input order)."""
+    swap = lambda t: tree_unflatten(t[1], [_placeholder(x) if is_dask_array(x) else x for x in t[0]])  # noqa: E731
+    p_args, p_kwargs = swap(tree_flatten((args, kwargs)))
+    dyn = (tuple(a for i, a in enumerate(args) if i not in jitted.static_argnums),
+           {k: v for k, v in kwargs.items() if k not in jitted.static_argnames})
+    leaves = tree_flatten(dyn)[0]
+    sig, _ = jitted._signature(p_args, p_kwargs)
+    per_function = _TRACED.setdefault(jitted, {})
+    traced = per_function.get(sig.key)
+    if traced is None:
+        from ..pipeline import _optimize
+        program, out_tree = jitted._trace(sig, p_args, p_kwargs)
+        traced = per_function[sig.key] = (_optimize(program, jitted.__name__), out_tree, {})
+        traced[0].written_args, traced[0].written_names = program.written_args, program.written_names
+        traced[0].trimmed_outputs, traced[0].int_arg_bounds = program.trimmed_outputs, program.int_arg_bounds
+    program, out_tree, plans = traced
+    chunks = tuple(tuple(tuple(c) for c in x.chunks) if is_dask_array(x) else tuple((n,) for n in np.shape(x))
+                   for x in leaves)
+    partition = plans.get(chunks)
+    if partition is None:
+        if len(plans) >= MAX_PLANS:
+            plans.pop(next(iter(plans)))
+        partition = plans[chunks] = make_plan(program, list(chunks), jitted._backend_name(), jitted.fastmath,
+                                                    jitted.disk_cache)
+    return partition, out_tree, leaves
+
+
+def call(jitted: Any, args: tuple, kwargs: dict) -> Any:
+    """`jitted(*args, **kwargs)` where some argument leaf is a Dask array: Dask arrays back."""
+    from .graph import build
+    from ..tracebacks import user_stacklevel
+    partition, out_tree, leaves = _prepare(jitted, args, kwargs)
+    for i, dt, lo, hi in partition.program.int_arg_bounds:  # NumPy's OverflowError, at the call as NumPy
+        v = int(leaves[i])
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            raise OverflowError(f"Python integer {v} out of bounds for {dt}")
+    warn_rechunks(partition, jitted.__name__, stacklevel=user_stacklevel())
+    return tree_unflatten(out_tree, build(partition, leaves, jitted._backend_name()))
+
+
+def explain(f: Any, *args: Any, **kwargs: Any) -> str:
+    """How `f` (a jitted function) is partitioned for these Dask arguments: the blockwise
+    segments, the tree reductions and every rechunk with its reason.
+
+    >>> import numpy as np, dask.array as da, jitkernel as jk
+    >>> print(explain(jk.jit(lambda x: x.sum()), da.ones(8, chunks=4)).splitlines()[0])
+    dask partition of <lambda>: 1 blockwise segment(s), 1 tree reduction(s)
+    """
+    from ..api import Jitted
+    jitted = f if isinstance(f, Jitted) else Jitted(f)
+    return _prepare(jitted, args, kwargs)[0].explain()
+
+
+def partitions(f: Any) -> list[str]:
+    """The partition texts (as `explain` prints them) of every chunking `f` was called with on
+    Dask arrays, oldest first; `%jit_explain f` shows the latest."""
+    per_function = _TRACED.get(f, {})
+    return [p.explain() for _, _, plans in per_function.values() for p in plans.values()]

@@ -1,0 +1,248 @@
+"""What runs inside a Dask task: one block program, specialised to the block shapes it meets and
+compiled once per distinct shape in this process.
+
+A `BlockProgram` is a piece of the traced Program (one fused segment, see partition.py) whose
+array axes carry *letters* (Dask's blockwise index names). Its equations are written at the
+full array's shapes; `specialize` rebuilds them at one block's shapes: every letter's block size
+comes from the input blocks (a letter no input carries is whole), the shape params of
+`broadcast_in_dim`, `reshape` and `slice` become the output block's shape, and every equation's
+shape rule is run again (a mismatch is an internal error, never a wrong answer). The block
+program is compiled with `pipeline.compile_program`, so the persistent compile cache
+(`JITKERNEL_CACHE_DIR`) serves other processes and later sessions: a worker process of
+`dask.distributed` compiles each block shape once (or loads it from that cache), and tasks never
+trace the user's function again.
+
+A BlockProgram pickles (Vars, Eqns, dtypes and tuples), which is how it reaches worker processes:
+it is one key of the Dask graph, shipped once per worker, that every block task names.
+"""
+from __future__ import annotations
+
+import atexit
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import JitError
+from ..ir import AType, Program
+from ..ir.program import Eqn, Var
+from ..ir.primitives import infer_avals
+from ..tree import tree_flatten
+
+# Which params of a primitive hold its output shape (rewritten to the block's shape).
+SHAPE_PARAMS = {"broadcast_in_dim": "shape", "slice": "shape", "reshape": "new_shape"}
+
+
+@dataclass(eq=False)
+class BlockProgram:
+    """One fused segment of a traced program, run once per block (see module docstring).
+
+    entries: ("eqn", eqn, out_letters) | ("partial", eqn, partial_var, letters, reduced): a
+    partial is the reduction (or product) of one block, reshaped so that the reduced
+    (contracted) axes, positions `reduced` of `letters`, are kept as size 1; combined later.
+    """
+
+    name: str
+    token: str
+    backend: str
+    fastmath: bool
+    invars: list[Var]
+    in_letters: list[tuple[int, ...]]
+    constvars: list[Var]
+    consts: list[np.ndarray]
+    entries: list[tuple]
+    outvars: list[Var]
+    out_letters: list[tuple[int, ...]]
+    letter_size: dict[int, int] = field(default_factory=dict)  # full length of every letter
+    disk_cache: bool = True  # the jitted function's disk_cache flag (and jk.config's, where it runs)
+
+    def block_sizes(self, in_shapes: list[tuple[int, ...]]) -> dict[int, int]:
+        sizes = dict(self.letter_size)
+        for letters, shape in zip(self.in_letters, in_shapes):
+            for letter, n in zip(letters, shape):
+                sizes[letter] = n
+        return sizes
+
+
+class PartitionInternalError(JitError):
+    """A block program whose shapes do not agree with its partition: a bug in partition.py."""
+
+
+def _shape(letters: tuple[int, ...], sizes: dict[int, int], ones: tuple[int, ...] = ()) -> tuple[int, ...]:
+    return tuple(1 if d in ones else sizes[letter] for d, letter in enumerate(letters))
+
+
+def specialize(bp: BlockProgram, in_shapes: list[tuple[int, ...]]) -> Program:
+    """`bp` rewritten at the block shapes `in_shapes` (one per input)."""
+    sizes = bp.block_sizes(in_shapes)
+    new: dict[Var, Var] = {}
+    invars = []
+    for v, shape in zip(bp.invars, in_shapes):
+        new[v] = Var(AType(shape, v.aval.dtype))
+        invars.append(new[v])
+    for v in bp.constvars:
+        new[v] = Var(v.aval)
+    eqns: list[Eqn] = []
+
+    def bind(prim: str, inputs: list[Var], params: dict, expected: list[tuple[int, ...]] | None) -> list[Var]:
+        if prim in SHAPE_PARAMS and expected is not None:
+            params = dict(params, **{SHAPE_PARAMS[prim]: expected[0]})
+        avals = infer_avals(prim, [v.aval for v in inputs], params)
+        if expected is not None and [a.shape for a in avals] != [tuple(s) for s in expected]:
+            raise PartitionInternalError(
+                f"{bp.name}: block program of {prim} gives shapes {[a.shape for a in avals]}, the partition "
+                f"expects {expected} (please report this)")
+        outs = [Var(a) for a in avals]
+        eqns.append(Eqn(prim, inputs, outs, params))
+        return outs
+
+    for entry in bp.entries:
+        kind, eqn = entry[0], entry[1]
+        inputs = [new[v] for v in eqn.inputs]
+        if kind == "eqn":
+            expected = [_shape(letters, sizes) for letters in entry[2]]
+            for o, n in zip(eqn.outputs, bind(eqn.prim, inputs, eqn.params, expected)):
+                new[o] = n
+        elif kind == "partial_arg":  # argmax/argmin: the block's index and extreme value, kept as size 1
+            index, value, letters, reduced = entry[2], entry[3], entry[4], entry[5]
+            keep = [_shape(letters, sizes, reduced)]
+            (local,) = bind(eqn.prim, inputs, eqn.params, None)
+            (new[index],) = bind("reshape", [local], {"new_shape": ()}, keep)
+            extreme = "reduce_max" if eqn.prim == "argmax" else "reduce_min"
+            (best,) = bind(extreme, inputs, {"axes": reduced}, None)
+            (new[value],) = bind("reshape", [best], {"new_shape": ()}, keep)
+        else:  # a partial: this block's reduction / product, the reduced axes kept as size 1
+            (out,) = bind(eqn.prim, inputs, eqn.params, None)
+            partial_var, letters, reduced = entry[2], entry[3], entry[4]
+            (new[partial_var],) = bind("reshape", [out], {"new_shape": ()}, [_shape(letters, sizes, reduced)])
+    outvars = [new[v] for v in bp.outvars]
+    return Program(invars, [new[v] for v in bp.constvars], list(bp.consts), eqns, outvars, name=bp.name)
+
+
+# -- one compile per (block program, block shapes) in this process ----------------------------
+_COMPILED: dict[tuple, Any] = {}
+MAX_COMPILED = 512  # entries kept per process (each holds its machine code)
+_LOCK = threading.Lock()
+# Released before the interpreter tears modules down: the compiled modules' finalizers need the
+# CPU backend's functions, which are gone by the time module globals are cleared.
+atexit.register(_COMPILED.clear)
+# compiles: block/combine programs built in this process (LLVM, or loaded from the disk cache:
+# disk_hits of them); hits: tasks that found theirs compiled already; blocks: block tasks run.
+STATS = {"compiles": 0, "disk_hits": 0, "hits": 0, "blocks": 0}
+
+
+def _compile(program: Program, n_outputs: int, backend: str, name: str, fastmath: bool = False,
+             disk_cache: bool = True) -> Any:
+    """compile_program, counting the persistent cache's hits (events of this thread's compile)."""
+    from .. import events
+    from ..config import config
+    from ..pipeline import compile_program
+    _, out_tree = tree_flatten(tuple(range(n_outputs)))
+    me = threading.get_ident()
+
+    def count(event: Any) -> None:
+        if isinstance(event, events.CacheEvent) and event.level == "disk" and event.hit \
+                and threading.get_ident() == me:
+            STATS["disk_hits"] += 1
+    unsubscribe = events.subscribe(count)
+    try:
+        compiled = compile_program(program, out_tree, backend, name=name, fastmath=fastmath,
+                                   disk_cache=disk_cache and config.disk_cache)
+    finally:
+        unsubscribe()
+    STATS["compiles"] += 1
+    while len(_COMPILED) >= MAX_COMPILED:  # oldest first: plans of chunkings no longer used
+        _COMPILED.pop(next(iter(_COMPILED)))
+    return compiled
+
+
+def stats() -> dict[str, int]:
+    """Compiles, cache hits and blocks run by block programs in this process (a worker: call it
+    with `client.run(jitkernel.distributed.worker.stats)`)."""
+    return dict(STATS)
+
+
+def reset_stats() -> None:
+    for k in STATS:
+        STATS[k] = 0
+
+
+def compiled_block(bp: BlockProgram, in_types: tuple) -> Any:
+    key = (bp.token, in_types)
+    compiled = _COMPILED.get(key)
+    if compiled is None:
+        with _LOCK:  # threads of one worker compile a shape once, not once each
+            compiled = _COMPILED.get(key)
+            if compiled is None:
+                program = specialize(bp, [shape for shape, _ in in_types])
+                compiled = _COMPILED[key] = _compile(program, len(program.outvars), bp.backend, bp.name, bp.fastmath,
+                                                     bp.disk_cache)
+                return compiled
+    STATS["hits"] += 1
+    return compiled
+
+
+def _native(block: Any) -> np.ndarray:
+    a = np.asarray(block)
+    return a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("="))
+
+
+def run_block(bp: BlockProgram, *blocks: Any) -> tuple[np.ndarray, ...]:
+    """The task of one block: the block program's outputs for these input blocks."""
+    arrays = [_native(b) for b in blocks]
+    arrays = [a.astype(v.aval.dtype, copy=False) for a, v in zip(arrays, bp.invars)]
+    compiled = compiled_block(bp, tuple((a.shape, a.dtype) for a in arrays))
+    STATS["blocks"] += 1
+    return tuple(np.asarray(o) for o in compiled.executable(arrays))
+
+
+# -- the combine levels of a tree reduction: our reduce kernel per concatenated shape ----------
+def _reduce_program(prim: str, shape: tuple[int, ...], dtype: np.dtype, axes: tuple[int, ...], keepdims: bool) -> Program:
+    x = Var(AType(shape, dtype))
+    (r,) = infer_avals(prim, [x.aval], {"axes": axes})
+    red = Var(r)
+    eqns = [Eqn(prim, [x], [red], {"axes": axes})]
+    out = red
+    if keepdims:
+        kept = tuple(1 if d in axes else n for d, n in enumerate(shape))
+        out = Var(AType(kept, dtype))
+        eqns.append(Eqn("reshape", [red], [out], {"new_shape": kept}))
+    return Program([x], [], [], eqns, [out], name=f"combine_{prim}")
+
+
+def combine(x: np.ndarray, axis: tuple[int, ...] | int | None = None, keepdims: bool = False, *,
+            prim: str, backend: str) -> np.ndarray:
+    """One level of a tree reduction (dask.array.reduction's combine/aggregate): `prim` over
+    `axis` of the concatenated partials, with a compiled reduce kernel."""
+    x = _native(x)
+    axes = tuple(range(x.ndim)) if axis is None else (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = tuple(sorted(a % x.ndim for a in axes))
+    key = ("combine", prim, backend, x.shape, x.dtype, axes, keepdims)
+    compiled = _COMPILED.get(key)
+    if compiled is None:
+        with _LOCK:
+            compiled = _COMPILED.get(key)
+            if compiled is None:
+                compiled = _COMPILED[key] = _compile(_reduce_program(prim, x.shape, x.dtype, axes, keepdims), 1,
+                                                     backend, f"combine_{prim}")
+    else:
+        STATS["hits"] += 1
+    return np.asarray(compiled.executable([x])[0])
+
+
+def identity_chunk(x: np.ndarray, axis: Any = None, keepdims: bool = True, **_: Any) -> np.ndarray:
+    """The `chunk` step of dask.array.reduction: the block programs already made the partials."""
+    return x
+
+
+def arg_combine(indices: list, values: list, *, offsets: tuple[int, ...], axis: int, prim: str) -> np.ndarray:
+    """The combine of an arg reduction over blocks: `indices[j]`, `values[j]` are block j's local
+    index and extreme (size 1 along `axis`). NumPy's argmax/argmin of the extremes picks the first
+    block holding the extreme (a NaN first, as NumPy's argmax does); that block's local index plus
+    its offset is the global index. A few small arrays: NumPy, not a compiled kernel."""
+    v = np.concatenate([np.asarray(b) for b in values], axis=axis)
+    i = np.concatenate([np.asarray(b) for b in indices], axis=axis)
+    i = i + np.asarray(offsets, dtype=i.dtype).reshape([-1 if d == axis else 1 for d in range(i.ndim)])
+    best = (np.argmax if prim == "argmax" else np.argmin)(v, axis=axis)
+    return np.take_along_axis(i, np.expand_dims(best, axis), axis=axis).squeeze(axis)
