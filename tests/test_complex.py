@@ -522,17 +522,18 @@ def test_fma_reference_rounds_once():
     assert out32.dtype == np.float32 and out32[0] == np.float32(-(2.0**-26))
 
 
-def test_subprograms_with_complex_values_run_as_library_steps():
+def test_subprograms_with_complex_values_run_as_library_steps(monkeypatch):
     """An equation whose sub-program (a loop body, a branch) computes with complex values is
     run by the interpreter as one library step, never handed to kernels unlowered. (A stand-in
     primitive applying its `body` once: the control-flow primitives live elsewhere.)"""
     from jitkernel.interpreter import eval_program
     from jitkernel.ir import Eqn, Program, Var, primitives
     from jitkernel.ir.types import AType
-    if "test_apply_body" not in primitives.PRIMITIVES:
-        primitives.register(primitives.Primitive(
-            "test_apply_body", "structural", lambda avals, *, body: [v.aval for v in body.outvars],
-            lambda *xs, body: eval_program(body, xs)))
+    # registered for this test only: a global stand-in would be a primitive without
+    # transformation rules for every later test that checks the registry (test_vmap, test_grad_rules)
+    monkeypatch.setitem(primitives.PRIMITIVES, "test_apply_body", primitives.Primitive(
+        "test_apply_body", "structural", lambda avals, *, body: [v.aval for v in body.outvars],
+        lambda *xs, body: eval_program(body, xs)))
     t = Var(AType((3,), np.float64))
     zc, e, r = (Var(AType((3,), np.complex128)) for _ in range(3))
     out = Var(AType((3,), np.float64))
