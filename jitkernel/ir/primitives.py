@@ -295,9 +295,11 @@ def _dot_rule(in_avals: list[AType], *, contracting: tuple[tuple[int, ...], tupl
 
 
 def dot_general_numpy(lhs: np.ndarray, rhs: np.ndarray, *, contracting: tuple[tuple[int, ...], tuple[int, ...]],
-                      batch: tuple[tuple[int, ...], tuple[int, ...]]) -> np.ndarray:
+                      batch: tuple[tuple[int, ...], tuple[int, ...]], out: np.ndarray | None = None) -> np.ndarray:
     """dot_general through np.matmul (BLAS for floats): operands are transposed to
-    (batch, free, contract) / (batch, contract, free) views, then multiplied."""
+    (batch, free, contract) / (batch, contract, free) views, then multiplied. `out`, a
+    C-contiguous array of the result's shape and dtype, receives the product (the CPU runtime
+    passes a buffer it reuses across calls: a fresh large result costs its page faults)."""
     (lc, rc), (lb, rb) = contracting, batch
     lfree = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
     rfree = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
@@ -308,8 +310,11 @@ def dot_general_numpy(lhs: np.ndarray, rhs: np.ndarray, *, contracting: tuple[tu
     n = math.prod(rhs.shape[d] for d in rfree)
     a = np.transpose(lhs, list(lb) + lfree + list(lc)).reshape(bshape + [m, k])
     b = np.transpose(rhs, list(rb) + list(rc) + rfree).reshape(bshape + [k, n])
-    out = np.matmul(a, b)
-    return out.reshape(bshape + [lhs.shape[d] for d in lfree] + [rhs.shape[d] for d in rfree])
+    if out is not None:
+        np.matmul(a, b, out=out.reshape(bshape + [m, n]))
+        return out
+    product = np.matmul(a, b)
+    return product.reshape(bshape + [lhs.shape[d] for d in lfree] + [rhs.shape[d] for d in rfree])
 
 
 register(Primitive("dot_general", "library", _dot_rule, lambda a, b, **p: [np.asarray(dot_general_numpy(a, b, **p))]))

@@ -232,6 +232,15 @@ class CpuExecutable:
 
 # -- work estimates ---------------------------------------------------------------------------
 
+def reusable_product(kp: KernelProgram, step: LibraryCall) -> bool:
+    """Whether a dot_general can write into a reused buffer: a real or integer result that is a
+    buffer of its own (complex results are float views of their buffers, written differently)."""
+    (b,) = step.outputs
+    buf = kp.buffers[b]
+    return buf.dtype.kind in "fiub" and b not in getattr(kp, "complex_views", {}) and \
+        all(isinstance(d, int) for d in buf.shape) and b not in step.inputs
+
+
 def _library_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict) -> list[str]:
     """The runner's lines for one library step. dot_general calls NumPy's matmul directly (the
     hot case); every other library primitive runs its reference implementation, which is NumPy
@@ -240,7 +249,16 @@ def _library_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict) -> li
     ns[f"params{n}"] = step.params
     ins = ", ".join(f"b{b}" for b in step.inputs)
     outs = "".join(f"b{b}, " for b in step.outputs)
-    if step.prim == "dot_general":
+    if step.prim == "dot_general" and reusable_product(kp, step):
+        # The product goes into the buffer kept from the last call when nothing else holds it
+        # (the rule of every other reused array, module docstring): no fresh pages per call.
+        (b,) = step.outputs
+        ns[f"shape{b}"], ns[f"dt{b}"] = tuple(kp.buffers[b].shape), kp.buffers[b].dtype
+        lines = [f"    b{b} = last[{b}]",
+                 f"    if b{b} is None or getrefcount(b{b}) != FREE:",
+                 f"        b{b} = last[{b}] = empty(shape{b}, dt{b})",
+                 f"    dot_general({ins}, out=b{b}, **params{n})"]
+    elif step.prim == "dot_general":
         lines = [f"    {outs}= dot_general({ins}, **params{n}),"]
     else:
         # A scatter into a dead kernel-written temporary writes in place (in_place_updates.py);

@@ -1,0 +1,70 @@
+"""Matrix products write into buffers reused across calls (backends/cpu/runtime.py
+`reusable_product`): a training step does not page-fault fresh products every call. Reuse
+must never alias a result the caller holds, nor one another thread's call is using, and the
+product must be NumPy's bit for bit."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+import jitkernel as jk
+
+RNG = np.random.default_rng(3)
+A = RNG.standard_normal((64, 96)).astype(np.float32)
+B = RNG.standard_normal((96, 80)).astype(np.float32)
+
+
+def test_products_are_numpys_bit_for_bit_and_held_results_are_never_overwritten():
+    f = jk.jit(lambda a, b: np.tanh(a @ b) @ b.T)
+    expected = [np.tanh(A @ (B * k)) @ (B * k).T for k in (1, 2, 3)]
+    held = [f(A, B * k) for k in (1, 2, 3)]
+    for r, e in zip(held, expected):
+        np.testing.assert_array_equal(r, e)
+    assert len({id(r) for r in held}) == 3 and not np.shares_memory(held[0], held[1])
+    g = jk.jit(lambda a, b: a @ b)
+    first = g(A, B)
+    copy = first.copy()
+    g(A, B * 5)  # the caller still holds `first`: it must not be the next call's buffer
+    np.testing.assert_array_equal(first, copy)
+
+
+def test_integer_and_batched_products():
+    i = np.arange(24).reshape(2, 3, 4)
+    j = np.arange(40).reshape(2, 4, 5)
+    f = jk.jit(lambda i, j: (i @ j) + 1)
+    for _ in range(2):
+        np.testing.assert_array_equal(f(i, j), (i @ j) + 1)
+
+
+def test_concurrent_calls_get_their_own_buffers():
+    f = jk.jit(lambda a, b: np.sum(np.tanh(a @ b), axis=1))
+    inputs = [B * (k + 1) for k in range(6)]
+    expected = [np.sum(np.tanh(A @ b), axis=1) for b in inputs]
+    f(A, B)  # compiled before the threads start
+    errors: list = []
+
+    def work(k: int) -> None:
+        for _ in range(30):
+            r = f(A, inputs[k])
+            if not np.allclose(r, expected[k], rtol=1e-5, atol=1e-4):
+                errors.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_the_product_of_a_temporary_is_the_same_buffer_at_every_call():
+    f = jk.jit(lambda a, b: np.tanh(a @ b).sum(axis=0))
+    f(A, B)
+    executable = f.last_compiled().executable
+    import re
+    (product,) = {int(b) for b in re.findall(r"dot_general\(.*out=b(\d+)", executable.source)}
+    import weakref
+    before = weakref.ref(executable._last[product])  # a strong reference would itself block the reuse
+    f(A, B)
+    assert before() is not None and executable._last[product] is before()  # the kept buffer, not a new one
