@@ -179,3 +179,29 @@ def test_inlined_before_the_passes():
     assert "custom_jvp_call" not in text and "log1p" in text
     np.testing.assert_allclose(jk.jit(lambda x: jk.lax.fori_loop(0, 2, lambda i, c: log1pexp(c), x))(np.ones(2)),
                                log1pexp(log1pexp(np.ones(2))))
+
+
+def _closing_rule(w):
+    @jk.custom_jvp
+    def f(x):
+        return np.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        return f(primals[0]), tangents[0] * np.cos(primals[0]) * w  # w: a closure, not an argument
+    return f
+
+
+def test_a_rule_closing_over_a_value_of_a_finished_trace_is_refused_by_name():
+    # grad(inner) differentiates inner's program after inner's trace closed: `w` there is a value
+    # of that trace; using it would read an undefined variable (or lose its derivative)
+    with pytest.raises(jk.CustomDerivativeError, match="rule 'f_jvp' reads the traced value 'w'"):
+        jk.grad(lambda x, w: _closing_rule(w)(x))(0.3, 2.0)
+
+
+def test_a_rule_closing_over_a_value_of_an_enclosing_trace_works():
+    @jk.jit
+    def outer(x, w):
+        return jk.grad(_closing_rule(w))(x)
+    assert float(outer(0.3, 2.0)) == pytest.approx(2 * np.cos(0.3))
+    assert float(jk.grad(_closing_rule(2.0))(0.3)) == pytest.approx(2 * np.cos(0.3))  # a concrete closure

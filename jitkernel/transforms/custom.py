@@ -100,6 +100,30 @@ def _constants_differentiated(name: str, kind: str) -> CustomDerivativeError:
         "argument, so that the custom rule defines its derivative")
 
 
+def _check_rule_closures(name: str, rules: dict[str, Callable | None]) -> None:
+    """A rule runs when a transformation reaches the call, possibly in another trace than the one
+    where `f` was called (`grad(inner)` differentiates inner's program after its trace closed).
+    A traced value the rule reads from its enclosing function (a closure) belongs to the trace
+    where it was made: usable while that trace encloses the current one, an undefined variable
+    otherwise. That case is refused here, naming the value: it must be an argument of `f`."""
+    from ..trace.context import current_context
+    here = current_context()
+    for kind, rule in rules.items():
+        cells = getattr(rule, "__closure__", None) or ()
+        names = getattr(getattr(rule, "__code__", None), "co_freevars", ())
+        for var, cell in zip(names, cells):
+            try:
+                value = cell.cell_contents
+            except ValueError:  # a cell not filled yet
+                continue
+            leaves = tree_flatten(value)[0] if isinstance(value, (tuple, list, dict)) else [value]
+            if any(isinstance(leaf, Tracer) and (here is None or not here.encloses(leaf._ctx)) for leaf in leaves):
+                raise CustomDerivativeError(
+                    f"{name}: the custom {kind} rule {getattr(rule, '__name__', '?')!r} reads the traced value "
+                    f"{var!r} of its enclosing function (a closure); pass {var!r} to {name} as an argument "
+                    "(nondiff_argnums for a value that is not differentiated) so that the rule receives it")
+
+
 # ----------------------------------------------------------------------------- rules (flat lists)
 
 
@@ -115,6 +139,7 @@ class JvpRule:
 
     def jvp(self, primals: list[Tracer], tangents: list[Tracer]) -> tuple[list[Tracer], list[Tracer]]:
         split = self.split
+        _check_rule_closures(self.name, {"jvp": self.owner.jvp})
         result = self.owner.jvp(*split.nondiff_values(), split.rebuild(primals), split.rebuild(tangents))
         if not (isinstance(result, (tuple, list)) and len(result) == 2):
             raise CustomDerivativeError(f"{self.name}: the custom_jvp rule must return a pair (primal_out, tangent_out)")
@@ -164,6 +189,7 @@ class VjpRule:
 
     def fwd(self, args: list[Tracer]) -> tuple[list[Tracer], list[Tracer]]:
         fwd_name = getattr(self.owner.fwd, "__name__", "fwd")
+        _check_rule_closures(self.name, {"fwd": self.owner.fwd})
         result = self.owner.fwd(*self.split.full_args(self.split.rebuild(args)))
         if not (isinstance(result, (tuple, list)) and len(result) == 2):
             raise CustomDerivativeError(f"Custom VJP fwd rule {fwd_name} for function {self.name} must produce a pair "
@@ -185,6 +211,7 @@ class VjpRule:
         full = list(r_all)
         for k, t in zip(r_pos, residuals):
             full[k] = t
+        _check_rule_closures(self.name, {"bwd": self.owner.bwd})
         result = self.owner.bwd(*self.split.nondiff_values(), tree_unflatten(r_tree, full),
                                 tree_unflatten(self.out_tree, list(cts)))
         return _bwd_leaves(self.name, result, self.split, self.arg_avals)
