@@ -713,3 +713,24 @@ def test_library_steps_read_arguments_before_they_are_overwritten(backend):
     _run_both(gather_then_write, x, i, backend=backend)
     _run_both(scatter_then_write, x, i, backend=backend)
     _run_both(ufunc_at_then_overwrite, x, y, i, backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+def test_an_unread_gather_or_scatter_with_a_bad_index_still_raises(backend):
+    # NumPy evaluates every statement: `unused = x[idx]` raises for an out-of-bounds idx even
+    # though nothing reads it, and so must the compiled function (and vmap's per-example x[i])
+    def gather(x, i):
+        unused = x[i]  # noqa: F841
+        return x + 1
+
+    def scatter(x, i):
+        y = x.copy()
+        y[i] = 0.0
+        return x + 1
+
+    for f in (gather, scatter):
+        with pytest.raises(IndexError, match="out of bounds"):
+            jk.jit(f, backend=backend)(np.ones(3), np.array([5]))
+        np.testing.assert_array_equal(jk.jit(f, backend=backend)(np.ones(3), np.array([2])), np.full(3, 2.0))
+    with pytest.raises(IndexError, match="out of bounds"):
+        jk.vmap(gather, in_axes=(None, 0))(np.ones(3), np.array([5, 1]))

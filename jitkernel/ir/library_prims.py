@@ -435,6 +435,9 @@ _library("fft", _fft_rule, _fft)
 # result is never read, so the trace keeps such a step alive (trace/__init__.py).
 RAISING_LIBRARY_PRIMITIVES = frozenset({
     "linalg_inv", "linalg_cholesky", "linalg_solve", "linalg_eigh", "linalg_eigvalsh", "linalg_svd",
-    "linalg_lstsq", "linalg_pinv", "linalg_qr", "bincount", "digitize", "histogram", "interp"})
+    "linalg_lstsq", "linalg_pinv", "linalg_qr", "bincount", "digitize", "histogram", "interp",
+    # ir/index_prims.py: an index array with an out-of-bounds value raises NumPy's IndexError
+    # (`unused = x[idx]` too; and under vmap every traced x[i] is such a gather)
+    "gather", "take", "take_along_axis", "scatter", "scatter_ufunc", "put", "put_along_axis"})
 
 __all__ = ["RAISING_LIBRARY_PRIMITIVES", "linalg_dtype", "real_dtype", "assert_stacked_2d", "assert_stacked_square", "histogram_dtypes"]
