@@ -391,8 +391,8 @@ def _layout(dask_out: Any, sharding: NamedSharding, shape: tuple[int, ...], dtyp
 
 def call(jitted: Any, args: tuple, kwargs: dict) -> Any:
     """`jitted(*args, **kwargs)` with ShardedArray leaves: runs through the Dask path; each output
-    laid out like the first sharded argument when its shape allows, else on that argument's
-    first device alone."""
+    laid out like the first sharded argument where its shape allows (`_output_sharding`), else
+    on that argument's first device alone."""
     from .distributed import call as dask_call, is_dask_array
     from .tree import tree_flatten, tree_unflatten
     leaves, treedef = tree_flatten((args, kwargs))
@@ -419,8 +419,16 @@ def call(jitted: Any, args: tuple, kwargs: dict) -> Any:
 
 
 def _output_sharding(first: ShardedArray, shape: tuple[int, ...]) -> NamedSharding:
-    if shape == first.shape:
-        return first.sharding
+    """The first sharded argument's sharding where it is valid for `shape` (its spec fits the
+    rank and its mesh axes divide the dimensions they split); else the first device alone.
+    Placement only: any layout holds the same values."""
+    try:
+        first.sharding.shard_shape(shape)
+    except ValueError:
+        pass
+    else:
+        if len(first.sharding.spec) <= len(shape):
+            return first.sharding
     device = first.sharding.mesh.devices.flat[0]
     return NamedSharding(Mesh(np.array([device], dtype=object), ("d",)), PartitionSpec())
 

@@ -133,6 +133,11 @@ def test_jit_on_sharded_inputs_local():
     assert isinstance(r, ShardedArray) and r.sharding.mesh.size == 1  # other shapes: the first device alone
     assert r.sharding.mesh.devices.flat[0] == s.mesh.devices.flat[0]
     np.testing.assert_allclose(np.asarray(r), (x * x).sum(axis=0), rtol=1e-5)
+    top, col = jk.jit(lambda x: (x[:4] * 2, x[:, :1]))(jk.device_put(x, s))
+    assert top.sharding == s and top.sharding.shard_shape(top.shape) == (2, 3)  # (4, 6): still divisible
+    assert col.sharding.mesh.size == 1  # (8, 1): "y" does not divide 1
+    np.testing.assert_array_equal(np.asarray(top), x[:4] * 2)
+    np.testing.assert_array_equal(np.asarray(col), x[:, :1])
 
 
 def test_visualize_sharding_text_2x2_and_1d(capsys):
