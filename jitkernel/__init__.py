@@ -18,6 +18,8 @@ from .errors import (BackendUnavailableError, CompileError, InPlaceUpdateError, 
 from .interpreter import eval_program
 from .benchmarking import BenchmarkRecord, benchmark
 from . import lax  # jk.lax: cond, switch, while_loop, fori_loop, scan
+from . import sharding  # jk.sharding: Mesh, PartitionSpec (P), NamedSharding (docs/distributed.md)
+from .sharding import ShardedArray, dask_devices, device_put, devices, visualize_sharding
 from . import random  # jk.random: explicit keys, JAX's threefry bits (not in __all__: `import *` must not shadow stdlib random)
 from .transforms import (ArgumentNotWrittenWarning, BatchingError, CustomDerivativeError, GradientCheckError,
                          GradientError, check_grads, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jvp,
@@ -32,7 +34,8 @@ if config.default_backend != "cpu":  # JITKERNEL_BACKEND: an unknown name fails 
     except ValueError as _e:
         raise ValueError(f"environment variable JITKERNEL_BACKEND: {_e}") from None
 
-__all__ = ["jit", "make_ir", "lax", "benchmark", "BenchmarkRecord",
+__all__ = ["jit", "make_ir", "lax", "sharding", "ShardedArray", "devices", "dask_devices", "device_put",
+           "visualize_sharding", "benchmark", "BenchmarkRecord",
            "grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "vmap", "stop_gradient", "check_grads",
            "custom_jvp", "custom_vjp", "CustomDerivativeError", "ArgumentNotWrittenWarning", "GradientCheckError",
            "GradientError", "BatchingError", "Jitted", "Lowered", "Recompilation", "CacheLimitWarning", "config", "events", "eval_program",
