@@ -656,7 +656,7 @@ class Jitted:
         if any(isinstance(leaf, Tracer) for leaf in all_leaves):
             # Called on traced values inside another jitted function: inline into that trace.
             return self._function_to_trace()(*args, **kwargs)
-        if any(type(leaf).__name__ == "ShardedArray" for leaf in all_leaves):
+        if any(getattr(type(leaf), "_jk_sharded", False) for leaf in all_leaves):
             from .sharding import call as sharded_call  # sharded in: sharded out, via the Dask path
             return sharded_call(self, args, kwargs)
         if any(type(leaf).__module__.startswith("dask.") for leaf in all_leaves):

@@ -267,6 +267,8 @@ def _block_of(index: tuple[slice, ...], shape: tuple[int, ...], shard_shape: tup
 class ShardedArray:
     """An array split over devices by a NamedSharding (`jk.device_put(x, sharding)`)."""
 
+    _jk_sharded = True  # how api.Jitted._call recognises it without importing this module
+
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, sharding: NamedSharding, shards: list[Shard]) -> None:
         self.shape, self.dtype, self.sharding = tuple(shape), np.dtype(dtype), sharding
         self.addressable_shards = shards
