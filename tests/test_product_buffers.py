@@ -68,3 +68,24 @@ def test_the_product_of_a_temporary_is_the_same_buffer_at_every_call():
     before = weakref.ref(executable._last[product])  # a strong reference would itself block the reuse
     f(A, B)
     assert before() is not None and executable._last[product] is before()  # the kept buffer, not a new one
+
+
+def test_a_training_loop_alternates_between_two_output_arrays():
+    # `out = f(x)` in a loop holds the previous result while calling again: the call two steps
+    # back has been dropped by then, so its array is taken again instead of fresh pages
+    import weakref
+    f = jk.jit(lambda a, b: a @ b)
+    f(A, B)  # the first call (tracing, compiling) is not part of the loop
+    refs = []
+    out = None
+    for k in range(6):
+        previous = out
+        out = f(A, B * (k + 1))
+        assert out is not previous  # the result the caller still holds is never the new one
+        np.testing.assert_array_equal(out, A @ (B * (k + 1)))
+        if previous is not None:
+            np.testing.assert_array_equal(previous, A @ (B * k))
+        refs.append(weakref.ref(out))
+        del previous
+    # steady state: each call's array is the one of two calls before
+    assert refs[5]() is refs[3]() is not None and refs[4]() is not refs[5]()

@@ -117,6 +117,9 @@ class CpuExecutable:
         # Run-time parameters of shape-generic kernels (unused slot when specialised).
         self.params = np.zeros(1, np.int64) if params is None else np.ascontiguousarray(params, np.int64)
         self._last: list = [None] * (max(kp.buffers, default=-1) + 1)  # reusable arrays, by buffer id
+        # A second array per output: a training loop holds the previous call's results while it
+        # calls again, so `last` is busy; the one from two calls ago has been dropped by then.
+        self._spare: list = [None] * len(self._last)
         self._status: list = [StatusWord()]  # reusable status word (same rule as the arrays)
         self.source, namespace = self._generate(kp, steps, library)
         exec(compile(self.source, f"<jitkernel executable {kp.name}>", "exec"), namespace)
@@ -129,7 +132,7 @@ class CpuExecutable:
         """The runner's source and the namespace it runs in. The namespace holds no reference to
         the executable (no cycle), but holds the library: the runner needs its machine code."""
         ns: dict = {"np": np, "empty": np.empty, "getrefcount": _getrefcount, "FREE": _FREE_REFCOUNT,
-                    "last": self._last, "status": self._status, "Word": StatusWord,
+                    "last": self._last, "spare": self._spare, "status": self._status, "Word": StatusWord,
                     "raise_status": _raise_status, "to_c": _to_c_order, "dot_general": dot_general_numpy,
                     "split": _run_split, "on_worker": _run_on_worker, "library": library,
                     "check_library_result": check_library_result}
@@ -166,9 +169,7 @@ class CpuExecutable:
                 ns[f"shape{b.id}"], ns[f"dt{b.id}"] = b.shape, b.dtype
                 if b.id in views:  # written by kernels, returned as the complex array itself
                     ns[f"shape{b.id}"], ns[f"dt{b.id}"] = b.shape[:-1], views[b.id]
-                head.append(f"    b{b.id} = last[{b.id}]")
-                head.append(f"    if b{b.id} is None or getrefcount(b{b.id}) != FREE:")
-                head.append(f"        b{b.id} = last[{b.id}] = empty(shape{b.id}, dt{b.id})")
+                head += reuse_lines(b.id, b.id in kp.outputs)
         with_status = any(isinstance(s, Segment) and getattr(s, "sets_status", True) for s in steps)
         body = self._step_lines(kp, steps, library, ns)
         if with_status:
@@ -232,6 +233,25 @@ class CpuExecutable:
 
 # -- work estimates ---------------------------------------------------------------------------
 
+def reuse_lines(bid: int, output: bool) -> list[str]:
+    """The runner's lines that take array `b{bid}`: the one kept from the last call when nothing
+    else references it, else (an output) the spare one from the call before, else a new one.
+    The reference taken by the test itself is counted in FREE, so a concurrent call holding the
+    array sees a higher count and allocates its own."""
+    b = f"b{bid}"
+    if not output:
+        return [f"    {b} = last[{bid}]",
+                f"    if {b} is None or getrefcount({b}) != FREE:",
+                f"        {b} = last[{bid}] = empty(shape{bid}, dt{bid})"]
+    return [f"    {b} = last[{bid}]",
+            f"    if {b} is None or getrefcount({b}) != FREE:",
+            f"        {b} = spare[{bid}]",
+            f"        if {b} is None or getrefcount({b}) != FREE:",
+            f"            {b} = empty(shape{bid}, dt{bid})",
+            f"        spare[{bid}] = last[{bid}]",
+            f"        last[{bid}] = {b}"]
+
+
 def reusable_product(kp: KernelProgram, step: LibraryCall) -> bool:
     """Whether a dot_general can write into a reused buffer: a real or integer result that is a
     buffer of its own (complex results are float views of their buffers, written differently)."""
@@ -254,10 +274,7 @@ def _library_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict) -> li
         # (the rule of every other reused array, module docstring): no fresh pages per call.
         (b,) = step.outputs
         ns[f"shape{b}"], ns[f"dt{b}"] = tuple(kp.buffers[b].shape), kp.buffers[b].dtype
-        lines = [f"    b{b} = last[{b}]",
-                 f"    if b{b} is None or getrefcount(b{b}) != FREE:",
-                 f"        b{b} = last[{b}] = empty(shape{b}, dt{b})",
-                 f"    dot_general({ins}, out=b{b}, **params{n})"]
+        lines = reuse_lines(b, b in kp.outputs) + [f"    dot_general({ins}, out=b{b}, **params{n})"]
     elif step.prim == "dot_general":
         lines = [f"    {outs}= dot_general({ins}, **params{n}),"]
     else:
