@@ -130,11 +130,11 @@ def test_shared_subexpressions_do_not_blow_up() -> None:
     assert_matches_numpy(got, f(x))
 
 
-def _python_stage_seconds(fn: Callable, args: tuple) -> float:
-    """Best-of-3 CPU time of our own stages after tracing: optimise, fuse, walk, render."""
+def _python_stage_seconds(fn: Callable, args: tuple, repeat: int = 3) -> float:
+    """Best-of-`repeat` CPU time of our own stages after tracing: optimise, fuse, walk, render."""
     program = jk.make_ir(fn)(*args)
     best = float("inf")
-    for _ in range(3):
+    for _ in range(repeat):
         t0 = time.process_time()
         kp = schedule(optimize(program))
         constants(kp)
@@ -145,11 +145,13 @@ def _python_stage_seconds(fn: Callable, args: tuple) -> float:
 
 
 def test_own_stages_grow_linearly() -> None:
-    """4x the operations must cost well under 16x (quadratic) in optimise + fuse + render."""
+    """4x the operations must cost well under 16x (quadratic) in optimise + fuse + render.
+    Linear stages measure 4-7x here (more on a shared, busy machine: 9x once in CI with the
+    bound at 8x), so the bound sits between that and quadratic growth, on best-of-5 times."""
     x = np.linspace(-1.0, 1.0, 8)
-    small = _python_stage_seconds(lambda x: nested_sin(x * 0.5 + 0.25, 1000), (x,))
-    large = _python_stage_seconds(lambda x: nested_sin(x * 0.5 + 0.25, 4000), (x,))
-    assert large < 8 * small + 0.05, (small, large)
+    small = _python_stage_seconds(lambda x: nested_sin(x * 0.5 + 0.25, 1000), (x,), repeat=5)
+    large = _python_stage_seconds(lambda x: nested_sin(x * 0.5 + 0.25, 4000), (x,), repeat=5)
+    assert large < 12 * small + 0.05, (small, large)
 
 
 # ----------------------------------------------------------------- random long elementwise chains
