@@ -31,7 +31,7 @@ from ..trace.tracer import Tracer
 from ..tree import TreeDef, plain, same_structure, tree_flatten, tree_unflatten
 from . import ops
 from .core import (Transformed, bind_program, check_rule_result, function_name, memoized, read_env,
-                   trace_pytree_function, traceable)
+                   rule_registrar, trace_pytree_function, traceable)
 
 JvpRule = Callable[..., tuple[list[Tracer], list["Tracer | None"]]]
 VjpRule = Callable[..., list["Tracer | None"]]
@@ -45,24 +45,10 @@ ZERO_DERIVATIVE: set[str] = {"stop_gradient"}
 VJP_WANTS_ACTIVE: set[str] = set()
 
 
-def register_jvp(*prims: str) -> Callable[[JvpRule], JvpRule]:
-    def deco(rule: JvpRule) -> JvpRule:
-        for p in prims:
-            if p in JVP_RULES:
-                raise ValueError(f"jvp rule of {p!r} registered twice")
-            JVP_RULES[p] = rule
-        return rule
-    return deco
+register_jvp = rule_registrar(JVP_RULES, "jvp")
 
 
-def register_vjp(*prims: str) -> Callable[[VjpRule], VjpRule]:
-    def deco(rule: VjpRule) -> VjpRule:
-        for p in prims:
-            if p in VJP_RULES:
-                raise ValueError(f"vjp rule of {p!r} registered twice")
-            VJP_RULES[p] = rule
-        return rule
-    return deco
+register_vjp = rule_registrar(VJP_RULES, "vjp")
 
 
 class GradientError(JitError, TypeError):

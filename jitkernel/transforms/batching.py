@@ -24,20 +24,13 @@ from ..trace.tracer import Tracer
 from ..tree import TreeDef, tree_flatten, tree_unflatten
 from . import ops
 from .core import (Transformed, as_tracer, check_rule_result, function_name, is_traced_leaf, memoized, read_env,
-                   trace_leaves, traceable, weak_outputs)
+                   rule_registrar, trace_leaves, traceable, weak_outputs, with_leaves)
 
 BatchRule = Callable[..., tuple[list[Tracer], list[bool]]]
 BATCH_RULES: dict[str, BatchRule] = {}
 
 
-def register_batch(*prims: str) -> Callable[[BatchRule], BatchRule]:
-    def deco(rule: BatchRule) -> BatchRule:
-        for p in prims:
-            if p in BATCH_RULES:
-                raise ValueError(f"batching rule of {p!r} registered twice")
-            BATCH_RULES[p] = rule
-        return rule
-    return deco
+register_batch = rule_registrar(BATCH_RULES, "batching")
 
 
 class BatchingError(JitError, ValueError):
@@ -222,16 +215,7 @@ def _build_vmap(fun: Callable, in_axes: Any, out_axes: Any, axis_size: int | Non
         from ..ir import AType
         example_avals = [Tracer(current_context(), Var(AType(t.shape[1:], t.dtype)), t.weak) if b else t
                          for t, b in zip(moved, batched)]
-        target = traceable(fun)
-
-        def run(ts: list[Tracer]) -> Any:
-            full = list(leaves)
-            for k, t in zip(positions, ts):
-                full[k] = t
-            a, kw = tree_unflatten(tree, full)
-            return target(*a, **kw)
-
-        traced = trace_leaves(run, example_avals, name)
+        traced = trace_leaves(with_leaves(traceable(fun), leaves, tree, positions), example_avals, name)
         n = traced.ncaptured
         outs, bouts = batch_eval(traced.program, list(traced.captured) + moved, [False] * n + batched, size)
         result = tree_unflatten(traced.out_tree, list(range(len(outs))))

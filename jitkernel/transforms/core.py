@@ -197,6 +197,32 @@ def _warn_written_inputs(name: str, inputs: list[Tracer]) -> None:
                       ArgumentNotWrittenWarning, stacklevel=2)
 
 
+def rule_registrar(table: dict[str, Callable], what: str) -> Callable[..., Callable[[Callable], Callable]]:
+    """The `@register_...(*prims)` decorator of one rule table: a primitive gets one rule."""
+    def register(*prims: str) -> Callable[[Callable], Callable]:
+        def deco(rule: Callable) -> Callable:
+            for p in prims:
+                if p in table:
+                    raise ValueError(f"{what} rule of {p!r} registered twice")
+                table[p] = rule
+            return rule
+        return deco
+    return register
+
+
+def with_leaves(fun: Callable[..., Any], leaves: list[Any], tree: TreeDef, positions: list[int]
+                ) -> Callable[[list[Tracer]], Any]:
+    """`fun` as a function of the traced leaves: the arguments' tree rebuilt with `tracers[i]`
+    at leaf `positions[i]` (the other leaves as they were given)."""
+    def run(tracers: list[Tracer]) -> Any:
+        full = list(leaves)
+        for k, t in zip(positions, tracers):
+            full[k] = t
+        a, kw = tree_unflatten(tree, full)
+        return fun(*a, **kw)
+    return run
+
+
 def trace_pytree_function(fun: Callable[..., Any], args: tuple, kwargs: dict, name: str
                           ) -> tuple[Traced, list[Any], TreeDef, list[int]]:
     """Trace `fun(*args, **kwargs)`: every array or number leaf of the arguments is an input
@@ -205,15 +231,7 @@ def trace_pytree_function(fun: Callable[..., Any], args: tuple, kwargs: dict, na
     leaves, tree = tree_flatten((args, kwargs))
     positions = [k for k, leaf in enumerate(leaves) if is_traced_leaf(leaf)]
     in_tracers = [as_tracer(leaves[k]) for k in positions]
-
-    def run(tracers: list[Tracer]) -> Any:
-        full = list(leaves)
-        for k, t in zip(positions, tracers):
-            full[k] = t
-        a, kw = tree_unflatten(tree, full)
-        return fun(*a, **kw)
-
-    traced = trace_leaves(run, in_tracers, name)
+    traced = trace_leaves(with_leaves(fun, leaves, tree, positions), in_tracers, name)
     return traced, in_tracers, tree, positions
 
 
