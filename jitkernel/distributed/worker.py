@@ -159,6 +159,17 @@ def _cached(key: tuple, family: tuple, shapes: tuple, make_program: Any, probe: 
         return compiled
 
 
+def _forget(compiled: Any) -> None:
+    """Drop an evicted entry from its family (a family holds the members it may reuse)."""
+    for family, members in list(_FAMILIES.items()):
+        kept = [m for m in members if m[1] is not compiled]
+        if len(kept) != len(members):
+            if kept:
+                _FAMILIES[family] = kept
+            else:
+                del _FAMILIES[family]
+
+
 def _sizes_only(a: tuple, b: tuple) -> bool:
     """Two members' shapes differ in sizes only, each differing size >= 2 on both sides (a size
     0 or 1 changes the kernels' structure: broadcasting, empty loops)."""
@@ -217,8 +228,7 @@ def _compile(program: Program, n_outputs: int, backend: str, name: str, fastmath
         unsubscribe()
     STATS["compiles"] += 1
     while len(_COMPILED) >= MAX_COMPILED:  # oldest first: plans of chunkings no longer used
-        _COMPILED.pop(next(iter(_COMPILED)))
-        _FAMILIES.clear()  # rebuilt by later compiles; a family only finds templates to reuse
+        _forget(_COMPILED.pop(next(iter(_COMPILED))))
     return compiled
 
 
