@@ -39,7 +39,7 @@ from ...fusion.kernel_ir import (IndexValue, Kernel, KernelProgram, LibraryCall,
                                  Store, postorder)
 from ...fusion.loops import is_control
 from .. import semantics
-from . import ctype, ops
+from . import ctype, ops, semantic_c
 from .prelude import PRELUDE
 
 PLACEHOLDER = "__JKP__"
@@ -116,6 +116,7 @@ def render_program(kp: KernelProgram) -> CudaModule:
         for launch in ls:
             launch.name = launch.name.replace(PLACEHOLDER, tag)
     header = f"/* jitkernel: CUDA translation unit of {kp.name} ({len(kp.steps)} steps) */\n"
+    body = semantic_c.definitions_for(body) + body  # the shared NumPy rules the kernels call
     return CudaModule(kp.name, header + PRELUDE, body, launches, tag)
 
 
