@@ -10,8 +10,8 @@ the one the hand-written lowering produced before; the CUDA translator
 itself, what NumPy answers for `x // 0` or `int8(-128) // -1` or `nan % 2.0`, lives only here;
 a new backend only translates the operations.
 
-The operations (`g` is an Ops for operand dtype `g.dtype`; for float16 the rules run on the
-float32 register type, the backend rounds the result):
+The operations (`g` is an Ops for operand dtype `g.dtype`; float16 operands are held in float32
+registers and the backend rounds the rule's result to float16, as NumPy's loops do):
 - `g.const(v)`: a constant of the operand type; `g.width`: its bit width.
 - `g.select(c, a, b)`; `g.cmp(op, a, b)` (signed or unsigned by the dtype, ordered for floats),
   `g.cmp_unsigned(op, a, b)`, `g.cmp_unordered(op, a, b)` (op "uno": either is NaN).
@@ -19,7 +19,8 @@ float32 register type, the backend rounds the result):
 - `g.add/sub/mul/div/rem(a, b)`: integers wrap around and divide truncating (the divisor is
   never 0 nor a MIN / -1 pair: the rules make it safe first), floats are IEEE without
   fast-math; `g.shl/shr(a, n)` (arithmetic for signed) for 0 <= n < width; `g.bit(a, k)`.
-- `g.math(name, *args)`: "floor", "copysign", "fmod" of the float type.
+- `g.math(name, *args)`: "floor", "copysign", "fmod" of the float type, and "maximum" /
+  "minimum": NaN when either operand is NaN, else the larger (smaller); of equal values either.
 - `g.set_status(c, code)`: OR `code` into the status word when `c` holds (the runtime raises
   backends.cpu.ops.STATUS_MESSAGES[code] after the run).
 
@@ -34,6 +35,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
+
+from . import semantics
 
 # status word bit of `integer ** negative` (backends.cpu.ops.STATUS_MESSAGES: NumPy's ValueError)
 STATUS_NEGATIVE_POWER = 1
@@ -82,6 +85,15 @@ def float_divmod(g: Any, prim: str, a: Any, c: Any) -> Any:
     floor = g.select(g.cmp(">", g.sub(div, floor), g.const(0.5)), g.add(floor, g.const(1.0)), floor)
     floor = g.select(g.cmp("==", div, zero), g.math("copysign", zero, g.div(a, c)), floor)
     return g.select(g.cmp("==", c, zero), g.div(a, c), floor)
+
+
+def float_max_min(g: Any, prim: str, a: Any, b: Any) -> Any:
+    """NumPy's float maximum / minimum: NaN propagates (`g.math`), and of two equal values
+    (0.0 and -0.0) the float16 loop keeps the first operand, the float32/float64 loops the
+    second (semantics.max_min_tie_keeps_first)."""
+    r = g.math(prim, a, b)
+    tie = g.cmp("==", a, b)
+    return g.select(tie, a if semantics.max_min_tie_keeps_first(g.dtype) else b, r)
 
 
 def shift(g: Any, prim: str, x: Any, y: Any) -> Any:
@@ -145,6 +157,7 @@ INT_RULES: dict[str, tuple[Callable[..., Any], bool]] = {
 }
 FLOAT_RULES: dict[str, tuple[Callable[..., Any], bool]] = {
     "floor_divide": (float_divmod, True), "remainder": (float_divmod, True), "sign": (float_sign, False),
+    "maximum": (float_max_min, True), "minimum": (float_max_min, True),
 }
 
 
@@ -243,7 +256,8 @@ class PythonOps:
         return bool((self._u(a) >> k) & 1)
 
     def math(self, name: str, *args: Any) -> Any:
-        fn = {"floor": np.floor, "copysign": np.copysign, "fmod": np.fmod}[name]
+        fn = {"floor": np.floor, "copysign": np.copysign, "fmod": np.fmod, "maximum": np.maximum,
+              "minimum": np.minimum}[name]
         with np.errstate(all="ignore"):
             return self.dtype.type(fn(*args))
 

@@ -279,22 +279,11 @@ class OpLowering:
             return self.in_float(dt, [x, y], lambda a, ty: simple[prim](a[0], a[1], flags=fl))
         if prim == "power" and isinstance(y, ir.Constant) and y.constant == 2.0:
             return self.in_float(dt, [x], lambda a, ty: b.fmul(a[0], a[0], flags=fl))
-        if prim in ("floor_divide", "remainder"):
+        if prim in ("floor_divide", "remainder", "maximum", "minimum"):
             return self.rule(prim, dt, [x, y])
-        if prim in ("maximum", "minimum"):
-            return self.in_float(dt, [x, y], lambda a, ty: self.numpy_max_min(prim, a[0], a[1], dt))
         if prim in _MATH2:
             return self.in_float(dt, [x, y], lambda a, ty: self.call_math(_MATH2[prim], ty, a))
         raise UnsupportedOperationError(f"numpy.{prim} on {dt} is not supported by the CPU backend")
-
-    def numpy_max_min(self, prim: str, a: ir.Value, b: ir.Value, dt: np.dtype) -> ir.Value:
-        """NumPy's float maximum/minimum: NaN propagates, and of two equal values (0.0 and -0.0)
-        the float32/float64 loops return the second operand (the x86 max/min instructions
-        NumPy's SIMD loops use), the float16 loop the first (`a >= b ? a : b`). llvm.maximum
-        orders -0.0 below 0.0 instead, so ties are chosen explicitly."""
-        r = self.call_math(_MATH2[prim], a.type, [a, b])
-        tie = self.b.fcmp_ordered("==", a, b)
-        return self.b.select(tie, a if semantics.max_min_tie_keeps_first(dt) else b, r)
 
     def binary_int(self, prim: str, x: ir.Value, y: ir.Value, dt: np.dtype) -> ir.Value:
         b = self.b

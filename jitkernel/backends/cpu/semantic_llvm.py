@@ -80,6 +80,8 @@ class LLVMOps:
     def math(self, name: str, *args: ir.Value) -> ir.Value:
         if name == "fmod":
             return self.low.call_math((None, "fmod"), self.ty, list(args))  # frem (see call_math)
+        if name in ("maximum", "minimum"):  # NaN-propagating; with the function's fast-math flags
+            return self.low.call_math((f"llvm.{name}", None), self.ty, list(args))
         return self.b.call(self.low.intrinsic(f"llvm.{name}", self.ty, len(args)), list(args))
 
     def set_status(self, c: ir.Value, code: int) -> None:

@@ -40,10 +40,8 @@ def _round(dt: np.dtype, e: str) -> str:
 
 def _rule(prim: str, dt: np.dtype, args: list[str]) -> str:
     """A call of `prim`'s shared rule (backends/semantic_rules.py, as C by semantic_c.py);
-    float16 operands run the float32 rule and the result is rounded to float16."""
-    if dt.kind == "f":
-        return _round(dt, semantic_c.call(prim, np.dtype(np.float64 if dt.itemsize == 8 else np.float32), args))
-    return semantic_c.call(prim, dt, args)
+    float16 operands are float registers and the result is rounded to float16."""
+    return _round(dt, semantic_c.call(prim, dt, args)) if dt.kind == "f" else semantic_c.call(prim, dt, args)
 
 
 def truthy(x: str, dt: np.dtype) -> str:
@@ -187,12 +185,7 @@ def binary_float(prim: str, x: str, y: str, dt: np.dtype, y_literal: object) -> 
         return _round(dt, _mul(x, x if prim == "power" else y, dt))
     if prim in _ARITH:
         return _round(dt, f"({x} {_ARITH[prim]} {y})")
-    first = "true" if semantics.max_min_tie_keeps_first(dt) else "false"
-    if prim == "maximum":
-        return f"jk_fmaxnp({x}, {y}, {first})"
-    if prim == "minimum":
-        return f"jk_fminnp({x}, {y}, {first})"
-    if prim in ("floor_divide", "remainder"):
+    if prim in ("floor_divide", "remainder", "maximum", "minimum"):
         return _rule(prim, dt, [x, y])
     if prim in semantics.MATH_BINARY:
         return _round(dt, f"{_fname(semantics.MATH_BINARY[prim], dt)}({x}, {y})")

@@ -3,8 +3,8 @@ cuda_runtime.h provides the math functions and intrinsics; the emulator's shim h
 the same names on the host).
 
 The helper functions carry NumPy semantics the C operators lack: wrap-around integer arithmetic
-is written at the use site (render in unsigned types), float16 rounding and NaN-propagating
-max/min are functions here. Division, remainder, shifts, power, sign and integer reciprocal
+is written at the use site (render in unsigned types), float16 rounding is a function here.
+Division, remainder, shifts, power, sign, integer reciprocal and float maximum/minimum
 follow the shared rules of backends/semantic_rules.py: their helpers are written per dtype by
 semantic_c.py, into the translation units that call them.
 """
@@ -32,16 +32,6 @@ JK_DEV float jk_rh(float x) { return jk_h2f(jk_f2h(x)); }
 JK_DEV float jk_rh_d(double x) { return jk_h2f(jk_d2h(x)); }
 JK_DEV bool jk_signbit(float x) { return __float_as_int(x) < 0; }
 JK_DEV bool jk_signbit(double x) { return __double_as_longlong(x) < 0; }
-
-/* NumPy's max/min: NaN propagates; of two equal values `first` says which operand is kept. */
-template <class F> JK_DEV F jk_fmaxnp(F a, F b, bool first) {
-  if (a != a) return a; if (b != b) return b;
-  return a > b ? a : (b > a ? b : (first ? a : b));
-}
-template <class F> JK_DEV F jk_fminnp(F a, F b, bool first) {
-  if (a != a) return a; if (b != b) return b;
-  return a < b ? a : (b < a ? b : (first ? a : b));
-}
 
 /* A traced index (fusion/dynamic.py's check kernels): wrapped when negative, then 0 <= s <= limit,
    or status bit `code` is set (the first failure also records s, the axis and n after the flags:

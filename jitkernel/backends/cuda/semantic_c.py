@@ -37,13 +37,13 @@ class _V:
 
 
 class COps:
-    """Translates a rule for operands of `dtype` (float32 or float64 for floats) into C statements."""
+    """Translates a rule for operands of `dtype` into C statements (float16 in float registers)."""
 
     def __init__(self, dtype: np.dtype) -> None:
         self.dtype = dtype
         self.is_float = dtype.kind == "f"
         self.signed = dtype.kind == "i"
-        self.width = 8 * dtype.itemsize
+        self.width = 8 * dtype.itemsize  # float16 computes in float: math calls are the float ones
         self.t = ctype.reg(dtype)
         self.u = ctype.wide_unsigned(dtype)  # integer arithmetic wraps in it (no C overflow)
         self.lines: list[str] = []
@@ -130,6 +130,10 @@ class COps:
         return self._bind(f"((({_UNSIGNED[self.dtype.itemsize]}){a} >> {k}) & 1u) != 0", True)
 
     def math(self, name: str, *args: _V) -> _V:
+        if name in ("maximum", "minimum"):  # NaN-propagating (C's fmax/fmin drop NaNs)
+            a, b = args
+            op = ">" if name == "maximum" else "<"
+            return self._bind(f"{a} != {a} ? {a} : ({b} != {b} ? {b} : ({a} {op} {b} ? {a} : {b}))")
         fn = name if self.width == 64 else name + "f"
         return self._bind(f"{fn}({', '.join(map(str, args))})")
 
