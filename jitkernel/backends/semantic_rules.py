@@ -186,10 +186,12 @@ class PythonOps:
         self.signed = self.dtype.kind == "i"
         self.width = 8 * self.dtype.itemsize
         self.status = 0
+        # float16 computes in float32 (the caller rounds the result), as the backends do
+        self.float_type = np.float32 if self.dtype == np.float16 else self.dtype.type
 
     def const(self, v: object) -> Any:
         if self.dtype.kind == "f":
-            return self.dtype.type(v)
+            return self.float_type(v)
         return np.array(int(v) & ((1 << self.width) - 1), dtype=np.uint64).astype(self.dtype)[()]
 
     def _u(self, a: Any) -> int:
@@ -227,7 +229,7 @@ class PythonOps:
     def _int_or_float(self, a: Any, b: Any, int_op: Callable[[int, int], int], float_op: Callable) -> Any:
         if self.dtype.kind == "f":
             with np.errstate(all="ignore"):
-                return self.dtype.type(float_op(self.dtype.type(a), self.dtype.type(b)))
+                return self.float_type(float_op(self.float_type(a), self.float_type(b)))
         return self._wrap(int_op(int(a), int(b)))
 
     def add(self, a: Any, b: Any) -> Any:
@@ -259,7 +261,7 @@ class PythonOps:
         fn = {"floor": np.floor, "copysign": np.copysign, "fmod": np.fmod, "maximum": np.maximum,
               "minimum": np.minimum}[name]
         with np.errstate(all="ignore"):
-            return self.dtype.type(fn(*args))
+            return self.float_type(fn(*(self.float_type(a) for a in args)))
 
     def set_status(self, c: bool, code: int) -> None:
         if c:
