@@ -120,6 +120,13 @@ def render_program(kp: KernelProgram) -> CudaModule:
     return CudaModule(kp.name, header + PRELUDE, body, launches, tag)
 
 
+def _buffer_args(kp: KernelProgram, buffers: list[int], written: set[int]) -> tuple[list[str], list[tuple]]:
+    """A kernel's buffer parameters (const where it only reads them) and their launch params."""
+    args = [f"{'' if bid in written else 'const '}{ctype.mem(kp.buffers[bid].dtype)}* __restrict__ b{bid}"
+            for bid in buffers]
+    return args, [("buf", bid) for bid in buffers]
+
+
 def _c_name(text: str) -> str:
     return re.sub(r"[^0-9A-Za-z_]", "_", text)
 
@@ -211,12 +218,7 @@ class KernelWriter:
 
     # -- signatures --------------------------------------------------------------------------
     def signature(self, name: str, extra: list[tuple[str, tuple]]) -> tuple[str, list[tuple]]:
-        args, params = [], []
-        for bid in self.buffers:
-            dt = self.kp.buffers[bid].dtype
-            const = "" if bid in self.written else "const "
-            args.append(f"{const}{ctype.mem(dt)}* __restrict__ b{bid}")
-            params.append(("buf", bid))
+        args, params = _buffer_args(self.kp, self.buffers, self.written)
         for decl, what in extra:
             args.append(decl)
             params.append(what)
@@ -263,17 +265,19 @@ class KernelWriter:
         lines = [self.comment() + sig + " {",
                  f"  const long long n_rows = {n_kept}LL, n_red = {n_red}LL;",
                  "  for (long long row = blockIdx.x; row < n_rows; row += gridDim.x) {"]
-        lines += self.unravel("row", kept, "    ")
-        lines += self.acc_init("    ")
-        lines += ["    for (long long r = threadIdx.x; r < n_red; r += blockDim.x) {"]
-        lines += self.unravel("r", red, "      ")
-        lines += self.point(self.plain, self.reduced, "      ")
-        lines += ["    }"]
+        lines += self.accumulate("row", kept, red, "for (long long r = threadIdx.x; r < n_red; r += blockDim.x)")
         lines += self.block_reduce("    ")
         lines += ["    if (threadIdx.x == 0) {"]
         lines += self.final_stores(red, "      ")
         lines += ["    }", "    __syncthreads();  /* the shared slots are reused by the next row */", "  }", "}"]
         return "\n".join(lines), [Launch(self.base, "rows", n_kept, params)]
+
+    def accumulate(self, point: str, kept: list[int], red: list[int], loop: str, indent: str = "    ") -> list[str]:
+        """The kept point `point` unravelled, the accumulators started, and the reduced points
+        the C `for` header `loop` visits (over r) added into them: one reduction's body."""
+        inner = indent + "  "
+        return (self.unravel(point, kept, indent) + self.acc_init(indent) + [f"{indent}{loop} {{"]
+                + self.unravel("r", red, inner) + self.point(self.plain, self.reduced, inner) + [f"{indent}}}"])
 
     def fill_identity(self) -> tuple[str, list[Launch]]:
         """A reduction accumulated in memory over an empty domain (x.sum(axis=0) of a (0, n)
@@ -306,12 +310,7 @@ class KernelWriter:
                  f"  const long long n_kept = {n_kept}LL, n_red = {n_red}LL;",
                  "  for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < n_kept;",
                  "       c += (long long)blockDim.x * gridDim.x) {"]
-        lines += self.unravel("c", kept, "    ")
-        lines += self.acc_init("    ")
-        lines += ["    for (long long r = 0; r < n_red; ++r) {"]
-        lines += self.unravel("r", red, "      ")
-        lines += self.point(self.plain, self.reduced, "      ")
-        lines += ["    }"]
+        lines += self.accumulate("c", kept, red, "for (long long r = 0; r < n_red; ++r)")
         lines += self.final_stores(red, "    ")
         lines += ["  }", "}"]
         return "\n".join(lines), [Launch(self.base, "elementwise", n_kept, params)]
@@ -600,12 +599,7 @@ class RowKernelWriter:
 
     def render(self) -> tuple[str, list[Launch]]:
         n_rows = int(np.prod(self.outer, dtype=np.int64))
-        args, params = [], []
-        for bid in self.buffers:
-            dt = self.kp.buffers[bid].dtype
-            const = "" if bid in self.written else "const "
-            args.append(f"{const}{ctype.mem(dt)}* __restrict__ b{bid}")
-            params.append(("buf", bid))
+        args, params = _buffer_args(self.kp, self.buffers, self.written)
         for bid in self.scratch:
             args.append(f"{ctype.mem(self.kp.buffers[bid].dtype)}* __restrict__ s{bid}")
             params.append(("scratch", bid))
