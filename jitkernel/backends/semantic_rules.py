@@ -27,7 +27,7 @@ registers and the backend rounds the rule's result to float16, as NumPy's loops 
 >>> import numpy as np
 >>> from jitkernel.backends.semantic_rules import PythonOps, int_divmod
 >>> g = PythonOps(np.dtype(np.int8))
->>> [int_divmod(g, "floor_divide", x, y) for x, y in [(7, 0), (-128, -1), (-7, 2)]]
+>>> [int(int_divmod(g, "floor_divide", g.const(x), g.const(y))) for x, y in [(7, 0), (-128, -1), (-7, 2)]]
 [0, -128, -4]
 """
 from __future__ import annotations
