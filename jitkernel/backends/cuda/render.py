@@ -39,8 +39,9 @@ from ...fusion.kernel_ir import (IndexValue, Kernel, KernelProgram, LibraryCall,
                                  Store, postorder)
 from ...fusion.loops import is_control
 from .. import semantics
-from . import ctype, ops, semantic_c
+from . import ctype, ops
 from .prelude import PRELUDE
+from .semantic_c import definitions_for as semantic_definitions
 
 PLACEHOLDER = "__JKP__"
 # A reduction over outer axes runs one thread per kept point ("columns") when there are enough
@@ -116,15 +117,8 @@ def render_program(kp: KernelProgram) -> CudaModule:
         for launch in ls:
             launch.name = launch.name.replace(PLACEHOLDER, tag)
     header = f"/* jitkernel: CUDA translation unit of {kp.name} ({len(kp.steps)} steps) */\n"
-    body = semantic_c.definitions_for(body) + body  # the shared NumPy rules the kernels call
+    body = semantic_definitions(body) + body  # the shared NumPy rules the kernels call
     return CudaModule(kp.name, header + PRELUDE, body, launches, tag)
-
-
-def _buffer_args(kp: KernelProgram, buffers: list[int], written: set[int]) -> tuple[list[str], list[tuple]]:
-    """A kernel's buffer parameters (const where it only reads them) and their launch params."""
-    args = [f"{'' if bid in written else 'const '}{ctype.mem(kp.buffers[bid].dtype)}* __restrict__ b{bid}"
-            for bid in buffers]
-    return args, [("buf", bid) for bid in buffers]
 
 
 def _c_name(text: str) -> str:
@@ -218,7 +212,12 @@ class KernelWriter:
 
     # -- signatures --------------------------------------------------------------------------
     def signature(self, name: str, extra: list[tuple[str, tuple]]) -> tuple[str, list[tuple]]:
-        args, params = _buffer_args(self.kp, self.buffers, self.written)
+        args, params = [], []
+        for bid in self.buffers:
+            dt = self.kp.buffers[bid].dtype
+            const = "" if bid in self.written else "const "
+            args.append(f"{const}{ctype.mem(dt)}* __restrict__ b{bid}")
+            params.append(("buf", bid))
         for decl, what in extra:
             args.append(decl)
             params.append(what)
@@ -599,7 +598,12 @@ class RowKernelWriter:
 
     def render(self) -> tuple[str, list[Launch]]:
         n_rows = int(np.prod(self.outer, dtype=np.int64))
-        args, params = _buffer_args(self.kp, self.buffers, self.written)
+        args, params = [], []
+        for bid in self.buffers:
+            dt = self.kp.buffers[bid].dtype
+            const = "" if bid in self.written else "const "
+            args.append(f"{const}{ctype.mem(dt)}* __restrict__ b{bid}")
+            params.append(("buf", bid))
         for bid in self.scratch:
             args.append(f"{ctype.mem(self.kp.buffers[bid].dtype)}* __restrict__ s{bid}")
             params.append(("scratch", bid))
