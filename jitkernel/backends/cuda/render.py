@@ -38,10 +38,10 @@ from ...fusion.index import Aff
 from ...fusion.kernel_ir import (IndexValue, Kernel, KernelProgram, LibraryCall, Literal, Load, RowKernel,
                                  Store, postorder)
 from ...fusion.loops import is_control
+from .semantic_c import definitions_for as semantic_definitions
 from .. import semantics
 from . import ctype, ops
 from .prelude import PRELUDE
-from .semantic_c import definitions_for as semantic_definitions
 
 PLACEHOLDER = "__JKP__"
 # A reduction over outer axes runs one thread per kept point ("columns") when there are enough
