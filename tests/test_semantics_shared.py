@@ -21,7 +21,7 @@ import jitkernel as jk
 from cuda_corpus import Case, assert_zero_signs, module_of
 from helpers import assert_matches_numpy, numpy_result
 from jitkernel.backends import semantic_rules
-from jitkernel.backends.cuda import emulator
+from jitkernel.backends.cuda import emulator, nvcc
 
 HAVE_CXX = shutil.which("g++") is not None or shutil.which("c++") is not None
 BACKENDS = ["cpu", "interpret", pytest.param("cuda-emulator", marks=pytest.mark.skipif(
@@ -44,13 +44,29 @@ def _int_args(dt: np.dtype) -> tuple:
     return np.zeros(N, dt), np.ones(N, dt), np.ones(N, dt)
 
 
+def _rule_cases() -> list[Case]:
+    cases = [Case(f"int-{dt}", int_rules, _int_args(dt)) for dt in INTS]
+    return cases + [Case(f"float-{dt}", float_rules, (np.zeros(N, dt), np.ones(N, dt))) for dt in FLOATS]
+
+
 @pytest.fixture(scope="module", autouse=True)
 def prebuilt() -> None:
     """One host-compiler run for every emulated program of the module."""
     if HAVE_CXX:
-        cases = [Case(f"int-{dt}", int_rules, _int_args(dt)) for dt in INTS]
-        cases += [Case(f"float-{dt}", float_rules, (np.zeros(N, dt), np.ones(N, dt))) for dt in FLOATS]
-        emulator.prebuild([module_of(c) for c in cases])
+        emulator.prebuild([module_of(c) for c in _rule_cases()])
+
+
+@pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc is not on PATH (set NVCC=/path/to/nvcc)")
+def test_the_rules_as_cuda_compile_with_nvcc() -> None:
+    """Every rule's C helper for every dtype (the 64-step integer power included), in one
+    translation unit as the emulator bundles them (include guards), compiles for sm_90."""
+    modules = [module_of(c) for c in _rule_cases()]
+    source = modules[0].prelude + "\n".join(m.kernels for m in modules)
+    for prim in ("floor_divide", "remainder", "fmod", "left_shift", "right_shift", "power", "sign", "reciprocal"):
+        assert all(f"jk_{prim}_{dt.name}(" in source for dt in INTS), prim
+    cubin = nvcc.cubin(source, options=("-Xptxas", "-O0"))
+    assert cubin[:4] == b"\x7fELF"
+    assert all(launch.name.encode() in cubin for m in modules for ls in m.launches for launch in ls)
 
 
 @pytest.fixture(scope="module")
