@@ -6,11 +6,10 @@ accumulates in, which of two equal zeros `maximum` keeps, how a float becomes an
 cannot drift between them. What is decided here is data or a small rule; how each backend
 expresses it (an LLVM instruction, a C expression) stays in the backend.
 
-Decisions both backends implement as code and that are therefore still written twice
-(backends/cpu/ops.py and backends/cuda/ops.py; the emulator tests compare both with NumPy):
-integer floor division/remainder (x // 0 == x % 0 == 0, MIN // -1 == MIN, Python's sign rule),
-float floor division/remainder (npy_divmod), shifts by >= the bit width, integer `reciprocal`,
-`sign` of NaN and of zeros, integer `power` by squaring (negative exponents raise).
+The decisions that are small programs rather than data (integer and float floor division and
+remainder, shifts by >= the bit width, `sign`, integer `reciprocal` and `power`, float
+`maximum`/`minimum`) are written once too, in backends/semantic_rules.py, over generic
+operations each backend translates.
 
 >>> accumulator_dtype("sum", np.dtype(np.float16))
 dtype('float32')

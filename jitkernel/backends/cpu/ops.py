@@ -9,7 +9,8 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ...errors import UnsupportedOperationError
-from .. import semantics
+from .. import semantic_rules, semantics
+from .semantic_llvm import LLVMOps
 from .types import F32, I1, I8, I32, I64, is_float, is_signed, reg_type
 
 # NumPy ufunc -> (llvm intrinsic or None, libm base name): float math functions. Which libm
@@ -70,6 +71,16 @@ class OpLowering:
         wide = [self.b.fpext(a, F32) for a in args]
         r = fn(wide, F32)
         return self.b.fptrunc(r, reg_type(dt)) if result_float else r
+
+    def rule(self, prim: str, dt: np.dtype, args: list[ir.Value]) -> ir.Value | None:
+        """`prim` by its shared rule (backends/semantic_rules.py), or None when it has none;
+        float16 operands run the rule in float32 and round the result, as NumPy's loops do."""
+        rule = semantic_rules.rule_for(prim, dt)
+        if rule is None:
+            return None
+        if dt.kind == "f":
+            return self.in_float(dt, args, lambda a, ty: rule(LLVMOps(self, dt, ty), *a))
+        return rule(LLVMOps(self, dt, args[0].type), *args)
 
     def truthy(self, v: ir.Value, dt: np.dtype) -> ir.Value:
         if dt.kind == "b":
@@ -207,23 +218,9 @@ class OpLowering:
             return b.not_(x)
         if prim == "square":
             return b.mul(x, x)
-        if prim == "reciprocal":
-            # NumPy computes (int)(1.0 / x): 1 -> 1, -1 -> -1, others -> 0; 1/0 converts inf,
-            # which x86 turns into INT_MIN for 32/64-bit signed types and 0 otherwise.
-            r = b.select(b.icmp_unsigned("==", x, ir.Constant(x.type, 1)), ir.Constant(x.type, 1), ir.Constant(x.type, 0))
-            if is_signed(dt):
-                r = b.select(b.icmp_signed("==", x, ir.Constant(x.type, -1)), ir.Constant(x.type, -1), r)
-                if dt.itemsize >= 4:
-                    r = b.select(b.icmp_signed("==", x, ir.Constant(x.type, 0)),
-                                 ir.Constant(x.type, -(1 << (x.type.width - 1))), r)
+        r = self.rule(prim, dt, [x])  # reciprocal, sign
+        if r is not None:
             return r
-        if prim == "sign":
-            zero = ir.Constant(x.type, 0)
-            if dt.kind == "u":
-                return b.zext(b.icmp_unsigned("!=", x, zero), x.type)
-            pos = b.zext(b.icmp_signed(">", x, zero), x.type)
-            neg = b.zext(b.icmp_signed("<", x, zero), x.type)
-            return b.sub(pos, neg)
         raise UnsupportedOperationError(f"numpy.{prim} on {dt} is not supported by the CPU backend")
 
     def unary_float(self, prim: str, x: ir.Value, dt: np.dtype) -> ir.Value:
@@ -246,13 +243,7 @@ class OpLowering:
         if prim == "reciprocal":
             return self.in_float(dt, [x], lambda a, ty: b.fdiv(ir.Constant(ty, 1.0), a[0], flags=fl))
         if prim == "sign":
-            def sign(a: list[ir.Value], ty: ir.Type) -> ir.Value:
-                v = a[0]
-                zero, one = ir.Constant(ty, 0.0), ir.Constant(ty, 1.0)
-                s = b.select(b.fcmp_ordered(">", v, zero), one,
-                             b.select(b.fcmp_ordered("<", v, zero), ir.Constant(ty, -1.0), zero))
-                return b.select(b.fcmp_unordered("uno", v, v), v, s)
-            return self.in_float(dt, [x], sign)
+            return self.rule(prim, dt, [x])
         if prim in _MATH:
             return self.in_float(dt, [x], lambda a, ty: self.call_math(_MATH[prim], ty, a))
         raise UnsupportedOperationError(f"numpy.{prim} on {dt} is not supported by the CPU backend")
@@ -288,50 +279,16 @@ class OpLowering:
             return self.in_float(dt, [x, y], lambda a, ty: simple[prim](a[0], a[1], flags=fl))
         if prim == "power" and isinstance(y, ir.Constant) and y.constant == 2.0:
             return self.in_float(dt, [x], lambda a, ty: b.fmul(a[0], a[0], flags=fl))
-        if prim in ("floor_divide", "remainder"):
-            return self.in_float(dt, [x, y], lambda a, ty: self.float_divmod(prim, a[0], a[1], ty))
-        if prim in ("maximum", "minimum"):
-            return self.in_float(dt, [x, y], lambda a, ty: self.numpy_max_min(prim, a[0], a[1], dt))
+        if prim in ("floor_divide", "remainder", "maximum", "minimum"):
+            return self.rule(prim, dt, [x, y])
         if prim in _MATH2:
             return self.in_float(dt, [x, y], lambda a, ty: self.call_math(_MATH2[prim], ty, a))
         raise UnsupportedOperationError(f"numpy.{prim} on {dt} is not supported by the CPU backend")
-
-    def numpy_max_min(self, prim: str, a: ir.Value, b: ir.Value, dt: np.dtype) -> ir.Value:
-        """NumPy's float maximum/minimum: NaN propagates, and of two equal values (0.0 and -0.0)
-        the float32/float64 loops return the second operand (the x86 max/min instructions
-        NumPy's SIMD loops use), the float16 loop the first (`a >= b ? a : b`). llvm.maximum
-        orders -0.0 below 0.0 instead, so ties are chosen explicitly."""
-        r = self.call_math(_MATH2[prim], a.type, [a, b])
-        tie = self.b.fcmp_ordered("==", a, b)
-        return self.b.select(tie, a if semantics.max_min_tie_keeps_first(dt) else b, r)
-
-    def float_divmod(self, prim: str, a: ir.Value, c: ir.Value, ty: ir.Type) -> ir.Value:
-        """NumPy's npy_divmod: Python semantics (result sign follows the divisor)."""
-        b = self.b
-        zero = ir.Constant(ty, 0.0)
-        fmod = self.call_math(_MATH2["fmod"], ty, [a, c])
-        copysign = self.intrinsic("llvm.copysign", ty, 2)
-        if prim == "remainder":
-            nonzero = b.fcmp_unordered("!=", fmod, zero)
-            differ = b.xor(b.fcmp_ordered("<", c, zero), b.fcmp_ordered("<", fmod, zero))
-            adjusted = b.select(b.and_(nonzero, differ), b.fadd(fmod, c), fmod)
-            result = b.select(b.fcmp_ordered("==", fmod, zero), b.call(copysign, [zero, c]), adjusted)
-            return b.select(b.fcmp_ordered("==", c, zero), fmod, result)  # x % 0 -> NaN (fmod)
-        div = b.fdiv(b.fsub(a, fmod), c)
-        nonzero = b.fcmp_unordered("!=", fmod, zero)
-        differ = b.xor(b.fcmp_ordered("<", c, zero), b.fcmp_ordered("<", fmod, zero))
-        div = b.select(b.and_(nonzero, differ), b.fsub(div, ir.Constant(ty, 1.0)), div)
-        floor = b.call(self.intrinsic("llvm.floor", ty, 1), [div])
-        floor = b.select(b.fcmp_ordered(">", b.fsub(div, floor), ir.Constant(ty, 0.5)),
-                         b.fadd(floor, ir.Constant(ty, 1.0)), floor)
-        floor = b.select(b.fcmp_ordered("==", div, zero), b.call(copysign, [zero, b.fdiv(a, c)]), floor)
-        return b.select(b.fcmp_ordered("==", c, zero), b.fdiv(a, c), floor)  # x // 0 -> inf/nan
 
     def binary_int(self, prim: str, x: ir.Value, y: ir.Value, dt: np.dtype) -> ir.Value:
         b = self.b
         ty = x.type
         signed = is_signed(dt)
-        zero, one = ir.Constant(ty, 0), ir.Constant(ty, 1)
         simple = {"add": b.add, "subtract": b.sub, "multiply": b.mul, "bitwise_and": b.and_,
                   "bitwise_or": b.or_, "bitwise_xor": b.xor}
         if prim in simple:
@@ -340,45 +297,9 @@ class OpLowering:
             big = prim in ("maximum", "fmax")
             name = ("llvm.smax" if big else "llvm.smin") if signed else ("llvm.umax" if big else "llvm.umin")
             return b.call(self.intrinsic(name, ty, 2), [x, y])
-        if prim in ("floor_divide", "remainder", "fmod"):
-            # NumPy: x // 0 == 0 and x % 0 == 0; MIN // -1 wraps to MIN.
-            is_zero = b.icmp_unsigned("==", y, zero)
-            if signed:
-                overflow = b.and_(b.icmp_signed("==", x, ir.Constant(ty, -(1 << (ty.width - 1)))),
-                                  b.icmp_signed("==", y, ir.Constant(ty, -1)))
-                safe = b.select(b.or_(is_zero, overflow), one, y)
-                q, r = b.sdiv(x, safe), b.srem(x, safe)
-                q = b.select(overflow, x, q)
-                r = b.select(overflow, zero, r)
-                if prim != "fmod":
-                    fix = b.and_(b.icmp_signed("!=", r, zero),
-                                 b.xor(b.icmp_signed("<", r, zero), b.icmp_signed("<", y, zero)))
-                    q = b.select(fix, b.sub(q, one), q)
-                    r = b.select(fix, b.add(r, y), r)
-            else:
-                safe = b.select(is_zero, one, y)
-                q, r = b.udiv(x, safe), b.urem(x, safe)
-            out = q if prim == "floor_divide" else r
-            return b.select(is_zero, zero, out)
-        if prim in ("left_shift", "right_shift"):
-            # NumPy: shifting by >= the bit width (or a negative amount) gives 0, or -1 for a
-            # right shift of a negative value.
-            in_range = b.icmp_unsigned("<", y, ir.Constant(ty, ty.width))
-            amount = b.select(in_range, y, zero)
-            if prim == "left_shift":
-                return b.select(in_range, b.shl(x, amount), zero)
-            shifted = b.ashr(x, amount) if signed else b.lshr(x, amount)
-            fill = b.select(b.icmp_signed("<", x, zero), ir.Constant(ty, -1), zero) if signed else zero
-            return b.select(in_range, shifted, fill)
-        if prim == "power":
-            if signed:
-                self.raise_flag(b.icmp_signed("<", y, zero), 1)
-            result, base, e = one, x, y
-            for bit in range(ty.width):
-                take = b.trunc(b.lshr(e, ir.Constant(ty, bit)), I1)
-                result = b.select(take, b.mul(result, base), result)
-                base = b.mul(base, base)
-            return result
+        r = self.rule(prim, dt, [x, y])  # floor_divide, remainder, fmod, shifts, power
+        if r is not None:
+            return r
         raise UnsupportedOperationError(f"numpy.{prim} on {dt} is not supported by the CPU backend")
 
 

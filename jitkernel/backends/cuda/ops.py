@@ -1,6 +1,7 @@
 """Elementwise primitives as C expressions with NumPy's semantics per dtype: the CUDA
-counterpart of backends/cpu/ops.py. Shared decisions come from backends/semantics.py; the
-algorithmic ones (division, shifts, power, ...) are prelude functions (prelude.py).
+counterpart of backends/cpu/ops.py. Shared decisions come from backends/semantics.py (tables) and
+backends/semantic_rules.py (division, shifts, power, sign, ...: helper functions of the
+translation unit written by semantic_c.py).
 
 Every function returns a C expression of the register type of the result dtype (ctype.reg);
 float16 results are rounded to float16 (jk_rh) after every operation, as NumPy's loops do.
@@ -12,7 +13,7 @@ import numpy as np
 from ...errors import UnsupportedOperationError
 from .. import semantics
 from ..cpu.ops import STATUS_INDEX, STATUS_INDEX_DETAIL
-from . import ctype
+from . import ctype, semantic_c
 
 # The status word is the CPU runtime's (runtime.StatusWord): flags, then the first bad index's
 # value, axis and axis length as int64s, which jk_index_check writes as detail[1..3].
@@ -35,6 +36,12 @@ def _fname(base: str, dt: np.dtype) -> str:
 def _round(dt: np.dtype, e: str) -> str:
     """A float expression computed in the register type, rounded to `dt` if it is float16."""
     return f"jk_rh({e})" if ctype.is_half(dt) else e
+
+
+def _rule(prim: str, dt: np.dtype, args: list[str]) -> str:
+    """A call of `prim`'s shared rule (backends/semantic_rules.py, as C by semantic_c.py);
+    float16 operands are float registers and the result is rounded to float16."""
+    return _round(dt, semantic_c.call(prim, dt, args)) if dt.kind == "f" else semantic_c.call(prim, dt, args)
 
 
 def truthy(x: str, dt: np.dtype) -> str:
@@ -123,14 +130,8 @@ def unary(prim: str, x: str, dt: np.dtype, out_dt: np.dtype) -> str:
         return f"(!{x})" if dt.kind == "b" else f"(({r})~{x})"
     if prim == "square":
         return f"(({r})(({u}){x} * ({u}){x}))"
-    if prim == "reciprocal":
-        tmin = ctype.literal(np.iinfo(dt).min, dt) if dt.kind == "i" else "0"
-        return (f"jk_irecip<{r}>({x}, {'true' if dt.kind == 'i' else 'false'}, "
-                f"{'true' if dt.itemsize >= 4 else 'false'}, {tmin})")
-    if prim == "sign":
-        if dt.kind == "u":
-            return f"(({r})({x} != 0))"
-        return f"(({r})(({x} > 0) - ({x} < 0)))"
+    if prim in ("reciprocal", "sign") and dt.kind in "iu":
+        return _rule(prim, dt, [x])
     raise _unsupported(prim, dt)
 
 
@@ -149,8 +150,7 @@ def unary_float(prim: str, x: str, dt: np.dtype) -> str:
     if prim == "reciprocal":
         return _round(dt, f"({ctype.literal(1.0, dt)} / {x})")
     if prim == "sign":
-        one, zero = ctype.literal(1.0, dt), ctype.literal(0.0, dt)
-        return f"({x} > {zero} ? {one} : ({x} < {zero} ? -{one} : ({x} != {x} ? {x} : {zero})))"
+        return _rule(prim, dt, [x])
     if prim in semantics.MATH_UNARY:
         return _round(dt, f"{_fname(semantics.MATH_UNARY[prim], dt)}({x})")
     raise _unsupported(prim, dt)
@@ -185,15 +185,8 @@ def binary_float(prim: str, x: str, y: str, dt: np.dtype, y_literal: object) -> 
         return _round(dt, _mul(x, x if prim == "power" else y, dt))
     if prim in _ARITH:
         return _round(dt, f"({x} {_ARITH[prim]} {y})")
-    first = "true" if semantics.max_min_tie_keeps_first(dt) else "false"
-    if prim == "maximum":
-        return f"jk_fmaxnp({x}, {y}, {first})"
-    if prim == "minimum":
-        return f"jk_fminnp({x}, {y}, {first})"
-    if prim == "floor_divide":
-        return _round(dt, f"jk_ffloordiv({x}, {y})")
-    if prim == "remainder":
-        return _round(dt, f"jk_fremainder({x}, {y})")
+    if prim in ("floor_divide", "remainder", "maximum", "minimum"):
+        return _rule(prim, dt, [x, y])
     if prim in semantics.MATH_BINARY:
         return _round(dt, f"{_fname(semantics.MATH_BINARY[prim], dt)}({x}, {y})")
     raise _unsupported(prim, dt)
@@ -201,7 +194,6 @@ def binary_float(prim: str, x: str, y: str, dt: np.dtype, y_literal: object) -> 
 
 def binary_int(prim: str, x: str, y: str, dt: np.dtype) -> str:
     r, u = ctype.reg(dt), ctype.wide_unsigned(dt)
-    signed = dt.kind == "i"
     if prim in ("add", "subtract", "multiply"):
         op = _ARITH[prim]
         return f"(({r})(({u}){x} {op} ({u}){y}))"
@@ -211,16 +203,6 @@ def binary_int(prim: str, x: str, y: str, dt: np.dtype) -> str:
         return f"({x} > {y} ? {x} : {y})"
     if prim in ("minimum", "fmin"):
         return f"({x} < {y} ? {x} : {y})"
-    tmin = ctype.literal(np.iinfo(dt).min, dt)
-    s = "true" if signed else "false"
-    if prim == "floor_divide":
-        return f"jk_idiv<{r}>({x}, {y}, {s}, {tmin})"
-    if prim in ("remainder", "fmod"):
-        return f"jk_imod<{r}>({x}, {y}, {s}, {tmin}, {'true' if prim == 'remainder' else 'false'})"
-    if prim == "left_shift":
-        return f"jk_shl<{r}, {u}>({x}, {y}, {8 * dt.itemsize})"
-    if prim == "right_shift":
-        return f"jk_shr<{r}, {u}>({x}, {y}, {8 * dt.itemsize})"
-    if prim == "power":
-        return f"jk_ipow<{r}, {u}>({x}, {y}, {s}, jk_status)"
+    if prim in ("floor_divide", "remainder", "fmod", "left_shift", "right_shift", "power"):
+        return _rule(prim, dt, [x, y])
     raise _unsupported(prim, dt)

@@ -3,8 +3,10 @@ cuda_runtime.h provides the math functions and intrinsics; the emulator's shim h
 the same names on the host).
 
 The helper functions carry NumPy semantics the C operators lack: wrap-around integer arithmetic
-is written at the use site (render in unsigned types), but division, remainder, shifts, power
-and float16 rounding are functions here, one definition per dtype through templates.
+is written at the use site (render in unsigned types), float16 rounding is a function here.
+Division, remainder, shifts, power, sign, integer reciprocal and float maximum/minimum
+follow the shared rules of backends/semantic_rules.py: their helpers are written per dtype by
+semantic_c.py, into the translation units that call them.
 """
 from __future__ import annotations
 
@@ -31,65 +33,6 @@ JK_DEV float jk_rh_d(double x) { return jk_h2f(jk_d2h(x)); }
 JK_DEV bool jk_signbit(float x) { return __float_as_int(x) < 0; }
 JK_DEV bool jk_signbit(double x) { return __double_as_longlong(x) < 0; }
 
-/* NumPy's max/min: NaN propagates; of two equal values `first` says which operand is kept. */
-template <class F> JK_DEV F jk_fmaxnp(F a, F b, bool first) {
-  if (a != a) return a; if (b != b) return b;
-  return a > b ? a : (b > a ? b : (first ? a : b));
-}
-template <class F> JK_DEV F jk_fminnp(F a, F b, bool first) {
-  if (a != a) return a; if (b != b) return b;
-  return a < b ? a : (b < a ? b : (first ? a : b));
-}
-
-/* NumPy's npy_divmod for floats: Python semantics (the remainder has the divisor's sign). */
-template <class F> JK_DEV F jk_fremainder(F a, F c) {
-  F m = fmod(a, c);
-  if (c == (F)0) return m;
-  if (m == (F)0) return copysign((F)0, c);
-  return ((c < (F)0) != (m < (F)0)) ? m + c : m;
-}
-template <class F> JK_DEV F jk_ffloordiv(F a, F c) {
-  if (c == (F)0) return a / c;
-  F m = fmod(a, c);
-  F div = (a - m) / c;
-  if (m != (F)0 && ((c < (F)0) != (m < (F)0))) div -= (F)1;
-  if (div == (F)0) return copysign((F)0, a / c);
-  F fl = floor(div);
-  if (div - fl > (F)0.5) fl += (F)1;
-  return fl;
-}
-
-/* Integers: x // 0 == x % 0 == 0, MIN // -1 wraps to MIN, Python's sign rule (U: the unsigned
-   type of T, for the wrap-around). */
-template <class T> JK_DEV T jk_idiv(T x, T y, bool is_signed, T tmin) {
-  if (y == 0) return 0;
-  if (is_signed && x == tmin && y == (T)-1) return x;
-  T q = x / y, r = x % y;
-  if (is_signed && r != 0 && ((r < 0) != (y < 0))) q -= 1;
-  return q;
-}
-template <class T> JK_DEV T jk_imod(T x, T y, bool is_signed, T tmin, bool python) {
-  if (y == 0) return 0;
-  if (is_signed && x == tmin && y == (T)-1) return 0;
-  T r = x % y;
-  if (python && is_signed && r != 0 && ((r < 0) != (y < 0))) r += y;
-  return r;
-}
-/* Shifts by a negative amount or >= the width give 0 (or -1 for a right shift of a negative). */
-template <class T, class U> JK_DEV T jk_shl(T x, T y, int width) {
-  return ((U)y < (U)width) ? (T)((U)x << (int)y) : (T)0;
-}
-template <class T, class U> JK_DEV T jk_shr(T x, T y, int width) {
-  if ((U)y < (U)width) return (T)(x >> (int)y);
-  return (x < (T)0) ? (T)-1 : (T)0;
-}
-/* Integer power by squaring; a negative exponent sets status bit 1 (NumPy's ValueError). */
-template <class T, class U> JK_DEV T jk_ipow(T x, T y, bool is_signed, unsigned int* status) {
-  if (is_signed && y < (T)0) { jk_status_or(status, 1u); return 0; }
-  U result = 1, base = (U)x, e = (U)y;
-  while (e) { if (e & 1u) result = (U)(result * base); base = (U)(base * base); e >>= 1; }
-  return (T)result;
-}
 /* A traced index (fusion/dynamic.py's check kernels): wrapped when negative, then 0 <= s <= limit,
    or status bit `code` is set (the first failure also records s, the axis and n after the flags:
    backends/cpu/runtime.StatusWord) and 0 is returned, so no access leaves the array. */
@@ -101,13 +44,6 @@ JK_DEV long long jk_index_check(long long s, long long n, long long limit, long 
     long long* detail = (long long*)status;
     detail[1] = s; detail[2] = axis; detail[3] = n;
   }
-  return 0;
-}
-/* NumPy's integer reciprocal: (int)(1.0 / x); 1/0 is INT_MIN for signed 32/64-bit types. */
-template <class T> JK_DEV T jk_irecip(T x, bool is_signed, bool wide, T tmin) {
-  if (x == (T)1) return 1;
-  if (is_signed && x == (T)-1) return (T)-1;
-  if (is_signed && wide && x == (T)0) return tmin;
   return 0;
 }
 /* ---- end of prelude ------------------------------------------------------------------- */

@@ -38,6 +38,7 @@ from ...fusion.index import Aff
 from ...fusion.kernel_ir import (IndexValue, Kernel, KernelProgram, LibraryCall, Literal, Load, RowKernel,
                                  Store, postorder)
 from ...fusion.loops import is_control
+from .semantic_c import definitions_for as semantic_definitions
 from .. import semantics
 from . import ctype, ops
 from .prelude import PRELUDE
@@ -116,6 +117,7 @@ def render_program(kp: KernelProgram) -> CudaModule:
         for launch in ls:
             launch.name = launch.name.replace(PLACEHOLDER, tag)
     header = f"/* jitkernel: CUDA translation unit of {kp.name} ({len(kp.steps)} steps) */\n"
+    body = semantic_definitions(body) + body  # the shared NumPy rules the kernels call
     return CudaModule(kp.name, header + PRELUDE, body, launches, tag)
 
 
@@ -262,17 +264,19 @@ class KernelWriter:
         lines = [self.comment() + sig + " {",
                  f"  const long long n_rows = {n_kept}LL, n_red = {n_red}LL;",
                  "  for (long long row = blockIdx.x; row < n_rows; row += gridDim.x) {"]
-        lines += self.unravel("row", kept, "    ")
-        lines += self.acc_init("    ")
-        lines += ["    for (long long r = threadIdx.x; r < n_red; r += blockDim.x) {"]
-        lines += self.unravel("r", red, "      ")
-        lines += self.point(self.plain, self.reduced, "      ")
-        lines += ["    }"]
+        lines += self.accumulate("row", kept, red, "for (long long r = threadIdx.x; r < n_red; r += blockDim.x)")
         lines += self.block_reduce("    ")
         lines += ["    if (threadIdx.x == 0) {"]
         lines += self.final_stores(red, "      ")
         lines += ["    }", "    __syncthreads();  /* the shared slots are reused by the next row */", "  }", "}"]
         return "\n".join(lines), [Launch(self.base, "rows", n_kept, params)]
+
+    def accumulate(self, point: str, kept: list[int], red: list[int], loop: str, indent: str = "    ") -> list[str]:
+        """The kept point `point` unravelled, the accumulators started, and the reduced points
+        the C `for` header `loop` visits (over r) added into them: one reduction's body."""
+        inner = indent + "  "
+        return (self.unravel(point, kept, indent) + self.acc_init(indent) + [f"{indent}{loop} {{"]
+                + self.unravel("r", red, inner) + self.point(self.plain, self.reduced, inner) + [f"{indent}}}"])
 
     def fill_identity(self) -> tuple[str, list[Launch]]:
         """A reduction accumulated in memory over an empty domain (x.sum(axis=0) of a (0, n)
@@ -305,12 +309,7 @@ class KernelWriter:
                  f"  const long long n_kept = {n_kept}LL, n_red = {n_red}LL;",
                  "  for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < n_kept;",
                  "       c += (long long)blockDim.x * gridDim.x) {"]
-        lines += self.unravel("c", kept, "    ")
-        lines += self.acc_init("    ")
-        lines += ["    for (long long r = 0; r < n_red; ++r) {"]
-        lines += self.unravel("r", red, "      ")
-        lines += self.point(self.plain, self.reduced, "      ")
-        lines += ["    }"]
+        lines += self.accumulate("c", kept, red, "for (long long r = 0; r < n_red; ++r)")
         lines += self.final_stores(red, "    ")
         lines += ["  }", "}"]
         return "\n".join(lines), [Launch(self.base, "elementwise", n_kept, params)]
