@@ -1,0 +1,245 @@
+"""Per-worker profiles of jitted functions over Dask arrays (issue 11, section 2, last bullet).
+
+While a profiler listens in the driver (`events.SUBSCRIBERS` non-empty when the graph is built),
+every block task of the graph is `recorded_run_block` instead of `worker.run_block`: it times the
+block (and the compile or persistent-cache load it needed), counts the bytes of the input blocks
+read and the output blocks written, and sends one small record back through Dask's own channel:
+
+- on a `dask.distributed` worker: `Worker.log_event(TOPIC, record)` (the scheduler keeps it;
+  the driver reads it with `Client.get_events(TOPIC)`), so a record survives its worker being
+  killed after the block ran (the retry shows as the same block run on two workers);
+- in the driver's own process (the threaded and synchronous schedulers): published at once as
+  a `BlockEvent` to the driver's subscribers;
+- in a child process of Dask's multiprocessing scheduler: dropped (that scheduler has no
+  channel back but the task's result); documented in docs/distributed.md.
+
+With profiling off the graph is exactly what it was before this module existed: `run_block`,
+nothing recorded, nothing checked per task.
+
+The driver turns records into `events.BlockEvent`s and the workers' transfer logs
+(`Worker.transfer_incoming_log`, `transfer_outgoing_log`) into `events.TransferEvent`s when a
+profile is drawn (`pull()`, called by `profiler.report`). Clocks: workers stamp records with
+`time.time()`; `pull` measures each live worker's offset with `client.run(time.time)` (the
+driver's clock read before and after; the offset is applied only when it exceeds half that round
+trip, i.e. when it is a real skew and not the measurement's own noise) and maps the driver's wall
+clock onto `events.clock()`.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import threading
+import time
+import weakref
+from typing import Any
+
+import numpy as np
+
+from .. import events
+from . import worker as _worker
+
+TOPIC = "jitkernel-blocks"
+_SEQ = itertools.count()  # per process: with the pid, tells records apart (pulled once each)
+
+# Driver side: what the graphs built while profiling contained, so transfers can be attributed
+# to a function: Dask key name -> jitted function name.
+_KEY_FUNCTION: dict[str, str] = {}
+MAX_KEYS = 10_000
+_LATEST = [""]  # the function of the latest graph built while profiling
+_CLIENTS: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_SEEN: dict[int, set] = {}  # id(client) -> {(pid, seq)} of records already published
+_TRANSFERS_SEEN: dict[int, dict[str, float]] = {}  # id(client) -> worker -> last transfer stop pulled
+
+
+def function_of(block_name: str) -> str:
+    """`f_block2` -> `f`: block programs are named after the jitted function (partition.py)."""
+    head, sep, tail = block_name.rpartition("_block")
+    return head if sep and tail.isdigit() else block_name
+
+
+# -- worker side ----------------------------------------------------------------------------------
+def _dask_worker() -> Any:
+    """The dask.distributed Worker running this task, or None (no distributed, not in a worker)."""
+    if "distributed" not in sys.modules:
+        return None
+    from distributed import get_worker
+    try:
+        return get_worker()
+    except ValueError:
+        return None
+
+
+def worker_label(w: Any) -> str:
+    """`worker 0 tcp://127.0.0.1:40211` (the name only where it is not the address)."""
+    name = str(w.name)
+    return f"worker {w.address}" if name == w.address else f"worker {name} {w.address}"
+
+
+def where() -> str:
+    """This process as a worker label: `worker <name> <address> pid <pid>` on a dask.distributed
+    worker, `process <pid> thread <name>` elsewhere (used by errors and records)."""
+    w = _dask_worker()
+    if w is not None:
+        return f"{worker_label(w)} pid {os.getpid()}"
+    return f"process {os.getpid()} thread {threading.current_thread().name}"
+
+
+def recorded_run_block(label: str, bp: Any, *blocks: Any) -> tuple[np.ndarray, ...]:
+    """`worker.run_block(bp, *blocks)` plus a record of it (see module docstring): `label` names
+    the block (`f_block1[0,2]`)."""
+    compiles = _worker.compile_log()
+    compiles.clear()
+    t0 = time.time()
+    outs = _worker.run_block(bp, *blocks)
+    duration = time.time() - t0
+    compile_s = sum(c[1] for c in compiles)
+    record = {
+        "name": bp.name, "block": label, "start": t0, "duration": duration,
+        "compile": compile_s, "compile_start": compiles[0][0] if compiles else 0.0,
+        "disk_hit": bool(compiles) and all(c[2] for c in compiles),
+        "bytes_in": int(sum(np.asarray(b).nbytes for b in blocks)),
+        "bytes_out": int(sum(o.nbytes for o in outs)),
+        "pid": os.getpid(), "thread": threading.current_thread().name, "seq": next(_SEQ),
+    }
+    w = _dask_worker()
+    if w is not None:
+        record["track"] = worker_label(w)  # not "worker": the scheduler sets that key
+        record["address"] = w.address
+        w.log_event(TOPIC, record)
+    elif events.SUBSCRIBERS:  # the driver's own process: threaded or synchronous scheduler
+        record["track"] = f"thread {record['thread']}"
+        record["address"] = ""
+        offset = time.time() - events.clock()
+        for e in _block_events(record, offset):
+            events.publish(e)
+    return outs
+
+
+# -- driver side ----------------------------------------------------------------------------------
+def register_graph(function: str, keys: list[str]) -> None:
+    """Remember that these Dask key names belong to `function` (transfers are attributed by key),
+    and the current distributed client (if any) to pull records from."""
+    if len(_KEY_FUNCTION) > MAX_KEYS:
+        _KEY_FUNCTION.clear()
+    for k in keys:
+        _KEY_FUNCTION[k] = function
+    _LATEST[0] = function
+    client = _default_client()
+    if client is not None:
+        _CLIENTS.add(client)
+
+
+def _default_client() -> Any:
+    if "distributed" not in sys.modules:
+        return None
+    from distributed import default_client
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def _block_events(record: dict, offset: float) -> list[events.Event]:
+    """A record (worker clock) -> BlockEvent (and its CompileEvent-like share) on events.clock()."""
+    function = function_of(record["name"])
+    start = record["start"] - offset
+    return [events.BlockEvent(function, start, record["duration"], worker=record["track"],
+                              address=record.get("address", ""), pid=record["pid"], thread=record["thread"],
+                              block=record["block"], program=record["name"], compile=record["compile"],
+                              disk_hit=record["disk_hit"], bytes_in=record["bytes_in"],
+                              bytes_out=record["bytes_out"])]
+
+
+def clock_offsets(client: Any) -> dict[str, float]:
+    """Per live worker: its `time.time()` minus the driver's, applied only where it exceeds half
+    the round trip of the measurement (else 0: the same clock within what can be measured)."""
+    before = time.time()
+    theirs = client.run(time.time)
+    after = time.time()
+    middle, half = (before + after) / 2, (after - before) / 2
+    return {w: (t - middle if abs(t - middle) > half else 0.0) for w, t in theirs.items()}
+
+
+def _key_name(key: Any) -> str:
+    return key[0] if isinstance(key, tuple) else str(key)
+
+
+def _transfers(client: Any, workers: set[str]) -> list[dict]:
+    """New entries of every worker's incoming transfer log (between workers) and outgoing log to
+    a non-worker (the client), restricted to keys of profiled graphs."""
+    def logs(dask_worker: Any) -> dict:
+        return {"incoming": list(dask_worker.transfer_incoming_log),
+                "outgoing": list(dask_worker.transfer_outgoing_log)}
+    seen = _TRANSFERS_SEEN.setdefault(id(client), {})
+    out = []
+    for address, log in client.run(logs).items():
+        last = seen.get(address, 0.0)
+        newest = last
+        for direction in ("incoming", "outgoing"):
+            for entry in log[direction]:
+                if entry["stop"] <= last:
+                    continue
+                newest = max(newest, entry["stop"])
+                who = entry.get("who") or ""
+                if direction == "outgoing" and who in workers:
+                    continue  # the receiving worker's incoming log has it
+                keys = [_key_name(k) for k in entry.get("keys", {})]
+                functions = {_KEY_FUNCTION[k] for k in keys if k in _KEY_FUNCTION}
+                if not functions and direction == "outgoing" and _LATEST[0]:
+                    # results gathered by the client go under Dask's own key (finalize-...), named
+                    # after no function: counted for the latest graph built while profiling
+                    functions = {_LATEST[0]}
+                if not functions:
+                    continue
+                source, dest = (who, address) if direction == "incoming" else (address, who or "client")
+                out.append({"function": sorted(functions)[0], "start": entry["start"],
+                            "duration": entry["stop"] - entry["start"], "source": source,
+                            "destination": dest if direction == "incoming" else "client",
+                            "nbytes": int(entry.get("total", 0)), "keys": len(keys), "address": address})
+        seen[address] = newest
+    return out
+
+
+def pull(client: Any = None) -> int:
+    """Publish the records of every client profiled graphs ran on (or of `client`) as jitkernel
+    events, each once; returns how many were published. Called by `profiler.report`."""
+    clients = [client] if client is not None else list(_CLIENTS)
+    default = _default_client()
+    if client is None and default is not None and default not in clients:
+        clients.append(default)
+    published = 0
+    for c in clients:
+        if getattr(c, "status", "") != "running":
+            continue
+        published += _pull_one(c)
+    return published
+
+
+def _pull_one(client: Any) -> int:
+    seen = _SEEN.setdefault(id(client), set())
+    offsets = clock_offsets(client)
+    driver_offset = time.time() - events.clock()  # wall clock -> events.clock()
+    workers = set(offsets)
+    count = 0
+    for _, record in client.get_events(TOPIC):
+        ident = (record["pid"], record["seq"])
+        if ident in seen:
+            continue
+        seen.add(ident)
+        offset = offsets.get(record.get("address", ""), 0.0) + driver_offset
+        for e in _block_events(record, offset):
+            events.publish(e)
+            count += 1
+    for t in _transfers(client, workers):
+        offset = offsets.get(t["address"], 0.0) + driver_offset
+        events.publish(events.TransferEvent(t["function"], t["start"] - offset, t["duration"], source=t["source"],
+                                            destination=t["destination"], nbytes=t["nbytes"], keys=t["keys"]))
+        count += 1
+    return count
+
+
+def forget() -> None:
+    """Forget which records were pulled (`profiler.reset` keeps them pulled: they are old)."""
+    _SEEN.clear()
+    _TRANSFERS_SEEN.clear()
