@@ -140,6 +140,7 @@ class TransferEvent(Event):
     """Dask moving blocks of a profiled graph between workers, or from a worker to the client
     (from the workers' transfer logs)."""
 
+    worker: str = ""  # the track it is drawn on: the receiving worker (the sender's for the client)
     source: str = ""
     destination: str = ""
     nbytes: int = 0

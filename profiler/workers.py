@@ -21,9 +21,7 @@ def track(record: dict[str, Any]) -> str:
     if record["phase"] == "block":
         return f"{record['function']} @ {record['details']['worker']}"
     if record["phase"] == "transfer":
-        d = record["details"]
-        where = d["source"] if d["destination"] == "client" else d["destination"]
-        return f"{record['function']} @ {d.get('worker') or where}"
+        return f"{record['function']} @ {record['details']['worker']}"
     return record["function"]
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import events
 from ..errors import UnsupportedOperationError
 from ..tree import tree_flatten, tree_unflatten
 from .partition import Plan, RechunkWarning, plan as make_plan, warn_rechunks
@@ -85,6 +86,9 @@ def call(jitted: Any, args: tuple, kwargs: dict) -> Any:
         if (lo is not None and v < lo) or (hi is not None and v > hi):
             raise OverflowError(f"Python integer {v} out of bounds for {dt}")
     warn_rechunks(partition, jitted.__name__, stacklevel=user_stacklevel())
+    if events.SUBSCRIBERS:  # profiling: block records name this function object (profile.py)
+        from .profile import register_function
+        register_function(partition, jitted)
     return tree_unflatten(out_tree, build(partition, leaves, jitted._backend_name()))
 
 

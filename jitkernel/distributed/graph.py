@@ -12,7 +12,7 @@ import numpy as np
 
 from .partition import ArgCombineStep, CombineStep, DaskStep, Plan, SegmentStep, Source, apply_dask_step
 from .. import events
-from .profile import function_of, recorded_run_block, register_graph
+from .profile import recorded_run_block, register_graph
 from .worker import arg_combine, combine, identity_chunk, run_block
 
 
@@ -65,7 +65,7 @@ def _segment(step: SegmentStep, values: dict, da: Any) -> None:
                     (recorded_run_block, f"{bp.name}[{','.join(map(str, idx))}]", prog_key, *keys)
         outs.append(out)
     if profiled:  # transfers of these keys (and of the inputs read) are this function's
-        register_graph(function_of(bp.name), [seg, *[f"jk-out{k}-{token}" for k in range(len(outs))],
+        register_graph(bp.token, [seg, *[f"jk-out{k}-{token}" for k in range(len(outs))],
                                               *[a.name for a in ins]])
     graph = HighLevelGraph.from_collections(seg, dsk, dependencies=ins)
     for k, ((v, letters, chunks), out) in enumerate(zip(step.outputs, outs)):

@@ -44,7 +44,8 @@ _SEQ = itertools.count()  # per process: with the pid, tells records apart (pull
 
 # Driver side: what the graphs built while profiling contained, so transfers can be attributed
 # to a function: Dask key name -> jitted function name.
-_KEY_FUNCTION: dict[str, str] = {}
+_KEY_FUNCTION: dict[str, str] = {}  # Dask key name -> block program token
+_TOKEN_FUNCTION: dict[str, tuple[str, int]] = {}  # block program token -> (name, function_id)
 MAX_KEYS = 10_000
 _LATEST = [""]  # the function of the latest graph built while profiling
 _CLIENTS: "weakref.WeakSet[Any]" = weakref.WeakSet()
@@ -68,6 +69,11 @@ def _dask_worker() -> Any:
         return get_worker()
     except ValueError:
         return None
+
+
+class _Named:
+    def __init__(self, name: Any, address: str) -> None:
+        self.name, self.address = name, address
 
 
 def worker_label(w: Any) -> str:
@@ -95,7 +101,7 @@ def recorded_run_block(label: str, bp: Any, *blocks: Any) -> tuple[np.ndarray, .
     duration = time.time() - t0
     compile_s = sum(c[1] for c in compiles)
     record = {
-        "name": bp.name, "block": label, "start": t0, "duration": duration,
+        "name": bp.name, "token": bp.token, "block": label, "start": t0, "duration": duration,
         "compile": compile_s, "compile_start": compiles[0][0] if compiles else 0.0,
         "disk_hit": bool(compiles) and all(c[2] for c in compiles),
         "bytes_in": int(sum(np.asarray(b).nbytes for b in blocks)),
@@ -117,17 +123,33 @@ def recorded_run_block(label: str, bp: Any, *blocks: Any) -> tuple[np.ndarray, .
 
 
 # -- driver side ----------------------------------------------------------------------------------
-def register_graph(function: str, keys: list[str]) -> None:
-    """Remember that these Dask key names belong to `function` (transfers are attributed by key),
-    and the current distributed client (if any) to pull records from."""
+def register_function(plan: Any, jitted: Any) -> None:
+    """Remember which jitted function object the block programs of `plan` belong to (records name
+    their block program's token), so `%jit_profile f` selects f's blocks and not a namesake's."""
+    if len(_TOKEN_FUNCTION) > MAX_KEYS:
+        _TOKEN_FUNCTION.clear()
+    for step in plan.steps:
+        bp = getattr(step, "bp", None)
+        if bp is not None:
+            _TOKEN_FUNCTION[bp.token] = (jitted.__name__, jitted.function_id)
+
+
+def register_graph(token: str, keys: list[str]) -> None:
+    """Remember that these Dask key names belong to the block program `token` (transfers are
+    attributed by key), and the current distributed client (if any) to pull records from."""
     if len(_KEY_FUNCTION) > MAX_KEYS:
         _KEY_FUNCTION.clear()
     for k in keys:
-        _KEY_FUNCTION[k] = function
-    _LATEST[0] = function
+        _KEY_FUNCTION[k] = token
+    _LATEST[0] = token
     client = _default_client()
     if client is not None:
         _CLIENTS.add(client)
+
+
+def owner(token: str, block_name: str) -> tuple[str, int]:
+    """(function name, function_id) of a block program (id 0 where it was not registered)."""
+    return _TOKEN_FUNCTION.get(token) or (function_of(block_name), 0)
 
 
 def _default_client() -> Any:
@@ -142,9 +164,9 @@ def _default_client() -> Any:
 
 def _block_events(record: dict, offset: float) -> list[events.Event]:
     """A record (worker clock) -> BlockEvent (and its CompileEvent-like share) on events.clock()."""
-    function = function_of(record["name"])
+    function, function_id = owner(record["token"], record["name"])
     start = record["start"] - offset
-    return [events.BlockEvent(function, start, record["duration"], worker=record["track"],
+    return [events.BlockEvent(function, start, function_id=function_id, duration= record["duration"], worker=record["track"],
                               address=record.get("address", ""), pid=record["pid"], thread=record["thread"],
                               block=record["block"], program=record["name"], compile=record["compile"],
                               disk_hit=record["disk_hit"], bytes_in=record["bytes_in"],
@@ -185,11 +207,11 @@ def _transfers(client: Any, workers: set[str]) -> list[dict]:
                 if direction == "outgoing" and who in workers:
                     continue  # the receiving worker's incoming log has it
                 keys = [_key_name(k) for k in entry.get("keys", {})]
-                functions = {_KEY_FUNCTION[k] for k in keys if k in _KEY_FUNCTION}
+                functions = {owner(_KEY_FUNCTION[k], "") for k in keys if k in _KEY_FUNCTION}
                 if not functions and direction == "outgoing" and _LATEST[0]:
                     # results gathered by the client go under Dask's own key (finalize-...), named
                     # after no function: counted for the latest graph built while profiling
-                    functions = {_LATEST[0]}
+                    functions = {owner(_LATEST[0], "")}
                 if not functions:
                     continue
                 source, dest = (who, address) if direction == "incoming" else (address, who or "client")
@@ -231,10 +253,14 @@ def _pull_one(client: Any) -> int:
         for e in _block_events(record, offset):
             events.publish(e)
             count += 1
+    info = client.scheduler_info().get("workers", {})
+    label = lambda a: worker_label(_Named(info[a].get("name", a), a)) if a in info else a  # noqa: E731
     for t in _transfers(client, workers):
         offset = offsets.get(t["address"], 0.0) + driver_offset
-        events.publish(events.TransferEvent(t["function"], t["start"] - offset, t["duration"], source=t["source"],
-                                            destination=t["destination"], nbytes=t["nbytes"], keys=t["keys"]))
+        events.publish(events.TransferEvent(t["function"][0], t["start"] - offset, t["duration"],
+                                            function_id=t["function"][1],
+                                            worker=label(t["address"]), source=label(t["source"]),
+                                            destination=label(t["destination"]), nbytes=t["nbytes"], keys=t["keys"]))
         count += 1
     return count
 
