@@ -209,3 +209,22 @@ def test_worker_that_cannot_compile_names_itself_and_the_client_keeps_working(cl
     np.testing.assert_allclose(client.compute(f(x2)).result(), np.exp(np.arange(8.0)) - 1)
     g = jk.jit(lambda x: (x * 2).sum())
     assert float(client.compute(g(x2)).result()) == 56.0
+
+
+def test_tree_combine_levels_are_recorded_as_the_functions_work(no_subscribers):
+    seen: list = []
+    unsubscribe = events.subscribe(seen.append)
+    try:
+        f = jk.jit(lambda x: np.abs(x).sum())
+        x = da.from_array(np.arange(-20.0, 20.0), chunks=5)  # 8 partials, combined by Dask's tree
+        with dask.config.set(scheduler="threads"):
+            total = f(x).compute()
+    finally:
+        unsubscribe()
+    assert float(total) == float(np.abs(np.arange(-20.0, 20.0)).sum())
+    blocks = [e for e in seen if isinstance(e, events.BlockEvent)]
+    combines = [e for e in blocks if e.program == "combine_reduce_sum"]
+    assert len(blocks) - len(combines) == 8 and combines  # 8 block tasks, at least one combine level
+    assert {(e.function, e.function_id) for e in blocks} == {("<lambda>", f.function_id)}
+    assert sum(e.bytes_in for e in combines) >= 8 * 8  # the partials they read
+    assert len({e.block for e in combines}) == len(combines)  # told apart: not taken for retries

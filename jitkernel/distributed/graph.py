@@ -12,7 +12,7 @@ import numpy as np
 
 from .partition import ArgCombineStep, CombineStep, DaskStep, Plan, SegmentStep, Source, apply_dask_step
 from .. import events
-from .profile import recorded_run_block, register_graph
+from .profile import combine_token, recorded_combine, recorded_run_block, register_graph
 from .worker import arg_combine, combine, identity_chunk, run_block
 
 
@@ -81,6 +81,8 @@ def _segment(step: SegmentStep, values: dict, da: Any) -> None:
 def _combine(step: CombineStep, values: dict, da: Any, backend: str) -> None:
     partials = values[step.partial]
     fn = functools.partial(combine, prim=step.prim, backend=backend)
+    if events.SUBSCRIBERS:  # profiling: each combine level recorded too (profile.py)
+        fn = functools.partial(recorded_combine, combine_token(step), prim=step.prim, backend=backend)
     dtype = step.out.aval.dtype
     values[step.out] = da.reduction(partials, identity_chunk, fn, combine=fn, axis=step.axes, keepdims=False,
                                     dtype=dtype, concatenate=True, meta=np.empty((0,) * step.out.aval.ndim, dtype),

@@ -100,13 +100,36 @@ def recorded_run_block(label: str, bp: Any, *blocks: Any) -> tuple[np.ndarray, .
     t0 = time.time()
     outs = _worker.run_block(bp, *blocks)
     duration = time.time() - t0
-    compile_s = sum(c[1] for c in compiles)
+    _send(bp.name, bp.token, label, t0, duration, compiles, sum(np.asarray(b).nbytes for b in blocks),
+          sum(o.nbytes for o in outs))
+    return outs
+
+
+def recorded_combine(token: str, x: Any, axis: Any = None, keepdims: bool = False, *, prim: str,
+                     backend: str) -> np.ndarray:
+    """`worker.combine` (one level of a tree reduction) plus a record of it; `token` names the
+    reduction (profile.register_function maps it to the jitted function). The record's block is
+    the Dask key of the task on a distributed worker, else a per-process number."""
+    compiles = _worker.compile_log()
+    compiles.clear()
+    t0 = time.time()
+    out = _worker.combine(x, axis, keepdims, prim=prim, backend=backend)
+    duration = time.time() - t0
+    w = _dask_worker()
+    key = w.get_current_task() if w is not None else None
+    label = f"{key[0]}[{','.join(map(str, key[1:]))}]" if isinstance(key, tuple) else str(key or "")
+    _send(f"combine_{prim}", token, label or f"combine_{prim}#{next(_SEQ)}", t0, duration, compiles,
+          np.asarray(x).nbytes, out.nbytes)
+    return out
+
+
+def _send(name: str, token: str, label: str, t0: float, duration: float, compiles: list, bytes_in: int,
+          bytes_out: int) -> None:
+    """Send one record back: log_event on a distributed worker, published in the driver's process."""
     record = {
-        "name": bp.name, "token": bp.token, "block": label, "start": t0, "duration": duration,
-        "compile": compile_s, "compile_start": compiles[0][0] if compiles else 0.0,
-        "disk_hit": bool(compiles) and all(c[2] for c in compiles),
-        "bytes_in": int(sum(np.asarray(b).nbytes for b in blocks)),
-        "bytes_out": int(sum(o.nbytes for o in outs)),
+        "name": name, "token": token, "block": label, "start": t0, "duration": duration,
+        "compile": sum(c[1] for c in compiles), "disk_hit": bool(compiles) and all(c[2] for c in compiles),
+        "bytes_in": int(bytes_in), "bytes_out": int(bytes_out),
         "pid": os.getpid(), "thread": threading.current_thread().name, "seq": next(_SEQ),
     }
     w = _dask_worker()
@@ -120,7 +143,11 @@ def recorded_run_block(label: str, bp: Any, *blocks: Any) -> tuple[np.ndarray, .
         offset = time.time() - events.clock()
         for e in _block_events(record, offset):
             events.publish(e)
-    return outs
+
+
+def combine_token(step: Any) -> str:
+    """The token of a tree reduction's combine tasks (the plan keeps its steps, so ids are stable)."""
+    return f"combine-{id(step)}"
 
 
 # -- driver side ----------------------------------------------------------------------------------
@@ -147,8 +174,9 @@ def register_function(plan: Any, jitted: Any) -> None:
         _TOKEN_FUNCTION.clear()
     for step in plan.steps:
         bp = getattr(step, "bp", None)
-        if bp is not None:
-            _TOKEN_FUNCTION[bp.token] = (jitted.__name__, jitted.function_id)
+        token = bp.token if bp is not None else combine_token(step) if hasattr(step, "prim") else None
+        if token is not None:
+            _TOKEN_FUNCTION[token] = (jitted.__name__, jitted.function_id)
 
 
 def register_graph(token: str, keys: list[str]) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import JitError
+from ..errors import CompileError, JitError, UnsupportedOperationError
 from ..ir import AType, Program
 from ..ir.program import Eqn, Var
 from ..ir.primitives import infer_avals
@@ -151,6 +151,8 @@ def _compile(program: Program, n_outputs: int, backend: str, name: str, fastmath
     try:
         compiled = compile_program(program, out_tree, backend, name=name, fastmath=fastmath,
                                    disk_cache=disk_cache and config.disk_cache)
+    except UnsupportedOperationError:
+        raise  # about the program, not the worker
     except Exception as e:  # a worker without LLVM, a wrong CPU, ...: say which worker and why
         from .profile import where
         raise WorkerCompileError(f"{where()} could not compile block program {name}: {type(e).__name__}: {e}") from e
@@ -178,7 +180,7 @@ def compile_log() -> list[tuple[float, float, bool]]:
     return log
 
 
-class WorkerCompileError(JitError):
+class WorkerCompileError(CompileError):
     """A block program a worker could not compile (no LLVM, a wrong CPU, ...): the message names
     the worker (address, pid) and the cause."""
 
