@@ -154,11 +154,11 @@ def test_worker_killed_mid_computation_reruns_blocks_identically(cluster, sessio
 
     @jk.jit
     def heavy(x):
-        for _ in range(12):  # ~0.1 s per block here: the computation is still running at the kill
+        for _ in range(8):  # 24-32 ms per block here (one thread): still running at the kill
             x = np.sin(x) * 0.9 + np.cos(x) * 0.1
         return x
 
-    xs = np.linspace(0.0, 1.0, 16 * 400_000).reshape(16, -1)
+    xs = np.linspace(0.0, 1.0, 16 * 200_000).reshape(16, -1)
     x = da.from_array(xs, chunks=(1, -1))
     y = client.persist(heavy(x))  # results stay on the worker that computed them
     first = _wait_for_block(client, "heavy")

@@ -45,10 +45,10 @@ _SEQ = itertools.count()  # per process: with the pid, tells records apart (pull
 
 # Driver side: what the graphs built while profiling contained, so transfers can be attributed
 # to a function: Dask key name -> jitted function name.
-_KEY_FUNCTION: dict[str, str] = {}  # Dask key name -> block program token
+_KEY_FUNCTION: dict[str, tuple[str, float]] = {}  # Dask key name -> (block program token, when registered)
 _TOKEN_FUNCTION: dict[str, tuple[str, int]] = {}  # block program token -> (name, function_id)
 MAX_KEYS = 10_000
-_LATEST = [""]  # the function of the latest graph built while profiling
+_BUILT: list[tuple[float, str]] = []  # (time.time(), block program token) of graphs built while profiling
 _CLIENTS: "weakref.WeakSet[Any]" = weakref.WeakSet()
 _SEEN: dict[int, set] = {}  # id(client) -> {(pid, seq)} of records already published
 _TRANSFERS_SEEN: dict[int, dict[str, float]] = {}  # id(client) -> worker -> last transfer stop pulled
@@ -184,9 +184,12 @@ def register_graph(token: str, keys: list[str]) -> None:
     attributed by key), and the current distributed client (if any) to pull records from."""
     if len(_KEY_FUNCTION) > MAX_KEYS:
         _KEY_FUNCTION.clear()
+    now = time.time()
     for k in keys:
-        _KEY_FUNCTION[k] = token
-    _LATEST[0] = token
+        _KEY_FUNCTION[k] = (token, now)
+    if len(_BUILT) > MAX_KEYS:
+        del _BUILT[: len(_BUILT) // 2]
+    _BUILT.append((time.time(), token))
     client = _default_client()
     if client is not None:
         _CLIENTS.add(client)
@@ -232,7 +235,17 @@ def _key_name(key: Any) -> str:
     return key[0] if isinstance(key, tuple) else str(key)
 
 
-def _transfers(client: Any, workers: set[str]) -> list[dict]:
+def built_before(t: float) -> str:
+    """The token of the latest graph built while profiling at or before `t` (driver's time.time())."""
+    token = ""
+    for when, tok in _BUILT:
+        if when > t:
+            break
+        token = tok
+    return token
+
+
+def _transfers(client: Any, offsets: dict[str, float]) -> list[dict]:
     """New entries of every worker's incoming transfer log (between workers) and outgoing log to
     a non-worker (the client), restricted to keys of profiled graphs."""
     def logs(dask_worker: Any) -> dict:
@@ -249,14 +262,19 @@ def _transfers(client: Any, workers: set[str]) -> list[dict]:
                     continue
                 newest = max(newest, entry["stop"])
                 who = entry.get("who") or ""
-                if direction == "outgoing" and who in workers:
-                    continue  # the receiving worker's incoming log has it
+                if direction == "outgoing" and who:
+                    continue  # to a worker: the receiver's incoming log has it (the client's gets: who is None)
                 keys = [_key_name(k) for k in entry.get("keys", {})]
-                functions = {owner(_KEY_FUNCTION[k], "") for k in keys if k in _KEY_FUNCTION}
-                if not functions and direction == "outgoing" and _LATEST[0]:
+                began = entry["start"] - offsets.get(address, 0.0)  # driver's time.time()
+                # a key counts for a function from when its graph was built (an input array
+                # gathered before it was passed to f is not f's)
+                functions = {owner(_KEY_FUNCTION[k][0], "") for k in keys
+                             if k in _KEY_FUNCTION and _KEY_FUNCTION[k][1] <= began}
+                if not functions and direction == "outgoing":
                     # results gathered by the client go under Dask's own key (finalize-...), named
-                    # after no function: counted for the latest graph built while profiling
-                    functions = {owner(_LATEST[0], "")}
+                    # after no function: counted for the latest graph built before the gather began
+                    token = built_before(began)
+                    functions = {owner(token, "")} if token else set()
                 if not functions:
                     continue
                 source, dest = (who, address) if direction == "incoming" else (address, who or "client")
@@ -287,7 +305,6 @@ def _pull_one(client: Any) -> int:
     seen = _SEEN.setdefault(id(client), set())
     offsets = clock_offsets(client)
     driver_offset = time.time() - events.clock()  # wall clock -> events.clock()
-    workers = set(offsets)
     count = 0
     for _, record in client.get_events(TOPIC):
         ident = (record["pid"], record["seq"])
@@ -300,7 +317,7 @@ def _pull_one(client: Any) -> int:
             count += 1
     info = client.scheduler_info().get("workers", {})
     label = lambda a: worker_label(_Named(info[a].get("name", a), a)) if a in info else a  # noqa: E731
-    for t in _transfers(client, workers):
+    for t in _transfers(client, offsets):
         offset = offsets.get(t["address"], 0.0) + driver_offset
         events.publish(events.TransferEvent(t["function"][0], t["start"] - offset, t["duration"],
                                             function_id=t["function"][1],
