@@ -32,6 +32,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 import weakref
 from typing import Any, Iterator
 
@@ -211,10 +212,11 @@ def _default_client() -> Any:
 
 
 def _block_events(record: dict, offset: float) -> list[events.Event]:
-    """A record (worker clock) -> BlockEvent (and its CompileEvent-like share) on events.clock()."""
+    """A record (stamped with its worker's time.time()) -> its BlockEvent on events.clock():
+    `offset` is that worker's time minus events.clock()."""
     function, function_id = owner(record["token"], record["name"])
     start = record["start"] - offset
-    return [events.BlockEvent(function, start, function_id=function_id, duration= record["duration"], worker=record["track"],
+    return [events.BlockEvent(function, start, record["duration"], function_id=function_id, worker=record["track"],
                               address=record.get("address", ""), pid=record["pid"], thread=record["thread"],
                               block=record["block"], program=record["name"], compile=record["compile"],
                               disk_hit=record["disk_hit"], bytes_in=record["bytes_in"],
@@ -297,7 +299,11 @@ def pull(client: Any = None) -> int:
     for c in clients:
         if getattr(c, "status", "") != "running":
             continue
-        published += _pull_one(c)
+        try:
+            published += _pull_one(c)
+        except Exception as e:  # a worker going away mid-pull: say so, the profile stays usable
+            warnings.warn(f"jitkernel profile: could not fetch the workers' block records from {c}: "
+                          f"{type(e).__name__}: {e}", RuntimeWarning, stacklevel=2)
     return published
 
 
@@ -306,8 +312,10 @@ def _pull_one(client: Any) -> int:
     offsets = clock_offsets(client)
     driver_offset = time.time() - events.clock()  # wall clock -> events.clock()
     count = 0
+    current = set()
     for _, record in client.get_events(TOPIC):
         ident = (record["pid"], record["seq"])
+        current.add(ident)
         if ident in seen:
             continue
         seen.add(ident)
@@ -315,6 +323,7 @@ def _pull_one(client: Any) -> int:
         for e in _block_events(record, offset):
             events.publish(e)
             count += 1
+    seen &= current  # records the scheduler no longer keeps need no memory
     info = client.scheduler_info().get("workers", {})
     label = lambda a: worker_label(_Named(info[a].get("name", a), a)) if a in info else a  # noqa: E731
     for t in _transfers(client, offsets):
@@ -325,9 +334,3 @@ def _pull_one(client: Any) -> int:
                                             destination=label(t["destination"]), nbytes=t["nbytes"], keys=t["keys"]))
         count += 1
     return count
-
-
-def forget() -> None:
-    """Forget which records were pulled (`profiler.reset` keeps them pulled: they are old)."""
-    _SEEN.clear()
-    _TRANSFERS_SEEN.clear()
