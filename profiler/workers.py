@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .records import _row_of
 from .report import format_bytes, format_ms
 
 WORKER_PHASES = ("block", "transfer")
@@ -18,11 +19,7 @@ WORKER_PHASES = ("block", "transfer")
 
 def track(record: dict[str, Any]) -> str:
     """The timeline row of a record (see module docstring)."""
-    if record["phase"] == "block":
-        return f"{record['function']} @ {record['details']['worker']}"
-    if record["phase"] == "transfer":
-        return f"{record['function']} @ {record['details']['worker']}"
-    return record["function"]
+    return _row_of(record)
 
 
 @dataclass

@@ -228,3 +228,17 @@ def test_tree_combine_levels_are_recorded_as_the_functions_work(no_subscribers):
     assert {(e.function, e.function_id) for e in blocks} == {("<lambda>", f.function_id)}
     assert sum(e.bytes_in for e in combines) >= 8 * 8  # the partials they read
     assert len({e.block for e in combines}) == len(combines)  # told apart: not taken for retries
+
+
+def test_chrome_trace_has_a_thread_per_worker_track(tmp_path, session):
+    f = jk.jit(lambda x: np.exp(x) * 0.5)
+    x = da.from_array(np.arange(9.0), chunks=3)
+    with dask.config.set(scheduler="threads", num_workers=2):
+        f(x).compute()
+    report = profiler.report(f)
+    trace = __import__("json").loads(report.to_chrome_trace(tmp_path / "t.json").read_text())
+    names = {e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"}
+    tracks = {f"<lambda> @ {r['details']['worker']}" for r in report.records() if r["phase"] == "block"}
+    assert tracks and tracks <= names
+    blocks = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["name"] == "block"]
+    assert len(blocks) == 3 and all(e["args"]["worker"].startswith("thread ") for e in blocks)
