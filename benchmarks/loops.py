@@ -28,7 +28,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,6 +42,7 @@ import numpy as np  # noqa: E402
 
 import jitkernel as jk  # noqa: E402
 from benchmarks import loops_kernels as K  # noqa: E402
+from benchmarks.peer import PeerServer  # noqa: E402
 from jitkernel.numpy._dynamic import dynamic_update  # noqa: E402
 
 lax = jk.lax
@@ -135,27 +135,14 @@ class _Local:
         return time.perf_counter() - t0
 
 
-class _Peer:
+class _Peer(PeerServer):
     """The Numba server (benchmarks/loops_numba.py) in another interpreter."""
 
     def __init__(self, python: str | None) -> None:
-        self.proc, self.version, self.error = None, None, None
-        if not python:
-            self.error = "no --peer-python (a Python with numba)"
-            return
-        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "loops_numba.py")
-        try:
-            self.proc = subprocess.Popen([python, script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                         text=True, bufsize=1)
-            hello = json.loads(self.proc.stdout.readline())
-        except Exception as e:  # noqa: BLE001
-            self.error, self.proc = f"peer failed to start: {e}", None
-            return
-        self.version, self.error = hello.get("version"), hello.get("error")
+        super().__init__(python, "loops_numba.py", "numba")
 
     def ask(self, op: str, name: str, size: Any) -> dict:
-        self.proc.stdin.write(json.dumps({"op": op, "name": name, "size": size}) + "\n")
-        return json.loads(self.proc.stdout.readline())
+        return self.request({"op": op, "name": name, "size": size})
 
     def impl(self, name: str, size: Any) -> Any:
         peer = self
@@ -168,10 +155,6 @@ class _Peer:
                 return peer.ask("time", name, size)["sample_s"]
         return _Remote()
 
-    def close(self) -> None:
-        if self.proc is not None:
-            self.proc.stdin.close()
-            self.proc.wait(timeout=60)
 
 
 def _checker(name: str, want: Any, rtol: float) -> Callable[[Any], None]:

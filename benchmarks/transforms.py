@@ -24,7 +24,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,6 +38,7 @@ import numpy as np  # noqa: E402
 
 import jitkernel as jk  # noqa: E402
 from benchmarks import transforms_model as M  # noqa: E402
+from benchmarks.peer import PeerServer  # noqa: E402
 
 WORKLOADS = ("train_step", "per_example")
 ORDER = ("jk", "jk-base", "jax", "numpy")
@@ -94,29 +94,14 @@ class _Local:
         return time.perf_counter() - t0
 
 
-class _Peer:
+class _Peer(PeerServer):
     """The JAX server (benchmarks/transforms_jax.py) in another interpreter."""
 
     def __init__(self, python: str | None) -> None:
-        self.proc, self.version, self.error = None, None, None
-        if not python:
-            self.error = "no --peer-python (a Python with jax)"
-            return
-        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "transforms_jax.py")
-        try:
-            self.proc = subprocess.Popen([python, script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL, text=True, bufsize=1)
-            hello = json.loads(self.proc.stdout.readline())
-        except Exception as e:  # noqa: BLE001 - reported as the reason for the skip
-            self.error, self.proc = f"peer failed to start: {e}", None
-            return
-        self.version, self.error = hello.get("version"), hello.get("error")
-        if self.error:
-            self.close()
+        super().__init__(python, "transforms_jax.py", "jax")
 
     def ask(self, request: dict) -> dict:
-        self.proc.stdin.write(json.dumps(request) + "\n")
-        return json.loads(self.proc.stdout.readline())
+        return self.request(request)
 
     def impl(self, name: str, seed: int, batch: int) -> Any:
         peer = self
@@ -139,11 +124,6 @@ class _Peer:
                 return peer.ask({"op": "time", "name": name})["sample_s"]
         return _Remote()
 
-    def close(self) -> None:
-        if self.proc is not None:
-            self.proc.stdin.close()
-            self.proc.wait(timeout=60)
-            self.proc = None
 
 
 def compare(result: tuple[float, list[np.ndarray]], reference: tuple[float, list[np.ndarray]]) -> dict:

@@ -154,9 +154,19 @@ def environment(backend: str) -> dict[str, Any]:
 
 
 def _describe(leaf: Any) -> str:
+    """An argument's dtype and shape, with its layout where it has one: a Dask array's chunks,
+    a ShardedArray's sharding, a device array's device."""
     if hasattr(leaf, "shape") and hasattr(leaf, "dtype"):
+        text = f"{np.dtype(leaf.dtype)}{list(leaf.shape)}"
         chunks = getattr(leaf, "chunks", None)
-        return f"{np.dtype(leaf.dtype)}{list(leaf.shape)}" + (" (dask)" if chunks is not None else "")
+        if chunks is not None:
+            text += f" (dask, chunks {tuple(c[0] if c else 0 for c in chunks)})"
+        sharding = getattr(leaf, "sharding", None)
+        if sharding is not None:
+            text += f" ({sharding!r})"
+        elif getattr(leaf, "device", None) is not None and not isinstance(leaf, np.ndarray):
+            text += f" (on {leaf.device!r})"
+        return text
     return type(leaf).__name__
 
 

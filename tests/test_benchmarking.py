@@ -70,3 +70,17 @@ def test_jit_bench_magic(ip, tmp_path):  # noqa: F811
     assert json.loads((tmp_path / "b.json").read_text())["args"] == ["float64[500]", "float"]
     assert "expected a call" in usage_error(ip, "%jit_bench f")
     assert "could not evaluate" in usage_error(ip, "%jit_bench nothing_here(x)")
+
+
+def test_dask_and_sharded_arguments_are_recorded_with_their_layout():
+    da = pytest.importorskip("dask.array")
+    from jitkernel.sharding import Mesh, NamedSharding, P, cpu_devices
+    f = jk.jit(lambda x: np.tanh(x).sum(axis=1))
+    x = np.linspace(-2, 2, 60).reshape(6, 10)
+    rec = jk.benchmark(f, da.from_array(x, chunks=(4, 10)), repeat=2, number=1)
+    assert rec.args == ["float64[6, 10] (dask, chunks (4, 10))"], rec.args
+    assert "dask" in rec.environment["versions"] and rec.max_abs_difference <= 1e-12
+    sharding = NamedSharding(Mesh(np.array(cpu_devices(2)), ("d",)), P("d"))
+    rec = jk.benchmark(f, jk.device_put(x, sharding), repeat=2, number=1)
+    assert rec.args == [f"float64[6, 10] ({sharding!r})"], rec.args
+    assert rec.max_abs_difference <= 1e-12

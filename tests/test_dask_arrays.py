@@ -359,10 +359,54 @@ def test_a_thousand_blocks_compile_a_handful_of_times_and_trace_once():
     assert_same(jf(x).compute(), expected, rtol=1e-5)
     after = worker.stats()
     compiles = after["compiles"] - before["compiles"]
-    # 2 segments x 2 block shapes (10 and 3 rows) + the combine levels of the max
-    assert compiles <= 10, after
+    # one shape-generic compile per segment (the 3-row edge block reuses the 10-row code) plus
+    # the combine levels of the max (a level of 1 partial is a specialised shape of its own)
+    assert compiles <= 6 and after["reuses"] - before["reuses"] >= 2, after
     assert after["blocks"] - before["blocks"] >= 4 * 1001
     assert len(traces) == 2  # the user's function: once by jk.jit, once by f(x.compute()) above
+
+
+def _compiles_and_reuses(f, *args):
+    before = worker.stats()
+    results = [r.compute() for r in f(*args)]
+    after = worker.stats()
+    return results, after["compiles"] - before["compiles"], after["reuses"] - before["reuses"]
+
+
+def test_edge_blocks_reuse_the_inner_blocks_machine_code():
+    """Unsplit rows (a row kernel and elementwise work, one segment): every block shape runs on
+    one shape-generic compile (the dynamic-shape machinery: a probe one larger along the
+    chunked letters shows which constants are block sizes; the row length of 27 stays a
+    compile-time constant)."""
+    a = RNG.standard_normal((23, 27)).astype(np.float32)
+    f = jk.jit(lambda x: (np.tanh(x) * 2 + softmax(x), np.exp(x).sum(1)))
+    (y, s), compiles, reuses = _compiles_and_reuses(f, da.from_array(a, chunks=(4, 27)))  # rows 4,4,4,4,4,3
+    assert_same(y, np.tanh(a) * 2 + softmax(a))
+    assert_same(s, np.exp(a).sum(1))
+    assert (compiles, reuses) == (1, 1)
+
+
+@pytest.mark.parametrize("chunks", [(10, 10), (7, 5), (23, 4)])
+def test_edge_blocks_compile_less_than_once_per_block_shape(chunks):
+    """Chunked in both axes (partials, tree combines, reads of x along two letters): fewer
+    compiles than with dynamic shapes off, and NumPy's values either way (a block shape whose
+    kernel structure differs compiles, it never reuses wrongly)."""
+    a = RNG.standard_normal((23, 27)).astype(np.float32)
+
+    def f(x):
+        return np.tanh(x) * 2 + x.sum(0), softmax(x), x[:, :1] * x[:1, :]
+    want = [np.tanh(a) * 2 + a.sum(0), softmax(a), a[:, :1] * a[:1, :]]
+    old = jk.config.dynamic_shapes
+    try:
+        jk.config.update("dynamic_shapes", False)
+        specialised, compiles_off, _ = _compiles_and_reuses(jk.jit(f), da.from_array(a, chunks=chunks))
+    finally:
+        jk.config.update("dynamic_shapes", old)
+    generic, compiles_on, reuses = _compiles_and_reuses(jk.jit(f), da.from_array(a, chunks=chunks))
+    for got_off, got_on, expected in zip(specialised, generic, want):
+        assert_same(got_off, expected)
+        assert_same(got_on, expected)
+    assert compiles_on < compiles_off and reuses > 0, (compiles_on, compiles_off, reuses)
 
 
 def test_explain_and_jit_explain():

@@ -8,45 +8,18 @@ import re
 import numpy as np
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
-from IPython.utils.capture import capture_output
 
 import jitkernel as jk
 import profiler
 from jitkernel import events
 from jitkernel.api import Jitted
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+from tests.ipython_shell import extension_shell, ok, run  # noqa: F401  (ok, run: used by other test modules too)
 
 
 @pytest.fixture
 def ip(tmp_path, monkeypatch):
-    monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
-    backend = jk.config.default_backend
-    subscribers = list(events.SUBSCRIBERS)
-    shell = InteractiveShell.instance()
-    assert shell.extension_manager.load_extension("jitkernel") is None
-    shell.run_cell("import numpy as np")
-    profiler.reset()
-    yield shell
-    shell.extension_manager.unload_extension("jitkernel")
-    InteractiveShell.clear_instance()
-    jk.config.update("default_backend", backend)
-    events.SUBSCRIBERS[:] = subscribers
-
-
-def run(ip, cell: str):
-    """Run a cell like the user does; returns (ExecutionResult, captured stdout without ANSI, outputs)."""
-    with capture_output() as cap:
-        result = ip.run_cell(cell)
-    return result, _ANSI.sub("", cap.stdout + cap.stderr), cap.outputs
-
-
-def ok(ip, cell: str):
-    result, out, outputs = run(ip, cell)
-    assert result.success, out
-    return result, out, outputs
+    with extension_shell(tmp_path, monkeypatch) as shell:
+        yield shell
 
 
 def usage_error(ip, cell: str) -> str:

@@ -8,14 +8,9 @@ import re
 import numpy as np
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
-from IPython.utils.capture import capture_output
 
 import jitkernel as jk
-import profiler
-from jitkernel import events
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+from tests.ipython_shell import extension_shell, ok, run
 
 # sin, multiply and sum: primitives whose rules are on main (the matmul rules live elsewhere)
 LOSS_CELL = "%%jit\ndef loss(w, x):\n    return np.sum(np.sin(x * w) * x)\n"
@@ -29,29 +24,9 @@ def loss_grad(w: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 @pytest.fixture
 def ip(tmp_path, monkeypatch):
-    monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
-    subscribers = list(events.SUBSCRIBERS)
-    shell = InteractiveShell.instance()
-    assert shell.extension_manager.load_extension("jitkernel") is None
-    shell.run_cell("import numpy as np\nimport jitkernel as jk\nw = np.linspace(0.1, 1.0, 4)\nx = np.linspace(-1.0, 2.0, 12).reshape(3, 4)")
-    profiler.reset()
-    yield shell
-    shell.extension_manager.unload_extension("jitkernel")
-    InteractiveShell.clear_instance()
-    events.SUBSCRIBERS[:] = subscribers
-
-
-def run(ip, cell: str):
-    with capture_output() as cap:
-        result = ip.run_cell(cell)
-    return result, _ANSI.sub("", cap.stdout + cap.stderr), cap.outputs
-
-
-def ok(ip, cell: str):
-    result, out, outputs = run(ip, cell)
-    assert result.success, out
-    return result, out, outputs
+    setup = "import numpy as np\nimport jitkernel as jk\nw = np.linspace(0.1, 1.0, 4)\nx = np.linspace(-1.0, 2.0, 12).reshape(3, 4)"
+    with extension_shell(tmp_path, monkeypatch, setup) as shell:
+        yield shell
 
 
 def table_rows(outputs) -> list[str]:

@@ -1,5 +1,5 @@
 """What runs inside a Dask task: one block program, specialised to the block shapes it meets and
-compiled once per distinct shape in this process.
+compiled in this process, edge blocks on the inner blocks' shape-generic code (`_cached`).
 
 A `BlockProgram` is a piece of the traced Program (one fused segment, see partition.py) whose
 array axes carry *letters* (Dask's blockwise index names). Its equations are written at the
@@ -130,11 +130,75 @@ _LOCK = threading.Lock()
 atexit.register(_COMPILED.clear)
 # compiles: block/combine programs built in this process (LLVM, or loaded from the disk cache:
 # disk_hits of them); hits: tasks that found theirs compiled already; blocks: block tasks run.
-STATS = {"compiles": 0, "disk_hits": 0, "hits": 0, "blocks": 0}
+# reuses: new block shapes run on the shape-generic machine code of another shape (no compile).
+STATS = {"compiles": 0, "disk_hits": 0, "hits": 0, "reuses": 0, "blocks": 0}
+# Members of a family (programs that differ in sizes only: one block program's edge and inner
+# blocks, one combine's concatenated shapes): [(shapes, compiled)], the newest last.
+_FAMILIES: dict[tuple, list[tuple[tuple, Any]]] = {}
+atexit.register(_FAMILIES.clear)
+
+
+def _cached(key: tuple, family: tuple, shapes: tuple, make_program: Any, probe: tuple | None, n_outputs: int,
+            backend: str, name: str, fastmath: bool = False, disk_cache: bool = True) -> Any:
+    """The compiled code of `key` in this process: built once per key, under the lock so that the
+    threads of one worker build it once. A new member of a family first tries the shape-generic
+    machine code of an earlier member (the dynamic-shape machinery of docs/recompilation.md: its
+    kernel program is compared constant by constant, so a mismatch compiles, never runs wrong);
+    otherwise it is compiled, shape-generic against an earlier member that differs in sizes only
+    or, for the first member, against a probe: the program at the `probe` shapes, fused but not
+    compiled (as `Jitted` probes, docs/recompilation.md). So the edge blocks of a chunked array run on
+    the machine code of its inner blocks. `make_program(shapes)` builds a member's program."""
+    compiled = _COMPILED.get(key)
+    if compiled is not None:
+        STATS["hits"] += 1
+        return compiled
+    with _LOCK:
+        compiled = _COMPILED.get(key)
+        if compiled is None:
+            compiled = _COMPILED[key] = _build(family, shapes, make_program, probe, n_outputs, backend, name,
+                                               fastmath, disk_cache)
+        return compiled
+
+
+def _sizes_only(a: tuple, b: tuple) -> bool:
+    """Two members' shapes differ in sizes only, each differing size >= 2 on both sides (a size
+    0 or 1 changes the kernels' structure: broadcasting, empty loops)."""
+    return len(a) == len(b) and all(len(x) == len(y) for x, y in zip(a, b)) and \
+        all(min(m, n) >= 2 for x, y in zip(a, b) for m, n in zip(x, y) if m != n)
+
+
+def _build(family: tuple, shapes: tuple, make_program: Any, probe: tuple | None, n_outputs: int, backend: str,
+           name: str, fastmath: bool, disk_cache: bool) -> Any:
+    from ..backends import SHAPE_GENERIC, size_probe
+    from ..config import config
+    from ..pipeline import reuse_program
+    program = make_program(shapes)
+    members = _FAMILIES.setdefault(family, [])
+    previous = None
+    if backend in SHAPE_GENERIC and config.dynamic_shapes:
+        related = [old for old_shapes, old in reversed(members) if _sizes_only(old_shapes, shapes)]
+        for old in related:
+            template = getattr(old.executable, "template", None)
+            if template is not None:
+                _, out_tree = tree_flatten(tuple(range(n_outputs)))
+                reused = reuse_program(program, out_tree, backend, template, name=name)
+                if reused is not None:
+                    STATS["reuses"] += 1
+                    members.append((shapes, reused))
+                    return reused
+        previous = related[0] if related else None
+        if previous is None and probe is not None and _sizes_only(probe, shapes):
+            try:
+                previous = size_probe(make_program(probe), backend)
+            except Exception:  # noqa: BLE001 - a probe that does not build: compile specialised
+                previous = None
+    compiled = _compile(program, n_outputs, backend, name, fastmath, disk_cache, previous)
+    members.append((shapes, compiled))
+    return compiled
 
 
 def _compile(program: Program, n_outputs: int, backend: str, name: str, fastmath: bool = False,
-             disk_cache: bool = True) -> Any:
+             disk_cache: bool = True, previous: Any = None) -> Any:
     """compile_program, counting the persistent cache's hits (events of this thread's compile)."""
     from .. import events
     from ..config import config
@@ -150,7 +214,7 @@ def _compile(program: Program, n_outputs: int, backend: str, name: str, fastmath
     hits, t0 = STATS["disk_hits"], time.time()
     try:
         compiled = compile_program(program, out_tree, backend, name=name, fastmath=fastmath,
-                                   disk_cache=disk_cache and config.disk_cache)
+                                   disk_cache=disk_cache and config.disk_cache, previous=previous)
     except UnsupportedOperationError:
         raise  # about the program, not the worker
     except Exception as e:  # a worker without LLVM, a wrong CPU, ...: say which worker and why
@@ -165,6 +229,7 @@ def _compile(program: Program, n_outputs: int, backend: str, name: str, fastmath
     STATS["compiles"] += 1
     while len(_COMPILED) >= MAX_COMPILED:  # oldest first: plans of chunkings no longer used
         _COMPILED.pop(next(iter(_COMPILED)))
+        _FAMILIES.clear()  # rebuilt by later compiles; a family only finds templates to reuse
     return compiled
 
 
@@ -197,18 +262,21 @@ def reset_stats() -> None:
 
 
 def compiled_block(bp: BlockProgram, in_types: tuple) -> Any:
-    key = (bp.token, in_types)
-    compiled = _COMPILED.get(key)
-    if compiled is None:
-        with _LOCK:  # threads of one worker compile a shape once, not once each
-            compiled = _COMPILED.get(key)
-            if compiled is None:
-                program = specialize(bp, [shape for shape, _ in in_types])
-                compiled = _COMPILED[key] = _compile(program, len(program.outvars), bp.backend, bp.name, bp.fastmath,
-                                                     bp.disk_cache)
-                return compiled
-    STATS["hits"] += 1
-    return compiled
+    shapes = tuple(shape for shape, _ in in_types)
+    family = (bp.token, tuple(dtype for _, dtype in in_types))
+    return _cached((bp.token, in_types), family, shapes, lambda s: specialize(bp, list(s)),
+                   _probe_shapes(bp, shapes), len(bp.outvars), bp.backend, bp.name, bp.fastmath, bp.disk_cache)
+
+
+def _probe_shapes(bp: BlockProgram, shapes: tuple) -> tuple | None:
+    """`shapes` with every chunked letter one longer (where it is 2 or more): the block shapes
+    whose kernel program, compared with this one's, shows which constants are block sizes. Whole
+    letters keep their size, so row lengths stay compile-time constants. None: nothing to vary."""
+    sizes = bp.block_sizes(list(shapes))
+    chunked = {letter for letter, n in sizes.items() if 2 <= n < bp.letter_size.get(letter, n + 1)}
+    probe = tuple(tuple(n + 1 if letter in chunked else n for letter, n in zip(letters, shape))
+                  for letters, shape in zip(bp.in_letters, shapes))
+    return probe if probe != shapes else None
 
 
 def _native(block: Any) -> np.ndarray:
@@ -246,16 +314,12 @@ def combine(x: np.ndarray, axis: tuple[int, ...] | int | None = None, keepdims: 
     x = _native(x)
     axes = tuple(range(x.ndim)) if axis is None else (axis,) if isinstance(axis, int) else tuple(axis)
     axes = tuple(sorted(a % x.ndim for a in axes))
-    key = ("combine", prim, backend, x.shape, x.dtype, axes, keepdims)
-    compiled = _COMPILED.get(key)
-    if compiled is None:
-        with _LOCK:
-            compiled = _COMPILED.get(key)
-            if compiled is None:
-                compiled = _COMPILED[key] = _compile(_reduce_program(prim, x.shape, x.dtype, axes, keepdims), 1,
-                                                     backend, f"combine_{prim}")
-    else:
-        STATS["hits"] += 1
+    family = ("combine", prim, backend, x.dtype, axes, keepdims)
+    # the partials' count along `axes` varies from level to level: probe it one larger
+    probe = tuple(n + 1 if d in axes and n >= 2 else n for d, n in enumerate(x.shape))
+    compiled = _cached(family + (x.shape,), family, (x.shape,),
+                       lambda s: _reduce_program(prim, s[0], x.dtype, axes, keepdims),
+                       (probe,) if probe != x.shape else None, 1, backend, f"combine_{prim}")
     return np.asarray(compiled.executable([x])[0])
 
 

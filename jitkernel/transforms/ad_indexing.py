@@ -332,44 +332,48 @@ def _bool_mask(mask: Tracer, shape: tuple[int, ...]) -> Tracer:
     return ops.reshape(m, shape)
 
 
-@register_jvp("putmask")
-def _putmask_jvp(primals, tangents, *, weak):
-    x, mask, values = primals
-    _check_value_dtype(x, values, "np.putmask")
-    out = ops.bind("putmask", x, mask, values, weak=weak)
-    if not differentiable(x.aval):
-        return out, [None]
-    return out, [ops.bind1("putmask", _or_zeros(tangents[0], x.aval), mask, _or_zeros(tangents[2], values.aval), weak=None)]
+def _masked_write_jvp(prim: str):
+    """np.putmask and np.place are linear in (x, values) for a fixed mask: the tangent is the
+    same write applied to the tangents."""
+    def jvp(primals, tangents, *, weak):
+        x, mask, values = primals
+        _check_value_dtype(x, values, f"np.{prim}")
+        out = ops.bind(prim, x, mask, values, weak=weak)
+        if not differentiable(x.aval):
+            return out, [None]
+        return out, [ops.bind1(prim, _or_zeros(tangents[0], x.aval), mask, _or_zeros(tangents[2], values.aval),
+                               weak=None)]
+    return jvp
+
+
+register_jvp("putmask")(_masked_write_jvp("putmask"))
+register_jvp("place")(_masked_write_jvp("place"))
+
+
+def _masked_write_ct_x(ct: Tracer, mask: Tracer, shape: tuple[int, ...]) -> tuple[Tracer, Tracer]:
+    """The boolean mask and x's cotangent of a masked write: zero where the write replaced x."""
+    m = _bool_mask(mask, shape)
+    return m, ops.select(m, ops.zeros_like(ct.aval), ct)
 
 
 @register_vjp("putmask")
 def _putmask_vjp(cts, primals, outs, *, weak):
     x, mask, values = primals
     ct = cts[0]
-    m = _bool_mask(mask, x.shape)
-    ct_x = ops.select(m, ops.zeros_like(ct.aval), ct)
+    m, ct_x = _masked_write_ct_x(ct, mask, x.shape)
     ct_v = None
     if differentiable(values.aval) and values.aval.size:
         ct_v = _fold_cyclic(_masked(m, ct), values.aval.size, values)  # x.flat[n] = values.flat[n % m]
     return [ct_x, None, ct_v]
 
 
-@register_jvp("place")
-def _place_jvp(primals, tangents, *, weak):
-    x, mask, vals = primals
-    _check_value_dtype(x, vals, "np.place")
-    out = ops.bind("place", x, mask, vals, weak=weak)
-    if not differentiable(x.aval):
-        return out, [None]
-    return out, [ops.bind1("place", _or_zeros(tangents[0], x.aval), mask, _or_zeros(tangents[2], vals.aval), weak=None)]
 
 
 @register_vjp("place")
 def _place_vjp(cts, primals, outs, *, weak):
     x, mask, vals = primals
     ct = cts[0]
-    m = _bool_mask(mask, x.shape)
-    ct_x = ops.select(m, ops.zeros_like(ct.aval), ct)
+    m, ct_x = _masked_write_ct_x(ct, mask, x.shape)
     ct_v = None
     size = vals.aval.size
     if differentiable(vals.aval) and size and x.aval.size:
