@@ -113,3 +113,35 @@ def enabled() -> bool:
 def publish(event: Event) -> None:
     for callback in list(SUBSCRIBERS):
         callback(event)
+
+
+# -- per-worker profiles of Dask graphs (jitkernel/distributed/profile.py) ----------------------
+@dataclass
+class BlockEvent(Event):
+    """One block task of a jitted function over Dask arrays, run on `worker` (a track of the
+    timeline: `worker <name> <address>` or `thread <name>` in the driver's process). `start` is on
+    this process's clock (worker clocks aligned by distributed/profile.py); `compile` the seconds
+    of it spent compiling (or loading from the persistent cache: `disk_hit`)."""
+
+    worker: str = ""
+    address: str = ""
+    pid: int = 0
+    thread: str = ""
+    block: str = ""  # the block program and its grid index: f_block1[0,2]
+    program: str = ""
+    compile: float = 0.0
+    disk_hit: bool = False
+    bytes_in: int = 0  # bytes of the input blocks read
+    bytes_out: int = 0  # bytes of the output blocks written
+
+
+@dataclass
+class TransferEvent(Event):
+    """Dask moving blocks of a profiled graph between workers, or from a worker to the client
+    (from the workers' transfer logs)."""
+
+    worker: str = ""  # the track it is drawn on: the receiving worker (the sender's for the client)
+    source: str = ""
+    destination: str = ""
+    nbytes: int = 0
+    keys: int = 0

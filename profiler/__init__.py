@@ -84,6 +84,7 @@ def report(fn: Any = None, *, since: float | None = None, title: str = "jitkerne
 
     Starts the session collector if it was not running (the report is then empty)."""
     c = start()
+    _pull_worker_events()
     selectors: Iterable[Selector] | None
     if fn is None:
         selectors = None
@@ -92,6 +93,15 @@ def report(fn: Any = None, *, since: float | None = None, title: str = "jitkerne
     else:
         selectors = [function_selector(fn)]
     return Report(c.snapshot(selectors, since), title=title)
+
+
+def _pull_worker_events() -> None:
+    """Fetch what Dask workers recorded for jitted functions (only once a Dask graph was built
+    while profiling: jitkernel/distributed/profile.py is then imported)."""
+    import sys
+    remote = sys.modules.get("jitkernel.distributed.profile")
+    if remote is not None:
+        remote.pull()
 
 
 def clock() -> float:

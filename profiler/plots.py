@@ -17,6 +17,7 @@ from matplotlib.ticker import MaxNLocator
 
 from .report import format_bytes
 from .stats import CallRecord
+from .workers import track, worker_notes
 
 if TYPE_CHECKING:
     from .report import Report
@@ -28,7 +29,7 @@ MAX_NOTES = 24  # recompilation / failure notes listed under the timeline
 NOTE_WIDTH = 140  # characters per line of a note (wrapped, never cut)
 COLORS = {"trace": "#4c72b0", "optimize": "#8172b2", "fuse": "#937860", "codegen": "#da8bc3",
           "compile": "#dd8452", "first run": "#55a868", "warm run": "#8c8c8c", "recompile": "#c44e52",
-          "failed": "#000000"}
+          "failed": "#000000", "block": "#64b5cd", "block compile": "#dd8452", "transfer": "#ccb974"}
 
 
 class ProfileFigure(Figure):
@@ -205,7 +206,8 @@ def timeline(report: Report) -> ProfileFigure:
     recs = [r for r in report.records() if r["function"] in names and r["phase"] != "cache"]
     if not recs:
         return _empty("timeline", "no jitted calls recorded")
-    names = [n for n in names if any(r["function"] == n for r in recs)]
+    rows_of = {n: list(dict.fromkeys(track(r) for r in recs if r["function"] == n)) for n in names}
+    names = [t for n in names for t in sorted(rows_of[n], key=lambda t: (t != n, t))]  # worker tracks after f
     axis = _Axis([(r["start"] * 1e3, (r["start"] + r["duration"]) * 1e3) for r in recs])
     row = {n: i for i, n in enumerate(names)}
     spans: dict[tuple[str, str], list[tuple[float, float]]] = {}
@@ -216,8 +218,11 @@ def timeline(report: Report) -> ProfileFigure:
             continue
         label = r["phase"] if r["phase"] != "run" else ("first run" if r["details"].get("first") else "warm run")
         a = axis(r["start"] * 1e3)
-        spans.setdefault((r["function"], label), []).append((a, axis((r["start"] + r["duration"]) * 1e3) - a))
-    notes = _timeline_notes(markers)
+        spans.setdefault((track(r), label), []).append((a, axis((r["start"] + r["duration"]) * 1e3) - a))
+        if r["phase"] == "block" and r["details"].get("compile"):  # the block's compile, drawn over its start
+            spans.setdefault((track(r), "block compile"), []).append(
+                (a, axis((r["start"] + r["details"]["compile"]) * 1e3) - a))
+    notes = _timeline_notes(markers) + worker_notes(recs)
     note_lines = sum(n.count("\n") + 1 for n in notes) + (1 if notes else 0)
     plot_height = 1.1 + 0.55 * len(names)
     note_height = 0.16 * note_lines + (0.2 if notes else 0)

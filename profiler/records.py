@@ -81,20 +81,28 @@ def _json_safe(value: Any) -> Any:
     return str(value)
 
 
+def _row_of(r: dict[str, Any]) -> str:
+    """The function, or `f @ worker ...` for what a Dask worker recorded (profiler/workers.py)."""
+    if r["phase"] in ("block", "transfer"):
+        return f"{r['function']} @ {r['details']['worker']}"
+    return r["function"]
+
+
 def chrome_trace(recs: list[dict[str, Any]]) -> dict[str, Any]:
     """The Chrome trace-event JSON object: one complete event ("ph": "X", ts and dur in µs) per
-    record, one thread per function (named by metadata events), loadable by Perfetto and
+    record, one thread per function and per Dask worker track (named by metadata events), loadable by Perfetto and
     chrome://tracing."""
     pid = os.getpid()
     tids: dict[str, int] = {}
     trace_events: list[dict[str, Any]] = [
         {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "jitkernel"}}]
     for r in recs:
-        tid = tids.get(r["function"])
+        row = _row_of(r)
+        tid = tids.get(row)
         if tid is None:
-            tid = tids[r["function"]] = len(tids) + 1
+            tid = tids[row] = len(tids) + 1
             trace_events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-                                 "args": {"name": r["function"]}})
+                                 "args": {"name": row}})
         trace_events.append({"name": r["phase"], "cat": "jitkernel", "ph": "X", "pid": pid, "tid": tid,
                              "ts": r["start"] * 1e6, "dur": r["duration"] * 1e6,
                              "args": _json_safe(r["details"])})

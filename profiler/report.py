@@ -126,7 +126,12 @@ class Report:
         if failed:
             lines.append("failed compiles (not counted as compiles):")
             lines += [f"  {fn}: {why}" for fn, why in failed]
+        lines += self._worker_lines()
         return "\n".join(lines)
+
+    def _worker_lines(self) -> list[str]:
+        from .workers import text_lines  # per-worker tracks of Dask graphs (profiler/workers.py)
+        return text_lines(self.records())
 
     def __repr__(self) -> str:
         return str(self)
@@ -151,5 +156,8 @@ class Report:
         if failed:
             out.append("<p>failed compiles (not counted as compiles):</p><ul>" + "".join(
                 f"<li><code>{esc(fn)}</code>: {esc(why)}</li>" for fn, why in failed) + "</ul>")
+        per_worker = self._worker_lines()
+        if per_worker:
+            out.append(f"<pre>{esc(chr(10).join(per_worker))}</pre>")
         out.append("</div>")
         return "".join(out)

@@ -141,3 +141,19 @@ def test_numpy_as_written(kernels_dir, tmp_path):
         assert re.search(rf"^{what}: numpy [\d.]+ ms, jit [\d.]+ ms, speedup [\d.]+x$", text, re.M), text
     assert "writes: A, B" in text, text
     assert "Error" not in text and "Traceback" not in text, text
+
+
+def test_distributed(kernels_dir, tmp_path):
+    """notebooks/distributed.ipynb: a 2-worker LocalCluster started and closed in the notebook."""
+    nb = _execute("distributed", kernels_dir, tmp_path)
+    text = _text(nb)
+    assert "workers: 2" in text
+    assert "ShardedArray" in text and "matches NumPy: True" in text
+    assert "worker 0" in text and "worker 1" in text  # visualize_sharding's boxes
+    assert "dask result matches NumPy: (2000, 250) float64 True" in text
+    tracks = re.findall(r"^  normalize @ (worker \S+ tcp://127\.0\.0\.1:\d+): (\d+) block\(s\)", text, re.M)
+    assert len({w for w, _ in tracks}) == 2 and sum(int(n) for _, n in tracks) >= 8, text  # a track per worker
+    assert re.search(r"normalize: worker \S+ tcp://\S+ -> client: [\d.]+ [kM]?B", text), text
+    assert "NumPy" in text
+    assert "cluster closed" in text
+    assert _count(nb, "image/png") >= 3  # the sharding picture, the timeline, the bench plot

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import events
 from ..errors import UnsupportedOperationError
 from ..tree import tree_flatten, tree_unflatten
 from .partition import Plan, RechunkWarning, plan as make_plan, warn_rechunks
@@ -79,12 +80,20 @@ def call(jitted: Any, args: tuple, kwargs: dict) -> Any:
     """`jitted(*args, **kwargs)` where some argument leaf is a Dask array: Dask arrays back."""
     from .graph import build
     from ..tracebacks import user_stacklevel
-    partition, out_tree, leaves = _prepare(jitted, args, kwargs)
+    if events.SUBSCRIBERS:  # profiling: the optimiser's events and the block records name this function
+        from .profile import owned_by
+        with owned_by(jitted):
+            partition, out_tree, leaves = _prepare(jitted, args, kwargs)
+    else:
+        partition, out_tree, leaves = _prepare(jitted, args, kwargs)
     for i, dt, lo, hi in partition.program.int_arg_bounds:  # NumPy's OverflowError, at the call as NumPy
         v = int(leaves[i])
         if (lo is not None and v < lo) or (hi is not None and v > hi):
             raise OverflowError(f"Python integer {v} out of bounds for {dt}")
     warn_rechunks(partition, jitted.__name__, stacklevel=user_stacklevel())
+    if events.SUBSCRIBERS:  # profiling: block records name this function object (profile.py)
+        from .profile import register_function
+        register_function(partition, jitted)
     return tree_unflatten(out_tree, build(partition, leaves, jitted._backend_name()))
 
 

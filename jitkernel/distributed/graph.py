@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 
 from .partition import ArgCombineStep, CombineStep, DaskStep, Plan, SegmentStep, Source, apply_dask_step
+from .. import events
+from .profile import combine_token, recorded_combine, recorded_run_block, register_graph
 from .worker import arg_combine, combine, identity_chunk, run_block
 
 
@@ -45,6 +47,7 @@ def _segment(step: SegmentStep, values: dict, da: Any) -> None:
     seg = f"jk-{bp.name}-{token}"
     prog_key = f"jk-program-{bp.token}"
     grid_letters = [letter for letter, _ in step.grid]
+    profiled = bool(events.SUBSCRIBERS)  # profiling off: the graph is exactly run_block's
     dsk: dict = {prog_key: bp}
     # Only the grid points some output block reads: letters an output does not carry are at block
     # 0 (independent inputs a, b give len(a) + len(b) tasks, not their product).
@@ -58,8 +61,12 @@ def _segment(step: SegmentStep, values: dict, da: Any) -> None:
             if (seg, *idx) not in dsk:
                 pos = dict(zip(grid_letters, idx))
                 keys = [(a.name, *[pos.get(letter, 0) for letter in letters]) for a, letters in zip(ins, bp.in_letters)]
-                dsk[(seg, *idx)] = (run_block, prog_key, *keys)
+                dsk[(seg, *idx)] = (run_block, prog_key, *keys) if not profiled else \
+                    (recorded_run_block, f"{bp.name}[{','.join(map(str, idx))}]", prog_key, *keys)
         outs.append(out)
+    if profiled:  # transfers of these keys (and of the inputs read) are this function's
+        register_graph(bp.token, [seg, *[f"jk-out{k}-{token}" for k in range(len(outs))],
+                                              *[a.name for a in ins]])
     graph = HighLevelGraph.from_collections(seg, dsk, dependencies=ins)
     for k, ((v, letters, chunks), out) in enumerate(zip(step.outputs, outs)):
         name = f"jk-out{k}-{token}"
@@ -74,6 +81,8 @@ def _segment(step: SegmentStep, values: dict, da: Any) -> None:
 def _combine(step: CombineStep, values: dict, da: Any, backend: str) -> None:
     partials = values[step.partial]
     fn = functools.partial(combine, prim=step.prim, backend=backend)
+    if events.SUBSCRIBERS:  # profiling: each combine level recorded too (profile.py)
+        fn = functools.partial(recorded_combine, combine_token(step), prim=step.prim, backend=backend)
     dtype = step.out.aval.dtype
     values[step.out] = da.reduction(partials, identity_chunk, fn, combine=fn, axis=step.axes, keepdims=False,
                                     dtype=dtype, concatenate=True, meta=np.empty((0,) * step.out.aval.ndim, dtype),

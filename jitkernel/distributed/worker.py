@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import atexit
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..errors import JitError
+from ..errors import CompileError, JitError, UnsupportedOperationError
 from ..ir import AType, Program
 from ..ir.program import Eqn, Var
 from ..ir.primitives import infer_avals
@@ -221,15 +222,42 @@ def _compile(program: Program, n_outputs: int, backend: str, name: str, fastmath
                 and threading.get_ident() == me:
             STATS["disk_hits"] += 1
     unsubscribe = events.subscribe(count)
+    hits, t0 = STATS["disk_hits"], time.time()
     try:
         compiled = compile_program(program, out_tree, backend, name=name, fastmath=fastmath,
                                    disk_cache=disk_cache and config.disk_cache, previous=previous)
+    except UnsupportedOperationError:
+        raise  # about the program, not the worker
+    except Exception as e:  # a worker without LLVM, a wrong CPU, ...: say which worker and why
+        from .profile import where
+        raise WorkerCompileError(f"{where()} could not compile block program {name}: {type(e).__name__}: {e}") from e
     finally:
         unsubscribe()
+    log = compile_log()  # read and cleared by profile.recorded_run_block; bounded without it
+    if len(log) >= 64:
+        log.clear()
+    log.append((t0, time.time() - t0, STATS["disk_hits"] > hits))
     STATS["compiles"] += 1
     while len(_COMPILED) >= MAX_COMPILED:  # oldest first: plans of chunkings no longer used
         _forget(_COMPILED.pop(next(iter(_COMPILED))))
     return compiled
+
+
+_LOCAL = threading.local()
+
+
+def compile_log() -> list[tuple[float, float, bool]]:
+    """This thread's compiles since profile.py last cleared it: (time.time() start, seconds,
+    whether the persistent cache served it)."""
+    log = getattr(_LOCAL, "compiles", None)
+    if log is None:
+        log = _LOCAL.compiles = []
+    return log
+
+
+class WorkerCompileError(CompileError):
+    """A block program a worker could not compile (no LLVM, a wrong CPU, ...): the message names
+    the worker (address, pid) and the cause."""
 
 
 def stats() -> dict[str, int]:
