@@ -20,6 +20,7 @@ True
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import operator
 from typing import Any, Callable
@@ -29,7 +30,7 @@ import numpy as np
 from .errors import BackendUnavailableError
 from .sharding import Device
 
-__all__ = ["DeviceArray", "GpuDevice", "gpu_devices", "put"]
+__all__ = ["DeviceArray", "GpuDevice", "gpu_devices", "put", "emulate_gpu"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +86,30 @@ def _probe_gpus() -> list[GpuDevice]:
         return [GpuDevice(i, "gpu", drv.Device(i).name()) for i in range(drv.Device.count())]
     except (ImportError, RuntimeError):  # pycuda.driver.Error is a RuntimeError
         return []
+
+
+@contextlib.contextmanager
+def emulate_gpu(policy: Any = None) -> Any:
+    """Within the block, the GPU devices are one emulated GPU (kind "cuda-emulator": its memory
+    is host memory, its kernels run on the CUDA emulator), so `jk.devices()`, `jk.device_put`,
+    DeviceArrays and `backend="cuda"` work without a GPU: for tests of code written for one.
+
+    >>> import numpy as np, jitkernel as jk
+    >>> from jitkernel.device_array import emulate_gpu
+    >>> with emulate_gpu() as gpu:
+    ...     d = jk.device_put(np.arange(3.0), gpu)
+    ...     jk.devices()[1], d.device, np.asarray(d).tolist()
+    (CudaDevice(id=0), CudaDevice(id=0), [0.0, 1.0, 2.0])
+    """
+    global _GPUS
+    from .backends.cuda.emulator import EmulatorDevice
+    saved = _GPUS
+    gpu = GpuDevice(0, "gpu", "cuda-emulator", backing=EmulatorDevice(policy=policy))
+    _GPUS = [gpu]
+    try:
+        yield gpu
+    finally:
+        _GPUS = saved
 
 
 def default_gpu() -> GpuDevice:
