@@ -156,3 +156,37 @@ def test_device_put_round_trips(x: np.ndarray) -> None:
         back = np.asarray(d)
     assert back.dtype == x.dtype and back.shape == x.shape
     np.testing.assert_array_equal(back, x)
+
+
+# -- the profiler's device phases (the real profiler, the emulated GPU's events) ----------------
+def test_profiler_shows_kernels_and_transfers(gpu) -> None:
+    import profiler
+    from profiler.collector import Collector
+    from profiler.report import Report
+
+    saved = list(events.SUBSCRIBERS)
+    c = Collector()
+    c.start()
+    try:
+        f = jk.jit(lambda x: np.tanh(x).sum(axis=1), backend="cuda")
+        x = np.ones((4, 40), np.float32)
+        outs = [np.asarray(f(x)) for _ in range(3)]
+    finally:
+        c.stop()
+        profiler.stop()
+        events.SUBSCRIBERS[:] = saved
+    np.testing.assert_allclose(outs[-1], np.tanh(x).sum(axis=1), rtol=1e-6)
+    report = Report(c.snapshot())
+    st = report["<lambda>"]
+    assert st.device == "cuda-emulator" and st.kernel_launches == 3 and st.kernel_time > 0
+    assert st.h2d_bytes == 3 * x.nbytes and st.d2h_bytes == 3 * 4 * 4
+    text = str(report)
+    assert "device phases" in text and "[cuda-emulator] <lambda>: kernels" in text and "in 3 launches" in text
+    assert "host->device 1.9 kB" in text and "device->host 48 B" in text
+    assert "cuda-emulator" in report._repr_html_()
+    calls = report.calls("<lambda>")
+    assert len(calls) == 3 and all(c.kernels > 0 and c.transfers > 0 for c in calls)
+    phases = {r["phase"] for r in report.records()}
+    assert {"kernel", "transfer"} <= phases
+    for kind in ("breakdown", "timeline"):
+        assert report.plot(kind)._repr_png_().startswith(b"\x89PNG")
