@@ -190,3 +190,31 @@ def test_profiler_shows_kernels_and_transfers(gpu) -> None:
     assert {"kernel", "transfer"} <= phases
     for kind in ("breakdown", "timeline"):
         assert report.plot(kind)._repr_png_().startswith(b"\x89PNG")
+
+
+def test_jit_profile_magic_shows_the_device(gpu, tmp_path, monkeypatch) -> None:
+    """`%%jit -b cuda` and `%jit_profile` in a real in-process IPython shell."""
+    import profiler
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    monkeypatch.chdir(tmp_path)
+    saved = list(events.SUBSCRIBERS)
+    shell = InteractiveShell.instance()
+    try:
+        assert shell.extension_manager.load_extension("jitkernel") is None
+        profiler.reset()
+        with capture_output() as cap:
+            shell.run_cell("import numpy as np\nx = np.ones(64, np.float32)")
+            first = shell.run_cell("%%jit -b cuda\ndef k(v):\n    return np.sin(v) * 2\n")
+            shell.run_cell("y = k(x)\nz = np.asarray(y)")
+            shell.run_cell("%jit_profile k")
+        assert first.success, cap.stdout
+        assert type(shell.user_ns["y"]).__name__ == "DeviceArray"
+        np.testing.assert_allclose(shell.user_ns["z"], np.sin(np.ones(64, np.float32)) * 2, rtol=1e-6)
+        shown = cap.stdout + "".join(str(o.data.get("text/plain", "")) for o in cap.outputs)
+        assert "[cuda-emulator] k: kernels" in shown, shown
+    finally:
+        shell.extension_manager.unload_extension("jitkernel")
+        InteractiveShell.clear_instance()
+        events.SUBSCRIBERS[:] = saved
