@@ -96,12 +96,13 @@ def launch_format(param_types: Sequence[str]) -> str:
 
 
 class DeviceBuffer:
-    """One pooled allocation and its size; `int(b)` is its device pointer."""
+    """One pooled allocation, its shape and dtype; `int(b)` is its device pointer."""
 
-    __slots__ = ("allocation", "nbytes")
+    __slots__ = ("allocation", "shape", "dtype", "nbytes")
 
-    def __init__(self, allocation: Any, nbytes: int) -> None:
-        self.allocation, self.nbytes = allocation, nbytes
+    def __init__(self, allocation: Any, shape: tuple[int, ...], dtype: np.dtype) -> None:
+        self.allocation, self.shape, self.dtype = allocation, tuple(shape), np.dtype(dtype)
+        self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
     def __int__(self) -> int:
         return int(self.allocation)
@@ -126,7 +127,7 @@ class PyCudaDevice:
         self.pool = DeviceMemoryPool()
         self._modules: dict[str, Any] = {}  # cubin key -> loaded module (this context)
         self._functions: dict[str, Any] = {}  # kernel name -> prepared function
-        self._status = self._allocate(32)  # the StatusWord layout of the CPU runtime
+        self._status = self.alloc((32,), np.dtype(np.uint8))  # the StatusWord layout of the CPU runtime
         drv.memset_d8(int(self._status), 0, 32)
         atexit.register(self.close)
 
@@ -144,15 +145,13 @@ class PyCudaDevice:
         self._modules[key] = loaded
 
     # -- memory -----------------------------------------------------------------------------
-    def _allocate(self, nbytes: int) -> DeviceBuffer:
-        return DeviceBuffer(self.pool.allocate(max(nbytes, 1)), nbytes)  # 0 bytes is an error in CUDA
-
     def alloc(self, shape: tuple[int, ...], dtype: np.dtype) -> DeviceBuffer:
-        return self._allocate(int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        return DeviceBuffer(self.pool.allocate(max(nbytes, 1)), shape, dtype)  # 0 bytes is an error in CUDA
 
     def upload(self, host: np.ndarray, function: str = "") -> Any:
         host = np.ascontiguousarray(host)
-        buffer = self._allocate(host.nbytes)
+        buffer = self.alloc(host.shape, host.dtype)
         if host.nbytes:
             t0 = events.clock()
             self._drv.memcpy_htod_async(int(buffer), host, self.stream)
@@ -170,7 +169,7 @@ class PyCudaDevice:
         return self.upload(host, function)
 
     def copy(self, buffer: Any) -> Any:
-        out = self._allocate(buffer.nbytes)
+        out = self.alloc(buffer.shape, buffer.dtype)
         if buffer.nbytes:
             self._drv.memcpy_dtod_async(int(out), int(buffer), buffer.nbytes, self.stream)
         return out
@@ -191,11 +190,12 @@ class PyCudaDevice:
 
     # -- launches -----------------------------------------------------------------------------
     def launch_shape(self, launch: Launch) -> tuple[int, int]:
-        """256 threads a block; enough blocks to fill every SM several times over (grid-stride
-        loops take the rest), one block for the final stage of a whole reduction."""
+        """256 threads a block (any kernel's register use fits); enough blocks to fill every SM
+        several times over (grid-stride loops take the rest), one block for the final stage of
+        a whole reduction (it combines at most 4 partials per SM)."""
         block = 256
         if launch.kind == "final":
-            return 1, 1024
+            return 1, block
         if launch.kind == "rows":
             return max(1, min(launch.items, 16 * self.sm_count)), block
         if launch.kind == "partial":
@@ -218,6 +218,22 @@ class PyCudaDevice:
         if handles:
             handles[-1][1].synchronize()
         return [start.time_till(end) * 1e-3 for start, end in handles]
+
+    # -- what control-flow steps need (flow.py; the emulator device has the same) ------------
+    def copy_into(self, dst: DeviceBuffer, src: DeviceBuffer) -> None:
+        if dst.nbytes:
+            self._drv.memcpy_dtod_async(int(dst), int(src), dst.nbytes, self.stream)
+
+    def read_scalar(self, buffer: DeviceBuffer) -> Any:
+        """The first element (waits for the launches before it: a loop condition)."""
+        host = np.empty(1, buffer.dtype)
+        self._drv.memcpy_dtoh_async(host, int(buffer), self.stream)
+        self.stream.synchronize()
+        return host[0].item()
+
+    def write_scalar(self, buffer: DeviceBuffer, value: Any) -> None:
+        host = np.asarray([value], buffer.dtype)
+        self._drv.memcpy_htod(int(buffer), host)  # synchronous: `host` is a temporary
 
     # -- status word ------------------------------------------------------------------------
     def new_status(self) -> Any:
