@@ -261,7 +261,9 @@ class PyCudaDevice:
         try:
             self.stream.synchronize()
             self.pool.stop_holding()
-            self.context.pop()
+            self.context.pop()  # as pycuda.autoprimaryctx does at exit
+            from pycuda.tools import clear_context_caches
+            clear_context_caches()
         except Exception:  # noqa: BLE001 (the driver may already be shutting down)
             pass
         self.context = None
