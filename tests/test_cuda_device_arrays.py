@@ -84,6 +84,7 @@ def test_a_cuda_function_returns_device_arrays(gpu) -> None:
 def test_device_array_arguments_are_not_copied_numpy_ones_are(gpu) -> None:
     f = jk.jit(lambda x: x * 2 + 1, backend="cuda")
     x = np.arange(50, dtype=np.float64)
+    f(x)  # compiled (constants are uploaded once, at the first call)
     d, seen = recorded(f, x)
     assert [e.nbytes for e in transfers(seen, "host->device")] == [x.nbytes]
     again, seen = recorded(f, d)
@@ -218,3 +219,9 @@ def test_jit_profile_magic_shows_the_device(gpu, tmp_path, monkeypatch) -> None:
         shell.extension_manager.unload_extension("jitkernel")
         InteractiveShell.clear_instance()
         events.SUBSCRIBERS[:] = saved
+
+
+def test_complex_arguments_are_refused_not_truncated(gpu) -> None:
+    f = jk.jit(lambda z: z * 2, backend="cuda")
+    with pytest.raises(jk.UnsupportedOperationError, match="complex"):
+        f(np.array([1 + 2j, 3 - 1j]))

@@ -193,10 +193,10 @@ class PyCudaDevice:
         """256 threads a block (any kernel's register use fits); enough blocks to fill every SM
         several times over (grid-stride loops take the rest), one block for the final stage of
         a whole reduction (it combines at most 4 partials per SM)."""
-        block = 256
+        block = getattr(launch, "block_size", 0) or 256  # a tile kernel is written for its own block
         if launch.kind == "final":
             return 1, block
-        if launch.kind == "rows":
+        if launch.kind in ("rows", "tiles"):
             return max(1, min(launch.items, 16 * self.sm_count)), block
         if launch.kind == "partial":
             return max(1, min(-(-launch.items // block), 4 * self.sm_count)), block
