@@ -126,9 +126,12 @@ class DeviceArray:
     """An array in a GPU's memory: `shape`, `dtype`, `device`; `np.asarray(d)` copies it back
     (waiting for the launches that compute it), `block_until_ready()` waits without copying.
 
-    >>> from jitkernel.device_array import DeviceArray
-    >>> DeviceArray.__name__
-    'DeviceArray'
+    >>> import numpy as np, jitkernel as jk
+    >>> from jitkernel.device_array import emulate_gpu
+    >>> with emulate_gpu() as gpu:
+    ...     d = jk.device_put(np.ones((2, 3), np.float32), gpu)
+    ...     d.shape, d.dtype, d.block_until_ready() is d, float(np.asarray(d).sum())
+    ((2, 3), dtype('float32'), True, 6.0)
     """
 
     _jk_device_array = True
