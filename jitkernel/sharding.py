@@ -368,6 +368,10 @@ def device_put(x: Any, sharding: NamedSharding | Device | None = None) -> Any:
         raise ValueError(f"One of device_put args is incompatible with its sharding annotation {sharding!r}: "
                          f"Sharding {sharding!r} is only valid for values of rank at least {len(sharding.spec)}, "
                          f"but was applied to a value of rank {value.ndim}.")
+    if any(d.platform == "gpu" for d in sharding.mesh.devices.flat):
+        from .errors import UnsupportedOperationError
+        raise UnsupportedOperationError("device_put: a NamedSharding over GPU devices is not supported yet; "
+                                        "jk.device_put(x, gpu) puts the whole array on one GPU (docs/gpu.md)")
     indices = sharding.devices_indices_map(value.shape)
     shards = []
     for dev, idx in indices.items():

@@ -266,3 +266,10 @@ def test_complex_arguments_are_refused_not_truncated(gpu) -> None:
     f = jk.jit(lambda z: z * 2, backend="cuda")
     with pytest.raises(jk.UnsupportedOperationError, match="complex"):
         f(np.array([1 + 2j, 3 - 1j]))
+
+
+def test_a_sharding_over_gpus_is_refused(gpu) -> None:
+    from jitkernel.sharding import Mesh, NamedSharding, P
+    mesh = Mesh(np.array([gpu], dtype=object), ("d",))
+    with pytest.raises(jk.UnsupportedOperationError, match="NamedSharding over GPU devices"):
+        jk.device_put(np.ones(4), NamedSharding(mesh, P("d")))
