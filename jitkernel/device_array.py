@@ -187,6 +187,16 @@ class DeviceArray:
         host = np.asarray(np.asarray(value), self.dtype).reshape(self.shape)
         self._buffer = put(host, self.device)._buffer
 
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """The CUDA array interface (version 3) of a GPU buffer, so CuPy, Numba and PyTorch read
+        it without a copy; it waits for the launches first. Not on an emulated GPU."""
+        if not hasattr(self._buffer, "allocation"):  # pycuda_device.DeviceBuffer only
+            raise AttributeError("__cuda_array_interface__: this DeviceArray is not in GPU memory")
+        self.block_until_ready()
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (int(self._buffer), False),
+                "strides": None, "version": 3}
+
     def copy(self) -> np.ndarray:
         return np.array(self)
 

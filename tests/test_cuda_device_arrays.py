@@ -273,3 +273,8 @@ def test_a_sharding_over_gpus_is_refused(gpu) -> None:
     mesh = Mesh(np.array([gpu], dtype=object), ("d",))
     with pytest.raises(jk.UnsupportedOperationError, match="NamedSharding over GPU devices"):
         jk.device_put(np.ones(4), NamedSharding(mesh, P("d")))
+
+
+def test_no_cuda_array_interface_on_an_emulated_gpu(gpu) -> None:
+    d = jk.device_put(np.ones(3), gpu)
+    assert not hasattr(d, "__cuda_array_interface__")

@@ -154,3 +154,9 @@ def test_calls_from_another_thread(gpu) -> None:
     t.start()
     t.join()
     np.testing.assert_array_equal(out["values"], (x * 3 + 1) * 3 + 1)
+
+
+def test_cuda_array_interface_for_cupy(gpu) -> None:
+    cupy = pytest.importorskip("cupy")
+    d = jk.jit(lambda a: a * 2, backend="cuda")(np.arange(10, dtype=np.float32))
+    np.testing.assert_array_equal(cupy.asnumpy(cupy.asarray(d)), np.arange(10, dtype=np.float32) * 2)
