@@ -178,9 +178,9 @@ def run_kernels(call: Call, launches: list[Launch]) -> None:
 
 
 def sets_status(module: CudaModule) -> bool:
-    """Whether a kernel of `module` may write the status word: its name appears in a kernel
-    body, not only in the kernel signatures (one `jk_status` parameter per kernel)."""
-    return module.kernels.count("jk_status") > module.kernels.count("__global__")
+    """Whether a kernel of `module` may write the status word: `jk_status` appears in some
+    kernel's body, not only as its parameter (kernels without the parameter cannot write it)."""
+    return any(kernel.count("jk_status") > 1 for kernel in module.kernels.split('extern "C" __global__')[1:])
 
 
 class ProgramRunner:
