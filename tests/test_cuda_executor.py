@@ -109,3 +109,15 @@ def test_status_checks_only_where_a_kernel_body_uses_the_status_word() -> None:
     extra = 'extern "C" __global__ void jk_other(float* x) { x[0] = 1; }\n'
     indexed.kernels = extra + indexed.kernels + extra
     assert executor.sets_status(indexed)
+
+
+def test_a_device_array_of_another_dtype_is_converted_not_reinterpreted() -> None:
+    from jitkernel.device_array import GpuDevice, put
+    case = Case("twice64", lambda a: a * 2, (np.arange(6.0),))
+    kp, module, device = runner_for(case)
+    gpu = GpuDevice(0, "gpu", "cuda-emulator", backing=device)
+    same = put(np.arange(6.0), gpu)
+    other = put(np.arange(6, dtype=np.float32), gpu)
+    runner = executor.ProgramRunner(kp, module, device)
+    np.testing.assert_array_equal(runner.run([same])[0], np.arange(6.0) * 2)
+    np.testing.assert_array_equal(runner.run([other])[0], np.arange(6.0) * 2)

@@ -11,7 +11,8 @@ The `Device` interface (duck-typed; see `Device` below for the exact signatures)
 - `alloc(shape, dtype)`: an uninitialised buffer.
 - `put(value, shape, dtype, function="")`: an argument as a buffer of this device: a host
   value is copied in (C order, `dtype`; an `events.TransferEvent` for `function` while anyone
-  listens), a device array already on this device is used as it is.
+  listens), a device array already on this device with that dtype and size is used as it is
+  (any other value goes through the host: never a reinterpretation of its bytes).
 - `upload(host, function="")`: a fresh buffer holding a copy of a C-contiguous host array
   (constants, `jk.device_put`).
 - `download(buffer, shape, dtype, function="")`: a host copy (waits for the launches before it);

@@ -20,6 +20,7 @@ Two parts:
 from __future__ import annotations
 
 import atexit
+import math
 import subprocess
 import threading
 from typing import Any, Sequence
@@ -192,8 +193,8 @@ class PyCudaDevice:
 
     def put(self, value: Any, shape: tuple[int, ...], dtype: np.dtype, function: str = "") -> Any:
         buffer = getattr(value, "_jk_buffer_on", _no_buffer)(self)
-        if buffer is not None:
-            return buffer  # a DeviceArray on this GPU: no copy
+        if buffer is not None and value.dtype == dtype and value.size == math.prod(shape):
+            return buffer  # a DeviceArray on this GPU: no copy (C order: any shape of its size)
         host = np.ascontiguousarray(np.asarray(value), dtype=dtype).reshape(shape)
         return self.upload(host, function)
 
