@@ -15,6 +15,8 @@ PHASES = {
     events.TraceEvent: "trace", events.OptimizeEvent: "optimize", events.FuseEvent: "fuse",
     events.CodegenEvent: "codegen", events.CompileEvent: "compile", events.CacheEvent: "cache",
     events.RecompileEvent: "recompile", events.RunEvent: "run", events.CompileFailedEvent: "failed",
+    # Dask moving blocks between workers; "transfer" is a host<->device copy (TransferEvent)
+    events.WorkerTransferEvent: "worker transfer",
 }
 _BASE_FIELDS = {"function", "start", "duration", "function_id"}
 
@@ -83,7 +85,7 @@ def _json_safe(value: Any) -> Any:
 
 def _row_of(r: dict[str, Any]) -> str:
     """The function, or `f @ worker ...` for what a Dask worker recorded (profiler/workers.py)."""
-    if r["phase"] in ("block", "transfer"):
+    if r["phase"] in ("block", "worker transfer"):
         return f"{r['function']} @ {r['details']['worker']}"
     return r["function"]
 

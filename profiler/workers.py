@@ -1,5 +1,5 @@
 """Per-worker tracks of a profile: block tasks of jitted functions over Dask arrays
-(`events.BlockEvent`) and the transfers Dask made for them (`events.TransferEvent`), as sent
+(`events.BlockEvent`) and the transfers Dask made for them (`events.WorkerTransferEvent`), as sent
 back by the workers (jitkernel/distributed/profile.py).
 
 A record's *track* is where it ran: `f @ worker 0 127.0.0.1:40211` for a block of `f` on that
@@ -14,7 +14,7 @@ from typing import Any
 from .records import _row_of
 from .report import format_bytes, format_ms
 
-WORKER_PHASES = ("block", "transfer")
+WORKER_PHASES = ("block", "worker transfer")
 
 
 def track(record: dict[str, Any]) -> str:
@@ -77,7 +77,7 @@ def transfer_totals(records: list[dict[str, Any]]) -> dict[tuple[str, str, str],
     """(function, source, destination) -> (bytes, transfers)."""
     out: dict[tuple[str, str, str], tuple[int, int]] = {}
     for r in records:
-        if r["phase"] == "transfer":
+        if r["phase"] == "worker transfer":
             d = r["details"]
             key = (r["function"], d["source"], d["destination"])
             n, k = out.get(key, (0, 0))

@@ -115,7 +115,7 @@ def test_cluster_profile_has_one_track_per_worker_with_bytes_moved(cluster, sess
     rows = worker_rows(report.records())
     assert sum(row.blocks for row in rows) == len(blocks) == len({r["details"]["block"] for r in blocks})
     assert sum(row.bytes_out for row in rows) == sum(r["details"]["bytes_out"] for r in blocks) > 0
-    transfers = [r for r in report.records() if r["phase"] == "transfer"]
+    transfers = [r for r in report.records() if r["phase"] == "worker transfer"]
     to_client = [t for t in transfers if t["details"]["destination"] == "client"]
     assert sum(t["details"]["nbytes"] for t in to_client) >= y.nbytes  # the result, gathered
     text = str(report)

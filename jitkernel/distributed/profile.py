@@ -17,7 +17,7 @@ With profiling off the graph is exactly what it was before this module existed: 
 nothing recorded, nothing checked per task.
 
 The driver turns records into `events.BlockEvent`s and the workers' transfer logs
-(`Worker.transfer_incoming_log`, `transfer_outgoing_log`) into `events.TransferEvent`s when a
+(`Worker.transfer_incoming_log`, `transfer_outgoing_log`) into `events.WorkerTransferEvent`s when a
 profile is drawn (`pull()`, called by `profiler.report`). Clocks: workers stamp records with
 `time.time()`; `pull` measures each live worker's offset with `client.run(time.time)` (the
 driver's clock read before and after; the offset is applied only when it exceeds half that round
@@ -328,7 +328,7 @@ def _pull_one(client: Any) -> int:
     label = lambda a: worker_label(_Named(info[a].get("name", a), a)) if a in info else a  # noqa: E731
     for t in _transfers(client, offsets):
         offset = offsets.get(t["address"], 0.0) + driver_offset
-        events.publish(events.TransferEvent(t["function"][0], t["start"] - offset, t["duration"],
+        events.publish(events.WorkerTransferEvent(t["function"][0], t["start"] - offset, t["duration"],
                                             function_id=t["function"][1],
                                             worker=label(t["address"]), source=label(t["source"]),
                                             destination=label(t["destination"]), nbytes=t["nbytes"], keys=t["keys"]))
