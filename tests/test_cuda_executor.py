@@ -36,9 +36,9 @@ class RecordingDevice(emulator.EmulatorDevice):
         self.calls.append(("alloc", shape, np.dtype(dtype)))
         return super().alloc(shape, dtype)
 
-    def launch(self, kernel, grid, block, args):
+    def launch(self, kernel, grid, block, args, timed=False):
         self.calls.append(("launch", kernel, grid, block))
-        super().launch(kernel, grid, block, args)
+        return super().launch(kernel, grid, block, args, timed=timed)  # timed: while a profiler listens
 
 
 def runner_for(case: Case, device_class=emulator.EmulatorDevice, policy=emulator.LaunchPolicy()):

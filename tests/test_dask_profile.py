@@ -94,6 +94,7 @@ def session():
     profiler.start()
     profiler.reset()
     yield profiler
+    profiler.stop()  # later test modules must not run with a subscriber listening
 
 
 def test_cluster_profile_has_one_track_per_worker_with_bytes_moved(cluster, session):
