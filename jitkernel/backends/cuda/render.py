@@ -41,6 +41,7 @@ from ...fusion.loops import is_control
 from .. import semantics
 from . import ctype, ops
 from .prelude import PRELUDE
+from .render_matmul import render_dot_general
 
 PLACEHOLDER = "__JKP__"
 # A reduction over outer axes runs one thread per kept point ("columns") when there are enough
@@ -51,7 +52,8 @@ COLUMNS_MAX_REDUCED = 256
 
 @dataclass
 class Launch:
-    """One kernel launch of a step. kind: elementwise | rows | partial | final. `items`: the
+    """One kernel launch of a step. kind: elementwise | rows | partial | final | tiles (a matmul:
+    one block per output tile, render_matmul.py). `items`: the
     points of the grid-stride loop (elementwise), kept points (rows), or reduced points
     (partial). `params`: what each kernel argument is: ("buf", id), ("work", k, "val"|"pos")
     (the partials of reduce store k, one per stage-one block), ("parts",) (how many partials,
@@ -63,6 +65,7 @@ class Launch:
     params: list[tuple]
     work: list[tuple[int, np.dtype, bool]] = field(default_factory=list)  # (k, acc dtype, has pos)
     scratch: list[tuple[int, np.dtype, int]] = field(default_factory=list)  # row scratch: (buffer, dtype, per row)
+    block_size: int = 0  # a kernel written for one block size (the matmul tiles); 0: the runtime's choice
 
 
 @dataclass
@@ -101,6 +104,11 @@ def render_program(kp: KernelProgram) -> CudaModule:
             raise UnsupportedOperationError(
                 f"control flow ({type(step).__name__}, step {n} of {kp.name}) is not supported by the CUDA backend "
                 "yet; run it with backend='cpu'")
+        if isinstance(step, LibraryCall) and step.prim == "dot_general":
+            text, launch = render_dot_general(kp, step, f"jk_{PLACEHOLDER}_{_c_name(step.name)}")
+            parts.append(text)
+            launches.append([launch])
+            continue
         if isinstance(step, LibraryCall):
             raise UnsupportedOperationError(
                 f"library step {step.prim!r} (step {n} of {kp.name}) has no CUDA implementation yet; run it with "
