@@ -15,6 +15,7 @@ import jitkernel as jk
 from cuda_corpus import Case, kernel_program, module_of
 from helpers import assert_matches_numpy, numpy_result
 from jitkernel.backends.cuda import emulator, nvcc
+from jitkernel.backends.cuda.executor import step_kind
 from jitkernel.backends.cuda.render import render_program
 from jitkernel.backends.cuda.render_matmul import LARGE, SMALL, canonical, offset_expr
 
@@ -114,6 +115,7 @@ def test_every_step_is_a_tile_kernel(modules) -> None:
         dots = [n for n, s in enumerate(kp.steps) if getattr(s, "prim", None) == "dot_general"]
         assert dots, case.name
         for n in dots:
+            assert step_kind(m.launches[n]) == "tiles"  # run by matmul_step.run_tiles (executor.STEP_RUNNERS)
             (launch,) = m.launches[n]
             assert launch.kind == "tiles" and launch.block_size in (LARGE.threads, SMALL.threads), kinds
         assert "atomic" not in m.kernels

@@ -76,7 +76,7 @@ class CudaModule:
     name: str
     prelude: str
     kernels: str
-    launches: list[list[Launch]]
+    launches: list  # per step: a list of Launch (kind "kernels"), or a step object with a `step_kind` (executor.py)
     tag: str = ""
 
     @property
@@ -105,9 +105,9 @@ def render_program(kp: KernelProgram) -> CudaModule:
                 f"control flow ({type(step).__name__}, step {n} of {kp.name}) is not supported by the CUDA backend "
                 "yet; run it with backend='cpu'")
         if isinstance(step, LibraryCall) and step.prim == "dot_general":
-            text, launch = render_dot_general(kp, step, f"jk_{PLACEHOLDER}_{_c_name(step.name)}")
+            text, tile_step = render_dot_general(kp, step, f"jk_{PLACEHOLDER}_{_c_name(step.name)}")
             parts.append(text)
-            launches.append([launch])
+            launches.append(tile_step)
             continue
         if isinstance(step, LibraryCall):
             raise UnsupportedOperationError(

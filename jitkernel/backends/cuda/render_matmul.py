@@ -175,8 +175,10 @@ def check_step(kp: KernelProgram, step: LibraryCall) -> None:
 
 
 def render_dot_general(kp: KernelProgram, step: LibraryCall, name: str) -> tuple[str, "object"]:
-    """The C text of the tile kernel of `step` and its Launch (kind "tiles": one block per
-    output tile, grid-stride; a fixed block size)."""
+    """The C text of the tile kernel of `step` and its step of the module: a `TileStep`
+    (matmul_step.py, the executor's "tiles" kind) holding one Launch of kind "tiles" (one block
+    per output tile, grid-stride) with the kernel's fixed block size."""
+    from .matmul_step import TileStep  # imported here: it imports render, which imports this module
     from .render import Launch
     check_step(kp, step)
     lb, rb = step.inputs
@@ -190,7 +192,7 @@ def render_dot_general(kp: KernelProgram, step: LibraryCall, name: str) -> tuple
     mem = ctype.mem(dt)
     text = "\n".join(_kernel_lines(name, step, s, t, ar, mem, lb, rb, ob, tiles_m, tiles_n, n_tiles))
     params = [("buf", lb), ("buf", rb), ("buf", ob), ("status",)]
-    return text, Launch(name, "tiles", n_tiles, params, block_size=t.threads)
+    return text, TileStep(Launch(name, "tiles", n_tiles, params, block_size=t.threads))
 
 
 def _kernel_lines(name: str, step: LibraryCall, s: DotShape, t: Tile, ar: Arith, mem: str, lb: int, rb: int,
