@@ -41,6 +41,7 @@ from ...fusion.loops import is_control
 from .. import semantics
 from . import ctype, ops
 from .prelude import PRELUDE
+from .complex_ops import render_complex_step
 from .render_matmul import render_dot_general
 
 PLACEHOLDER = "__JKP__"
@@ -93,8 +94,6 @@ def render_program(kp: KernelProgram) -> CudaModule:
     >>> 'extern "C" __global__ void jk_' in source and "#include" not in source.replace("no #include", "")
     True
     """
-    if kp.complex_views:
-        raise UnsupportedOperationError("complex arrays are not supported by the CUDA backend yet")
     for bid, _ in kp.consts:
         ctype.check_dtype(kp.buffers[bid].dtype)
     parts: list[str] = []
@@ -104,6 +103,11 @@ def render_program(kp: KernelProgram) -> CudaModule:
             raise UnsupportedOperationError(
                 f"control flow ({type(step).__name__}, step {n} of {kp.name}) is not supported by the CUDA backend "
                 "yet; run it with backend='cpu'")
+        if isinstance(step, LibraryCall) and step.prim == "complex_library":
+            text, entry = render_complex_step(kp, step, n, f"jk_{PLACEHOLDER}_{_c_name(step.name)}")
+            parts.append(text)
+            launches.append(entry)
+            continue
         if isinstance(step, LibraryCall) and step.prim == "dot_general":
             text, tile_step = render_dot_general(kp, step, f"jk_{PLACEHOLDER}_{_c_name(step.name)}")
             parts.append(text)

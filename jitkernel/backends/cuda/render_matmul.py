@@ -174,37 +174,49 @@ def check_step(kp: KernelProgram, step: LibraryCall) -> None:
                 "a dot_general with run-time extents is not supported by the CUDA backend yet")
 
 
-def render_dot_general(kp: KernelProgram, step: LibraryCall, name: str) -> tuple[str, "object"]:
+def render_dot_general(kp: KernelProgram, step: LibraryCall, name: str, params: dict | None = None,
+                       packed: tuple[bool, bool] = (False, False)) -> tuple[str, "object"]:
     """The C text of the tile kernel of `step` and its step of the module: a `TileStep`
     (matmul_step.py, the executor's "tiles" kind) holding one Launch of kind "tiles" (one block
-    per output tile, grid-stride) with the kernel's fixed block size."""
+    per output tile, grid-stride) with the kernel's fixed block size.
+
+    A complex product (a `complex_library` step, complex_ops.py) passes the dot_general's
+    `params` and which operands are packed complex buffers (float (..., 2)); its result is
+    packed too. Complex products accumulate (re, im) pairs with fused multiply-adds (BLAS's
+    cgemm/zgemm, which NumPy calls, does too: results agree within rounding)."""
     from .matmul_step import TileStep  # imported here: it imports render, which imports this module
     from .render import Launch
     check_step(kp, step)
     lb, rb = step.inputs
     (ob,) = step.outputs
     dt = kp.buffers[ob].dtype
-    s = canonical(tuple(kp.buffers[lb].shape), tuple(kp.buffers[rb].shape), step.params)
-    t = choose_tile(dt, s.m, s.n)
+    cplx = any(packed)
+    lshape, rshape = (tuple(kp.buffers[b].shape[:-1] if p else kp.buffers[b].shape) for b, p in zip((lb, rb), packed))
+    s = canonical(lshape, rshape, step.params if params is None else params)
+    t = SMALL if cplx else choose_tile(dt, s.m, s.n)
     tiles_m, tiles_n = -(-s.m // t.bm), -(-s.n // t.bn)
     n_tiles = s.batch * tiles_m * tiles_n
     ar = Arith(dt)
     mem = ctype.mem(dt)
-    text = "\n".join(_kernel_lines(name, step, s, t, ar, mem, lb, rb, ob, tiles_m, tiles_n, n_tiles))
-    params = [("buf", lb), ("buf", rb), ("buf", ob), ("status",)]
-    return text, TileStep(Launch(name, "tiles", n_tiles, params, block_size=t.threads))
+    text = "\n".join(_kernel_lines(name, step, s, t, ar, mem, lb, rb, ob, tiles_m, tiles_n, n_tiles,
+                                   packed if cplx else None, params or step.params))
+    launch_params = [("buf", lb), ("buf", rb), ("buf", ob), ("status",)]
+    return text, TileStep(Launch(name, "tiles", n_tiles, launch_params, block_size=t.threads))
 
 
 def _kernel_lines(name: str, step: LibraryCall, s: DotShape, t: Tile, ar: Arith, mem: str, lb: int, rb: int,
-                  ob: int, tiles_m: int, tiles_n: int, n_tiles: int) -> list[str]:
+                  ob: int, tiles_m: int, tiles_n: int, n_tiles: int, packed: tuple[bool, bool] | None,
+                  params: dict) -> list[str]:
+    """The kernel; `packed` (complex products): which operands are (re, im) pairs in memory."""
     cols = t.bn // t.tn  # threads along N
     rows = t.bm // t.tm
-    (lc, rc), (lbat, rbat) = step.params["contracting"], step.params["batch"]
+    (lc, rc), (lbat, rbat) = params["contracting"], params["batch"]
     graph = "; ".join(step.graph_ops)
     L, R = s.lhs, s.rhs
+    parts = ["_re", "_im"] if packed else [""]
     lines = [
-        f"\n/* {step.name}: dot_general (contracting {tuple(lc)} x {tuple(rc)}, batch {tuple(lbat)} x {tuple(rbat)})"
-        f" as batch {s.batch} x M {s.m} x N {s.n} x K {s.k};",
+        f"\n/* {step.name}: {'complex ' if packed else ''}dot_general (contracting {tuple(lc)} x {tuple(rc)}, "
+        f"batch {tuple(lbat)} x {tuple(rbat)}) as batch {s.batch} x M {s.m} x N {s.n} x K {s.k};",
         f"   {t.bm}x{t.bn} tiles, {t.bk} along K per stage, {t.tm}x{t.tn} outputs per thread, {t.threads} threads"
         + (f"\n   {graph}" if graph else "") + " */",
         f'extern "C" __global__ void {name}(',
@@ -213,31 +225,46 @@ def _kernel_lines(name: str, step: LibraryCall, s: DotShape, t: Tile, ar: Arith,
         f"    {mem}* __restrict__ b{ob},",
         "    unsigned int* __restrict__ jk_status) {",
         f"  /* launched with blockDim.x == {t.threads} (Launch.block_size) */",
-        f"  __shared__ {ar.acc} jk_ta[{t.bk}][{t.bm + 1}];  /* lhs tile, [k][m] (+1: no bank conflicts) */",
-        f"  __shared__ {ar.acc} jk_tb[{t.bk}][{t.bn + 1}];  /* rhs tile, [k][n] */",
+    ]
+    for p in parts:
+        lines += [f"  __shared__ {ar.acc} jk_ta{p}[{t.bk}][{t.bm + 1}];  /* lhs tile, [k][m] (+1: no bank conflicts) */",
+                  f"  __shared__ {ar.acc} jk_tb{p}[{t.bk}][{t.bn + 1}];  /* rhs tile, [k][n] */"]
+    lines += [
         f"  const long long M = {s.m}LL, N = {s.n}LL, K = {s.k}LL;",
         f"  const int tx = (int)threadIdx.x % {cols}, ty = (int)threadIdx.x / {cols};",
         f"  for (long long tile = blockIdx.x; tile < {n_tiles}LL; tile += gridDim.x) {{",
         f"    const long long bt = tile / {tiles_m * tiles_n}LL;",
         f"    const long long m0 = (tile / {tiles_n}LL % {tiles_m}LL) * {t.bm}LL, n0 = (tile % {tiles_n}LL) * {t.bn}LL;",
         f"    const long long lbase = {offset_expr('bt', L['b'])}, rbase = {offset_expr('bt', R['b'])};",
-        f"    {ar.acc} acc[{t.tm}][{t.tn}];",
-        f"    for (int i = 0; i < {t.tm}; ++i) for (int j = 0; j < {t.tn}; ++j) acc[i][j] = {ar.zero};",
-        f"    for (long long k0 = 0; k0 < K; k0 += {t.bk}LL) {{",
     ]
+    for p in parts:
+        lines += [f"    {ar.acc} acc{p}[{t.tm}][{t.tn}];",
+                  f"    for (int i = 0; i < {t.tm}; ++i) for (int j = 0; j < {t.tn}; ++j) acc{p}[i][j] = {ar.zero};"]
+    lines.append(f"    for (long long k0 = 0; k0 < K; k0 += {t.bk}LL) {{")
     # Stage the tiles; the fastest-moving thread index follows the operand's unit stride, so
     # neighbouring threads read neighbouring elements (coalesced).
     lines += _stage("jk_ta", f"b{lb}", "lbase", L["f"], L["c"], "M", "m0", t.bm, t.bk, t.threads, ar,
-                    k_fast=unit_stride(L["c"]))
+                    k_fast=unit_stride(L["c"]), packed=None if packed is None else packed[0])
     lines += _stage("jk_tb", f"b{rb}", "rbase", R["f"], R["c"], "N", "n0", t.bn, t.bk, t.threads, ar,
-                    k_fast=unit_stride(R["c"]) and not unit_stride(R["f"]))
+                    k_fast=unit_stride(R["c"]) and not unit_stride(R["f"]), packed=None if packed is None else packed[1])
+    lines += ["      __syncthreads();  /* both tiles staged */",
+              f"      for (int kk = 0; kk < {t.bk}; ++kk) {{"]
+    for p in parts:
+        lines += [f"        {ar.acc} a{p}[{t.tm}], b{p}[{t.tn}];",
+                  f"        for (int i = 0; i < {t.tm}; ++i) a{p}[i] = jk_ta{p}[kk][ty + i * {rows}];",
+                  f"        for (int j = 0; j < {t.tn}; ++j) b{p}[j] = jk_tb{p}[kk][tx + j * {cols}];"]
+    loop = f"        for (int i = 0; i < {t.tm}; ++i) for (int j = 0; j < {t.tn}; ++j) "
+    if packed:
+        f = "fma" if ar.acc == "double" else "fmaf"
+        lines.append(loop + "{")
+        lines += [f"          acc_re[i][j] = {f}(a_re[i], b_re[j], acc_re[i][j]);",
+                  f"          acc_re[i][j] = {f}(-a_im[i], b_im[j], acc_re[i][j]);",
+                  f"          acc_im[i][j] = {f}(a_re[i], b_im[j], acc_im[i][j]);",
+                  f"          acc_im[i][j] = {f}(a_im[i], b_re[j], acc_im[i][j]);",
+                  "        }"]
+    else:
+        lines.append(loop + ar.update("acc[i][j]", "a[i]", "b[j]"))
     lines += [
-        "      __syncthreads();  /* both tiles staged */",
-        f"      for (int kk = 0; kk < {t.bk}; ++kk) {{",
-        f"        {ar.acc} a[{t.tm}], b[{t.tn}];",
-        f"        for (int i = 0; i < {t.tm}; ++i) a[i] = jk_ta[kk][ty + i * {rows}];",
-        f"        for (int j = 0; j < {t.tn}; ++j) b[j] = jk_tb[kk][tx + j * {cols}];",
-        f"        for (int i = 0; i < {t.tm}; ++i) for (int j = 0; j < {t.tn}; ++j) {ar.update('acc[i][j]', 'a[i]', 'b[j]')}",
         "      }",
         "      __syncthreads();  /* the tiles are overwritten by the next stage */",
         "    }",
@@ -246,29 +273,39 @@ def _kernel_lines(name: str, step: LibraryCall, s: DotShape, t: Tile, ar: Arith,
         "      if (m >= M) continue;",
         f"      for (int j = 0; j < {t.tn}; ++j) {{",
         f"        const long long n = n0 + tx + j * {cols};",
-        f"        if (n < N) b{ob}[(bt * M + m) * N + n] = {ar.store('acc[i][j]')};",
-        "      }",
-        "    }",
-        "  }",
-        "}",
     ]
+    if packed:
+        lines += ["        if (n < N) {",
+                  f"          b{ob}[2LL * ((bt * M + m) * N + n)] = acc_re[i][j];",
+                  f"          b{ob}[2LL * ((bt * M + m) * N + n) + 1LL] = acc_im[i][j];",
+                  "        }"]
+    else:
+        lines.append(f"        if (n < N) b{ob}[(bt * M + m) * N + n] = {ar.store('acc[i][j]')};")
+    lines += ["      }", "    }", "  }", "}"]
     return lines
 
 
 def _stage(tile: str, buf: str, base: str, free: list, contract: list, extent: str, origin: str, bf: int, bk: int,
-           threads: int, ar: Arith, k_fast: bool) -> list[str]:
+           threads: int, ar: Arith, k_fast: bool, packed: bool | None = None) -> list[str]:
     """Copy a bf x bk block (free index from `origin`, k from k0) into tile[k][f], zero outside
-    the operand."""
+    the operand. `packed` (a complex product): True for a (re, im) operand, False for a real one
+    (imaginary part 0); None for a real product."""
     if k_fast:
         split = f"const int kk = e % {bk}, ff = e / {bk};"
     else:
         split = f"const int ff = e % {bf}, kk = e / {bf};"
-    element = f"{buf}[{base} + {offset_expr('f', free)} + {offset_expr('k', contract)}]"
-    return [
-        f"      for (int e = threadIdx.x; e < {bf * bk}; e += {threads}) {{",
-        f"        {split}",
-        f"        const long long f = {origin} + ff, k = k0 + kk;",
-        f"        {tile}[kk][ff] = (f < {extent} && k < K) ? "
-        f"{ar.load(element)} : {ar.zero};",
-        "      }",
-    ]
+    index = f"{base} + {offset_expr('f', free)} + {offset_expr('k', contract)}"
+    head = [f"      for (int e = threadIdx.x; e < {bf * bk}; e += {threads}) {{",
+            f"        {split}",
+            f"        const long long f = {origin} + ff, k = k0 + kk;",
+            f"        const bool inside = f < {extent} && k < K;"]
+    if packed is None:
+        body = [f"        {tile}[kk][ff] = inside ? {ar.load(f'{buf}[{index}]')} : {ar.zero};"]
+    elif packed:
+        body = [f"        const long long at = inside ? 2LL * ({index}) : 0LL;",
+                f"        {tile}_re[kk][ff] = inside ? {buf}[at] : {ar.zero};",
+                f"        {tile}_im[kk][ff] = inside ? {buf}[at + 1LL] : {ar.zero};"]
+    else:
+        body = [f"        {tile}_re[kk][ff] = inside ? {buf}[{index}] : {ar.zero};",
+                f"        {tile}_im[kk][ff] = {ar.zero};"]
+    return head + body + ["      }"]
