@@ -60,6 +60,10 @@ def tensordot_batchless(x, y):
     return np.tensordot(x, y, axes=([0, 2], [1, 0]))
 
 
+def gram(x, y):
+    return x @ x.T, y.T @ y
+
+
 def vector_dot(x, y):
     return x @ y, np.dot(x, x)
 
@@ -81,6 +85,7 @@ CASES += [
     Case("mm-f64-einsum-two-contractions", einsum_two_contractions,
          (_operand((2, 5, 3, 4), "float64"), _operand((2, 3, 4, 6), "float64"))),
     Case("mm-f64-tensordot", tensordot_batchless, (_operand((4, 6, 5), "float64"), _operand((5, 4, 3), "float64"))),
+    Case("mm-f32-same-operand-twice", gram, (_operand((9, 14), "float32"), _operand((14, 5), "float32"))),
     Case("mm-f32-vector", vector_dot, (_operand((37,), "float32"), _operand((37, 12), "float32"))),
     Case("mm-f32-nan-inf", matmul, (np.array([[np.inf, 1.0], [np.nan, 0.0], [1.0, 2.0]], np.float32),
                                     np.array([[0.0, 1.0, 2.0], [3.0, np.inf, -np.inf]], np.float32))),

@@ -200,7 +200,7 @@ def render_dot_general(kp: KernelProgram, step: LibraryCall, name: str, params: 
     mem = ctype.mem(dt)
     text = "\n".join(_kernel_lines(name, step, s, t, ar, mem, lb, rb, ob, tiles_m, tiles_n, n_tiles,
                                    packed if cplx else None, params or step.params))
-    launch_params = [("buf", lb), ("buf", rb), ("buf", ob), ("status",)]
+    launch_params = [("buf", b) for b in dict.fromkeys((lb, rb, ob))] + [("status",)]
     return text, TileStep(Launch(name, "tiles", n_tiles, launch_params, block_size=t.threads))
 
 
@@ -220,8 +220,7 @@ def _kernel_lines(name: str, step: LibraryCall, s: DotShape, t: Tile, ar: Arith,
         f"   {t.bm}x{t.bn} tiles, {t.bk} along K per stage, {t.tm}x{t.tn} outputs per thread, {t.threads} threads"
         + (f"\n   {graph}" if graph else "") + " */",
         f'extern "C" __global__ void {name}(',
-        f"    const {mem}* __restrict__ b{lb},",
-        f"    const {mem}* __restrict__ b{rb},",
+        *[f"    const {mem}* __restrict__ b{b}," for b in dict.fromkeys((lb, rb))],  # x @ x: one argument
         f"    {mem}* __restrict__ b{ob},",
         "    unsigned int* __restrict__ jk_status) {",
         f"  /* launched with blockDim.x == {t.threads} (Launch.block_size) */",
