@@ -87,6 +87,28 @@ for dt in ("complex64", "complex128"):
         Case(f"casts-{dt}", casts, (RNG.standard_normal((3, 8)).astype(np.float32), _z((3, 8), dt)), rtol=tol),
         Case(f"returns-argument-{dt}", returns_argument, (_z((2, 3), dt),)),
     ]
+def transcendental(z):
+    return np.exp(z), np.sqrt(z), np.log(z), np.exp(z * 0.5) + 1
+
+
+def _extremes(dt: str) -> np.ndarray:
+    """Every pair of special parts, extremes (near overflow and underflow, subnormals, |z| near
+    1: the branches of glibc's algorithms) and random magnitudes over 26 decades."""
+    info = np.finfo("float32" if dt == "complex64" else "float64")
+    parts = np.array([0, -0.0, 1, -1, np.inf, -np.inf, np.nan, 2.5, -3.5, float(info.max), -float(info.max) / 3,
+                      float(info.tiny), float(info.tiny) / 64, 0.99, 1.01, 0.7, 0.71, 1.0 + float(info.eps), 80, 700,
+                      -700])
+    with np.errstate(over="ignore"):
+        re, im = (a.ravel().astype(info.dtype) for a in np.meshgrid(parts, parts))
+    grid = np.empty(re.size, dt)
+    grid.real, grid.imag = re, im
+    mags = np.exp(RNG.uniform(-30, 30, (2, 200)))
+    rand = (RNG.standard_normal(200) * mags[0] + 1j * RNG.standard_normal(200) * mags[1]).astype(dt)
+    return np.concatenate([grid, rand])
+
+
+TRANSCENDENTAL = [Case(f"transcendental-{dt}", transcendental, (_extremes(dt),)) for dt in ("complex64", "complex128")]
+CASES += TRANSCENDENTAL
 CASES.append(Case("sum-nan-inf-complex128", lambda z: (z.sum(axis=1), z.sum()),
                   (_special_pairs("complex128").reshape(10, 10),)))
 
@@ -153,8 +175,25 @@ def test_every_complex_program_compiles_with_nvcc(modules) -> None:
                 assert launch.name.encode() in cubin
 
 
-@pytest.mark.parametrize("fn, name", [(np.exp, "exp"), (np.sqrt, "sqrt"), (lambda z: z.max(), "max"),
-                                      (np.argmax, "argmax")], ids=["exp", "sqrt", "max", "argmax"])
+@pytest.mark.parametrize("case", TRANSCENDENTAL, ids=repr)
+def test_exp_sqrt_log_match_numpy_element_by_element(modules, case: Case) -> None:
+    """Each part of each element within a few ulps of NumPy (glibc's cexp/csqrt/clog), NaN where
+    NumPy has NaN, infinities and the sign of every zero as NumPy's: C99 Annex G."""
+    (z,) = case.args
+    with np.errstate(all="ignore"):
+        got, expected = run(case.fn, z), numpy_result(case.fn, z)
+    rtol = 1e-5 if z.dtype == np.complex64 else 1e-13
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype and g.shape == e.shape
+        for part in (np.real, np.imag):
+            gp, ep = part(g).astype(np.float64), part(e).astype(np.float64)
+            bad = (np.isnan(gp) != np.isnan(ep)) | (np.signbit(gp) != np.signbit(ep)) & ~np.isnan(ep) | \
+                ~np.isnan(ep) & ~np.isclose(gp, ep, rtol=rtol, atol=0)
+            assert not bad.any(), [(z[k], g[k], e[k]) for k in np.flatnonzero(bad)[:5]]
+
+
+@pytest.mark.parametrize("fn, name", [(np.sin, "sin"), (lambda z: z ** 1.5, "power"), (lambda z: z.max(), "max"),
+                                      (np.argmax, "argmax")], ids=["sin", "power", "max", "argmax"])
 def test_complex_functions_without_a_gpu_form_raise_naming_them(fn, name: str) -> None:
     with pytest.raises(jk.UnsupportedOperationError, match=f"complex numpy.{name} .*backend='cpu'"):
         run(fn, _z((3, 4), "complex64"))

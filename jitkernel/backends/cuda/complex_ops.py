@@ -21,6 +21,9 @@ it has a GPU form, else refused naming the function (never a round trip through 
   (`re = ar*br - ai*bi`, `im = ar*bi + ai*br`, no fma). A tree, not NumPy's sequential order:
   results agree within rounding; where infinities meet zeros the NaN parts can differ.
 - `dot_general`: the tile kernel of render_matmul.py with (re, im) tiles and accumulators.
+- `exp`, `log`, `sqrt`: NumPy calls the C library's cexp/clog/csqrt; the kernels follow glibc's
+  algorithms branch for branch (C99 Annex G special cases, scaling near overflow/underflow,
+  log1p near |z| = 1).
 """
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ from ...fusion.kernel_ir import Kernel, KernelProgram, LibraryCall, Load, Store
 from ...ir.complex_prims import as_complex, as_packed
 from . import ctype, ops
 
-RENDERED = ("reduce_sum", "reduce_prod", "dot_general")
+RENDERED = ("exp", "log", "sqrt", "reduce_sum", "reduce_prod", "dot_general")
 
 
 def render_complex_step(kp: KernelProgram, step: LibraryCall, n: int, name: str) -> tuple[str, Any]:
@@ -49,6 +52,9 @@ def render_complex_step(kp: KernelProgram, step: LibraryCall, n: int, name: str)
         return KernelWriter(kp, sum_kernel(kp, step, tuple(params["axes"]))).render()
     if prim == "reduce_prod" and layout == (True,):
         return prod_kernel(kp, step, tuple(params["axes"]), name)
+    if prim in ELEMENTWISE and layout == (True,) and tuple(kp.buffers[step.inputs[0]].shape) == \
+            tuple(kp.buffers[step.outputs[0]].shape):
+        return elementwise_kernel(kp, step, prim, name)
     if prim == "dot_general" and len(layout) == 2:
         from .render_matmul import render_dot_general
         return render_dot_general(kp, step, name, params, layout)
@@ -171,3 +177,138 @@ def complex_results(kp: KernelProgram, outs: list) -> list:
     if not kp.complex_views:
         return outs
     return [as_complex(o) if bid in kp.complex_views else o for bid, o in zip(kp.outputs, outs)]
+
+
+# -- complex exp, log, sqrt: glibc's algorithms (NumPy calls cexp/clog/csqrt of the C library),
+# C99 Annex G special cases included. The body reads x, y (the argument's parts) and sets re, im.
+
+def _consts(dt: np.dtype) -> dict[str, str]:
+    f = dt.itemsize == 4
+    lit = lambda v: ctype.literal(v, dt)  # noqa: E731
+    info = np.finfo(dt)
+    return {"T": ctype.reg(dt), "f": "f" if f else "", "INF": lit(float("inf")), "NAN": lit(float("nan")),
+            "MAX": lit(float(info.max)), "MIN": lit(float(info.tiny)), "EPS": lit(float(info.eps)),
+            "HALF": lit(0.5), "ONE": lit(1.0), "ZERO": lit(0.0), "TWO": lit(2.0), "FOUR": lit(4.0),
+            "PI": lit(np.pi), "LN2": lit(np.log(2.0)), "MANT": str(info.nmant + 1),
+            "TH": str(int((info.maxexp - 1) * np.log(2.0))), "ETH": lit(float(np.exp(np.float64(int((info.maxexp - 1) * np.log(2.0))))))}
+
+
+_CEXP = """
+if (isfinite(x)) {
+  if (isfinite(y)) {
+    {T} s, c;
+    if (y != {ZERO}) { sincos{f}(y, &s, &c); } else { s = y; c = {ONE}; }
+    {T} xr = x;
+    if (xr > {TH}) {  /* exp(x) overflows but exp(x) * cos(y) may not: scale */
+      xr -= {TH}; s = s * {ETH}; c = c * {ETH};
+      if (xr > {TH}) { xr -= {TH}; s = s * {ETH}; c = c * {ETH}; }
+    }
+    if (xr > {TH}) { re = {MAX} * c; im = {MAX} * s; }
+    else { const {T} e = exp{f}(xr); re = e * c; im = e * s; }
+  } else { re = {NAN}; im = {NAN}; }
+} else if (isinf(x)) {
+  if (isfinite(y)) {
+    const {T} v = signbit(x) ? {ZERO} : {INF};
+    if (y == {ZERO}) { re = v; im = y; }
+    else { {T} s, c; sincos{f}(y, &s, &c); re = copysign{f}(v, c); im = copysign{f}(v, s); }
+  } else if (!signbit(x)) { re = {INF}; im = y - y; }
+  else { re = {ZERO}; im = copysign{f}({ZERO}, y); }
+} else {
+  re = {NAN}; im = (y == {ZERO}) ? y : {NAN};
+}
+"""
+
+_CSQRT = """
+if (!isfinite(x) || !isfinite(y)) {
+  if (isinf(y)) { re = {INF}; im = y; }
+  else if (isinf(x)) {
+    if (x < {ZERO}) { re = isnan(y) ? {NAN} : {ZERO}; im = copysign{f}({INF}, y); }
+    else { re = x; im = isnan(y) ? {NAN} : copysign{f}({ZERO}, y); }
+  } else { re = {NAN}; im = {NAN}; }
+} else if (y == {ZERO}) {
+  if (x < {ZERO}) { re = {ZERO}; im = copysign{f}(sqrt{f}(-x), y); }
+  else { re = fabs{f}(sqrt{f}(x)); im = copysign{f}({ZERO}, y); }
+} else if (x == {ZERO}) {
+  const {T} r = fabs{f}(y) >= {TWO} * {MIN} ? sqrt{f}({HALF} * fabs{f}(y)) : {HALF} * sqrt{f}({TWO} * fabs{f}(y));
+  re = r; im = copysign{f}(r, y);
+} else {
+  {T} a = x, b = y, d, r, s;
+  int scale = 0;
+  if (fabs{f}(a) > {MAX} / {FOUR}) { scale = 1; a = scalbn{f}(a, -2); b = scalbn{f}(b, -2); }
+  else if (fabs{f}(b) > {MAX} / {FOUR}) {
+    scale = 1; a = fabs{f}(a) >= {FOUR} * {MIN} ? scalbn{f}(a, -2) : {ZERO}; b = scalbn{f}(b, -2);
+  } else if (fabs{f}(a) < {TWO} * {MIN} && fabs{f}(b) < {TWO} * {MIN}) {
+    scale = -(({MANT} + 1) / 2); a = scalbn{f}(a, -2 * scale); b = scalbn{f}(b, -2 * scale);
+  }
+  d = hypot{f}(a, b);
+  if (a > {ZERO}) {
+    r = sqrt{f}({HALF} * (d + a));
+    if (scale == 1 && fabs{f}(b) < {ONE}) { s = b / r; r = scalbn{f}(r, scale); scale = 0; }
+    else s = {HALF} * (b / r);
+  } else {
+    s = sqrt{f}({HALF} * (d - a));
+    if (scale == 1 && fabs{f}(b) < {ONE}) { r = fabs{f}(b / s); s = scalbn{f}(s, scale); scale = 0; }
+    else r = fabs{f}({HALF} * (b / s));
+  }
+  if (scale) { r = scalbn{f}(r, scale); s = scalbn{f}(s, scale); }
+  re = r; im = copysign{f}(s, y);
+}
+"""
+
+_CLOG = """
+if (x == {ZERO} && y == {ZERO}) {
+  im = copysign{f}(signbit(x) ? {PI} : {ZERO}, y);
+  re = -{ONE} / fabs{f}(x);
+} else if (!isnan(x) && !isnan(y)) {
+  {T} ax = fabs{f}(x), ay = fabs{f}(y);
+  int scale = 0;
+  if (ax < ay) { const {T} t = ax; ax = ay; ay = t; }
+  if (ax > {MAX} / {TWO}) { scale = -1; ax = scalbn{f}(ax, scale); ay = ay >= {MIN} * {TWO} ? scalbn{f}(ay, scale) : {ZERO}; }
+  else if (ax < {MIN} && ay < {MIN}) { scale = {MANT}; ax = scalbn{f}(ax, scale); ay = scalbn{f}(ay, scale); }
+  if (ax == {ONE} && scale == 0) { re = log1p{f}(ay * ay) / {TWO}; }
+  else if (ax > {ONE} && ax < {TWO} && ay < {ONE} && scale == 0) {
+    {T} d2m1 = (ax - {ONE}) * (ax + {ONE});
+    if (ay >= {EPS}) d2m1 += ay * ay;
+    re = log1p{f}(d2m1) / {TWO};
+  } else if (ax < {ONE} && ax >= {HALF} && ay < {EPS} / {TWO} && scale == 0) {
+    re = log1p{f}((ax - {ONE}) * (ax + {ONE})) / {TWO};
+  } else if (ax < {ONE} && ax >= {HALF} && scale == 0 && ax * ax + ay * ay >= {HALF}) {
+    /* x*x + y*y - 1 without cancellation: exact products by fma, summed small to large */
+    const {T} xx = ax * ax, yy = ay * ay;
+    const {T} exx = fma{f}(ax, ax, -xx), eyy = fma{f}(ay, ay, -yy);
+    re = log1p{f}(((xx - {ONE}) + yy) + (exx + eyy)) / {TWO};
+  } else {
+    re = log{f}(hypot{f}(ax, ay)) - (({T})scale) * {LN2};
+  }
+  im = atan2{f}(y, x);
+} else {
+  im = {NAN};
+  re = (isinf(x) || isinf(y)) ? {INF} : {NAN};
+}
+"""
+
+ELEMENTWISE = {"exp": _CEXP, "sqrt": _CSQRT, "log": _CLOG}
+
+
+def elementwise_kernel(kp: KernelProgram, step: LibraryCall, prim: str, name: str) -> tuple[str, list]:
+    """A complex function applied to every element of a packed buffer: a grid-stride loop."""
+    from .render import Launch
+    (src,), (dst,) = step.inputs, step.outputs
+    dt = kp.buffers[src].dtype
+    n = int(np.prod(kp.buffers[src].shape[:-1], dtype=np.int64))
+    body = ELEMENTWISE[prim]
+    for key, value in _consts(dt).items():
+        body = body.replace("{" + key + "}", value)
+    r = ctype.reg(dt)
+    lines = [f"\n/* {step.name}: complex numpy.{prim} (glibc's algorithm, C99 Annex G special cases) */",
+             f'extern "C" __global__ void {name}(',
+             f"    const {ctype.mem(dt)}* __restrict__ b{src},",
+             f"    {ctype.mem(dt)}* __restrict__ b{dst},",
+             "    unsigned int* __restrict__ jk_status) {",
+             f"  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < {n}LL;",
+             "       t += (long long)blockDim.x * gridDim.x) {",
+             f"    const {r} x = b{src}[2LL * t], y = b{src}[2LL * t + 1LL];",
+             f"    {r} re, im;"]
+    lines += ["    " + x for x in body.strip().splitlines()]
+    lines += [f"    b{dst}[2LL * t] = re; b{dst}[2LL * t + 1LL] = im;", "  }", "}"]
+    return "\n".join(lines), [Launch(name, "elementwise", n, [("buf", src), ("buf", dst), ("status",)])]
