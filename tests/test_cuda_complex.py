@@ -107,6 +107,23 @@ def _extremes(dt: str) -> np.ndarray:
     return np.concatenate([grid, rand])
 
 
+def max_min_arg(z):
+    return (z.max(axis=1), z.min(axis=0), np.argmax(z, axis=1), np.argmin(z, axis=0), np.argmax(z), z.max(),
+            np.argmin(z[:, ::-1], axis=1))
+
+
+def _lexicographic_ties(dt: str, nan: bool) -> np.ndarray:
+    """Parts drawn from few values, so that ties (equal values, zeros of both signs) are
+    common: which of them NumPy keeps is decided by position."""
+    values = np.array([0, -0.0, 1, -1, np.inf, -np.inf, 2.5] + ([np.nan] if nan else []))
+    z = np.empty((4, 50), dt)
+    z.real, z.imag = RNG.choice(values, (4, 50)), RNG.choice(values, (4, 50))
+    return z
+
+
+MAX_MIN = [Case(f"max-min-arg-{dt}-{'nan' if nan else 'ties'}", max_min_arg, (_lexicographic_ties(dt, nan),))
+           for dt in ("complex64", "complex128") for nan in (False, True)]
+CASES += MAX_MIN
 TRANSCENDENTAL = [Case(f"transcendental-{dt}", transcendental, (_extremes(dt),)) for dt in ("complex64", "complex128")]
 CASES += TRANSCENDENTAL
 CASES.append(Case("sum-nan-inf-complex128", lambda z: (z.sum(axis=1), z.sum()),
@@ -159,13 +176,14 @@ def test_complex_steps_are_kernels_not_library_calls(modules) -> None:
     m = module_of(case)
     kinds = {launch.kind for ls in m.launches for launch in ls}
     assert {"rows", "partial", "final"} <= kinds or {"rows", "columns"} & kinds
-    assert "complex product over axes" in m.kernels
+    assert "complex reduce_prod over axes" in m.kernels
     mm = module_of(next(c for c in CASES if c.name == "matmul-complex128"))
     assert "complex dot_general" in mm.kernels and "atomic" not in mm.kernels
 
 
 @pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc is not on PATH (set NVCC=/path/to/nvcc)")
 def test_every_complex_program_compiles_with_nvcc(modules) -> None:
+    modules = list({m.tag: m for m in modules}.values())  # cases of one program render one source
     source = modules[0].prelude + "\n".join(m.kernels for m in modules)
     cubin = nvcc.cubin(source, options=("-Xptxas", "-O0"))
     assert cubin[:4] == b"\x7fELF"
@@ -192,8 +210,27 @@ def test_exp_sqrt_log_match_numpy_element_by_element(modules, case: Case) -> Non
             assert not bad.any(), [(z[k], g[k], e[k]) for k in np.flatnonzero(bad)[:5]]
 
 
-@pytest.mark.parametrize("fn, name", [(np.sin, "sin"), (lambda z: z ** 1.5, "power"), (lambda z: z.max(), "max"),
-                                      (np.argmax, "argmax")], ids=["sin", "power", "max", "argmax"])
+@pytest.mark.parametrize("case", MAX_MIN, ids=repr)
+def test_max_min_argmax_argmin_follow_numpy_exactly(modules, case: Case) -> None:
+    """The first element with a NaN part, else the lexicographically largest (smallest), the
+    first of equal ones: the same element as NumPy, so the same bits (zero signs included)."""
+    (z,) = case.args
+    with np.errstate(all="ignore"):
+        got, expected = run(case.fn, z), numpy_result(case.fn, z)
+    for g, e in zip(got, expected):
+        g, e = np.asarray(g), np.asarray(e)
+        assert g.dtype == e.dtype and g.shape == e.shape
+        if e.dtype.kind == "c":
+            for part in (np.real, np.imag):
+                np.testing.assert_array_equal(part(g), part(e))
+                np.testing.assert_array_equal(np.signbit(part(g)) | np.isnan(part(e)),
+                                              np.signbit(part(e)) | np.isnan(part(e)))
+        else:
+            np.testing.assert_array_equal(g, e)
+
+
+@pytest.mark.parametrize("fn, name", [(np.sin, "sin"), (lambda z: z ** 1.5, "power"), (np.arctanh, "arctanh"),
+                                      (np.log10, "log10")], ids=["sin", "power", "arctanh", "log10"])
 def test_complex_functions_without_a_gpu_form_raise_naming_them(fn, name: str) -> None:
     with pytest.raises(jk.UnsupportedOperationError, match=f"complex numpy.{name} .*backend='cpu'"):
         run(fn, _z((3, 4), "complex64"))

@@ -20,6 +20,8 @@ it has a GPU form, else refused naming the function (never a round trip through 
   the block (shuffles and shared slots) with NumPy's reduce formula, products rounded
   (`re = ar*br - ai*bi`, `im = ar*bi + ai*br`, no fma). A tree, not NumPy's sequential order:
   results agree within rounding; where infinities meet zeros the NaN parts can differ.
+- `reduce_max`/`reduce_min`, `argmax`/`argmin`: the same block tree over (value, position)
+  pairs with NumPy's rule (TreeReduction): the tree picks NumPy's element.
 - `dot_general`: the tile kernel of render_matmul.py with (re, im) tiles and accumulators.
 - `exp`, `log`, `sqrt`: NumPy calls the C library's cexp/clog/csqrt; the kernels follow glibc's
   algorithms branch for branch (C99 Annex G special cases, scaling near overflow/underflow,
@@ -37,7 +39,8 @@ from ...fusion.kernel_ir import Kernel, KernelProgram, LibraryCall, Load, Store
 from ...ir.complex_prims import as_complex, as_packed
 from . import ctype, ops
 
-RENDERED = ("exp", "log", "sqrt", "reduce_sum", "reduce_prod", "dot_general")
+RENDERED = ("exp", "log", "sqrt", "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin",
+            "dot_general")
 
 
 def render_complex_step(kp: KernelProgram, step: LibraryCall, n: int, name: str) -> tuple[str, Any]:
@@ -50,8 +53,9 @@ def render_complex_step(kp: KernelProgram, step: LibraryCall, n: int, name: str)
     if prim == "reduce_sum" and layout == (True,):
         from .render import KernelWriter
         return KernelWriter(kp, sum_kernel(kp, step, tuple(params["axes"]))).render()
-    if prim == "reduce_prod" and layout == (True,):
-        return prod_kernel(kp, step, tuple(params["axes"]), name)
+    if prim in TREE_REDUCTIONS and layout == (True,):
+        axes = (params["axis"],) if "axis" in params else tuple(params["axes"])
+        return TreeReduction(kp, step, prim, axes, name).render()
     if prim in ELEMENTWISE and layout == (True,) and tuple(kp.buffers[step.inputs[0]].shape) == \
             tuple(kp.buffers[step.outputs[0]].shape):
         return elementwise_kernel(kp, step, prim, name)
@@ -64,21 +68,22 @@ def render_complex_step(kp: KernelProgram, step: LibraryCall, n: int, name: str)
         "backend='cpu' (jitkernel never round-trips a cuda program through the host)")
 
 
-def _reduction_shape(kp: KernelProgram, step: LibraryCall, axes: tuple[int, ...]) -> tuple[list[int], list[int], list[int]]:
+def _reduction_shape(kp: KernelProgram, step: LibraryCall, axes: tuple[int, ...],
+                     arg: bool = False) -> tuple[list[int], list[int], list[int]]:
     """The packed operand's complex shape, its kept and its reduced dimensions (checked
-    against the output buffer, which is the kept shape + (2,))."""
+    against the output buffer: the kept shape + (2,), or the kept shape for argmax/argmin)."""
     (src,), (dst,) = step.inputs, step.outputs
     shape = list(kp.buffers[src].shape[:-1])
-    axes = tuple(a % len(shape) for a in axes) if shape else ()
-    kept = [d for d in range(len(shape)) if d not in axes]
-    out = tuple(kp.buffers[dst].shape)
-    if out != tuple(shape[d] for d in kept) + (2,):
-        raise UnsupportedOperationError(
-            f"complex reduction {step.name}: output {out} is not the kept shape of {tuple(shape)} over {axes}")
     for n in shape:
         if not isinstance(n, (int, np.integer)):
             raise UnsupportedOperationError("a complex reduction with run-time extents is not supported by the CUDA "
                                             "backend yet")
+    axes = tuple(a % len(shape) for a in axes) if shape else ()
+    kept = [d for d in range(len(shape)) if d not in axes]
+    out = tuple(kp.buffers[dst].shape)
+    if out != tuple(shape[d] for d in kept) + (() if arg else (2,)):
+        raise UnsupportedOperationError(
+            f"complex reduction {step.name}: output {out} is not the kept shape of {tuple(shape)} over {axes}")
     return shape, kept, list(axes)
 
 
@@ -97,65 +102,108 @@ def sum_kernel(kp: KernelProgram, step: LibraryCall, axes: tuple[int, ...]) -> K
     return Kernel(step.name, domain, len(red), [Store(dst, out, load, "sum")], list(step.graph_ops))
 
 
-def prod_kernel(kp: KernelProgram, step: LibraryCall, axes: tuple[int, ...], name: str) -> tuple[str, list]:
-    """A complex product over `axes`: one block per kept point (grid-stride), a tree across the
-    block. Launch kind "rows" (any block size that is a multiple of 32)."""
-    from .render import Launch
-    shape, kept, red = _reduction_shape(kp, step, axes)
-    (src,), (dst,) = step.inputs, step.outputs
-    dt = kp.buffers[src].dtype
-    r = ctype.reg(dt)
-    mul = lambda x, y: ops._mul(x, y, dt)  # noqa: E731  products rounded, never contracted
-    strides = [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape))]
-    n_kept = int(np.prod([shape[d] for d in kept], dtype=np.int64))
-    n_red = int(np.prod([shape[d] for d in red], dtype=np.int64))
-    one, zero = ctype.literal(1.0, dt), ctype.literal(0.0, dt)
+TREE_REDUCTIONS = ("reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin")
+_EMPTY = "9223372036854775807LL"  # the position of "no value yet": loses every comparison
 
-    def offset(flat: str, dims: list[int]) -> str:
+
+class TreeReduction:
+    """A complex reduction over `axes` as one block per kept point (grid-stride): threads
+    combine their share in order, then a tree across the block (shuffles, one shared slot
+    per warp). Launch kind "rows" (any block size that is a multiple of 32).
+
+    prod: NumPy's reduce formula, products rounded (never contracted). max/min, argmax/argmin:
+    (value, position) pairs; NumPy's rule (loops.c.src CGE/CLE, argfunc.c): the first element
+    with a NaN part wins, else the lexicographically largest (smallest), the first of equals.
+    The rule is associative with the position, so the tree gives NumPy's sequential answer."""
+
+    def __init__(self, kp: KernelProgram, step: LibraryCall, prim: str, axes: tuple[int, ...], name: str) -> None:
+        self.kp, self.step, self.prim, self.name = kp, step, prim, name
+        self.arg = prim in ("argmax", "argmin")
+        self.shape, self.kept, self.red = _reduction_shape(kp, step, axes, self.arg)
+        self.dt = kp.buffers[step.inputs[0]].dtype
+        self.r = ctype.reg(self.dt)
+        self.strides = [int(np.prod(self.shape[d + 1:], dtype=np.int64)) for d in range(len(self.shape))]
+
+    def offset(self, flat: str, dims: list[int]) -> str:
         terms, inner = [], 1
         for d in reversed(dims):
-            terms.append(f"(({flat} / {inner}LL) % {shape[d]}LL) * {strides[d]}LL")
-            inner *= shape[d]
+            terms.append(f"(({flat} / {inner}LL) % {self.shape[d]}LL) * {self.strides[d]}LL")
+            inner *= self.shape[d]
         return " + ".join(terms) or "0LL"
 
-    def times(ar: str, ai: str, br: str, bi: str) -> list[str]:
-        return [f"{{ const {r} jk_r = {mul(ar, br)} - {mul(ai, bi)}, jk_i = {mul(ar, bi)} + {mul(ai, br)};",
-                f"  {ar} = jk_r; {ai} = jk_i; }}"]
+    def identity(self) -> tuple[str, str]:
+        if self.prim == "reduce_prod":
+            return ctype.literal(1.0, self.dt), ctype.literal(0.0, self.dt)
+        return ctype.literal(0.0, self.dt), ctype.literal(0.0, self.dt)
 
-    lines = [f"\n/* {step.name}: complex product over axes {tuple(red)} of {tuple(shape)} */",
-             f'extern "C" __global__ void {name}(',
-             f"    const {ctype.mem(dt)}* __restrict__ b{src},",
-             f"    {ctype.mem(dt)}* __restrict__ b{dst},",
-             "    unsigned int* __restrict__ jk_status) {",
-             f"  __shared__ {r} jk_sr[32], jk_si[32];",
-             "  const unsigned jk_lane = threadIdx.x & 31u, jk_warp = threadIdx.x >> 5;",
-             f"  for (long long row = blockIdx.x; row < {n_kept}LL; row += gridDim.x) {{",
-             f"    const long long base = {offset('row', kept)};",
-             f"    {r} pr = {one}, pi = {zero};",
-             f"    for (long long q = threadIdx.x; q < {n_red}LL; q += blockDim.x) {{",
-             f"      const long long at = 2LL * (base + {offset('q', red)});",
-             f"      const {r} zr = b{src}[at], zi = b{src}[at + 1LL];"]
-    lines += ["      " + x for x in times("pr", "pi", "zr", "zi")]
-    lines += ["    }",
-              "    for (int jk_o = 16; jk_o > 0; jk_o >>= 1) {",
-              f"      {r} qr = jk_shfl_down(pr, jk_o), qi = jk_shfl_down(pi, jk_o);"]
-    lines += ["      " + x for x in times("pr", "pi", "qr", "qi")]
-    lines += ["    }",
-              "    if (jk_lane == 0) { jk_sr[jk_warp] = pr; jk_si[jk_warp] = pi; }",
-              "    __syncthreads();",
-              "    if (jk_warp == 0) {",
-              f"      pr = jk_lane < (blockDim.x >> 5) ? jk_sr[jk_lane] : {one};",
-              f"      pi = jk_lane < (blockDim.x >> 5) ? jk_si[jk_lane] : {zero};",
-              "      for (int jk_o = 16; jk_o > 0; jk_o >>= 1) {",
-              f"        {r} qr = jk_shfl_down(pr, jk_o), qi = jk_shfl_down(pi, jk_o);"]
-    lines += ["        " + x for x in times("pr", "pi", "qr", "qi")]
-    lines += ["      }",
-              f"      if (jk_lane == 0) {{ b{dst}[2LL * row] = pr; b{dst}[2LL * row + 1LL] = pi; }}",
-              "    }",
-              "    __syncthreads();  /* the shared slots are reused by the next row */",
-              "  }",
-              "}"]
-    return "\n".join(lines), [Launch(name, "rows", n_kept, [("buf", src), ("buf", dst), ("status",)])]
+    def combine(self, ar: str, ai: str, ap: str, br: str, bi: str, bp: str) -> list[str]:
+        """(ar, ai[, ap]) becomes its combination with (br, bi[, bp])."""
+        if self.prim == "reduce_prod":
+            mul = lambda x, y: ops._mul(x, y, self.dt)  # noqa: E731
+            return [f"{{ const {self.r} jk_r = {mul(ar, br)} - {mul(ai, bi)}, jk_i = {mul(ar, bi)} + {mul(ai, br)};",
+                    f"  {ar} = jk_r; {ai} = jk_i; }}"]
+        cmp = ">" if self.prim in ("reduce_max", "argmax") else "<"
+        b_nan, a_nan = f"(isnan({br}) || isnan({bi}))", f"(isnan({ar}) || isnan({ai}))"
+        wins = f"({br} {cmp} {ar} || ({br} == {ar} && {bi} {cmp} {ai}))"
+        ties = f"({br} == {ar} && {bi} == {ai} && {bp} < {ap})"
+        better = (f"{bp} != {_EMPTY} && ({ap} == {_EMPTY} || ({b_nan} ? (!{a_nan} || {bp} < {ap}) : "
+                  f"(!{a_nan} && ({wins} || {ties}))))")
+        return [f"if ({better}) {{ {ar} = {br}; {ai} = {bi}; {ap} = {bp}; }}"]
+
+    def render(self) -> tuple[str, list]:
+        from .render import Launch
+        (src,), (dst,) = self.step.inputs, self.step.outputs
+        r, name = self.r, self.name
+        n_kept = int(np.prod([self.shape[d] for d in self.kept], dtype=np.int64))
+        n_red = int(np.prod([self.shape[d] for d in self.red], dtype=np.int64))
+        if n_red == 0 and self.prim != "reduce_prod":
+            raise UnsupportedOperationError(f"complex numpy.{self.prim} of an empty array (NumPy raises ValueError)")
+        pos = self.prim != "reduce_prod"
+        one_r, one_i = self.identity()
+        no_pos = _EMPTY if pos else "0LL"
+        out_mem = ctype.mem(self.kp.buffers[dst].dtype)
+        lines = [f"\n/* {self.step.name}: complex {self.prim} over axes {tuple(self.red)} of {tuple(self.shape)} */",
+                 f'extern "C" __global__ void {name}(',
+                 f"    const {ctype.mem(self.dt)}* __restrict__ b{src},",
+                 f"    {out_mem}* __restrict__ b{dst},",
+                 "    unsigned int* __restrict__ jk_status) {",
+                 f"  __shared__ {r} jk_sr[32], jk_si[32];",
+                 "  __shared__ long long jk_sp[32];",
+                 "  const unsigned jk_lane = threadIdx.x & 31u, jk_warp = threadIdx.x >> 5;",
+                 f"  for (long long row = blockIdx.x; row < {n_kept}LL; row += gridDim.x) {{",
+                 f"    const long long base = {self.offset('row', self.kept)};",
+                 f"    {r} pr = {one_r}, pi = {one_i};",
+                 f"    long long pp = {no_pos};",
+                 f"    for (long long q = threadIdx.x; q < {n_red}LL; q += blockDim.x) {{",
+                 f"      const long long at = 2LL * (base + {self.offset('q', self.red)});",
+                 f"      const {r} zr = b{src}[at], zi = b{src}[at + 1LL];",
+                 "      const long long zp = q;"]
+        lines += ["      " + x for x in self.combine("pr", "pi", "pp", "zr", "zi", "zp")]
+        lines += ["    }",
+                  "    for (int jk_o = 16; jk_o > 0; jk_o >>= 1) {",
+                  f"      const {r} qr = jk_shfl_down(pr, jk_o), qi = jk_shfl_down(pi, jk_o);",
+                  "      const long long qp = jk_shfl_down(pp, jk_o);"]
+        lines += ["      " + x for x in self.combine("pr", "pi", "pp", "qr", "qi", "qp")]
+        lines += ["    }",
+                  "    if (jk_lane == 0) { jk_sr[jk_warp] = pr; jk_si[jk_warp] = pi; jk_sp[jk_warp] = pp; }",
+                  "    __syncthreads();",
+                  "    if (jk_warp == 0) {",
+                  "      const bool jk_has = jk_lane < (blockDim.x >> 5);",
+                  f"      pr = jk_has ? jk_sr[jk_lane] : {one_r};",
+                  f"      pi = jk_has ? jk_si[jk_lane] : {one_i};",
+                  f"      pp = jk_has ? jk_sp[jk_lane] : {no_pos};",
+                  "      for (int jk_o = 16; jk_o > 0; jk_o >>= 1) {",
+                  f"        const {r} qr = jk_shfl_down(pr, jk_o), qi = jk_shfl_down(pi, jk_o);",
+                  "        const long long qp = jk_shfl_down(pp, jk_o);"]
+        lines += ["        " + x for x in self.combine("pr", "pi", "pp", "qr", "qi", "qp")]
+        store = f"b{dst}[row] = ({out_mem})pp;" if self.arg else f"b{dst}[2LL * row] = pr; b{dst}[2LL * row + 1LL] = pi;"
+        lines += ["      }",
+                  f"      if (jk_lane == 0) {{ {store} }}",
+                  "    }",
+                  "    __syncthreads();  /* the shared slots are reused by the next row */",
+                  "  }",
+                  "}"]
+        return "\n".join(lines), [Launch(name, "rows", n_kept, [("buf", src), ("buf", dst), ("status",)])]
 
 
 # -- the runtime side: complex arguments and results as views of float buffers --------------
