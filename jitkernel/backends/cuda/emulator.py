@@ -203,12 +203,11 @@ class EmulatorDevice:
 
     def launch_shape(self, launch: Launch) -> tuple[int, int]:
         p = self.policy
-        block = launch.block_size or p.block  # a tile kernel is written for its block size
         if launch.kind == "final":
-            return 1, block
-        if launch.kind in ("rows", "tiles"):
-            return max(1, min(launch.items, p.max_grid)), block
-        return max(1, min(-(-launch.items // block), p.max_grid)), block
+            return 1, p.block
+        if launch.kind == "rows":
+            return max(1, min(launch.items, p.max_grid)), p.block
+        return max(1, min(-(-launch.items // p.block), p.max_grid)), p.block
 
     def launch(self, kernel: str, grid: int, block: int, args: Sequence[Any]) -> None:
         keep = []  # scalars passed by value live until the launch returns
