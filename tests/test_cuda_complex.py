@@ -269,3 +269,25 @@ def test_complex_sum_and_prod_hypothesis(modules, data, dt: str, specials: bool)
     with np.errstate(all="ignore"):
         expected = numpy_result(f, z)
     assert_matches(run(f, z), expected, rtol=1e-4 if dt == "complex64" else 1e-11)
+
+
+@pytest.mark.parametrize("name", ["max-min-arg-complex128-nan", "reductions-complex64", "matmul-complex128"])
+def test_results_do_not_depend_on_the_launch_shape(modules, name: str) -> None:
+    """Block trees with positions, per-block sums and tiles: any block size (a multiple of 32)
+    and grid give NumPy's element (max/min/arg: the same bits)."""
+    from cuda_corpus import kernel_program
+    from jitkernel.backends.cuda.render import render_program
+    case = next(c for c in CASES if c.name == name)
+    kp = kernel_program(case)
+    module = render_program(kp)
+    lib = emulator.library(module)
+    policies = [emulator.LaunchPolicy(32, 1), emulator.LaunchPolicy(96, 7), emulator.LaunchPolicy(256, 2)]
+    with np.errstate(all="ignore"):
+        expected = numpy_result(case.fn, *case.args)
+    for policy in policies:
+        outs = emulator.EmulatedProgram(kp, module, lib, policy)(list(case.args))
+        outs = tuple(o[()] if o.ndim == 0 else o for o in outs)
+        assert_matches(outs, expected, rtol=case.rtol)
+        if name.startswith("max-min"):
+            for g, e in zip(outs, expected):
+                assert np.asarray(g).tobytes() == np.asarray(e).tobytes()  # the very element NumPy picks
