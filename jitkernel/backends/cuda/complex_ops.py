@@ -234,11 +234,12 @@ def _consts(dt: np.dtype) -> dict[str, str]:
     f = dt.itemsize == 4
     lit = lambda v: ctype.literal(v, dt)  # noqa: E731
     info = np.finfo(dt)
+    th = int((info.maxexp - 1) * np.log(2.0))  # glibc's t: exp(t) is finite, exp(t + 1) may not be
     return {"T": ctype.reg(dt), "f": "f" if f else "", "INF": lit(float("inf")), "NAN": lit(float("nan")),
             "MAX": lit(float(info.max)), "MIN": lit(float(info.tiny)), "EPS": lit(float(info.eps)),
             "HALF": lit(0.5), "ONE": lit(1.0), "ZERO": lit(0.0), "TWO": lit(2.0), "FOUR": lit(4.0),
             "PI": lit(np.pi), "LN2": lit(np.log(2.0)), "MANT": str(info.nmant + 1),
-            "TH": str(int((info.maxexp - 1) * np.log(2.0))), "ETH": lit(float(np.exp(np.float64(int((info.maxexp - 1) * np.log(2.0))))))}
+            "TH": str(th), "ETH": lit(float(np.exp(np.float64(th))))}
 
 
 _CEXP = """

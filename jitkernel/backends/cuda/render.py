@@ -23,7 +23,9 @@ their value, so that ties resolve as in NumPy (first index for arg*, the first o
 zeros for max/min: backends/semantics.py), whatever the order of the parallel combine.
 
 Launch shapes are not baked in: the runtime picks grid and block (any block size that is a
-multiple of 32, up to 1024); each `Launch` says what it iterates over.
+multiple of 32, up to 1024); each `Launch` says what it iterates over. The exception is a
+dot_general's tile kernel (render_matmul.py), written for one block size (`Launch.block_size`).
+Complex steps that the CPU runs through NumPy are rendered by complex_ops.py.
 """
 from __future__ import annotations
 
