@@ -31,6 +31,7 @@ from ...ir import Program
 from ..cpu.runtime import StatusWord
 from ..cpu.runtime import _raise_status as raise_status
 from .executor import ProgramRunner
+from .complex_ops import complex_results, pack_arguments
 from .render import CudaModule, Launch, render_program
 from .shim import SHIM
 
@@ -288,7 +289,8 @@ class EmulatedProgram:
         self.runner = ProgramRunner(kp, module, self.device)
 
     def __call__(self, arrays: list) -> list[np.ndarray]:
-        return self.runner.run(arrays)
+        # complex arguments and results are views of the float (..., 2) buffers (complex_ops.py)
+        return complex_results(self.kp, self.runner.run(pack_arguments(self.kp, arrays)))
 
     def shape(self, launch: Launch) -> tuple[int, int]:
         return self.device.launch_shape(launch)

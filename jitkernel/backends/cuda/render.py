@@ -23,7 +23,9 @@ their value, so that ties resolve as in NumPy (first index for arg*, the first o
 zeros for max/min: backends/semantics.py), whatever the order of the parallel combine.
 
 Launch shapes are not baked in: the runtime picks grid and block (any block size that is a
-multiple of 32, up to 1024); each `Launch` says what it iterates over.
+multiple of 32, up to 1024); each `Launch` says what it iterates over. The exception is a
+dot_general's tile kernel (render_matmul.py), written for one block size (`Launch.block_size`).
+Complex steps that the CPU runs through NumPy are rendered by complex_ops.py.
 """
 from __future__ import annotations
 
@@ -42,6 +44,8 @@ from .semantic_c import definitions_for as semantic_definitions
 from .. import semantics
 from . import ctype, ops
 from .prelude import PRELUDE
+from .complex_ops import render_complex_step
+from .render_matmul import render_dot_general
 
 PLACEHOLDER = "__JKP__"
 # A reduction over outer axes runs one thread per kept point ("columns") when there are enough
@@ -52,7 +56,8 @@ COLUMNS_MAX_REDUCED = 256
 
 @dataclass
 class Launch:
-    """One kernel launch of a step. kind: elementwise | rows | partial | final. `items`: the
+    """One kernel launch of a step. kind: elementwise | rows | partial | final | tiles (a matmul:
+    one block per output tile, render_matmul.py). `items`: the
     points of the grid-stride loop (elementwise), kept points (rows), or reduced points
     (partial). `params`: what each kernel argument is: ("buf", id), ("work", k, "val"|"pos")
     (the partials of reduce store k, one per stage-one block), ("parts",) (how many partials,
@@ -64,6 +69,7 @@ class Launch:
     params: list[tuple]
     work: list[tuple[int, np.dtype, bool]] = field(default_factory=list)  # (k, acc dtype, has pos)
     scratch: list[tuple[int, np.dtype, int]] = field(default_factory=list)  # row scratch: (buffer, dtype, per row)
+    block_size: int = 0  # a kernel written for one block size (the matmul tiles); 0: the runtime's choice
 
 
 @dataclass
@@ -74,7 +80,7 @@ class CudaModule:
     name: str
     prelude: str
     kernels: str
-    launches: list[list[Launch]]
+    launches: list  # per step: a list of Launch (kind "kernels"), or a step object with a `step_kind` (executor.py)
     tag: str = ""
 
     @property
@@ -91,8 +97,6 @@ def render_program(kp: KernelProgram) -> CudaModule:
     >>> 'extern "C" __global__ void jk_' in source and "#include" not in source.replace("no #include", "")
     True
     """
-    if kp.complex_views:
-        raise UnsupportedOperationError("complex arrays are not supported by the CUDA backend yet")
     for bid, _ in kp.consts:
         ctype.check_dtype(kp.buffers[bid].dtype)
     parts: list[str] = []
@@ -102,6 +106,16 @@ def render_program(kp: KernelProgram) -> CudaModule:
             raise UnsupportedOperationError(
                 f"control flow ({type(step).__name__}, step {n} of {kp.name}) is not supported by the CUDA backend "
                 "yet; run it with backend='cpu'")
+        if isinstance(step, LibraryCall) and step.prim == "complex_library":
+            text, entry = render_complex_step(kp, step, n, f"jk_{PLACEHOLDER}_{_c_name(step.name)}")
+            parts.append(text)
+            launches.append(entry)
+            continue
+        if isinstance(step, LibraryCall) and step.prim == "dot_general":
+            text, tile_step = render_dot_general(kp, step, f"jk_{PLACEHOLDER}_{_c_name(step.name)}")
+            parts.append(text)
+            launches.append(tile_step)
+            continue
         if isinstance(step, LibraryCall):
             raise UnsupportedOperationError(
                 f"library step {step.prim!r} (step {n} of {kp.name}) has no CUDA implementation yet; run it with "
