@@ -26,9 +26,12 @@ from ... import cache, events
 from ..._version import __version__
 from ...errors import BackendUnavailableError, CompileError
 from ...fusion import KernelProgram
+from ...fusion.params import constants, parameter_values, parametrize, varying_positions
 from ...ir import Program
 from ..cpu.runtime import StatusWord
 from ..cpu.runtime import _raise_status as raise_status
+from . import flow
+from .dynamic_params import CudaTemplate
 from .render import CudaModule, Launch, render_program
 from .shim import SHIM
 
@@ -169,10 +172,14 @@ class EmulatedProgram:
     """Runs a rendered KernelProgram: allocates its buffers as NumPy arrays, launches each
     kernel through its host wrapper, returns the outputs."""
 
-    def __init__(self, kp: KernelProgram, module: CudaModule, lib: ctypes.CDLL, policy: LaunchPolicy) -> None:
+    def __init__(self, kp: KernelProgram, module: CudaModule, lib: ctypes.CDLL, policy: LaunchPolicy,
+                 params: np.ndarray | None = None) -> None:
         self.kp, self.module, self.policy = kp, module, policy
         self._lib = lib
-        self._fns = {launch.name: getattr(lib, f"jk_launch_{launch.name}") for ls in module.launches for launch in ls}
+        self.template = None  # a CudaTemplate when shape-generic (dynamic_params.py)
+        # The run-time parameters of a shape-generic program (kernel argument jk_params).
+        self.params = np.zeros(1, np.int64) if params is None else np.ascontiguousarray(params, np.int64)
+        self._fns = {launch.name: getattr(lib, f"jk_launch_{launch.name}") for launch in flow.iter_launches(module.launches)}
         for fn in self._fns.values():
             fn.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p]
             fn.restype = None
@@ -188,20 +195,7 @@ class EmulatedProgram:
             if b.id not in bufs:
                 bufs[b.id] = np.empty(b.shape, b.dtype)
         status = StatusWord()
-        for launches in self.module.launches:
-            work: dict[tuple, np.ndarray] = {}
-            parts = 1
-            for launch in launches:
-                grid, block = self.shape(launch)
-                for bid, dt, per_row in launch.scratch:
-                    work[("scratch", bid)] = np.empty(grid * per_row, dt)
-                if launch.kind == "partial":
-                    parts = grid
-                    for k, acc, has_pos in launch.work:
-                        work[(k, "val")] = np.empty(grid, acc)
-                        if has_pos:
-                            work[(k, "pos")] = np.empty(grid, np.int64)
-                self._launch(launch, grid, block, bufs, work, parts, status)
+        _HostDevice(self, bufs, status).run_plans(self.module.launches)
         if status.value:
             raise_status(status)  # NumPy's exception and message, as on the CPU backend
         # Outputs are fresh arrays (an output may be an input or constant buffer itself).
@@ -210,6 +204,22 @@ class EmulatedProgram:
             arr = bufs[bid]
             outs.append(arr.copy() if bid in kp.inputs or any(bid == c for c, _ in kp.consts) else arr)
         return outs
+
+    def run_launches(self, launches: list[Launch], bufs: dict, status: StatusWord) -> None:
+        """The launches of one step, in order, with the step's work buffers."""
+        work: dict[tuple, np.ndarray] = {}
+        parts = 1
+        for launch in launches:
+            grid, block = self.shape(launch)
+            for bid, dt, per_row in launch.scratch:
+                work[("scratch", bid)] = np.empty(grid * per_row, dt)
+            if launch.kind == "partial":
+                parts = grid
+                for k, acc, has_pos in launch.work:
+                    work[(k, "val")] = np.empty(grid, acc)
+                    if has_pos:
+                        work[(k, "pos")] = np.empty(grid, np.int64)
+            self._launch(launch, grid, block, bufs, work, parts, status)
 
     def shape(self, launch: Launch) -> tuple[int, int]:
         p = self.policy
@@ -230,6 +240,8 @@ class EmulatedProgram:
                 ptrs[i] = work[(what[1], what[2])].ctypes.data
             elif what[0] == "scratch":
                 ptrs[i] = work[what].ctypes.data
+            elif what[0] == "params":
+                ptrs[i] = self.params.ctypes.data
             elif what[0] == "parts":
                 v = ctypes.c_longlong(parts)
                 keep.append(v)
@@ -249,14 +261,79 @@ class CudaEmulatorBackend:
 
     def compile(self, program: Program, *, name: str, fastmath: bool = False, disk_cache: bool = True,
                 previous: Any = None) -> tuple[Any, dict]:
+        """Render and build `program`. With `previous` (an earlier signature's program that
+        differs in sizes only), the constants that differ become run-time parameters (kernel
+        argument jk_params) and the result is a template later sizes reuse (dynamic_params.py)."""
         from . import schedule_program
         kp = schedule_program(program, name)
+        generic, positions, structure, values = shape_generic(kp, previous)
         t0 = events.clock()
-        module = render_program(kp)
+        module = render_program(generic)
         if events.SUBSCRIBERS:
             events.publish(events.CodegenEvent(name, t0, events.clock() - t0, self.name))
         lib = library(module, disk_cache)
-        return EmulatedProgram(kp, module, lib, self.policy), texts(kp, module)
+        run = EmulatedProgram(kp, module, lib, self.policy, parameter_values(values, positions))
+        txt = texts(generic, module)
+        if positions:
+            run.template = CudaTemplate(structure, values, positions, module.source, lib, txt)
+        return run, txt
+
+    def reuse(self, program: Program, template: CudaTemplate, *, name: str) -> tuple[Any, dict] | None:
+        """Run `program` on a template's library when its shape-generic rendering is the same
+        source text (no compiler run); None otherwise (the caller compiles)."""
+        from . import schedule_program
+        kp = schedule_program(program, name)
+        generic = template.generic_program(kp)
+        if generic is None:
+            return None
+        module = render_program(generic)  # launches carry this program's sizes
+        if module.source != template.source:
+            return None
+        structure, values = constants(kp)
+        run = EmulatedProgram(kp, module, template.compiled, self.policy, parameter_values(values, template.positions))
+        run.template = template
+        return run, template.texts
+
+
+def shape_generic(kp: KernelProgram, previous: Any) -> tuple[KernelProgram, list[int], tuple, list]:
+    """(program to render, parameter positions, structure, constant values) of `kp`: shape
+    generic where `previous` (an executable of the same function) has the same structure."""
+    structure, values = constants(kp)
+    old = getattr(previous, "kp", None)
+    if old is None:
+        return kp, [], structure, values
+    try:
+        old_structure, old_values = constants(old)
+    except Exception:  # noqa: BLE001  (an earlier program the walker cannot read: no template)
+        return kp, [], structure, values
+    if old_structure != structure:
+        return kp, [], structure, values
+    positions = varying_positions(old_values, values)
+    return (parametrize(kp, positions) if positions else kp), positions, structure, values
+
+
+class _HostDevice:
+    """flow.Device over the emulator's NumPy buffers."""
+
+    def __init__(self, program: EmulatedProgram, bufs: dict, status: StatusWord) -> None:
+        self.program, self.bufs, self.status = program, bufs, status
+
+    def run_plans(self, plans: list) -> None:
+        for plan in plans:
+            if isinstance(plan, (flow.LoopPlan, flow.BranchPlan)):
+                flow.run_control(plan, self)
+            else:
+                self.program.run_launches(plan, self.bufs, self.status)
+
+    def copy(self, dst: int, src: int) -> None:
+        np.copyto(self.bufs[dst], self.bufs[src].reshape(self.bufs[dst].shape), casting="no")
+
+    def read_scalar(self, bid: int) -> Any:
+        return self.bufs[bid].reshape(-1)[0].item()
+
+    def write_scalar(self, bid: int, value: Any) -> None:
+        a = self.bufs[bid]
+        a.reshape(-1)[0] = flow.numpy_scalar(value, a.dtype)
 
 
 def texts(kp: KernelProgram, module: CudaModule) -> dict:
