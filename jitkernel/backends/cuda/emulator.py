@@ -18,7 +18,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -30,8 +30,8 @@ from ...fusion.params import constants, parameter_values, parametrize, varying_p
 from ...ir import Program
 from ..cpu.runtime import StatusWord
 from ..cpu.runtime import _raise_status as raise_status
-from . import flow
 from .dynamic_params import CudaTemplate
+from .executor import ProgramRunner
 from .render import CudaModule, Launch, render_program
 from .shim import SHIM
 
@@ -168,60 +168,41 @@ def prebuild(modules: list[CudaModule], disk_cache: bool = True) -> None:
         _prebuilt[tag] = lib
 
 
-class EmulatedProgram:
-    """Runs a rendered KernelProgram: allocates its buffers as NumPy arrays, launches each
-    kernel through its host wrapper, returns the outputs."""
+class EmulatorDevice:
+    """The `executor.Device` of the emulator: buffers are C-contiguous NumPy arrays, kernels
+    are the `jk_launch_<kernel>` host wrappers of a loaded library, the status word is the CPU
+    backend's `StatusWord`. Launch shapes come from a `LaunchPolicy`."""
 
-    def __init__(self, kp: KernelProgram, module: CudaModule, lib: ctypes.CDLL, policy: LaunchPolicy,
-                 params: np.ndarray | None = None) -> None:
-        self.kp, self.module, self.policy = kp, module, policy
+    name = "cuda-emulator"
+
+    def __init__(self, lib: ctypes.CDLL, policy: LaunchPolicy) -> None:
+        self.policy = policy
         self._lib = lib
-        self.template = None  # a CudaTemplate when shape-generic (dynamic_params.py)
-        # The run-time parameters of a shape-generic program (kernel argument jk_params).
-        self.params = np.zeros(1, np.int64) if params is None else np.ascontiguousarray(params, np.int64)
-        self._fns = {launch.name: getattr(lib, f"jk_launch_{launch.name}") for launch in flow.iter_launches(module.launches)}
-        for fn in self._fns.values():
+        self._fns: dict[str, Any] = {}
+
+    def _kernel(self, kernel: str) -> Any:
+        """The host wrapper of `kernel`, typed on first use (any step kind's kernels)."""
+        fn = self._fns.get(kernel)
+        if fn is None:
+            fn = getattr(self._lib, f"jk_launch_{kernel}")
             fn.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p]
             fn.restype = None
-        self._consts = {bid: np.ascontiguousarray(np.asarray(c, kp.buffers[bid].dtype)) for bid, c in kp.consts}
+            self._fns[kernel] = fn
+        return fn
 
-    def __call__(self, arrays: list) -> list[np.ndarray]:
-        kp = self.kp
-        bufs: dict[int, np.ndarray] = dict(self._consts)
-        for bid, a in zip(kp.inputs, arrays):
-            b = kp.buffers[bid]
-            bufs[bid] = np.ascontiguousarray(np.asarray(a), dtype=np.dtype(b.dtype.str)).reshape(b.shape)
-        for b in kp.buffers.values():
-            if b.id not in bufs:
-                bufs[b.id] = np.empty(b.shape, b.dtype)
-        status = StatusWord()
-        _HostDevice(self, bufs, status).run_plans(self.module.launches)
-        if status.value:
-            raise_status(status)  # NumPy's exception and message, as on the CPU backend
-        # Outputs are fresh arrays (an output may be an input or constant buffer itself).
-        outs = []
-        for bid in kp.outputs:
-            arr = bufs[bid]
-            outs.append(arr.copy() if bid in kp.inputs or any(bid == c for c, _ in kp.consts) else arr)
-        return outs
+    def alloc(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        return np.empty(shape, dtype)
 
-    def run_launches(self, launches: list[Launch], bufs: dict, status: StatusWord) -> None:
-        """The launches of one step, in order, with the step's work buffers."""
-        work: dict[tuple, np.ndarray] = {}
-        parts = 1
-        for launch in launches:
-            grid, block = self.shape(launch)
-            for bid, dt, per_row in launch.scratch:
-                work[("scratch", bid)] = np.empty(grid * per_row, dt)
-            if launch.kind == "partial":
-                parts = grid
-                for k, acc, has_pos in launch.work:
-                    work[(k, "val")] = np.empty(grid, acc)
-                    if has_pos:
-                        work[(k, "pos")] = np.empty(grid, np.int64)
-            self._launch(launch, grid, block, bufs, work, parts, status)
+    def put(self, value: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        return np.ascontiguousarray(np.asarray(value), dtype=dtype).reshape(shape)
 
-    def shape(self, launch: Launch) -> tuple[int, int]:
+    def upload(self, host: np.ndarray) -> np.ndarray:
+        return host
+
+    def copy(self, buffer: np.ndarray) -> np.ndarray:
+        return buffer.copy()
+
+    def launch_shape(self, launch: Launch) -> tuple[int, int]:
         p = self.policy
         if launch.kind == "final":
             return 1, p.block
@@ -229,26 +210,54 @@ class EmulatedProgram:
             return max(1, min(launch.items, p.max_grid)), p.block
         return max(1, min(-(-launch.items // p.block), p.max_grid)), p.block
 
-    def _launch(self, launch: Launch, grid: int, block: int, bufs: dict, work: dict, parts: int,
-                status: StatusWord) -> None:
-        keep = []
-        ptrs = (ctypes.c_void_p * len(launch.params))()
-        for i, what in enumerate(launch.params):
-            if what[0] == "buf":
-                ptrs[i] = bufs[what[1]].ctypes.data
-            elif what[0] == "work":
-                ptrs[i] = work[(what[1], what[2])].ctypes.data
-            elif what[0] == "scratch":
-                ptrs[i] = work[what].ctypes.data
-            elif what[0] == "params":
-                ptrs[i] = self.params.ctypes.data
-            elif what[0] == "parts":
-                v = ctypes.c_longlong(parts)
-                keep.append(v)
-                ptrs[i] = ctypes.addressof(v)
+    def launch(self, kernel: str, grid: int, block: int, args: Sequence[Any]) -> None:
+        keep = []  # scalars passed by value live until the launch returns
+        ptrs = (ctypes.c_void_p * len(args))()
+        for i, a in enumerate(args):
+            if isinstance(a, np.ndarray):
+                ptrs[i] = a.ctypes.data
+            elif isinstance(a, StatusWord):
+                ptrs[i] = a.addr
             else:
-                ptrs[i] = status.addr
-        self._fns[launch.name](grid, block, ptrs)
+                v = np.array(a)
+                keep.append(v)
+                ptrs[i] = v.ctypes.data
+        self._kernel(kernel)(grid, block, ptrs)
+
+    def new_status(self) -> StatusWord:
+        return StatusWord()
+
+    # -- what control-flow steps need (flow.py) -------------------------------------------------
+    def copy_into(self, dst: np.ndarray, src: np.ndarray) -> None:
+        np.copyto(dst, src.reshape(dst.shape), casting="no")
+
+    def read_scalar(self, buffer: np.ndarray) -> Any:
+        return buffer.reshape(-1)[0].item()
+
+    def write_scalar(self, buffer: np.ndarray, value: Any) -> None:
+        buffer.reshape(-1)[0] = np.asarray(value, buffer.dtype)
+
+    def check_status(self, word: StatusWord) -> None:
+        if word.value:
+            raise_status(word)  # NumPy's exception and message, as on the CPU backend
+
+
+class EmulatedProgram:
+    """Runs a rendered KernelProgram on the emulator device (executor.ProgramRunner): NumPy
+    arrays in, NumPy arrays out."""
+
+    def __init__(self, kp: KernelProgram, module: CudaModule, lib: ctypes.CDLL, policy: LaunchPolicy,
+                 params: np.ndarray | None = None) -> None:
+        self.kp, self.module, self.policy = kp, module, policy
+        self.template: CudaTemplate | None = None  # set when shape-generic (dynamic_params.py)
+        self.device = EmulatorDevice(lib, policy)
+        self.runner = ProgramRunner(kp, module, self.device, params)
+
+    def __call__(self, arrays: list) -> list[np.ndarray]:
+        return self.runner.run(arrays)
+
+    def shape(self, launch: Launch) -> tuple[int, int]:
+        return self.device.launch_shape(launch)
 
 
 class CudaEmulatorBackend:
@@ -261,7 +270,7 @@ class CudaEmulatorBackend:
 
     def compile(self, program: Program, *, name: str, fastmath: bool = False, disk_cache: bool = True,
                 previous: Any = None) -> tuple[Any, dict]:
-        """Render and build `program`. With `previous` (an earlier signature's program that
+        """Render and build `program`. With `previous` (an earlier signature's executable that
         differs in sizes only), the constants that differ become run-time parameters (kernel
         argument jk_params) and the result is a template later sizes reuse (dynamic_params.py)."""
         from . import schedule_program
@@ -286,10 +295,10 @@ class CudaEmulatorBackend:
         generic = template.generic_program(kp)
         if generic is None:
             return None
-        module = render_program(generic)  # launches carry this program's sizes
+        module = render_program(generic)  # its launches carry this program's sizes
         if module.source != template.source:
             return None
-        structure, values = constants(kp)
+        _, values = constants(kp)
         run = EmulatedProgram(kp, module, template.compiled, self.policy, parameter_values(values, template.positions))
         run.template = template
         return run, template.texts
@@ -302,38 +311,11 @@ def shape_generic(kp: KernelProgram, previous: Any) -> tuple[KernelProgram, list
     old = getattr(previous, "kp", None)
     if old is None:
         return kp, [], structure, values
-    try:
-        old_structure, old_values = constants(old)
-    except Exception:  # noqa: BLE001  (an earlier program the walker cannot read: no template)
-        return kp, [], structure, values
+    old_structure, old_values = constants(old)
     if old_structure != structure:
         return kp, [], structure, values
     positions = varying_positions(old_values, values)
     return (parametrize(kp, positions) if positions else kp), positions, structure, values
-
-
-class _HostDevice:
-    """flow.Device over the emulator's NumPy buffers."""
-
-    def __init__(self, program: EmulatedProgram, bufs: dict, status: StatusWord) -> None:
-        self.program, self.bufs, self.status = program, bufs, status
-
-    def run_plans(self, plans: list) -> None:
-        for plan in plans:
-            if isinstance(plan, (flow.LoopPlan, flow.BranchPlan)):
-                flow.run_control(plan, self)
-            else:
-                self.program.run_launches(plan, self.bufs, self.status)
-
-    def copy(self, dst: int, src: int) -> None:
-        np.copyto(self.bufs[dst], self.bufs[src].reshape(self.bufs[dst].shape), casting="no")
-
-    def read_scalar(self, bid: int) -> Any:
-        return self.bufs[bid].reshape(-1)[0].item()
-
-    def write_scalar(self, bid: int, value: Any) -> None:
-        a = self.bufs[bid]
-        a.reshape(-1)[0] = flow.numpy_scalar(value, a.dtype)
 
 
 def texts(kp: KernelProgram, module: CudaModule) -> dict:

@@ -26,6 +26,7 @@ import numpy as np
 
 from ...errors import UnsupportedOperationError
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
+from ...ir.control_flow import CONTROL_FLOW_PRIMITIVES
 from ..cpu.ops import STATUS_INDEX
 from . import ctype, ops
 from .dynamic_params import _ll, has_params
@@ -42,6 +43,10 @@ def _unsupported(kp: KernelProgram, step: LibraryCall, n: int, why: str = "") ->
 def render_library_step(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, list]:
     """The kernels and launches of a library step the GPU implements; raises naming the step."""
     from .render import Launch
+    if step.prim in CONTROL_FLOW_PRIMITIVES:  # fusion kept it a library step: a library step in a body
+        raise UnsupportedOperationError(
+            f"control flow {step.prim!r} (step {n} of {kp.name}) whose body holds a library step is not supported "
+            "by the CUDA backend yet (only loops and branches of kernels are); run it with backend='cpu'")
     if step.prim == "gather":
         w = _IndexWriter(kp, step, n, placeholder, n_lead=1, n_tail=0)
         return w.gather(Launch)
@@ -70,16 +75,32 @@ class _IndexWriter:
                 any(e != full and e != ("ellipsis",) for e in rest) or ("ellipsis",) in rest[:-1]:
             raise _unsupported(kp, step, n, " for this index form (only integer arrays over the leading axes)")
         self.m = len(arrays)
-        self.xshape = list(kp.buffers[self.x].shape)
+        self.xshape = self.shape_of(self.x)
         for b in [self.x, self.out, *self.idx] + ([self.value] if self.value is not None else []):
             ctype.check_dtype(kp.buffers[b].dtype)
-        self.bshape = list(np.broadcast_shapes(*[tuple(int(d) for d in kp.buffers[b].shape) for b in self.idx]))
+        self.bshape = self.broadcast([self.shape_of(b) for b in self.idx])
         self.inner_shape = self.xshape[self.m:]
         want = tuple(self.bshape + self.inner_shape) if step.prim == "gather" else tuple(self.xshape)
-        if tuple(int(d) for d in kp.buffers[self.out].shape) != tuple(int(d) for d in want):
+        if tuple(int(d) for d in self.shape_of(self.out)) != tuple(int(d) for d in want):
             raise _unsupported(kp, step, n, " for this index form (result shape)")
 
     # -- pieces ------------------------------------------------------------------------------
+    def shape_of(self, b: int) -> list:
+        """A buffer's shape: ints, or `Ext`s where a size is a run-time parameter."""
+        from .render import _extent
+        return [_extent(d) for d in self.kp.buffers[b].shape]
+
+    def broadcast(self, shapes: list[list]) -> list:
+        """NumPy's broadcast of the index arrays' shapes (a dimension's size from an array where
+        it is not 1)."""
+        np.broadcast_shapes(*[tuple(int(d) for d in sh) for sh in shapes])  # NumPy's error if they do not
+        nb = max(len(sh) for sh in shapes)
+        out = []
+        for d in range(nb):
+            sizes = [sh[d - nb + len(sh)] for sh in shapes if d - nb + len(sh) >= 0]
+            out.append(next((n for n in sizes if int(n) != 1), 1))
+        return out
+
     def signature(self, name: str, bufs: list[int]) -> tuple[str, list[tuple]]:
         args, params = [], []
         for b in bufs:
@@ -99,13 +120,13 @@ class _IndexWriter:
         lines = [f"{ind}long long jk_row = 0;"]
         nb = len(self.bshape)
         for k, b in enumerate(self.idx):
-            shape = [int(d) for d in self.kp.buffers[b].shape]
+            shape = self.shape_of(b)
             shape = [1] * (nb - len(shape)) + shape  # broadcast against the index shape
             terms, rest, stride = [], q, 1
             for d in reversed(range(nb)):
-                if shape[d] != 1:
-                    terms.append(f"(({q} / {self._prod(self.bshape[d + 1:])}LL) % {self.bshape[d]}LL) * {stride}LL")
-                stride *= shape[d]
+                if int(shape[d]) != 1:
+                    terms.append(f"(({q} / {_ll(self._prod(self.bshape[d + 1:]))}) % {_ll(self.bshape[d])}) * {_ll(stride)}")
+                stride = self._prod([stride, shape[d]])
             off = " + ".join(terms) or "0LL"
             size = self.xshape[k]
             lines.append(f"{ind}jk_row = jk_row * {_ll(size)} + jk_index_check((long long)b{b}[{off}], {_ll(size)}, "
@@ -114,17 +135,18 @@ class _IndexWriter:
 
     @staticmethod
     def _prod(dims: list) -> int:
-        return int(np.prod([int(d) for d in dims], dtype=np.int64))
+        from .render import _product
+        return _product(list(dims))
 
     def inner(self) -> str:
         return "(" + " * ".join([_ll(d) for d in self.inner_shape] or ["1LL"]) + ")"
 
     # -- kernels -----------------------------------------------------------------------------
     def gather(self, Launch: type) -> tuple[str, list]:
-        total = self._prod(self.bshape) * self._prod(self.inner_shape)
+        total = self._prod(self.bshape + self.inner_shape)
         sig, params = self.signature(self.base, [self.x, *self.idx, self.out])
         lines = [f"\n/* {self.step.name}: gather x[{', '.join(f'b{b}' for b in self.idx)}] over {self.m} leading axes */",
-                 sig + " {", f"  const long long n = {total}LL, inner = {self.inner()};",
+                 sig + " {", f"  const long long n = {_ll(total)}, inner = {self.inner()};",
                  "  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < n;",
                  "       t += (long long)blockDim.x * gridDim.x) {",
                  "    const long long q = t / inner, j = t % inner;"]
@@ -145,7 +167,7 @@ class _IndexWriter:
         copy, put = self.base + "_copy", self.base + "_put"
         csig, cparams = self.signature(copy, [self.x, self.out])
         lines = [f"\n/* {step.name}: the target copied, then the index points in order (deterministic) */",
-                 csig + " {", f"  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < {n_all}LL;",
+                 csig + " {", f"  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < {_ll(n_all)};",
                  "       t += (long long)blockDim.x * gridDim.x) {", f"    b{self.out}[t] = b{self.x}[t];", "  }", "}"]
         sig, params = self.signature(put, [*self.idx, self.value, self.out])
         n_points = self._prod(self.bshape)
@@ -153,7 +175,7 @@ class _IndexWriter:
         lines += [sig + " {", f"  const long long inner = {self.inner()};",
                   "  for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < inner;",
                   "       j += (long long)blockDim.x * gridDim.x) {",
-                  f"    for (long long q = 0; q < {n_points}LL; ++q) {{  /* C order: NumPy's order */"]
+                  f"    for (long long q = 0; q < {_ll(n_points)}; ++q) {{  /* C order: NumPy's order */"]
         lines += self.row_of("q", "      ")
         lines += [f"      const long long jk_at = jk_row * inner + j;",
                   f"      if (jk_status[0] & {STATUS_INDEX}u) continue;  /* a bad index: NumPy writes nothing */"]
@@ -172,23 +194,23 @@ class _IndexWriter:
 
     def load_value(self) -> str:
         """The value written at (index point q, trailing element j), NumPy's broadcasting."""
-        vshape = [int(d) for d in self.kp.buffers[self.value].shape]
-        target = [int(d) for d in self.bshape + self.inner_shape]
+        vshape = self.shape_of(self.value)
+        target = self.bshape + self.inner_shape
         if len(vshape) > len(target):
             extra, vshape = vshape[:len(vshape) - len(target)], vshape[len(vshape) - len(target):]
-            if any(d != 1 for d in extra):
+            if any(int(d) != 1 for d in extra):
                 raise _unsupported(self.kp, self.step, self.n, " for this value shape")
         vshape = [1] * (len(target) - len(vshape)) + vshape
         nb = len(self.bshape)
         terms, stride = [], 1
         for d in reversed(range(len(target))):
-            if vshape[d] != 1:
-                if vshape[d] != target[d]:
+            if int(vshape[d]) != 1:
+                if int(vshape[d]) != int(target[d]):
                     raise _unsupported(self.kp, self.step, self.n, " for this value shape")
                 flat, dims = ("q", target[:nb]) if d < nb else ("j", target[nb:])
                 local = d if d < nb else d - nb
-                terms.append(f"((({flat}) / {self._prod(dims[local + 1:])}LL) % {dims[local]}LL) * {stride}LL")
-            stride *= vshape[d]
+                terms.append(f"((({flat}) / {_ll(self._prod(dims[local + 1:]))}) % {_ll(dims[local])}) * {_ll(stride)}")
+            stride = self._prod([stride, vshape[d]])
         return self.load(self.value, " + ".join(terms) or "0LL", self.kp.buffers[self.value].dtype)
 
     @staticmethod

@@ -133,6 +133,8 @@ def _extent(n: object) -> int:
     program being rendered (for decisions) and its C text (a kernel argument slot)."""
     if isinstance(n, Param):
         return run_time_extent(n)
+    if isinstance(n, Ext):
+        return n
     if not isinstance(n, (int, np.integer)):
         raise UnsupportedOperationError(f"a run-time extent ({n}) is not supported by the CUDA backend yet")
     return int(n)

@@ -1,0 +1,192 @@
+"""The step runner of the CUDA backend, shared by every device that runs a rendered program.
+
+`ProgramRunner(kp, module, device)` runs one rendered KernelProgram (`render.CudaModule`): it
+makes a buffer of the device for every kernel-IR buffer (arguments copied in, constants
+uploaded once, the rest allocated), then walks `module.launches` step by step, and hands back
+the output buffers. What a buffer *is* belongs to the device: a NumPy array for the emulator
+(emulator.EmulatorDevice), a pooled device allocation for PyCUDA (pycuda_device.PyCudaDevice).
+
+The `Device` interface (duck-typed; see `Device` below for the exact signatures):
+
+- `alloc(shape, dtype)`: an uninitialised buffer.
+- `put(value, shape, dtype)`: an argument as a buffer of this device: a host value is copied in
+  (C order, `dtype`), a buffer or device array already on this device is used as it is.
+- `upload(host)`: a fresh buffer holding a copy of a C-contiguous host array (constants).
+- `copy(buffer)`: a fresh buffer with the same contents (an output that is an input or constant).
+- `launch_shape(launch)`: the (grid, block) of one `render.Launch` on this device.
+- `launch(kernel, grid, block, args)`: launch the kernel named `kernel` (an `extern "C"` name of
+  the module); `args` holds, per kernel parameter, a buffer of this device, the status word, or
+  a NumPy scalar (passed by value).
+- `new_status()` / `check_status(word)`: the status word of one call (the error flags the
+  kernels OR into it) and the check after the call, which raises NumPy's exception.
+
+Step kinds: each entry of `module.launches` is one KernelProgram step. A plain list of
+`Launch` is the step kind "kernels" (elementwise, rows, two-stage reductions: launched in
+order, with their work and scratch buffers). Any other entry names its kind in a `step_kind`
+attribute and is run by `STEP_RUNNERS[kind](call, step)`, so a module of another helper (matmul
+tiles, control flow) adds a kind with `@step_runner("kind")` without editing the loop here.
+
+>>> import numpy as np, jitkernel as jk
+>>> f = jk.jit(lambda x: np.sin(x) + 1, backend="cuda-emulator")
+>>> float(f(np.zeros(4, np.float32))[2])
+1.0
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol, Sequence
+
+import numpy as np
+
+from ...errors import UnsupportedOperationError
+from ...fusion import KernelProgram
+from .render import CudaModule, Launch
+
+
+class Device(Protocol):
+    """What ProgramRunner needs of a device (module docstring)."""
+
+    name: str
+
+    def alloc(self, shape: tuple[int, ...], dtype: np.dtype) -> Any: ...
+
+    def put(self, value: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any: ...
+
+    def upload(self, host: np.ndarray) -> Any: ...
+
+    def copy(self, buffer: Any) -> Any: ...
+
+    def launch_shape(self, launch: Launch) -> tuple[int, int]: ...
+
+    def launch(self, kernel: str, grid: int, block: int, args: Sequence[Any]) -> None: ...
+
+    def new_status(self) -> Any: ...
+
+    def check_status(self, word: Any) -> None: ...
+
+
+@dataclass
+class Call:
+    """The state of one run of a program, handed to every step runner: the device, the buffer
+    of every kernel-IR buffer id (`bufs`), and the status word."""
+
+    runner: "ProgramRunner"
+    bufs: dict[int, Any]
+    status: Any
+    work: dict[tuple, Any] = field(default_factory=dict)  # the current step's work/scratch buffers
+
+    @property
+    def device(self) -> Device:
+        return self.runner.device
+
+    def launch(self, launch: Launch, grid: int, block: int, parts: int = 1) -> None:
+        """Launch one `Launch` with its parameters resolved (module docstring of render.Launch)."""
+        args: list[Any] = []
+        for what in launch.params:
+            tag = what[0]
+            if tag == "buf":
+                args.append(self.bufs[what[1]])
+            elif tag == "work":
+                args.append(self.work[(what[1], what[2])])
+            elif tag == "scratch":
+                args.append(self.work[what])
+            elif tag == "parts":
+                args.append(np.int64(parts))
+            elif tag == "status":
+                args.append(self.status)
+            elif tag == "params":  # a shape-generic program's run-time parameters (dynamic_params.py)
+                args.append(self.runner.params)
+            else:
+                raise UnsupportedOperationError(f"kernel {launch.name}: unknown kernel parameter {what!r}")
+        self.runner.device.launch(launch.name, grid, block, args)
+
+
+StepRunner = Callable[[Call, Any], None]
+STEP_RUNNERS: dict[str, StepRunner] = {}
+
+
+def step_runner(kind: str) -> Callable[[StepRunner], StepRunner]:
+    """Register the runner of a step kind (`STEP_RUNNERS[kind]`).
+
+    >>> @step_runner("doctest-noop")
+    ... def _noop(call, step): pass
+    >>> STEP_RUNNERS["doctest-noop"] is _noop
+    True
+    >>> del STEP_RUNNERS["doctest-noop"]
+    """
+    def register(fn: StepRunner) -> StepRunner:
+        STEP_RUNNERS[kind] = fn
+        return fn
+    return register
+
+
+def step_kind(step: Any) -> str:
+    """"kernels" for a list of launches, else the step's own `step_kind`."""
+    if isinstance(step, list):
+        return "kernels"
+    return getattr(step, "step_kind", type(step).__name__)
+
+
+@step_runner("kernels")
+def run_kernels(call: Call, launches: list[Launch]) -> None:
+    """One fused step: its launches in order. A two-stage reduction's "partial" launch sizes
+    the per-block partials (`work`) that its "final" launch combines; a row kernel's scratch
+    holds one row per block."""
+    device = call.device
+    call.work = {}
+    parts = 1
+    for launch in launches:
+        grid, block = device.launch_shape(launch)
+        for bid, dt, per_row in launch.scratch:
+            call.work[("scratch", bid)] = device.alloc((grid * per_row,), np.dtype(dt))
+        if launch.kind == "partial":
+            parts = grid
+            for k, acc, has_pos in launch.work:
+                call.work[(k, "val")] = device.alloc((grid,), np.dtype(acc))
+                if has_pos:
+                    call.work[(k, "pos")] = device.alloc((grid,), np.dtype(np.int64))
+        call.launch(launch, grid, block, parts)
+
+
+class ProgramRunner:
+    """Runs a rendered KernelProgram on a device: `run(arrays)` -> the output buffers."""
+
+    def __init__(self, kp: KernelProgram, module: CudaModule, device: Device, params: np.ndarray | None = None) -> None:
+        self.kp, self.module, self.device = kp, module, device
+        self.params = device.upload(np.zeros(1, np.int64) if params is None else np.ascontiguousarray(params, np.int64))
+        for step in module.launches:
+            if step_kind(step) not in STEP_RUNNERS:
+                raise UnsupportedOperationError(
+                    f"{kp.name}: no step runner for step kind {step_kind(step)!r} (executor.STEP_RUNNERS)")
+        self._consts = {bid: device.upload(np.ascontiguousarray(np.asarray(c, kp.buffers[bid].dtype)))
+                        for bid, c in kp.consts}
+        # Outputs that are an input or constant buffer are copied: an output is always fresh.
+        self._shared_outputs = {bid for bid in kp.outputs
+                                if bid in kp.inputs or any(bid == c for c, _ in kp.consts)}
+
+    def buffers(self, arrays: Sequence[Any]) -> dict[int, Any]:
+        """The buffer of every kernel-IR buffer for one call: arguments put on the device,
+        constants, and fresh allocations for the rest."""
+        kp, device = self.kp, self.device
+        bufs: dict[int, Any] = dict(self._consts)
+        for bid, a in zip(kp.inputs, arrays):
+            b = kp.buffers[bid]
+            bufs[bid] = device.put(a, tuple(b.shape), np.dtype(b.dtype.str))
+        for b in kp.buffers.values():
+            if b.id not in bufs and b.role != "alias":  # a loop carry's name: bound by flow_steps.py
+                bufs[b.id] = device.alloc(tuple(b.shape), b.dtype)
+        return bufs
+
+    def run(self, arrays: Sequence[Any]) -> list[Any]:
+        """Run every step; raises NumPy's exception when a kernel set the status word."""
+        call = Call(self, self.buffers(arrays), self.device.new_status())
+        for step in self.module.launches:
+            STEP_RUNNERS[step_kind(step)](call, step)
+        self.device.check_status(call.status)
+        return [self.device.copy(call.bufs[bid]) if bid in self._shared_outputs else call.bufs[bid]
+                for bid in self.kp.outputs]
+
+    __call__ = run
+
+
+from . import flow_steps  # noqa: E402,F401  (registers the control-flow step kinds: flow.py)
