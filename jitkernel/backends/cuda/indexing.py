@@ -35,8 +35,9 @@ SCATTER_UFUNCS = ("add", "subtract", "multiply", "maximum", "minimum")
 
 
 def _unsupported(kp: KernelProgram, step: LibraryCall, n: int, why: str = "") -> UnsupportedOperationError:
+    what = repr(step.prim) + (f" running {step.params.get('prim')!r}" if step.prim == "complex_library" else "")
     return UnsupportedOperationError(
-        f"library step {step.prim!r} (step {n} of {kp.name}) has no CUDA implementation{why}; run it with "
+        f"library step {what} (step {n} of {kp.name}) has no CUDA implementation{why}; run it with "
         "backend='cpu' (jitkernel never round-trips a cuda program through the host)")
 
 
