@@ -63,13 +63,27 @@ def cpu_devices(n: int = 1) -> list[Device]:
     return [Device(i, "cpu", "cpu") for i in range(n)]
 
 
-def devices() -> list[Device]:
-    """The local devices, the CPU device first. Only the CPU is built (GPU devices: issue 9).
+def devices(backend: str | None = None) -> list[Device]:
+    """The local devices, the CPU device first, then one GPU device per CUDA device where
+    PyCUDA, the driver and a device exist (jitkernel/device_array.py). `backend` "cpu" or
+    "gpu" ("cuda") keeps that platform's devices, as `jax.devices("gpu")`; RuntimeError when
+    it has none.
 
-    >>> devices()
-    [CpuDevice(id=0)]
+    >>> devices()[0], devices("cpu")
+    (CpuDevice(id=0), [CpuDevice(id=0)])
     """
-    return cpu_devices(1)
+    from .device_array import gpu_devices
+    if backend is None:
+        return cpu_devices(1) + gpu_devices()
+    platform = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu"}.get(backend)
+    if platform is None:
+        raise RuntimeError(f"Unknown backend {backend!r}: jitkernel's device platforms are 'cpu' and 'gpu'")
+    found = cpu_devices(1) if platform == "cpu" else gpu_devices()
+    if not found:
+        from .backends.cuda import missing_for_cuda
+        raise RuntimeError(f"Unknown backend: 'gpu' requested, but no GPU devices are present: "
+                           f"{'; '.join(missing_for_cuda()) or 'the CUDA driver found no device'}")
+    return found
 
 
 def dask_devices(client: Any) -> list[Device]:
@@ -340,6 +354,9 @@ def device_put(x: Any, sharding: NamedSharding | Device | None = None) -> Any:
     """
     if sharding is None:
         return np.asarray(x)
+    if isinstance(sharding, Device) and sharding.platform == "gpu":
+        from .device_array import put  # a jk.DeviceArray on that GPU (docs/gpu.md)
+        return put(x, sharding)
     if isinstance(sharding, Device):
         sharding = NamedSharding(Mesh(np.array([sharding], dtype=object), ("d",)), PartitionSpec())
     if not isinstance(sharding, NamedSharding):

@@ -168,6 +168,10 @@ def prebuild(modules: list[CudaModule], disk_cache: bool = True) -> None:
         _prebuilt[tag] = lib
 
 
+def _no_buffer(device: Any) -> None:
+    return None
+
+
 class EmulatorDevice:
     """The `executor.Device` of the emulator: buffers are C-contiguous NumPy arrays, kernels
     are the `jk_launch_<kernel>` host wrappers of a loaded library, the status word is the CPU
@@ -175,16 +179,25 @@ class EmulatorDevice:
 
     name = "cuda-emulator"
 
-    def __init__(self, lib: ctypes.CDLL, policy: LaunchPolicy) -> None:
-        self.policy = policy
-        self._lib = lib
+    def __init__(self, lib: ctypes.CDLL | None = None, policy: LaunchPolicy | None = None) -> None:
+        self.policy = policy or LaunchPolicy()
+        self._libs: list[ctypes.CDLL] = [] if lib is None else [lib]
         self._fns: dict[str, Any] = {}
+
+    def load(self, module: CudaModule, disk_cache: bool = True) -> None:
+        """Make the kernels of `module` launchable here (its host library, built or cached)."""
+        lib = library(module, disk_cache)
+        if all(lib is not other for other in self._libs):
+            self._libs.append(lib)
 
     def _kernel(self, kernel: str) -> Any:
         """The host wrapper of `kernel`, typed on first use (any step kind's kernels)."""
         fn = self._fns.get(kernel)
         if fn is None:
-            fn = getattr(self._lib, f"jk_launch_{kernel}")
+            lib = next((lib for lib in reversed(self._libs) if hasattr(lib, f"jk_launch_{kernel}")), None)
+            if lib is None:
+                raise KeyError(f"kernel {kernel} is not loaded on the emulator device (EmulatorDevice.load)")
+            fn = getattr(lib, f"jk_launch_{kernel}")
             fn.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p]
             fn.restype = None
             self._fns[kernel] = fn
@@ -193,11 +206,37 @@ class EmulatorDevice:
     def alloc(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         return np.empty(shape, dtype)
 
-    def put(self, value: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        return np.ascontiguousarray(np.asarray(value), dtype=dtype).reshape(shape)
+    def put(self, value: Any, shape: tuple[int, ...], dtype: np.dtype, function: str = "") -> np.ndarray:
+        buffer = getattr(value, "_jk_buffer_on", _no_buffer)(self)
+        if buffer is not None:
+            return buffer  # a DeviceArray of this device: no copy
+        if not events.SUBSCRIBERS:
+            return np.ascontiguousarray(np.asarray(value), dtype=dtype).reshape(shape)
+        t0 = events.clock()
+        out = np.ascontiguousarray(np.asarray(value), dtype=dtype).reshape(shape)
+        events.publish(events.TransferEvent(function, t0, events.clock() - t0, direction="host->device",
+                                            nbytes=out.nbytes, device=self.name))
+        return out
 
-    def upload(self, host: np.ndarray) -> np.ndarray:
-        return host
+    def download(self, buffer: np.ndarray, shape: tuple[int, ...], dtype: np.dtype, function: str = "") -> np.ndarray:
+        """A host copy of `buffer` (the emulator's "device->host transfer")."""
+        t0 = events.clock()
+        out = np.array(buffer, dtype, order="C").reshape(shape)
+        if events.SUBSCRIBERS:
+            events.publish(events.TransferEvent(function, t0, events.clock() - t0, direction="device->host",
+                                                nbytes=out.nbytes, device=self.name))
+        return out
+
+    def synchronize(self) -> None:
+        """Nothing to wait for: emulated launches run to completion."""
+
+    def upload(self, host: np.ndarray, function: str = "") -> np.ndarray:
+        t0 = events.clock()
+        out = np.array(host, order="C")
+        if events.SUBSCRIBERS:
+            events.publish(events.TransferEvent(function, t0, events.clock() - t0, direction="host->device",
+                                                nbytes=out.nbytes, device=self.name))
+        return out
 
     def copy(self, buffer: np.ndarray) -> np.ndarray:
         return buffer.copy()
@@ -210,7 +249,7 @@ class EmulatorDevice:
             return max(1, min(launch.items, p.max_grid)), p.block
         return max(1, min(-(-launch.items // p.block), p.max_grid)), p.block
 
-    def launch(self, kernel: str, grid: int, block: int, args: Sequence[Any]) -> None:
+    def launch(self, kernel: str, grid: int, block: int, args: Sequence[Any], timed: bool = False) -> float | None:
         keep = []  # scalars passed by value live until the launch returns
         ptrs = (ctypes.c_void_p * len(args))()
         for i, a in enumerate(args):
@@ -222,7 +261,15 @@ class EmulatorDevice:
                 v = np.array(a)
                 keep.append(v)
                 ptrs[i] = v.ctypes.data
+        if not timed:
+            self._kernel(kernel)(grid, block, ptrs)
+            return None
+        t0 = events.clock()
         self._kernel(kernel)(grid, block, ptrs)
+        return events.clock() - t0  # the timing handle is the wall time itself
+
+    def elapsed(self, handles: Sequence[float]) -> list[float]:
+        return list(handles)
 
     def new_status(self) -> StatusWord:
         return StatusWord()

@@ -9,14 +9,21 @@ the output buffers. What a buffer *is* belongs to the device: a NumPy array for 
 The `Device` interface (duck-typed; see `Device` below for the exact signatures):
 
 - `alloc(shape, dtype)`: an uninitialised buffer.
-- `put(value, shape, dtype)`: an argument as a buffer of this device: a host value is copied in
-  (C order, `dtype`), a buffer or device array already on this device is used as it is.
-- `upload(host)`: a fresh buffer holding a copy of a C-contiguous host array (constants).
+- `put(value, shape, dtype, function="")`: an argument as a buffer of this device: a host
+  value is copied in (C order, `dtype`; an `events.TransferEvent` for `function` while anyone
+  listens), a device array already on this device is used as it is.
+- `upload(host, function="")`: a fresh buffer holding a copy of a C-contiguous host array
+  (constants, `jk.device_put`).
+- `download(buffer, shape, dtype, function="")`: a host copy (waits for the launches before it);
+  `synchronize()`: waits for every launch so far (DeviceArray.block_until_ready).
 - `copy(buffer)`: a fresh buffer with the same contents (an output that is an input or constant).
 - `launch_shape(launch)`: the (grid, block) of one `render.Launch` on this device.
-- `launch(kernel, grid, block, args)`: launch the kernel named `kernel` (an `extern "C"` name of
-  the module); `args` holds, per kernel parameter, a buffer of this device, the status word, or
-  a NumPy scalar (passed by value).
+- `launch(kernel, grid, block, args, timed=False)`: launch the kernel named `kernel` (an
+  `extern "C"` name of the module; asynchronous where the device is); `args` holds, per kernel
+  parameter, a buffer of this device, the status word, or a NumPy scalar (passed by value).
+  With `timed` it returns a timing handle, and `elapsed(handles)` gives their kernel times in
+  seconds (waiting for them): the runner publishes one `events.KernelEvent` per launch while
+  anyone listens to events (the profiler).
 - `new_status()` / `check_status(word)`: the status word of one call (the error flags the
   kernels OR into it) and the check after the call, which raises NumPy's exception.
 
@@ -38,6 +45,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
+from ... import events
 from ...errors import UnsupportedOperationError
 from ...fusion import KernelProgram
 from .render import CudaModule, Launch
@@ -50,15 +58,21 @@ class Device(Protocol):
 
     def alloc(self, shape: tuple[int, ...], dtype: np.dtype) -> Any: ...
 
-    def put(self, value: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any: ...
+    def put(self, value: Any, shape: tuple[int, ...], dtype: np.dtype, function: str = "") -> Any: ...
 
-    def upload(self, host: np.ndarray) -> Any: ...
+    def upload(self, host: np.ndarray, function: str = "") -> Any: ...
+
+    def download(self, buffer: Any, shape: tuple[int, ...], dtype: np.dtype, function: str = "") -> np.ndarray: ...
+
+    def synchronize(self) -> None: ...
 
     def copy(self, buffer: Any) -> Any: ...
 
     def launch_shape(self, launch: Launch) -> tuple[int, int]: ...
 
-    def launch(self, kernel: str, grid: int, block: int, args: Sequence[Any]) -> None: ...
+    def launch(self, kernel: str, grid: int, block: int, args: Sequence[Any], timed: bool = False) -> Any: ...
+
+    def elapsed(self, handles: Sequence[Any]) -> list[float]: ...
 
     def new_status(self) -> Any: ...
 
@@ -74,6 +88,8 @@ class Call:
     bufs: dict[int, Any]
     status: Any
     work: dict[tuple, Any] = field(default_factory=dict)  # the current step's work/scratch buffers
+    # (timing handle, kernel, grid, block, host clock at launch) per launch, while events are on
+    timings: list[tuple] | None = None
 
     @property
     def device(self) -> Device:
@@ -98,7 +114,22 @@ class Call:
                 args.append(self.runner.params)
             else:
                 raise UnsupportedOperationError(f"kernel {launch.name}: unknown kernel parameter {what!r}")
-        self.runner.device.launch(launch.name, grid, block, args)
+        if self.timings is None:
+            self.runner.device.launch(launch.name, grid, block, args)
+        else:
+            t0 = events.clock()
+            handle = self.runner.device.launch(launch.name, grid, block, args, timed=True)
+            self.timings.append((handle, launch.name, grid, block, t0))
+
+    def publish_kernel_times(self) -> None:
+        """One KernelEvent per timed launch (waits for the launches on an asynchronous device)."""
+        if not self.timings:
+            return
+        device = self.runner.device
+        times = device.elapsed([t[0] for t in self.timings])
+        for (_, kernel, grid, block, t0), duration in zip(self.timings, times):
+            events.publish(events.KernelEvent(self.runner.kp.name, t0, duration, kernel=kernel, device=device.name,
+                                              grid=grid, block=block))
 
 
 StepRunner = Callable[[Call, Any], None]
@@ -148,6 +179,12 @@ def run_kernels(call: Call, launches: list[Launch]) -> None:
         call.launch(launch, grid, block, parts)
 
 
+def sets_status(module: CudaModule) -> bool:
+    """Whether a kernel of `module` may write the status word: its name appears in a kernel
+    body, not only in the kernel signatures (one `jk_status` parameter per kernel)."""
+    return module.kernels.count("jk_status") > module.kernels.count("__global__")
+
+
 class ProgramRunner:
     """Runs a rendered KernelProgram on a device: `run(arrays)` -> the output buffers."""
 
@@ -158,8 +195,11 @@ class ProgramRunner:
             if step_kind(step) not in STEP_RUNNERS:
                 raise UnsupportedOperationError(
                     f"{kp.name}: no step runner for step kind {step_kind(step)!r} (executor.STEP_RUNNERS)")
-        self._consts = {bid: device.upload(np.ascontiguousarray(np.asarray(c, kp.buffers[bid].dtype)))
+        self._consts = {bid: device.upload(np.ascontiguousarray(np.asarray(c, kp.buffers[bid].dtype)), kp.name)
                         for bid, c in kp.consts}
+        # Kernels that never touch the status word leave it zero: their calls need no check, so
+        # an asynchronous device does not wait for them (module docstring of render.Launch).
+        self.may_set_status = sets_status(module)
         # Outputs that are an input or constant buffer are copied: an output is always fresh.
         self._shared_outputs = {bid for bid in kp.outputs
                                 if bid in kp.inputs or any(bid == c for c, _ in kp.consts)}
@@ -171,7 +211,7 @@ class ProgramRunner:
         bufs: dict[int, Any] = dict(self._consts)
         for bid, a in zip(kp.inputs, arrays):
             b = kp.buffers[bid]
-            bufs[bid] = device.put(a, tuple(b.shape), np.dtype(b.dtype.str))
+            bufs[bid] = device.put(a, tuple(b.shape), np.dtype(b.dtype.str), kp.name)
         for b in kp.buffers.values():
             if b.id not in bufs and b.role != "alias":  # a loop carry's name: bound by flow_steps.py
                 bufs[b.id] = device.alloc(tuple(b.shape), b.dtype)
@@ -180,9 +220,13 @@ class ProgramRunner:
     def run(self, arrays: Sequence[Any]) -> list[Any]:
         """Run every step; raises NumPy's exception when a kernel set the status word."""
         call = Call(self, self.buffers(arrays), self.device.new_status())
+        if events.SUBSCRIBERS:
+            call.timings = []
         for step in self.module.launches:
             STEP_RUNNERS[step_kind(step)](call, step)
-        self.device.check_status(call.status)
+        call.publish_kernel_times()
+        if self.may_set_status:
+            self.device.check_status(call.status)
         return [self.device.copy(call.bufs[bid]) if bid in self._shared_outputs else call.bufs[bid]
                 for bid in self.kp.outputs]
 
