@@ -195,3 +195,14 @@ def test_every_program_compiles_with_nvcc(prebuilt) -> None:
     for m in prebuilt:
         for launch in flow.iter_launches(m.launches):
             assert launch.name.encode() in cubin
+
+
+def test_backend_cuda_drives_loops_with_device_buffers() -> None:
+    """backend="cuda" on an emulated GPU: the same step runners over the device's buffers
+    (copy_into / read_scalar / write_scalar), results as DeviceArrays."""
+    from jitkernel.device_array import emulate_gpu
+    with emulate_gpu():
+        for name, args in (("nested", (M, np.int64(4))), ("while", (X,)), ("in-place", (X, np.int64(9)))):
+            c = next(c for c in CASES if c.name == name)
+            out = jk.jit(c.fn, backend="cuda")(*args)
+            assert_matches_numpy(np.asarray(out), REFERENCES[name](*args), rtol=1e-5)

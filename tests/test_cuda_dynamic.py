@@ -118,3 +118,19 @@ def test_an_index_out_of_bounds_of_a_dynamic_axis_raises_numpys_error(generic) -
 def test_the_generic_unit_compiles_with_nvcc(generic) -> None:
     source = generic.lower(*args_of(13)).as_text("cuda")
     assert nvcc.cubin(source, options=("-Xptxas", "-O0"))[:4] == b"\x7fELF"
+
+
+def test_backend_cuda_reuses_the_loaded_module_for_a_new_size() -> None:
+    """backend="cuda" (the PyCUDA runtime's code, on an emulated GPU): a new size runs on the
+    module loaded for the template: no compile, values equal to NumPy's."""
+    from jitkernel.device_array import emulate_gpu
+    with emulate_gpu():
+        f = jk.jit(mixed, backend="cuda")
+        for n in (5, 6):
+            f(*args_of(n))
+        with Compiles() as c:
+            out = f(*args_of(17, 3))
+            got = tuple(np.asarray(o) for o in out)
+        assert c.reused == 1 and not [e for e in c.events if isinstance(e, events.CompileEvent)]
+        expected = reference(*args_of(17, 3))
+        assert_matches_numpy(tuple(g[()] if g.ndim == 0 else g for g in got), expected)
