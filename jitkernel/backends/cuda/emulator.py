@@ -328,7 +328,7 @@ class CudaEmulatorBackend:
         if events.SUBSCRIBERS:
             events.publish(events.CodegenEvent(name, t0, events.clock() - t0, self.name))
         lib = library(module, disk_cache)
-        run = EmulatedProgram(kp, module, lib, self.policy, parameter_values(values, positions))
+        run = EmulatedProgram(kp, module, lib, self.policy, parameter_values(values, positions) if positions else None)
         txt = texts(generic, module)
         if positions:
             run.template = CudaTemplate(structure, values, positions, module.source, lib, txt)

@@ -190,7 +190,8 @@ class ProgramRunner:
 
     def __init__(self, kp: KernelProgram, module: CudaModule, device: Device, params: np.ndarray | None = None) -> None:
         self.kp, self.module, self.device = kp, module, device
-        self.params = device.upload(np.zeros(1, np.int64) if params is None else np.ascontiguousarray(params, np.int64))
+        # The run-time parameters of a shape-generic program (kernels take them as jk_params).
+        self.params = None if params is None else device.upload(np.ascontiguousarray(params, np.int64))
         for step in module.launches:
             if step_kind(step) not in STEP_RUNNERS:
                 raise UnsupportedOperationError(

@@ -58,7 +58,7 @@ class CudaBackend:
         if events.SUBSCRIBERS:
             events.publish(events.CodegenEvent(name, t0, events.clock() - t0, self.name))
         self.device.runtime().load(module, disk_cache)
-        run = DeviceProgram(kp, module, self.device, parameter_values(values, positions))
+        run = DeviceProgram(kp, module, self.device, parameter_values(values, positions) if positions else None)
         txt = texts(generic, module)
         if positions:
             run.template = CudaTemplate(structure, values, positions, module.source, None, txt)
