@@ -102,6 +102,9 @@ def render_program(kp: KernelProgram) -> CudaModule:
     body = body.replace(PLACEHOLDER, tag)
     for launch in flow.iter_launches(launches):
         launch.name = launch.name.replace(PLACEHOLDER, tag)
+        # Sizes as plain ints (an `Ext` of a shape-generic program holds this program's value).
+        launch.items = int(launch.items)
+        launch.scratch = [(bid, dt, int(n)) for bid, dt, n in launch.scratch]
     header = f"/* jitkernel: CUDA translation unit of {kp.name} ({len(kp.steps)} steps) */\n"
     return CudaModule(kp.name, header + PRELUDE, body, launches, tag)
 
