@@ -166,8 +166,10 @@ def test_switch_clamps_and_nested_loops(k: int, n: int) -> None:
 
 
 @settings(max_examples=15, deadline=None)
-@given(start=st.floats(-2, 50), n=st.integers(0, 70))
+@given(start=st.floats(-0.45, 50), n=st.integers(0, 70))
 def test_while_data_dependent_trips_and_in_place_carries(start: float, n: int) -> None:
+    # A positive sum grows to the bound: a diverging one would end where the sum overflows,
+    # which depends on the order of the sum (a tree on the GPU, pairwise in NumPy).
     check("while", X + start)
     check("in-place", X * start, np.int64(n))
 

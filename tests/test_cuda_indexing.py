@@ -71,6 +71,12 @@ def set_int8(x, i, v):
     return y
 
 
+def set_python_int(x, i):
+    y = x + 0
+    y[i] = 5  # a Python int into int32: NumPy's weak scalar, a constant that fits
+    return y
+
+
 def write_argument(x, i):
     x[1:4] = 7.0  # an in-place update of the argument (kernel IR update steps)
     return x[i].sum()
@@ -85,6 +91,7 @@ CASES = [Case("gather-1d", gather_1d, (V, IDX)),
          Case("add-at-rows", add_at_rows, (M, np.array([1, 1, 4, 1]), RNG.standard_normal((4, 33)))),
          Case("max-at", max_at_scalar, (M, np.array([2, 2, 0]))),
          Case("set-int8", set_int8, (X8, np.array([3, 3, 19]), np.array([-128, 5, 127], np.int8))),
+         Case("set-python-int", set_python_int, (np.arange(9, dtype=np.int32), np.array([1, 1, -2]))),
          Case("write-argument", write_argument, (V.copy(), IDX))]
 
 

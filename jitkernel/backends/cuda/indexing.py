@@ -159,9 +159,9 @@ class _IndexWriter:
         kp, step = self.kp, self.step
         xd, vd = kp.buffers[self.x].dtype, kp.buffers[self.value].dtype
         weak = step.params.get("weak")
-        if weak is not None and vd != xd and xd.kind in "iu" and vd.kind in "iub":
+        if weak is not None and vd != xd and xd.kind in "iu" and vd.kind in "iub" and not self.fits(xd):
             # NumPy raises OverflowError for a Python int out of the target's range.
-            raise _unsupported(kp, step, self.n, " for a Python int written into another integer dtype")
+            raise _unsupported(kp, step, self.n, " for a Python int that may not fit the target's integer dtype")
         if step.prim == "scatter_ufunc" and vd != xd and weak is None:
             raise _unsupported(kp, step, self.n, " for ufunc.at with a value of another dtype")
         n_all = self._prod(self.xshape)
@@ -192,6 +192,14 @@ class _IndexWriter:
         lines += ["    }", "  }", "}"]
         return "\n".join(lines), [Launch(copy, "elementwise", n_all, cparams),
                                   Launch(put, "elementwise", inner_n, params)]
+
+    def fits(self, xd: np.dtype) -> bool:
+        """Is the written value a constant of the program that `xd` holds exactly?"""
+        const = next((np.asarray(c) for bid, c in self.kp.consts if bid == self.value), None)
+        if const is None or const.size == 0:
+            return False
+        info = np.iinfo(xd)
+        return bool(info.min <= int(const.min()) and int(const.max()) <= info.max)
 
     def load_value(self) -> str:
         """The value written at (index point q, trailing element j), NumPy's broadcasting."""
