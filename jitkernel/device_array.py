@@ -126,9 +126,12 @@ class DeviceArray:
     """An array in a GPU's memory: `shape`, `dtype`, `device`; `np.asarray(d)` copies it back
     (waiting for the launches that compute it), `block_until_ready()` waits without copying.
 
-    >>> from jitkernel.device_array import DeviceArray
-    >>> DeviceArray.__name__
-    'DeviceArray'
+    >>> import numpy as np, jitkernel as jk
+    >>> from jitkernel.device_array import emulate_gpu
+    >>> with emulate_gpu() as gpu:
+    ...     d = jk.device_put(np.ones((2, 3), np.float32), gpu)
+    ...     d.shape, d.dtype, d.block_until_ready() is d, float(np.asarray(d).sum())
+    ((2, 3), dtype('float32'), True, 6.0)
     """
 
     _jk_device_array = True
@@ -183,6 +186,16 @@ class DeviceArray:
             return
         host = np.asarray(np.asarray(value), self.dtype).reshape(self.shape)
         self._buffer = put(host, self.device)._buffer
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """The CUDA array interface (version 3) of a GPU buffer, so CuPy, Numba and PyTorch read
+        it without a copy; it waits for the launches first. Not on an emulated GPU."""
+        if not hasattr(self._buffer, "allocation"):  # pycuda_device.DeviceBuffer only
+            raise AttributeError("__cuda_array_interface__: this DeviceArray is not in GPU memory")
+        self.block_until_ready()
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (int(self._buffer), False),
+                "strides": None, "version": 3}
 
     def copy(self) -> np.ndarray:
         return np.array(self)

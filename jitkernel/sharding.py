@@ -33,7 +33,8 @@ __all__ = ["Device", "devices", "cpu_devices", "dask_devices", "Mesh", "Partitio
 # -- devices ---------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Device:
-    """One device: `platform` "cpu" (this process's memory) or "dask-worker" (`address`)."""
+    """One device: `platform` "cpu" (this process's memory) or "dask-worker" (`address`);
+    GPUs are `device_array.GpuDevice` (platform "gpu")."""
     id: int
     platform: str
     kind: str
@@ -346,7 +347,8 @@ def _is_sharded(x: Any) -> bool:
 
 def device_put(x: Any, sharding: NamedSharding | Device | None = None) -> Any:
     """`x` laid out by `sharding`: a ShardedArray. Without one: `x` as a NumPy array (the CPU
-    device's memory is this process's). A Device: that device alone (replicated spec `P()`).
+    device's memory is this process's). A Device: that device alone (replicated spec `P()`);
+    a GPU device (`jk.devices("gpu")`): a `jk.DeviceArray` in its memory (docs/gpu.md).
 
     >>> import numpy as np
     >>> device_put([1, 2]).tolist()
@@ -366,6 +368,10 @@ def device_put(x: Any, sharding: NamedSharding | Device | None = None) -> Any:
         raise ValueError(f"One of device_put args is incompatible with its sharding annotation {sharding!r}: "
                          f"Sharding {sharding!r} is only valid for values of rank at least {len(sharding.spec)}, "
                          f"but was applied to a value of rank {value.ndim}.")
+    if any(d.platform == "gpu" for d in sharding.mesh.devices.flat):
+        from .errors import UnsupportedOperationError
+        raise UnsupportedOperationError("device_put: a NamedSharding over GPU devices is not supported yet; "
+                                        "jk.device_put(x, gpu) puts the whole array on one GPU (docs/gpu.md)")
     indices = sharding.devices_indices_map(value.shape)
     shards = []
     for dev, idx in indices.items():

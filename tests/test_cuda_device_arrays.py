@@ -20,6 +20,50 @@ pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c+
                                 reason="the emulated GPU needs a host C++20 compiler (g++)")
 
 
+def sin_times_and_dot(x, y):
+    return np.sin(x) * y, (x * y).sum()
+
+
+def twice_plus_one(x):
+    return x * 2 + 1
+
+
+def bump(x, y):
+    x += y
+    return x.sum()
+
+
+def pick(x, i):
+    return x[i]
+
+
+def tanh_sum(x):
+    return np.tanh(x).sum()
+
+
+def tanh_row_sums(x):
+    return np.tanh(x).sum(axis=1)
+
+
+X200 = np.linspace(-2, 2, 200, dtype=np.float32)
+X50 = np.arange(50, dtype=np.float64)
+PROGRAMS = [(sin_times_and_dot, (X200, X200)), (twice_plus_one, (X50,)),
+            (bump, (np.zeros(5, np.float32), np.ones(5, np.float32))), (pick, (np.arange(5.0), 3)),
+            (tanh_sum, (np.ones(300, np.float32),)), (tanh_row_sums, (np.ones((4, 40), np.float32),))]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def prebuilt() -> None:
+    """Every program of the module in one host-compiler run (emulator.prebuild), as
+    tests/test_cuda_emulator.py does: the tests then find their kernels already built."""
+    from jitkernel.backends.cuda import emulator
+    from jitkernel.backends.cuda.render import render_program
+    from jitkernel.fusion import schedule
+    modules = [render_program(schedule(jk.jit(fn, backend="interpret").lower(*args).compiled.optimized))
+               for fn, args in PROGRAMS]
+    emulator.prebuild(modules)
+
+
 @pytest.fixture
 def gpu():
     with emulate_gpu() as device:
@@ -72,8 +116,8 @@ def test_device_put_copies_and_converts_back(gpu) -> None:
 
 
 def test_a_cuda_function_returns_device_arrays(gpu) -> None:
-    f = jk.jit(lambda x, y: (np.sin(x) * y, (x * y).sum()), backend="cuda")
-    x = np.linspace(-2, 2, 200, dtype=np.float32)
+    f = jk.jit(sin_times_and_dot, backend="cuda")
+    x = X200
     a, s = f(x, x)
     assert isinstance(a, DeviceArray) and isinstance(s, DeviceArray) and s.ndim == 0 and s.shape == ()
     np.testing.assert_allclose(np.asarray(a), np.sin(x) * x, rtol=1e-6)
@@ -82,8 +126,9 @@ def test_a_cuda_function_returns_device_arrays(gpu) -> None:
 
 
 def test_device_array_arguments_are_not_copied_numpy_ones_are(gpu) -> None:
-    f = jk.jit(lambda x: x * 2 + 1, backend="cuda")
-    x = np.arange(50, dtype=np.float64)
+    f = jk.jit(twice_plus_one, backend="cuda")
+    x = X50
+    f(x)  # compiled (constants are uploaded once, at the first call)
     d, seen = recorded(f, x)
     assert [e.nbytes for e in transfers(seen, "host->device")] == [x.nbytes]
     again, seen = recorded(f, d)
@@ -94,9 +139,6 @@ def test_device_array_arguments_are_not_copied_numpy_ones_are(gpu) -> None:
 
 
 def test_an_argument_written_in_place_updates_the_device_array(gpu) -> None:
-    def bump(x, y):
-        x += y
-        return x.sum()
     f = jk.jit(bump, backend="cuda")
     d = jk.device_put(np.zeros(5, np.float32), gpu)
     other = d  # the same object: sees the update, as a NumPy alias would
@@ -129,7 +171,7 @@ def test_device_arrays_on_a_cpu_function_are_copied_back(gpu) -> None:
 
 
 def test_traced_index_errors_raise_at_the_call(gpu) -> None:
-    f = jk.jit(lambda x, i: x[i], backend="cuda")
+    f = jk.jit(pick, backend="cuda")
     x = np.arange(5.0)
     assert float(f(x, 3)) == 3.0
     with pytest.raises(IndexError, match="index 7 is out of bounds for axis 0 with size 5"):
@@ -138,14 +180,14 @@ def test_traced_index_errors_raise_at_the_call(gpu) -> None:
 
 
 def test_kernel_events_name_each_launch(gpu) -> None:
-    f = jk.jit(lambda x: np.tanh(x).sum(), backend="cuda")
+    f = jk.jit(tanh_sum, backend="cuda")
     x = np.ones(300, np.float32)
     f(x)
     _, seen = recorded(f, x)
     kernels = [e for e in seen if isinstance(e, events.KernelEvent)]
     assert [e.kernel.rsplit("_", 1)[-1] for e in kernels] == ["part", "final"]
     assert all(e.device == "cuda-emulator" and e.duration > 0 and e.block > 0 and e.grid > 0 for e in kernels)
-    assert all(e.function == "<lambda>" for e in kernels)
+    assert all(e.function == "tanh_sum" for e in kernels)
 
 
 @settings(max_examples=20, deadline=None)
@@ -168,7 +210,7 @@ def test_profiler_shows_kernels_and_transfers(gpu) -> None:
     c = Collector()
     c.start()
     try:
-        f = jk.jit(lambda x: np.tanh(x).sum(axis=1), backend="cuda")
+        f = jk.jit(tanh_row_sums, backend="cuda")
         x = np.ones((4, 40), np.float32)
         outs = [np.asarray(f(x)) for _ in range(3)]
     finally:
@@ -177,14 +219,14 @@ def test_profiler_shows_kernels_and_transfers(gpu) -> None:
         events.SUBSCRIBERS[:] = saved
     np.testing.assert_allclose(outs[-1], np.tanh(x).sum(axis=1), rtol=1e-6)
     report = Report(c.snapshot())
-    st = report["<lambda>"]
+    st = report["tanh_row_sums"]
     assert st.device == "cuda-emulator" and st.kernel_launches == 3 and st.kernel_time > 0
     assert st.h2d_bytes == 3 * x.nbytes and st.d2h_bytes == 3 * 4 * 4
     text = str(report)
-    assert "device phases" in text and "[cuda-emulator] <lambda>: kernels" in text and "in 3 launches" in text
+    assert "device phases" in text and "[cuda-emulator] tanh_row_sums: kernels" in text and "in 3 launches" in text
     assert "host->device 1.9 kB" in text and "device->host 48 B" in text
     assert "cuda-emulator" in report._repr_html_()
-    calls = report.calls("<lambda>")
+    calls = report.calls("tanh_row_sums")
     assert len(calls) == 3 and all(c.kernels > 0 and c.transfers > 0 for c in calls)
     phases = {r["phase"] for r in report.records()}
     assert {"kernel", "transfer"} <= phases
@@ -218,3 +260,21 @@ def test_jit_profile_magic_shows_the_device(gpu, tmp_path, monkeypatch) -> None:
         shell.extension_manager.unload_extension("jitkernel")
         InteractiveShell.clear_instance()
         events.SUBSCRIBERS[:] = saved
+
+
+def test_complex_arguments_are_refused_not_truncated(gpu) -> None:
+    f = jk.jit(lambda z: z * 2, backend="cuda")
+    with pytest.raises(jk.UnsupportedOperationError, match="complex"):
+        f(np.array([1 + 2j, 3 - 1j]))
+
+
+def test_a_sharding_over_gpus_is_refused(gpu) -> None:
+    from jitkernel.sharding import Mesh, NamedSharding, P
+    mesh = Mesh(np.array([gpu], dtype=object), ("d",))
+    with pytest.raises(jk.UnsupportedOperationError, match="NamedSharding over GPU devices"):
+        jk.device_put(np.ones(4), NamedSharding(mesh, P("d")))
+
+
+def test_no_cuda_array_interface_on_an_emulated_gpu(gpu) -> None:
+    d = jk.device_put(np.ones(3), gpu)
+    assert not hasattr(d, "__cuda_array_interface__")

@@ -98,3 +98,26 @@ def test_an_output_that_is_an_input_is_a_fresh_buffer() -> None:
     (out,) = executor.ProgramRunner(kp, module, device).run([X])
     np.testing.assert_array_equal(out, X)
     assert not np.shares_memory(out, X)
+
+
+def test_status_checks_only_where_a_kernel_body_uses_the_status_word() -> None:
+    plain = render_program(kernel_program(CASE))
+    assert not executor.sets_status(plain)
+    indexed = render_program(kernel_program(Case("pick", lambda x, i: x[i], (X, 3))))
+    assert executor.sets_status(indexed)
+    # a kernel without the parameter (another step kind's) does not hide one that uses it
+    extra = 'extern "C" __global__ void jk_other(float* x) { x[0] = 1; }\n'
+    indexed.kernels = extra + indexed.kernels + extra
+    assert executor.sets_status(indexed)
+
+
+def test_a_device_array_of_another_dtype_is_converted_not_reinterpreted() -> None:
+    from jitkernel.device_array import GpuDevice, put
+    case = Case("twice64", lambda a: a * 2, (np.arange(6.0),))
+    kp, module, device = runner_for(case)
+    gpu = GpuDevice(0, "gpu", "cuda-emulator", backing=device)
+    same = put(np.arange(6.0), gpu)
+    other = put(np.arange(6, dtype=np.float32), gpu)
+    runner = executor.ProgramRunner(kp, module, device)
+    np.testing.assert_array_equal(runner.run([same])[0], np.arange(6.0) * 2)
+    np.testing.assert_array_equal(runner.run([other])[0], np.arange(6.0) * 2)

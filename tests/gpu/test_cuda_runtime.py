@@ -137,3 +137,26 @@ def test_kernel_events_from_cuda_events(gpu) -> None:
     assert len(kernels) == 2 and all(e.duration > 0 and e.device == gpu.device_kind for e in kernels)
     h2d = [e for e in seen if isinstance(e, events.TransferEvent)]
     assert [e.nbytes for e in h2d] == [x.nbytes]
+
+
+def test_calls_from_another_thread(gpu) -> None:
+    """The context is pushed and popped around each operation off the main thread: the worker
+    thread ends with an empty context stack (PyCUDA would abort the process otherwise)."""
+    import threading
+    f = jk.jit(lambda a: a * 3 + 1, backend="cuda")
+    x = np.arange(1000, dtype=np.float32)
+    out: dict = {}
+
+    def work() -> None:
+        d = f(x)
+        out["values"] = np.asarray(f(d))
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    np.testing.assert_array_equal(out["values"], (x * 3 + 1) * 3 + 1)
+
+
+def test_cuda_array_interface_for_cupy(gpu) -> None:
+    cupy = pytest.importorskip("cupy")
+    d = jk.jit(lambda a: a * 2, backend="cuda")(np.arange(10, dtype=np.float32))
+    np.testing.assert_array_equal(cupy.asnumpy(cupy.asarray(d)), np.arange(10, dtype=np.float32) * 2)

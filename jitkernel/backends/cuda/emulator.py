@@ -10,6 +10,7 @@ compiles the kernels of many programs as one library (one compiler run for a tes
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import re
 import shutil
@@ -208,8 +209,8 @@ class EmulatorDevice:
 
     def put(self, value: Any, shape: tuple[int, ...], dtype: np.dtype, function: str = "") -> np.ndarray:
         buffer = getattr(value, "_jk_buffer_on", _no_buffer)(self)
-        if buffer is not None:
-            return buffer  # a DeviceArray of this device: no copy
+        if buffer is not None and value.dtype == dtype and value.size == math.prod(shape):
+            return buffer.reshape(shape)  # a DeviceArray of this device: no copy
         if not events.SUBSCRIBERS:
             return np.ascontiguousarray(np.asarray(value), dtype=dtype).reshape(shape)
         t0 = events.clock()

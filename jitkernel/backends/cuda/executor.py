@@ -11,7 +11,8 @@ The `Device` interface (duck-typed; see `Device` below for the exact signatures)
 - `alloc(shape, dtype)`: an uninitialised buffer.
 - `put(value, shape, dtype, function="")`: an argument as a buffer of this device: a host
   value is copied in (C order, `dtype`; an `events.TransferEvent` for `function` while anyone
-  listens), a device array already on this device is used as it is.
+  listens), a device array already on this device with that dtype and size is used as it is
+  (any other value goes through the host: never a reinterpretation of its bytes).
 - `upload(host, function="")`: a fresh buffer holding a copy of a C-contiguous host array
   (constants, `jk.device_put`).
 - `download(buffer, shape, dtype, function="")`: a host copy (waits for the launches before it);
@@ -180,9 +181,9 @@ def run_kernels(call: Call, launches: list[Launch]) -> None:
 
 
 def sets_status(module: CudaModule) -> bool:
-    """Whether a kernel of `module` may write the status word: its name appears in a kernel
-    body, not only in the kernel signatures (one `jk_status` parameter per kernel)."""
-    return module.kernels.count("jk_status") > module.kernels.count("__global__")
+    """Whether a kernel of `module` may write the status word: `jk_status` appears in some
+    kernel's body, not only as its parameter (kernels without the parameter cannot write it)."""
+    return any(kernel.count("jk_status") > 1 for kernel in module.kernels.split('extern "C" __global__')[1:])
 
 
 class ProgramRunner:

@@ -20,6 +20,7 @@ Two parts:
 from __future__ import annotations
 
 import atexit
+import math
 import subprocess
 import threading
 from typing import Any, Sequence
@@ -108,6 +109,22 @@ class DeviceBuffer:
         return int(self.allocation)
 
 
+def _in_context(method: Any) -> Any:
+    """Run `method` with the device's context current: it stays pushed on the thread that
+    created the device (popped at exit); another thread pushes and pops it around the call, so
+    no thread ends with a context on its stack (PyCUDA aborts the process then)."""
+    def wrapper(self: "PyCudaDevice", *args: Any, **kwargs: Any) -> Any:
+        if threading.get_ident() == self._owner:
+            return method(self, *args, **kwargs)
+        self.context.push()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._drv.Context.pop()
+    wrapper.__name__, wrapper.__doc__ = method.__name__, method.__doc__
+    return wrapper
+
+
 class PyCudaDevice:
     """The `executor.Device` of CUDA device `ordinal` through PyCUDA (module docstring)."""
 
@@ -122,16 +139,27 @@ class PyCudaDevice:
         self.arch = f"sm_{major}{minor}"
         self.sm_count = self.cu_device.get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT)
         self.context = self.cu_device.retain_primary_context()  # shared with CuPy/JAX in this process
+        # The context stays current on the main thread (popped at exit); any other thread pushes
+        # and pops it around each operation (_in_context).
+        self._kept = threading.current_thread() is threading.main_thread()
+        self._owner = threading.get_ident() if self._kept else None  # where it stays current
         self.context.push()
-        self.stream = drv.Stream()
-        self.pool = DeviceMemoryPool()
-        self._modules: dict[str, Any] = {}  # cubin key -> loaded module (this context)
-        self._functions: dict[str, Any] = {}  # kernel name -> prepared function
-        self._status = self.alloc((32,), np.dtype(np.uint8))  # the StatusWord layout of the CPU runtime
-        drv.memset_d8(int(self._status), 0, 32)
-        atexit.register(self.close)
+        try:
+            self.stream = drv.Stream()
+            self.pool = DeviceMemoryPool()
+            self._modules: dict[str, Any] = {}  # cubin key -> loaded module (this context)
+            self._functions: dict[str, Any] = {}  # kernel name -> prepared function
+            # the status word, in the StatusWord layout of the CPU runtime
+            self._status = DeviceBuffer(self.pool.allocate(32), (32,), np.dtype(np.uint8))
+            drv.memset_d8(int(self._status), 0, 32)
+        finally:
+            if not self._kept:
+                drv.Context.pop()
+        if self._kept:
+            atexit.register(self.close)
 
     # -- modules ----------------------------------------------------------------------------
+    @_in_context
     def load(self, module: CudaModule, disk_cache: bool = True) -> None:
         """Compile (or take from the cache) and load `module`'s cubin, once per context."""
         from .emulator import _kernel_params
@@ -145,10 +173,12 @@ class PyCudaDevice:
         self._modules[key] = loaded
 
     # -- memory -----------------------------------------------------------------------------
+    @_in_context
     def alloc(self, shape: tuple[int, ...], dtype: np.dtype) -> DeviceBuffer:
         nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
         return DeviceBuffer(self.pool.allocate(max(nbytes, 1)), shape, dtype)  # 0 bytes is an error in CUDA
 
+    @_in_context
     def upload(self, host: np.ndarray, function: str = "") -> Any:
         host = np.ascontiguousarray(host)
         buffer = self.alloc(host.shape, host.dtype)
@@ -163,17 +193,19 @@ class PyCudaDevice:
 
     def put(self, value: Any, shape: tuple[int, ...], dtype: np.dtype, function: str = "") -> Any:
         buffer = getattr(value, "_jk_buffer_on", _no_buffer)(self)
-        if buffer is not None:
-            return buffer  # a DeviceArray on this GPU: no copy
+        if buffer is not None and value.dtype == dtype and value.size == math.prod(shape):
+            return buffer  # a DeviceArray on this GPU: no copy (C order: any shape of its size)
         host = np.ascontiguousarray(np.asarray(value), dtype=dtype).reshape(shape)
         return self.upload(host, function)
 
+    @_in_context
     def copy(self, buffer: Any) -> Any:
         out = self.alloc(buffer.shape, buffer.dtype)
         if buffer.nbytes:
             self._drv.memcpy_dtod_async(int(out), int(buffer), buffer.nbytes, self.stream)
         return out
 
+    @_in_context
     def download(self, buffer: Any, shape: tuple[int, ...], dtype: np.dtype, function: str = "") -> np.ndarray:
         host = np.empty(shape, dtype)
         t0 = events.clock()
@@ -185,6 +217,7 @@ class PyCudaDevice:
                                                 nbytes=host.nbytes, device=self.name))
         return host
 
+    @_in_context
     def synchronize(self) -> None:
         self.stream.synchronize()
 
@@ -193,15 +226,16 @@ class PyCudaDevice:
         """256 threads a block (any kernel's register use fits); enough blocks to fill every SM
         several times over (grid-stride loops take the rest), one block for the final stage of
         a whole reduction (it combines at most 4 partials per SM)."""
-        block = 256
+        block = getattr(launch, "block_size", 0) or 256  # a tile kernel is written for its own block
         if launch.kind == "final":
             return 1, block
-        if launch.kind == "rows":
+        if launch.kind in ("rows", "tiles"):
             return max(1, min(launch.items, 16 * self.sm_count)), block
         if launch.kind == "partial":
             return max(1, min(-(-launch.items // block), 4 * self.sm_count)), block
         return max(1, min(-(-launch.items // block), 32 * self.sm_count)), block
 
+    @_in_context
     def launch(self, kernel: str, grid: int, block: int, args: Sequence[Any], timed: bool = False) -> Any:
         values = [a if isinstance(a, np.generic) else int(a) for a in args]
         fn = self._functions[kernel]
@@ -214,16 +248,19 @@ class PyCudaDevice:
         end.record(self.stream)
         return start, end
 
+    @_in_context
     def elapsed(self, handles: Sequence[Any]) -> list[float]:
         if handles:
             handles[-1][1].synchronize()
         return [start.time_till(end) * 1e-3 for start, end in handles]
 
     # -- what control-flow steps need (flow.py; the emulator device has the same) ------------
+    @_in_context
     def copy_into(self, dst: DeviceBuffer, src: DeviceBuffer) -> None:
         if dst.nbytes:
             self._drv.memcpy_dtod_async(int(dst), int(src), dst.nbytes, self.stream)
 
+    @_in_context
     def read_scalar(self, buffer: DeviceBuffer) -> Any:
         """The first element (waits for the launches before it: a loop condition)."""
         host = np.empty(1, buffer.dtype)
@@ -231,6 +268,7 @@ class PyCudaDevice:
         self.stream.synchronize()
         return host[0].item()
 
+    @_in_context
     def write_scalar(self, buffer: DeviceBuffer, value: Any) -> None:
         host = np.asarray([value], buffer.dtype)
         self._drv.memcpy_htod(int(buffer), host)  # synchronous: `host` is a temporary
@@ -239,6 +277,7 @@ class PyCudaDevice:
     def new_status(self) -> Any:
         return self._status  # zero unless a call set it, and such a call resets it (check_status)
 
+    @_in_context
     def check_status(self, word: Any) -> None:
         """Wait for the call and raise NumPy's exception if a kernel set the status word."""
         from ..cpu.runtime import StatusWord
@@ -255,8 +294,8 @@ class PyCudaDevice:
         raise_status(host)
 
     def close(self) -> None:
-        """Release held memory and pop the context (at exit)."""
-        if self.context is None:
+        """Release held memory and pop the context (at exit, on the main thread)."""
+        if self.context is None or not self._kept:
             return
         try:
             self.stream.synchronize()

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 from ... import events
 from ...device_array import DeviceArray, GpuDevice, default_gpu
+from ...errors import UnsupportedOperationError
 from ...fusion import KernelProgram
 from ...ir import Program
 from ...fusion.params import constants, parameter_values
@@ -28,6 +29,10 @@ class DeviceProgram:
     """One rendered KernelProgram loaded on a GPU device (module docstring)."""
 
     def __init__(self, kp: KernelProgram, module: CudaModule, device: GpuDevice, params: Any = None) -> None:
+        if kp.complex_views:  # complex buffers are float (..., 2) views: not packed on this path yet
+            raise UnsupportedOperationError(
+                f"{kp.name}: complex arguments or results are not supported by backend='cuda' yet; run it with "
+                "backend='cpu' or backend='cuda-emulator'")
         self.kp, self.module, self.device = kp, module, device
         self.template = None  # a CudaTemplate when shape-generic (dynamic_params.py)
         self.runner = ProgramRunner(kp, module, device.runtime(), params)
