@@ -23,7 +23,7 @@ AVAILABLE = ("cpu", "interpret", "cuda-emulator")
 # Backends that need something this machine may lack, by name ("gpu" is an alias of "cuda").
 UNAVAILABLE = {"cuda": "cuda", "gpu": "cuda"}
 # Backends whose compiled kernels can become shape-generic (docs/recompilation.md).
-SHAPE_GENERIC = ("cpu",)
+SHAPE_GENERIC = ("cpu", "cuda-emulator", "cuda")  # cuda: backends/cuda/dynamic_params.py
 
 
 class Backend(Protocol):

@@ -27,9 +27,11 @@ from ... import cache, events
 from ..._version import __version__
 from ...errors import BackendUnavailableError, CompileError
 from ...fusion import KernelProgram
+from ...fusion.params import constants, parameter_values, parametrize, varying_positions
 from ...ir import Program
 from ..cpu.runtime import StatusWord
 from ..cpu.runtime import _raise_status as raise_status
+from .dynamic_params import CudaTemplate
 from .executor import ProgramRunner
 from .complex_ops import complex_results, pack_arguments
 from .render import CudaModule, Launch, render_program
@@ -274,6 +276,16 @@ class EmulatorDevice:
     def new_status(self) -> StatusWord:
         return StatusWord()
 
+    # -- what control-flow steps need (flow.py) -------------------------------------------------
+    def copy_into(self, dst: np.ndarray, src: np.ndarray) -> None:
+        np.copyto(dst, src.reshape(dst.shape), casting="no")
+
+    def read_scalar(self, buffer: np.ndarray) -> Any:
+        return buffer.reshape(-1)[0].item()
+
+    def write_scalar(self, buffer: np.ndarray, value: Any) -> None:
+        buffer.reshape(-1)[0] = np.asarray(value, buffer.dtype)
+
     def check_status(self, word: StatusWord) -> None:
         if word.value:
             raise_status(word)  # NumPy's exception and message, as on the CPU backend
@@ -283,10 +295,12 @@ class EmulatedProgram:
     """Runs a rendered KernelProgram on the emulator device (executor.ProgramRunner): NumPy
     arrays in, NumPy arrays out."""
 
-    def __init__(self, kp: KernelProgram, module: CudaModule, lib: ctypes.CDLL, policy: LaunchPolicy) -> None:
+    def __init__(self, kp: KernelProgram, module: CudaModule, lib: ctypes.CDLL, policy: LaunchPolicy,
+                 params: np.ndarray | None = None) -> None:
         self.kp, self.module, self.policy = kp, module, policy
+        self.template: CudaTemplate | None = None  # set when shape-generic (dynamic_params.py)
         self.device = EmulatorDevice(lib, policy)
-        self.runner = ProgramRunner(kp, module, self.device)
+        self.runner = ProgramRunner(kp, module, self.device, params)
 
     def __call__(self, arrays: list) -> list[np.ndarray]:
         # complex arguments and results are views of the float (..., 2) buffers (complex_ops.py)
@@ -306,14 +320,52 @@ class CudaEmulatorBackend:
 
     def compile(self, program: Program, *, name: str, fastmath: bool = False, disk_cache: bool = True,
                 previous: Any = None) -> tuple[Any, dict]:
+        """Render and build `program`. With `previous` (an earlier signature's executable that
+        differs in sizes only), the constants that differ become run-time parameters (kernel
+        argument jk_params) and the result is a template later sizes reuse (dynamic_params.py)."""
         from . import schedule_program
         kp = schedule_program(program, name)
+        generic, positions, structure, values = shape_generic(kp, previous)
         t0 = events.clock()
-        module = render_program(kp)
+        module = render_program(generic)
         if events.SUBSCRIBERS:
             events.publish(events.CodegenEvent(name, t0, events.clock() - t0, self.name))
         lib = library(module, disk_cache)
-        return EmulatedProgram(kp, module, lib, self.policy), texts(kp, module)
+        run = EmulatedProgram(kp, module, lib, self.policy, parameter_values(values, positions) if positions else None)
+        txt = texts(generic, module)
+        if positions:
+            run.template = CudaTemplate(structure, values, positions, module.source, lib, txt)
+        return run, txt
+
+    def reuse(self, program: Program, template: CudaTemplate, *, name: str) -> tuple[Any, dict] | None:
+        """Run `program` on a template's library when its shape-generic rendering is the same
+        source text (no compiler run); None otherwise (the caller compiles)."""
+        from . import schedule_program
+        kp = schedule_program(program, name)
+        generic = template.generic_program(kp)
+        if generic is None:
+            return None
+        module = render_program(generic)  # its launches carry this program's sizes
+        if module.source != template.source:
+            return None
+        _, values = constants(kp)
+        run = EmulatedProgram(kp, module, template.compiled, self.policy, parameter_values(values, template.positions))
+        run.template = template
+        return run, template.texts
+
+
+def shape_generic(kp: KernelProgram, previous: Any) -> tuple[KernelProgram, list[int], tuple, list]:
+    """(program to render, parameter positions, structure, constant values) of `kp`: shape
+    generic where `previous` (an executable of the same function) has the same structure."""
+    structure, values = constants(kp)
+    old = getattr(previous, "kp", None)
+    if old is None:
+        return kp, [], structure, values
+    old_structure, old_values = constants(old)
+    if old_structure != structure:
+        return kp, [], structure, values
+    positions = varying_positions(old_values, values)
+    return (parametrize(kp, positions) if positions else kp), positions, structure, values
 
 
 def texts(kp: KernelProgram, module: CudaModule) -> dict:

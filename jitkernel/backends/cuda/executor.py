@@ -111,6 +111,8 @@ class Call:
                 args.append(np.int64(parts))
             elif tag == "status":
                 args.append(self.status)
+            elif tag == "params":  # a shape-generic program's run-time parameters (dynamic_params.py)
+                args.append(self.runner.params)
             else:
                 raise UnsupportedOperationError(f"kernel {launch.name}: unknown kernel parameter {what!r}")
         if self.timings is None:
@@ -187,8 +189,10 @@ def sets_status(module: CudaModule) -> bool:
 class ProgramRunner:
     """Runs a rendered KernelProgram on a device: `run(arrays)` -> the output buffers."""
 
-    def __init__(self, kp: KernelProgram, module: CudaModule, device: Device) -> None:
+    def __init__(self, kp: KernelProgram, module: CudaModule, device: Device, params: np.ndarray | None = None) -> None:
         self.kp, self.module, self.device = kp, module, device
+        # The run-time parameters of a shape-generic program (kernels take them as jk_params).
+        self.params = None if params is None else device.upload(np.ascontiguousarray(params, np.int64))
         for step in module.launches:
             if step_kind(step) not in STEP_RUNNERS:
                 raise UnsupportedOperationError(
@@ -211,7 +215,7 @@ class ProgramRunner:
             b = kp.buffers[bid]
             bufs[bid] = device.put(a, tuple(b.shape), np.dtype(b.dtype.str), kp.name)
         for b in kp.buffers.values():
-            if b.id not in bufs:
+            if b.id not in bufs and b.role != "alias":  # a loop carry's name: bound by flow_steps.py
                 bufs[b.id] = device.alloc(tuple(b.shape), b.dtype)
         return bufs
 
@@ -229,3 +233,6 @@ class ProgramRunner:
                 for bid in self.kp.outputs]
 
     __call__ = run
+
+
+from . import flow_steps  # noqa: E402,F401  (registers the control-flow step kinds: flow.py)

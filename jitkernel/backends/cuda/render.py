@@ -42,10 +42,12 @@ from ...fusion.kernel_ir import (IndexValue, Kernel, KernelProgram, LibraryCall,
 from ...fusion.loops import is_control
 from .semantic_c import definitions_for as semantic_definitions
 from .. import semantics
-from . import ctype, ops
+from . import ctype, flow, indexing, ops
 from .prelude import PRELUDE
 from .complex_ops import render_complex_step
 from .render_matmul import render_dot_general
+from .dynamic_params import Ext, _is_int, _ll, has_params, run_time_extent, run_time_literal, stable_text
+from ...fusion.params import Param
 
 PLACEHOLDER = "__JKP__"
 # A reduction over outer axes runs one thread per kept point ("columns") when there are enough
@@ -80,7 +82,7 @@ class CudaModule:
     name: str
     prelude: str
     kernels: str
-    launches: list  # per step: a list of Launch (kind "kernels"), or a step object with a `step_kind` (executor.py)
+    launches: list  # per step: its launches (list[Launch]), a step object with a `step_kind` (executor.py), or a control plan (flow.py)
     tag: str = ""
 
     @property
@@ -99,40 +101,40 @@ def render_program(kp: KernelProgram) -> CudaModule:
     """
     for bid, _ in kp.consts:
         ctype.check_dtype(kp.buffers[bid].dtype)
-    parts: list[str] = []
-    launches: list[list[Launch]] = []
-    for n, step in enumerate(kp.steps):
-        if is_control(step):
-            raise UnsupportedOperationError(
-                f"control flow ({type(step).__name__}, step {n} of {kp.name}) is not supported by the CUDA backend "
-                "yet; run it with backend='cpu'")
-        if isinstance(step, LibraryCall) and step.prim == "complex_library":
-            text, entry = render_complex_step(kp, step, n, f"jk_{PLACEHOLDER}_{_c_name(step.name)}")
-            parts.append(text)
-            launches.append(entry)
-            continue
-        if isinstance(step, LibraryCall) and step.prim == "dot_general":
-            text, tile_step = render_dot_general(kp, step, f"jk_{PLACEHOLDER}_{_c_name(step.name)}")
-            parts.append(text)
-            launches.append(tile_step)
-            continue
-        if isinstance(step, LibraryCall):
-            raise UnsupportedOperationError(
-                f"library step {step.prim!r} (step {n} of {kp.name}) has no CUDA implementation yet; run it with "
-                "backend='cpu' (jitkernel never round-trips a cuda program through the host)")
-        writer = RowKernelWriter(kp, step) if isinstance(step, RowKernel) else KernelWriter(kp, step)
-        text, ls = writer.render()
-        parts.append(text)
-        launches.append(ls)
+    launches: list  # per step: its launches (list[Launch]), a step object with a `step_kind` (executor.py), or a control plan (flow.py)
     body = "\n".join(parts)
     tag = "p" + hashlib.sha256(body.encode()).hexdigest()[:10]
     body = body.replace(PLACEHOLDER, tag)
-    for ls in launches:
-        for launch in ls:
-            launch.name = launch.name.replace(PLACEHOLDER, tag)
+    for launch in flow.iter_launches(launches):
+        launch.name = launch.name.replace(PLACEHOLDER, tag)
+        # Sizes as plain ints (an `Ext` of a shape-generic program holds this program's value).
+        launch.items = int(launch.items)
+        launch.scratch = [(bid, dt, int(n)) for bid, dt, n in launch.scratch]
     header = f"/* jitkernel: CUDA translation unit of {kp.name} ({len(kp.steps)} steps) */\n"
     body = semantic_definitions(body) + body  # the shared NumPy rules the kernels call
     return CudaModule(kp.name, header + PRELUDE, body, launches, tag)
+
+
+def render_steps(kp: KernelProgram, steps: list) -> tuple[list[str], list]:
+    """The C text of `steps` and one plan per step: its launches in order (a kernel, a row kernel,
+    an indexing step), or a control plan (flow.py) holding its sub-steps' plans."""
+    parts: list[str] = []
+    plans: list = []
+    for n, step in enumerate(steps):
+        if is_control(step):
+            text, plan = flow.render_control(kp, step, render_steps)
+        elif isinstance(step, LibraryCall) and step.prim == "complex_library":
+            text, plan = render_complex_step(kp, step, n, f"jk_{PLACEHOLDER}_{_c_name(step.name)}")
+        elif isinstance(step, LibraryCall) and step.prim == "dot_general":
+            text, plan = render_dot_general(kp, step, f"jk_{PLACEHOLDER}_{_c_name(step.name)}")
+        elif isinstance(step, LibraryCall):
+            text, plan = indexing.render_library_step(kp, step, n, PLACEHOLDER)
+        else:
+            writer = RowKernelWriter(kp, step) if isinstance(step, RowKernel) else KernelWriter(kp, step)
+            text, plan = writer.render()
+        parts.append(text)
+        plans.append(plan)
+    return parts, plans
 
 
 def _c_name(text: str) -> str:
@@ -140,9 +142,24 @@ def _c_name(text: str) -> str:
 
 
 def _extent(n: object) -> int:
+    """An extent as an int; a run-time parameter (fusion/params.py) as an `Ext`: its value in the
+    program being rendered (for decisions) and its C text (a kernel argument slot)."""
+    if isinstance(n, Param):
+        return run_time_extent(n)
+    if isinstance(n, Ext):
+        return n
     if not isinstance(n, (int, np.integer)):
         raise UnsupportedOperationError(f"a run-time extent ({n}) is not supported by the CUDA backend yet")
     return int(n)
+
+
+def _product(items: list) -> int:
+    """The product of extents; an `Ext` (value and C text) when any factor is one."""
+    items = [_extent(n) for n in items]
+    value = int(np.prod([int(n) for n in items], dtype=np.int64))
+    if not any(isinstance(n, Ext) for n in items):
+        return value
+    return Ext(value, "(" + " * ".join(_ll(n) for n in items) + ")")
 
 
 def _needs_position(st: Store) -> bool:
@@ -157,6 +174,7 @@ class KernelWriter:
         self.kp, self.k = kp, kernel
         self.scratch_rows = scratch or {}  # a row kernel's phase: row scratch buffer -> elements per row
         self.domain = [_extent(n) for n in kernel.domain]
+        self.with_params = has_params(kp)
         self.base = f"jk_{PLACEHOLDER}_{_c_name(kernel.name)}"
         self.reduced = [s for s in kernel.stores if s.reduce]
         self.plain = [s for s in kernel.stores if not s.reduce]
@@ -217,7 +235,7 @@ class KernelWriter:
                 raise UnsupportedOperationError(
                     f"kernel {self.k.name}: a reduction whose stores overlap is not supported by the CUDA backend yet")
             stride *= self.domain[d]
-        size = self.scratch_rows.get(st.buffer) or int(np.prod(self.kp.buffers[st.buffer].shape, dtype=np.int64))
+        size = self.scratch_rows.get(st.buffer) or int(_product(list(self.kp.buffers[st.buffer].shape)))
         if stride != size:
             raise UnsupportedOperationError(
                 f"kernel {self.k.name}: a reduction that does not cover its output is not supported by the CUDA "
@@ -235,6 +253,9 @@ class KernelWriter:
         for decl, what in extra:
             args.append(decl)
             params.append(what)
+        if self.with_params:  # the run-time parameters of a shape-generic program
+            args.append("const long long* __restrict__ jk_params")
+            params.append(("params",))
         args.append("unsigned int* __restrict__ jk_status")
         params.append(("status",))
         return f'extern "C" __global__ void {name}(\n    ' + ",\n    ".join(args) + ")", params
@@ -253,17 +274,17 @@ class KernelWriter:
                 for k, st in enumerate(self.reduced)]
 
     def comment(self) -> str:
-        ops_ = "; ".join(self.k.graph_ops) if self.k.graph_ops else ""
+        ops_ = stable_text(self.kp, "; ".join(self.k.graph_ops)) if self.k.graph_ops else ""
         dom = ", ".join(f"i{d}<{n}" for d, n in enumerate(self.domain))
         return f"\n/* {self.k.name}: over [{dom}]{' (' + str(self.k.n_reduce) + ' reduced)' if self.k.n_reduce else ''}" \
                + (f"\n   fuses: {ops_}" if ops_ else "") + " */\n"
 
     # -- kernel kinds --------------------------------------------------------------------------
     def elementwise(self) -> tuple[str, list[Launch]]:
-        total = int(np.prod(self.domain, dtype=np.int64))
+        total = _product(self.domain)
         sig, params = self.signature(self.base, [])
         lines = [self.comment() + sig + " {",
-                 f"  const long long n = {total}LL;",
+                 f"  const long long n = {self.ll(total)};",
                  "  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < n;",
                  "       t += (long long)blockDim.x * gridDim.x) {"]
         lines += self.unravel("t", list(range(len(self.domain))), "    ")
@@ -276,7 +297,7 @@ class KernelWriter:
         n_red = self.extent(red)
         sig, params = self.signature(self.base, [])
         lines = [self.comment() + sig + " {",
-                 f"  const long long n_rows = {n_kept}LL, n_red = {n_red}LL;",
+                 f"  const long long n_rows = {self.ll(n_kept)}, n_red = {self.ll(n_red)};",
                  "  for (long long row = blockIdx.x; row < n_rows; row += gridDim.x) {"]
         lines += self.accumulate("row", kept, red, "for (long long r = threadIdx.x; r < n_red; r += blockDim.x)")
         lines += self.block_reduce("    ")
@@ -299,12 +320,12 @@ class KernelWriter:
         lines = [self.comment() + "/* an empty reduction: the outputs hold the identity */", sig + " {"]
         total = 0
         for st in self.reduced:
-            n = int(np.prod(self.kp.buffers[st.buffer].shape, dtype=np.int64))
-            total = max(total, n)
+            n = _product(list(self.kp.buffers[st.buffer].shape))
+            total = max(total, int(n))
             dt = st.value.dtype
             value = ops.convert(self.identity(st), semantics.accumulator_dtype(st.reduce, dt), dt)
             lines += ["  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < "
-                      f"{n}LL; t += (long long)blockDim.x * gridDim.x) {{",
+                      f"{_ll(n)}; t += (long long)blockDim.x * gridDim.x) {{",
                       f"    {self.store_at(st.buffer, 't', value, dt)}",
                       "  }"]
         lines.append("}")
@@ -320,7 +341,7 @@ class KernelWriter:
         sig, params = self.signature(self.base, [])
         lines = [self.comment() + "/* columns: one thread per kept point, its reduced points in order */",
                  sig + " {",
-                 f"  const long long n_kept = {n_kept}LL, n_red = {n_red}LL;",
+                 f"  const long long n_kept = {self.ll(n_kept)}, n_red = {self.ll(n_red)};",
                  "  for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < n_kept;",
                  "       c += (long long)blockDim.x * gridDim.x) {"]
         lines += self.accumulate("c", kept, red, "for (long long r = 0; r < n_red; ++r)")
@@ -334,7 +355,7 @@ class KernelWriter:
         part, final = self.base + "_part", self.base + "_final"
         sig, params = self.signature(part, work)
         lines = [self.comment() + "/* stage 1 of 2: one partial per block (grid-stride share of the reduced points) */",
-                 sig + " {", f"  const long long n_red = {n_red}LL;"]
+                 sig + " {", f"  const long long n_red = {self.ll(n_red)};"]
         lines += [f"  const long long i{d} = 0;" for d in kept]
         lines += self.acc_init("  ")
         lines += ["  for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < n_red;",
@@ -374,17 +395,17 @@ class KernelWriter:
         lines = [f"{ind}{{  /* phase {self.k.name}: over [{', '.join(f'i{d}<{self.domain[d]}' for d in inner)}] */"]
         if not self.reduced:
             total = self.extent(inner)
-            lines.append(f"{ind}  for (long long t = threadIdx.x; t < {total}LL; t += blockDim.x) {{")
+            lines.append(f"{ind}  for (long long t = threadIdx.x; t < {self.ll(total)}; t += blockDim.x) {{")
             lines += self.unravel("t", inner, ind + "    ")
             lines += self.point(self.plain, [], ind + "    ")
             return lines + [f"{ind}  }}", f"{ind}}}"]
         kept, red = self.split_loops(first)
         n_kept = self.extent(kept)
         n_red = self.extent(red)
-        lines.append(f"{ind}  for (long long q = 0; q < {n_kept}LL; ++q) {{")
+        lines.append(f"{ind}  for (long long q = 0; q < {self.ll(n_kept)}; ++q) {{")
         lines += self.unravel("q", kept, ind + "    ")
         lines += self.acc_init(ind + "    ")
-        lines.append(f"{ind}    for (long long r = threadIdx.x; r < {n_red}LL; r += blockDim.x) {{")
+        lines.append(f"{ind}    for (long long r = threadIdx.x; r < {self.ll(n_red)}; r += blockDim.x) {{")
         lines += self.unravel("r", red, ind + "      ")
         lines += self.point(self.plain, self.reduced, ind + "      ")
         lines.append(f"{ind}    }}")
@@ -395,9 +416,13 @@ class KernelWriter:
         return lines
 
     # -- pieces ------------------------------------------------------------------------------
+    @staticmethod
+    def ll(n: object) -> str:
+        return _ll(n)
+
     def extent(self, dims: list[int]) -> int:
         """The number of points of the loops `dims` (a flat index runs over them)."""
-        return int(np.prod([self.domain[d] for d in dims], dtype=np.int64))
+        return _product([self.domain[d] for d in dims])
 
     def unravel(self, flat: str, dims: list[int], ind: str) -> list[str]:
         """Loop variables `dims` (C order) from a flat index; extent-1 variables are 0."""
@@ -409,7 +434,7 @@ class KernelWriter:
             return lines + [f"{ind}const long long i{live[0]} = {flat};"]
         lines.append(f"{ind}long long rest_{flat} = {flat};")
         for d in reversed(live[1:]):
-            lines.append(f"{ind}const long long i{d} = rest_{flat} % {self.domain[d]}LL; rest_{flat} /= {self.domain[d]}LL;")
+            lines.append(f"{ind}const long long i{d} = rest_{flat} % {self.ll(self.domain[d])}; rest_{flat} /= {self.ll(self.domain[d])};")
         lines.append(f"{ind}const long long i{live[0]} = rest_{flat};")
         return lines
 
@@ -422,10 +447,10 @@ class KernelWriter:
                 e = f"((long long)b{atom[1]}[0])"
             else:
                 op = "/" if atom[0] == "div" else "%"
-                e = f"(({self.aff(atom[1])}) {op} {atom[2]}LL)"
-            parts.append(e if c == 1 else f"{c}LL * {e}")
-        if a.const or not parts:
-            parts.append(f"{a.const}LL")
+                e = f"(({self.aff(atom[1])}) {op} {self.ll(atom[2])})"
+            parts.append(e if _is_int(c, 1) else f"{self.ll(c)} * {e}")
+        if not _is_int(a.const, 0) or not parts:
+            parts.append(self.ll(a.const))
         return " + ".join(parts)
 
     def point(self, plain: list[Store], reduced: list[Store], ind: str) -> list[str]:
@@ -452,6 +477,8 @@ class KernelWriter:
 
     def node(self, nd: object, names: dict[int, str]) -> str:
         if isinstance(nd, Literal):
+            if isinstance(nd.value, Param):
+                return run_time_literal(nd.value, nd.dtype)
             if not isinstance(nd.value, (bool, int, float, np.generic)):
                 raise UnsupportedOperationError(f"a run-time literal ({nd.value}) is not supported by the CUDA backend yet")
             return f"({ctype.literal(nd.value, nd.dtype)})"
@@ -463,7 +490,7 @@ class KernelWriter:
         if isinstance(nd, IndexValue):
             return ops.convert(f"({self.aff(nd.index)})", np.dtype(np.int64), nd.dtype)
         args = [names[id(a)] for a in nd.args]
-        lits = [a.value if isinstance(a, Literal) else None for a in nd.args]
+        lits = [a.value if isinstance(a, Literal) and not isinstance(a.value, Param) else None for a in nd.args]
         return ops.lower(nd.prim, args, [a.dtype for a in nd.args], nd.dtype, lits)
 
     def store(self, buffer: int, offset: Aff, value: str, dt: np.dtype) -> str:
@@ -611,7 +638,7 @@ class RowKernelWriter:
         self.written = {b for w in self.phases for b in w.written}
 
     def render(self) -> tuple[str, list[Launch]]:
-        n_rows = int(np.prod(self.outer, dtype=np.int64))
+        n_rows = _product(self.outer)
         args, params = [], []
         for bid in self.buffers:
             dt = self.kp.buffers[bid].dtype
@@ -621,16 +648,19 @@ class RowKernelWriter:
         for bid in self.scratch:
             args.append(f"{ctype.mem(self.kp.buffers[bid].dtype)}* __restrict__ s{bid}")
             params.append(("scratch", bid))
+        if has_params(self.kp):
+            args.append("const long long* __restrict__ jk_params")
+            params.append(("params",))
         args.append("unsigned int* __restrict__ jk_status")
         params.append(("status",))
-        graph = "; ".join(self.rk.graph_ops)
+        graph = stable_text(self.kp, "; ".join(self.rk.graph_ops))
         lines = [f"\n/* {self.rk.name}: row kernel over rows [{', '.join(f'i{d}<{n}' for d, n in enumerate(self.outer))}], "
                  f"{len(self.phases)} phases" + (f"\n   fuses: {graph}" if graph else "") + " */",
                  f'extern "C" __global__ void {self.name}(\n    ' + ",\n    ".join(args) + ") {"]
         for bid, size in self.scratch.items():
             mem = ctype.mem(self.kp.buffers[bid].dtype)
-            lines.append(f"  {mem}* __restrict__ b{bid} = s{bid} + (long long)blockIdx.x * {size}LL;  /* this block's row */")
-        lines.append(f"  for (long long row = blockIdx.x; row < {n_rows}LL; row += gridDim.x) {{")
+            lines.append(f"  {mem}* __restrict__ b{bid} = s{bid} + (long long)blockIdx.x * {_ll(size)};  /* this block's row */")
+        lines.append(f"  for (long long row = blockIdx.x; row < {_ll(n_rows)}; row += gridDim.x) {{")
         lines += self.phases[0].unravel("row", list(range(len(self.outer))), "    ")
         for w in self.phases:
             lines += w.phase(len(self.outer), "    ")

@@ -19,6 +19,8 @@ from ...device_array import DeviceArray, GpuDevice, default_gpu
 from ...errors import UnsupportedOperationError
 from ...fusion import KernelProgram
 from ...ir import Program
+from ...fusion.params import constants, parameter_values
+from .dynamic_params import CudaTemplate
 from .executor import ProgramRunner
 from .render import CudaModule, render_program
 
@@ -26,13 +28,14 @@ from .render import CudaModule, render_program
 class DeviceProgram:
     """One rendered KernelProgram loaded on a GPU device (module docstring)."""
 
-    def __init__(self, kp: KernelProgram, module: CudaModule, device: GpuDevice) -> None:
+    def __init__(self, kp: KernelProgram, module: CudaModule, device: GpuDevice, params: Any = None) -> None:
         if kp.complex_views:  # complex buffers are float (..., 2) views: not packed on this path yet
             raise UnsupportedOperationError(
                 f"{kp.name}: complex arguments or results are not supported by backend='cuda' yet; run it with "
                 "backend='cpu' or backend='cuda-emulator'")
         self.kp, self.module, self.device = kp, module, device
-        self.runner = ProgramRunner(kp, module, device.runtime())
+        self.template = None  # a CudaTemplate when shape-generic (dynamic_params.py)
+        self.runner = ProgramRunner(kp, module, device.runtime(), params)
         self._outputs = [(tuple(kp.buffers[bid].shape), kp.buffers[bid].dtype) for bid in kp.outputs]
 
     def __call__(self, arrays: Sequence[Any]) -> list[DeviceArray]:
@@ -52,11 +55,33 @@ class CudaBackend:
     def compile(self, program: Program, *, name: str, fastmath: bool = False, disk_cache: bool = True,
                 previous: Any = None) -> tuple[Any, dict]:
         from . import schedule_program
-        from .emulator import texts
+        from .emulator import shape_generic, texts
         kp = schedule_program(program, name)
+        generic, positions, structure, values = shape_generic(kp, previous)  # dynamic_params.py
         t0 = events.clock()
-        module = render_program(kp)
+        module = render_program(generic)
         if events.SUBSCRIBERS:
             events.publish(events.CodegenEvent(name, t0, events.clock() - t0, self.name))
         self.device.runtime().load(module, disk_cache)
-        return DeviceProgram(kp, module, self.device), texts(kp, module)
+        run = DeviceProgram(kp, module, self.device, parameter_values(values, positions) if positions else None)
+        txt = texts(generic, module)
+        if positions:
+            run.template = CudaTemplate(structure, values, positions, module.source, None, txt)
+        return run, txt
+
+    def reuse(self, program: Program, template: CudaTemplate, *, name: str) -> tuple[Any, dict] | None:
+        """Run `program` on a template's loaded module when its shape-generic rendering is the
+        same source text (no nvcc run); None otherwise (the caller compiles)."""
+        from . import schedule_program
+        kp = schedule_program(program, name)
+        generic = template.generic_program(kp)
+        if generic is None:
+            return None
+        module = render_program(generic)  # its launches carry this program's sizes
+        if module.source != template.source:
+            return None
+        self.device.runtime().load(module)  # loaded once per context: a dictionary hit
+        _, values = constants(kp)
+        run = DeviceProgram(kp, module, self.device, parameter_values(values, template.positions))
+        run.template = template
+        return run, template.texts

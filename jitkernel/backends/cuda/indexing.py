@@ -1,0 +1,235 @@
+"""Gather and scatter steps on the GPU (docs/gpu.md, "Indexing and in-place updates on the GPU").
+
+The library steps of advanced indexing (ir/index_prims.py) whose index is integer arrays over
+the leading axes (`x[i]`, `x[i, j]`, `x[i] = v`, `x[i, j] += v` through `np.add.at` and the
+other binary `ufunc.at`) are rendered as kernels with NumPy's semantics:
+
+- every index is checked (a negative one wraps once, anything else out of range sets the status
+  word's index bit and records index, axis and size): NumPy's IndexError with its message;
+- `gather`: one thread per output element (grid-stride);
+- `scatter` / `scatter_ufunc`: a copy kernel (the step is functional: the target is copied into
+  the output), then one thread per element of the trailing (non-indexed) part, which visits
+  the index points sequentially in C order. Repeated indices therefore behave as in NumPy
+  exactly: the last `x[i] = v` wins, and `np.add.at` accumulates in index order, bit for bit
+  (no atomics, no dependence on the launch shape). The cost: the parallelism of a scatter is
+  the trailing size (a 1-D target runs on one thread).
+
+Everything else (index forms with slices between arrays, `np.put`, `np.putmask`, `np.take`,
+unary `ufunc.at`, and library steps such as linalg, fft and sort) raises
+UnsupportedOperationError naming the step: never a silent round trip through the host.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ...errors import UnsupportedOperationError
+from ...fusion.kernel_ir import KernelProgram, LibraryCall
+from ...ir.control_flow import CONTROL_FLOW_PRIMITIVES
+from ..cpu.ops import STATUS_INDEX
+from . import ctype, ops
+from .dynamic_params import _ll, has_params
+
+SCATTER_UFUNCS = ("add", "subtract", "multiply", "maximum", "minimum")
+
+
+def _unsupported(kp: KernelProgram, step: LibraryCall, n: int, why: str = "") -> UnsupportedOperationError:
+    what = repr(step.prim) + (f" running {step.params.get('prim')!r}" if step.prim == "complex_library" else "")
+    return UnsupportedOperationError(
+        f"library step {what} (step {n} of {kp.name}) has no CUDA implementation{why}; run it with "
+        "backend='cpu' (jitkernel never round-trips a cuda program through the host)")
+
+
+def render_library_step(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, list]:
+    """The kernels and launches of a library step the GPU implements; raises naming the step."""
+    from .render import Launch
+    if step.prim in CONTROL_FLOW_PRIMITIVES:  # fusion kept it a library step: a library step in a body
+        raise UnsupportedOperationError(
+            f"control flow {step.prim!r} (step {n} of {kp.name}) whose body holds a library step is not supported "
+            "by the CUDA backend yet (only loops and branches of kernels are); run it with backend='cpu'")
+    if step.prim == "gather":
+        w = _IndexWriter(kp, step, n, placeholder, n_lead=1, n_tail=0)
+        return w.gather(Launch)
+    if step.prim == "scatter" or (step.prim == "scatter_ufunc" and step.params.get("has_value")):
+        if step.prim == "scatter_ufunc" and step.params["ufunc"] not in SCATTER_UFUNCS:
+            raise _unsupported(kp, step, n, f" for ufunc {step.params['ufunc']!r}")
+        w = _IndexWriter(kp, step, n, placeholder, n_lead=1, n_tail=1)
+        return w.scatter(Launch)
+    raise _unsupported(kp, step, n)
+
+
+class _IndexWriter:
+    def __init__(self, kp: KernelProgram, step: LibraryCall, n: int, placeholder: str, n_lead: int,
+                 n_tail: int) -> None:
+        self.kp, self.step, self.n = kp, step, n
+        self.x = step.inputs[0]
+        self.idx = step.inputs[n_lead:len(step.inputs) - n_tail]
+        self.value = step.inputs[-1] if n_tail else None
+        (self.out,) = step.outputs
+        self.base = f"jk_{placeholder}_{re.sub(r'[^0-9A-Za-z_]', '_', step.name)}"
+        index = step.params["index"]
+        arrays = [e for e in index if e[0] == "array"]
+        rest = index[len(arrays):]
+        full = ("slice", None, None, None)
+        if not arrays or [e[1] for e in arrays] != list(range(len(self.idx))) or \
+                any(e != full and e != ("ellipsis",) for e in rest) or ("ellipsis",) in rest[:-1]:
+            raise _unsupported(kp, step, n, " for this index form (only integer arrays over the leading axes)")
+        self.m = len(arrays)
+        self.xshape = self.shape_of(self.x)
+        for b in [self.x, self.out, *self.idx] + ([self.value] if self.value is not None else []):
+            ctype.check_dtype(kp.buffers[b].dtype)
+        self.bshape = self.broadcast([self.shape_of(b) for b in self.idx])
+        self.inner_shape = self.xshape[self.m:]
+        want = tuple(self.bshape + self.inner_shape) if step.prim == "gather" else tuple(self.xshape)
+        if tuple(int(d) for d in self.shape_of(self.out)) != tuple(int(d) for d in want):
+            raise _unsupported(kp, step, n, " for this index form (result shape)")
+
+    # -- pieces ------------------------------------------------------------------------------
+    def shape_of(self, b: int) -> list:
+        """A buffer's shape: ints, or `Ext`s where a size is a run-time parameter."""
+        from .render import _extent
+        return [_extent(d) for d in self.kp.buffers[b].shape]
+
+    def broadcast(self, shapes: list[list]) -> list:
+        """NumPy's broadcast of the index arrays' shapes (a dimension's size from an array where
+        it is not 1)."""
+        np.broadcast_shapes(*[tuple(int(d) for d in sh) for sh in shapes])  # NumPy's error if they do not
+        nb = max(len(sh) for sh in shapes)
+        out = []
+        for d in range(nb):
+            sizes = [sh[d - nb + len(sh)] for sh in shapes if d - nb + len(sh) >= 0]
+            out.append(next((n for n in sizes if int(n) != 1), 1))
+        return out
+
+    def signature(self, name: str, bufs: list[int]) -> tuple[str, list[tuple]]:
+        args, params = [], []
+        for b in bufs:
+            const = "" if b == self.out else "const "
+            args.append(f"{const}{ctype.mem(self.kp.buffers[b].dtype)}* __restrict__ b{b}")
+            params.append(("buf", b))
+        if has_params(self.kp):
+            args.append("const long long* __restrict__ jk_params")
+            params.append(("params",))
+        args.append("unsigned int* __restrict__ jk_status")
+        params.append(("status",))
+        return f'extern "C" __global__ void {name}(\n    ' + ",\n    ".join(args) + ")", params
+
+    def row_of(self, q: str, ind: str) -> list[str]:
+        """`jk_row`: the flat leading-axes position of x that index point `q` (C order over the
+        broadcast index shape) names, every index checked as NumPy checks it."""
+        lines = [f"{ind}long long jk_row = 0;"]
+        nb = len(self.bshape)
+        for k, b in enumerate(self.idx):
+            shape = self.shape_of(b)
+            shape = [1] * (nb - len(shape)) + shape  # broadcast against the index shape
+            terms, rest, stride = [], q, 1
+            for d in reversed(range(nb)):
+                if int(shape[d]) != 1:
+                    terms.append(f"(({q} / {_ll(self._prod(self.bshape[d + 1:]))}) % {_ll(self.bshape[d])}) * {_ll(stride)}")
+                stride = self._prod([stride, shape[d]])
+            off = " + ".join(terms) or "0LL"
+            size = self.xshape[k]
+            lines.append(f"{ind}jk_row = jk_row * {_ll(size)} + jk_index_check((long long)b{b}[{off}], {_ll(size)}, "
+                         f"{_ll(size)} - 1LL, {k}LL, jk_status, {STATUS_INDEX}u);")
+        return lines
+
+    @staticmethod
+    def _prod(dims: list) -> int:
+        from .render import _product
+        return _product(list(dims))
+
+    def inner(self) -> str:
+        return "(" + " * ".join([_ll(d) for d in self.inner_shape] or ["1LL"]) + ")"
+
+    # -- kernels -----------------------------------------------------------------------------
+    def gather(self, Launch: type) -> tuple[str, list]:
+        total = self._prod(self.bshape + self.inner_shape)
+        sig, params = self.signature(self.base, [self.x, *self.idx, self.out])
+        lines = [f"\n/* {self.step.name}: gather x[{', '.join(f'b{b}' for b in self.idx)}] over {self.m} leading axes */",
+                 sig + " {", f"  const long long n = {_ll(total)}, inner = {self.inner()};",
+                 "  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < n;",
+                 "       t += (long long)blockDim.x * gridDim.x) {",
+                 "    const long long q = t / inner, j = t % inner;"]
+        lines += self.row_of("q", "    ")
+        lines += [f"    b{self.out}[t] = b{self.x}[jk_row * inner + j];", "  }", "}"]
+        return "\n".join(lines), [Launch(self.base, "elementwise", total, params)]
+
+    def scatter(self, Launch: type) -> tuple[str, list]:
+        kp, step = self.kp, self.step
+        xd, vd = kp.buffers[self.x].dtype, kp.buffers[self.value].dtype
+        weak = step.params.get("weak")
+        if weak is not None and vd != xd and xd.kind in "iu" and vd.kind in "iub" and not self.fits(xd):
+            # NumPy raises OverflowError for a Python int out of the target's range.
+            raise _unsupported(kp, step, self.n, " for a Python int that may not fit the target's integer dtype")
+        if step.prim == "scatter_ufunc" and vd != xd and weak is None:
+            raise _unsupported(kp, step, self.n, " for ufunc.at with a value of another dtype")
+        n_all = self._prod(self.xshape)
+        copy, put = self.base + "_copy", self.base + "_put"
+        csig, cparams = self.signature(copy, [self.x, self.out])
+        lines = [f"\n/* {step.name}: the target copied, then the index points in order (deterministic) */",
+                 csig + " {", f"  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < {_ll(n_all)};",
+                 "       t += (long long)blockDim.x * gridDim.x) {", f"    b{self.out}[t] = b{self.x}[t];", "  }", "}"]
+        sig, params = self.signature(put, [*self.idx, self.value, self.out])
+        n_points = self._prod(self.bshape)
+        inner_n = self._prod(self.inner_shape)
+        lines += [sig + " {", f"  const long long inner = {self.inner()};",
+                  "  for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < inner;",
+                  "       j += (long long)blockDim.x * gridDim.x) {",
+                  f"    for (long long q = 0; q < {_ll(n_points)}; ++q) {{  /* C order: NumPy's order */"]
+        lines += self.row_of("q", "      ")
+        lines += [f"      const long long jk_at = jk_row * inner + j;",
+                  f"      if (jk_status[0] & {STATUS_INDEX}u) continue;  /* a bad index: NumPy writes nothing */"]
+        v = self.load_value()
+        v = ops.convert(v, vd, xd) if vd != xd else v
+        if step.prim == "scatter":
+            new = v
+        else:
+            old = self.load(self.out, "jk_at", xd)
+            new = ops.lower(step.params["ufunc"], [old, "jk_v"], [xd, xd], xd, [None, None])
+            lines.append(f"      const {ctype.reg(xd)} jk_v = {v};")
+        lines.append(f"      {self.store(self.out, 'jk_at', new, xd)}")
+        lines += ["    }", "  }", "}"]
+        return "\n".join(lines), [Launch(copy, "elementwise", n_all, cparams),
+                                  Launch(put, "elementwise", inner_n, params)]
+
+    def fits(self, xd: np.dtype) -> bool:
+        """Is the written value a constant of the program that `xd` holds exactly?"""
+        const = next((np.asarray(c) for bid, c in self.kp.consts if bid == self.value), None)
+        if const is None or const.size == 0:
+            return False
+        info = np.iinfo(xd)
+        return bool(info.min <= int(const.min()) and int(const.max()) <= info.max)
+
+    def load_value(self) -> str:
+        """The value written at (index point q, trailing element j), NumPy's broadcasting."""
+        vshape = self.shape_of(self.value)
+        target = self.bshape + self.inner_shape
+        if len(vshape) > len(target):
+            extra, vshape = vshape[:len(vshape) - len(target)], vshape[len(vshape) - len(target):]
+            if any(int(d) != 1 for d in extra):
+                raise _unsupported(self.kp, self.step, self.n, " for this value shape")
+        vshape = [1] * (len(target) - len(vshape)) + vshape
+        nb = len(self.bshape)
+        terms, stride = [], 1
+        for d in reversed(range(len(target))):
+            if int(vshape[d]) != 1:
+                if int(vshape[d]) != int(target[d]):
+                    raise _unsupported(self.kp, self.step, self.n, " for this value shape")
+                flat, dims = ("q", target[:nb]) if d < nb else ("j", target[nb:])
+                local = d if d < nb else d - nb
+                terms.append(f"((({flat}) / {_ll(self._prod(dims[local + 1:]))}) % {_ll(dims[local])}) * {_ll(stride)}")
+            stride = self._prod([stride, vshape[d]])
+        return self.load(self.value, " + ".join(terms) or "0LL", self.kp.buffers[self.value].dtype)
+
+    @staticmethod
+    def load(b: int, at: str, dt: np.dtype) -> str:
+        e = f"b{b}[{at}]"
+        if dt.kind == "b":
+            return f"({e} != 0)"
+        return f"jk_h2f({e})" if ctype.is_half(dt) else e
+
+    @staticmethod
+    def store(b: int, at: str, value: str, dt: np.dtype) -> str:
+        from .render import KernelWriter
+        return KernelWriter.store_at(b, at, value, dt)
