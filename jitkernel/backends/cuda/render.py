@@ -101,7 +101,7 @@ def render_program(kp: KernelProgram) -> CudaModule:
     """
     for bid, _ in kp.consts:
         ctype.check_dtype(kp.buffers[bid].dtype)
-    launches: list  # per step: its launches (list[Launch]), a step object with a `step_kind` (executor.py), or a control plan (flow.py)
+    parts, launches = render_steps(kp, kp.steps)
     body = "\n".join(parts)
     tag = "p" + hashlib.sha256(body.encode()).hexdigest()[:10]
     body = body.replace(PLACEHOLDER, tag)
