@@ -4,6 +4,7 @@ Numba functions and jk.jit on the Dask arrays; scaling from 1 to 2 workers; an o
     .venv/bin/python -m benchmarks.dask_cluster --peer-python /work/venv-peers/bin/python
     .venv/bin/python -m benchmarks.dask_cluster --quick            # small sizes (the smoke test)
     .venv/bin/python -m benchmarks.dask_cluster --skip-scaling --skip-ooc --repeat 3
+    .venv/bin/python -m benchmarks.dask_cluster --skip-table --skip-scaling --skip-ooc --overhead-blocks 1000
 
 What is timed (benchmarks/dask_cluster_common.py): the inputs are generated on the workers
 (`da.random.default_rng(seed).random(..., dtype=float32)`) and persisted there first, untimed.
@@ -142,6 +143,21 @@ def scaling(args: argparse.Namespace) -> dict:
     return out
 
 
+def per_block_overhead(args: argparse.Namespace) -> dict:
+    """W1 on `--overhead-blocks` blocks of 1,000 elements (`persist`): the time per block is the
+    per-task cost of the cluster plus ours, the kernels' share being a few microseconds."""
+    import dask.array as da
+    jk = _jk()
+    blocks = args.overhead_blocks
+    print(f"== per-block overhead: W1 on {blocks} blocks of 1000 elements, 2 workers, {load()}", flush=True)
+    with start_cluster(2) as client:
+        impls = {"dask.array": workloads(da)["W1"], "jk.jit": jk.jit(workloads(np)["W1"])}
+        r = measure(client, "W1", blocks * 1000, 1000, impls, args.repeat)
+    out = {impl: r[impl]["persist"]["median_s"] / blocks * 1e6 for impl in impls}
+    print("per-block overhead (persist): " + ", ".join(f"{k} {v:.0f} us" for k, v in out.items()))
+    return out
+
+
 def out_of_core(args: argparse.Namespace) -> dict:
     jk = _jk()
     f = jk.jit(lambda x: np.sum(np.sin(x) * np.cos(x) + np.sin(x) ** 2, dtype=np.float64))
@@ -184,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-ooc", action="store_true")
     p.add_argument("--ooc-gib", type=float, default=3.0)
     p.add_argument("--ooc-limit", default="1GiB")
+    p.add_argument("--overhead-blocks", type=int, default=0, help="also time W1 on this many tiny blocks")
     p.add_argument("--json", help="write every sample and the settings here")
     args = p.parse_args(argv)
     if args.quick:
@@ -204,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         problems += print_table(record["table"], args.n, args.chunk)
     if not args.skip_scaling:
         record["scaling"] = scaling(args)
+    if args.overhead_blocks:
+        record["per_block_overhead_us"] = per_block_overhead(args)
     if not args.skip_ooc:
         record["out_of_core"] = out_of_core(args)
         if not record["out_of_core"]["ok"]:
