@@ -39,6 +39,7 @@ import numpy as np
 
 from .dask_cluster_common import inputs, measure, patterns, start_cluster, workloads
 
+SUM_INSIDE = "jk.jit+sum"  # jk.jit(lambda x: np.sum(w(x))): the sum fused into the jitted program
 QUICK = {"n": 1_000_000, "chunk": 250_000, "scaling_n": 4_000_000, "ooc_gib": 0.05}
 # A log line is a memory problem when it is a warning or error about memory, or names one of
 # the worker memory manager's actions (the INFO line at start-up stating the limit is not).
@@ -71,7 +72,9 @@ def cluster_table(args: argparse.Namespace) -> dict:
     with start_cluster(2) as client:
         for name in names:
             impls = {"dask.array": workloads(da)[name], "jk.jit": jk.jit(workloads(np)[name])}
-            results[name] = measure(client, name, sizes[name], args.chunk, impls, args.repeat)
+            if "sum" in patterns(name):  # how a jk user writes the reduction: inside the jitted function
+                impls[SUM_INSIDE] = jk.jit(_sum_of(workloads(np)[name]))
+            results[name] = measure(client, name, sizes[name], args.chunk, impls, args.repeat, only_sum=(SUM_INSIDE,))
             print(f"   {name} done, {load()}", flush=True)
         results["_worker_stats"] = client.run(_worker_stats)
     peer = run_peer(args, sizes)
@@ -79,6 +82,10 @@ def cluster_table(args: argparse.Namespace) -> dict:
         results[name]["numba"] = peer.get("results", {}).get(name, {"skipped": peer.get("error", "no result")})
     results["_numba_version"] = peer.get("version")
     return results
+
+
+def _sum_of(f):
+    return lambda *xs: np.sum(f(*xs))
 
 
 def _worker_stats() -> dict:
@@ -111,13 +118,15 @@ def print_table(results: dict, n: int, chunk: int) -> list[str]:
     for name in [k for k in results if not k.startswith("_")]:
         base = results[name]["dask.array"]
         for pattern in patterns(name):
-            for impl in ("dask.array", "numba", "jk.jit"):
+            for impl in ("dask.array", "numba", "jk.jit", SUM_INSIDE):
                 r = results[name].get(impl, {})
+                if impl == SUM_INSIDE and (pattern != "sum" or not r):
+                    continue
                 if "skipped" in r or pattern not in r:
                     print(f"{name:9} {pattern:8} {impl:11} {'skipped':>10}  {r.get('skipped', '')}")
                     continue
                 rel = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(r["checksums"], base["checksums"]))
-                if rel > 1e-4 and pattern == patterns(name)[0]:  # once per implementation
+                if rel > 1e-4 and pattern == [k for k in patterns(name) if k in r][0]:  # once per implementation
                     problems.append(f"{name} {impl}: checksums {r['checksums']} vs {base['checksums']}")
                 ratio = base[pattern]["median_s"] / r[pattern]["median_s"]
                 print(f"{name:9} {pattern:8} {impl:11} {r[pattern]['median_s'] * 1e3:8.1f} ms {ratio:15.2f}x  "

@@ -80,29 +80,34 @@ def checksums(client: Any, f: Callable, xs: tuple) -> list[float]:
     return [float(v) for v in client.compute([y.sum(), (y * y * pos).sum()], sync=True)]
 
 
-def measure(client: Any, name: str, n: int, chunk: int, impls: dict[str, Callable], repeat: int) -> dict:
+def measure(client: Any, name: str, n: int, chunk: int, impls: dict[str, Callable], repeat: int,
+            only_sum: tuple[str, ...] = ()) -> dict:
     """{impl: {pattern: {"samples_s": [...], "median_s": m}, "checksums": [...]}}: inputs persisted
     on the workers first (untimed); each implementation run once per pattern untimed (compiles,
     Numba's JIT, the workers' imports), then `repeat` rounds, implementations round-robin (the
-    first one rotating), so drifts of a shared machine hit all alike."""
+    first one rotating), so drifts of a shared machine hit all alike. The implementations in
+    `only_sum` compute the sum themselves (a scalar): they run the `sum` pattern only, and their
+    checksum is that sum."""
     from distributed import wait
     xs = client.persist(list(inputs(name, n, chunk)))
     wait(xs)
-    out: dict = {impl: {"checksums": checksums(client, f, xs)} for impl, f in impls.items()}
+    mine = {impl: ["sum"] if impl in only_sum else patterns(name) for impl in impls}
+    out: dict = {impl: {"checksums": [float(f(*xs).compute())] if impl in only_sum else checksums(client, f, xs)}
+                 for impl, f in impls.items()}
     for impl, f in impls.items():
-        for pattern in patterns(name):
+        for pattern in mine[impl]:
             del_ = run_pattern(client, pattern, f, xs)
             del del_
     order = list(impls)
     for r in range(repeat):
         for impl in order[r % len(order):] + order[:r % len(order)]:
-            for pattern in patterns(name):
+            for pattern in mine[impl]:
                 t0 = time.perf_counter()
                 y = run_pattern(client, pattern, impls[impl], xs)
                 out[impl].setdefault(pattern, {"samples_s": []})["samples_s"].append(time.perf_counter() - t0)
                 del y
     for impl in impls:
-        for pattern in patterns(name):
+        for pattern in mine[impl]:
             out[impl][pattern]["median_s"] = statistics.median(out[impl][pattern]["samples_s"])
     del xs
     return out
