@@ -27,7 +27,7 @@ def test_quick_cluster_benchmark_runs_and_verifies(tmp_path):
     assert proc.returncode == 0, f"stdout:\n{out}\nstderr:\n{proc.stderr[-3000:]}"
     assert "0 problems" in out and "MISMATCH" not in out
     for row in ("W1        persist  jk.jit", "W1        sum      dask.array", "W2        compute  jk.jit",
-                "W3        persist  dask.array"):
+                "W3        persist  dask.array", "W3        sum      jk.jit+sum"):
         assert row in out, row
     assert any(line.startswith("W3        sum      numba") and "skipped" in line for line in out.splitlines())
     doc = json.loads(out_json.read_text())
@@ -36,6 +36,10 @@ def test_quick_cluster_benchmark_runs_and_verifies(tmp_path):
         for impl in ("dask.array", "jk.jit"):
             assert np.allclose(table[name][impl]["checksums"], table[name]["dask.array"]["checksums"], rtol=1e-4)
     assert table["W2"]["jk.jit"]["compute"]["median_s"] > 0
+    for name in ("W1", "W3"):  # the sum inside the jitted function: sum(y) of the others
+        assert np.isclose(table[name]["jk.jit+sum"]["checksums"][0], table[name]["dask.array"]["checksums"][0],
+                          rtol=1e-4)
+        assert "persist" not in table[name]["jk.jit+sum"]
     # the workers compiled a handful of block programs, not one per block
     for stats in table["_worker_stats"].values():
         assert 0 < stats["compiles"] <= 12 and stats["blocks"] > stats["compiles"]
