@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.cpu.runtime import thread_cap
 from ..errors import CompileError, JitError, UnsupportedOperationError
 from ..ir import AType, Program
 from ..ir.program import Eqn, Var
@@ -294,13 +295,26 @@ def _native(block: Any) -> np.ndarray:
     return a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("="))
 
 
+def _one_thread(executable: Any, arrays: list) -> list:
+    """`executable(arrays)` with its kernels on this thread only. Dask already runs one task per
+    thread (of its thread pool or of each worker); a block's kernels split over `config.threads`
+    as well oversubscribed the CPUs: 2 single-threaded workers ran 4 kernel threads on 2 cores,
+    and 1 worker used 2 cores (docs/distributed.md, "Measured")."""
+    previous = getattr(thread_cap, "threads", None)
+    thread_cap.threads = 1
+    try:
+        return executable(arrays)
+    finally:
+        thread_cap.threads = previous
+
+
 def run_block(bp: BlockProgram, *blocks: Any) -> tuple[np.ndarray, ...]:
     """The task of one block: the block program's outputs for these input blocks."""
     arrays = [_native(b) for b in blocks]
     arrays = [a.astype(v.aval.dtype, copy=False) for a, v in zip(arrays, bp.invars)]
     compiled = compiled_block(bp, tuple((a.shape, a.dtype) for a in arrays))
     STATS["blocks"] += 1
-    return tuple(np.asarray(o) for o in compiled.executable(arrays))
+    return tuple(np.asarray(o) for o in _one_thread(compiled.executable, arrays))
 
 
 # -- the combine levels of a tree reduction: our reduce kernel per concatenated shape ----------
@@ -330,7 +344,7 @@ def combine(x: np.ndarray, axis: tuple[int, ...] | int | None = None, keepdims: 
     compiled = _cached(family + (x.shape,), family, (x.shape,),
                        lambda s: _reduce_program(prim, s[0], x.dtype, axes, keepdims),
                        (probe,) if probe != x.shape else None, 1, backend, f"combine_{prim}")
-    return np.asarray(compiled.executable([x])[0])
+    return np.asarray(_one_thread(compiled.executable, [x])[0])
 
 
 def identity_chunk(x: np.ndarray, axis: Any = None, keepdims: bool = True, **_: Any) -> np.ndarray:

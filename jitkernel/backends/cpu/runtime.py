@@ -399,12 +399,18 @@ class _SplitCall:
             seg(*ids, lo, hi, addr, *params)
 
 
+# A cap on the threads of the calls made on this thread, where a caller sets one: the block
+# tasks of a Dask graph run on one thread each (Dask's parallelism is across blocks), see
+# jitkernel/distributed/worker.py. Unset: `config.threads`.
+thread_cap = threading.local()
+
+
 def _run_split(seg: Callable, arrays: tuple, chunks: tuple, params: tuple, status: StatusWord | None) -> None:
-    """Run a segment's outer loop chunk by chunk, on `config.threads` threads (the caller's
-    included; ctypes releases the GIL during each native call). An interrupt (KeyboardInterrupt)
-    is raised between two chunks; workers still inside a chunk finish it, then stop, and hold the
-    arrays until they do."""
-    threads = min(config.threads, chunks[-1][1])
+    """Run a segment's outer loop chunk by chunk, on `config.threads` threads (or this thread's
+    `thread_cap`; the caller's included; ctypes releases the GIL during each native call). An
+    interrupt (KeyboardInterrupt) is raised between two chunks; workers still inside a chunk
+    finish it, then stop, and hold the arrays until they do."""
+    threads = min(getattr(thread_cap, "threads", None) or config.threads, chunks[-1][1])
     if threads <= 1:
         ids = [id(a) for a in arrays]
         addr = status.addr if status is not None else _NO_STATUS.addr
