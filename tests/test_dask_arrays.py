@@ -457,7 +457,7 @@ def test_local_cluster_results_and_worker_compiles(cluster_client):
     assert client.run(lambda: os.environ["JITKERNEL_CACHE_DIR"]) == {w: cache for w in client.scheduler_info()["workers"]}
     x = da.from_array(np.arange(3003.0).reshape(-1, 3) % 11, chunks=(50, 3))  # 21 blocks: 2 shapes
     f = jk.jit(lambda x: (w1(x) * 2).sum(0) + x.mean())
-    assert_same(client.compute(f(x)).result(), f(x.compute()))
+    assert_same(client.compute(f(x)).result(timeout=120), f(x.compute()))
     stats = client.run(worker.stats)
     compiles = sum(s["compiles"] for s in stats.values())
     blocks = sum(s["blocks"] for s in stats.values())
@@ -470,10 +470,10 @@ def test_local_cluster_second_worker_loads_the_persistent_cache(cluster_client):
     f = jk.jit(lambda a, b: np.tanh(a @ b))
     a, b = da.from_array(X, chunks=(4, 3)), da.from_array(W, chunks=(3, 7))
     expected = np.tanh(X @ W)
-    assert_same(client.compute(f(a, b), workers=[first], allow_other_workers=False).result(), expected,
+    assert_same(client.compute(f(a, b), workers=[first], allow_other_workers=False).result(timeout=120), expected,
                 rtol=1e-4, atol=1e-5)
     before = client.run(worker.stats)[second]
-    assert_same(client.compute(f(a, b), workers=[second], allow_other_workers=False).result(), expected,
+    assert_same(client.compute(f(a, b), workers=[second], allow_other_workers=False).result(timeout=120), expected,
                 rtol=1e-4, atol=1e-5)
     after = client.run(worker.stats)[second]
     new = after["compiles"] - before["compiles"]

@@ -103,7 +103,7 @@ def test_cluster_profile_has_one_track_per_worker_with_bytes_moved(cluster, sess
     xs = np.random.default_rng(0).random((400, 30))
     x = da.from_array(xs, chunks=(100, 30))
     begin = events.clock()
-    y = client.compute(f(x)).result()
+    y = client.compute(f(x)).result(timeout=120)
     end = events.clock()
     np.testing.assert_allclose(y, np.tanh(xs) @ xs.T, rtol=1e-10)
     report = profiler.report(f)
@@ -135,7 +135,7 @@ def test_cluster_profiling_off_records_nothing(cluster, no_subscribers):
     f = jk.jit(lambda x: np.cos(x) * 3)
     count = len(client.get_events(dprofile.TOPIC))
     x = da.from_array(np.arange(12.0), chunks=3)
-    np.testing.assert_allclose(client.compute(f(x)).result(), np.cos(np.arange(12.0)) * 3)
+    np.testing.assert_allclose(client.compute(f(x)).result(timeout=120), np.cos(np.arange(12.0)) * 3)
     assert len(client.get_events(dprofile.TOPIC)) == count
 
 
@@ -194,7 +194,7 @@ def test_worker_that_cannot_compile_names_itself_and_the_client_keeps_working(cl
         f = jk.jit(lambda x: np.exp(x) - 1)
         x = da.from_array(np.arange(6.0), chunks=3)
         with pytest.raises(worker.WorkerCompileError) as info:
-            client.compute(f(x), workers=[address], allow_other_workers=False).result()
+            client.compute(f(x), workers=[address], allow_other_workers=False).result(timeout=120)
         message = str(info.value)
         assert f"worker no-llvm {address} pid {proc.pid}" in message and "llvmlite" in message, message
         assert "could not compile block program <lambda>_block1" in message
@@ -207,9 +207,9 @@ def test_worker_that_cannot_compile_names_itself_and_the_client_keeps_working(cl
     assert address not in client.scheduler_info()["workers"]
     # the client keeps working: the same function on new blocks, and another function
     x2 = da.from_array(np.arange(8.0), chunks=3)
-    np.testing.assert_allclose(client.compute(f(x2)).result(), np.exp(np.arange(8.0)) - 1)
+    np.testing.assert_allclose(client.compute(f(x2)).result(timeout=120), np.exp(np.arange(8.0)) - 1)
     g = jk.jit(lambda x: (x * 2).sum())
-    assert float(client.compute(g(x2)).result()) == 56.0
+    assert float(client.compute(g(x2)).result(timeout=120)) == 56.0
 
 
 def test_tree_combine_levels_are_recorded_as_the_functions_work(no_subscribers):

@@ -195,7 +195,7 @@ def test_dask_devices_and_round_trip_on_workers(client):
     for sh in a.addressable_shards:  # each shard lives on its own worker
         assert list(where[sh.data.key]) == [sh.device.address]
     np.testing.assert_array_equal(np.asarray(a), x)
-    np.testing.assert_array_equal(client.compute(a.to_dask()).result(), x)
+    np.testing.assert_array_equal(client.compute(a.to_dask()).result(timeout=120), x)
     assert a.to_dask().chunks == ((3, 3), (4,))
     rep = jk.device_put(x, NamedSharding(s.mesh, P()))  # replicated: one copy on each worker
     assert len({sh.data.key for sh in rep.addressable_shards}) == 2

@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.cpu.runtime import thread_cap
 from ..errors import CompileError, JitError, UnsupportedOperationError
 from ..ir import AType, Program
 from ..ir.program import Eqn, Var
@@ -300,6 +299,9 @@ def _one_thread(executable: Any, arrays: list) -> list:
     thread (of its thread pool or of each worker); a block's kernels split over `config.threads`
     as well oversubscribed the CPUs: 2 single-threaded workers ran 4 kernel threads on 2 cores,
     and 1 worker used 2 cores (docs/distributed.md, "Measured")."""
+    # imported here: this module must import on a worker without LLVM, so that such a worker
+    # reports WorkerCompileError naming itself instead of failing to unpickle the task
+    from ..backends.cpu.runtime import thread_cap
     previous = getattr(thread_cap, "threads", None)
     thread_cap.threads = 1
     try:
