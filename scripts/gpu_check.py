@@ -169,7 +169,7 @@ CELLS = [
     ("%%jit -b cuda\ndef cell_softmax(x):\n    e = np.exp(x - x.max(axis=1, keepdims=True))\n"
      "    return e / e.sum(axis=1, keepdims=True)\n\ny = cell_softmax(x)\n",
      "ref = np.exp(x - x.max(1, keepdims=True)); ref = ref / ref.sum(1, keepdims=True)\n"
-     "assert type(y).__name__ == 'DeviceArray', type(y)\n"
+     "assert type(y).__name__ == ('DeviceArray' if BACKEND == 'cuda' else 'ndarray'), type(y)\n"
      "assert np.allclose(np.asarray(y), ref, rtol=1e-5, atol=1e-6)\n"),
     ("%%jit -b cuda\ndef cell_fused(x):\n    return (np.sin(x) * np.cos(x) + np.sin(x) ** 2).sum(axis=1)\n\n"
      "s = cell_fused(x)\n",
@@ -416,13 +416,14 @@ def child_corpus() -> int:
 
 
 # ------------------------------------------------------------------------------ tier 2
-def child_program(name: str) -> int:
-    """Run one sanitizer program on backend="cuda" and check it against NumPy."""
+def child_program(name: str, backend: str = "cuda") -> int:
+    """Run one sanitizer program on `backend` (cuda; cuda-emulator in the tests) and check it
+    against NumPy."""
     import jitkernel as jk
     fn, shapes = SANITIZER_PROGRAMS[name]
     rng = np.random.default_rng(0)
     args = [rng.random(s, dtype=np.float32) for s in shapes]
-    got = np.asarray(jk.jit(fn, backend="cuda")(*args))
+    got = np.asarray(jk.jit(fn, backend=backend)(*args))
     ok = np.allclose(got, fn(*args), rtol=1e-4, atol=1e-3)
     print(f"PROGRAM {name} {'matches' if ok else 'DIFFERS FROM'} NumPy")
     return 0 if ok else 1
@@ -450,13 +451,15 @@ def tier2(args: argparse.Namespace, report: Report, budget: Budget) -> None:
 
 
 # ------------------------------------------------------------------------------ tier 3
-def child_cells() -> int:
-    """The %%jit -b cuda cells in IPython's InteractiveShell (what a notebook's kernel runs)."""
+def child_cells(backend: str = "cuda") -> int:
+    """The %%jit -b cuda cells in IPython's InteractiveShell (what a notebook's kernel runs); the
+    tests run the same cells with `-b cuda-emulator`, where results are NumPy arrays."""
     from IPython.core.interactiveshell import InteractiveShell
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "jitkernel")
     failures = 0
-    steps = [("setup", CELL_SETUP, "")] + [(f"cell {i}", cell, check) for i, (cell, check) in enumerate(CELLS)]
+    steps = [("setup", CELL_SETUP + f"BACKEND = {backend!r}\n", "")]
+    steps += [(f"cell {i}", cell.replace("-b cuda", f"-b {backend}", 1), check) for i, (cell, check) in enumerate(CELLS)]
     for step, cell, check in steps:
         for part in filter(None, (cell, check)):
             result = shell.run_cell(part, store_history=True)
@@ -507,7 +510,7 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 # ------------------------------------------------------------------------------ driver
 TIERS: dict[int, Callable] = {0: tier0, 1: tier1, 2: tier2, 3: tier3, 4: tier4}
-CHILDREN = {"copy-bandwidth": child_copy_bandwidth, "corpus": child_corpus, "cells": child_cells}
+CHILDREN = {"copy-bandwidth": child_copy_bandwidth, "corpus": child_corpus}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -561,9 +564,12 @@ def choose_cache(explicit: Path | None) -> Path:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.child:
-        if args.child.startswith("program:"):
-            return child_program(args.child.split(":", 1)[1])
-        return CHILDREN[args.child]()
+        kind, _, rest = args.child.partition(":")
+        if kind == "program":
+            return child_program(*rest.split(":"))
+        if kind == "cells":
+            return child_cells(rest or "cuda")
+        return CHILDREN[kind]()
     report = Report(choose_out(args.out))
     cache_dir = choose_cache(args.cache_dir)
     os.environ["JITKERNEL_CACHE_DIR"] = str(cache_dir)  # tier 0 writes it, the runtime (children) reads it
