@@ -233,35 +233,44 @@ def nvcc_version(nvcc: str) -> str:
     return subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False).stdout
 
 
-def cubin_store(arch: str) -> Callable[[str], tuple[str, float]]:
-    """A function source -> ('compiled'|'cached', seconds) that leaves the cubin of `source` for
-    `arch` in the persistent cache. It uses the runtime's own compile-and-cache function where
-    branch cudart provides one (`pycuda_device.cached_cubin(source, arch)`), so the keys agree by
-    construction; otherwise this script's key: cache_key("cuda-cubin", source, `nvcc --version`,
-    arch, jitkernel version), payload the cubin, text the source."""
+def cubin_cache(arch: str) -> tuple[Callable[[str], str], Callable[[str], None], str]:
+    """(key of a source, build-and-store of a source, whose key) for cubins of `arch` in the
+    persistent cache. The runtime's own functions where they exist (branch cudart's
+    `pycuda_device.cubin_key` / `cubin_for`: the keys agree by construction, and importing that
+    module needs no PyCUDA); otherwise this script's assumption of the runtime's key:
+    cache_key("cuda-cubin", source, `nvcc --version`, arch, jitkernel version)."""
     try:
-        from jitkernel.backends.cuda import pycuda_device  # the runtime's module, where it exists
-        runtime = getattr(pycuda_device, "cached_cubin", None)
+        from jitkernel.backends.cuda import pycuda_device as runtime
+        if hasattr(runtime, "cubin_key") and hasattr(runtime, "cubin_for"):
+            return ((lambda source: runtime.cubin_key(source, arch)),
+                    (lambda source: runtime.cubin_for(source, arch, "gpu-check")), "the runtime's key")
     except ImportError:
-        runtime = None
-    if runtime is not None:
-        def via_runtime(source: str) -> tuple[str, float]:
-            t0 = time.monotonic()
-            runtime(source, arch)
-            return "compiled or cached by the runtime", time.monotonic() - t0
-        return via_runtime
+        pass
     from jitkernel import __version__, cache
     from jitkernel.backends.cuda import nvcc
     version = nvcc_version(nvcc.find_nvcc())
 
-    def own(source: str) -> tuple[str, float]:
-        key = cache.cache_key("cuda-cubin", source, version, arch, __version__)
-        if cache.load(key) is not None:
-            return "cached", 0.0
+    def key(source: str) -> str:
+        return cache.cache_key("cuda-cubin", source, version, arch, __version__)
+
+    def build(source: str) -> None:
+        cache.store(key(source), nvcc.cubin(source, arch), source)
+    return key, build, "gpu_check's own key (no runtime found)"
+
+
+def cubin_store(arch: str) -> Callable[[str], tuple[str, float]]:
+    """A function source -> ('compiled'|'cached', seconds) that leaves the cubin of `source` for
+    `arch` in the persistent cache (`cubin_cache`)."""
+    from jitkernel import cache
+    key, build, origin = cubin_cache(arch)
+
+    def store(source: str) -> tuple[str, float]:
+        if cache.load(key(source)) is not None:
+            return f"cached ({origin})", 0.0
         t0 = time.monotonic()
-        cache.store(key, nvcc.cubin(source, arch), source)
-        return "compiled", time.monotonic() - t0
-    return own
+        build(source)
+        return f"compiled ({origin})", time.monotonic() - t0
+    return store
 
 
 def precompile(report: Report, arch: str, budget: Budget) -> None:

@@ -143,11 +143,17 @@ def test_tier0_leaves_a_cubin_per_program_in_the_persistent_cache(tmp_path, monk
     check.precompile(report, "sm_90", check.Budget(120, check.TIER_BUDGETS))
     rows = {r["check"]: r for r in report.rows}
     assert rows["cubin sanitizer matmul"]["status"] == "skip" and "dot_general" in rows["cubin sanitizer matmul"]["detail"]
-    version = check.nvcc_version(nvcc.find_nvcc())
+    key, _, origin = check.cubin_cache("sm_90")
     for label, fn, args in progs[:2]:
         assert rows[f"cubin {label}"]["status"] == "ok", rows
         source = jk.jit(fn, backend="interpret").lower(*args).as_text("cuda")
-        hit = cache.load(cache.cache_key("cuda-cubin", source, version, "sm_90", jk.__version__))
+        try:  # the runtime's key where the runtime exists: what `backend="cuda"` will look up
+            from jitkernel.backends.cuda.pycuda_device import cubin_key
+            assert key(source) == cubin_key(source, "sm_90") and origin == "the runtime's key"
+        except ImportError:
+            assert key(source) == cache.cache_key("cuda-cubin", source, check.nvcc_version(nvcc.find_nvcc()),
+                                                  "sm_90", jk.__version__)
+        hit = cache.load(key(source))
         assert hit is not None and hit[0][:4] == b"\x7fELF" and hit[1] == source
         for name in __import__("re").findall(r'extern "C" __global__ void (\w+)\(', source):
             assert name.encode() in hit[0]
