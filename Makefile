@@ -43,7 +43,7 @@ gpu-wheels:
 	$(GPU_PYTHON) scripts/build_pycuda_wheels.py --out .whl
 
 gpu-prepare: $(BIN)/.installed
-	$(BIN)/python scripts/gpu_check.py --tiers 0 --no-install --cache-dir .gpu-cache
+	$(BIN)/python scripts/gpu_check.py --tiers 0 --no-install --cache-dir .gpu-cache --budget 1200 --tier-budget 0=1200
 
 gpu-check:
 	$(GPU_PYTHON) scripts/gpu_check.py --budget $(GPU_BUDGET)

@@ -80,13 +80,32 @@ class Report:
             f.write(f"===== {title}\n{text}\n")
 
     def table(self, extra: str = "") -> str:
+        """One line per result; results sharing a `group` (tier 0's cubins) collapse into one
+        line with their counts and the first result that is not ok."""
         lines = [f"{'tier':<5}{'check':<40}{'status':<9}{'s':>8}  detail"]
+        shown: set = set()
         for r in self.rows:
+            if r.get("group"):
+                if (r["tier"], r["group"]) in shown:
+                    continue
+                shown.add((r["tier"], r["group"]))
+                r = self._collapsed(r["tier"], r["group"])
             secs = "" if r["seconds"] is None else f"{r['seconds']:.1f}"
             lines.append(f"{r['tier']:<5}{r['check'][:39]:<40}{r['status']:<9}{secs:>8}  {str(r['detail'])[:110]}")
         counts = {s: sum(r["status"] == s for r in self.rows) for s in STATUSES}
         lines.append("totals: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
         return "\n".join(lines) + (f"\n\n{extra}" if extra else "")
+
+    def _collapsed(self, tier: int, group: str) -> dict:
+        rows = [r for r in self.rows if r["tier"] == tier and r.get("group") == group]
+        counts = {s: sum(r["status"] == s for r in rows) for s in STATUSES}
+        worst = next((s for s in ("error", "fail", "timeout") if counts[s]), "ok" if counts["ok"] else "skip")
+        first = next((r for r in rows if r["status"] != "ok"), None)
+        detail = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+        if first is not None:
+            detail += f"; {first['check']}: {first['detail']}"
+        return {"tier": tier, "check": f"{group} ({len(rows)})", "status": worst, "detail": detail,
+                "seconds": sum(r["seconds"] or 0.0 for r in rows)}
 
     def finish(self, extra: str = "") -> str:
         text = self.table(extra)
@@ -198,7 +217,18 @@ def programs() -> list[tuple[str, Callable, list[np.ndarray]]]:
     progs += [(f"sanitizer {name}", fn, zeros(shapes)) for name, (fn, shapes) in SANITIZER_PROGRAMS.items()]
     progs += [("cell cell_softmax", cell_softmax, zeros([(2048, 1024)])),
               ("cell cell_fused", cell_fused, zeros([(2048, 1024)]))]
-    return progs
+    return progs + corpus_programs()
+
+
+def corpus_programs() -> list[tuple[str, Callable, list]]:
+    """The renderer's test corpus (tests/cuda_corpus.py), which tier 1 runs on the GPU."""
+    if str(REPO / "tests") not in sys.path:
+        sys.path.insert(0, str(REPO / "tests"))
+    try:
+        from cuda_corpus import all_cases
+    except ImportError:  # a tree without tests/: nothing of the corpus to precompile
+        return []
+    return [(f"corpus {case.name}", case.fn, list(case.args)) for case in all_cases()]
 
 
 # ------------------------------------------------------------------------------ tier 0
@@ -273,6 +303,10 @@ def cubin_store(arch: str) -> Callable[[str], tuple[str, float]]:
     return store
 
 
+def _group(label: str) -> str:
+    return "cubins " + label.split()[0]
+
+
 def precompile(report: Report, arch: str, budget: Budget) -> None:
     """Render every program of `programs()` (in order, here) and leave its cubin in the persistent
     cache (nvcc runs in parallel, one per core: they are separate processes)."""
@@ -290,21 +324,21 @@ def precompile(report: Report, arch: str, budget: Budget) -> None:
             rendered.append((label, jk.jit(fn, backend="interpret").lower(*args).as_text("cuda"), t0))
         except jk.UnsupportedOperationError as e:
             report.add(0, f"cubin {label}", "skip", f"not rendered: {str(e).splitlines()[0][:150]}",
-                       time.monotonic() - t0)
+                       time.monotonic() - t0, group=_group(label))
     pool = ThreadPoolExecutor(max_workers=max(1, min(len(rendered), os.cpu_count() or 1)))
     futures = {pool.submit(store, source): (label, source, t0) for label, source, t0 in rendered}
     done, _ = wait(futures, timeout=budget.left())
     for future, (label, source, t0) in futures.items():
         if future not in done:
-            report.add(0, f"cubin {label}", "timeout", "tier 0 budget spent before nvcc finished")
+            report.add(0, f"cubin {label}", "timeout", "tier 0 budget spent before nvcc finished", group=_group(label))
             continue
         try:
             how, secs = future.result()
             kernels = len(re.findall(r'extern "C" __global__', source))
-            report.add(0, f"cubin {label}", "ok", f"{how} for {arch}, {kernels} kernels", secs)
+            report.add(0, f"cubin {label}", "ok", f"{how} for {arch}, {kernels} kernels", secs, group=_group(label))
         except Exception as e:  # noqa: BLE001 (CompileError: nvcc's message is the result)
             report.add(0, f"cubin {label}", "error", f"{type(e).__name__}: {str(e).splitlines()[0][:150]}",
-                       time.monotonic() - t0)
+                       time.monotonic() - t0, group=_group(label))
     pool.shutdown(wait=False, cancel_futures=True)
 
 
@@ -398,29 +432,36 @@ def child_copy_bandwidth() -> int:
     return 0
 
 
-def child_corpus() -> int:
-    """The renderer's test corpus (tests/cuda_corpus.py) on backend="cuda" against NumPy."""
+def host_like(got: Any, expected: Any) -> Any:
+    """`got` with device arrays copied back, shaped like NumPy's `expected` (a 0-d device array
+    where NumPy returns a scalar becomes that scalar: device results are arrays, as in JAX)."""
+    if isinstance(expected, (tuple, list)):
+        return type(expected)(host_like(g, e) for g, e in zip(got, expected))
+    value = np.asarray(got)
+    return value[()] if isinstance(expected, np.generic) and value.ndim == 0 else value
+
+
+def child_corpus(backend: str = "cuda") -> int:
+    """The renderer's test corpus (tests/cuda_corpus.py) on `backend` against NumPy, with the
+    emulator tests' comparison (dtype, shape, values within the dtype's tolerance, zero signs)."""
     sys.path.insert(0, str(REPO / "tests"))
     import jitkernel as jk
-    from cuda_corpus import all_cases
+    from cuda_corpus import all_cases, assert_zero_signs
+    from helpers import assert_matches_numpy, numpy_result
+    cases = all_cases()
     ok, failed = 0, []
-    for case in all_cases():
+    for case in cases:
         try:
-            got = jk.jit(case.fn, backend="cuda")(*case.args)
-            expected = case.fn(*case.args)
-            pairs = zip(got, expected) if isinstance(expected, tuple) else [(got, expected)]
-            for g, e in pairs:
-                g, e = np.asarray(g), np.asarray(e)
-                assert g.dtype == e.dtype and g.shape == e.shape, f"{g.dtype}{g.shape} != {e.dtype}{e.shape}"
-                if e.dtype.kind in "fc":
-                    np.testing.assert_allclose(g, e, rtol=case.rtol, atol=case.rtol, equal_nan=True)
-                else:
-                    np.testing.assert_array_equal(g, e)
+            expected = numpy_result(case.fn, *case.args)
+            got = host_like(jk.jit(case.fn, backend=backend)(*case.args), expected)
+            assert_matches_numpy(got, expected, rtol=case.rtol)
+            if case.zero_signs:
+                assert_zero_signs(got, expected)
             ok += 1
         except Exception as e:  # noqa: BLE001 (each case is one result)
             failed.append(case.name)
             print(f"FAILED {case.name}: {type(e).__name__}: {str(e)[:300]}")
-    print(f"CORPUS {ok} passed, {len(failed)} failed" + (f": {', '.join(failed[:8])}" if failed else ""))
+    print(f"CORPUS {ok} of {len(cases)} passed on {backend}" + (f"; failed: {', '.join(failed[:8])}" if failed else ""))
     return 1 if failed else 0
 
 
@@ -519,7 +560,7 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 # ------------------------------------------------------------------------------ driver
 TIERS: dict[int, Callable] = {0: tier0, 1: tier1, 2: tier2, 3: tier3, 4: tier4}
-CHILDREN = {"copy-bandwidth": child_copy_bandwidth, "corpus": child_corpus}
+CHILDREN = {"copy-bandwidth": child_copy_bandwidth}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -578,6 +619,8 @@ def main(argv: list[str] | None = None) -> int:
             return child_program(*rest.split(":"))
         if kind == "cells":
             return child_cells(rest or "cuda")
+        if kind == "corpus":
+            return child_corpus(rest or "cuda")
         return CHILDREN[kind]()
     report = Report(choose_out(args.out))
     cache_dir = choose_cache(args.cache_dir)

@@ -60,6 +60,19 @@ def test_report_writes_each_result_at_once_and_the_table_last(tmp_path):
         report.add(1, "bad", "passed")
 
 
+def test_grouped_results_collapse_into_one_table_line(tmp_path):
+    report = check.Report(tmp_path)
+    for i in range(5):
+        report.add(0, f"cubin corpus c{i}", "ok", "compiled", 1.0, group="cubins corpus")
+    report.add(0, "cubin corpus bad", "error", "CompileError: nvcc said no", 2.0, group="cubins corpus")
+    report.add(0, "cubin bench matmul", "skip", "not rendered: dot_general", group="cubins bench")
+    lines = report.table().splitlines()
+    assert len(lines) == 4 and len(_rows(report.path)) == 7  # every result stays in the JSON lines
+    assert lines[1].split()[:4] == ["0", "cubins", "corpus", "(6)"] and "error" in lines[1]
+    assert "5 ok, 1 error; cubin corpus bad: CompileError: nvcc said no" in lines[1] and "7.0" in lines[1]
+    assert "skip" in lines[2] and "not rendered: dot_general" in lines[2]
+
+
 def test_a_spent_budget_still_prints_the_table(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
     rc = check.main(["--tiers", "1,2,3", "--budget", "0", "--out", str(tmp_path), "--no-install",
@@ -167,6 +180,7 @@ def test_the_programs_render_at_the_benchmark_shapes_without_memory():
     progs = {label: args for label, _, args in check.programs()}
     w1 = progs["bench W1"][0]
     assert w1.shape == (10**8,) and w1.strides == (0,) and w1.dtype == np.float32
+    assert sum(label.startswith("corpus ") for label in progs) == len(__import__("cuda_corpus").all_cases()) > 100
     assert {"bench W1", "bench W2", "bench W3", "bench W4", "bench W6", "bench matmul", "sanitizer reduction",
             "sanitizer row-kernel", "sanitizer matmul", "cell cell_softmax"} <= set(progs)
 
@@ -209,7 +223,7 @@ def test_benchmark_table_computes_bandwidth_and_ratios():
     assert "copy bandwidth (device to device): 4.00 TB/s" in text
     assert "jitkernel: UnsupportedOperationError: dot_general" in text and "W2" not in text
     assert "dispatch jitkernel 9.5 us/call  goal <= 15 us" in text
-    assert "first_call" in text and "800.0 ms (context creation apart: 0.30 s)  goal <= 1 s" in text
+    assert "first_call" in text and "800.0 ms (import + CUDA context apart: 0.30 s)  goal <= 1 s" in text
 
 
 def test_benchmark_check_catches_a_wrong_answer():
