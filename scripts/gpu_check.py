@@ -356,8 +356,10 @@ def gpu_present() -> bool:
 
 
 def find_tool(name: str) -> str | None:
-    for candidate in (shutil.which(name), f"/usr/local/cuda/bin/{name}",
-                      f"/usr/local/cuda/compute-sanitizer/{name}"):
+    import glob
+    for candidate in (shutil.which(name), f"/usr/local/cuda/bin/{name}", f"/usr/local/cuda/compute-sanitizer/{name}",
+                      *sorted(glob.glob(f"/usr/local/cuda-*/bin/{name}"), reverse=True),
+                      *sorted(glob.glob(f"/usr/local/cuda-*/compute-sanitizer/{name}"), reverse=True)):
         if candidate and os.path.exists(candidate):
             return candidate
     return None
@@ -561,6 +563,10 @@ def tier4(args: argparse.Namespace, report: Report, budget: Budget) -> str:
     table = table_file.read_text() if table_file.exists() else ""
     rows = [r for r in _read_jsonl(report.out / "gpu_bench.jsonl")]
     detail = f"{len(rows)} results" if rows else last_line(text)
+    if status == "ok" and "(nothing can run here)" in text:
+        status, detail = "skip", "no implementation can run here: " + last_line(text, r"skipped: ")
+    elif status == "ok" and args.dry_run_bench:
+        detail = "dry run: " + last_line(text, r"^jitkernel ")
     report.add(4, "GPU benchmark", status, detail, secs)
     return table or ("benchmark plan:\n" + text.strip() if args.dry_run_bench else "")
 
