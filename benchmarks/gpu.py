@@ -246,13 +246,14 @@ def copy_bandwidth(nbytes: int = 1 << 30, repeat: int = 20) -> float:
     return 2 * nbytes / (ms * 1e-3)
 
 
-def run_workloads(impl_name: str, names: list[str] | None, repeat: int, emit: Callable[[dict], None]) -> None:
-    """The timed rows of one implementation, each emitted as soon as it exists."""
+def run_workloads(impl_name: str, chosen: list[GpuWorkload], repeat: int, emit: Callable[[dict], None]) -> None:
+    """The timed rows of one implementation, each emitted as soon as it exists (then its
+    dispatch row)."""
     t0 = time.perf_counter()
     impl = Impl(impl_name)
     timer = Timer(impl_name)
     emit({"kind": "context", "impl": impl_name, "seconds": time.perf_counter() - t0})
-    for w in workloads(names):
+    for w in chosen:
         row: dict = {"kind": "workload", "impl": impl_name, "workload": w.name, "timer": timer.kind}
         try:
             inputs = host_inputs(w)
@@ -369,7 +370,7 @@ def _worker(args: argparse.Namespace) -> int:
     elif args.worker == "copy":
         emit({"kind": "copy", "bytes_per_s": copy_bandwidth()})
     else:
-        run_workloads(args.worker, args.workloads, args.repeat, emit)
+        run_workloads(args.worker, workloads(args.workloads), args.repeat, emit)
     return 0
 
 

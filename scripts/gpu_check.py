@@ -600,6 +600,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--arch", default="sm_90", help="cubin architecture of tier 0 (default sm_90, the H200)")
     p.add_argument("--dry-run-bench", action="store_true", help="tier 4 only prints the benchmark's plan")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--emulate-gpu", action="store_true", help=argparse.SUPPRESS)  # tests: children on an emulated GPU
     args = p.parse_args(argv)
     args.tiers = sorted({int(t) for t in args.tiers.split(",") if t.strip()})
     bad = [t for t in args.tiers if t not in TIERS]
@@ -630,17 +631,26 @@ def choose_cache(explicit: Path | None) -> Path:
     return Path(tempfile.mkdtemp(prefix="jk-gpu-cache-"))
 
 
+def run_child_here(child: str) -> int:
+    """One GPU child: `program:NAME[:BACKEND]`, `cells[:BACKEND]`, `corpus[:BACKEND]`, `copy-bandwidth`."""
+    kind, _, rest = child.partition(":")
+    if kind == "program":
+        return child_program(*rest.split(":"))
+    if kind == "cells":
+        return child_cells(rest or "cuda")
+    if kind == "corpus":
+        return child_corpus(rest or "cuda")
+    return CHILDREN[kind]()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.child and args.emulate_gpu:  # the tests: GPU children on jitkernel's emulated GPU
+        from jitkernel.device_array import emulate_gpu
+        with emulate_gpu():
+            return run_child_here(args.child)
     if args.child:
-        kind, _, rest = args.child.partition(":")
-        if kind == "program":
-            return child_program(*rest.split(":"))
-        if kind == "cells":
-            return child_cells(rest or "cuda")
-        if kind == "corpus":
-            return child_corpus(rest or "cuda")
-        return CHILDREN[kind]()
+        return run_child_here(args.child)
     report = Report(choose_out(args.out))
     cache_dir = choose_cache(args.cache_dir)
     os.environ["JITKERNEL_CACHE_DIR"] = str(cache_dir)  # tier 0 writes it, the runtime (children) reads it

@@ -185,13 +185,52 @@ def test_the_programs_render_at_the_benchmark_shapes_without_memory():
             "sanitizer row-kernel", "sanitizer matmul", "cell cell_softmax"} <= set(progs)
 
 
-def test_the_cells_run_in_an_interactive_shell(tmp_path):
-    """Tier 3's cells, as written, through IPython's InteractiveShell; `-b cuda-emulator` stands
-    in for `-b cuda` here (results are NumPy arrays there)."""
-    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "gpu_check.py"), "--child", "cells:cuda-emulator"],
+def _emulated_gpu():
+    try:
+        from jitkernel.device_array import emulate_gpu
+        return emulate_gpu
+    except ImportError:
+        return None
+
+
+needs_emulated_gpu = pytest.mark.skipif(_emulated_gpu() is None, reason="jitkernel.device_array.emulate_gpu "
+                                        "(the cuda runtime's emulated GPU) is not in this tree")
+
+
+@needs_emulated_gpu
+def test_the_cells_run_with_b_cuda_in_an_interactive_shell(tmp_path):
+    """Tier 3's child as it runs on a GPU: `%%jit -b cuda` cells through IPython's InteractiveShell,
+    results checked to be DeviceArrays equal to NumPy's; here on jitkernel's emulated GPU."""
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "gpu_check.py"), "--child", "cells", "--emulate-gpu"],
                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "CELLS 3 of 3 ok" in proc.stdout
+
+
+def test_a_failing_cell_is_reported(tmp_path, monkeypatch):
+    """The cells child fails (exit 1, the cell named) when a check does not hold."""
+    monkeypatch.setattr(check, "CELLS", [("%%jit -b cuda\ndef f(x):\n    return x + 1\n\ny = f(x[:2, :2])\n",
+                                          "assert False, 'the check ran'\n")])
+    from IPython.core.interactiveshell import InteractiveShell
+    try:
+        assert check.child_cells("interpret") == 1
+    finally:
+        InteractiveShell.clear_instance()  # the next test module's shell starts clean
+
+
+@needs_emulated_gpu
+def test_benchmark_rows_of_jitkernel_on_an_emulated_gpu():
+    """benchmarks/gpu.py's jitkernel path (device_put, jk.jit(backend="cuda"), synchronisation,
+    the NumPy check, the timing loop, dispatch) on the emulated GPU, at toy sizes."""
+    small = [bench.GpuWorkload("W1", "W1", ((1000,),), 1000, 0.8, ""),
+             bench.GpuWorkload("W3", "W3", ((8, 64),), 8 * 64, 0.7, "")]
+    rows: list[dict] = []
+    with _emulated_gpu()():
+        bench.run_workloads("jitkernel", small, 3, rows.append)
+    assert [r["kind"] for r in rows] == ["context", "workload", "workload", "dispatch"], rows
+    for r in rows[1:3]:
+        assert "error" not in r and r["check"] == "ok" and r["median_ms"] > 0 and r["timer"] == "wall + block_until_ready", r
+    assert rows[3]["dispatch_us"] > 0
 
 
 # ------------------------------------------------------------------------------ benchmark
