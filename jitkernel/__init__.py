@@ -20,6 +20,8 @@ from .benchmarking import BenchmarkRecord, benchmark
 from . import lax  # jk.lax: cond, switch, while_loop, fori_loop, scan
 from . import sharding  # jk.sharding: Mesh, PartitionSpec (P), NamedSharding (docs/distributed.md)
 from .sharding import ShardedArray, dask_devices, device_put, devices, visualize_sharding
+from . import device_array  # jk.DeviceArray, GPU devices (docs/gpu.md, "Device arrays and synchronisation")
+from .device_array import DeviceArray
 from . import random  # jk.random: explicit keys, JAX's threefry bits (not in __all__: `import *` must not shadow stdlib random)
 from .transforms import (ArgumentNotWrittenWarning, BatchingError, CustomDerivativeError, GradientCheckError,
                          GradientError, check_grads, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jvp,
@@ -35,7 +37,7 @@ if config.default_backend != "cpu":  # JITKERNEL_BACKEND: an unknown name fails 
         raise ValueError(f"environment variable JITKERNEL_BACKEND: {_e}") from None
 
 __all__ = ["jit", "make_ir", "lax", "sharding", "ShardedArray", "devices", "dask_devices", "device_put",
-           "visualize_sharding", "benchmark", "BenchmarkRecord",
+           "visualize_sharding", "DeviceArray", "benchmark", "BenchmarkRecord",
            "grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "vmap", "stop_gradient", "check_grads",
            "custom_jvp", "custom_vjp", "CustomDerivativeError", "ArgumentNotWrittenWarning", "GradientCheckError",
            "GradientError", "BatchingError", "Jitted", "Lowered", "Recompilation", "CacheLimitWarning", "config", "events", "eval_program",

@@ -49,6 +49,8 @@ def _leaf_spec(leaf: Any, where: str) -> tuple:
         # Byte-swapped data (">f4" on a little-endian host) is the same dtype to NumPy's rules.
         dt = leaf.dtype if leaf.dtype.isnative else leaf.dtype.newbyteorder("=")
         return ("array", check_dtype(dt, where), tuple(leaf.shape))
+    if getattr(type(leaf), "_jk_device_array", False):  # jk.DeviceArray: passed on without a copy
+        return ("array", check_dtype(leaf.dtype, where), leaf.shape)
     if isinstance(leaf, (list, tuple)) or (hasattr(leaf, "__array__") or hasattr(leaf, "__array_interface__")):
         # (Lists and tuples are pytrees; one arrives here only inside an unregistered container.)
         raise TypeError(f"{where}: jitkernel cannot pass a {type(leaf).__name__} to a jitted function: pass an "
@@ -62,6 +64,8 @@ def _leaf_array(leaf: Any, spec: tuple) -> np.ndarray:
         if spec[1] is int and not (-2**63 <= leaf < 2**63):
             raise OverflowError(f"Python integer {leaf} out of bounds for int64")
         return np.asarray(leaf, dtype=_PY_SCALAR_DTYPES[spec[1]])
+    if getattr(type(leaf), "_jk_device_array", False):
+        return leaf  # the cuda backend uses its buffer; other backends convert it (np.asarray)
     return np.asarray(leaf, dtype=spec[1])  # a copy in native byte order only when it is not
 
 
@@ -774,8 +778,9 @@ def jit(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence
     """Compile `fun` on first call for each argument signature (usable with or without arguments).
 
     backend: "cpu" (LLVM, the default), "interpret" (the NumPy reference interpreter) or
-        "cuda-emulator" (the CUDA translation unit run on the host: docs/gpu.md); "cuda" raises
-        BackendUnavailableError saying what is missing (no GPU runtime in this build yet).
+        "cuda-emulator" (the CUDA translation unit run on the host: docs/gpu.md) or "cuda" (an
+        NVIDIA GPU through PyCUDA; returns jk.DeviceArray; elsewhere BackendUnavailableError
+        saying which of PyCUDA, the driver and a device is missing).
     fastmath: allow LLVM's fast-math rewrites on every float op (see docs/numpy-support.md).
     disk_cache: reuse machine code from the persistent cache (jitkernel.cache) across processes.
     autograph: convert Python `for i in range(...)`, `while` and `if` on traced values into

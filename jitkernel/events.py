@@ -113,3 +113,26 @@ def enabled() -> bool:
 def publish(event: Event) -> None:
     for callback in list(SUBSCRIBERS):
         callback(event)
+
+
+# -- device phases (backend "cuda" and its emulator; docs/gpu.md, "The PyCUDA runtime") ----------
+@dataclass
+class KernelEvent(Event):
+    """One kernel launch on a device: `duration` is the kernel's time (CUDA events on a GPU, the
+    wall time of the host run on the emulator); `start` is the host clock at the launch."""
+
+    kernel: str = ""
+    device: str = ""
+    grid: int = 0
+    block: int = 0
+
+
+@dataclass
+class TransferEvent(Event):
+    """One copy between host and device memory: `direction` "host->device" or "device->host",
+    `nbytes` the bytes copied, `duration` the copy's time (a device->host copy includes the
+    wait for the work it depends on)."""
+
+    direction: str = ""
+    nbytes: int = 0
+    device: str = ""

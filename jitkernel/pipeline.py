@@ -32,8 +32,13 @@ def same_array_positions(leaves: list) -> tuple[int, ...] | None:
         k = j
         if isinstance(a, np.ndarray):
             k = next((i for i in range(j) if isinstance(leaves[i], np.ndarray) and _same_array(leaves[i], a)), j)
+        elif getattr(type(a), "_jk_device_array", False):  # the same DeviceArray twice
+            k = next((i for i in range(j) if leaves[i] is a), j)
         first.append(first[k] if k != j else j)
     return tuple(first) if any(k != j for j, k in enumerate(first)) else None
+
+
+DEVICE_ARRAY_BACKENDS = ("cuda", "gpu")  # backends whose executables take jk.DeviceArray arguments
 
 
 class Compiled:
@@ -151,13 +156,16 @@ class Compiled:
             t = targets[i]
             if isinstance(t, np.generic):
                 raise TypeError(f"'numpy.{t.dtype.name}' object does not support item assignment")
+            if getattr(type(t), "_jk_device_array", False):
+                continue  # a DeviceArray takes its new buffer (write_back)
             if not t.flags.writeable:
                 raise ValueError("assignment destination is read-only")
         if len(targets) < 2:
             return
         for i, _ in written:
             for j, other in enumerate(targets):
-                if j != i and isinstance(other, np.ndarray) and np.may_share_memory(targets[i], other):
+                if j != i and isinstance(other, np.ndarray) and isinstance(targets[i], np.ndarray) \
+                        and np.may_share_memory(targets[i], other):
                     if _same_array(targets[i], other):
                         raise AliasedArguments(f"{self.name}: arguments {i} and {j} are the same array")
                     raise ValueError(
@@ -171,7 +179,9 @@ class Compiled:
         whole call succeeded: a call that raises leaves its arguments unchanged). np.copyto
         handles strides and byte order."""
         for i, k in self.program.written_args:
-            if outs[k] is not targets[i]:  # else the kernels wrote the caller's array in place
+            if getattr(type(targets[i]), "_jk_device_array", False):
+                targets[i]._assign(outs[k])  # the call's new buffer (docs/gpu.md, device arrays)
+            elif outs[k] is not targets[i]:  # else the kernels wrote the caller's array in place
                 np.copyto(targets[i], outs[k], casting="unsafe")
 
     def finish(self, outs: list[np.ndarray]) -> Any:
@@ -193,6 +203,8 @@ class Compiled:
         back into `targets` (the caller's own arrays, `arrays` when not given)."""
         if self.program.int_arg_bounds:
             self.check_inputs(arrays)
+        if self.backend not in DEVICE_ARRAY_BACKENDS and any(getattr(type(a), "_jk_device_array", False) for a in arrays):
+            arrays = [np.asarray(a) for a in arrays]  # a host backend copies DeviceArrays back first
         if self.program.written_args:
             targets = arrays if targets is None else targets
             self.check_targets(targets)

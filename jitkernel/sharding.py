@@ -33,7 +33,8 @@ __all__ = ["Device", "devices", "cpu_devices", "dask_devices", "Mesh", "Partitio
 # -- devices ---------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Device:
-    """One device: `platform` "cpu" (this process's memory) or "dask-worker" (`address`)."""
+    """One device: `platform` "cpu" (this process's memory) or "dask-worker" (`address`);
+    GPUs are `device_array.GpuDevice` (platform "gpu")."""
     id: int
     platform: str
     kind: str
@@ -63,13 +64,27 @@ def cpu_devices(n: int = 1) -> list[Device]:
     return [Device(i, "cpu", "cpu") for i in range(n)]
 
 
-def devices() -> list[Device]:
-    """The local devices, the CPU device first. Only the CPU is built (GPU devices: issue 9).
+def devices(backend: str | None = None) -> list[Device]:
+    """The local devices, the CPU device first, then one GPU device per CUDA device where
+    PyCUDA, the driver and a device exist (jitkernel/device_array.py). `backend` "cpu" or
+    "gpu" ("cuda") keeps that platform's devices, as `jax.devices("gpu")`; RuntimeError when
+    it has none.
 
-    >>> devices()
-    [CpuDevice(id=0)]
+    >>> devices()[0], devices("cpu")
+    (CpuDevice(id=0), [CpuDevice(id=0)])
     """
-    return cpu_devices(1)
+    from .device_array import gpu_devices
+    if backend is None:
+        return cpu_devices(1) + gpu_devices()
+    platform = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu"}.get(backend)
+    if platform is None:
+        raise RuntimeError(f"Unknown backend {backend!r}: jitkernel's device platforms are 'cpu' and 'gpu'")
+    found = cpu_devices(1) if platform == "cpu" else gpu_devices()
+    if not found:
+        from .backends.cuda import missing_for_cuda
+        raise RuntimeError(f"Unknown backend: 'gpu' requested, but no GPU devices are present: "
+                           f"{'; '.join(missing_for_cuda()) or 'the CUDA driver found no device'}")
+    return found
 
 
 def dask_devices(client: Any) -> list[Device]:
@@ -332,7 +347,8 @@ def _is_sharded(x: Any) -> bool:
 
 def device_put(x: Any, sharding: NamedSharding | Device | None = None) -> Any:
     """`x` laid out by `sharding`: a ShardedArray. Without one: `x` as a NumPy array (the CPU
-    device's memory is this process's). A Device: that device alone (replicated spec `P()`).
+    device's memory is this process's). A Device: that device alone (replicated spec `P()`);
+    a GPU device (`jk.devices("gpu")`): a `jk.DeviceArray` in its memory (docs/gpu.md).
 
     >>> import numpy as np
     >>> device_put([1, 2]).tolist()
@@ -340,6 +356,9 @@ def device_put(x: Any, sharding: NamedSharding | Device | None = None) -> Any:
     """
     if sharding is None:
         return np.asarray(x)
+    if isinstance(sharding, Device) and sharding.platform == "gpu":
+        from .device_array import put  # a jk.DeviceArray on that GPU (docs/gpu.md)
+        return put(x, sharding)
     if isinstance(sharding, Device):
         sharding = NamedSharding(Mesh(np.array([sharding], dtype=object), ("d",)), PartitionSpec())
     if not isinstance(sharding, NamedSharding):
@@ -349,6 +368,10 @@ def device_put(x: Any, sharding: NamedSharding | Device | None = None) -> Any:
         raise ValueError(f"One of device_put args is incompatible with its sharding annotation {sharding!r}: "
                          f"Sharding {sharding!r} is only valid for values of rank at least {len(sharding.spec)}, "
                          f"but was applied to a value of rank {value.ndim}.")
+    if any(d.platform == "gpu" for d in sharding.mesh.devices.flat):
+        from .errors import UnsupportedOperationError
+        raise UnsupportedOperationError("device_put: a NamedSharding over GPU devices is not supported yet; "
+                                        "jk.device_put(x, gpu) puts the whole array on one GPU (docs/gpu.md)")
     indices = sharding.devices_indices_map(value.shape)
     shards = []
     for dev, idx in indices.items():

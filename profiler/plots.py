@@ -28,7 +28,8 @@ MAX_NOTES = 24  # recompilation / failure notes listed under the timeline
 NOTE_WIDTH = 140  # characters per line of a note (wrapped, never cut)
 COLORS = {"trace": "#4c72b0", "optimize": "#8172b2", "fuse": "#937860", "codegen": "#da8bc3",
           "compile": "#dd8452", "first run": "#55a868", "warm run": "#8c8c8c", "recompile": "#c44e52",
-          "failed": "#000000"}
+          "failed": "#000000", "kernels": "#2a9d8f", "transfers": "#e9c46a", "kernel": "#2a9d8f",
+          "transfer": "#e9c46a"}
 
 
 class ProfileFigure(Figure):
@@ -88,7 +89,8 @@ def _select_calls(calls: list[CallRecord]) -> tuple[list[int], list[CallRecord]]
 
 
 def breakdown(report: Report) -> ProfileFigure:
-    """Stacked bars per call (log scale, ms): trace, compile, first run, warm run."""
+    """Stacked bars per call (log scale, ms): trace, compile, first run, warm run, and on a
+    device backend the kernels and host<->device transfers (taken out of the run bar)."""
     names, hidden = _busiest(report, [st.function for st in report.functions if st.calls])
     if not names:
         return _empty("breakdown", "no jitted calls recorded")
@@ -100,11 +102,15 @@ def breakdown(report: Report) -> ProfileFigure:
         all_calls = report.calls(name)
         idx, calls = _select_calls(all_calls)
         x = list(range(len(calls)))
+        # The device phases (backend "cuda") are shown apart; the run bars keep the host rest.
+        host = [max(0.0, c.run - c.kernels - c.transfers) for c in calls]
         parts = {
             "trace": [c.trace * 1e3 for c in calls],
             "compile": [c.compile * 1e3 for c in calls],
-            "first run": [c.run * 1e3 if c.first else 0.0 for c in calls],
-            "warm run": [0.0 if c.first else c.run * 1e3 for c in calls],
+            "first run": [h * 1e3 if c.first else 0.0 for c, h in zip(calls, host)],
+            "warm run": [0.0 if c.first else h * 1e3 for c, h in zip(calls, host)],
+            "kernels": [c.kernels * 1e3 for c in calls],
+            "transfers": [c.transfers * 1e3 for c in calls],
         }
         bottom = [0.0] * len(calls)
         for label, values in parts.items():

@@ -11,9 +11,14 @@ How each number is measured is documented in docs/profiling.md; in short:
   new size of a dynamic dimension ran on existing machine code: trace and fusion only, no LLVM,
   so neither a compile nor a cache hit), or a *failure* (`CompileFailedEvent`: the trace or the
   compile raised; listed in `failures`, never counted as a compile).
+- device phases (backend "cuda" and its emulator): *kernels* sums `KernelEvent`s (CUDA-event
+  times of each launch), *transfers* sums `TransferEvent`s (host<->device copies, with bytes).
+  Per call, a device event belongs to the call whose run it falls in; a device->host copy after
+  a call (converting its result) belongs to the latest call before it.
 """
 from __future__ import annotations
 
+import bisect
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +43,8 @@ class CallRecord:
     signature: str = ""
     reasons: list[str] = field(default_factory=list)  # recompilation reasons, if it recompiled
     disk_hit: bool = False
+    kernels: float = 0.0  # device kernel time of the call (KernelEvents)
+    transfers: float = 0.0  # host<->device copies of the call (TransferEvents)
 
 
 @dataclass
@@ -78,6 +85,13 @@ class FunctionStats:
     failures: list[Failure] = field(default_factory=list)
     name: str = ""
     function_id: int = 0
+    device: str | None = None  # the device its kernels ran on (backend "cuda", its emulator)
+    kernel_launches: int = 0
+    kernel_time: float = 0.0
+    h2d_bytes: int = 0
+    h2d_time: float = 0.0
+    d2h_bytes: int = 0
+    d2h_time: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """Plain values, times in milliseconds (for tables and JSON)."""
@@ -88,7 +102,10 @@ class FunctionStats:
                 "trace_ms": ms(self.trace), "compile_ms": ms(self.compile), "first_run_ms": ms(self.first_run),
                 "warm_runs": self.warm_runs, "warm_median_ms": ms(self.warm_median),
                 "graph_ops": self.graph_ops, "kernels": self.kernels, "library_calls": self.library_calls,
-                "bytes_unfused": self.bytes_unfused, "bytes_fused": self.bytes_fused}
+                "bytes_unfused": self.bytes_unfused, "bytes_fused": self.bytes_fused,
+                "device": self.device, "kernel_launches": self.kernel_launches, "kernel_ms": ms(self.kernel_time),
+                "h2d_bytes": self.h2d_bytes, "h2d_ms": ms(self.h2d_time), "d2h_bytes": self.d2h_bytes,
+                "d2h_ms": ms(self.d2h_time)}
 
 
 def function_stats(snap: Snapshot) -> list[FunctionStats]:
@@ -133,6 +150,18 @@ def function_stats(snap: Snapshot) -> list[FunctionStats]:
         elif cls is events.RecompileEvent:
             st.recompiles += 1
             st.recompilations.append((e.start - e.duration, list(e.reasons), e.signature))
+        elif cls is events.KernelEvent:
+            st.device = e.device
+            st.kernel_launches += 1
+            st.kernel_time += e.duration
+        elif cls is events.TransferEvent:
+            st.device = st.device or e.device
+            if e.direction == "host->device":
+                st.h2d_bytes += e.nbytes
+                st.h2d_time += e.duration
+            else:
+                st.d2h_bytes += e.nbytes
+                st.d2h_time += e.duration
     for key, cols in snap.warm.items():
         st = table[key]
         st.calls += len(cols.run_durations)
@@ -158,10 +187,14 @@ def call_records(snap: Snapshot, function: FunctionKey) -> list[CallRecord]:
     calls: list[CallRecord] = []
     pending: CallRecord | None = None
     label = snap.labels().get(function, function[0])
+    device: list[events.Event] = []
     for e in snap.events:
         if key_of(e) != function:
             continue
         cls = e.__class__
+        if cls is events.KernelEvent or cls is events.TransferEvent:
+            device.append(e)
+            continue
         if cls is events.CompileFailedEvent:
             pending = None
             continue
@@ -189,4 +222,21 @@ def call_records(snap: Snapshot, function: FunctionKey) -> list[CallRecord]:
     if cols is not None:
         calls.extend(CallRecord(label, s, run=d) for s, d in zip(cols.run_starts, cols.run_durations))
         calls.sort(key=lambda c: c.start)
+    _attach_device_events(calls, device)
     return calls
+
+
+def _attach_device_events(calls: list[CallRecord], device: list[events.Event]) -> None:
+    """Add each device event to the call it belongs to (module docstring): the latest call that
+    started before it (a compiling call starts at its cache miss, before its launches)."""
+    if not calls or not device:
+        return
+    starts = [c.start for c in calls]
+    for e in device:
+        i = bisect.bisect_right(starts, e.start) - 1
+        if i < 0:
+            continue  # before the first recorded call (the collector started mid-call)
+        if e.__class__ is events.KernelEvent:
+            calls[i].kernels += e.duration
+        else:
+            calls[i].transfers += e.duration

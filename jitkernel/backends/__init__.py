@@ -10,7 +10,7 @@ machine cannot run is a `jk.BackendUnavailableError` saying what is missing.
 >>> check_backend("tpu")
 Traceback (most recent call last):
     ...
-ValueError: unknown backend 'tpu'; backends are 'cpu', 'interpret', 'cuda-emulator' and 'cuda' (no runtime in this build yet)
+ValueError: unknown backend 'tpu'; backends are 'cpu', 'interpret', 'cuda-emulator' and 'cuda' (a CUDA GPU through PyCUDA)
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from ..errors import BackendUnavailableError
 from ..ir import Program
 
 AVAILABLE = ("cpu", "interpret", "cuda-emulator")
-# Known names without an implementation in this build ("gpu" is an alias of "cuda").
+# Backends that need something this machine may lack, by name ("gpu" is an alias of "cuda").
 UNAVAILABLE = {"cuda": "cuda", "gpu": "cuda"}
 # Backends whose compiled kernels can become shape-generic (docs/recompilation.md).
 SHAPE_GENERIC = ("cpu",)
@@ -37,15 +37,15 @@ def check_backend_name(name: Any) -> None:
     """ValueError unless `name` is a backend jitkernel knows (available or not)."""
     if not isinstance(name, str) or (name not in AVAILABLE and name not in UNAVAILABLE):
         raise ValueError(f"unknown backend {name!r}; backends are 'cpu', 'interpret', 'cuda-emulator' and 'cuda' "
-                         "(no runtime in this build yet)")
+                         "(a CUDA GPU through PyCUDA)")
 
 
-def _cuda_environment() -> str:
+def _cuda_environment(missing: list[str] | None = None) -> str:
     """What this machine lacks of a CUDA setup, for the error message (cheap checks only)."""
     from .cuda import missing_for_cuda
     from .cuda.nvcc import find_nvcc
     nvcc = find_nvcc()
-    missing = missing_for_cuda()
+    missing = missing_for_cuda() if missing is None else missing
     return ("; ".join(missing) if missing else "PyCUDA, the driver and a device are all present") + \
         f"; nvcc {'at ' + nvcc if nvcc else 'not on PATH'}"
 
@@ -55,11 +55,15 @@ def check_backend(name: Any) -> None:
     `BackendUnavailableError` for a known one this build or machine lacks."""
     check_backend_name(name)
     if name in UNAVAILABLE:
-        raise BackendUnavailableError(
-            f"backend {name!r} is not available: this build of jitkernel has no CUDA backend runtime yet (the "
-            f"PyCUDA launch path is not built; the CUDA renderer runs on backend='cuda-emulator'). On this "
-            f"machine: {_cuda_environment()}. Use backend='cpu' (LLVM, the default), backend='interpret' or "
-            "backend='cuda-emulator'")
+        from ..device_array import gpu_devices
+        if not gpu_devices():  # cheap checks first (missing_for_cuda); the driver only where they pass
+            from .cuda import missing_for_cuda
+            missing = missing_for_cuda() or ["the CUDA driver found no usable device (cuInit failed)"]
+            raise BackendUnavailableError(
+                f"backend {name!r} is not available: it runs on an NVIDIA GPU through PyCUDA, and on this machine "
+                f"{_cuda_environment(missing)}. Use backend='cpu' (LLVM, the default), backend='interpret' or "
+                "backend='cuda-emulator' (the same CUDA source run on the host); docs/gpu.md says how to install "
+                "PyCUDA")
     if name == "cuda-emulator":
         from .cuda.emulator import compiler
         compiler()  # BackendUnavailableError without a host C++ compiler
@@ -93,5 +97,8 @@ def get_backend(name: str) -> Backend:
     if name == "cuda-emulator":
         from .cuda.emulator import CudaEmulatorBackend
         return CudaEmulatorBackend()
+    if name in UNAVAILABLE:
+        from .cuda.runtime import CudaBackend
+        return CudaBackend()
     from .cpu import CpuBackend
     return CpuBackend()

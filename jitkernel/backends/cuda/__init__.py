@@ -1,7 +1,8 @@
 """The CUDA backend (docs/gpu.md): the kernel IR rendered as one CUDA C translation unit
-(render.py), run on the host by `backend="cuda-emulator"` (emulator.py). The PyCUDA runtime
-(`backend="cuda"` on a GPU) is not built yet: asking for it raises BackendUnavailableError
-saying what this machine lacks (`missing_for_cuda`).
+(render.py), run on the host by `backend="cuda-emulator"` (emulator.py) and on a GPU by
+`backend="cuda"` through PyCUDA (runtime.py, pycuda_device.py; both devices share the step
+runner, executor.py). Where PyCUDA, the driver or a device is missing, asking for `cuda` raises
+BackendUnavailableError saying which (`missing_for_cuda`).
 """
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ compiles the kernels of many programs as one library (one compiler run for a tes
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import re
 import shutil
@@ -18,7 +19,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from ...fusion import KernelProgram
 from ...ir import Program
 from ..cpu.runtime import StatusWord
 from ..cpu.runtime import _raise_status as raise_status
+from .executor import ProgramRunner
 from .render import CudaModule, Launch, render_program
 from .shim import SHIM
 
@@ -165,53 +167,80 @@ def prebuild(modules: list[CudaModule], disk_cache: bool = True) -> None:
         _prebuilt[tag] = lib
 
 
-class EmulatedProgram:
-    """Runs a rendered KernelProgram: allocates its buffers as NumPy arrays, launches each
-    kernel through its host wrapper, returns the outputs."""
+def _no_buffer(device: Any) -> None:
+    return None
 
-    def __init__(self, kp: KernelProgram, module: CudaModule, lib: ctypes.CDLL, policy: LaunchPolicy) -> None:
-        self.kp, self.module, self.policy = kp, module, policy
-        self._lib = lib
-        self._fns = {launch.name: getattr(lib, f"jk_launch_{launch.name}") for ls in module.launches for launch in ls}
-        for fn in self._fns.values():
+
+class EmulatorDevice:
+    """The `executor.Device` of the emulator: buffers are C-contiguous NumPy arrays, kernels
+    are the `jk_launch_<kernel>` host wrappers of a loaded library, the status word is the CPU
+    backend's `StatusWord`. Launch shapes come from a `LaunchPolicy`."""
+
+    name = "cuda-emulator"
+
+    def __init__(self, lib: ctypes.CDLL | None = None, policy: LaunchPolicy | None = None) -> None:
+        self.policy = policy or LaunchPolicy()
+        self._libs: list[ctypes.CDLL] = [] if lib is None else [lib]
+        self._fns: dict[str, Any] = {}
+
+    def load(self, module: CudaModule, disk_cache: bool = True) -> None:
+        """Make the kernels of `module` launchable here (its host library, built or cached)."""
+        lib = library(module, disk_cache)
+        if all(lib is not other for other in self._libs):
+            self._libs.append(lib)
+
+    def _kernel(self, kernel: str) -> Any:
+        """The host wrapper of `kernel`, typed on first use (any step kind's kernels)."""
+        fn = self._fns.get(kernel)
+        if fn is None:
+            lib = next((lib for lib in reversed(self._libs) if hasattr(lib, f"jk_launch_{kernel}")), None)
+            if lib is None:
+                raise KeyError(f"kernel {kernel} is not loaded on the emulator device (EmulatorDevice.load)")
+            fn = getattr(lib, f"jk_launch_{kernel}")
             fn.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p]
             fn.restype = None
-        self._consts = {bid: np.ascontiguousarray(np.asarray(c, kp.buffers[bid].dtype)) for bid, c in kp.consts}
+            self._fns[kernel] = fn
+        return fn
 
-    def __call__(self, arrays: list) -> list[np.ndarray]:
-        kp = self.kp
-        bufs: dict[int, np.ndarray] = dict(self._consts)
-        for bid, a in zip(kp.inputs, arrays):
-            b = kp.buffers[bid]
-            bufs[bid] = np.ascontiguousarray(np.asarray(a), dtype=np.dtype(b.dtype.str)).reshape(b.shape)
-        for b in kp.buffers.values():
-            if b.id not in bufs:
-                bufs[b.id] = np.empty(b.shape, b.dtype)
-        status = StatusWord()
-        for launches in self.module.launches:
-            work: dict[tuple, np.ndarray] = {}
-            parts = 1
-            for launch in launches:
-                grid, block = self.shape(launch)
-                for bid, dt, per_row in launch.scratch:
-                    work[("scratch", bid)] = np.empty(grid * per_row, dt)
-                if launch.kind == "partial":
-                    parts = grid
-                    for k, acc, has_pos in launch.work:
-                        work[(k, "val")] = np.empty(grid, acc)
-                        if has_pos:
-                            work[(k, "pos")] = np.empty(grid, np.int64)
-                self._launch(launch, grid, block, bufs, work, parts, status)
-        if status.value:
-            raise_status(status)  # NumPy's exception and message, as on the CPU backend
-        # Outputs are fresh arrays (an output may be an input or constant buffer itself).
-        outs = []
-        for bid in kp.outputs:
-            arr = bufs[bid]
-            outs.append(arr.copy() if bid in kp.inputs or any(bid == c for c, _ in kp.consts) else arr)
-        return outs
+    def alloc(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        return np.empty(shape, dtype)
 
-    def shape(self, launch: Launch) -> tuple[int, int]:
+    def put(self, value: Any, shape: tuple[int, ...], dtype: np.dtype, function: str = "") -> np.ndarray:
+        buffer = getattr(value, "_jk_buffer_on", _no_buffer)(self)
+        if buffer is not None and value.dtype == dtype and value.size == math.prod(shape):
+            return buffer.reshape(shape)  # a DeviceArray of this device: no copy
+        if not events.SUBSCRIBERS:
+            return np.ascontiguousarray(np.asarray(value), dtype=dtype).reshape(shape)
+        t0 = events.clock()
+        out = np.ascontiguousarray(np.asarray(value), dtype=dtype).reshape(shape)
+        events.publish(events.TransferEvent(function, t0, events.clock() - t0, direction="host->device",
+                                            nbytes=out.nbytes, device=self.name))
+        return out
+
+    def download(self, buffer: np.ndarray, shape: tuple[int, ...], dtype: np.dtype, function: str = "") -> np.ndarray:
+        """A host copy of `buffer` (the emulator's "device->host transfer")."""
+        t0 = events.clock()
+        out = np.array(buffer, dtype, order="C").reshape(shape)
+        if events.SUBSCRIBERS:
+            events.publish(events.TransferEvent(function, t0, events.clock() - t0, direction="device->host",
+                                                nbytes=out.nbytes, device=self.name))
+        return out
+
+    def synchronize(self) -> None:
+        """Nothing to wait for: emulated launches run to completion."""
+
+    def upload(self, host: np.ndarray, function: str = "") -> np.ndarray:
+        t0 = events.clock()
+        out = np.array(host, order="C")
+        if events.SUBSCRIBERS:
+            events.publish(events.TransferEvent(function, t0, events.clock() - t0, direction="host->device",
+                                                nbytes=out.nbytes, device=self.name))
+        return out
+
+    def copy(self, buffer: np.ndarray) -> np.ndarray:
+        return buffer.copy()
+
+    def launch_shape(self, launch: Launch) -> tuple[int, int]:
         p = self.policy
         if launch.kind == "final":
             return 1, p.block
@@ -219,24 +248,50 @@ class EmulatedProgram:
             return max(1, min(launch.items, p.max_grid)), p.block
         return max(1, min(-(-launch.items // p.block), p.max_grid)), p.block
 
-    def _launch(self, launch: Launch, grid: int, block: int, bufs: dict, work: dict, parts: int,
-                status: StatusWord) -> None:
-        keep = []
-        ptrs = (ctypes.c_void_p * len(launch.params))()
-        for i, what in enumerate(launch.params):
-            if what[0] == "buf":
-                ptrs[i] = bufs[what[1]].ctypes.data
-            elif what[0] == "work":
-                ptrs[i] = work[(what[1], what[2])].ctypes.data
-            elif what[0] == "scratch":
-                ptrs[i] = work[what].ctypes.data
-            elif what[0] == "parts":
-                v = ctypes.c_longlong(parts)
-                keep.append(v)
-                ptrs[i] = ctypes.addressof(v)
+    def launch(self, kernel: str, grid: int, block: int, args: Sequence[Any], timed: bool = False) -> float | None:
+        keep = []  # scalars passed by value live until the launch returns
+        ptrs = (ctypes.c_void_p * len(args))()
+        for i, a in enumerate(args):
+            if isinstance(a, np.ndarray):
+                ptrs[i] = a.ctypes.data
+            elif isinstance(a, StatusWord):
+                ptrs[i] = a.addr
             else:
-                ptrs[i] = status.addr
-        self._fns[launch.name](grid, block, ptrs)
+                v = np.array(a)
+                keep.append(v)
+                ptrs[i] = v.ctypes.data
+        if not timed:
+            self._kernel(kernel)(grid, block, ptrs)
+            return None
+        t0 = events.clock()
+        self._kernel(kernel)(grid, block, ptrs)
+        return events.clock() - t0  # the timing handle is the wall time itself
+
+    def elapsed(self, handles: Sequence[float]) -> list[float]:
+        return list(handles)
+
+    def new_status(self) -> StatusWord:
+        return StatusWord()
+
+    def check_status(self, word: StatusWord) -> None:
+        if word.value:
+            raise_status(word)  # NumPy's exception and message, as on the CPU backend
+
+
+class EmulatedProgram:
+    """Runs a rendered KernelProgram on the emulator device (executor.ProgramRunner): NumPy
+    arrays in, NumPy arrays out."""
+
+    def __init__(self, kp: KernelProgram, module: CudaModule, lib: ctypes.CDLL, policy: LaunchPolicy) -> None:
+        self.kp, self.module, self.policy = kp, module, policy
+        self.device = EmulatorDevice(lib, policy)
+        self.runner = ProgramRunner(kp, module, self.device)
+
+    def __call__(self, arrays: list) -> list[np.ndarray]:
+        return self.runner.run(arrays)
+
+    def shape(self, launch: Launch) -> tuple[int, int]:
+        return self.device.launch_shape(launch)
 
 
 class CudaEmulatorBackend:

@@ -1,0 +1,231 @@
+"""The step runner of the CUDA backend, shared by every device that runs a rendered program.
+
+`ProgramRunner(kp, module, device)` runs one rendered KernelProgram (`render.CudaModule`): it
+makes a buffer of the device for every kernel-IR buffer (arguments copied in, constants
+uploaded once, the rest allocated), then walks `module.launches` step by step, and hands back
+the output buffers. What a buffer *is* belongs to the device: a NumPy array for the emulator
+(emulator.EmulatorDevice), a pooled device allocation for PyCUDA (pycuda_device.PyCudaDevice).
+
+The `Device` interface (duck-typed; see `Device` below for the exact signatures):
+
+- `alloc(shape, dtype)`: an uninitialised buffer.
+- `put(value, shape, dtype, function="")`: an argument as a buffer of this device: a host
+  value is copied in (C order, `dtype`; an `events.TransferEvent` for `function` while anyone
+  listens), a device array already on this device with that dtype and size is used as it is
+  (any other value goes through the host: never a reinterpretation of its bytes).
+- `upload(host, function="")`: a fresh buffer holding a copy of a C-contiguous host array
+  (constants, `jk.device_put`).
+- `download(buffer, shape, dtype, function="")`: a host copy (waits for the launches before it);
+  `synchronize()`: waits for every launch so far (DeviceArray.block_until_ready).
+- `copy(buffer)`: a fresh buffer with the same contents (an output that is an input or constant).
+- `launch_shape(launch)`: the (grid, block) of one `render.Launch` on this device.
+- `launch(kernel, grid, block, args, timed=False)`: launch the kernel named `kernel` (an
+  `extern "C"` name of the module; asynchronous where the device is); `args` holds, per kernel
+  parameter, a buffer of this device, the status word, or a NumPy scalar (passed by value).
+  With `timed` it returns a timing handle, and `elapsed(handles)` gives their kernel times in
+  seconds (waiting for them): the runner publishes one `events.KernelEvent` per launch while
+  anyone listens to events (the profiler).
+- `new_status()` / `check_status(word)`: the status word of one call (the error flags the
+  kernels OR into it) and the check after the call, which raises NumPy's exception.
+
+Step kinds: each entry of `module.launches` is one KernelProgram step. A plain list of
+`Launch` is the step kind "kernels" (elementwise, rows, two-stage reductions: launched in
+order, with their work and scratch buffers). Any other entry names its kind in a `step_kind`
+attribute and is run by `STEP_RUNNERS[kind](call, step)`, so a module of another helper (matmul
+tiles, control flow) adds a kind with `@step_runner("kind")` without editing the loop here.
+
+>>> import numpy as np, jitkernel as jk
+>>> f = jk.jit(lambda x: np.sin(x) + 1, backend="cuda-emulator")
+>>> float(f(np.zeros(4, np.float32))[2])
+1.0
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol, Sequence
+
+import numpy as np
+
+from ... import events
+from ...errors import UnsupportedOperationError
+from ...fusion import KernelProgram
+from .render import CudaModule, Launch
+
+
+class Device(Protocol):
+    """What ProgramRunner needs of a device (module docstring)."""
+
+    name: str
+
+    def alloc(self, shape: tuple[int, ...], dtype: np.dtype) -> Any: ...
+
+    def put(self, value: Any, shape: tuple[int, ...], dtype: np.dtype, function: str = "") -> Any: ...
+
+    def upload(self, host: np.ndarray, function: str = "") -> Any: ...
+
+    def download(self, buffer: Any, shape: tuple[int, ...], dtype: np.dtype, function: str = "") -> np.ndarray: ...
+
+    def synchronize(self) -> None: ...
+
+    def copy(self, buffer: Any) -> Any: ...
+
+    def launch_shape(self, launch: Launch) -> tuple[int, int]: ...
+
+    def launch(self, kernel: str, grid: int, block: int, args: Sequence[Any], timed: bool = False) -> Any: ...
+
+    def elapsed(self, handles: Sequence[Any]) -> list[float]: ...
+
+    def new_status(self) -> Any: ...
+
+    def check_status(self, word: Any) -> None: ...
+
+
+@dataclass
+class Call:
+    """The state of one run of a program, handed to every step runner: the device, the buffer
+    of every kernel-IR buffer id (`bufs`), and the status word."""
+
+    runner: "ProgramRunner"
+    bufs: dict[int, Any]
+    status: Any
+    work: dict[tuple, Any] = field(default_factory=dict)  # the current step's work/scratch buffers
+    # (timing handle, kernel, grid, block, host clock at launch) per launch, while events are on
+    timings: list[tuple] | None = None
+
+    @property
+    def device(self) -> Device:
+        return self.runner.device
+
+    def launch(self, launch: Launch, grid: int, block: int, parts: int = 1) -> None:
+        """Launch one `Launch` with its parameters resolved (module docstring of render.Launch)."""
+        args: list[Any] = []
+        for what in launch.params:
+            tag = what[0]
+            if tag == "buf":
+                args.append(self.bufs[what[1]])
+            elif tag == "work":
+                args.append(self.work[(what[1], what[2])])
+            elif tag == "scratch":
+                args.append(self.work[what])
+            elif tag == "parts":
+                args.append(np.int64(parts))
+            elif tag == "status":
+                args.append(self.status)
+            else:
+                raise UnsupportedOperationError(f"kernel {launch.name}: unknown kernel parameter {what!r}")
+        if self.timings is None:
+            self.runner.device.launch(launch.name, grid, block, args)
+        else:
+            t0 = events.clock()
+            handle = self.runner.device.launch(launch.name, grid, block, args, timed=True)
+            self.timings.append((handle, launch.name, grid, block, t0))
+
+    def publish_kernel_times(self) -> None:
+        """One KernelEvent per timed launch (waits for the launches on an asynchronous device)."""
+        if not self.timings:
+            return
+        device = self.runner.device
+        times = device.elapsed([t[0] for t in self.timings])
+        for (_, kernel, grid, block, t0), duration in zip(self.timings, times):
+            events.publish(events.KernelEvent(self.runner.kp.name, t0, duration, kernel=kernel, device=device.name,
+                                              grid=grid, block=block))
+
+
+StepRunner = Callable[[Call, Any], None]
+STEP_RUNNERS: dict[str, StepRunner] = {}
+
+
+def step_runner(kind: str) -> Callable[[StepRunner], StepRunner]:
+    """Register the runner of a step kind (`STEP_RUNNERS[kind]`).
+
+    >>> @step_runner("doctest-noop")
+    ... def _noop(call, step): pass
+    >>> STEP_RUNNERS["doctest-noop"] is _noop
+    True
+    >>> del STEP_RUNNERS["doctest-noop"]
+    """
+    def register(fn: StepRunner) -> StepRunner:
+        STEP_RUNNERS[kind] = fn
+        return fn
+    return register
+
+
+def step_kind(step: Any) -> str:
+    """"kernels" for a list of launches, else the step's own `step_kind`."""
+    if isinstance(step, list):
+        return "kernels"
+    return getattr(step, "step_kind", type(step).__name__)
+
+
+@step_runner("kernels")
+def run_kernels(call: Call, launches: list[Launch]) -> None:
+    """One fused step: its launches in order. A two-stage reduction's "partial" launch sizes
+    the per-block partials (`work`) that its "final" launch combines; a row kernel's scratch
+    holds one row per block."""
+    device = call.device
+    call.work = {}
+    parts = 1
+    for launch in launches:
+        grid, block = device.launch_shape(launch)
+        for bid, dt, per_row in launch.scratch:
+            call.work[("scratch", bid)] = device.alloc((grid * per_row,), np.dtype(dt))
+        if launch.kind == "partial":
+            parts = grid
+            for k, acc, has_pos in launch.work:
+                call.work[(k, "val")] = device.alloc((grid,), np.dtype(acc))
+                if has_pos:
+                    call.work[(k, "pos")] = device.alloc((grid,), np.dtype(np.int64))
+        call.launch(launch, grid, block, parts)
+
+
+def sets_status(module: CudaModule) -> bool:
+    """Whether a kernel of `module` may write the status word: `jk_status` appears in some
+    kernel's body, not only as its parameter (kernels without the parameter cannot write it)."""
+    return any(kernel.count("jk_status") > 1 for kernel in module.kernels.split('extern "C" __global__')[1:])
+
+
+class ProgramRunner:
+    """Runs a rendered KernelProgram on a device: `run(arrays)` -> the output buffers."""
+
+    def __init__(self, kp: KernelProgram, module: CudaModule, device: Device) -> None:
+        self.kp, self.module, self.device = kp, module, device
+        for step in module.launches:
+            if step_kind(step) not in STEP_RUNNERS:
+                raise UnsupportedOperationError(
+                    f"{kp.name}: no step runner for step kind {step_kind(step)!r} (executor.STEP_RUNNERS)")
+        self._consts = {bid: device.upload(np.ascontiguousarray(np.asarray(c, kp.buffers[bid].dtype)), kp.name)
+                        for bid, c in kp.consts}
+        # Kernels that never touch the status word leave it zero: their calls need no check, so
+        # an asynchronous device does not wait for them (module docstring of render.Launch).
+        self.may_set_status = sets_status(module)
+        # Outputs that are an input or constant buffer are copied: an output is always fresh.
+        self._shared_outputs = {bid for bid in kp.outputs
+                                if bid in kp.inputs or any(bid == c for c, _ in kp.consts)}
+
+    def buffers(self, arrays: Sequence[Any]) -> dict[int, Any]:
+        """The buffer of every kernel-IR buffer for one call: arguments put on the device,
+        constants, and fresh allocations for the rest."""
+        kp, device = self.kp, self.device
+        bufs: dict[int, Any] = dict(self._consts)
+        for bid, a in zip(kp.inputs, arrays):
+            b = kp.buffers[bid]
+            bufs[bid] = device.put(a, tuple(b.shape), np.dtype(b.dtype.str), kp.name)
+        for b in kp.buffers.values():
+            if b.id not in bufs:
+                bufs[b.id] = device.alloc(tuple(b.shape), b.dtype)
+        return bufs
+
+    def run(self, arrays: Sequence[Any]) -> list[Any]:
+        """Run every step; raises NumPy's exception when a kernel set the status word."""
+        call = Call(self, self.buffers(arrays), self.device.new_status())
+        if events.SUBSCRIBERS:
+            call.timings = []
+        for step in self.module.launches:
+            STEP_RUNNERS[step_kind(step)](call, step)
+        call.publish_kernel_times()
+        if self.may_set_status:
+            self.device.check_status(call.status)
+        return [self.device.copy(call.bufs[bid]) if bid in self._shared_outputs else call.bufs[bid]
+                for bid in self.kp.outputs]
+
+    __call__ = run
