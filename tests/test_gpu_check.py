@@ -310,3 +310,15 @@ def test_libcuda_stub_from_the_real_headers(tmp_path):
     assert "Library soname: [libcuda.so.1]" in soname
     stub = ctypes.CDLL(str(lib))
     assert stub.cuInit is not None and stub.cuProfilerStart is not None
+
+
+@needs_emulated_gpu
+def test_tier0_renders_the_source_the_cuda_runtime_compiles():
+    """The cubin tier 0 stores is found only if `backend="cuda"` renders the very same source
+    (the cache key hashes it): compare the two for a row kernel and a two-stage reduction."""
+    import jitkernel as jk
+    x = np.random.default_rng(0).random((8, 64), dtype=np.float32)
+    with _emulated_gpu()():
+        for fn in (check.cell_softmax, check.san_whole_sum):
+            runtime = jk.jit(fn, backend="cuda").lower(x).as_text("cuda")
+            assert runtime == jk.jit(fn, backend="interpret").lower(x).as_text("cuda"), fn.__name__
