@@ -83,6 +83,9 @@ def test_quickstart(kernels_dir, tmp_path):
              if "text/html" in o.get("data", {})]
     assert len(table) == 1 and ">layer</td>" in table[0]["data"]["text/html"]
     assert _count(nb, "image/png") == 2
+    assert 'extern "C" __global__ void jk_' in text  # the CUDA C of softmax, shown on every machine
+    from jitkernel.backends.cuda import missing_for_cuda
+    assert ("No GPU here, so the %%jit -b cuda cell is not run." in text) == bool(missing_for_cuda()), text
 
 
 def test_profiling(kernels_dir, tmp_path):
