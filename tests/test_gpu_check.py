@@ -155,9 +155,8 @@ def test_tier0_leaves_a_cubin_per_program_in_the_persistent_cache(tmp_path, monk
     report = check.Report(tmp_path / "out")
     check.precompile(report, "sm_90", check.Budget(120, check.TIER_BUDGETS))
     rows = {r["check"]: r for r in report.rows}
-    assert rows["cubin sanitizer matmul"]["status"] == "skip" and "dot_general" in rows["cubin sanitizer matmul"]["detail"]
     key, _, origin = check.cubin_cache("sm_90")
-    for label, fn, args in progs[:2]:
+    for label, fn, args in progs:  # the matmul too: dot_general renders as a tiled kernel
         assert rows[f"cubin {label}"]["status"] == "ok", rows
         source = jk.jit(fn, backend="interpret").lower(*args).as_text("cuda")
         try:  # the runtime's key where the runtime exists: what `backend="cuda"` will look up
