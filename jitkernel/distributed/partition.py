@@ -241,6 +241,7 @@ class Segment:
         self.partials: list[tuple[Var, tuple[int, ...], tuple[int, ...]]] = []  # (partial var, letters, reduced)
         self.free: set[Var] = set()  # values computed from scalar constants only
         self.reads_inputs = False  # whether some entry reads an input (closing the segment saves work)
+        self.sub_vars: list[Var] = []  # variables of blockwise control flow's sub-programs (control_flow.py)
 
     def of(self, v: Var) -> tuple[int, ...]:
         """The letters of `v`, registering it as an input (or an embedded scalar constant)."""
@@ -658,7 +659,7 @@ class Planner:
                           constvars=list(seg.constvars),
                           consts=[self.program.consts[self.program.constvars.index(v)] for v in seg.constvars],
                           entries=entries, outvars=out_vars, out_letters=out_letters, letter_size=sizes,
-                          disk_cache=self.disk_cache)
+                          disk_cache=self.disk_cache, sub_letters={v: canon(seg.letters[v]) for v in seg.sub_vars})
         step_outputs = []
         for v, letters, red in zip(out_vars, out_letters, reduced):
             chunks = tuple((1,) * len(L.chunks(a)) if d in red else L.chunks(a) for d, a in enumerate(letters))
@@ -729,3 +730,6 @@ def warn_rechunks(plan_: Plan, name: str, stacklevel: int = 3) -> None:
     if plan_.rechunked:
         warnings.warn(f"jit over dask ({name}): " + "; ".join(plan_.rechunked) + " (jitkernel.distributed.explain "
                       "shows the partition)", RechunkWarning, stacklevel=stacklevel + 1)
+
+
+from . import control_flow as _control_flow  # noqa: E402,F401 - registers the control-flow rules

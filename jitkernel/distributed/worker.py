@@ -57,6 +57,7 @@ class BlockProgram:
     out_letters: list[tuple[int, ...]]
     letter_size: dict[int, int] = field(default_factory=dict)  # full length of every letter
     disk_cache: bool = True  # the jitted function's disk_cache flag (and jk.config's, where it runs)
+    sub_letters: dict[Var, tuple[int, ...]] = field(default_factory=dict)  # blockwise control flow's sub-programs
 
     def block_sizes(self, in_shapes: list[tuple[int, ...]]) -> dict[int, int]:
         sizes = dict(self.letter_size)
@@ -89,6 +90,9 @@ def specialize(bp: BlockProgram, in_shapes: list[tuple[int, ...]]) -> Program:
     def bind(prim: str, inputs: list[Var], params: dict, expected: list[tuple[int, ...]] | None) -> list[Var]:
         if prim in SHAPE_PARAMS and expected is not None:
             params = dict(params, **{SHAPE_PARAMS[prim]: expected[0]})
+        if prim in ("cond", "while_loop", "fori_loop", "scan"):  # sub-programs at the block shapes too
+            from .control_flow import specialize_params
+            params = specialize_params(prim, params, bp.sub_letters, sizes)
         avals = infer_avals(prim, [v.aval for v in inputs], params)
         if expected is not None and [a.shape for a in avals] != [tuple(s) for s in expected]:
             raise PartitionInternalError(
