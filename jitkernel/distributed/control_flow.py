@@ -23,6 +23,7 @@ sub-Program variable gets the letters of the enclosing segment (`Segment.letters
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..ir import AType, Program
@@ -65,6 +66,7 @@ class _Analysis:
         self.outer_of: dict[int, int] = {}
         self.by_outer: dict[int, int] = {}
         self.vars: list[Var] = []
+        self.const_letters: list[int] = []  # letters of the sub-Programs' array constants (whole)
 
     def letter_for(self, outer_letter: int) -> int:
         root = self.outer.L.find(outer_letter)
@@ -88,6 +90,7 @@ class _Analysis:
                 S.letters[v] = S.fresh(v.aval.shape)
                 for a in S.letters[v]:
                     S.L.pin(a)
+                self.const_letters += S.letters[v]
             self.vars.append(v)
 
     def run(self, program: Program, role: str) -> list[tuple[int, ...]]:
@@ -114,9 +117,12 @@ class _Analysis:
             roots = [L.find(a) for a in letters]
             if any(roots.count(r) > 1 and _would_chunk(L, r) for r in roots):
                 raise NotBlockwise(f"{v.aval} carries one chunked axis twice")
+        consts = {L.find(a) for a in self.const_letters}
         for r in {L.find(a) for x in self.scratch.letters.values() for a in x}:
             if L.pinned[r] and _would_chunk(L, r):
-                raise NotBlockwise("a carry's chunked axis is needed whole in the loop")
+                raise NotBlockwise("a NumPy constant or np.arange inside it meets a chunked axis; pass the array "
+                                   "as an argument of the jitted function to keep the loop blockwise" if r in consts
+                                   else "a chunked axis is needed whole inside it")
 
     def commit(self) -> Any:
         """Carry the analysis into the enclosing segment: letters the sub-Programs unify are
@@ -219,9 +225,57 @@ def _sub_programs(eqn: Eqn) -> list[Program]:
         [p["cond"], p["body"]] if eqn.prim == "while_loop" else [p["body"]]
 
 
+# where a loop's consts start in its inputs, and in each sub-Program's invars
+_CONSTS_AT = {"fori_loop": ("nconsts", 2, {"body": 1}),
+              "while_loop": ("body_nconsts", None, {"cond": 0, "body": 0}),
+              "scan": ("nconsts", 0, {"body": 0})}
+
+
+def hoist_constants(seg: Segment, eqn: Eqn) -> Eqn:
+    """A loop whose sub-Programs hold array constants (a NumPy array closed over), rewritten to
+    receive them as loop consts: the partition then splits them like any operand (a Dask source),
+    where a constant inside the loop cannot be cut per block. Only in a real segment (a nested
+    loop keeps its constants)."""
+    from .partition import Source
+    planner = seg.planner
+    if eqn.prim not in _CONSTS_AT or not hasattr(planner, "steps"):
+        return eqn
+    count_key, start, where = _CONSTS_AT[eqn.prim]
+    params = dict(eqn.params)
+    inputs = list(eqn.inputs)
+    for name, offset in where.items():
+        sub = params[name]
+        hoisted = [k for k, v in enumerate(sub.constvars) if v.aval.ndim > 0]
+        if not hoisted or sub.int_arg_bounds or sub.byteorder_sources:
+            continue
+        key = count_key if name == "body" else "cond_nconsts"
+        n = params[key]
+        at = offset + n  # after the sub-Program's own consts
+        outer = []
+        for k in hoisted:
+            v = Var(sub.constvars[k].aval)
+            planner.chunks[v] = tuple((m,) for m in v.aval.shape)
+            planner.steps.append(Source(v, "const", sub.consts[k]))
+            outer.append(v)
+        keep = [k for k in range(len(sub.constvars)) if k not in hoisted]
+        params[name] = dataclasses.replace(
+            sub, invars=sub.invars[:at] + [sub.constvars[k] for k in hoisted] + sub.invars[at:],
+            constvars=[sub.constvars[k] for k in keep], consts=[sub.consts[k] for k in keep])
+        params[key] = n + len(hoisted)
+        if eqn.prim == "while_loop":  # inputs: [*cond_consts, *body_consts, *init]
+            pos = n if name == "cond" else params["cond_nconsts"] + n
+        else:
+            pos = start + n
+        inputs[pos:pos] = outer
+    if params == eqn.params:
+        return eqn
+    return Eqn(eqn.prim, inputs, list(eqn.outputs), params)
+
+
 @rule(*CONTROL_FLOW_PRIMITIVES)
 def control_flow_rule(seg: Segment, eqn: Eqn) -> None:
     """Blockwise where exact (module docstring), else the fallback (one block, warned)."""
+    eqn = hoist_constants(seg, eqn)
     try:
         out_letters = _analyse(seg, eqn)
     except NotBlockwise as why:
@@ -235,7 +289,11 @@ def control_flow_rule(seg: Segment, eqn: Eqn) -> None:
 # -- the worker side: sub-Programs rebuilt at one block's shapes --------------------------------
 def specialize_params(prim: str, params: dict, sub_letters: dict[Var, tuple[int, ...]],
                       sizes: dict[int, int]) -> dict:
-    """`params` of a control-flow equation with every sub-Program rebuilt at the block sizes."""
+    """`params` of a control-flow equation with every sub-Program rebuilt at the block sizes. An
+    equation the partition put in one block (the fallback) has no letters: it runs as traced."""
+    programs = [v for v in params.values() if isinstance(v, Program)] + list(params.get("branches", ()))
+    if not any(v in sub_letters for prog in programs for v in prog.invars + prog.outvars):
+        return params
     if prim == "cond":
         return dict(params, branches=tuple(_specialize(b, sub_letters, sizes) for b in params["branches"]))
     if prim == "while_loop":
