@@ -18,7 +18,8 @@ names); equations relate letters through the rules in `RULES`, a table keyed by 
 | slice                             | untouched axes keep their letter; slicing a chunked axis: Dask's own slicing of the existing array (the segment computing it is closed first) |
 | concatenate                       | along an unchunked axis: blockwise; along a chunked one: Dask's own concatenate of the existing arrays |
 | iota, constants                   | lazy Dask sources (one block, split by Dask's rechunk where they meet chunked axes) |
-| everything else (library calls, linalg, control flow: cond, while_loop, fori_loop, scan, gathers/scatters, ...) | rechunked to one block (the whole array), with a RechunkWarning |
+| cond, while_loop, fori_loop, scan  | per block when every sub-program is blockwise under these rules (control_flow.py); else as below |
+| everything else (library calls, linalg, gathers/scatters, ...) | rechunked to one block (the whole array), with a RechunkWarning |
 
 Refused with UnsupportedOperationError: functions that write an argument in place (Dask arrays
 are immutable), and data-dependent output shapes (`x[mask]`, `np.nonzero`, `np.unique`).
