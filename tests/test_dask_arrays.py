@@ -297,13 +297,16 @@ def test_work_before_a_rechunk_stays_blockwise():
     assert "12 block task(s)" in first and "exp" in first, text
 
 
-def test_control_flow_runs_in_one_block_with_a_warning():
+def test_control_flow_on_a_reduction_runs_per_block_and_one_on_chunked_data_rechunks():
     def f(x):
-        if x.sum() > 10:  # autograph: cond on a reduction of every block
+        if x.sum() > 10:  # autograph: cond on a reduction of every block (the combine's 0-d result)
             return x * 2
         return x - 1
-    text = check(f, da.arange(12.0, chunks=4), expect_rechunk=True)
-    assert "rechunk: cond is not partitioned" in text
+    text = check(f, da.arange(12.0, chunks=4))
+    assert "cond over f64[12] runs blockwise" in text and "rechunk" not in text
+    g = lambda x: jk.lax.while_loop(lambda x: x.max() > 1, lambda x: x * 0.5, x)  # noqa: E731
+    text = check(g, da.arange(12.0, chunks=4), expect_rechunk=True)  # tests/test_dask_control_flow.py
+    assert "rechunk: while_loop (its predicate reduces over a chunked axis" in text
 
 
 def test_errors():

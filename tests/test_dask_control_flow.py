@@ -295,3 +295,35 @@ def test_a_scalar_carry_summing_chunked_data_rechunks_and_is_right():
     for g, r in zip(got, ref):
         assert_same(g, r)
     assert len(rechunks) == 1 and "while_loop (the body reduces over a chunked axis" in rechunks[0], rechunks
+
+
+# -- compiles and shipping ---------------------------------------------------------------------
+def test_edge_blocks_of_a_loop_reuse_the_inner_blocks_machine_code():
+    from jitkernel.distributed import worker
+    x = RNG.standard_normal((1003, 8)).astype(np.float32)
+    f = jk.jit(lambda x: jk.lax.fori_loop(0, 5, lambda i, x: np.tanh(x) * 1.5 + 0.1, x), backend="cpu")
+    worker.reset_stats()
+    got = f(da.from_array(x, chunks=(100, 8))).compute()
+    ref = x
+    for _ in range(5):
+        ref = np.tanh(ref) * np.float32(1.5) + np.float32(0.1)
+    assert_same(got, ref)
+    stats = worker.stats()
+    assert stats["blocks"] == 11 and stats["compiles"] + stats["reuses"] == 2 and stats["compiles"] == 1, stats
+
+
+def test_the_block_program_of_a_loop_survives_pickling():
+    """What a worker process receives: the graph pickled (the sub-programs' variables and their
+    letters in one pickle), run by Dask's synchronous scheduler after unpickling."""
+    import pickle
+    from dask.local import get_sync
+
+    def f(x, y):
+        inner = lambda j, x: x * 0.5 + y  # noqa: E731
+        return jk.lax.fori_loop(0, 2, lambda i, x: jk.lax.fori_loop(0, 2, inner, x) + 1.0, x)
+    y = RNG.standard_normal(7).astype(np.float32)
+    out = jk.jit(f, backend="cpu")(da.from_array(X, chunks=((6, 7), (3, 4))), da.from_array(y, chunks=((3, 4),)))
+    graph = pickle.loads(pickle.dumps(dict(out.__dask_graph__())))
+    blocks = get_sync(graph, out.__dask_keys__())
+    got = np.block([list(row) for row in blocks])
+    assert_same(got, f(X, y))
