@@ -307,7 +307,8 @@ def _specialize(program: Program, sub_letters: dict, sizes: dict[int, int]) -> P
 
     def shape(v: Var) -> tuple[int, ...]:
         if v not in sub_letters:
-            raise PartitionInternalError(f"{program.name}: {v} has no letters in the block program (please report this)")
+            raise PartitionInternalError(f"{program.name}: {v} has no letters in the block program "
+                                         "(please report this)")
         return tuple(sizes[a] for a in sub_letters[v])
     new: dict[Var, Var] = {}
     for v in program.invars:
