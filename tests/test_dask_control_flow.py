@@ -351,3 +351,15 @@ def test_a_blockwise_loop_on_a_local_cluster(tmp_path):
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_cond_branches_closing_over_numpy_arrays_are_split_like_operands(flag):
+    v = RNG.standard_normal(7).astype(np.float32)
+
+    def f(x, flag):
+        return jk.lax.cond(flag, lambda x: x * W, lambda x: x - v + np.float32(1.0), x)
+    ref = X * W if flag else X - v + np.float32(1.0)
+    (got,), rechunks, text, _ = run(f, da.from_array(X, chunks=((3, 10), (4, 3))), np.bool_(flag))
+    assert_same(got, ref)
+    blockwise(rechunks, text)

@@ -236,10 +236,11 @@ def hoist_constants(seg: Segment, eqn: Eqn) -> Eqn:
     receive them as loop consts: the partition then splits them like any operand (a Dask source),
     where a constant inside the loop cannot be cut per block. Only in a real segment (a nested
     loop keeps its constants)."""
-    from .partition import Source
     planner = seg.planner
-    if eqn.prim not in _CONSTS_AT or not hasattr(planner, "steps"):
+    if not hasattr(planner, "steps"):
         return eqn
+    if eqn.prim == "cond":
+        return _hoist_branch_constants(planner, eqn)
     count_key, start, where = _CONSTS_AT[eqn.prim]
     params = dict(eqn.params)
     inputs = list(eqn.inputs)
@@ -251,12 +252,7 @@ def hoist_constants(seg: Segment, eqn: Eqn) -> Eqn:
         key = count_key if name == "body" else "cond_nconsts"
         n = params[key]
         at = offset + n  # after the sub-Program's own consts
-        outer = []
-        for k in hoisted:
-            v = Var(sub.constvars[k].aval)
-            planner.chunks[v] = tuple((m,) for m in v.aval.shape)
-            planner.steps.append(Source(v, "const", sub.consts[k]))
-            outer.append(v)
+        outer = [_const_source(planner, sub.constvars[k].aval, sub.consts[k]) for k in hoisted]
         keep = [k for k in range(len(sub.constvars)) if k not in hoisted]
         params[name] = dataclasses.replace(
             sub, invars=sub.invars[:at] + [sub.constvars[k] for k in hoisted] + sub.invars[at:],
@@ -270,6 +266,34 @@ def hoist_constants(seg: Segment, eqn: Eqn) -> Eqn:
     if params == eqn.params:
         return eqn
     return Eqn(eqn.prim, inputs, list(eqn.outputs), params)
+
+
+def _const_source(planner: Any, aval: AType, value: Any) -> Var:
+    """A new Dask source (one block, rechunked where it meets chunked axes) holding `value`."""
+    from .partition import Source
+    v = Var(aval)
+    planner.chunks[v] = tuple((m,) for m in aval.shape)
+    planner.steps.append(Source(v, "const", value))
+    return v
+
+
+def _hoist_branch_constants(planner: Any, eqn: Eqn) -> Eqn:
+    """`cond` whose branches hold array constants, rewritten so that every constant is an operand
+    (appended; every branch receives all of them and reads its own)."""
+    branches = eqn.params["branches"]
+    hoisted = [[k for k, v in enumerate(b.constvars) if v.aval.ndim > 0] for b in branches]
+    if not any(hoisted) or any(b.int_arg_bounds or b.byteorder_sources for b in branches):
+        return eqn
+    extra = [(j, k) for j, ks in enumerate(hoisted) for k in ks]
+    inputs = list(eqn.inputs) + [_const_source(planner, branches[j].constvars[k].aval, branches[j].consts[k])
+                                 for j, k in extra]
+    new = []
+    for j, b in enumerate(branches):
+        slots = [b.constvars[k] if i == j else Var(branches[i].constvars[k].aval) for i, k in extra]
+        keep = [k for k in range(len(b.constvars)) if k not in hoisted[j]]
+        new.append(dataclasses.replace(b, invars=list(b.invars) + slots, constvars=[b.constvars[k] for k in keep],
+                                       consts=[b.consts[k] for k in keep]))
+    return Eqn("cond", inputs, list(eqn.outputs), dict(eqn.params, branches=tuple(new)))
 
 
 @rule(*CONTROL_FLOW_PRIMITIVES)
