@@ -14,6 +14,9 @@ A scalar predicate, branch index or trip count then holds the same value in ever
 0-d value inside a segment is never computed from one block of chunked data; one computed from a
 reduction is the tree combine's 0-d result, which every block task reads).
 
+NumPy arrays closed over in a loop body or branch are made operands first (`hoist_constants`), so
+the partition splits them like any other input.
+
 Otherwise the equation keeps the fallback: its inputs are rechunked to one block, with a
 RechunkWarning saying why. Letters the sub-Programs make whole (row reductions) are pinned in the
 enclosing segment, so a later chunking of them rechunks instead of running wrong. Every
@@ -232,8 +235,8 @@ _CONSTS_AT = {"fori_loop": ("nconsts", 2, {"body": 1}),
 
 
 def hoist_constants(seg: Segment, eqn: Eqn) -> Eqn:
-    """A loop whose sub-Programs hold array constants (a NumPy array closed over), rewritten to
-    receive them as loop consts: the partition then splits them like any operand (a Dask source),
+    """A loop (or cond) whose sub-Programs hold array constants (a NumPy array closed over),
+    rewritten to receive them as loop consts (branch operands): the partition then splits them like any operand (a Dask source),
     where a constant inside the loop cannot be cut per block. Only in a real segment (a nested
     loop keeps its constants)."""
     planner = seg.planner
