@@ -39,7 +39,8 @@ from ...fusion.kernel_ir import Kernel, KernelProgram, LibraryCall, Load, Store
 from ...ir.complex_prims import as_complex, as_packed
 from . import ctype, ops
 
-RENDERED = ("exp", "log", "sqrt", "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin",
+RENDERED = ("exp", "log", "sqrt", "power", "sin", "cos", "tan", "sinh", "cosh", "tanh", "log10", "log2", "log1p",
+            "expm1", "exp2", "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin",
             "dot_general")
 
 
@@ -59,6 +60,9 @@ def render_complex_step(kp: KernelProgram, step: LibraryCall, n: int, name: str)
     if prim in ELEMENTWISE and layout == (True,) and tuple(kp.buffers[step.inputs[0]].shape) == \
             tuple(kp.buffers[step.outputs[0]].shape):
         return elementwise_kernel(kp, step, prim, name)
+    from .complex_functions import FUNCTIONS, render_function
+    if prim in FUNCTIONS:
+        return render_function(kp, step, prim, n, name)
     if prim == "dot_general" and len(layout) == 2:
         from .render_matmul import render_dot_general
         return render_dot_general(kp, step, name, params, layout)

@@ -1,0 +1,334 @@
+"""Complex power, trigonometric and hyperbolic functions, log10/log2/log1p/expm1/exp2 on the
+CUDA backend (docs/gpu.md, "Complex numbers on the GPU").
+
+Each kernel computes what NumPy 2 computes for complex64/complex128 on this platform, branch
+for branch, so that finite results agree within a few ulps and the special values (NaN,
+infinities, the sign of every zero) are NumPy's:
+
+- `sinh`, `cosh`, `tanh`: NumPy calls the C library's csinh/ccosh/ctanh (npy_csinh ...); the
+  kernels follow glibc's algorithms: C99 Annex G special cases, exp(x) scaled in steps of
+  exp(t) where it would overflow while the product does not, tanh's denominator without
+  sinh(x)^2 when it is negligible, 4 sin(y) cos(y) / exp(2x) for large |x|.
+- `cos`, `tan`: Annex G's definitions, as glibc: cos(z) = cosh(iz), tan(z) = -i tanh(iz)
+  (iz = -y + ix); `sin`: glibc's csin, csinh's algorithm with the parts swapped (its special
+  cases differ from -i sinh(iz): sin(+-inf + i inf) = NaN + i inf).
+- `log10`, `log2`: NumPy's nc_log10/nc_log2: clog (complex_ops) with both parts multiplied by
+  log10(e) / log2(e); `exp2`: nc_exp2, cexp of both parts times ln 2.
+- `log1p`: NumPy's nc_log1p: (log(hypot(x + 1, y)), atan2(y, x + 1)); `expm1`: nc_expm1:
+  (expm1(x) cos(y) - 2 sin(y/2)^2, exp(x) sin(y)). NumPy rounds every product (its loops are
+  not contracted): products that feed an add are `__fmul_rn`/`__dmul_rn`, never an FMA.
+- `power`: npy_cpow: a zero exponent gives 1, a zero base 0 (real exponent part > 0) or NaN,
+  integral real exponents in (-100, 100) with a zero imaginary part by repeated squaring
+  (1, 2, 3 unrolled; a negative exponent as 1 / z**n with NumPy's cdiv), anything else the C
+  library's cpow: glibc's cexp(b * clog(a)) with C99's complex product (the NaN recovery of
+  libgcc's __muldc3).
+
+The inverse functions (arcsin, arccos, arctan, arcsinh, arccosh, arctanh) are not built: glibc's
+casinh/cacosh/catanh kernels have many more branches (kernel_casinh); they are refused with
+UnsupportedOperationError (complex_ops.render_complex_step).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import UnsupportedOperationError
+from ...fusion.kernel_ir import KernelProgram, LibraryCall
+from . import ctype
+from .complex_ops import _CEXP, _CLOG, _consts
+
+# Parts (s, c) = (sin y, cos y) as glibc's hyperbolic functions take them: y itself and 1 when
+# |y| is below the smallest normal (sincos of a subnormal would round the same, but underflow).
+_SINCOS_Y = "if (fabs{f}(y) > {MIN}) { sincos{f}(y, &s, &c); } else { s = y; c = {ONE}; }"
+
+# exp(|x|) * (c, s) where exp(|x|) alone overflows: glibc's steps of exp(t), t = TH.
+_SCALED = """
+{T} rx = fabs{f}(x) - {TH};
+const {T} et = exp{f}(({T}){TH});
+s = s * (et / {TWO}); c = c * (et / {TWO});
+if (rx > {TH}) { rx -= {TH}; s = s * et; c = c * et; }
+if (rx > {TH}) { re = {MAX} * c; im = {MAX} * s; }
+else { const {T} e = exp{f}(rx); re = e * c; im = e * s; }
+"""
+
+_CSINH = """
+const bool neg = signbit(x);
+if (isfinite(x)) {
+  if (isfinite(y)) {
+    {T} s, c;
+    """ + _SINCOS_Y + """
+    if (neg) c = -c;
+    if (fabs{f}(x) > {TH}) {""" + _SCALED + """}
+    else { re = sinh{f}(fabs{f}(x)) * c; im = cosh{f}(fabs{f}(x)) * s; }
+  } else if (x == {ZERO}) { re = copysign{f}({ZERO}, x); im = y - y; }
+  else { re = {NAN}; im = {NAN}; }
+} else if (isinf(x)) {
+  if (isfinite(y) && y != {ZERO}) {
+    {T} s, c;
+    """ + _SINCOS_Y + """
+    re = copysign{f}({INF}, c); im = copysign{f}({INF}, s);
+    if (neg) re = -re;
+  } else if (y == {ZERO}) { re = copysign{f}({INF}, x); im = y; }
+  else { re = {INF}; im = y - y; }
+} else { re = {NAN}; im = (y == {ZERO}) ? y : {NAN}; }
+"""
+
+_CCOSH = """
+if (isfinite(x)) {
+  if (isfinite(y)) {
+    {T} s, c;
+    """ + _SINCOS_Y + """
+    if (fabs{f}(x) > {TH}) {
+      if (signbit(x)) s = -s;""" + _SCALED + """}
+    else { re = cosh{f}(x) * c; im = sinh{f}(x) * s; }
+  } else { im = (x == {ZERO}) ? {ZERO} : {NAN}; re = y - y; }
+} else if (isinf(x)) {
+  if (isfinite(y) && y != {ZERO}) {
+    {T} s, c;
+    """ + _SINCOS_Y + """
+    re = copysign{f}({INF}, c); im = copysign{f}({INF}, s) * copysign{f}({ONE}, x);
+  } else if (y == {ZERO}) { re = {INF}; im = y * copysign{f}({ONE}, x); }
+  else { re = {INF}; im = y - y; }
+} else { re = {NAN}; im = (y == {ZERO}) ? y : {NAN}; }
+"""
+
+_CTANH = """
+if (!isfinite(x) || !isfinite(y)) {
+  if (isinf(x)) {
+    re = copysign{f}({ONE}, x);
+    if (isfinite(y) && fabs{f}(y) > {ONE}) { {T} s, c; sincos{f}(y, &s, &c); im = copysign{f}({ZERO}, s * c); }
+    else { im = copysign{f}({ZERO}, y); }
+  } else if (y == {ZERO}) { re = x; im = y; }
+  else { re = (x == {ZERO}) ? x : {NAN}; im = {NAN}; }
+} else {
+  {T} s, c;
+  """ + _SINCOS_Y + """
+  if (fabs{f}(x) > {TH2}) {
+    /* tanh(x) rounds to +-1; the imaginary part is 4 sin(y) cos(y) / exp(2|x|), divided in
+       steps of exp(2t) so that no intermediate overflows */
+    const {T} e2t = exp{f}(({T})(2 * {TH2}));
+    re = copysign{f}({ONE}, x);
+    im = {FOUR} * s * c;
+    const {T} rx = fabs{f}(x) - {TH2};
+    im /= e2t;
+    if (rx > {TH2}) { im /= e2t; } else { im /= exp{f}({TWO} * rx); }
+  } else {
+    {T} sh, ch;
+    if (fabs{f}(x) > {MIN}) { sh = sinh{f}(x); ch = cosh{f}(x); } else { sh = x; ch = {ONE}; }
+    const {T} den = fabs{f}(sh) > fabs{f}(c) * {EPS} ? {MUL}(sh, sh) + {MUL}(c, c) : c * c;
+    re = sh * ch / den; im = s * c / den;
+  }
+}
+"""
+
+
+# glibc's csin: csinh's algorithm with the parts' roles swapped, written out because its
+# special cases are not those of -i csinh(iz) everywhere (sin(+-inf + i inf) = NaN + i inf).
+_CSIN = """
+const bool neg = signbit(x);
+const {T} ax = fabs{f}(x);
+if (isfinite(y)) {
+  if (isfinite(x)) {
+    {T} s, c;
+    if (ax > {MIN}) { sincos{f}(ax, &s, &c); } else { s = ax; c = {ONE}; }
+    if (neg) s = -s;
+    if (fabs{f}(y) > {TH}) {
+      if (signbit(y)) c = -c;
+      {T} ry = fabs{f}(y) - {TH};
+      const {T} et = exp{f}(({T}){TH});
+      s = s * (et / {TWO}); c = c * (et / {TWO});
+      if (ry > {TH}) { ry -= {TH}; s = s * et; c = c * et; }
+      if (ry > {TH}) { re = {MAX} * s; im = {MAX} * c; }
+      else { const {T} e = exp{f}(ry); re = e * s; im = e * c; }
+    } else { re = cosh{f}(y) * s; im = sinh{f}(y) * c; }
+  } else if (y == {ZERO}) { re = ax - ax; im = y; }
+  else { re = {NAN}; im = {NAN}; }
+} else if (isinf(y)) {
+  if (ax == {ZERO}) { re = copysign{f}({ZERO}, x); im = y; }
+  else if (isfinite(ax)) {
+    {T} s, c;
+    if (ax > {MIN}) { sincos{f}(ax, &s, &c); } else { s = ax; c = {ONE}; }
+    re = copysign{f}({INF}, s); im = copysign{f}({INF}, c);
+    if (neg) re = -re;
+    if (signbit(y)) im = -im;
+  } else { re = ax - ax; im = {INF}; }
+} else { re = (ax == {ZERO}) ? copysign{f}({ZERO}, x) : {NAN}; im = {NAN}; }
+"""
+
+
+def _scoped(body: str, x: str, y: str) -> str:
+    """`body` (reads x, y; sets re, im) run on the parts (x, y) given as expressions of the
+    outer x, y; it sets the outer re, im."""
+    return (f"{{ const {{T}} jk_x = {x}, jk_y = {y};\n"
+            f"  {{ const {{T}} x = jk_x, y = jk_y;\n{body}  }}\n}}\n")
+
+
+def _rotated(body: str) -> str:
+    """-i f(iz) for f = body: f at (-y, x), then (re, im) = (im f, -re f) (Annex G's sin, tan)."""
+    return ("{ {T} jk_re, jk_im;\n"
+            "  { const {T} jk_x = -y, jk_y = x;\n"
+            "    { const {T} x = jk_x, y = jk_y; {T} re, im;\n" + body + "      jk_re = re; jk_im = im; } }\n"
+            "  re = jk_im; im = -jk_re;\n}\n")
+
+
+def _scaled_parts(body: str, factor: str) -> str:
+    return body + f"re = re * {factor}; im = im * {factor};\n"
+
+
+_LOG1P = """
+const {T} xp1 = x + {ONE};
+re = log{f}(hypot{f}(xp1, y));
+im = atan2{f}(y, xp1);
+"""
+
+_EXPM1 = """
+const {T} a = sin{f}(y / {TWO});
+re = {MUL}(expm1{f}(x), cos{f}(y)) - {MUL}({TWO} * a, a);
+im = exp{f}(x) * sin{f}(y);
+"""
+
+UNARY = {
+    "sinh": _CSINH, "cosh": _CCOSH, "tanh": _CTANH,
+    "sin": _CSIN, "cos": _scoped(_CCOSH, "-y", "x"), "tan": _rotated(_CTANH),
+    "log10": _scaled_parts(_CLOG, "{LOG10E}"), "log2": _scaled_parts(_CLOG, "{LOG2E}"),
+    "exp2": _scoped(_CEXP, "x * {LN2}", "y * {LN2}"), "log1p": _LOG1P, "expm1": _EXPM1,
+}
+
+# -- power: npy_cpow. Base (x, y), exponent (u, v). ---------------------------------------------
+
+def _cmul(r: str, i: str, ar: str, ai: str, br: str, bi: str) -> str:
+    """NumPy's cmul: products rounded, no FMA."""
+    return (f"{{ const {{T}} jk_r = {{MUL}}({ar}, {br}) - {{MUL}}({ai}, {bi}), "
+            f"jk_i = {{MUL}}({ar}, {bi}) + {{MUL}}({ai}, {br}); {r} = jk_r; {i} = jk_i; }}")
+
+
+# C99 Annex G's complex product (libgcc's __muldc3): the plain product, and where both parts
+# come out NaN, infinities recovered from the operands' infinite parts.
+_C99_MUL = """
+{T} pa = u, pb = v, pc = jk_lr, pd = jk_li;
+const {T} ac = pa * pc, bd = pb * pd, ad = pa * pd, bc = pb * pc;
+{T} pr = ac - bd, pi = ad + bc;
+if (isnan(pr) && isnan(pi)) {
+  bool recalc = false;
+  if (isinf(pa) || isinf(pb)) {
+    pa = copysign{f}(isinf(pa) ? {ONE} : {ZERO}, pa); pb = copysign{f}(isinf(pb) ? {ONE} : {ZERO}, pb);
+    if (isnan(pc)) pc = copysign{f}({ZERO}, pc);
+    if (isnan(pd)) pd = copysign{f}({ZERO}, pd);
+    recalc = true;
+  }
+  if (isinf(pc) || isinf(pd)) {
+    pc = copysign{f}(isinf(pc) ? {ONE} : {ZERO}, pc); pd = copysign{f}(isinf(pd) ? {ONE} : {ZERO}, pd);
+    if (isnan(pa)) pa = copysign{f}({ZERO}, pa);
+    if (isnan(pb)) pb = copysign{f}({ZERO}, pb);
+    recalc = true;
+  }
+  if (!recalc && (isinf(ac) || isinf(bd) || isinf(ad) || isinf(bc))) {
+    if (isnan(pa)) pa = copysign{f}({ZERO}, pa);
+    if (isnan(pb)) pb = copysign{f}({ZERO}, pb);
+    if (isnan(pc)) pc = copysign{f}({ZERO}, pc);
+    if (isnan(pd)) pd = copysign{f}({ZERO}, pd);
+    recalc = true;
+  }
+  if (recalc) { pr = {INF} * ({MUL}(pa, pc) - {MUL}(pb, pd)); pi = {INF} * ({MUL}(pa, pd) + {MUL}(pb, pc)); }
+}
+"""
+
+_CPOW = """
+if (u == {ZERO} && v == {ZERO}) { re = {ONE}; im = {ZERO}; }
+else if (x == {ZERO} && y == {ZERO}) {
+  if (u > {ZERO}) { re = {ZERO}; im = {ZERO}; } else { re = {NAN}; im = {NAN}; }
+} else if (v == {ZERO} && u > -100 && u < 100 && u == trunc{f}(u)) {
+  const int n = (int)u;
+  if (n == 1) { re = x; im = y; }
+  else if (n == 2) { """ + _cmul("re", "im", "x", "y", "x", "y") + """ }
+  else if (n == 3) {
+    {T} sr, si;
+    """ + _cmul("sr", "si", "x", "y", "x", "y") + """
+    """ + _cmul("re", "im", "x", "y", "sr", "si") + """
+  } else {
+    const int m = n < 0 ? -n : n;
+    {T} ar = {ONE}, ai = {ZERO}, pr = x, pi = y;
+    for (int mask = 1;; ) {
+      if (m & mask) """ + _cmul("ar", "ai", "ar", "ai", "pr", "pi") + """
+      mask <<= 1;
+      if (m < mask) break;
+      """ + _cmul("pr", "pi", "pr", "pi", "pr", "pi") + """
+    }
+    re = ar; im = ai;
+    if (u < {ZERO}) {
+      /* NumPy's cdiv(1, r): Smith's algorithm, (1/|re|, 0/|im|) for a zero r */
+      const {T} br = re, bi = im;
+      if (fabs{f}(br) >= fabs{f}(bi)) {
+        if (br == {ZERO} && bi == {ZERO}) { re = {ONE} / fabs{f}(br); im = {ZERO} / fabs{f}(bi); }
+        else {
+          const {T} rat = bi / br, scl = {ONE} / (br + {MUL}(bi, rat));
+          re = ({ONE} + {MUL}({ZERO}, rat)) * scl; im = ({ZERO} - {MUL}({ONE}, rat)) * scl;
+        }
+      } else {
+        const {T} rat = br / bi, scl = {ONE} / (bi + {MUL}(br, rat));
+        re = ({MUL}({ONE}, rat) + {ZERO}) * scl; im = ({MUL}({ZERO}, rat) - {ONE}) * scl;
+      }
+    }
+  }
+} else {
+  /* the C library's cpow: cexp(b * clog(a)) */
+  {T} jk_lr, jk_li;
+  { {T} re, im;
+""" + _CLOG + """
+    jk_lr = re; jk_li = im; }
+""" + _C99_MUL + """
+  { const {T} x = pr, y = pi;
+""" + _CEXP + """
+  }
+}
+"""
+
+FUNCTIONS = tuple(UNARY) + ("power",)
+
+
+def _constants(dt: np.dtype) -> dict[str, str]:
+    out = _consts(dt)
+    lit = lambda v: ctype.literal(v, dt)  # noqa: E731
+    out.update({"MUL": "__dmul_rn" if dt.itemsize == 8 else "__fmul_rn",
+                "LOG10E": lit(np.log10(np.e)), "LOG2E": lit(np.log2(np.e)),
+                # glibc ctanh's t: exp(2t) is finite
+                "TH2": str(int((np.finfo(dt).maxexp - 1) * np.log(2.0) / 2))})
+    return out
+
+
+def _expand(body: str, dt: np.dtype) -> str:
+    for key, value in _constants(dt).items():
+        body = body.replace("{" + key + "}", value)
+    return body
+
+
+def render_function(kp: KernelProgram, step: LibraryCall, prim: str, n: int, name: str) -> tuple[str, list]:
+    """The kernel of one complex function step: a grid-stride loop over the elements of packed
+    operands of the result's shape (a power's base and exponent both complex)."""
+    from .render import Launch
+    layout = tuple(step.params["in_layout"])
+    arity = 2 if prim == "power" else 1
+    out = tuple(kp.buffers[step.outputs[0]].shape)
+    if layout != (True,) * arity or any(tuple(kp.buffers[b].shape) != out for b in step.inputs):
+        raise UnsupportedOperationError(
+            f"complex numpy.{prim} (step {n} of {kp.name}): the CUDA kernel takes complex operands of the result's "
+            f"shape {out[:-1]}, got layout {layout}, shapes {[tuple(kp.buffers[b].shape[:-1]) for b in step.inputs]}; "
+            "run it with backend='cpu'")
+    dt = kp.buffers[step.outputs[0]].dtype
+    r, mem = ctype.reg(dt), ctype.mem(dt)
+    count = int(np.prod(out[:-1], dtype=np.int64))
+    body = _expand(_CPOW if prim == "power" else UNARY[prim], dt)
+    names = ["x", "y", "u", "v"]
+    lines = [f"\n/* {step.name}: complex numpy.{prim} (NumPy's algorithm: complex_functions.py) */",
+             f'extern "C" __global__ void {name}(']
+    lines += [f"    const {mem}* __restrict__ b{b}," for b in step.inputs]
+    lines += [f"    {mem}* __restrict__ b{step.outputs[0]},", "    unsigned int* __restrict__ jk_status) {",
+              f"  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < {count}LL;",
+              "       t += (long long)blockDim.x * gridDim.x) {"]
+    for k, b in enumerate(step.inputs):
+        lines.append(f"    const {r} {names[2 * k]} = b{b}[2LL * t], {names[2 * k + 1]} = b{b}[2LL * t + 1LL];")
+    lines.append(f"    {r} re, im;")
+    lines += ["    " + line for line in body.strip().splitlines()]
+    dst = step.outputs[0]
+    lines += [f"    b{dst}[2LL * t] = re; b{dst}[2LL * t + 1LL] = im;", "  }", "}"]
+    params = [("buf", b) for b in step.inputs] + [("buf", dst), ("status",)]
+    return "\n".join(lines), [Launch(name, "elementwise", count, params)]
