@@ -26,6 +26,8 @@ it has a GPU form, else refused naming the function (never a round trip through 
 - `exp`, `log`, `sqrt`: NumPy calls the C library's cexp/clog/csqrt; the kernels follow glibc's
   algorithms branch for branch (C99 Annex G special cases, scaling near overflow/underflow,
   log1p near |z| = 1).
+- `power`, `sin`/`cos`/`tan`, `sinh`/`cosh`/`tanh`, `log10`/`log2`/`log1p`/`expm1`/`exp2`:
+  complex_functions.py (npy_cpow, glibc's csin/csinh/ccosh/ctanh, NumPy's nc_* formulas).
 """
 from __future__ import annotations
 
