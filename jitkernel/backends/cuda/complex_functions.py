@@ -34,7 +34,7 @@ import numpy as np
 from ...errors import UnsupportedOperationError
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
 from . import ctype
-from .complex_ops import _CEXP, _CLOG, _consts
+from .complex_ops import _CEXP, _CLOG, _CSQRT, _consts
 
 # Parts (s, c) = (sin y, cos y) as glibc's hyperbolic functions take them: y itself and 1 when
 # |y| is below the smallest normal (sincos of a subnormal would round the same, but underflow).
@@ -193,6 +193,164 @@ UNARY = {
     "exp2": _scoped(_CEXP, "x * {LN2}", "y * {LN2}"), "log1p": _LOG1P, "expm1": _EXPM1,
 }
 
+# -- the inverse functions: glibc's casinh/casin/cacos/cacosh (one kernel, __kernel_casinh)
+# and catanh/catan. Nested calls are scoped blocks with names of their own.
+
+_CALLS = iter(range(10 ** 9))
+
+
+def _call(body: str, x: str, y: str, out_re: str, out_im: str) -> str:
+    """Run `body` (reads x, y; sets re, im) on the parts (x, y) (expressions of the caller's
+    names) and store its result in out_re, out_im (names of the caller)."""
+    k = next(_CALLS)
+    return ("{ const {T} jk_a%d = %s, jk_b%d = %s; {T} jk_r%d, jk_i%d;\n"
+            "  { const {T} x = jk_a%d, y = jk_b%d; {T} re, im;\n%s\n    jk_r%d = re; jk_i%d = im; }\n"
+            "  %s = jk_r%d; %s = jk_i%d; }\n") % (k, x, k, y, k, k, k, k, body, k, k, out_re, k, out_im, k)
+
+
+def _kernel_casinh(adj: bool) -> str:
+    """glibc's __kernel_casinh of a finite nonzero (x, y): the first quadrant, then the
+    region's formula (no cancellation), then the signs; with `adj` the imaginary part is
+    subtracted from pi/2 (cacos, cacosh). Products that feed an add are rounded (no FMA)."""
+    a = "1" if adj else "0"
+    return ("""
+const {T} rx = fabs{f}(x), ix = fabs{f}(y);
+if (rx >= {ONE} / {EPS} || ix >= {ONE} / {EPS}) {
+  /* x + sqrt(1 + x*x) is 2x to working precision: log(2x) without overflow */
+  {T} wr = rx, wi = ix;
+  if (ADJ) { const {T} t = wr; wr = copysign{f}(wi, y); wi = t; }
+  """ + _call(_CLOG, "wr", "wi", "re", "im") + """
+  re += {LN2};
+} else if (rx >= {HALF} && ix < {EPS} / 8) {
+  const {T} s = hypot{f}({ONE}, rx);
+  re = log{f}(rx + s);
+  im = ADJ ? atan2{f}(s, y) : atan2{f}(ix, s);
+} else if (rx < {EPS} / 8 && ix >= ({T})1.5) {
+  const {T} s = sqrt{f}({MUL}(ix + 1, ix - 1));
+  re = log{f}(ix + s);
+  im = ADJ ? atan2{f}(rx, copysign{f}(s, y)) : atan2{f}(s, rx);
+} else if (ix > 1 && ix < ({T})1.5 && rx < {HALF}) {
+  if (rx < {EPS} * {EPS}) {
+    const {T} ix2m1 = {MUL}(ix + 1, ix - 1);
+    const {T} s = sqrt{f}(ix2m1);
+    re = log1p{f}(2 * (ix2m1 + {MUL}(ix, s))) / 2;
+    im = ADJ ? atan2{f}(rx, copysign{f}(s, y)) : atan2{f}(s, rx);
+  } else {
+    const {T} ix2m1 = {MUL}(ix + 1, ix - 1);
+    const {T} rx2 = {MUL}(rx, rx);
+    const {T} f = {MUL}(rx2, 2 + rx2 + {MUL}(2 * ix, ix));
+    const {T} d = sqrt{f}({MUL}(ix2m1, ix2m1) + f);
+    const {T} dp = d + ix2m1;
+    const {T} dm = f / dp;
+    const {T} r1 = sqrt{f}((dm + rx2) / 2);
+    const {T} r2 = {MUL}(rx, ix) / r1;
+    re = log1p{f}(rx2 + dp + 2 * ({MUL}(rx, r1) + {MUL}(ix, r2))) / 2;
+    im = ADJ ? atan2{f}(rx + r1, copysign{f}(ix + r2, y)) : atan2{f}(ix + r2, rx + r1);
+  }
+} else if (ix == 1 && rx < {HALF}) {
+  if (rx < {EPS} / 8) {
+    re = log1p{f}(2 * (rx + sqrt{f}(rx))) / 2;
+    im = ADJ ? atan2{f}(sqrt{f}(rx), copysign{f}({ONE}, y)) : atan2{f}({ONE}, sqrt{f}(rx));
+  } else {
+    const {T} rr = {MUL}(rx, rx);
+    const {T} d = {MUL}(rx, sqrt{f}(4 + rr));
+    const {T} s1 = sqrt{f}((d + rr) / 2);
+    const {T} s2 = sqrt{f}((d - rr) / 2);
+    re = log1p{f}(rr + d + 2 * ({MUL}(rx, s1) + s2)) / 2;
+    im = ADJ ? atan2{f}(rx + s1, copysign{f}(1 + s2, y)) : atan2{f}(1 + s2, rx + s1);
+  }
+} else if (ix < 1 && rx < {HALF}) {
+  if (ix >= {EPS}) {
+    if (rx < {EPS} * {EPS}) {
+      const {T} onemix2 = {MUL}(1 + ix, 1 - ix);
+      const {T} s = sqrt{f}(onemix2);
+      re = log1p{f}(2 * rx / s) / 2;
+      im = ADJ ? atan2{f}(s, y) : atan2{f}(ix, s);
+    } else {
+      const {T} onemix2 = {MUL}(1 + ix, 1 - ix);
+      const {T} rx2 = {MUL}(rx, rx);
+      const {T} f = {MUL}(rx2, 2 + rx2 + {MUL}(2 * ix, ix));
+      const {T} d = sqrt{f}({MUL}(onemix2, onemix2) + f);
+      const {T} dp = d + onemix2;
+      const {T} dm = f / dp;
+      const {T} r1 = sqrt{f}((dp + rx2) / 2);
+      const {T} r2 = {MUL}(rx, ix) / r1;
+      re = log1p{f}(rx2 + dm + 2 * ({MUL}(rx, r1) + {MUL}(ix, r2))) / 2;
+      im = ADJ ? atan2{f}(rx + r1, copysign{f}(ix + r2, y)) : atan2{f}(ix + r2, rx + r1);
+    }
+  } else {
+    const {T} s = hypot{f}({ONE}, rx);
+    re = log1p{f}({MUL}(2 * rx, rx + s)) / 2;
+    im = ADJ ? atan2{f}(s, y) : atan2{f}(ix, s);
+  }
+} else {
+  {T} wr = {MUL}(rx - ix, rx + ix) + 1, wi = {MUL}(2 * rx, ix);
+  """ + _call(_CSQRT, "wr", "wi", "wr", "wi") + """
+  wr += rx; wi += ix;
+  if (ADJ) { const {T} t = wr; wr = copysign{f}(wi, y); wi = t; }
+  """ + _call(_CLOG, "wr", "wi", "re", "im") + """
+}
+re = copysign{f}(re, x);
+im = copysign{f}(im, ADJ ? {ONE} : y);
+""").replace("ADJ", a)
+
+
+_CASINH = """
+if (!isfinite(x) || !isfinite(y)) {
+  if (isinf(y)) { re = copysign{f}({INF}, x); im = isnan(x) ? {NAN} : copysign{f}(isfinite(x) ? {PI_2} : {PI_4}, y); }
+  else if (!isfinite(x)) {
+    re = x;
+    im = ((isinf(x) && isfinite(y)) || (isnan(x) && y == {ZERO})) ? copysign{f}({ZERO}, y) : {NAN};
+  } else { re = {NAN}; im = {NAN}; }
+} else if (x == {ZERO} && y == {ZERO}) { re = x; im = y; }
+else {
+""" + _kernel_casinh(False) + """
+}
+"""
+
+_CASIN = """
+if (isnan(x) || isnan(y)) {
+  if (x == {ZERO}) { re = x; im = y; }
+  else if (isinf(x) || isinf(y)) { re = {NAN}; im = copysign{f}({INF}, y); }
+  else { re = {NAN}; im = {NAN}; }
+} else {
+  {T} a, b;
+  """ + _call(_CASINH, "-y", "x", "a", "b") + """
+  re = b; im = -a;
+}
+"""
+
+_CACOS = """
+if (!isfinite(x) || !isfinite(y) || (x == {ZERO} && y == {ZERO})) {
+  {T} a, b;
+  """ + _call(_CASIN, "x", "y", "a", "b") + """
+  re = {PI_2} - a;
+  if (re == {ZERO}) re = {ZERO};
+  im = -b;
+} else {
+  {T} a, b;
+  """ + _call(_kernel_casinh(True), "-y", "x", "a", "b") + """
+  re = b; im = a;
+}
+"""
+
+_CACOSH = """
+if (!isfinite(x) || !isfinite(y)) {
+  if (isinf(y)) {
+    re = {INF};
+    im = isnan(x) ? {NAN} : copysign{f}(isinf(x) ? (x < {ZERO} ? {PI} - {PI_4} : {PI_4}) : {PI_2}, y);
+  } else if (isinf(x)) { re = {INF}; im = isfinite(y) ? copysign{f}(signbit(x) ? {PI} : {ZERO}, y) : {NAN}; }
+  else { re = {NAN}; im = (x == {ZERO}) ? {PI_2} : {NAN}; }
+} else if (x == {ZERO} && y == {ZERO}) { re = {ZERO}; im = copysign{f}({PI_2}, y); }
+else {
+  {T} a, b;
+  """ + _call(_kernel_casinh(True), "-y", "x", "a", "b") + """
+  if (signbit(y)) { re = a; im = -b; } else { re = -a; im = b; }
+}
+"""
+
+UNARY.update({"arcsinh": _CASINH, "arcsin": _CASIN, "arccos": _CACOS, "arccosh": _CACOSH})
+
 # -- power: npy_cpow. Base (x, y), exponent (u, v). ---------------------------------------------
 
 def _cmul(r: str, i: str, ar: str, ai: str, br: str, bi: str) -> str:
@@ -289,7 +447,7 @@ def _constants(dt: np.dtype) -> dict[str, str]:
     out = _consts(dt)
     lit = lambda v: ctype.literal(v, dt)  # noqa: E731
     out.update({"MUL": "__dmul_rn" if dt.itemsize == 8 else "__fmul_rn",
-                "LOG10E": lit(np.log10(np.e)), "LOG2E": lit(np.log2(np.e)),
+                "LOG10E": lit(np.log10(np.e)), "PI_2": lit(np.pi / 2), "PI_4": lit(np.pi / 4), "LOG2E": lit(np.log2(np.e)),
                 # glibc ctanh's t: exp(2t) is finite
                 "TH2": str(int((np.finfo(dt).maxexp - 1) * np.log(2.0) / 2))})
     return out
