@@ -349,7 +349,81 @@ else {
 }
 """
 
-UNARY.update({"arcsinh": _CASINH, "arcsin": _CASIN, "arccos": _CACOS, "arccosh": _CACOSH})
+# 1 - |z|^2 with the parts ordered (absx >= absy), as glibc's catan/catanh compute it:
+# __x2y2m1 where cancellation would be large.
+_ONE_MINUS_ABS2 = """
+{T} absx = fabs{f}(x), absy = fabs{f}(y), den;
+if (absx < absy) { const {T} t = absx; absx = absy; absy = t; }
+if (absy < {EPS} / 2) { den = {MUL}(1 - absx, 1 + absx); if (den == 0) den = {ZERO}; }
+else if (absx >= 1) { den = {MUL}(1 - absx, 1 + absx) - {MUL}(absy, absy); }
+else if (absx >= ({T})0.75 || absy >= {HALF}) {
+  const {T} jk_u = absx, jk_v = absy;
+  {T} jk_w;
+  {X2Y2M1}
+  den = -jk_w;
+} else { den = {MUL}(1 - absx, 1 + absx) - {MUL}(absy, absy); }
+"""
+
+# glibc's catanh: Annex G special cases; for huge parts the leading terms; else
+# re = log((1+x)^2 + y^2) / ((1-x)^2 + y^2)) / 4 (log1p near 1), im = atan2(2y, 1 - |z|^2) / 2.
+_CATANH = """
+if (!isfinite(x) || !isfinite(y)) {
+  if (isinf(y)) { re = copysign{f}({ZERO}, x); im = copysign{f}({PI_2}, y); }
+  else if (isinf(x)) { re = copysign{f}({ZERO}, x); im = isfinite(y) ? copysign{f}({PI_2}, y) : {NAN}; }
+  else if (x == {ZERO}) { re = copysign{f}({ZERO}, x); im = {NAN}; }
+  else { re = {NAN}; im = {NAN}; }
+} else if (x == {ZERO} && y == {ZERO}) { re = x; im = y; }
+else if (fabs{f}(x) >= 16 / {EPS} || fabs{f}(y) >= 16 / {EPS}) {
+  im = copysign{f}({PI_2}, y);
+  if (fabs{f}(y) <= 1) re = 1 / x;
+  else if (fabs{f}(x) <= 1) re = x / y / y;
+  else { const {T} h = hypot{f}(x / 2, y / 2); re = x / h / h / 4; }
+} else {
+  if (fabs{f}(x) == 1 && fabs{f}(y) < {EPS} * {EPS}) {
+    re = copysign{f}({HALF}, x) * ({LN2} - log{f}(fabs{f}(y)));
+  } else {
+    const {T} i2 = fabs{f}(y) >= {EPS} * {EPS} ? {MUL}(y, y) : {ZERO};
+    const {T} np1 = 1 + x, dm1 = 1 - x;
+    const {T} num = i2 + {MUL}(np1, np1), dd = i2 + {MUL}(dm1, dm1);
+    const {T} q = num / dd;
+    re = q < {HALF} ? ({T})0.25 * log{f}(q) : ({T})0.25 * log1p{f}((4 * x) / dd);
+  }
+""" + _ONE_MINUS_ABS2 + """
+  im = {HALF} * atan2{f}(2 * y, den);
+}
+"""
+
+# glibc's catan: catanh's formulas with the parts' roles exchanged (its own special cases).
+_CATAN = """
+if (!isfinite(x) || !isfinite(y)) {
+  if (isinf(x)) { re = copysign{f}({PI_2}, x); im = copysign{f}({ZERO}, y); }
+  else if (isinf(y)) { re = isfinite(x) ? copysign{f}({PI_2}, x) : {NAN}; im = copysign{f}({ZERO}, y); }
+  else if (y == {ZERO}) { re = {NAN}; im = copysign{f}({ZERO}, y); }
+  else { re = {NAN}; im = {NAN}; }
+} else if (x == {ZERO} && y == {ZERO}) { re = x; im = y; }
+else if (fabs{f}(x) >= 16 / {EPS} || fabs{f}(y) >= 16 / {EPS}) {
+  re = copysign{f}({PI_2}, x);
+  if (fabs{f}(x) <= 1) im = 1 / y;
+  else if (fabs{f}(y) <= 1) im = y / x / x;
+  else { const {T} h = hypot{f}(x / 2, y / 2); im = y / h / h / 4; }
+} else {
+""" + _ONE_MINUS_ABS2 + """
+  re = {HALF} * atan2{f}(2 * x, den);
+  if (fabs{f}(y) == 1 && fabs{f}(x) < {EPS} * {EPS}) {
+    im = copysign{f}({HALF}, y) * ({LN2} - log{f}(fabs{f}(x)));
+  } else {
+    const {T} r2 = fabs{f}(x) >= {EPS} * {EPS} ? {MUL}(x, x) : {ZERO};
+    const {T} np1 = y + 1, dm1 = y - 1;
+    const {T} num = r2 + {MUL}(np1, np1), dd = r2 + {MUL}(dm1, dm1);
+    const {T} q = num / dd;
+    im = q < {HALF} ? ({T})0.25 * log{f}(q) : ({T})0.25 * log1p{f}((4 * y) / dd);
+  }
+}
+"""
+
+UNARY.update({"arcsinh": _CASINH, "arcsin": _CASIN, "arccos": _CACOS, "arccosh": _CACOSH, "arctanh": _CATANH,
+              "arctan": _CATAN,
+              "rint": "re = rint{f}(x); im = rint{f}(y);\n"})  # NumPy's nc_rint: each part rounded
 
 # -- power: npy_cpow. Base (x, y), exponent (u, v). ---------------------------------------------
 
@@ -446,8 +520,7 @@ FUNCTIONS = tuple(UNARY) + ("power",)
 def _constants(dt: np.dtype) -> dict[str, str]:
     out = _consts(dt)
     lit = lambda v: ctype.literal(v, dt)  # noqa: E731
-    out.update({"MUL": "__dmul_rn" if dt.itemsize == 8 else "__fmul_rn",
-                "LOG10E": lit(np.log10(np.e)), "PI_2": lit(np.pi / 2), "PI_4": lit(np.pi / 4), "LOG2E": lit(np.log2(np.e)),
+    out.update({"LOG10E": lit(np.log10(np.e)), "PI_2": lit(np.pi / 2), "PI_4": lit(np.pi / 4), "LOG2E": lit(np.log2(np.e)),
                 # glibc ctanh's t: exp(2t) is finite
                 "TH2": str(int((np.finfo(dt).maxexp - 1) * np.log(2.0) / 2))})
     return out

@@ -41,8 +41,8 @@ from ...fusion.kernel_ir import Kernel, KernelProgram, LibraryCall, Load, Store
 from ...ir.complex_prims import as_complex, as_packed
 from . import ctype, ops
 
-RENDERED = ("exp", "log", "sqrt", "power", "sin", "cos", "tan", "sinh", "cosh", "tanh", "log10", "log2", "log1p",
-            "expm1", "exp2", "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin",
+RENDERED = ("exp", "log", "sqrt", "power", "sin", "cos", "tan", "sinh", "cosh", "tanh", "arcsin", "arccos", "arctan",
+            "arcsinh", "arccosh", "arctanh", "log10", "log2", "log1p", "expm1", "exp2", "rint", "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin",
             "dot_general")
 
 
@@ -245,7 +245,31 @@ def _consts(dt: np.dtype) -> dict[str, str]:
             "MAX": lit(float(info.max)), "MIN": lit(float(info.tiny)), "EPS": lit(float(info.eps)),
             "HALF": lit(0.5), "ONE": lit(1.0), "ZERO": lit(0.0), "TWO": lit(2.0), "FOUR": lit(4.0),
             "PI": lit(np.pi), "LN2": lit(np.log(2.0)), "MANT": str(info.nmant + 1),
-            "TH": str(th), "ETH": lit(float(np.exp(np.float64(th))))}
+            "TH": str(th), "ETH": lit(float(np.exp(np.float64(th)))),
+            "MUL": "__fmul_rn" if f else "__dmul_rn", "X2Y2M1": _X2Y2M1_F if f else _X2Y2M1_D}
+
+
+# glibc's __x2y2m1 (x*x + y*y - 1 for clog/catan/catanh near |z| = 1), reading jk_u, jk_v and
+# setting jk_w. float: in double, where the products are exact; double: the squares split
+# exactly by fma, the five terms summed smallest first with Dekker's two-sum, re-sorted by
+# magnitude after each step, as glibc does.
+_X2Y2M1_F = ("{ const double du = jk_u, dv = jk_v; "
+             "jk_w = (float)(__dmul_rn(du - 1.0, du + 1.0) + __dmul_rn(dv, dv)); }")
+_X2Y2M1_D = """{
+  double v[5];
+  v[1] = __dmul_rn(jk_u, jk_u); v[0] = fma(jk_u, jk_u, -v[1]);
+  v[3] = __dmul_rn(jk_v, jk_v); v[2] = fma(jk_v, jk_v, -v[3]);
+  v[4] = -1.0;
+  for (int i = 1; i < 5; ++i)
+    for (int j = i; j > 0 && fabs(v[j - 1]) > fabs(v[j]); --j) { const double t = v[j]; v[j] = v[j - 1]; v[j - 1] = t; }
+  for (int i = 0; i <= 3; ++i) {
+    const double hi = v[i + 1] + v[i], lo = (v[i + 1] - hi) + v[i];
+    v[i + 1] = hi; v[i] = lo;
+    for (int k = i + 2; k < 5; ++k)
+      for (int j = k; j > i + 1 && fabs(v[j - 1]) > fabs(v[j]); --j) { const double t = v[j]; v[j] = v[j - 1]; v[j - 1] = t; }
+  }
+  jk_w = v[4] + v[3] + v[2] + v[1] + v[0];
+}"""
 
 
 _CEXP = """
@@ -322,16 +346,17 @@ if (x == {ZERO} && y == {ZERO}) {
   else if (ax < {MIN} && ay < {MIN}) { scale = {MANT}; ax = scalbn{f}(ax, scale); ay = scalbn{f}(ay, scale); }
   if (ax == {ONE} && scale == 0) { re = log1p{f}(ay * ay) / {TWO}; }
   else if (ax > {ONE} && ax < {TWO} && ay < {ONE} && scale == 0) {
-    {T} d2m1 = (ax - {ONE}) * (ax + {ONE});
-    if (ay >= {EPS}) d2m1 += ay * ay;
+    {T} d2m1 = {MUL}(ax - {ONE}, ax + {ONE});
+    if (ay >= {EPS}) d2m1 += {MUL}(ay, ay);
     re = log1p{f}(d2m1) / {TWO};
   } else if (ax < {ONE} && ax >= {HALF} && ay < {EPS} / {TWO} && scale == 0) {
     re = log1p{f}((ax - {ONE}) * (ax + {ONE})) / {TWO};
-  } else if (ax < {ONE} && ax >= {HALF} && scale == 0 && ax * ax + ay * ay >= {HALF}) {
-    /* x*x + y*y - 1 without cancellation: exact products by fma, summed small to large */
-    const {T} xx = ax * ax, yy = ay * ay;
-    const {T} exx = fma{f}(ax, ax, -xx), eyy = fma{f}(ay, ay, -yy);
-    re = log1p{f}(((xx - {ONE}) + yy) + (exx + eyy)) / {TWO};
+  } else if (ax < {ONE} && ax >= {HALF} && scale == 0 && {MUL}(ax, ax) + {MUL}(ay, ay) >= {HALF}) {
+    /* x*x + y*y - 1 without cancellation: glibc's __x2y2m1 */
+    const {T} jk_u = ax, jk_v = ay;
+    {T} jk_w;
+    {X2Y2M1}
+    re = log1p{f}(jk_w) / {TWO};
   } else {
     re = log{f}(hypot{f}(ax, ay)) - (({T})scale) * {LN2};
   }
