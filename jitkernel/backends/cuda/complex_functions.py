@@ -1,5 +1,6 @@
-"""Complex power, trigonometric and hyperbolic functions, log10/log2/log1p/expm1/exp2 on the
-CUDA backend (docs/gpu.md, "Complex numbers on the GPU").
+"""Complex power, trigonometric and hyperbolic functions and their inverses,
+log10/log2/log1p/expm1/exp2 and rint on the CUDA backend (docs/gpu.md, "Complex numbers on
+the GPU").
 
 Each kernel computes what NumPy 2 computes for complex64/complex128 on this platform, branch
 for branch, so that finite results agree within a few ulps and the special values (NaN,
@@ -12,20 +13,21 @@ infinities, the sign of every zero) are NumPy's:
 - `cos`, `tan`: Annex G's definitions, as glibc: cos(z) = cosh(iz), tan(z) = -i tanh(iz)
   (iz = -y + ix); `sin`: glibc's csin, csinh's algorithm with the parts swapped (its special
   cases differ from -i sinh(iz): sin(+-inf + i inf) = NaN + i inf).
+- `arcsinh`, `arcsin`, `arccos`, `arccosh`: glibc's casinh/casin/cacos/cacosh around its
+  __kernel_casinh (eight regions of the first quadrant, each without cancellation; clog and
+  csqrt of complex_ops nested); `arctanh`, `arctan`: glibc's catanh/catan (1 - |z|^2 by
+  __x2y2m1 near |z| = 1, complex_ops).
 - `log10`, `log2`: NumPy's nc_log10/nc_log2: clog (complex_ops) with both parts multiplied by
   log10(e) / log2(e); `exp2`: nc_exp2, cexp of both parts times ln 2.
 - `log1p`: NumPy's nc_log1p: (log(hypot(x + 1, y)), atan2(y, x + 1)); `expm1`: nc_expm1:
-  (expm1(x) cos(y) - 2 sin(y/2)^2, exp(x) sin(y)). NumPy rounds every product (its loops are
-  not contracted): products that feed an add are `__fmul_rn`/`__dmul_rn`, never an FMA.
+  (expm1(x) cos(y) - 2 sin(y/2)^2, exp(x) sin(y)); `rint`: nc_rint, each part rounded.
+  NumPy (and glibc) round every product: products that feed an add are
+  `__fmul_rn`/`__dmul_rn`, never an FMA.
 - `power`: npy_cpow: a zero exponent gives 1, a zero base 0 (real exponent part > 0) or NaN,
   integral real exponents in (-100, 100) with a zero imaginary part by repeated squaring
   (1, 2, 3 unrolled; a negative exponent as 1 / z**n with NumPy's cdiv), anything else the C
   library's cpow: glibc's cexp(b * clog(a)) with C99's complex product (the NaN recovery of
   libgcc's __muldc3).
-
-The inverse functions (arcsin, arccos, arctan, arcsinh, arccosh, arctanh) are not built: glibc's
-casinh/cacosh/catanh kernels have many more branches (kernel_casinh); they are refused with
-UnsupportedOperationError (complex_ops.render_complex_step).
 """
 from __future__ import annotations
 
