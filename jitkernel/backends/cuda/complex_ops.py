@@ -26,8 +26,10 @@ it has a GPU form, else refused naming the function (never a round trip through 
 - `exp`, `log`, `sqrt`: NumPy calls the C library's cexp/clog/csqrt; the kernels follow glibc's
   algorithms branch for branch (C99 Annex G special cases, scaling near overflow/underflow,
   log1p near |z| = 1).
-- `power`, `sin`/`cos`/`tan`, `sinh`/`cosh`/`tanh`, `log10`/`log2`/`log1p`/`expm1`/`exp2`:
-  complex_functions.py (npy_cpow, glibc's csin/csinh/ccosh/ctanh, NumPy's nc_* formulas).
+  x*x + y*y - 1 near |z| = 1 is glibc's __x2y2m1 (_X2Y2M1_F/_D), shared with catan/catanh.
+- `power`, the trigonometric and hyperbolic functions and their inverses, `log10`/`log2`/
+  `log1p`/`expm1`/`exp2`, `rint`: complex_functions.py (npy_cpow, glibc's csin/csinh/ccosh/
+  ctanh/casinh/cacos/cacosh/catanh/catan, NumPy's nc_* formulas).
 """
 from __future__ import annotations
 
