@@ -31,6 +31,8 @@ infinities, the sign of every zero) are NumPy's:
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ...errors import UnsupportedOperationError
@@ -198,7 +200,7 @@ UNARY = {
 # -- the inverse functions: glibc's casinh/casin/cacos/cacosh (one kernel, __kernel_casinh)
 # and catanh/catan. Nested calls are scoped blocks with names of their own.
 
-_CALLS = iter(range(10 ** 9))
+_CALLS = itertools.count()  # unique names for the nested calls
 
 
 def _call(body: str, x: str, y: str, out_re: str, out_im: str) -> str:
@@ -522,7 +524,8 @@ FUNCTIONS = tuple(UNARY) + ("power",)
 def _constants(dt: np.dtype) -> dict[str, str]:
     out = _consts(dt)
     lit = lambda v: ctype.literal(v, dt)  # noqa: E731
-    out.update({"LOG10E": lit(np.log10(np.e)), "PI_2": lit(np.pi / 2), "PI_4": lit(np.pi / 4), "LOG2E": lit(np.log2(np.e)),
+    out.update({"LOG10E": lit(np.log10(np.e)), "LOG2E": lit(np.log2(np.e)),
+                "PI_2": lit(np.pi / 2), "PI_4": lit(np.pi / 4),
                 # glibc ctanh's t: exp(2t) is finite
                 "TH2": str(int((np.finfo(dt).maxexp - 1) * np.log(2.0) / 2))})
     return out

@@ -44,8 +44,8 @@ from ...ir.complex_prims import as_complex, as_packed
 from . import ctype, ops
 
 RENDERED = ("exp", "log", "sqrt", "power", "sin", "cos", "tan", "sinh", "cosh", "tanh", "arcsin", "arccos", "arctan",
-            "arcsinh", "arccosh", "arctanh", "log10", "log2", "log1p", "expm1", "exp2", "rint", "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin",
-            "dot_general")
+            "arcsinh", "arccosh", "arctanh", "log10", "log2", "log1p", "expm1", "exp2", "rint", "reduce_sum",
+            "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin", "dot_general")
 
 
 def render_complex_step(kp: KernelProgram, step: LibraryCall, n: int, name: str) -> tuple[str, Any]:
@@ -268,7 +268,9 @@ _X2Y2M1_D = """{
     const double hi = v[i + 1] + v[i], lo = (v[i + 1] - hi) + v[i];
     v[i + 1] = hi; v[i] = lo;
     for (int k = i + 2; k < 5; ++k)
-      for (int j = k; j > i + 1 && fabs(v[j - 1]) > fabs(v[j]); --j) { const double t = v[j]; v[j] = v[j - 1]; v[j - 1] = t; }
+      for (int j = k; j > i + 1 && fabs(v[j - 1]) > fabs(v[j]); --j) {
+        const double t = v[j]; v[j] = v[j - 1]; v[j - 1] = t;
+      }
   }
   jk_w = v[4] + v[3] + v[2] + v[1] + v[0];
 }"""
