@@ -229,8 +229,8 @@ def test_max_min_argmax_argmin_follow_numpy_exactly(modules, case: Case) -> None
             np.testing.assert_array_equal(g, e)
 
 
-@pytest.mark.parametrize("fn, name", [(np.sin, "sin"), (lambda z: z ** 1.5, "power"), (np.arctanh, "arctanh"),
-                                      (np.log10, "log10")], ids=["sin", "power", "arctanh", "log10"])
+@pytest.mark.parametrize("fn, name", [(lambda z: np.sort(z, axis=1), "sort"),
+                                      (lambda z: np.cumsum(z, axis=1), "accumulate")], ids=["sort", "cumsum"])
 def test_complex_functions_without_a_gpu_form_raise_naming_them(fn, name: str) -> None:
     with pytest.raises(jk.UnsupportedOperationError, match=f"complex numpy.{name} .*backend='cpu'"):
         run(fn, _z((3, 4), "complex64"))

@@ -26,6 +26,10 @@ it has a GPU form, else refused naming the function (never a round trip through 
 - `exp`, `log`, `sqrt`: NumPy calls the C library's cexp/clog/csqrt; the kernels follow glibc's
   algorithms branch for branch (C99 Annex G special cases, scaling near overflow/underflow,
   log1p near |z| = 1).
+  x*x + y*y - 1 near |z| = 1 is glibc's __x2y2m1 (_X2Y2M1_F/_D), shared with catan/catanh.
+- `power`, the trigonometric and hyperbolic functions and their inverses, `log10`/`log2`/
+  `log1p`/`expm1`/`exp2`, `rint`: complex_functions.py (npy_cpow, glibc's csin/csinh/ccosh/
+  ctanh/casinh/cacos/cacosh/catanh/catan, NumPy's nc_* formulas).
 """
 from __future__ import annotations
 
@@ -39,8 +43,9 @@ from ...fusion.kernel_ir import Kernel, KernelProgram, LibraryCall, Load, Store
 from ...ir.complex_prims import as_complex, as_packed
 from . import ctype, ops
 
-RENDERED = ("exp", "log", "sqrt", "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin",
-            "dot_general")
+RENDERED = ("exp", "log", "sqrt", "power", "sin", "cos", "tan", "sinh", "cosh", "tanh", "arcsin", "arccos", "arctan",
+            "arcsinh", "arccosh", "arctanh", "log10", "log2", "log1p", "expm1", "exp2", "rint", "reduce_sum",
+            "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin", "dot_general")
 
 
 def render_complex_step(kp: KernelProgram, step: LibraryCall, n: int, name: str) -> tuple[str, Any]:
@@ -59,6 +64,9 @@ def render_complex_step(kp: KernelProgram, step: LibraryCall, n: int, name: str)
     if prim in ELEMENTWISE and layout == (True,) and tuple(kp.buffers[step.inputs[0]].shape) == \
             tuple(kp.buffers[step.outputs[0]].shape):
         return elementwise_kernel(kp, step, prim, name)
+    from .complex_functions import FUNCTIONS, render_function
+    if prim in FUNCTIONS:
+        return render_function(kp, step, prim, n, name)
     if prim == "dot_general" and len(layout) == 2:
         from .render_matmul import render_dot_general
         return render_dot_general(kp, step, name, params, layout)
@@ -239,7 +247,33 @@ def _consts(dt: np.dtype) -> dict[str, str]:
             "MAX": lit(float(info.max)), "MIN": lit(float(info.tiny)), "EPS": lit(float(info.eps)),
             "HALF": lit(0.5), "ONE": lit(1.0), "ZERO": lit(0.0), "TWO": lit(2.0), "FOUR": lit(4.0),
             "PI": lit(np.pi), "LN2": lit(np.log(2.0)), "MANT": str(info.nmant + 1),
-            "TH": str(th), "ETH": lit(float(np.exp(np.float64(th))))}
+            "TH": str(th), "ETH": lit(float(np.exp(np.float64(th)))),
+            "MUL": "__fmul_rn" if f else "__dmul_rn", "X2Y2M1": _X2Y2M1_F if f else _X2Y2M1_D}
+
+
+# glibc's __x2y2m1 (x*x + y*y - 1 for clog/catan/catanh near |z| = 1), reading jk_u, jk_v and
+# setting jk_w. float: in double, where the products are exact; double: the squares split
+# exactly by fma, the five terms summed smallest first with Dekker's two-sum, re-sorted by
+# magnitude after each step, as glibc does.
+_X2Y2M1_F = ("{ const double du = jk_u, dv = jk_v; "
+             "jk_w = (float)(__dmul_rn(du - 1.0, du + 1.0) + __dmul_rn(dv, dv)); }")
+_X2Y2M1_D = """{
+  double v[5];
+  v[1] = __dmul_rn(jk_u, jk_u); v[0] = fma(jk_u, jk_u, -v[1]);
+  v[3] = __dmul_rn(jk_v, jk_v); v[2] = fma(jk_v, jk_v, -v[3]);
+  v[4] = -1.0;
+  for (int i = 1; i < 5; ++i)
+    for (int j = i; j > 0 && fabs(v[j - 1]) > fabs(v[j]); --j) { const double t = v[j]; v[j] = v[j - 1]; v[j - 1] = t; }
+  for (int i = 0; i <= 3; ++i) {
+    const double hi = v[i + 1] + v[i], lo = (v[i + 1] - hi) + v[i];
+    v[i + 1] = hi; v[i] = lo;
+    for (int k = i + 2; k < 5; ++k)
+      for (int j = k; j > i + 1 && fabs(v[j - 1]) > fabs(v[j]); --j) {
+        const double t = v[j]; v[j] = v[j - 1]; v[j - 1] = t;
+      }
+  }
+  jk_w = v[4] + v[3] + v[2] + v[1] + v[0];
+}"""
 
 
 _CEXP = """
@@ -316,16 +350,17 @@ if (x == {ZERO} && y == {ZERO}) {
   else if (ax < {MIN} && ay < {MIN}) { scale = {MANT}; ax = scalbn{f}(ax, scale); ay = scalbn{f}(ay, scale); }
   if (ax == {ONE} && scale == 0) { re = log1p{f}(ay * ay) / {TWO}; }
   else if (ax > {ONE} && ax < {TWO} && ay < {ONE} && scale == 0) {
-    {T} d2m1 = (ax - {ONE}) * (ax + {ONE});
-    if (ay >= {EPS}) d2m1 += ay * ay;
+    {T} d2m1 = {MUL}(ax - {ONE}, ax + {ONE});
+    if (ay >= {EPS}) d2m1 += {MUL}(ay, ay);
     re = log1p{f}(d2m1) / {TWO};
   } else if (ax < {ONE} && ax >= {HALF} && ay < {EPS} / {TWO} && scale == 0) {
     re = log1p{f}((ax - {ONE}) * (ax + {ONE})) / {TWO};
-  } else if (ax < {ONE} && ax >= {HALF} && scale == 0 && ax * ax + ay * ay >= {HALF}) {
-    /* x*x + y*y - 1 without cancellation: exact products by fma, summed small to large */
-    const {T} xx = ax * ax, yy = ay * ay;
-    const {T} exx = fma{f}(ax, ax, -xx), eyy = fma{f}(ay, ay, -yy);
-    re = log1p{f}(((xx - {ONE}) + yy) + (exx + eyy)) / {TWO};
+  } else if (ax < {ONE} && ax >= {HALF} && scale == 0 && {MUL}(ax, ax) + {MUL}(ay, ay) >= {HALF}) {
+    /* x*x + y*y - 1 without cancellation: glibc's __x2y2m1 */
+    const {T} jk_u = ax, jk_v = ay;
+    {T} jk_w;
+    {X2Y2M1}
+    re = log1p{f}(jk_w) / {TWO};
   } else {
     re = log{f}(hypot{f}(ax, ay)) - (({T})scale) * {LN2};
   }
