@@ -243,6 +243,10 @@ class EmulatorDevice:
     def copy(self, buffer: np.ndarray) -> np.ndarray:
         return buffer.copy()
 
+    def view(self, buffer: np.ndarray, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """The same memory as another shape and dtype of its byte size (complex DeviceArrays)."""
+        return buffer.reshape(-1).view(dtype).reshape(shape)
+
     def launch_shape(self, launch: Launch) -> tuple[int, int]:
         p = self.policy
         if launch.kind == "final":

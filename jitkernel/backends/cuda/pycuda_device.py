@@ -205,6 +205,13 @@ class PyCudaDevice:
             self._drv.memcpy_dtod_async(int(out), int(buffer), buffer.nbytes, self.stream)
         return out
 
+    def view(self, buffer: DeviceBuffer, shape: tuple[int, ...], dtype: np.dtype) -> DeviceBuffer:
+        """The same allocation as another shape and dtype of its byte size (complex DeviceArrays)."""
+        out = DeviceBuffer(buffer.allocation, shape, dtype)
+        if out.nbytes != buffer.nbytes:
+            raise ValueError(f"a view of {buffer.nbytes} bytes as {shape} {np.dtype(dtype)} ({out.nbytes} bytes)")
+        return out
+
     @_in_context
     def download(self, buffer: Any, shape: tuple[int, ...], dtype: np.dtype, function: str = "") -> np.ndarray:
         host = np.empty(shape, dtype)
