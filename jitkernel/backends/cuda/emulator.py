@@ -25,6 +25,7 @@ import numpy as np
 
 from ... import cache, events
 from ..._version import __version__
+from ...compile_progress import compiling
 from ...errors import BackendUnavailableError, CompileError
 from ...fusion import KernelProgram
 from ...fusion.params import constants, parameter_values, parametrize, varying_positions
@@ -114,7 +115,8 @@ def _build(source: str, name: str, disk_cache: bool = True) -> ctypes.CDLL:
             events.publish(events.CacheEvent(name, events.clock(), 0.0, target.exists(), "disk"))
         if not (disk_cache and target.exists()):
             t0 = events.clock()
-            target = _compile(cxx, source, target if disk_cache else None, name)
+            with compiling(name, "cuda-emulator", os.path.basename(cxx)):  # progress (magics/progress.py)
+                target = _compile(cxx, source, target if disk_cache else None, name)
             if events.SUBSCRIBERS:
                 events.publish(events.CompileEvent(name, t0, events.clock() - t0, "cuda-emulator"))
         _libraries[key] = ctypes.CDLL(str(target))

@@ -29,6 +29,7 @@ import numpy as np
 
 from ... import cache, events
 from ..._version import __version__
+from ...compile_progress import compiling
 from ...errors import CompileError
 from . import nvcc
 from .render import CudaModule, Launch
@@ -67,7 +68,8 @@ def cubin_for(source: str, arch: str, name: str = "program", disk_cache: bool = 
     if entry is not None:
         return entry[0]
     t0 = events.clock()
-    data = nvcc.cubin(source, arch, NVCC_OPTIONS)
+    with compiling(name, "cuda", "nvcc"):  # progress while it runs (a notebook shows it: magics/progress.py)
+        data = nvcc.cubin(source, arch, NVCC_OPTIONS)
     if events.SUBSCRIBERS:
         events.publish(events.CompileEvent(name, t0, events.clock() - t0, "cuda"))
     if not data.startswith(b"\x7fELF"):
