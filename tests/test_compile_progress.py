@@ -134,3 +134,42 @@ def test_unloading_the_extension_unsubscribes(tmp_path, monkeypatch) -> None:
         progress = extension_for(shell).progress
         assert progress in events.SUBSCRIBERS
     assert progress not in events.SUBSCRIBERS
+
+
+def test_a_jupyter_kernel_routes_the_progress_line_to_the_running_cell(tmp_path) -> None:
+    """A real ipykernel (a notebook's kernel): the display and its updates, sent from the helper
+    thread, are messages of the cell that compiles (its parent header), ending "compiled"."""
+    jupyter_client = pytest.importorskip("jupyter_client")
+    pytest.importorskip("ipykernel")
+    import os
+    import sys
+    from pathlib import Path
+    root = str(Path(jk.__file__).resolve().parent.parent)
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               JITKERNEL_CACHE_DIR=str(tmp_path / "cache"))
+    km = jupyter_client.KernelManager()
+    km.kernel_cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    km.start_kernel(env=env, cwd=str(tmp_path))
+    kc = km.client()
+    try:
+        kc.start_channels()
+        kc.wait_for_ready(timeout=60)
+        msg_id = kc.execute("%load_ext jitkernel\nimport numpy as np, jitkernel as jk\n"
+                            "jk.config.update('compile_progress_after', 0.2)\n"
+                            f"jk.jit(lambda x: x * {fresh_constant()!r}, backend='cuda-emulator')(np.ones(3))")
+        shown = []
+        while True:
+            m = kc.get_iopub_msg(timeout=120)
+            if m["parent_header"].get("msg_id") != msg_id:
+                continue
+            if m["msg_type"] in ("display_data", "update_display_data"):
+                shown.append((m["msg_type"], m["content"]["data"]["text/plain"]))
+            if m["msg_type"] == "error":
+                pytest.fail(str(m["content"]))
+            if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+                break
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    assert shown and shown[0][0] == "display_data" and shown[0][1].startswith("compiling <lambda> with "), shown
+    assert shown[-1][0] == "update_display_data" and shown[-1][1].startswith("compiled <lambda> with "), shown
