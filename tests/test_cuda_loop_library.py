@@ -193,3 +193,17 @@ def test_every_program_compiles_with_nvcc(prebuilt) -> None:
     for m in prebuilt:
         for launch in flow.iter_launches(m.launches):
             assert launch.name.encode() in cubin
+
+
+@pytest.mark.parametrize("backend", ["cuda-emulator", "cuda"])
+def test_new_batch_sizes_compile_for_their_sizes(backend: str) -> None:
+    """A third size makes a program shape-generic; a matmul has no run-time-extent form yet, so
+    that signature compiles for its own sizes (emulator.render_shape_generic) instead of raising:
+    for a top-level matmul and for one inside a loop body."""
+    with emulate_gpu():
+        loop = jk.jit(rnn, backend=backend)
+        plain = jk.jit(lambda a, w: np.tanh(a @ w), backend=backend)
+        for batch in (4, 6, 9):
+            h0 = np.random.default_rng(batch).standard_normal((batch, 8)).astype(np.float32)
+            assert_matches_numpy(to_host(loop(h0, W, np.int64(3))), rnn_reference(h0, W, 3), rtol=1e-5)
+            assert_matches_numpy(to_host(plain(h0, W)), np.tanh(h0 @ W), rtol=1e-5)

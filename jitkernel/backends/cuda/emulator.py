@@ -26,7 +26,7 @@ import numpy as np
 from ... import cache, events
 from ..._version import __version__
 from ...compile_progress import compiling
-from ...errors import BackendUnavailableError, CompileError
+from ...errors import BackendUnavailableError, CompileError, UnsupportedOperationError
 from ...fusion import KernelProgram
 from ...fusion.params import constants, parameter_values, parametrize, varying_positions
 from ...ir import Program
@@ -333,7 +333,7 @@ class CudaEmulatorBackend:
         kp = schedule_program(program, name)
         generic, positions, structure, values = shape_generic(kp, previous)
         t0 = events.clock()
-        module = render_program(generic)
+        module, generic, positions = render_shape_generic(kp, generic, positions)
         if events.SUBSCRIBERS:
             events.publish(events.CodegenEvent(name, t0, events.clock() - t0, self.name))
         lib = library(module, disk_cache)
@@ -372,6 +372,18 @@ def shape_generic(kp: KernelProgram, previous: Any) -> tuple[KernelProgram, list
         return kp, [], structure, values
     positions = varying_positions(old_values, values)
     return (parametrize(kp, positions) if positions else kp), positions, structure, values
+
+
+def render_shape_generic(kp: KernelProgram, generic: KernelProgram, positions: list[int]) -> tuple:
+    """(module, program, positions): the shape-generic program's module, or `kp`'s own with no
+    run-time parameters where a step has no run-time-extent form in the renderer (a matmul's
+    tiles, a complex reduction): that signature compiles for its sizes instead of failing."""
+    if positions:
+        try:
+            return render_program(generic), generic, positions
+        except UnsupportedOperationError:
+            pass
+    return render_program(kp), kp, []
 
 
 def texts(kp: KernelProgram, module: CudaModule) -> dict:

@@ -53,11 +53,11 @@ class CudaBackend:
     def compile(self, program: Program, *, name: str, fastmath: bool = False, disk_cache: bool = True,
                 previous: Any = None) -> tuple[Any, dict]:
         from . import schedule_program
-        from .emulator import shape_generic, texts
+        from .emulator import render_shape_generic, shape_generic, texts
         kp = schedule_program(program, name)
         generic, positions, structure, values = shape_generic(kp, previous)  # dynamic_params.py
         t0 = events.clock()
-        module = render_program(generic)
+        module, generic, positions = render_shape_generic(kp, generic, positions)
         if events.SUBSCRIBERS:
             events.publish(events.CodegenEvent(name, t0, events.clock() - t0, self.name))
         self.device.runtime().load(module, disk_cache)
