@@ -95,6 +95,41 @@ def complex_loop_reference(z, n):
     return c
 
 
+XS = np.stack([Z0 * 0.1 * k for k in range(4)])
+
+
+def complex_scan(z, xs):
+    """scan with a complex carry and complex ys (stacked packed), a complex exp and sum inside."""
+    return lax.scan(lambda c, x: (c * x + 1j, np.exp(c).sum()), z, xs)
+
+
+def complex_scan_reference(z, xs):
+    c, ys = z.copy(), []
+    for x in xs:
+        ys.append(np.exp(c).sum())
+        c = c * x + 1j
+    return c, np.array(ys)
+
+
+def complex_while(z):
+    return lax.while_loop(lambda c: np.abs(c).sum() < 50, lambda c: c * (1 + 1j), z)
+
+
+def complex_while_reference(z):
+    c = z.copy()
+    while np.abs(c).sum() < 50:
+        c = c * (1 + 1j)
+    return c
+
+
+def complex_cond(k, z):
+    return lax.cond(k > 0, lambda a: np.sqrt(a) * 2, lambda a: np.log(a + 3), z)
+
+
+def complex_cond_reference(k, z):
+    return np.sqrt(z) * 2 if k > 0 else np.log(z + 3)
+
+
 CASES = [
     Case("rnn-odd", rnn, (H0, W, np.int64(5)), 1e-5),
     Case("rnn-even", rnn, (H0, W, np.int64(4)), 1e-5),
@@ -102,10 +137,16 @@ CASES = [
     Case("scan-matmul", scan_matmul, (H0, W), 1e-5),
     Case("cond-matmul", cond_matmul, (np.int64(1), H0, W), 1e-5),
     Case("complex-loop", complex_loop, (Z0, np.int64(3)), 1e-12),
+    Case("complex-scan", complex_scan, (Z0, XS), 1e-12),
+    Case("complex-while", complex_while, (Z0,), 1e-12),
+    Case("complex-cond-true", complex_cond, (np.int64(1), Z0), 1e-12),
+    Case("complex-cond-false", complex_cond, (np.int64(0), Z0), 1e-12),
 ]
 REFERENCES = {"rnn-odd": rnn_reference, "rnn-even": rnn_reference, "while-gather": while_gather_reference,
               "scan-matmul": scan_matmul_reference, "cond-matmul": cond_matmul_reference,
-              "complex-loop": complex_loop_reference}
+              "complex-loop": complex_loop_reference, "complex-scan": complex_scan_reference,
+              "complex-while": complex_while_reference, "complex-cond-true": complex_cond_reference,
+              "complex-cond-false": complex_cond_reference}
 
 
 def to_host(d: DeviceArray):
