@@ -248,3 +248,11 @@ def test_new_batch_sizes_compile_for_their_sizes(backend: str) -> None:
             h0 = np.random.default_rng(batch).standard_normal((batch, 8)).astype(np.float32)
             assert_matches_numpy(to_host(loop(h0, W, np.int64(3))), rnn_reference(h0, W, 3), rtol=1e-5)
             assert_matches_numpy(to_host(plain(h0, W)), np.tanh(h0 @ W), rtol=1e-5)
+
+
+def test_as_text_cuda_of_a_cpu_function_renders_the_loop_with_its_matmul() -> None:
+    """`as_text("cuda")` schedules as the CUDA backends do, whatever backend compiled the function."""
+    source = jk.jit(rnn).lower(H0, W, np.int64(3)).as_text("cuda")
+    assert "a fori loop driven from the host" in source and "_fori_k0_dot_general" in source
+    complex_source = jk.jit(complex_loop).lower(Z0, np.int64(3)).as_text("cuda")
+    assert "a fori loop driven from the host" in complex_source

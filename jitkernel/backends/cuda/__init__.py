@@ -45,13 +45,22 @@ def missing_for_cuda() -> list[str]:
     return missing
 
 
+def _has_library_loops(kp: KernelProgram) -> bool:
+    """Whether `kp` holds a control-flow equation as one library step (the CPU's schedule of a
+    body with library steps), which the CUDA backends schedule as a loop step instead."""
+    from ...ir.control_flow import CONTROL_FLOW_PRIMITIVES
+    prims = [s.params.get("prim") if getattr(s, "prim", None) == "complex_library" else getattr(s, "prim", None)
+             for s in kp.steps]  # a complex loop is one complex_library step there
+    return any(p in CONTROL_FLOW_PRIMITIVES for p in prims)
+
+
 def device_text(program: Program, stage: str, kp: KernelProgram | None = None) -> str:
     """The "cuda" (translation unit) or "ptx" text of an optimised program, whatever backend
     compiled it: `f.lower(x).as_text("cuda")` works on the CPU backend too."""
     from ...fusion import schedule
     from ...fusion.loops import library_steps_in_bodies
     from .render import render_program
-    if kp is None:
+    if kp is None or _has_library_loops(kp):  # a CPU schedule keeps such loops library steps
         with library_steps_in_bodies(BODY_LIBRARY_PRIMS):
             kp = schedule(program)
     source = render_program(kp).source

@@ -45,9 +45,10 @@ def render_library_step(kp: KernelProgram, step: LibraryCall, n: int, placeholde
     """The kernels and launches of a library step the GPU implements; raises naming the step."""
     from .render import Launch
     if step.prim in CONTROL_FLOW_PRIMITIVES:  # fusion kept it a library step: a library step in a body
-        inner = ", ".join(repr(p) for p in _body_library_prims(step.params)) or "one"
+        inner = ", ".join(repr(p) for p in _body_library_prims(step.params))
         raise UnsupportedOperationError(
-            f"control flow {step.prim!r} (step {n} of {kp.name}) whose body holds a library step ({inner}) is not "
+            f"control flow {step.prim!r} (step {n} of {kp.name}) whose body holds a library step"
+            f"{f' ({inner})' if inner else ''} is not "
             "supported by the CUDA backend: bodies may hold kernels and the library steps the GPU implements "
             "(matmul, gather/scatter, complex steps); run it with backend='cpu'")
     if step.prim == "gather":
