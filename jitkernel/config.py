@@ -41,6 +41,9 @@ class Config:
         # An integer argument is a run-time value; when the function cannot be traced that way
         # (it is a shape, a slice bound), trace again with the integers static (api.py).
         self.static_int_fallback = True
+        # Seconds an external compiler run (nvcc, the emulator's g++) lasts before a notebook with the
+        # IPython extension loaded shows its progress (magics/progress.py); None: never.
+        self.compile_progress_after = 1.0
 
     def update(self, name: str, value: Any) -> None:
         if not hasattr(self, name):

@@ -67,6 +67,19 @@ class CompileEvent(Event):
 
 
 @dataclass
+class CompileProgressEvent(Event):
+    """An external compiler run (nvcc, the emulator's g++) starting (`phase` "start") or done
+    ("end": `duration` its time, `ok` whether it succeeded), published around the run so that a
+    front end can show progress while it lasts (jitkernel/compile_progress.py, magics/progress.py).
+    The finished compile's own record stays the CompileEvent."""
+
+    phase: str = "start"
+    backend: str = ""
+    tool: str = ""
+    ok: bool = True
+
+
+@dataclass
 class CacheEvent(Event):
     hit: bool = False
     level: str = "memory"

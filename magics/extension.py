@@ -10,6 +10,7 @@ from .bench import JitBenchMagics
 from .cell import JitCellMagics
 from .diagnostics import Diagnostics
 from .line import JitLineMagics
+from .progress import CompileProgress
 from .registry import Registry
 
 MAGIC_CLASSES = (JitCellMagics, JitLineMagics, JitBenchMagics)
@@ -23,13 +24,16 @@ class Extension:
         self.shell = shell
         self.registry = Registry()
         self.diagnostics = Diagnostics(self.registry)
+        self.progress = CompileProgress(shell)  # compile progress lines in a notebook (progress.py)
         self._unsubscribe = None
+        self._unsubscribe_progress = None
         self._started_profiler = False
 
     def load(self) -> None:
         for cls in MAGIC_CLASSES:
             self.shell.register_magics(cls(self.shell, self))
         self._unsubscribe = events.subscribe(self.diagnostics)
+        self._unsubscribe_progress = events.subscribe(self.progress)
         self._started_profiler = not profiler.session().running
         profiler.start()
 
@@ -43,6 +47,9 @@ class Extension:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        if self._unsubscribe_progress is not None:
+            self._unsubscribe_progress()
+            self._unsubscribe_progress = None
         if self._started_profiler:
             profiler.stop()
         self.registry.clear()

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 import jitkernel as jk
-from jitkernel.fusion import schedule
+from jitkernel.backends.cuda import schedule_program
 
 from helpers import full_range, rng_for, sample
 
@@ -242,7 +242,7 @@ def all_cases() -> list[Case]:
 def kernel_program(case: Case):
     """The kernel program `backend="cuda-emulator"` renders for the case (nothing compiled)."""
     compiled = jk.jit(case.fn, backend="interpret").lower(*case.args).compiled
-    return schedule(compiled.optimized)
+    return schedule_program(compiled.optimized, "corpus")  # as the cuda backends schedule
 
 
 def module_of(case: Case):

@@ -302,7 +302,7 @@ def test_unload_removes_the_magics_and_subscriptions(ip):
     for kind, names in (("cell", ["jit"]), ("line", ["jit_profile", "jit_explain", "jit_ir", "jit_cache", "jit_backend"])):
         for name in names:
             assert name not in ip.magics_manager.magics[kind]
-    assert len(events.SUBSCRIBERS) == ext_subscribers - 2  # diagnostics and the profiler session
+    assert len(events.SUBSCRIBERS) == ext_subscribers - 3  # diagnostics, compile progress, the profiler session
     result, out, _ = run(ip, "%%jit\ny = 1")
     assert "Cell magic `%%jit` not found" in out
     assert ip.extension_manager.load_extension("jitkernel") is None

@@ -13,14 +13,18 @@ whole loop, no Python per iteration (docs/architecture.md, "Native loops").
   copied into the output only when the trip count left it in the spare.
 - 0-d carries, the loop index and the body's 0-d temporaries have role "register": a stack slot
   of the native segment, which LLVM promotes to a register once the kernels are inlined.
-- Bodies holding library steps (BLAS, LAPACK, sorting) keep the Python-driven lowering.
+- Bodies holding library steps (BLAS, LAPACK, sorting) keep the Python-driven lowering, except
+  the library primitives a backend names with `library_steps_in_bodies` (the CUDA backend, whose
+  loops are host-driven anyway: backends/cuda/flow.py).
 - `hoist_loop_invariants` (a graph pass run before scheduling) moves body equations that read
   neither the carry nor the index out to the enclosing program.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -193,10 +197,39 @@ def native_ok(eqn: Eqn, kernel_prims: set[str] | None = None) -> bool:
 
 def _kernel_prims() -> set[str]:
     """Primitives the scheduler turns into kernels (elementwise, movement, reductions,
-    concatenate, iota, update_slice: a copy and a region kernel, fusion/update.py), plus those the kernel lowering of dynamic indices handles."""
+    concatenate, iota, update_slice: a copy and a region kernel, fusion/update.py), plus those the kernel lowering of dynamic indices handles,
+    plus the library primitives the backend being scheduled for runs inside bodies."""
     kinds = ("elementwise", "movement", "reduce")
     names = {n for n, p in primitives.PRIMITIVES.items() if p.kind in kinds}
-    return names | {"concatenate", "iota", "update_slice"} | set(_DYNAMIC_KERNEL_PRIMS)
+    return names | {"concatenate", "iota", "update_slice"} | set(_DYNAMIC_KERNEL_PRIMS) | _BODY_LIBRARY_PRIMS.get()
+
+
+# Library primitives whose steps may sit inside a LoopStep/BranchStep body: none for the CPU
+# (its native loops are LLVM loops over kernels); the CUDA backend drives its loops from the host
+# and runs any step kind in a body, so it names the library steps it implements.
+_BODY_LIBRARY_PRIMS: ContextVar[frozenset] = ContextVar("body_library_prims", default=frozenset())
+
+
+def body_library_prims() -> frozenset:
+    """The library primitives bodies may hold in the schedule under way (library_steps_in_bodies)."""
+    return _BODY_LIBRARY_PRIMS.get()
+
+
+@contextmanager
+def library_steps_in_bodies(prims: frozenset) -> Iterator[None]:
+    """Schedule with control-flow bodies that may hold library steps of `prims`.
+
+    >>> with library_steps_in_bodies(frozenset({"dot_general"})):
+    ...     "dot_general" in _kernel_prims()
+    True
+    >>> "dot_general" in _kernel_prims()
+    False
+    """
+    token = _BODY_LIBRARY_PRIMS.set(frozenset(prims))
+    try:
+        yield
+    finally:
+        _BODY_LIBRARY_PRIMS.reset(token)
 
 
 # Dynamic-offset primitives with a kernel lowering (fusion/dynamic.py).

@@ -18,6 +18,8 @@ expressions and never a complex buffer inside a kernel:
   cases included; sums in NumPy's complex pairwise order, products, max/min reductions,
   argmax/argmin, matmul; control flow whose sub-programs hold complex values) runs NumPy's own
   loop as a `complex_library` step on packed operands: the interpreter's values by construction.
+  Scheduled for the CUDA backend (whose loop bodies may hold complex library steps), control
+  flow is lowered body and all instead: complex carries and operands cross it packed.
 
 >>> import numpy as np, jitkernel as jk
 >>> from jitkernel.passes import optimize
@@ -61,6 +63,17 @@ def _sub_programs(params: dict) -> list[Program]:
             if isinstance(q, Program):
                 found.append(q)
     return found
+
+
+_CONTROL_PRIMS = ("fori_loop", "while_loop", "cond", "scan")
+
+
+def _lower_bodies() -> bool:
+    """Whether control flow holding complex values is lowered body and all: where the backend
+    being scheduled for runs complex library steps inside loop bodies (the CUDA backend,
+    fusion/loops.library_steps_in_bodies); elsewhere the whole loop is one complex_library step."""
+    from ..fusion.loops import body_library_prims
+    return "complex_library" in body_library_prims()
 
 
 def _complex_inside(eqn: Eqn) -> bool:
@@ -186,8 +199,11 @@ class _Lowering:
 
     def lower_eqn(self, eqn: Eqn) -> None:
         if _complex_inside(eqn):
+            if eqn.prim in _CONTROL_PRIMS and _lower_bodies():
+                self.bind(eqn, self.control(eqn))
+                return
             # A loop or branch computing with complex values: the interpreter runs it (NumPy's
-            # loops) until sub-programs are lowered too.
+            # loops) as one complex_library step (the CPU: its loops of kernels are native).
             self.bind(eqn, self.library(eqn, [self.value(v) for v in eqn.inputs]))
             return
         touches = any(is_complex(v.aval.dtype) for v in eqn.inputs + eqn.outputs)
@@ -204,6 +220,22 @@ class _Lowering:
         if results is None:
             results = self.library(eqn, args)
         self.bind(eqn, results)
+
+    def control(self, eqn: Eqn) -> list[Value]:
+        """A loop or branch with its sub-programs lowered: complex operands, carries and
+        results cross it packed (..., 2), as a lowered program's own arguments and results
+        (`run`), so every sub-program keeps its positional signature."""
+        inputs = [self.pack(a) if isinstance(a, tuple) else a for a in (self.value(v) for v in eqn.inputs)]
+        params = {}
+        for key, val in eqn.params.items():
+            if isinstance(val, Program):
+                val = lower_complex(val)[0]
+            elif isinstance(val, tuple) and val and all(isinstance(q, Program) for q in val):
+                val = tuple(lower_complex(q)[0] for q in val)
+            params[key] = val
+        outs = [Var(packed_aval(v.aval)) if is_complex(v.aval.dtype) else Var(v.aval) for v in eqn.outputs]
+        self.eqns.append(Eqn(eqn.prim, inputs, outs, params))
+        return [self.unpack(o) if is_complex(v.aval.dtype) else o for v, o in zip(eqn.outputs, outs)]
 
     def bind(self, eqn: Eqn, results: list[Value]) -> None:
         for v, r in zip(eqn.outputs, results):

@@ -14,10 +14,20 @@ from ...fusion import KernelProgram
 from ...ir import Program
 
 
+# Library steps the CUDA renderer implements (render.render_steps), so that fusion may leave them
+# inside a loop or branch body: flow_steps.py runs any step kind there (docs/gpu.md, "Control
+# flow on the GPU"). A body holding any other library step keeps the loop a library step, which
+# render.py refuses naming that step.
+BODY_LIBRARY_PRIMS = frozenset({"dot_general", "complex_library", "gather", "scatter", "scatter_ufunc"})
+
+
 def schedule_program(program: Program, name: str) -> KernelProgram:
-    """Fusion, exactly as the CPU backend runs it (the same kernel IR, the same FuseEvent)."""
+    """Fusion as the CPU backend runs it (the same kernel IR, the same FuseEvent), except that
+    loop and branch bodies may hold the library steps of BODY_LIBRARY_PRIMS."""
     from ..cpu import CpuBackend
-    return CpuBackend()._schedule(program, name)
+    from ...fusion.loops import library_steps_in_bodies
+    with library_steps_in_bodies(BODY_LIBRARY_PRIMS):
+        return CpuBackend()._schedule(program, name)
 
 
 def missing_for_cuda() -> list[str]:
@@ -35,12 +45,25 @@ def missing_for_cuda() -> list[str]:
     return missing
 
 
+def _has_library_loops(kp: KernelProgram) -> bool:
+    """Whether `kp` holds a control-flow equation as one library step (the CPU's schedule of a
+    body with library steps), which the CUDA backends schedule as a loop step instead."""
+    from ...ir.control_flow import CONTROL_FLOW_PRIMITIVES
+    prims = [s.params.get("prim") if getattr(s, "prim", None) == "complex_library" else getattr(s, "prim", None)
+             for s in kp.steps]  # a complex loop is one complex_library step there
+    return any(p in CONTROL_FLOW_PRIMITIVES for p in prims)
+
+
 def device_text(program: Program, stage: str, kp: KernelProgram | None = None) -> str:
     """The "cuda" (translation unit) or "ptx" text of an optimised program, whatever backend
     compiled it: `f.lower(x).as_text("cuda")` works on the CPU backend too."""
     from ...fusion import schedule
+    from ...fusion.loops import library_steps_in_bodies
     from .render import render_program
-    source = render_program(kp if kp is not None else schedule(program)).source
+    if kp is None or _has_library_loops(kp):  # a CPU schedule keeps such loops library steps
+        with library_steps_in_bodies(BODY_LIBRARY_PRIMS):
+            kp = schedule(program)
+    source = render_program(kp).source
     if stage == "ptx":
         from .nvcc import ptx
         return ptx(source)

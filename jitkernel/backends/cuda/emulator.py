@@ -25,7 +25,8 @@ import numpy as np
 
 from ... import cache, events
 from ..._version import __version__
-from ...errors import BackendUnavailableError, CompileError
+from ...compile_progress import compiling
+from ...errors import BackendUnavailableError, CompileError, UnsupportedOperationError
 from ...fusion import KernelProgram
 from ...fusion.params import constants, parameter_values, parametrize, varying_positions
 from ...ir import Program
@@ -114,7 +115,8 @@ def _build(source: str, name: str, disk_cache: bool = True) -> ctypes.CDLL:
             events.publish(events.CacheEvent(name, events.clock(), 0.0, target.exists(), "disk"))
         if not (disk_cache and target.exists()):
             t0 = events.clock()
-            target = _compile(cxx, source, target if disk_cache else None, name)
+            with compiling(name, "cuda-emulator", os.path.basename(cxx)):  # progress (magics/progress.py)
+                target = _compile(cxx, source, target if disk_cache else None, name)
             if events.SUBSCRIBERS:
                 events.publish(events.CompileEvent(name, t0, events.clock() - t0, "cuda-emulator"))
         _libraries[key] = ctypes.CDLL(str(target))
@@ -243,6 +245,10 @@ class EmulatorDevice:
     def copy(self, buffer: np.ndarray) -> np.ndarray:
         return buffer.copy()
 
+    def view(self, buffer: np.ndarray, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """The same memory as another shape and dtype of its byte size (complex DeviceArrays)."""
+        return buffer.reshape(-1).view(dtype).reshape(shape)
+
     def launch_shape(self, launch: Launch) -> tuple[int, int]:
         p = self.policy
         if launch.kind == "final":
@@ -327,7 +333,7 @@ class CudaEmulatorBackend:
         kp = schedule_program(program, name)
         generic, positions, structure, values = shape_generic(kp, previous)
         t0 = events.clock()
-        module = render_program(generic)
+        module, generic, positions = render_shape_generic(kp, generic, positions)
         if events.SUBSCRIBERS:
             events.publish(events.CodegenEvent(name, t0, events.clock() - t0, self.name))
         lib = library(module, disk_cache)
@@ -366,6 +372,18 @@ def shape_generic(kp: KernelProgram, previous: Any) -> tuple[KernelProgram, list
         return kp, [], structure, values
     positions = varying_positions(old_values, values)
     return (parametrize(kp, positions) if positions else kp), positions, structure, values
+
+
+def render_shape_generic(kp: KernelProgram, generic: KernelProgram, positions: list[int]) -> tuple:
+    """(module, program, positions): the shape-generic program's module, or `kp`'s own with no
+    run-time parameters where a step has no run-time-extent form in the renderer (a matmul's
+    tiles, a complex reduction): that signature compiles for its sizes instead of failing."""
+    if positions:
+        try:
+            return render_program(generic), generic, positions
+        except UnsupportedOperationError:
+            pass
+    return render_program(kp), kp, []
 
 
 def texts(kp: KernelProgram, module: CudaModule) -> dict:

@@ -5,7 +5,10 @@ sub-programs, while every value stays on the device.
 
 - Rendering: the sub-steps (cond, body, branches) are rendered by the normal renderer into the
   same translation unit, as kernels of their own; `render_control` returns the C text and a
-  plan (`LoopPlan`, `BranchPlan`) holding the sub-steps' launches, nested like the steps.
+  plan (`LoopPlan`, `BranchPlan`) holding the sub-steps' launches, nested like the steps. A
+  body may hold library steps the GPU implements (matmul tiles, gather/scatter, complex
+  steps: the CUDA backends schedule them there, backends/cuda/__init__.py BODY_LIBRARY_PRIMS);
+  their plans are the same step objects as at top level, run by their own step kind.
 - Running (flow_steps.py, step kinds "loop" and "branch" of executor.STEP_RUNNERS): the plan
   is walked on the host with the call's device: launch a step's kernels, copy a buffer into
   another, read or write one element. Array carries are

@@ -45,9 +45,12 @@ def render_library_step(kp: KernelProgram, step: LibraryCall, n: int, placeholde
     """The kernels and launches of a library step the GPU implements; raises naming the step."""
     from .render import Launch
     if step.prim in CONTROL_FLOW_PRIMITIVES:  # fusion kept it a library step: a library step in a body
+        inner = ", ".join(repr(p) for p in _body_library_prims(step.params))
         raise UnsupportedOperationError(
-            f"control flow {step.prim!r} (step {n} of {kp.name}) whose body holds a library step is not supported "
-            "by the CUDA backend yet (only loops and branches of kernels are); run it with backend='cpu'")
+            f"control flow {step.prim!r} (step {n} of {kp.name}) whose body holds a library step"
+            f"{f' ({inner})' if inner else ''} is not "
+            "supported by the CUDA backend: bodies may hold kernels and the library steps the GPU implements "
+            "(matmul, gather/scatter, complex steps); run it with backend='cpu'")
     if step.prim == "gather":
         w = _IndexWriter(kp, step, n, placeholder, n_lead=1, n_tail=0)
         return w.gather(Launch)
@@ -57,6 +60,24 @@ def render_library_step(kp: KernelProgram, step: LibraryCall, n: int, placeholde
         w = _IndexWriter(kp, step, n, placeholder, n_lead=1, n_tail=1)
         return w.scatter(Launch)
     raise _unsupported(kp, step, n)
+
+
+def _body_library_prims(params: dict) -> list[str]:
+    """The library primitives without a GPU implementation in the sub-programs of a control-flow
+    equation's params (recursively), in order: what keeps it off the GPU."""
+    from ...ir import Program
+    from ...ir import primitives
+    from . import BODY_LIBRARY_PRIMS
+    found: list[str] = []
+    progs = [v for v in params.values() if isinstance(v, Program)]
+    progs += [p for v in params.values() if isinstance(v, tuple) for p in v if isinstance(p, Program)]
+    for prog in progs:
+        for e in prog.eqns:
+            if e.prim in CONTROL_FLOW_PRIMITIVES:
+                found += _body_library_prims(e.params)
+            elif primitives.get(e.prim).kind == "library" and e.prim not in BODY_LIBRARY_PRIMS:
+                found.append(e.prim)
+    return list(dict.fromkeys(found))
 
 
 class _IndexWriter:

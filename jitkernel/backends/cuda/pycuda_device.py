@@ -29,6 +29,7 @@ import numpy as np
 
 from ... import cache, events
 from ..._version import __version__
+from ...compile_progress import compiling
 from ...errors import CompileError
 from . import nvcc
 from .render import CudaModule, Launch
@@ -67,7 +68,8 @@ def cubin_for(source: str, arch: str, name: str = "program", disk_cache: bool = 
     if entry is not None:
         return entry[0]
     t0 = events.clock()
-    data = nvcc.cubin(source, arch, NVCC_OPTIONS)
+    with compiling(name, "cuda", "nvcc"):  # progress while it runs (a notebook shows it: magics/progress.py)
+        data = nvcc.cubin(source, arch, NVCC_OPTIONS)
     if events.SUBSCRIBERS:
         events.publish(events.CompileEvent(name, t0, events.clock() - t0, "cuda"))
     if not data.startswith(b"\x7fELF"):
@@ -203,6 +205,13 @@ class PyCudaDevice:
         out = self.alloc(buffer.shape, buffer.dtype)
         if buffer.nbytes:
             self._drv.memcpy_dtod_async(int(out), int(buffer), buffer.nbytes, self.stream)
+        return out
+
+    def view(self, buffer: DeviceBuffer, shape: tuple[int, ...], dtype: np.dtype) -> DeviceBuffer:
+        """The same allocation as another shape and dtype of its byte size (complex DeviceArrays)."""
+        out = DeviceBuffer(buffer.allocation, shape, dtype)
+        if out.nbytes != buffer.nbytes:
+            raise ValueError(f"a view of {buffer.nbytes} bytes as {shape} {np.dtype(dtype)} ({out.nbytes} bytes)")
         return out
 
     @_in_context

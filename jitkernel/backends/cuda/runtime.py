@@ -16,10 +16,10 @@ from typing import Any, Sequence
 
 from ... import events
 from ...device_array import DeviceArray, GpuDevice, default_gpu
-from ...errors import UnsupportedOperationError
 from ...fusion import KernelProgram
 from ...ir import Program
 from ...fusion.params import constants, parameter_values
+from .device_complex import complex_outputs, packed_arguments
 from .dynamic_params import CudaTemplate
 from .executor import ProgramRunner
 from .render import CudaModule, render_program
@@ -29,19 +29,17 @@ class DeviceProgram:
     """One rendered KernelProgram loaded on a GPU device (module docstring)."""
 
     def __init__(self, kp: KernelProgram, module: CudaModule, device: GpuDevice, params: Any = None) -> None:
-        if kp.complex_views:  # complex buffers are float (..., 2) views: not packed on this path yet
-            raise UnsupportedOperationError(
-                f"{kp.name}: complex arguments or results are not supported by backend='cuda' yet; run it with "
-                "backend='cpu' or backend='cuda-emulator'")
         self.kp, self.module, self.device = kp, module, device
         self.template = None  # a CudaTemplate when shape-generic (dynamic_params.py)
         self.runner = ProgramRunner(kp, module, device.runtime(), params)
         self._outputs = [(tuple(kp.buffers[bid].shape), kp.buffers[bid].dtype) for bid in kp.outputs]
 
     def __call__(self, arrays: Sequence[Any]) -> list[DeviceArray]:
+        if self.kp.complex_views:  # complex values are float (..., 2) views of their buffers
+            arrays = packed_arguments(self.kp, arrays, self.device)
         buffers = self.runner.run(arrays)
-        return [DeviceArray(b, shape, dtype, self.device, self.kp.name)
-                for b, (shape, dtype) in zip(buffers, self._outputs)]
+        outs = [DeviceArray(b, shape, dtype, self.device, self.kp.name) for b, (shape, dtype) in zip(buffers, self._outputs)]
+        return complex_outputs(self.kp, outs) if self.kp.complex_views else outs
 
 
 class CudaBackend:
@@ -55,11 +53,11 @@ class CudaBackend:
     def compile(self, program: Program, *, name: str, fastmath: bool = False, disk_cache: bool = True,
                 previous: Any = None) -> tuple[Any, dict]:
         from . import schedule_program
-        from .emulator import shape_generic, texts
+        from .emulator import render_shape_generic, shape_generic, texts
         kp = schedule_program(program, name)
         generic, positions, structure, values = shape_generic(kp, previous)  # dynamic_params.py
         t0 = events.clock()
-        module = render_program(generic)
+        module, generic, positions = render_shape_generic(kp, generic, positions)
         if events.SUBSCRIBERS:
             events.publish(events.CodegenEvent(name, t0, events.clock() - t0, self.name))
         self.device.runtime().load(module, disk_cache)
