@@ -118,6 +118,8 @@ class Collector:
         self.t0 = events.clock()
 
     def _on_event(self, event: events.Event) -> None:
+        if type(event) is events.CompileProgressEvent:
+            return  # a front end's progress signal; the finished compile is its CompileEvent
         buf = self._events
         buf.append(event)
         if len(buf) >= self.compact_every:

@@ -173,3 +173,17 @@ def test_a_jupyter_kernel_routes_the_progress_line_to_the_running_cell(tmp_path)
         km.shutdown_kernel(now=True)
     assert shown and shown[0][0] == "display_data" and shown[0][1].startswith("compiling <lambda> with "), shown
     assert shown[-1][0] == "update_display_data" and shown[-1][1].startswith("compiled <lambda> with "), shown
+
+
+def test_the_profiler_keeps_the_compile_not_its_progress_signals():
+    import profiler
+    from jitkernel import events
+    profiler.start()
+    profiler.reset()
+    try:
+        events.publish(events.CompileProgressEvent("f", events.clock(), 0.0, phase="start", tool="g++"))
+        events.publish(events.CompileEvent("f", events.clock(), 0.5, "cuda-emulator"))
+        phases = {r["phase"] for r in profiler.report().records()}
+        assert "compile" in phases and not any("progress" in p for p in phases), phases
+    finally:
+        profiler.stop()
