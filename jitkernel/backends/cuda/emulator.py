@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -116,16 +117,18 @@ def _build(source: str, name: str, disk_cache: bool = True) -> ctypes.CDLL:
     with _lock:
         if key in _libraries:
             return _libraries[key]
-        target = cache.disk_cache_dir() / "cuda-emulator" / f"{key}.so"
-        if events.SUBSCRIBERS and disk_cache:
-            events.publish(events.CacheEvent(name, events.clock(), 0.0, target.exists(), "disk"))
-        if not (disk_cache and target.exists()):
-            t0 = events.clock()
-            target = _compile(cxx, source, target if disk_cache else None, name)
-            if events.SUBSCRIBERS:
-                events.publish(events.CompileEvent(name, t0, events.clock() - t0, "cuda-emulator"))
-        _libraries[key] = ctypes.CDLL(str(target))
-        return _libraries[key]
+    # compiled outside the lock, so that prebuild's chunks run in parallel; two threads that
+    # race on one key both compile it (the rename makes that safe) and the first load wins
+    target = cache.disk_cache_dir() / "cuda-emulator" / f"{key}.so"
+    if events.SUBSCRIBERS and disk_cache:
+        events.publish(events.CacheEvent(name, events.clock(), 0.0, target.exists(), "disk"))
+    if not (disk_cache and target.exists()):
+        t0 = events.clock()
+        target = _compile(cxx, source, target if disk_cache else None, name)
+        if events.SUBSCRIBERS:
+            events.publish(events.CompileEvent(name, t0, events.clock() - t0, "cuda-emulator"))
+    with _lock:
+        return _libraries.setdefault(key, ctypes.CDLL(str(target)))
 
 
 def _compile(cxx: str, source: str, target: Path | None, name: str) -> Path:
@@ -169,17 +172,40 @@ def library(module: CudaModule, disk_cache: bool = True) -> ctypes.CDLL:
 _prebuilt: dict[str, ctypes.CDLL] = {}
 
 
-def prebuild(modules: list[CudaModule], disk_cache: bool = True) -> None:
-    """Compile the kernels of many programs as one host library (one compiler run), used by
-    every later run of those programs in this process. Kernel names carry a hash of their
+def prebuild(modules: list[CudaModule], disk_cache: bool = True, workers: int | None = None) -> None:
+    """Compile the kernels of many programs as host libraries, used by every later run of those
+    programs in this process: one compiler run per chunk of about CHUNK_CHARS of kernel text,
+    `workers` (default: the CPU count) of them in parallel. Kernel names carry a hash of their
     program's source (render.py), so programs never collide in one library."""
-    todo = {m.tag: m for m in modules if m.tag not in _prebuilt}
+    todo = list({m.tag: m for m in modules if m.tag not in _prebuilt}.values())
     if not todo:
         return
-    lib = _build(_host_source(modules[0].prelude, [m.kernels for m in todo.values()]),
-                 f"bundle_of_{len(todo)}", disk_cache)
-    for tag in todo:
-        _prebuilt[tag] = lib
+    chunks = _chunks(todo, workers or os.cpu_count() or 1)
+    with ThreadPoolExecutor(max_workers=min(len(chunks), workers or os.cpu_count() or 1)) as pool:
+        libs = list(pool.map(lambda chunk: _build(_host_source(chunk[0].prelude, [m.kernels for m in chunk]),
+                                                  f"bundle_of_{len(chunk)}", disk_cache), chunks))
+    for chunk, lib in zip(chunks, libs):
+        for m in chunk:
+            _prebuilt[m.tag] = lib
+
+
+CHUNK_CHARS = 400_000  # kernel text per compiler run of prebuild: g++ slows down on larger units
+
+
+def _chunks(modules: list[CudaModule], workers: int) -> list[list[CudaModule]]:
+    """`modules` in consecutive groups: at least one per worker when there is enough text (the
+    compiler runs go in parallel), more when a group would exceed CHUNK_CHARS."""
+    total = sum(len(m.kernels) for m in modules)
+    limit = max(1, min(CHUNK_CHARS, -(-total // workers)))
+    out: list[list[CudaModule]] = [[]]
+    size = 0
+    for m in modules:
+        if out[-1] and size + len(m.kernels) > limit:
+            out.append([])
+            size = 0
+        out[-1].append(m)
+        size += len(m.kernels)
+    return out
 
 
 def _no_buffer(device: Any) -> None:
