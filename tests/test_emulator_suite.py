@@ -3,6 +3,7 @@ host build (emulator_pch.py), the render-only mode and the refusal tag (render_o
 prebuild's parallel chunks (emulator.py)."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
@@ -11,6 +12,8 @@ import pytest
 
 import jitkernel as jk
 from jitkernel.backends.cuda import emulator, emulator_pch, render_only
+
+pytest_plugins = ["pytester"]
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="the emulator's precompiled head needs g++")
 
@@ -100,3 +103,45 @@ def test_prebuild_in_parallel_chunks_serves_every_program() -> None:
         with render_only.recording() as rec:
             np.testing.assert_allclose(jk.jit(fn, backend="cuda-emulator")(x), fn(x), rtol=1e-12)
         assert rec == []
+
+
+SUITE_MODULE = '''
+import numpy as np
+import jitkernel as jk
+from jitkernel.backends.cuda import emulator
+
+CUDA_EMULATOR_SUITE = True
+
+
+def test_two_programs(backend, monkeypatch):
+    if backend == "cuda-emulator":  # both programs must have been prebuilt by the dry runs
+        monkeypatch.setattr(emulator, "_compile", lambda *a: (_ for _ in ()).throw(AssertionError("built alone")))
+    x = np.arange(5.0)
+    np.testing.assert_array_equal(jk.jit(lambda a: a + 1, backend=backend)(x), x + 1)
+    np.testing.assert_array_equal(jk.jit(lambda a: a * 2, backend=backend)(x), x * 2)
+
+
+def test_refused_by_the_renderer(backend):
+    np.testing.assert_allclose(jk.jit(np.linalg.inv, backend=backend)(np.eye(3) * 2), np.eye(3) / 2)
+
+
+def test_other_differences_fail(backend):
+    assert backend != "cuda-emulator", "a difference from NumPy"
+'''
+
+
+def test_the_suite_runs_opted_in_modules_on_the_emulator(pytester, monkeypatch) -> None:
+    """An opted-in module: items on three backends, a test's two programs both prebuilt (a
+    compile during the real run fails it), a renderer refusal skipped on the emulator only, any
+    other failure kept."""
+    from pathlib import Path
+    here = Path(__file__).parent
+    root = str(Path(jk.__file__).parent.parent)  # the subprocess imports this very jitkernel
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    for name in ("conftest.py", "emulator_suite.py"):
+        pytester.makepyfile(**{name[:-3]: (here / name).read_text()})
+    pytester.makepyfile(test_opted_in=SUITE_MODULE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rsf", "-q")
+    result.assert_outcomes(passed=7, skipped=1, failed=1)
+    result.stdout.fnmatch_lines(["*SKIPPED*the CUDA renderer refuses this program*",
+                                 "*FAILED*test_other_differences_fail?cuda-emulator?*"])
