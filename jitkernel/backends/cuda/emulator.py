@@ -5,7 +5,9 @@ The very source nvcc compiles (render.py) is compiled by the host C++ compiler a
 header (shim.py), with one `jk_launch_<kernel>(grid, block, args)` wrapper per kernel, into a
 shared library. Libraries are cached by the hash of their source and compiler: in memory for
 the process, and on disk under JITKERNEL_CACHE_DIR (cuda-emulator/<hash>.so). `prebuild`
-compiles the kernels of many programs as one library (one compiler run for a test module).
+compiles the kernels of many programs as a few libraries (parallel chunks of one compiler run
+each, for a test module). Every build `-include`s the shim + prelude precompiled once
+(emulator_pch.py), so g++ parses only the kernels.
 """
 from __future__ import annotations
 
