@@ -9,6 +9,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # so tests can `import helpers`
 
+import emulator_suite  # noqa: E402  (the equivalence suite on cuda-emulator: emulator_suite.py)
+
 BACKENDS = ["interpret", "cpu"]
 
 
@@ -16,9 +18,40 @@ def backend_params() -> list:
     return [pytest.param(b, id=b) for b in BACKENDS]
 
 
-@pytest.fixture(params=backend_params())
+def pytest_generate_tests(metafunc) -> None:
+    """`backend` takes every name of BACKENDS, plus "cuda-emulator" in modules that set
+    CUDA_EMULATOR_SUITE = True (unless the test parametrizes `backend` itself)."""
+    if "backend" not in metafunc.fixturenames or any(
+            "backend" in _argnames(m.args[0]) for m in metafunc.definition.iter_markers("parametrize")):
+        return
+    names = BACKENDS + ([emulator_suite.EMULATOR] if emulator_suite.module_opted_in(metafunc.module) else [])
+    metafunc.parametrize("backend", names, ids=names, indirect=True)
+
+
+def _argnames(spec) -> list[str]:
+    return [n.strip() for n in spec.split(",")] if isinstance(spec, str) else list(spec)
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    emulator_suite.emulator_items_last(items)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem) -> None:
+    if emulator_suite.is_emulator_item(item):
+        emulator_suite.prebuild_module(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    emulator_suite.refusal_as_skip(item, call, outcome.get_result())
+
+
+@pytest.fixture
 def backend(request) -> str:
-    """The backend name ("interpret" or "cpu") to pass as jk.jit(..., backend=backend)."""
+    """The backend name ("interpret", "cpu", or "cuda-emulator" in opted-in modules) to pass as
+    jk.jit(..., backend=backend)."""
     return request.param
 
 

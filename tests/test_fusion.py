@@ -9,6 +9,8 @@ import pytest
 import jitkernel as jk
 from helpers import assert_matches_numpy
 
+CUDA_EMULATOR_SUITE = True  # the backend fixture adds "cuda-emulator" (tests/emulator_suite.py)
+
 
 def _kernels(fn, *args):
     return jk.jit(fn, disk_cache=False).lower(*args).compiled.executable.kp

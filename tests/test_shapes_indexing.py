@@ -10,6 +10,8 @@ import jitkernel.numpy as jnp
 
 from helpers import ALL_DTYPES, assert_matches_numpy, check, numpy_result, rng_for, sample
 
+CUDA_EMULATOR_SUITE = True  # the backend fixture adds "cuda-emulator" (tests/emulator_suite.py)
+
 MOVE_DTYPES = [str(d) for d in ALL_DTYPES]
 
 

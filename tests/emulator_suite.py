@@ -1,0 +1,94 @@
+"""The NumPy-equivalence suite on backend="cuda-emulator", one host-compiler run per module.
+
+A test module opts in with `CUDA_EMULATOR_SUITE = True`; its tests that take the `backend`
+fixture then also run with backend="cuda-emulator" (tests/conftest.py). Those items are moved
+to the end of their module. Before the first of them runs, each of them runs once in the
+emulator's render-only mode (jitkernel/backends/cuda/render_only.py: the first emulator compile
+of the test records its CudaModule and stops the test), unlogged; `emulator.prebuild` then
+compiles every recorded program in one g++ run. A test that builds several programs (several
+jit calls) stops at its next program not built yet in the next dry run: up to ROUNDS rounds,
+one compiler run each, only over the tests that stopped. Then the tests run for real and find
+their kernels built; programs beyond those rounds (hypothesis examples draw new shapes each run)
+compile one by one as before.
+
+An emulator item that fails with an UnsupportedOperationError tagged `renderer_refusal` (the
+CUDA scheduler or renderer does not cover a step: linalg, sort, fft, ...) is reported as a skip
+naming the refusal; every other difference from NumPy stays a failure.
+"""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from _pytest.runner import runtestprotocol
+
+EMULATOR = "cuda-emulator"
+SWITCH = "CUDA_EMULATOR_SUITE"
+
+ROUNDS = 6  # dry runs per module: each runs the tests up to their next program not built yet
+_prepared: set = set()  # paths of modules whose emulator items are prebuilt
+
+
+def have_host_compiler() -> bool:
+    return shutil.which("g++") is not None or shutil.which("c++") is not None
+
+
+def module_opted_in(module) -> bool:
+    return bool(getattr(module, SWITCH, False)) and have_host_compiler()
+
+
+def is_emulator_item(item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and callspec.params.get("backend") == EMULATOR
+
+
+def emulator_items_last(items: list) -> None:
+    """In each opted-in module, the cuda-emulator items after all others (order kept otherwise:
+    items are grouped by file at the file's first position)."""
+    first: dict = {}
+    for i, item in enumerate(items):
+        first.setdefault(item.path, i)
+    ordered = sorted(range(len(items)), key=lambda i: (first[items[i].path], is_emulator_item(items[i]), i))
+    items[:] = [items[i] for i in ordered]
+
+
+def prebuild_module(item) -> None:
+    """Before `item`, the first cuda-emulator item of its module: run every emulator item of
+    the module in render-only mode and build all recorded programs in one compiler run."""
+    if item.path in _prepared:
+        return
+    _prepared.add(item.path)
+    from jitkernel.backends.cuda import emulator, render_only
+    same_file = [it for it in item.session.items if it.path == item.path]
+    peers = [it for it in same_file if is_emulator_item(it)]
+    for _ in range(ROUNDS):
+        pending, recorded = [], []
+        for peer in peers:
+            # teardown keeps what the next item shares (session, module) and ends the peer's own
+            # function-scope fixtures: the next item named must be another item of the module
+            after = item if peer is not item else next(it for it in same_file if it is not peer)
+            with render_only.recording() as modules:
+                runtestprotocol(peer, log=False, nextitem=after)  # reports are dropped: a dry run
+            if modules:
+                pending.append(peer)
+                recorded += modules
+        if not recorded:
+            return
+        try:
+            emulator.prebuild(recorded)
+        except Exception:  # noqa: BLE001 - e.g. g++ rejects one program: each test then builds
+            return         # its own programs and the faulty one fails with the compiler's message
+        peers = pending  # the tests that stopped at a program not built yet
+
+
+def refusal_as_skip(item, call, report) -> None:
+    """An emulator item stopped by the CUDA renderer's refusal becomes a skip naming it."""
+    if call.excinfo is None or not is_emulator_item(item) or report.when != "call":
+        return
+    err = call.excinfo.value
+    from jitkernel.errors import UnsupportedOperationError
+    if isinstance(err, UnsupportedOperationError) and getattr(err, "renderer_refusal", False):
+        first_line = str(err).splitlines()[0] if str(err) else type(err).__name__
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0,
+                           f"Skipped: the CUDA renderer refuses this program: {first_line}")
