@@ -63,3 +63,19 @@ def no_static_int_fallback():
     jk.config.update("static_int_fallback", False)
     yield
     jk.config.update("static_int_fallback", True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_subscriber_outlives_its_module(request):
+    """Event subscribers a test module leaves behind (a loaded IPython extension, a started
+    profiler) are removed when the module ends, with a warning naming it: a leftover profiler
+    makes every later jitted call in the suite record and compact events (one did, and the
+    suite ran several times slower after it)."""
+    import warnings
+    from jitkernel import events
+    before = list(events.SUBSCRIBERS)
+    yield
+    if events.SUBSCRIBERS != before:
+        left = [s for s in events.SUBSCRIBERS if s not in before]
+        events.SUBSCRIBERS[:] = before
+        warnings.warn(f"{request.module.__name__} left {len(left)} event subscriber(s) behind: {left}")

@@ -211,10 +211,16 @@ def test_a_failing_cell_is_reported(tmp_path, monkeypatch):
     monkeypatch.setattr(check, "CELLS", [("%%jit -b cuda\ndef f(x):\n    return x + 1\n\ny = f(x[:2, :2])\n",
                                           "assert False, 'the check ran'\n")])
     from IPython.core.interactiveshell import InteractiveShell
+    from jitkernel import events
+    subscribers = list(events.SUBSCRIBERS)
     try:
         assert check.child_cells("interpret") == 1
     finally:
-        InteractiveShell.clear_instance()  # the next test module's shell starts clean
+        # the next test module's shell starts clean, with no profiler left listening (a leftover
+        # subscriber made every later jitted call in the suite record and compact events)
+        InteractiveShell.instance().extension_manager.unload_extension("jitkernel")
+        InteractiveShell.clear_instance()
+        events.SUBSCRIBERS[:] = subscribers
 
 
 @needs_emulated_gpu
