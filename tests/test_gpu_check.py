@@ -75,6 +75,7 @@ def test_grouped_results_collapse_into_one_table_line(tmp_path):
 
 def test_a_spent_budget_still_prints_the_table(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+    monkeypatch.setenv("JITKERNEL_CACHE_DIR", os.environ.get("JITKERNEL_CACHE_DIR", str(tmp_path / "suite-cache")))
     rc = check.main(["--tiers", "1,2,3", "--budget", "0", "--out", str(tmp_path), "--no-install",
                      "--cache-dir", str(tmp_path / "cache")])
     out = capsys.readouterr().out
@@ -94,6 +95,8 @@ def test_every_tier_without_a_gpu_skips_with_its_reason(tmp_path, monkeypatch, c
     if check.gpu_present():
         pytest.skip("this machine has a GPU: the tiers run for real (make gpu-check)")
     monkeypatch.setenv("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+    # main() points JITKERNEL_CACHE_DIR at --cache-dir for its children: restored after the test
+    monkeypatch.setenv("JITKERNEL_CACHE_DIR", os.environ.get("JITKERNEL_CACHE_DIR", str(tmp_path / "suite-cache")))
     rc = check.main(["--tiers", "1,2,3,4", "--dry-run-bench", "--no-install", "--out", str(tmp_path),
                      "--cache-dir", str(tmp_path / "cache"), "--budget", "120"])
     rows = {r["check"]: r for r in _rows(tmp_path / "gpu_check.jsonl")}
