@@ -111,3 +111,17 @@ class CudaTemplate:
         if not compatible(self.structure, self.values, self.positions, structure, values):
             return None
         return parametrize(kp, self.positions) if self.positions else kp
+
+    def fit(self, kp: KernelProgram) -> tuple[Any, list] | None:
+        """(the module `kp` renders to, `kp`'s parameter values) when `kp` runs on this template's
+        compiled code: same structure and fixed constants, and its shape-generic rendering is the
+        same source text; None otherwise (the caller compiles). Shared by both CUDA backends."""
+        from .render import render_program
+        generic = self.generic_program(kp)
+        if generic is None:
+            return None
+        module = render_program(generic)  # its launches carry this program's sizes
+        if module.source != self.source:
+            return None
+        _, values = constants(kp)
+        return module, values

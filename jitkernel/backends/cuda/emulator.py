@@ -391,13 +391,10 @@ class CudaEmulatorBackend:
         source text (no compiler run); None otherwise (the caller compiles)."""
         from . import schedule_program
         kp = schedule_program(program, name)
-        generic = template.generic_program(kp)
-        if generic is None:
+        fitted = template.fit(kp)
+        if fitted is None:
             return None
-        module = render_program(generic)  # its launches carry this program's sizes
-        if module.source != template.source:
-            return None
-        _, values = constants(kp)
+        module, values = fitted
         run = EmulatedProgram(kp, module, template.compiled, self.policy, parameter_values(values, template.positions))
         run.template = template
         return run, template.texts

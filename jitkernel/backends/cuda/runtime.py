@@ -72,14 +72,11 @@ class CudaBackend:
         same source text (no nvcc run); None otherwise (the caller compiles)."""
         from . import schedule_program
         kp = schedule_program(program, name)
-        generic = template.generic_program(kp)
-        if generic is None:
+        fitted = template.fit(kp)
+        if fitted is None:
             return None
-        module = render_program(generic)  # its launches carry this program's sizes
-        if module.source != template.source:
-            return None
+        module, values = fitted
         self.device.runtime().load(module)  # loaded once per context: a dictionary hit
-        _, values = constants(kp)
         run = DeviceProgram(kp, module, self.device, parameter_values(values, template.positions))
         run.template = template
         return run, template.texts
