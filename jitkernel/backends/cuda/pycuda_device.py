@@ -177,7 +177,7 @@ class PyCudaDevice:
     # -- memory -----------------------------------------------------------------------------
     @_in_context
     def alloc(self, shape: tuple[int, ...], dtype: np.dtype) -> DeviceBuffer:
-        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
         return DeviceBuffer(self.pool.allocate(max(nbytes, 1)), shape, dtype)  # 0 bytes is an error in CUDA
 
     @_in_context
