@@ -247,4 +247,4 @@ class ProgramRunner:
     __call__ = run
 
 
-from . import flow_steps  # noqa: E402,F401  (registers the control-flow step kinds: flow.py)
+from . import accumulate, flow_steps  # noqa: E402,F401  (register their step kinds: accumulate.py, flow.py)

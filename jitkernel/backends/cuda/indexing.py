@@ -21,6 +21,7 @@ UnsupportedOperationError naming the step: never a silent round trip through the
 from __future__ import annotations
 
 import re
+from typing import Sequence
 
 import numpy as np
 
@@ -51,6 +52,9 @@ def render_library_step(kp: KernelProgram, step: LibraryCall, n: int, placeholde
             f"{f' ({inner})' if inner else ''} is not "
             "supported by the CUDA backend: bodies may hold kernels and the library steps the GPU implements "
             "(matmul, gather/scatter, complex steps); run it with backend='cpu'")
+    if step.prim == "accumulate":
+        from .accumulate import render_accumulate
+        return render_accumulate(kp, step, n, placeholder)
     if step.prim == "gather":
         w = _IndexWriter(kp, step, n, placeholder, n_lead=1, n_tail=0)
         return w.gather(Launch)
@@ -78,6 +82,27 @@ def _body_library_prims(params: dict) -> list[str]:
             elif primitives.get(e.prim).kind == "library" and e.prim not in BODY_LIBRARY_PRIMS:
                 found.append(e.prim)
     return list(dict.fromkeys(found))
+
+
+def kernel_signature(kp: KernelProgram, name: str, bufs: list[int], written: set[int],
+                     extra: Sequence[tuple[str, tuple]] = ()) -> tuple[str, list[tuple]]:
+    """The `extern "C"` head of a library step's kernel and its `Launch.params`: the buffers
+    `bufs` (const unless written), then `extra` (C parameter, param tag: work buffers), the
+    run-time parameters of a shape-generic program, and the status word."""
+    args, params = [], []
+    for b in bufs:
+        const = "" if b in written else "const "
+        args.append(f"{const}{ctype.mem(kp.buffers[b].dtype)}* __restrict__ b{b}")
+        params.append(("buf", b))
+    for text, tag in extra:
+        args.append(text)
+        params.append(tag)
+    if has_params(kp):
+        args.append("const long long* __restrict__ jk_params")
+        params.append(("params",))
+    args.append("unsigned int* __restrict__ jk_status")
+    params.append(("status",))
+    return f'extern "C" __global__ void {name}(\n    ' + ",\n    ".join(args) + ")", params
 
 
 class _IndexWriter:
@@ -124,17 +149,7 @@ class _IndexWriter:
         return out
 
     def signature(self, name: str, bufs: list[int]) -> tuple[str, list[tuple]]:
-        args, params = [], []
-        for b in bufs:
-            const = "" if b == self.out else "const "
-            args.append(f"{const}{ctype.mem(self.kp.buffers[b].dtype)}* __restrict__ b{b}")
-            params.append(("buf", b))
-        if has_params(self.kp):
-            args.append("const long long* __restrict__ jk_params")
-            params.append(("params",))
-        args.append("unsigned int* __restrict__ jk_status")
-        params.append(("status",))
-        return f'extern "C" __global__ void {name}(\n    ' + ",\n    ".join(args) + ")", params
+        return kernel_signature(self.kp, name, bufs, {self.out})
 
     def row_of(self, q: str, ind: str) -> list[str]:
         """`jk_row`: the flat leading-axes position of x that index point `q` (C order over the
