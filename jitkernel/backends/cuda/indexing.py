@@ -14,7 +14,8 @@ other binary `ufunc.at`) are rendered as kernels with NumPy's semantics:
   (no atomics, no dependence on the launch shape). The cost: the parallelism of a scatter is
   the trailing size (a 1-D target runs on one thread).
 
-Everything else (index forms with slices between arrays, `np.put`, `np.putmask`, `np.take`,
+`np.take` and `np.take_along_axis` are take.py's, ufunc.accumulate (cumsum) accumulate.py's.
+Everything else (index forms with slices between arrays, `np.put`, `np.putmask`,
 unary `ufunc.at`, and library steps such as linalg, fft and sort) raises
 UnsupportedOperationError naming the step: never a silent round trip through the host.
 """
@@ -52,6 +53,9 @@ def render_library_step(kp: KernelProgram, step: LibraryCall, n: int, placeholde
             f"{f' ({inner})' if inner else ''} is not "
             "supported by the CUDA backend: bodies may hold kernels and the library steps the GPU implements "
             "(matmul, gather/scatter, complex steps); run it with backend='cpu'")
+    if step.prim in ("take", "take_along_axis"):
+        from .take import render_take
+        return render_take(kp, step, n, placeholder)
     if step.prim == "accumulate":
         from .accumulate import render_accumulate
         return render_accumulate(kp, step, n, placeholder)
