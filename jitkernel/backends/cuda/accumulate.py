@@ -30,17 +30,14 @@ accumulations, raise UnsupportedOperationError naming the step.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Iterator
 
 import numpy as np
 
-from ...errors import UnsupportedOperationError
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
 from . import ctype, ops
 from .dynamic_params import Ext, _ll
-from .executor import Call, step_runner
 from .indexing import _unsupported, kernel_signature
+from .work_step import WorkStep
 
 # Enough lines to keep the GPU busy with one thread each (an H200 holds ~270k resident threads;
 # a few thousand lines of any length already fill it with the lines form's simple loop).
@@ -52,30 +49,6 @@ CHUNK_MIN = 32
 EXACT_REGROUPING = {"add": "biu", "multiply": "biu", "maximum": "biuf", "minimum": "biuf", "fmax": "biuf",
                     "fmin": "biuf", "logical_and": "biuf", "logical_or": "biuf", "logical_xor": "biuf",
                     "bitwise_and": "biu", "bitwise_or": "biu", "bitwise_xor": "biu"}
-
-
-@dataclass
-class AccumulateStep:
-    """One accumulate step of a rendered module: its launches in order, and the work buffer of
-    the chunks form (the chunk totals, then the prefixes: `work` entries (k, dtype, size))."""
-
-    launches: list
-    work: list = field(default_factory=list)
-    step_kind: str = "accumulate"
-
-    def __iter__(self) -> Iterator:
-        return iter(self.launches)
-
-    def __len__(self) -> int:
-        return len(self.launches)
-
-
-@step_runner("accumulate")
-def run_accumulate(call: Call, step: AccumulateStep) -> None:
-    call.work = {(k, "val"): call.device.alloc((size,), np.dtype(dt)) for k, dt, size in step.work}
-    for launch in step.launches:
-        grid, block = call.runner.launch_shape(launch)
-        call.launch(launch, grid, block)
 
 
 def _check(kp: KernelProgram, step: LibraryCall, n: int, xd: np.dtype, dt: np.dtype) -> None:
@@ -92,7 +65,7 @@ def _check(kp: KernelProgram, step: LibraryCall, n: int, xd: np.dtype, dt: np.dt
         raise _unsupported(kp, step, n, f" for numpy.{ufunc} on {dt}: its loop returns {loop}")
 
 
-def render_accumulate(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, AccumulateStep]:
+def render_accumulate(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, WorkStep]:
     """The kernels of one accumulate step (module docstring)."""
     from .render import Launch, _extent, _product
     (x,), (out,) = step.inputs, step.outputs
@@ -124,7 +97,7 @@ def render_accumulate(kp: KernelProgram, step: LibraryCall, n: int, placeholder:
             f"({xd} -> {dt}):")
     static = not any(isinstance(d, Ext) for d in shape)
     if int(_product(shape)) == 0:
-        return head + " empty */", AccumulateStep([])
+        return head + " empty */", WorkStep([])
     if not static or int(lines_n) >= LINES_MIN or not _regroupable(ufunc, dt):
         sig, params = kernel_signature(kp, base, [x, out], {out})
         lines = [head + " one thread per line, in NumPy's order */", sig + " {",
@@ -136,7 +109,7 @@ def render_accumulate(kp: KernelProgram, step: LibraryCall, n: int, placeholder:
                  f"      acc = {op('acc', cast(load(at('l', 'k'))))};",
                  f"      {store(at('l', 'k'), 'acc')}",
                  "    }", "  }", "}"]
-        return "\n".join(lines), AccumulateStep([Launch(base, "elementwise", int(lines_n), params)])
+        return "\n".join(lines), WorkStep([Launch(base, "elementwise", int(lines_n), params)])
     # chunks: c chunks of s elements per line (the last one shorter)
     lines_n, length = int(lines_n), int(length)
     chunks = max(1, min(-(-CHUNK_THREADS // lines_n), -(-length // CHUNK_MIN)))
@@ -176,7 +149,7 @@ def render_accumulate(kp: KernelProgram, step: LibraryCall, n: int, placeholder:
         "    }", "  }", "}"]
     launches = [Launch(base + "_tot", "elementwise", total, p1), Launch(base + "_off", "elementwise", lines_n, p2),
                 Launch(base + "_out", "elementwise", total, p3)]
-    return "\n".join(text), AccumulateStep(launches, [(0, dt, total)])
+    return "\n".join(text), WorkStep(launches, [(0, dt, total)])
 
 
 def _regroupable(ufunc: str, dt: np.dtype) -> bool:

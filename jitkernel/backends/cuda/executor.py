@@ -111,6 +111,8 @@ class Call:
                 args.append(np.int64(parts))
             elif tag == "status":
                 args.append(self.status)
+            elif tag == "int":  # an integer by value (work_step.py: the stage of a sorting network)
+                args.append(np.int64(what[1]))
             elif tag == "params":  # a shape-generic program's run-time parameters (dynamic_params.py)
                 args.append(self.runner.params)
             else:
@@ -247,4 +249,4 @@ class ProgramRunner:
     __call__ = run
 
 
-from . import accumulate, flow_steps  # noqa: E402,F401  (register their step kinds: accumulate.py, flow.py)
+from . import flow_steps, work_step  # noqa: E402,F401  (register their step kinds: flow.py, work_step.py)
