@@ -19,7 +19,8 @@ from ...ir import Program
 # flow on the GPU"). A body holding any other library step keeps the loop a library step, which
 # render.py refuses naming that step.
 BODY_LIBRARY_PRIMS = frozenset({"dot_general", "complex_library", "gather", "scatter", "scatter_ufunc", "accumulate",
-                                "take", "take_along_axis", "sort", "argsort"})
+                                "take", "take_along_axis", "sort", "argsort",
+                                "searchsorted"})
 
 
 def schedule_program(program: Program, name: str) -> KernelProgram:

@@ -15,7 +15,7 @@ other binary `ufunc.at`) are rendered as kernels with NumPy's semantics:
   the trailing size (a 1-D target runs on one thread).
 
 `np.take` and `np.take_along_axis` are take.py's, ufunc.accumulate (cumsum) accumulate.py's,
-sort and argsort sort.py's.
+sort and argsort sort.py's, searchsorted search.py's.
 Everything else (index forms with slices between arrays, `np.put`, `np.putmask`,
 unary `ufunc.at`, and library steps such as linalg and fft) raises
 UnsupportedOperationError naming the step: never a silent round trip through the host.
@@ -57,6 +57,9 @@ def render_library_step(kp: KernelProgram, step: LibraryCall, n: int, placeholde
     if step.prim in ("take", "take_along_axis"):
         from .take import render_take
         return render_take(kp, step, n, placeholder)
+    if step.prim == "searchsorted":
+        from .search import render_searchsorted
+        return render_searchsorted(kp, step, n, placeholder)
     if step.prim in ("sort", "argsort"):
         from .sort import render_sort
         return render_sort(kp, step, n, placeholder)
