@@ -148,9 +148,23 @@ def test_an_accumulation_inside_a_loop_body() -> None:
     np.testing.assert_array_equal(jk.jit(f, backend="cuda-emulator")(x), want)
 
 
-def test_complex_accumulations_are_refused_naming_the_step() -> None:
-    with pytest.raises(jk.UnsupportedOperationError, match="accumulate.*complex"):
-        jk.jit(np.cumsum, backend="cuda-emulator")(np.ones(4, np.complex128))
+@pytest.mark.parametrize("dtype,out", [(np.complex64, None), (np.complex128, None), (np.complex64, np.complex128)])
+@settings(max_examples=6, deadline=None, database=None)
+@given(data=st.data())
+def test_complex_cumsum_is_numpys_bit_for_bit(dtype, out, data) -> None:
+    """The float cumsum of the packed buffer (complex_ops.py): componentwise, NumPy's order."""
+    parts = data.draw(hnp.arrays(np.dtype(dtype).type(0).real.dtype, (5, 9, 2),
+                                 elements=st.floats(-4, 4, width=32) | st.sampled_from([np.nan, np.inf, -0.0])))
+    z = np.ascontiguousarray(parts).view(dtype)[..., 0]  # any parts, infinities and NaN as drawn
+    for fn in (lambda a: np.cumsum(a, axis=1, dtype=out), lambda a: np.cumsum(a, axis=0, dtype=out)):
+        got, want = jk.jit(fn, backend="cuda-emulator")(z), fn(z)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.view(got.real.dtype), want.view(want.real.dtype))
+
+
+def test_complex_cumprod_is_refused_naming_the_step() -> None:
+    with pytest.raises(jk.UnsupportedOperationError, match="complex numpy.accumulate"):
+        jk.jit(np.cumprod, backend="cuda-emulator")(np.ones(4, np.complex128))
 
 
 def test_empty_axis_gives_an_empty_result() -> None:

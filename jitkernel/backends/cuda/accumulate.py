@@ -24,8 +24,9 @@ rule; the axis is split into *lines* (every point of the other axes), and there 
   runs on one GPU thread (CuPy and JAX use parallel scans with other rounding). Subtract,
   divide, power and the like are not associative and keep the lines form too.
 
-A (ufunc, dtype) pair whose NumPy loop does not return the accumulation dtype itself, and complex
-accumulations, raise UnsupportedOperationError naming the step.
+A complex cumsum arrives as the float accumulation of its packed (..., 2) buffer (complex_ops.py).
+A (ufunc, dtype) pair whose NumPy loop does not return the accumulation dtype itself, and other
+complex accumulations (cumprod), raise UnsupportedOperationError naming the step.
 """
 from __future__ import annotations
 
@@ -65,8 +66,9 @@ def _check(kp: KernelProgram, step: LibraryCall, n: int, xd: np.dtype, dt: np.dt
         raise _unsupported(kp, step, n, f" for numpy.{ufunc} on {dt}: its loop returns {loop}")
 
 
-def render_accumulate(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, WorkStep]:
-    """The kernels of one accumulate step (module docstring)."""
+def render_accumulate(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str = "",
+                      base: str = "") -> tuple[str, WorkStep]:
+    """The kernels of one accumulate step (module docstring), named `base` or after the step."""
     from .render import Launch, _extent, _product
     (x,), (out,) = step.inputs, step.outputs
     xd, dt = kp.buffers[x].dtype, kp.buffers[out].dtype
@@ -75,7 +77,7 @@ def render_accumulate(kp: KernelProgram, step: LibraryCall, n: int, placeholder:
     shape = [_extent(d) for d in kp.buffers[x].shape]
     length, inner = shape[axis], _product(shape[axis + 1:])
     lines_n = _product(shape[:axis] + shape[axis + 1:])
-    base = f"jk_{placeholder}_{re.sub(r'[^0-9A-Za-z_]', '_', step.name)}"
+    base = base or f"jk_{placeholder}_{re.sub(r'[^0-9A-Za-z_]', '_', step.name)}"
     reg = ctype.reg(dt)
 
     def load(index: str) -> str:
