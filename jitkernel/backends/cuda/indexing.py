@@ -101,7 +101,7 @@ def kernel_signature(kp: KernelProgram, name: str, bufs: list[int], written: set
     `bufs` (const unless written), then `extra` (C parameter, param tag: work buffers), the
     run-time parameters of a shape-generic program, and the status word."""
     args, params = [], []
-    for b in bufs:
+    for b in dict.fromkeys(bufs):  # one parameter per buffer (x[i, i] names i twice)
         const = "" if b in written else "const "
         args.append(f"{const}{ctype.mem(kp.buffers[b].dtype)}* __restrict__ b{b}")
         params.append(("buf", b))
@@ -134,6 +134,10 @@ class _IndexWriter:
             raise _unsupported(kp, step, n, " for this index form (only integer arrays over the leading axes)")
         self.m = len(arrays)
         self.xshape = self.shape_of(self.x)
+        if any(kp.buffers[b].dtype.kind not in "iu" for b in self.idx):
+            # A boolean mask (x[mask] = v) picks the True positions in order; read as integers its
+            # 0s and 1s would name rows 0 and 1: refused, never a wrong answer.
+            raise _unsupported(kp, step, n, " for a boolean mask index (x[mask] = v)")
         for b in [self.x, self.out, *self.idx] + ([self.value] if self.value is not None else []):
             ctype.check_dtype(kp.buffers[b].dtype)
         self.bshape = self.broadcast([self.shape_of(b) for b in self.idx])
