@@ -8,7 +8,9 @@ The kernel IR is the CPU backend's (fusion decisions are made once); this module
   rendered as C integer expressions.
 - **rows** (a reduction with kept points): one block per kept point (grid-stride over them);
   the block's threads stride over the reduced points, combine per thread, then across the
-  block: warp shuffles (`__shfl_down_sync`) and one shared-memory slot per warp.
+  block: warp shuffles (`__shfl_down_sync`) and one shared-memory slot per warp. Short rows (a
+  compile-time reduced extent of at most WARP_ROWS_MAX_REDUCED) are **warp rows**: one warp
+  per kept point, its lanes over the reduced points, warp shuffles only.
 - **columns** (a reduction over outer axes, which the CPU accumulates in memory, e.g. a column
   sum, with many kept points or few reduced ones): one thread per kept point, its reduced points
   in order (coalesced reads, NumPy's order).
@@ -54,14 +56,20 @@ PLACEHOLDER = "__JKP__"
 # kept points to fill the GPU, or so few reduced points that a block per kept point would idle.
 COLUMNS_MIN_KEPT = 4096
 COLUMNS_MAX_REDUCED = 256
+# A reduction whose rows have at most this many reduced points (a compile-time extent) runs one
+# warp per kept point ("warp_rows"): at most 8 points per lane, where a block per row (256
+# threads on the GPU) would leave most of its threads idle and pay two __syncthreads and a
+# shared-memory round per row. Longer rows, and run-time extents of a shape-generic program
+# (the source must not change with the size: dynamic_params.py), keep a block per kept point.
+WARP_ROWS_MAX_REDUCED = 256
 
 
 @dataclass
 class Launch:
-    """One kernel launch of a step. kind: elementwise | rows | partial | final | tiles (a matmul:
-    one block per output tile, render_matmul.py). `items`: the
-    points of the grid-stride loop (elementwise), kept points (rows), or reduced points
-    (partial). `params`: what each kernel argument is: ("buf", id), ("work", k, "val"|"pos")
+    """One kernel launch of a step. kind: elementwise | rows | warp_rows | partial | final | tiles
+    (a matmul: one block per output tile, render_matmul.py). `items`: the points of the
+    grid-stride loop (elementwise), kept points (rows: one block each; warp_rows: one warp
+    each), or reduced points (partial). `params`: what each kernel argument is: ("buf", id), ("work", k, "val"|"pos")
     (the partials of reduce store k, one per stage-one block), ("parts",) (how many partials,
     a long long), ("scratch", id) (a row kernel's row scratch: one row per block), ("status",)."""
 
@@ -295,6 +303,8 @@ class KernelWriter:
     def rows(self, kept: list[int], red: list[int]) -> tuple[str, list[Launch]]:
         n_kept = self.extent(kept)
         n_red = self.extent(red)
+        if not isinstance(n_red, Ext) and n_red <= WARP_ROWS_MAX_REDUCED:
+            return self.warp_rows(kept, red)
         sig, params = self.signature(self.base, [])
         lines = [self.comment() + sig + " {",
                  f"  const long long n_rows = {self.ll(n_kept)}, n_red = {self.ll(n_red)};",
@@ -305,6 +315,30 @@ class KernelWriter:
         lines += self.final_stores(red, "      ")
         lines += ["    }", "    __syncthreads();  /* the shared slots are reused by the next row */", "  }", "}"]
         return "\n".join(lines), [Launch(self.base, "rows", n_kept, params)]
+
+    def warp_rows(self, kept: list[int], red: list[int]) -> tuple[str, list[Launch]]:
+        """A reduction with short rows (WARP_ROWS_MAX_REDUCED): one warp per kept point
+        (grid-stride over kept points by warps), its lanes strided over the reduced points, the
+        combine in warp shuffles only (no shared memory, no __syncthreads). A warp's row is the
+        same for its 32 lanes, so a warp past the last row leaves the loop as a whole and every
+        shuffle has all 32 lanes (the full mask). The order of the combine depends on nothing
+        but the row: the same input gives the same bits for any launch shape."""
+        n_kept = self.extent(kept)
+        n_red = self.extent(red)
+        sig, params = self.signature(self.base, [])
+        lines = [self.comment() + "/* warp rows: one warp per kept point, lanes over its reduced points */",
+                 sig + " {",
+                 f"  const long long n_rows = {self.ll(n_kept)}, n_red = {self.ll(n_red)};",
+                 "  const long long jk_warps = blockDim.x >> 5;  /* warps per block */",
+                 "  const unsigned jk_lane = threadIdx.x & 31u;",
+                 "  for (long long row = (long long)blockIdx.x * jk_warps + (threadIdx.x >> 5); row < n_rows;",
+                 "       row += (long long)gridDim.x * jk_warps) {"]
+        lines += self.accumulate("row", kept, red, "for (long long r = jk_lane; r < n_red; r += 32)")
+        lines += self.warp_reduce("    ")
+        lines += ["    if (jk_lane == 0) {"]
+        lines += self.final_stores(red, "      ")
+        lines += ["    }", "  }", "}"]
+        return "\n".join(lines), [Launch(self.base, "warp_rows", n_kept, params)]
 
     def accumulate(self, point: str, kept: list[int], red: list[int], loop: str, indent: str = "    ") -> list[str]:
         """The kept point `point` unravelled, the accumulators started, and the reduced points
@@ -619,11 +653,21 @@ class KernelWriter:
         return lines
 
 
+# A row kernel's row scratch is `__shared__` when every scratch buffer's row is a compile-time
+# size and together they take at most this many bytes per block: 16 KiB next to 256 threads
+# keeps the 8 blocks an SM of sm_80 or later holds at 2048 threads within its shared memory
+# (8 x 16 KiB = 128 KiB of the 164 KiB of sm_80, 228 KiB of sm_90), so shared memory does not
+# cut occupancy; and it stays far under the 48 KiB a block may declare statically. Larger or
+# run-time rows are slices of a global work buffer.
+ROW_SCRATCH_SHARED_BYTES = 16 * 1024
+
+
 class RowKernelWriter:
     """A row kernel (softmax, layer norm, a mean over trailing axes): one block per outer
     point (grid-stride over them); for each, the phases in order with `__syncthreads()`
     between them, so a phase reads what earlier phases wrote for its row. Row scratch buffers
-    (one row of storage per running row) are slices of a work buffer, one row per block."""
+    (one row of storage per running row) are `__shared__` arrays of the block when they fit
+    ROW_SCRATCH_SHARED_BYTES, else slices of a work buffer, one row per block."""
 
     def __init__(self, kp: KernelProgram, rk: RowKernel) -> None:
         self.kp, self.rk = kp, rk
@@ -636,6 +680,16 @@ class RowKernelWriter:
             used |= set(w.buffers)
         self.buffers = sorted(used - set(self.scratch))
         self.written = {b for w in self.phases for b in w.written}
+        self.shared_scratch = self.scratch_fits_shared()
+
+    def scratch_fits_shared(self) -> bool:
+        """Do the row scratch buffers fit in shared memory: compile-time rows of at most
+        ROW_SCRATCH_SHARED_BYTES together (the source of a shape-generic program must not
+        depend on its sizes: dynamic_params.py)?"""
+        if any(isinstance(n, Ext) for n in self.scratch.values()):
+            return False
+        total = sum(max(1, int(n)) * self.kp.buffers[bid].dtype.itemsize for bid, n in self.scratch.items())
+        return total <= ROW_SCRATCH_SHARED_BYTES
 
     def render(self) -> tuple[str, list[Launch]]:
         n_rows = _product(self.outer)
@@ -645,7 +699,7 @@ class RowKernelWriter:
             const = "" if bid in self.written else "const "
             args.append(f"{const}{ctype.mem(dt)}* __restrict__ b{bid}")
             params.append(("buf", bid))
-        for bid in self.scratch:
+        for bid in ([] if self.shared_scratch else self.scratch):
             args.append(f"{ctype.mem(self.kp.buffers[bid].dtype)}* __restrict__ s{bid}")
             params.append(("scratch", bid))
         if has_params(self.kp):
@@ -659,12 +713,15 @@ class RowKernelWriter:
                  f'extern "C" __global__ void {self.name}(\n    ' + ",\n    ".join(args) + ") {"]
         for bid, size in self.scratch.items():
             mem = ctype.mem(self.kp.buffers[bid].dtype)
-            lines.append(f"  {mem}* __restrict__ b{bid} = s{bid} + (long long)blockIdx.x * {_ll(size)};  /* this block's row */")
+            if self.shared_scratch:
+                lines.append(f"  __shared__ {mem} b{bid}[{max(1, int(size))}];  /* this block's row, in shared memory */")
+            else:
+                lines.append(f"  {mem}* __restrict__ b{bid} = s{bid} + (long long)blockIdx.x * {_ll(size)};  /* this block's row */")
         lines.append(f"  for (long long row = blockIdx.x; row < {_ll(n_rows)}; row += gridDim.x) {{")
         lines += self.phases[0].unravel("row", list(range(len(self.outer))), "    ")
         for w in self.phases:
             lines += w.phase(len(self.outer), "    ")
             lines.append("    __syncthreads();  /* the next phase reads this one's results */")
         lines += ["  }", "}"]
-        spec = [(bid, self.kp.buffers[bid].dtype, size) for bid, size in self.scratch.items()]
+        spec = [] if self.shared_scratch else [(bid, self.kp.buffers[bid].dtype, size) for bid, size in self.scratch.items()]
         return "\n".join(lines), [Launch(self.name, "rows", n_rows, params, scratch=spec)]
