@@ -9,6 +9,7 @@ axes and reductions, and compiled by nvcc for sm_90. Every program of the module
 one prebuild (a few g++ runs), so the examples cost no compiler run."""
 from __future__ import annotations
 
+import re
 import shutil
 from typing import Any, Callable
 
@@ -21,7 +22,7 @@ from hypothesis.extra import numpy as hnp
 import jitkernel as jk
 from cuda_corpus import Case, kernel_program, layer_norm, module_of, softmax
 from helpers import assert_matches_numpy, numpy_result, rng_for
-from jitkernel.backends.cuda import emulator, nvcc
+from jitkernel.backends.cuda import emulator, nvcc, render
 from jitkernel.backends.cuda.render import ROW_SCRATCH_SHARED_BYTES, WARP_ROWS_MAX_REDUCED, render_program
 from jitkernel.fusion.kernel_ir import RowKernel
 from jitkernel.fusion.params import constants, parametrize, varying_positions
@@ -208,10 +209,17 @@ CASES = LAST + AXES + MOMENTS + EMPTY + ROWS + POOL
 
 @pytest.fixture(scope="module")
 def modules() -> dict[str, Any]:
-    """Every program of the module, built in one prebuild (parallel chunks of one g++ run)."""
+    """Every program of the module, built in one prebuild (parallel chunks of one g++ run); the
+    row kernels of UNSHARED also as rendered with no shared-memory budget ("plain-" + name)."""
     out = {c.name: module_of(c) for c in CASES}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(render, "ROW_SCRATCH_SHARED_BYTES", 0)
+        out.update({f"plain-{c.name}": render_program(kernel_program(c)) for c in CASES if c.name in UNSHARED})
     emulator.prebuild(list(out.values()))
     return out
+
+
+UNSHARED = ["softmax-130", "layer-norm-130", "var-130", "centred-130", "softmax-float16-40"]
 
 
 def run(fn, *args):
@@ -422,6 +430,41 @@ def test_row_scratch_budget_boundary(modules) -> None:
 def test_run_time_row_scratch_stays_global() -> None:
     generic = render_program(_generic(softmax, np.ones((4, 40), np.float32), np.ones((4, 41), np.float32)))
     assert _row_launch(generic).scratch and "in shared memory */" not in generic.kernels
+    assert "jk_row" not in generic.kernels  # nor is an input row staged
+
+
+def staged(module) -> list[str]:
+    """The buffers whose rows a row kernel of `module` stages in shared memory."""
+    return re.findall(r"__shared__ \w[\w ]* jk_row(\d+)\[", module.kernels)
+
+
+@pytest.mark.parametrize("name", ["softmax", "layer-norm", "var", "centred"])
+def test_inputs_read_by_several_phases_are_staged_when_they_fit(modules, name: str) -> None:
+    """x is read by two or three phases: its row is copied into shared memory once (then a
+    barrier) and the phases read the copy, while it fits the budget left by the scratch; the
+    layer norm's g and b (one read each, not per row) stay global."""
+    short, long_ = modules[f"{name}-130"], modules[f"{name}-5000"]
+    (x,) = staged(short)
+    assert f"b{x}[130LL * row + t]" in short.kernels and f"jk_row{x}[i1]" in short.kernels
+    assert f"b{x}[130LL * i0 + i1]" not in short.kernels  # every phase reads the copy
+    assert not staged(long_) and "jk_row" not in long_.kernels
+    assert not staged(modules[f"softmax-{SHARED_MAX_SOFTMAX_ROW}"])  # the scratch took the whole budget
+
+
+@pytest.mark.parametrize("name", UNSHARED)
+def test_shared_memory_forms_give_the_same_bits_as_global_ones(modules, name: str) -> None:
+    """Shared scratch and staged rows move where values live, not what they are: the same bits
+    as the program rendered without a shared-memory budget (global scratch, no staging), for
+    every launch shape."""
+    c = next(c for c in CASES if c.name == name)
+    plain = modules[f"plain-{name}"]
+    assert "__shared__" in modules[name].kernels.replace("__shared__ float jk_s", "")
+    assert "in shared memory */" not in plain.kernels and "jk_row" not in plain.kernels
+    kp = kernel_program(c)
+    for policy in [emulator.LaunchPolicy()] + POLICIES:
+        got = emulator.EmulatedProgram(kp, modules[name], emulator.library(modules[name]), policy)(list(c.args))
+        ref = emulator.EmulatedProgram(kp, plain, emulator.library(plain), policy)(list(c.args))
+        assert [o.tobytes() for o in got] == [o.tobytes() for o in ref]
 
 
 # -- nvcc ------------------------------------------------------------------------------------

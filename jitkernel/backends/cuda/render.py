@@ -48,6 +48,7 @@ from . import ctype, flow, indexing, ops
 from .prelude import PRELUDE
 from .complex_ops import render_complex_step
 from .render_matmul import render_dot_general
+from .row_staging import inner_offset, row_index, staged_rows
 from .dynamic_params import Ext, _is_int, _ll, has_params, run_time_extent, run_time_literal, stable_text
 from ...fusion.params import Param
 
@@ -181,6 +182,8 @@ class KernelWriter:
     def __init__(self, kp: KernelProgram, kernel: Kernel, scratch: dict[int, int] | None = None) -> None:
         self.kp, self.k = kp, kernel
         self.scratch_rows = scratch or {}  # a row kernel's phase: row scratch buffer -> elements per row
+        self.staged: dict = {}  # a row kernel's phase: input buffer -> its row in shared memory (row_staging.py)
+        self.row = None  # ... and the running row's index over the outer loops (an Aff)
         self.domain = [_extent(n) for n in kernel.domain]
         self.with_params = has_params(kp)
         self.base = f"jk_{PLACEHOLDER}_{_c_name(kernel.name)}"
@@ -517,7 +520,11 @@ class KernelWriter:
                 raise UnsupportedOperationError(f"a run-time literal ({nd.value}) is not supported by the CUDA backend yet")
             return f"({ctype.literal(nd.value, nd.dtype)})"
         if isinstance(nd, Load):
-            e = f"b{nd.buffer}[{self.aff(nd.offset)}]"
+            staged = self.staged.get(nd.buffer)
+            if staged is not None:  # the row kernel's copy of this row (row_staging.py)
+                e = f"{staged.name}[{self.aff(inner_offset(nd.offset, staged, self.row))}]"
+            else:
+                e = f"b{nd.buffer}[{self.aff(nd.offset)}]"
             if nd.dtype.kind == "b":
                 return f"({e} != 0)"
             return f"jk_h2f({e})" if ctype.is_half(nd.dtype) else e
@@ -667,7 +674,9 @@ class RowKernelWriter:
     point (grid-stride over them); for each, the phases in order with `__syncthreads()`
     between them, so a phase reads what earlier phases wrote for its row. Row scratch buffers
     (one row of storage per running row) are `__shared__` arrays of the block when they fit
-    ROW_SCRATCH_SHARED_BYTES, else slices of a work buffer, one row per block."""
+    ROW_SCRATCH_SHARED_BYTES, else slices of a work buffer, one row per block. Inputs that
+    several phases read are staged: their row copied into shared memory once per row, within
+    the budget the scratch leaves (row_staging.py)."""
 
     def __init__(self, kp: KernelProgram, rk: RowKernel) -> None:
         self.kp, self.rk = kp, rk
@@ -681,6 +690,13 @@ class RowKernelWriter:
         self.buffers = sorted(used - set(self.scratch))
         self.written = {b for w in self.phases for b in w.written}
         self.shared_scratch = self.scratch_fits_shared()
+        left = ROW_SCRATCH_SHARED_BYTES - (self.scratch_bytes() if self.shared_scratch else 0)
+        self.staged = staged_rows(kp, rk, self.written, left)  # inputs read by several phases
+        for w in self.phases:
+            w.staged, w.row = {s.bid: s for s in self.staged}, row_index(len(self.outer), self.outer)
+
+    def scratch_bytes(self) -> int:
+        return sum(max(1, int(n)) * self.kp.buffers[bid].dtype.itemsize for bid, n in self.scratch.items())
 
     def scratch_fits_shared(self) -> bool:
         """Do the row scratch buffers fit in shared memory: compile-time rows of at most
@@ -688,8 +704,7 @@ class RowKernelWriter:
         depend on its sizes: dynamic_params.py)?"""
         if any(isinstance(n, Ext) for n in self.scratch.values()):
             return False
-        total = sum(max(1, int(n)) * self.kp.buffers[bid].dtype.itemsize for bid, n in self.scratch.items())
-        return total <= ROW_SCRATCH_SHARED_BYTES
+        return self.scratch_bytes() <= ROW_SCRATCH_SHARED_BYTES
 
     def render(self) -> tuple[str, list[Launch]]:
         n_rows = _product(self.outer)
@@ -717,8 +732,15 @@ class RowKernelWriter:
                 lines.append(f"  __shared__ {mem} b{bid}[{max(1, int(size))}];  /* this block's row, in shared memory */")
             else:
                 lines.append(f"  {mem}* __restrict__ b{bid} = s{bid} + (long long)blockIdx.x * {_ll(size)};  /* this block's row */")
+        for st in self.staged:
+            lines.append(f"  __shared__ {ctype.mem(st.dtype)} {st.name}[{st.length}];  /* b{st.bid}'s row, read by several phases */")
         lines.append(f"  for (long long row = blockIdx.x; row < {_ll(n_rows)}; row += gridDim.x) {{")
         lines += self.phases[0].unravel("row", list(range(len(self.outer))), "    ")
+        for st in self.staged:  # one coalesced read of each staged row; the phases read the copy
+            lines.append(f"    for (long long t = threadIdx.x; t < {st.length}LL; t += blockDim.x) "
+                         f"{st.name}[t] = b{st.bid}[{st.row_size}LL * row + t];")
+        if self.staged:
+            lines.append("    __syncthreads();  /* the staged rows are complete */")
         for w in self.phases:
             lines += w.phase(len(self.outer), "    ")
             lines.append("    __syncthreads();  /* the next phase reads this one's results */")
