@@ -161,7 +161,23 @@ def row_cases() -> list[Case]:
     for n in (SHARED_MAX_SOFTMAX_ROW, SHARED_MAX_SOFTMAX_ROW + 1):
         out.append(Case(f"softmax-{n}", softmax, (rng.standard_normal((3, n)).astype(np.float32),), rtol=1e-5))
     out.append(Case("softmax-float16-40", softmax, (rng.standard_normal((7, 40)).astype(np.float16),), rtol=1e-2))
+    x = rng.standard_normal((5, 130)).astype(np.float32)
+    out += [Case("softmax-reversed", softmax_reversed, (x,), rtol=1e-5),  # rows read last to first
+            Case("softmax-slice", softmax_slice, (x,), rtol=1e-5),  # 97 of 130 elements a row
+            Case("softmax-transposed", softmax_transposed, (x.T.copy(),), rtol=1e-5)]  # a row is a column
     return out
+
+
+def softmax_reversed(x):
+    return softmax(x[:, ::-1])
+
+
+def softmax_slice(x):
+    return softmax(x[:, 3:100])
+
+
+def softmax_transposed(x):
+    return softmax(x.T)
 
 
 # -- the hypothesis pool: random shapes, axes and reductions, each one program built up front --
@@ -219,7 +235,8 @@ def modules() -> dict[str, Any]:
     return out
 
 
-UNSHARED = ["softmax-130", "layer-norm-130", "var-130", "centred-130", "softmax-float16-40"]
+UNSHARED = ["softmax-130", "layer-norm-130", "var-130", "centred-130", "softmax-float16-40", "softmax-reversed",
+            "softmax-slice"]
 
 
 def run(fn, *args):
@@ -449,6 +466,16 @@ def test_inputs_read_by_several_phases_are_staged_when_they_fit(modules, name: s
     assert f"b{x}[130LL * i0 + i1]" not in short.kernels  # every phase reads the copy
     assert not staged(long_) and "jk_row" not in long_.kernels
     assert not staged(modules[f"softmax-{SHARED_MAX_SOFTMAX_ROW}"])  # the scratch took the whole budget
+
+
+def test_staged_rows_follow_the_index_maps(modules) -> None:
+    """A reversed row is staged whole and read last to first (the copy's barrier matters: a
+    thread reads what another one copied); a slice stages the row up to its last element; a
+    transposed input (a row kernel's row is a column of it) is not staged."""
+    rev, sl, tr = modules["softmax-reversed"], modules["softmax-slice"], modules["softmax-transposed"]
+    assert staged(rev) and "jk_row0[-1LL * i1 + 129LL]" in rev.kernels
+    assert "__shared__ float jk_row0[100];" in sl.kernels and "jk_row0[i1 + 3LL]" in sl.kernels
+    assert not staged(tr) and "b0[i0 + 5LL * i1]" in tr.kernels
 
 
 @pytest.mark.parametrize("name", UNSHARED)
