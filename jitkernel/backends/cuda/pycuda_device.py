@@ -240,6 +240,8 @@ class PyCudaDevice:
             return 1, block
         if launch.kind in ("rows", "tiles"):
             return max(1, min(launch.items, 16 * self.sm_count)), block
+        if launch.kind == "warp_rows":  # one warp per item, as many blocks as "rows" at most
+            return max(1, min(-(-launch.items // (block // 32)), 16 * self.sm_count)), block
         if launch.kind == "partial":
             return max(1, min(-(-launch.items // block), 4 * self.sm_count)), block
         return max(1, min(-(-launch.items // block), 32 * self.sm_count)), block
