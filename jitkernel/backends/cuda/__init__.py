@@ -20,7 +20,7 @@ from ...ir import Program
 # render.py refuses naming that step.
 BODY_LIBRARY_PRIMS = frozenset({"dot_general", "complex_library", "gather", "scatter", "scatter_ufunc", "accumulate",
                                 "take", "take_along_axis", "sort", "argsort",
-                                "searchsorted"})
+                                "searchsorted", "take_static", "raise_if"})
 
 
 def schedule_program(program: Program, name: str) -> KernelProgram:

@@ -249,4 +249,4 @@ class ProgramRunner:
     __call__ = run
 
 
-from . import flow_steps, work_step  # noqa: E402,F401  (register their step kinds: flow.py, work_step.py)
+from . import checks, flow_steps, work_step  # noqa: E402,F401  (register their step kinds: checks.py, flow.py, work_step.py)

@@ -1,4 +1,4 @@
-"""`np.take` and `np.take_along_axis` on the GPU (docs/gpu.md, "Indexing and in-place updates on
+"""`np.take`, `np.take_along_axis` and `take_static` (the gathers of np.repeat, np.delete) on the GPU (docs/gpu.md, "Indexing and in-place updates on
 the GPU"): one thread per output element (grid-stride), which reads one element of the array.
 
 Indices follow NumPy: `mode="raise"` (and take_along_axis) wraps a negative index once and sets
@@ -62,7 +62,7 @@ def render_take(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) 
         raise _unsupported(kp, step, n, " from an empty axis")  # NumPy raises at trace time
     head = f"\n/* {step.name}: numpy.{step.prim} along axis {axis} of {list(a_shape)}, mode {mode} */"
     lines = [head, sig + " {"] + _grid_stride(_ll(total))
-    if step.prim == "take":
+    if step.prim in ("take", "take_static"):  # take_static: np.repeat's, np.delete's gathers
         inner = _product(a_shape[axis + 1:])
         n_idx = _product(i_shape)
         lines += [f"    const long long o = t / ({_ll(n_idx)} * {_ll(inner)}), q = (t / {_ll(inner)}) % {_ll(n_idx)}, "
