@@ -155,6 +155,15 @@ class DeviceArray:
         d._buffer, d.shape, d.dtype, d.device, d._producer = buffer, shape, dtype, device, producer
         return d
 
+    def _leading(self, n: int) -> "DeviceArray":
+        """A fresh DeviceArray of the first `n` rows, copied on the device (a data-dependent
+        result trimmed to its count: pipeline.trim_outputs)."""
+        shape = (int(n),) + self.shape[1:]
+        runtime = self.device.runtime()
+        out = runtime.alloc(shape, self.dtype)
+        runtime.copy_into(out, self._buffer)
+        return DeviceArray._wrap(out, shape, self.dtype, self.device, self._producer)
+
     # -- what it is ---------------------------------------------------------------------------
     @property
     def ndim(self) -> int:

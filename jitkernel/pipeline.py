@@ -228,7 +228,10 @@ def trim_outputs(outs: list[np.ndarray], trims: tuple) -> list[np.ndarray]:
     array of exactly the first `count` rows, as NumPy returns a fresh array from x[mask]."""
     outs = list(outs)
     for k, c in trims:
-        outs[k] = outs[k][:int(outs[c])].copy()
+        if getattr(type(outs[k]), "_jk_device_array", False):  # stays on its device
+            outs[k] = outs[k]._leading(int(outs[c]))
+        else:
+            outs[k] = outs[k][:int(outs[c])].copy()
     return outs
 
 

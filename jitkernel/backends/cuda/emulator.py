@@ -326,7 +326,9 @@ class EmulatorDevice:
 
     # -- what control-flow steps need (flow.py) -------------------------------------------------
     def copy_into(self, dst: np.ndarray, src: np.ndarray) -> None:
-        np.copyto(dst, src.reshape(dst.shape), casting="no")
+        """The first dst.nbytes bytes of src into dst (a whole buffer, or a data-dependent
+        result's leading rows: DeviceArray._leading)."""
+        np.copyto(dst, src.reshape(-1)[:dst.size].reshape(dst.shape), casting="no")
 
     def read_scalar(self, buffer: np.ndarray) -> Any:
         return buffer.reshape(-1)[0].item()

@@ -2,7 +2,7 @@
 executor.STEP_RUNNERS): a plan of flow.py driven from the host, every value on the device.
 
 Besides the executor's `Device` interface, these steps use three device methods:
-`copy_into(dst, src)` (a device-to-device copy of a whole buffer), `read_scalar(buffer)` (one
+`copy_into(dst, src)` (a device-to-device copy of src's first dst.nbytes bytes: a whole buffer here), `read_scalar(buffer)` (one
 element to the host: a synchronisation point) and `write_scalar(buffer, value)` (one element
 from the host). Per loop: one read of each bound (fori) or one read of the predicate per
 iteration (while), one write of the index per iteration (fori); per cond: one read of the index.

@@ -15,7 +15,8 @@ other binary `ufunc.at`) are rendered as kernels with NumPy's semantics:
   the trailing size (a 1-D target runs on one thread).
 
 `np.take` and `np.take_along_axis` are take.py's, ufunc.accumulate (cumsum) accumulate.py's,
-sort and argsort sort.py's, searchsorted search.py's, raise_if checks.py's.
+sort and argsort sort.py's, searchsorted search.py's, raise_if checks.py's,
+boolean selections (x[mask], np.nonzero) compaction.py's.
 Everything else (index forms with slices between arrays, `np.put`, `np.putmask`,
 unary `ufunc.at`, and library steps such as linalg and fft) raises
 UnsupportedOperationError naming the step: never a silent round trip through the host.
@@ -54,6 +55,9 @@ def render_library_step(kp: KernelProgram, step: LibraryCall, n: int, placeholde
             f"{f' ({inner})' if inner else ''} is not "
             "supported by the CUDA backend: bodies may hold kernels and the library steps the GPU implements "
             "(matmul, gather/scatter, complex steps); run it with backend='cpu'")
+    if step.prim in ("datadep_pure", "datadep_call") and step.params.get("fn") in ("mask_select", "nonzero"):
+        from .compaction import render_selection
+        return render_selection(kp, step, n, placeholder)
     if step.prim == "raise_if":
         from .checks import render_raise_if
         return render_raise_if(kp, step)

@@ -268,6 +268,7 @@ class PyCudaDevice:
     # -- what control-flow steps need (flow.py; the emulator device has the same) ------------
     @_in_context
     def copy_into(self, dst: DeviceBuffer, src: DeviceBuffer) -> None:
+        """The first dst.nbytes bytes of src into dst (on the stream)."""
         if dst.nbytes:
             self._drv.memcpy_dtod_async(int(dst), int(src), dst.nbytes, self.stream)
 
