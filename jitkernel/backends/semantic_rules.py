@@ -96,6 +96,20 @@ def float_max_min(g: Any, prim: str, a: Any, b: Any) -> Any:
     return g.select(tie, a if semantics.max_min_tie_keeps_first(g.dtype) else b, r)
 
 
+def float_fmax_fmin(g: Any, prim: str, a: Any, b: Any) -> Any:
+    """NumPy's float fmax / fmin: NaN is ignored (the other operand; NaN only when both are), and
+    of two equal values (0.0 and -0.0) the same operand as maximum / minimum keeps: the first
+    for float16 (NumPy's half loop, `a >= b || isnan(b) ? a : b`), the second for float32 and
+    float64 (the x86 max/min instructions of NumPy's SIMD loops; its short scalar loops call
+    libm's fmax, which keeps +0.0). C's and CUDA's fmax/fmin leave the sign of equal zeros open."""
+    op = ">=" if prim == "fmax" else "<="
+    if semantics.max_min_tie_keeps_first(g.dtype):
+        keep_a = g.or_(g.cmp(op, a, b), g.cmp_unordered("uno", b, b))
+    else:
+        keep_a = g.or_(g.cmp(op[0], a, b), g.cmp_unordered("uno", b, b))  # strict: a tie keeps b
+    return g.select(keep_a, a, b)
+
+
 def shift(g: Any, prim: str, x: Any, y: Any) -> Any:
     """left_shift / right_shift: NumPy gives 0 for a shift by >= the bit width or by a
     negative amount (compared unsigned, so negative amounts are huge), and -1 for a right
@@ -158,6 +172,7 @@ INT_RULES: dict[str, tuple[Callable[..., Any], bool]] = {
 FLOAT_RULES: dict[str, tuple[Callable[..., Any], bool]] = {
     "floor_divide": (float_divmod, True), "remainder": (float_divmod, True), "sign": (float_sign, False),
     "maximum": (float_max_min, True), "minimum": (float_max_min, True),
+    "fmax": (float_fmax_fmin, True), "fmin": (float_fmax_fmin, True),
 }
 
 

@@ -279,7 +279,7 @@ class OpLowering:
             return self.in_float(dt, [x, y], lambda a, ty: simple[prim](a[0], a[1], flags=fl))
         if prim == "power" and isinstance(y, ir.Constant) and y.constant == 2.0:
             return self.in_float(dt, [x], lambda a, ty: b.fmul(a[0], a[0], flags=fl))
-        if prim in ("floor_divide", "remainder", "maximum", "minimum"):
+        if prim in ("floor_divide", "remainder", "maximum", "minimum", "fmax", "fmin"):
             return self.rule(prim, dt, [x, y])
         if prim in _MATH2:
             return self.in_float(dt, [x, y], lambda a, ty: self.call_math(_MATH2[prim], ty, a))

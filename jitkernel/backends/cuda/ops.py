@@ -185,7 +185,7 @@ def binary_float(prim: str, x: str, y: str, dt: np.dtype, y_literal: object) -> 
         return _round(dt, _mul(x, x if prim == "power" else y, dt))
     if prim in _ARITH:
         return _round(dt, f"({x} {_ARITH[prim]} {y})")
-    if prim in ("floor_divide", "remainder", "maximum", "minimum"):
+    if prim in ("floor_divide", "remainder", "maximum", "minimum", "fmax", "fmin"):
         return _rule(prim, dt, [x, y])
     if prim in semantics.MATH_BINARY:
         return _round(dt, f"{_fname(semantics.MATH_BINARY[prim], dt)}({x}, {y})")
