@@ -86,7 +86,9 @@ def _kernel_params(source: str) -> dict[str, list[str]]:
 
 def launchers(kernels_text: str) -> str:
     """A host wrapper per kernel: `jk_launch_<name>(grid, block, args)` with args an array of
-    pointers (to the buffers, or to the value of a scalar argument)."""
+    pointers (to the buffers, or to the value of a scalar argument). The kernel is called from a
+    plain static function of the argument array (jk_emu::launch_fn): a lambda per kernel would
+    instantiate a std::function per kernel, which took most of g++'s time."""
     lines = []
     for name, types in _kernel_params(kernels_text).items():
         args = []
@@ -96,8 +98,9 @@ def launchers(kernels_text: str) -> str:
             else:
                 base = ty.replace("const ", "")
                 args.append(f"*({base}*)a[{i}]")
+        lines.append(f"static void jk_body_{name}(void** a) {{ {name}({', '.join(args)}); }}")
         lines.append(f'extern "C" void jk_launch_{name}(unsigned g, unsigned b, void** a) '
-                     f"{{ jk_emu::launch(g, b, [=] {{ {name}({', '.join(args)}); }}); }}")
+                     f"{{ jk_emu::launch_fn(g, b, jk_body_{name}, a); }}")
     return "\n".join(lines) + "\n"
 
 
