@@ -20,6 +20,7 @@ emulator's libm must not be what makes a test pass: the same tolerances hold for
 from __future__ import annotations
 
 import shutil
+import warnings
 
 import numpy as np
 import pytest
@@ -91,7 +92,37 @@ def _programs() -> dict:
             if names:
                 out[group, dt] = (jk.jit(_ufuncs_of(names), backend="cuda-emulator"), _ufuncs_of(names), names)
         out["casts", dt] = (jk.jit(_casts, backend="cuda-emulator"), _casts, ())
+        lits = _literals_of(dt)
+        out["literals", dt] = (jk.jit(lits, backend="cuda-emulator"), lits, lits.names)
     return out
+
+
+def _both_bool(x, c) -> bool:
+    return isinstance(c, bool) and x.dtype == np.bool_
+
+
+def _literals_of(dt: np.dtype):
+    """x + c, x * c and c - x for Python scalars c at the edges of `dt` (weak, NEP 50: they take
+    x's dtype, or float64 for a float with an integer array): each c is a literal of the
+    rendered C (ctype.literal: hex floats, -0.0, NaN and infinities, INT64_MIN, unsigned suffixes)."""
+    if dt.kind == "f":
+        info = np.finfo(dt)
+        scalars = [0.0, -0.0, 1.0, -1.0, 0.1, 1 / 3, float(info.max), float(info.tiny), float(info.smallest_subnormal),
+                   -float(info.smallest_subnormal), 65504.0, 65519.0, 1e-300, 2.0 ** 53 + 2, float("nan"),
+                   float("inf"), float("-inf"), 0, 7, -(2 ** 31), 2 ** 63 - 1]
+        if dt.itemsize < 8:
+            scalars = [c for c in scalars if c != 1e-300]  # NumPy warns; it rounds to 0 either way
+    elif dt.kind == "b":
+        scalars = [True, False, 0.5, 3, -0.0]
+    else:
+        info = np.iinfo(dt)
+        scalars = [0, 1, 2, int(info.min), int(info.max), int(info.max) // 3, int(info.min) + 1, 0.5, -0.0]
+        scalars += [-1, -2] if dt.kind == "i" else []
+
+    def f(x):  # (bool - bool raises in NumPy: xor there)
+        return tuple(r for c in scalars for r in (x + c, x * c, c ^ x if _both_bool(x, c) else c - x))
+    f.names = tuple(f"{op} {c!r}" for c in scalars for op in ("x +", "x *", "- x,"))
+    return f
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +132,8 @@ def programs() -> dict:
     recorded = []
     for (group, dt), (jitted, _, _) in progs.items():
         args = [np.zeros(N, dt)] * (2 if "binary" in group else 1)
-        with render_only.recording() as modules:
+        with render_only.recording() as modules, warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's overflow of a weak scalar, traced
             try:
                 jitted(*args)
             except render_only.Rendered:
@@ -249,3 +281,15 @@ def test_fmax_fmin_nan_and_equal_zeros_on_every_backend(dt, backend, data) -> No
     got, expected = jitted(x, y), numpy_result(_fmax_fmin, x, y)
     assert_matches_numpy(got, expected, rtol=0.0, atol=0.0)
     assert_zero_signs(got, expected)
+
+
+@pytest.mark.parametrize("dt", ALL_DTYPES, ids=str)
+@settings(max_examples=10, deadline=None, suppress_health_check=_SLOW_DRAWS)
+@given(data=st.data())
+def test_python_scalar_literals_bit_for_bit(programs, dt, data) -> None:
+    """Python scalars written into the C source as literals of the operand's dtype (extremes,
+    signed zeros, NaN, infinities, subnormals, values float16 or float32 round): NumPy's bits and
+    zero signs (integers exact, wrapping)."""
+    x = _draw(data, dt, _float_values(dt, -4.0, 4.0) if dt.kind == "f" else _int_values(dt))
+    got, expected, names = _run(programs, "literals", dt, x)
+    _assert_each(got, expected, names, True, (x,))
