@@ -4,6 +4,9 @@ batch of tests will build and compile them all in one `emulator.prebuild` (tests
 
 The stop is a private BaseException subclass: a test's `pytest.raises(SomeError)` or the
 library's own `except Exception` fallbacks never catch it, so the run ends at the first compile.
+With `recording(stand_in=True)` the compile returns a stand-in instead (emulator.StandInProgram:
+the NumPy reference interpreter's results while recording), so a test runs on through all of
+its programs and the suite learns them in one pass.
 
 >>> import numpy as np, jitkernel as jk
 >>> with recording() as modules:
