@@ -181,8 +181,18 @@ def _assert_each(got: tuple, expected: tuple, names: tuple, exact: bool, args: t
                 assert_zero_signs(g, e)
             else:
                 assert_matches_numpy(g, e, _path=name)
+                _same_signs_of_zero_results(g, e)  # sin(-0.0) is -0.0 in C, libdevice and NumPy
         except AssertionError as err:
             raise AssertionError(f"{name} of {[a.dtype.name for a in args]} {args}: {err}") from None
+
+
+def _same_signs_of_zero_results(got: np.ndarray, expected: np.ndarray) -> None:
+    """Where both results are zeros (C99 Annex F decides their sign: sin(-0.0), expm1(-0.0),
+    atan2(-0.0, 1.0), ...), the same zero."""
+    g, e = np.asarray(got), np.asarray(expected)
+    if e.dtype.kind == "f":
+        both = (g == 0) & (e == 0)
+        np.testing.assert_array_equal(np.signbit(g[both]), np.signbit(e[both]))
 
 
 @pytest.mark.parametrize("dt", FLOAT_DTYPES, ids=str)
