@@ -94,7 +94,21 @@ def _programs() -> dict:
         out["casts", dt] = (jk.jit(_casts, backend="cuda-emulator"), _casts, ())
         lits = _literals_of(dt)
         out["literals", dt] = (jk.jit(lits, backend="cuda-emulator"), lits, lits.names)
+    for pair in MIXED_PAIRS:
+        out["mixed", pair] = (jk.jit(_mixed, backend="cuda-emulator"), _mixed, MIXED_NAMES)
     return out
+
+
+# dtype pairs whose promotion or comparison NumPy 2 decides specially: int64 with uint64 compares
+# exactly (no float64 round trip) but adds in float64, narrow types widen, float16 with int16 is float32
+MIXED_PAIRS = [(np.dtype(a), np.dtype(b)) for a, b in [("int64", "uint64"), ("uint64", "int8"), ("int8", "uint8"),
+                                                         ("uint32", "int32"), ("float16", "int16"),
+                                                         ("float32", "int64"), ("float64", "uint64"), ("bool", "int8")]]
+MIXED_NAMES = ("==", "<", ">=", "+", "maximum")
+
+
+def _mixed(x, y):
+    return x == y, x < y, x >= y, x + y, np.maximum(x, y)
 
 
 def _both_bool(x, c) -> bool:
@@ -131,7 +145,7 @@ def programs() -> dict:
     progs = _programs()
     recorded = []
     for (group, dt), (jitted, _, _) in progs.items():
-        args = [np.zeros(N, dt)] * (2 if "binary" in group else 1)
+        args = [np.zeros(N, d) for d in dt] if group == "mixed" else [np.zeros(N, dt)] * (2 if "binary" in group else 1)
         with render_only.recording() as modules, warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's overflow of a weak scalar, traced
             try:
@@ -303,3 +317,18 @@ def test_python_scalar_literals_bit_for_bit(programs, dt, data) -> None:
     x = _draw(data, dt, _float_values(dt, -4.0, 4.0) if dt.kind == "f" else _int_values(dt))
     got, expected, names = _run(programs, "literals", dt, x)
     _assert_each(got, expected, names, True, (x,))
+
+
+def _values_of(dt: np.dtype) -> st.SearchStrategy:
+    return _float_values(dt) if dt.kind == "f" else _int_values(dt)
+
+
+@pytest.mark.parametrize("pair", MIXED_PAIRS, ids=lambda p: f"{p[0]}-{p[1]}")
+@settings(max_examples=15, deadline=None, suppress_health_check=_SLOW_DRAWS)
+@given(data=st.data())
+def test_mixed_dtype_comparisons_and_promotions(programs, pair, data) -> None:
+    """Comparisons across signedness (int64 with uint64 exact, as NumPy 2 compares), additions
+    in the promoted dtype, maximum of promoted values, for any values of both dtypes."""
+    x, y = _draw(data, pair[0], _values_of(pair[0])), _draw(data, pair[1], _values_of(pair[1]))
+    got, expected, names = _run(programs, "mixed", pair, x, y)
+    _assert_each(got, expected, names, True, (x, y))
