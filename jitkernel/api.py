@@ -19,8 +19,10 @@ import numpy as np
 from . import events
 from .backends import SHAPE_GENERIC, check_backend, size_probe
 from .config import config
+from .device_array import DeviceArray as _DeviceArray
 from .ir import AType, Program, check_dtype
-from .pipeline import AliasedArguments, Compiled, compile_program, reuse_program, same_array_positions
+from .pipeline import (DEVICE_ARRAY_BACKENDS, AliasedArguments, Compiled, compile_program, reuse_program,
+                       same_array_positions)
 from .trace import trace_program
 from .tracebacks import hide_engine_frames, user_stacklevel
 from .trace.context import check_array_subclass
@@ -632,11 +634,15 @@ class Jitted:
             try:
                 # Exact ndarrays only (subclasses take the checked slow path); keyed by the dtype
                 # itself, so a byte-swapped array never takes a native entry.
+                # A jk.DeviceArray is keyed apart from an ndarray of its shape (only a device
+                # backend registers it; a host backend's entry would not copy it back first).
                 if len(args) == 1:
                     a = args[0]
-                    key = (a.shape, a.dtype) if type(a) is _ndarray else type(a)
+                    key = (a.shape, a.dtype) if type(a) is _ndarray else \
+                        (a.shape, a.dtype, _DeviceArray) if type(a) is _DeviceArray else type(a)
                 else:
-                    key = tuple([(a.shape, a.dtype) if type(a) is _ndarray else type(a) for a in args])
+                    key = tuple([(a.shape, a.dtype) if type(a) is _ndarray else
+                                 (a.shape, a.dtype, _DeviceArray) if type(a) is _DeviceArray else type(a) for a in args])
                 entry = self._fast[key]
             except (KeyError, TypeError, AttributeError):
                 pass
@@ -718,6 +724,9 @@ class Jitted:
             elif type(a) in _PY_SCALAR_DTYPES:
                 key.append(type(a))
                 scalars.append(_PY_SCALAR_DTYPES[type(a)])
+            elif type(a) is _DeviceArray and compiled.backend in DEVICE_ARRAY_BACKENDS:
+                key.append((a.shape, a.dtype, _DeviceArray))  # used where it is (device.put)
+                scalars.append(None)
             else:
                 return
         entry = compiled.fast_entry(scalars, sig.describe())

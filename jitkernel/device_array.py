@@ -21,6 +21,7 @@ True
 from __future__ import annotations
 
 import contextlib
+import math
 import dataclasses
 import operator
 from typing import Any, Callable
@@ -145,6 +146,15 @@ class DeviceArray:
         self.device = device
         self._producer = producer  # the function whose call made it (events of later copies)
 
+    @classmethod
+    def _wrap(cls, buffer: Any, shape: tuple[int, ...], dtype: np.dtype, device: GpuDevice,
+              producer: str = "") -> "DeviceArray":
+        """A DeviceArray of a result whose shape (a tuple of ints) and dtype are already checked
+        (runtime.DeviceProgram, once per output per call: the warm dispatch)."""
+        d = object.__new__(cls)
+        d._buffer, d.shape, d.dtype, d.device, d._producer = buffer, shape, dtype, device, producer
+        return d
+
     # -- what it is ---------------------------------------------------------------------------
     @property
     def ndim(self) -> int:
@@ -152,7 +162,7 @@ class DeviceArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)  # exact Python ints (np.prod costs microseconds a call)
 
     @property
     def nbytes(self) -> int:

@@ -164,6 +164,8 @@ class Compiled:
             return
         for i, _ in written:
             for j, other in enumerate(targets):
+                if j != i and other is targets[i] and getattr(type(other), "_jk_device_array", False):
+                    raise AliasedArguments(f"{self.name}: arguments {i} and {j} are the same device array")
                 if j != i and isinstance(other, np.ndarray) and isinstance(targets[i], np.ndarray) \
                         and np.may_share_memory(targets[i], other):
                     if _same_array(targets[i], other):

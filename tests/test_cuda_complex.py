@@ -230,7 +230,7 @@ def test_max_min_argmax_argmin_follow_numpy_exactly(modules, case: Case) -> None
 
 
 @pytest.mark.parametrize("fn, name", [(lambda z: np.sort(z, axis=1), "sort"),
-                                      (lambda z: np.cumsum(z, axis=1), "accumulate")], ids=["sort", "cumsum"])
+                                      (lambda z: np.cumprod(z, axis=1), "accumulate")], ids=["sort", "cumprod"])
 def test_complex_functions_without_a_gpu_form_raise_naming_them(fn, name: str) -> None:
     with pytest.raises(jk.UnsupportedOperationError, match=f"complex numpy.{name} .*backend='cpu'"):
         run(fn, _z((3, 4), "complex64"))

@@ -37,7 +37,7 @@ def int_rules(x, y, e):
 
 
 def float_rules(x, y):
-    return x // y, x % y, np.maximum(x, y), np.minimum(x, y), np.sign(x)
+    return x // y, x % y, np.maximum(x, y), np.minimum(x, y), np.sign(x), np.fmax(x, y), np.fmin(x, y)
 
 
 def _int_args(dt: np.dtype) -> tuple:
@@ -108,8 +108,8 @@ _FLOAT_SPECIALS = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -3.0, 7.5, 1e-3, np.inf
 @given(data=st.data())
 def test_float_rules_match_numpy(dt: np.dtype, backend: str, compiled, data) -> None:
     """npy_divmod's // and % (signs of zero results, x // 0, x % 0, infinities), NaN-propagating
-    maximum/minimum with NumPy's rule for equal zeros, sign of NaN and of zeros: results and
-    the sign of every zero as NumPy's."""
+    maximum/minimum and NaN-ignoring fmax/fmin with NumPy's rule for equal zeros, sign of NaN and
+    of zeros: results and the sign of every zero as NumPy's."""
     big = float(np.finfo(dt).max)
     elems = st.one_of(st.sampled_from(_FLOAT_SPECIALS),
                       st.floats(-big, big, allow_nan=False, width=8 * dt.itemsize))
@@ -171,7 +171,8 @@ cases = {
     "int32": (lambda x, y, e: (x // y, x % y, np.fmod(x, y), x << y, x >> y, x ** e, np.sign(x), np.reciprocal(x)),
               (np.array([7, -7, -2**31, 5], np.int32), np.array([2, 0, -1, 40], np.int32),
                np.array([3, 0, 1, 2], np.int32))),
-    "float64": (lambda x, y: (x // y, x % y, np.maximum(x, y), np.minimum(x, y), np.sign(x)),
+    "float64": (lambda x, y: (x // y, x % y, np.maximum(x, y), np.minimum(x, y), np.sign(x), np.fmax(x, y),
+                              np.fmin(x, y)),
                 (np.array([7.5, -7.5, np.nan, 0.0]), np.array([2.0, 0.5, 1.0, -0.0]))),
 }
 for name, (fn, args) in cases.items():
@@ -196,5 +197,5 @@ def test_each_shared_rule_is_read_by_both_backends(tmp_path) -> None:
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
-    assert len(lines) == 2 * (8 + 5), proc.stdout
+    assert len(lines) == 2 * (8 + 7), proc.stdout
     assert all(line.endswith("changed") for line in lines), proc.stdout

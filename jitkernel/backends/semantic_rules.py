@@ -19,8 +19,9 @@ registers and the backend rounds the rule's result to float16, as NumPy's loops 
 - `g.add/sub/mul/div/rem(a, b)`: integers wrap around and divide truncating (the divisor is
   never 0 nor a MIN / -1 pair: the rules make it safe first), floats are IEEE without
   fast-math; `g.shl/shr(a, n)` (arithmetic for signed) for 0 <= n < width; `g.bit(a, k)`.
-- `g.math(name, *args)`: "floor", "copysign", "fmod" of the float type, and "maximum" /
-  "minimum": NaN when either operand is NaN, else the larger (smaller); of equal values either.
+- `g.math(name, *args)`: "floor", "copysign", "fmod" of the float type, "maximum" /
+  "minimum": NaN when either operand is NaN, else the larger (smaller); of equal values either;
+  "fmax" / "fmin": the other operand when one is NaN, else as maximum / minimum.
 - `g.set_status(c, code)`: OR `code` into the status word when `c` holds (the runtime raises
   backends.cpu.ops.STATUS_MESSAGES[code] after the run).
 
@@ -97,17 +98,12 @@ def float_max_min(g: Any, prim: str, a: Any, b: Any) -> Any:
 
 
 def float_fmax_fmin(g: Any, prim: str, a: Any, b: Any) -> Any:
-    """NumPy's float fmax / fmin: NaN is ignored (the other operand; NaN only when both are), and
-    of two equal values (0.0 and -0.0) the same operand as maximum / minimum keeps: the first
-    for float16 (NumPy's half loop, `a >= b || isnan(b) ? a : b`), the second for float32 and
-    float64 (the x86 max/min instructions of NumPy's SIMD loops; its short scalar loops call
-    libm's fmax, which keeps +0.0). C's and CUDA's fmax/fmin leave the sign of equal zeros open."""
-    op = ">=" if prim == "fmax" else "<="
-    if semantics.max_min_tie_keeps_first(g.dtype):
-        keep_a = g.or_(g.cmp(op, a, b), g.cmp_unordered("uno", b, b))
-    else:
-        keep_a = g.or_(g.cmp(op[0], a, b), g.cmp_unordered("uno", b, b))  # strict: a tie keeps b
-    return g.select(keep_a, a, b)
+    """NumPy's float fmax / fmin: a NaN operand is ignored (`g.math`: C's fmax, LLVM's maxnum),
+    and of two equal values (0.0 and -0.0) the same operand as maximum / minimum keeps: those
+    functions may return either zero, and the GPU's and the host's differ."""
+    r = g.math(prim, a, b)
+    tie = g.cmp("==", a, b)
+    return g.select(tie, a if semantics.max_min_tie_keeps_first(g.dtype) else b, r)
 
 
 def shift(g: Any, prim: str, x: Any, y: Any) -> Any:
@@ -274,7 +270,7 @@ class PythonOps:
 
     def math(self, name: str, *args: Any) -> Any:
         fn = {"floor": np.floor, "copysign": np.copysign, "fmod": np.fmod, "maximum": np.maximum,
-              "minimum": np.minimum}[name]
+              "minimum": np.minimum, "fmax": np.fmax, "fmin": np.fmin}[name]
         with np.errstate(all="ignore"):
             return self.float_type(fn(*(self.float_type(a) for a in args)))
 

@@ -308,5 +308,7 @@ class OpLowering:
 # offsets), from which the runtime writes NumPy's message; this text is the fallback.
 STATUS_INDEX = 2
 STATUS_INDEX_DETAIL = (8, 16, 24)
+STATUS_SORTER = 4  # a searchsorted sorter entry outside the array (CUDA's searchsorted: cuda/search.py)
 STATUS_MESSAGES = {1: (ValueError, "Integers to negative integer powers are not allowed."),
-                   STATUS_INDEX: (IndexError, "index out of bounds (a traced index in compiled code)")}
+                   STATUS_INDEX: (IndexError, "index out of bounds (a traced index in compiled code)"),
+                   STATUS_SORTER: (ValueError, "Sorter index out of range.")}

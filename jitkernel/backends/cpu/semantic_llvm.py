@@ -82,6 +82,8 @@ class LLVMOps:
             return self.low.call_math((None, "fmod"), self.ty, list(args))  # frem (see call_math)
         if name in ("maximum", "minimum"):  # NaN-propagating; with the function's fast-math flags
             return self.low.call_math((f"llvm.{name}", None), self.ty, list(args))
+        if name in ("fmax", "fmin"):  # NaN-ignoring: LLVM's maxnum / minnum
+            return self.low.call_math(({"fmax": "llvm.maxnum", "fmin": "llvm.minnum"}[name], None), self.ty, list(args))
         return self.b.call(self.low.intrinsic(f"llvm.{name}", self.ty, len(args)), list(args))
 
     def set_status(self, c: ir.Value, code: int) -> None:

@@ -18,7 +18,9 @@ from ...ir import Program
 # inside a loop or branch body: flow_steps.py runs any step kind there (docs/gpu.md, "Control
 # flow on the GPU"). A body holding any other library step keeps the loop a library step, which
 # render.py refuses naming that step.
-BODY_LIBRARY_PRIMS = frozenset({"dot_general", "complex_library", "gather", "scatter", "scatter_ufunc"})
+BODY_LIBRARY_PRIMS = frozenset({"dot_general", "complex_library", "gather", "scatter", "scatter_ufunc", "accumulate",
+                                "take", "take_along_axis", "sort", "argsort",
+                                "searchsorted"})
 
 
 def schedule_program(program: Program, name: str) -> KernelProgram:

@@ -23,6 +23,8 @@ it has a GPU form, else refused naming the function (never a round trip through 
 - `reduce_max`/`reduce_min`, `argmax`/`argmin`: the same block tree over (value, position)
   pairs with NumPy's rule (TreeReduction): the tree picks NumPy's element.
 - `dot_general`: the tile kernel of render_matmul.py with (re, im) tiles and accumulators.
+- `accumulate` with add (cumsum): the float accumulation of the packed buffer along the same
+  axis (accumulate.py), componentwise and in NumPy's order: NumPy's bits.
 - `exp`, `log`, `sqrt`: NumPy calls the C library's cexp/clog/csqrt; the kernels follow glibc's
   algorithms branch for branch (C99 Annex G special cases, scaling near overflow/underflow,
   log1p near |z| = 1).
@@ -45,7 +47,7 @@ from . import ctype, ops
 
 RENDERED = ("exp", "log", "sqrt", "power", "sin", "cos", "tan", "sinh", "cosh", "tanh", "arcsin", "arccos", "arctan",
             "arcsinh", "arccosh", "arctanh", "log10", "log2", "log1p", "expm1", "exp2", "rint", "reduce_sum",
-            "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin", "dot_general")
+            "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin", "dot_general", "cumsum")
 
 
 def render_complex_step(kp: KernelProgram, step: LibraryCall, n: int, name: str) -> tuple[str, Any]:
@@ -67,6 +69,14 @@ def render_complex_step(kp: KernelProgram, step: LibraryCall, n: int, name: str)
     from .complex_functions import FUNCTIONS, render_function
     if prim in FUNCTIONS:
         return render_function(kp, step, prim, n, name)
+    if prim == "accumulate" and params["ufunc"] == "add" and layout == (True,):
+        # componentwise: the complex cumsum is the float cumsum of the packed buffer along the
+        # same axis (the pair axis rides along as the innermost of the lines), NumPy's bits
+        from dataclasses import replace
+        from .accumulate import render_accumulate
+        real = np.dtype(params["dtype"]).type(0).real.dtype
+        float_step = replace(step, prim="accumulate", params={"ufunc": "add", "axis": params["axis"], "dtype": real})
+        return render_accumulate(kp, float_step, n, base=name)
     if prim == "dot_general" and len(layout) == 2:
         from .render_matmul import render_dot_general
         return render_dot_general(kp, step, name, params, layout)

@@ -298,6 +298,8 @@ class EmulatorDevice:
             return 1, p.block
         if launch.kind == "rows":
             return max(1, min(launch.items, p.max_grid)), p.block
+        if launch.kind == "warp_rows":  # one warp per item
+            return max(1, min(-(-launch.items // (p.block // 32)), p.max_grid)), p.block
         return max(1, min(-(-launch.items // p.block), p.max_grid)), p.block
 
     def launch(self, kernel: str, grid: int, block: int, args: Sequence[Any], timed: bool = False) -> float | None:

@@ -111,6 +111,8 @@ class Call:
                 args.append(np.int64(parts))
             elif tag == "status":
                 args.append(self.status)
+            elif tag == "int":  # an integer by value (work_step.py: the stage of a sorting network)
+                args.append(np.int64(what[1]))
             elif tag == "params":  # a shape-generic program's run-time parameters (dynamic_params.py)
                 args.append(self.runner.params)
             else:
@@ -168,7 +170,7 @@ def run_kernels(call: Call, launches: list[Launch]) -> None:
     call.work = {}
     parts = 1
     for launch in launches:
-        grid, block = device.launch_shape(launch)
+        grid, block = call.runner.launch_shape(launch)
         for bid, dt, per_row in launch.scratch:
             call.work[("scratch", bid)] = device.alloc((grid * per_row,), np.dtype(dt))
         if launch.kind == "partial":
@@ -205,18 +207,30 @@ class ProgramRunner:
         # Outputs that are an input or constant buffer are copied: an output is always fresh.
         self._shared_outputs = {bid for bid in kp.outputs
                                 if bid in kp.inputs or any(bid == c for c, _ in kp.consts)}
+        # What every call does, decided once (the warm dispatch: docs/gpu.md, "Dispatch"): the
+        # arguments' buffer shapes, the buffers allocated fresh, and each launch's grid and block.
+        self._arguments = [(bid, tuple(kp.buffers[bid].shape), np.dtype(kp.buffers[bid].dtype.str)) for bid in kp.inputs]
+        taken = set(self._consts) | set(kp.inputs)
+        self._fresh = [(b.id, tuple(b.shape), b.dtype) for b in kp.buffers.values()
+                       if b.id not in taken and b.role != "alias"]  # an alias: a loop carry's name (flow_steps.py)
+        self._launch_shapes: dict[int, tuple[int, int]] = {}  # id(Launch) -> (grid, block)
+
+    def launch_shape(self, launch: Launch) -> tuple[int, int]:
+        """The device's (grid, block) for `launch`, asked once per launch of this program."""
+        shape = self._launch_shapes.get(id(launch))
+        if shape is None:
+            shape = self._launch_shapes[id(launch)] = self.device.launch_shape(launch)
+        return shape
 
     def buffers(self, arrays: Sequence[Any]) -> dict[int, Any]:
         """The buffer of every kernel-IR buffer for one call: arguments put on the device,
         constants, and fresh allocations for the rest."""
-        kp, device = self.kp, self.device
+        device, name = self.device, self.kp.name
         bufs: dict[int, Any] = dict(self._consts)
-        for bid, a in zip(kp.inputs, arrays):
-            b = kp.buffers[bid]
-            bufs[bid] = device.put(a, tuple(b.shape), np.dtype(b.dtype.str), kp.name)
-        for b in kp.buffers.values():
-            if b.id not in bufs and b.role != "alias":  # a loop carry's name: bound by flow_steps.py
-                bufs[b.id] = device.alloc(tuple(b.shape), b.dtype)
+        for (bid, shape, dtype), a in zip(self._arguments, arrays):
+            bufs[bid] = device.put(a, shape, dtype, name)
+        for bid, shape, dtype in self._fresh:
+            bufs[bid] = device.alloc(shape, dtype)
         return bufs
 
     def run(self, arrays: Sequence[Any]) -> list[Any]:
@@ -235,4 +249,4 @@ class ProgramRunner:
     __call__ = run
 
 
-from . import flow_steps  # noqa: E402,F401  (registers the control-flow step kinds: flow.py)
+from . import flow_steps, work_step  # noqa: E402,F401  (register their step kinds: flow.py, work_step.py)

@@ -14,13 +14,16 @@ other binary `ufunc.at`) are rendered as kernels with NumPy's semantics:
   (no atomics, no dependence on the launch shape). The cost: the parallelism of a scatter is
   the trailing size (a 1-D target runs on one thread).
 
-Everything else (index forms with slices between arrays, `np.put`, `np.putmask`, `np.take`,
-unary `ufunc.at`, and library steps such as linalg, fft and sort) raises
+`np.take` and `np.take_along_axis` are take.py's, ufunc.accumulate (cumsum) accumulate.py's,
+sort and argsort sort.py's, searchsorted search.py's.
+Everything else (index forms with slices between arrays, `np.put`, `np.putmask`,
+unary `ufunc.at`, and library steps such as linalg and fft) raises
 UnsupportedOperationError naming the step: never a silent round trip through the host.
 """
 from __future__ import annotations
 
 import re
+from typing import Sequence
 
 import numpy as np
 
@@ -51,6 +54,18 @@ def render_library_step(kp: KernelProgram, step: LibraryCall, n: int, placeholde
             f"{f' ({inner})' if inner else ''} is not "
             "supported by the CUDA backend: bodies may hold kernels and the library steps the GPU implements "
             "(matmul, gather/scatter, complex steps); run it with backend='cpu'")
+    if step.prim in ("take", "take_along_axis"):
+        from .take import render_take
+        return render_take(kp, step, n, placeholder)
+    if step.prim == "searchsorted":
+        from .search import render_searchsorted
+        return render_searchsorted(kp, step, n, placeholder)
+    if step.prim in ("sort", "argsort"):
+        from .sort import render_sort
+        return render_sort(kp, step, n, placeholder)
+    if step.prim == "accumulate":
+        from .accumulate import render_accumulate
+        return render_accumulate(kp, step, n, placeholder)
     if step.prim == "gather":
         w = _IndexWriter(kp, step, n, placeholder, n_lead=1, n_tail=0)
         return w.gather(Launch)
@@ -80,6 +95,27 @@ def _body_library_prims(params: dict) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def kernel_signature(kp: KernelProgram, name: str, bufs: list[int], written: set[int],
+                     extra: Sequence[tuple[str, tuple]] = ()) -> tuple[str, list[tuple]]:
+    """The `extern "C"` head of a library step's kernel and its `Launch.params`: the buffers
+    `bufs` (const unless written), then `extra` (C parameter, param tag: work buffers), the
+    run-time parameters of a shape-generic program, and the status word."""
+    args, params = [], []
+    for b in dict.fromkeys(bufs):  # one parameter per buffer (x[i, i] names i twice)
+        const = "" if b in written else "const "
+        args.append(f"{const}{ctype.mem(kp.buffers[b].dtype)}* __restrict__ b{b}")
+        params.append(("buf", b))
+    for text, tag in extra:
+        args.append(text)
+        params.append(tag)
+    if has_params(kp):
+        args.append("const long long* __restrict__ jk_params")
+        params.append(("params",))
+    args.append("unsigned int* __restrict__ jk_status")
+    params.append(("status",))
+    return f'extern "C" __global__ void {name}(\n    ' + ",\n    ".join(args) + ")", params
+
+
 class _IndexWriter:
     def __init__(self, kp: KernelProgram, step: LibraryCall, n: int, placeholder: str, n_lead: int,
                  n_tail: int) -> None:
@@ -98,6 +134,10 @@ class _IndexWriter:
             raise _unsupported(kp, step, n, " for this index form (only integer arrays over the leading axes)")
         self.m = len(arrays)
         self.xshape = self.shape_of(self.x)
+        if any(kp.buffers[b].dtype.kind not in "iu" for b in self.idx):
+            # A boolean mask (x[mask] = v) picks the True positions in order; read as integers its
+            # 0s and 1s would name rows 0 and 1: refused, never a wrong answer.
+            raise _unsupported(kp, step, n, " for a boolean mask index (x[mask] = v)")
         for b in [self.x, self.out, *self.idx] + ([self.value] if self.value is not None else []):
             ctype.check_dtype(kp.buffers[b].dtype)
         self.bshape = self.broadcast([self.shape_of(b) for b in self.idx])
@@ -124,17 +164,7 @@ class _IndexWriter:
         return out
 
     def signature(self, name: str, bufs: list[int]) -> tuple[str, list[tuple]]:
-        args, params = [], []
-        for b in bufs:
-            const = "" if b == self.out else "const "
-            args.append(f"{const}{ctype.mem(self.kp.buffers[b].dtype)}* __restrict__ b{b}")
-            params.append(("buf", b))
-        if has_params(self.kp):
-            args.append("const long long* __restrict__ jk_params")
-            params.append(("params",))
-        args.append("unsigned int* __restrict__ jk_status")
-        params.append(("status",))
-        return f'extern "C" __global__ void {name}(\n    ' + ",\n    ".join(args) + ")", params
+        return kernel_signature(self.kp, name, bufs, {self.out})
 
     def row_of(self, q: str, ind: str) -> list[str]:
         """`jk_row`: the flat leading-axes position of x that index point `q` (C order over the

@@ -177,7 +177,7 @@ class PyCudaDevice:
     # -- memory -----------------------------------------------------------------------------
     @_in_context
     def alloc(self, shape: tuple[int, ...], dtype: np.dtype) -> DeviceBuffer:
-        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
         return DeviceBuffer(self.pool.allocate(max(nbytes, 1)), shape, dtype)  # 0 bytes is an error in CUDA
 
     @_in_context
@@ -240,6 +240,8 @@ class PyCudaDevice:
             return 1, block
         if launch.kind in ("rows", "tiles"):
             return max(1, min(launch.items, 16 * self.sm_count)), block
+        if launch.kind == "warp_rows":  # one warp per item, as many blocks as "rows" at most
+            return max(1, min(-(-launch.items // (block // 32)), 16 * self.sm_count)), block
         if launch.kind == "partial":
             return max(1, min(-(-launch.items // block), 4 * self.sm_count)), block
         return max(1, min(-(-launch.items // block), 32 * self.sm_count)), block

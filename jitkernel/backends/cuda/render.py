@@ -8,7 +8,9 @@ The kernel IR is the CPU backend's (fusion decisions are made once); this module
   rendered as C integer expressions.
 - **rows** (a reduction with kept points): one block per kept point (grid-stride over them);
   the block's threads stride over the reduced points, combine per thread, then across the
-  block: warp shuffles (`__shfl_down_sync`) and one shared-memory slot per warp.
+  block: warp shuffles (`__shfl_down_sync`) and one shared-memory slot per warp. Short rows (a
+  compile-time reduced extent of at most WARP_ROWS_MAX_REDUCED) are **warp rows**: one warp
+  per kept point, its lanes over the reduced points, warp shuffles only.
 - **columns** (a reduction over outer axes, which the CPU accumulates in memory, e.g. a column
   sum, with many kept points or few reduced ones): one thread per kept point, its reduced points
   in order (coalesced reads, NumPy's order).
@@ -46,6 +48,7 @@ from . import ctype, flow, indexing, ops
 from .prelude import PRELUDE
 from .complex_ops import render_complex_step
 from .render_matmul import render_dot_general
+from .row_staging import inner_offset, row_index, staged_rows
 from .dynamic_params import Ext, _is_int, _ll, has_params, run_time_extent, run_time_literal, stable_text
 from ...fusion.params import Param
 
@@ -54,14 +57,20 @@ PLACEHOLDER = "__JKP__"
 # kept points to fill the GPU, or so few reduced points that a block per kept point would idle.
 COLUMNS_MIN_KEPT = 4096
 COLUMNS_MAX_REDUCED = 256
+# A reduction whose rows have at most this many reduced points (a compile-time extent) runs one
+# warp per kept point ("warp_rows"): at most 8 points per lane, where a block per row (256
+# threads on the GPU) would leave most of its threads idle and pay two __syncthreads and a
+# shared-memory round per row. Longer rows, and run-time extents of a shape-generic program
+# (the source must not change with the size: dynamic_params.py), keep a block per kept point.
+WARP_ROWS_MAX_REDUCED = 256
 
 
 @dataclass
 class Launch:
-    """One kernel launch of a step. kind: elementwise | rows | partial | final | tiles (a matmul:
-    one block per output tile, render_matmul.py). `items`: the
-    points of the grid-stride loop (elementwise), kept points (rows), or reduced points
-    (partial). `params`: what each kernel argument is: ("buf", id), ("work", k, "val"|"pos")
+    """One kernel launch of a step. kind: elementwise | rows | warp_rows | partial | final | tiles
+    (a matmul: one block per output tile, render_matmul.py). `items`: the points of the
+    grid-stride loop (elementwise), kept points (rows: one block each; warp_rows: one warp
+    each), or reduced points (partial). `params`: what each kernel argument is: ("buf", id), ("work", k, "val"|"pos")
     (the partials of reduce store k, one per stage-one block), ("parts",) (how many partials,
     a long long), ("scratch", id) (a row kernel's row scratch: one row per block), ("status",)."""
 
@@ -173,6 +182,8 @@ class KernelWriter:
     def __init__(self, kp: KernelProgram, kernel: Kernel, scratch: dict[int, int] | None = None) -> None:
         self.kp, self.k = kp, kernel
         self.scratch_rows = scratch or {}  # a row kernel's phase: row scratch buffer -> elements per row
+        self.staged: dict = {}  # a row kernel's phase: input buffer -> its row in shared memory (row_staging.py)
+        self.row = None  # ... and the running row's index over the outer loops (an Aff)
         self.domain = [_extent(n) for n in kernel.domain]
         self.with_params = has_params(kp)
         self.base = f"jk_{PLACEHOLDER}_{_c_name(kernel.name)}"
@@ -295,6 +306,8 @@ class KernelWriter:
     def rows(self, kept: list[int], red: list[int]) -> tuple[str, list[Launch]]:
         n_kept = self.extent(kept)
         n_red = self.extent(red)
+        if not isinstance(n_red, Ext) and n_red <= WARP_ROWS_MAX_REDUCED:
+            return self.warp_rows(kept, red)
         sig, params = self.signature(self.base, [])
         lines = [self.comment() + sig + " {",
                  f"  const long long n_rows = {self.ll(n_kept)}, n_red = {self.ll(n_red)};",
@@ -305,6 +318,30 @@ class KernelWriter:
         lines += self.final_stores(red, "      ")
         lines += ["    }", "    __syncthreads();  /* the shared slots are reused by the next row */", "  }", "}"]
         return "\n".join(lines), [Launch(self.base, "rows", n_kept, params)]
+
+    def warp_rows(self, kept: list[int], red: list[int]) -> tuple[str, list[Launch]]:
+        """A reduction with short rows (WARP_ROWS_MAX_REDUCED): one warp per kept point
+        (grid-stride over kept points by warps), its lanes strided over the reduced points, the
+        combine in warp shuffles only (no shared memory, no __syncthreads). A warp's row is the
+        same for its 32 lanes, so a warp past the last row leaves the loop as a whole and every
+        shuffle has all 32 lanes (the full mask). The order of the combine depends on nothing
+        but the row: the same input gives the same bits for any launch shape."""
+        n_kept = self.extent(kept)
+        n_red = self.extent(red)
+        sig, params = self.signature(self.base, [])
+        lines = [self.comment() + "/* warp rows: one warp per kept point, lanes over its reduced points */",
+                 sig + " {",
+                 f"  const long long n_rows = {self.ll(n_kept)}, n_red = {self.ll(n_red)};",
+                 "  const long long jk_warps = blockDim.x >> 5;  /* warps per block */",
+                 "  const unsigned jk_lane = threadIdx.x & 31u;",
+                 "  for (long long row = (long long)blockIdx.x * jk_warps + (threadIdx.x >> 5); row < n_rows;",
+                 "       row += (long long)gridDim.x * jk_warps) {"]
+        lines += self.accumulate("row", kept, red, "for (long long r = jk_lane; r < n_red; r += 32)")
+        lines += self.warp_reduce("    ")
+        lines += ["    if (jk_lane == 0) {"]
+        lines += self.final_stores(red, "      ")
+        lines += ["    }", "  }", "}"]
+        return "\n".join(lines), [Launch(self.base, "warp_rows", n_kept, params)]
 
     def accumulate(self, point: str, kept: list[int], red: list[int], loop: str, indent: str = "    ") -> list[str]:
         """The kept point `point` unravelled, the accumulators started, and the reduced points
@@ -483,7 +520,11 @@ class KernelWriter:
                 raise UnsupportedOperationError(f"a run-time literal ({nd.value}) is not supported by the CUDA backend yet")
             return f"({ctype.literal(nd.value, nd.dtype)})"
         if isinstance(nd, Load):
-            e = f"b{nd.buffer}[{self.aff(nd.offset)}]"
+            staged = self.staged.get(nd.buffer)
+            if staged is not None:  # the row kernel's copy of this row (row_staging.py)
+                e = f"{staged.name}[{self.aff(inner_offset(nd.offset, staged, self.row))}]"
+            else:
+                e = f"b{nd.buffer}[{self.aff(nd.offset)}]"
             if nd.dtype.kind == "b":
                 return f"({e} != 0)"
             return f"jk_h2f({e})" if ctype.is_half(nd.dtype) else e
@@ -619,11 +660,23 @@ class KernelWriter:
         return lines
 
 
+# A row kernel's row scratch is `__shared__` when every scratch buffer's row is a compile-time
+# size and together they take at most this many bytes per block: 16 KiB next to 256 threads
+# keeps the 8 blocks an SM of sm_80 or later holds at 2048 threads within its shared memory
+# (8 x 16 KiB = 128 KiB of the 164 KiB of sm_80, 228 KiB of sm_90), so shared memory does not
+# cut occupancy; and it stays far under the 48 KiB a block may declare statically. Larger or
+# run-time rows are slices of a global work buffer.
+ROW_SCRATCH_SHARED_BYTES = 16 * 1024
+
+
 class RowKernelWriter:
     """A row kernel (softmax, layer norm, a mean over trailing axes): one block per outer
     point (grid-stride over them); for each, the phases in order with `__syncthreads()`
     between them, so a phase reads what earlier phases wrote for its row. Row scratch buffers
-    (one row of storage per running row) are slices of a work buffer, one row per block."""
+    (one row of storage per running row) are `__shared__` arrays of the block when they fit
+    ROW_SCRATCH_SHARED_BYTES, else slices of a work buffer, one row per block. Inputs that
+    several phases read are staged: their row copied into shared memory once per row, within
+    the budget the scratch leaves (row_staging.py)."""
 
     def __init__(self, kp: KernelProgram, rk: RowKernel) -> None:
         self.kp, self.rk = kp, rk
@@ -636,6 +689,22 @@ class RowKernelWriter:
             used |= set(w.buffers)
         self.buffers = sorted(used - set(self.scratch))
         self.written = {b for w in self.phases for b in w.written}
+        self.shared_scratch = self.scratch_fits_shared()
+        left = ROW_SCRATCH_SHARED_BYTES - (self.scratch_bytes() if self.shared_scratch else 0)
+        self.staged = staged_rows(kp, rk, self.written, left)  # inputs read by several phases
+        for w in self.phases:
+            w.staged, w.row = {s.bid: s for s in self.staged}, row_index(len(self.outer), self.outer)
+
+    def scratch_bytes(self) -> int:
+        return sum(max(1, int(n)) * self.kp.buffers[bid].dtype.itemsize for bid, n in self.scratch.items())
+
+    def scratch_fits_shared(self) -> bool:
+        """Do the row scratch buffers fit in shared memory: compile-time rows of at most
+        ROW_SCRATCH_SHARED_BYTES together (the source of a shape-generic program must not
+        depend on its sizes: dynamic_params.py)?"""
+        if any(isinstance(n, Ext) for n in self.scratch.values()):
+            return False
+        return self.scratch_bytes() <= ROW_SCRATCH_SHARED_BYTES
 
     def render(self) -> tuple[str, list[Launch]]:
         n_rows = _product(self.outer)
@@ -645,7 +714,7 @@ class RowKernelWriter:
             const = "" if bid in self.written else "const "
             args.append(f"{const}{ctype.mem(dt)}* __restrict__ b{bid}")
             params.append(("buf", bid))
-        for bid in self.scratch:
+        for bid in ([] if self.shared_scratch else self.scratch):
             args.append(f"{ctype.mem(self.kp.buffers[bid].dtype)}* __restrict__ s{bid}")
             params.append(("scratch", bid))
         if has_params(self.kp):
@@ -659,12 +728,22 @@ class RowKernelWriter:
                  f'extern "C" __global__ void {self.name}(\n    ' + ",\n    ".join(args) + ") {"]
         for bid, size in self.scratch.items():
             mem = ctype.mem(self.kp.buffers[bid].dtype)
-            lines.append(f"  {mem}* __restrict__ b{bid} = s{bid} + (long long)blockIdx.x * {_ll(size)};  /* this block's row */")
+            if self.shared_scratch:
+                lines.append(f"  __shared__ {mem} b{bid}[{max(1, int(size))}];  /* this block's row, in shared memory */")
+            else:
+                lines.append(f"  {mem}* __restrict__ b{bid} = s{bid} + (long long)blockIdx.x * {_ll(size)};  /* this block's row */")
+        for st in self.staged:
+            lines.append(f"  __shared__ {ctype.mem(st.dtype)} {st.name}[{st.length}];  /* b{st.bid}'s row, read by several phases */")
         lines.append(f"  for (long long row = blockIdx.x; row < {_ll(n_rows)}; row += gridDim.x) {{")
         lines += self.phases[0].unravel("row", list(range(len(self.outer))), "    ")
+        for st in self.staged:  # one coalesced read of each staged row; the phases read the copy
+            lines.append(f"    for (long long t = threadIdx.x; t < {st.length}LL; t += blockDim.x) "
+                         f"{st.name}[t] = b{st.bid}[{st.row_size}LL * row + t];")
+        if self.staged:
+            lines.append("    __syncthreads();  /* the staged rows are complete */")
         for w in self.phases:
             lines += w.phase(len(self.outer), "    ")
             lines.append("    __syncthreads();  /* the next phase reads this one's results */")
         lines += ["  }", "}"]
-        spec = [(bid, self.kp.buffers[bid].dtype, size) for bid, size in self.scratch.items()]
+        spec = [] if self.shared_scratch else [(bid, self.kp.buffers[bid].dtype, size) for bid, size in self.scratch.items()]
         return "\n".join(lines), [Launch(self.name, "rows", n_rows, params, scratch=spec)]

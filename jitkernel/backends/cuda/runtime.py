@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
+
 from ... import events
 from ...device_array import DeviceArray, GpuDevice, default_gpu
 from ...fusion import KernelProgram
@@ -32,13 +34,15 @@ class DeviceProgram:
         self.kp, self.module, self.device = kp, module, device
         self.template = None  # a CudaTemplate when shape-generic (dynamic_params.py)
         self.runner = ProgramRunner(kp, module, device.runtime(), params)
-        self._outputs = [(tuple(kp.buffers[bid].shape), kp.buffers[bid].dtype) for bid in kp.outputs]
+        self._outputs = [(tuple(int(n) for n in kp.buffers[bid].shape), np.dtype(kp.buffers[bid].dtype))
+                         for bid in kp.outputs]
 
     def __call__(self, arrays: Sequence[Any]) -> list[DeviceArray]:
         if self.kp.complex_views:  # complex values are float (..., 2) views of their buffers
             arrays = packed_arguments(self.kp, arrays, self.device)
         buffers = self.runner.run(arrays)
-        outs = [DeviceArray(b, shape, dtype, self.device, self.kp.name) for b, (shape, dtype) in zip(buffers, self._outputs)]
+        wrap, device, name = DeviceArray._wrap, self.device, self.kp.name
+        outs = [wrap(b, shape, dtype, device, name) for b, (shape, dtype) in zip(buffers, self._outputs)]
         return complex_outputs(self.kp, outs) if self.kp.complex_views else outs
 
 
