@@ -43,6 +43,12 @@ def pytest_runtest_protocol(item, nextitem) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    with emulator_suite.same_examples(item):  # the examples its dry run drew (prebuilt programs)
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     emulator_suite.refusal_as_skip(item, call, outcome.get_result())

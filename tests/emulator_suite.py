@@ -2,14 +2,16 @@
 
 A test module opts in with `CUDA_EMULATOR_SUITE = True`; its tests that take the `backend`
 fixture then also run with backend="cuda-emulator" (tests/conftest.py). Those items are moved
-to the end of their module. Before the first of them runs, each of them runs once in the
-emulator's render-only mode (jitkernel/backends/cuda/render_only.py: the first emulator compile
-of the test records its CudaModule and stops the test), unlogged; `emulator.prebuild` then
-compiles every recorded program in one g++ run. A test that builds several programs (several
-jit calls) stops at its next program not built yet in the next dry run: up to ROUNDS rounds,
-one compiler run each, only over the tests that stopped. Then the tests run for real and find
-their kernels built; programs beyond those rounds (hypothesis examples draw new shapes each run)
-compile one by one as before.
+to the end of their module. Before the first of them runs, each of them runs once, unlogged,
+in the emulator's render-only mode with stand-ins (jitkernel/backends/cuda/render_only.py):
+every emulator compile of a program not built yet records its CudaModule and returns a
+stand-in whose results are the NumPy reference interpreter's, so the test runs on through all
+of its programs (a test with 80 jit calls records 80 programs in one pass). `emulator.prebuild`
+then compiles every recorded program in parallel chunks of one g++ run each, and the tests run
+for real and find their kernels built (a stand-in never answers outside the dry run: a jitted
+function kept past it builds the real program when called). Hypothesis tests on the emulator
+draw the same examples in both runs (`same_examples`). Programs the dry run cannot reach (a
+test that fails or stops early there) compile one by one in the real run, as before.
 
 An emulator item that fails with an UnsupportedOperationError tagged `renderer_refusal` (the
 CUDA scheduler or renderer does not cover a step: linalg, sort, fft, ...) is reported as a skip
@@ -17,7 +19,10 @@ naming the refusal; every other difference from NumPy stays a failure.
 """
 from __future__ import annotations
 
+import contextlib
 import shutil
+import zlib
+from typing import Iterator
 
 import pytest
 from _pytest.runner import runtestprotocol
@@ -25,7 +30,6 @@ from _pytest.runner import runtestprotocol
 EMULATOR = "cuda-emulator"
 SWITCH = "CUDA_EMULATOR_SUITE"
 
-ROUNDS = 6  # dry runs per module: each runs the tests up to their next program not built yet
 _prepared: set = set()  # paths of modules whose emulator items are prebuilt
 
 
@@ -54,31 +58,45 @@ def emulator_items_last(items: list) -> None:
 
 def prebuild_module(item) -> None:
     """Before `item`, the first cuda-emulator item of its module: run every emulator item of
-    the module in render-only mode and build all recorded programs in one compiler run."""
+    the module once in the render-only mode's stand-in pass (each program is rendered and
+    recorded, and answered by the NumPy reference interpreter, so a test runs on to all of its
+    programs) and build all recorded programs in one prebuild (parallel chunks)."""
     if item.path in _prepared:
         return
     _prepared.add(item.path)
     from jitkernel.backends.cuda import emulator, render_only
     same_file = [it for it in item.session.items if it.path == item.path]
-    peers = [it for it in same_file if is_emulator_item(it)]
-    for _ in range(ROUNDS):
-        pending, recorded = [], []
-        for peer in peers:
-            # teardown keeps what the next item shares (session, module) and ends the peer's own
-            # function-scope fixtures: the next item named must be another item of the module
-            after = item if peer is not item else next(it for it in same_file if it is not peer)
-            with render_only.recording() as modules:
-                runtestprotocol(peer, log=False, nextitem=after)  # reports are dropped: a dry run
-            if modules:
-                pending.append(peer)
-                recorded += modules
-        if not recorded:
-            return
-        try:
-            emulator.prebuild(recorded)
-        except Exception:  # noqa: BLE001 - e.g. g++ rejects one program: each test then builds
-            return         # its own programs and the faulty one fails with the compiler's message
-        peers = pending  # the tests that stopped at a program not built yet
+    recorded = []
+    for peer in (it for it in same_file if is_emulator_item(it)):
+        # teardown keeps what the next item shares (session, module) and ends the peer's own
+        # function-scope fixtures: the next item named must be another item of the module
+        after = item if peer is not item else next(it for it in same_file if it is not peer)
+        with same_examples(peer), render_only.recording(stand_in=True) as modules:
+            runtestprotocol(peer, log=False, nextitem=after)  # reports are dropped: a dry run
+        recorded += modules
+    if not recorded:
+        return
+    try:
+        emulator.prebuild(recorded)
+    except Exception:  # noqa: BLE001 - e.g. g++ rejects one program: each test then builds
+        return         # its own programs and the faulty one fails with the compiler's message
+
+
+@contextlib.contextmanager
+def same_examples(item) -> Iterator[None]:
+    """A hypothesis test on the emulator draws the same examples in the dry run and in the real
+    run (a seed from its node id), so the shapes it draws are the programs prebuilt; its other
+    backends keep drawing new examples each run."""
+    test = getattr(item, "obj", None)
+    if not is_emulator_item(item) or not hasattr(test, "hypothesis"):
+        yield
+        return
+    saved = getattr(test, "_hypothesis_internal_use_seed", None)
+    test._hypothesis_internal_use_seed = zlib.crc32(item.nodeid.encode())
+    try:
+        yield
+    finally:
+        test._hypothesis_internal_use_seed = saved
 
 
 def refusal_as_skip(item, call, report) -> None:

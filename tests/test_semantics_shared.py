@@ -146,6 +146,8 @@ def test_rules_run_in_python_agree_with_numpy(dt: np.dtype, data) -> None:
             got = rule(g, x, y) if binary or prim == "power" else rule(g, x)
             ufunc = {"fmod": np.fmod}.get(prim, getattr(np, prim))
             expected = ufunc(x, y) if binary or prim == "power" else ufunc(x)
+            if prim in ("fmax", "fmin"):  # NumPy's scalar loop calls libm (which keeps +0.0 of equal
+                expected = ufunc(np.full(32, x), np.full(32, y))[0]  # zeros): the rule is its array loop's
         got = dt.type(got)
         if dt.kind == "f" and dt.itemsize == 2:
             got = np.float16(got)

@@ -18,6 +18,8 @@ from jitkernel.ir.primitives import BINARY_UFUNCS, UNARY_UFUNCS
 from helpers import (ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, assert_matches_numpy, check, full_range, numpy_result,
                      rng_for, sample)
 
+CUDA_EMULATOR_SUITE = True  # tests/emulator_suite.py: the `backend` tests also run on cuda-emulator
+
 DTYPE_IDS = [str(d) for d in ALL_DTYPES]
 
 

@@ -8,7 +8,7 @@ expresses it (an LLVM instruction, a C expression) stays in the backend.
 
 The decisions that are small programs rather than data (integer and float floor division and
 remainder, shifts by >= the bit width, `sign`, integer `reciprocal` and `power`, float
-`maximum`/`minimum`) are written once too, in backends/semantic_rules.py, over generic
+`maximum`/`minimum` and `fmax`/`fmin`) are written once too, in backends/semantic_rules.py, over generic
 operations each backend translates.
 
 >>> accumulator_dtype("sum", np.dtype(np.float16))

@@ -96,8 +96,10 @@ def lower(prim: str, args: list[str], in_dts: list[np.dtype], out_dt: np.dtype,
     argument k when it is a literal (power by 2 is a multiply, as on the CPU)."""
     if prim == "convert":
         return convert(args[0], in_dts[0], out_dt)
-    if prim == "select":
+    if prim in ("select", "pad_fill"):  # pad_fill: a select of a symbolic length's padding (ir/symdim_prims.py)
         return f"({args[0]} ? {args[1]} : {args[2]})"
+    if prim == "where_valid":  # x where the mask holds, anything elsewhere (ir/symdim_prims.py)
+        return args[1]
     if prim == "fma":
         return f"{_fname('fma', out_dt)}({args[0]}, {args[1]}, {args[2]})"
     if prim == "index_check":
