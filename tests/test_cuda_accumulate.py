@@ -182,3 +182,21 @@ def test_every_case_compiles_with_nvcc(modules) -> None:
         for step in m.launches:
             for launch in step:
                 assert launch.name.encode() in cubin
+
+
+def test_new_sizes_reuse_the_shape_generic_module() -> None:
+    """cumsum and take of a shape-generic program: the generic source names no size (its
+    comments print run-time extents as their C text), so new sizes compile nothing."""
+    from jitkernel import events
+    f = jk.jit(lambda x, i: (np.cumsum(x, axis=0), np.take(x, i, axis=0)), backend="cuda-emulator")
+    compiles: list = []
+    unsubscribe = events.subscribe(lambda e: compiles.append(e) if isinstance(e, events.CompileEvent) else None)
+    try:
+        for n in (5, 6, 9, 13):  # the first size, then the shape-generic module, then reuse
+            x, i = np.arange(n * 3.0).reshape(n, 3), np.array([0, n - 1])
+            a, b = f(x, i)
+            np.testing.assert_array_equal(a, np.cumsum(x, axis=0))
+            np.testing.assert_array_equal(b, np.take(x, i, axis=0))
+    finally:
+        unsubscribe()
+    assert len(compiles) == 2

@@ -95,7 +95,7 @@ def render_accumulate(kp: KernelProgram, step: LibraryCall, n: int, placeholder:
     def store(index: str, value: str) -> str:
         return _write(f"b{out}[{index}]", value, dt)
 
-    head = (f"\n/* {step.name}: numpy.{ufunc}.accumulate along axis {axis} of {list(shape)} "
+    head = (f"\n/* {step.name}: numpy.{ufunc}.accumulate along axis {axis} of [{', '.join(f'{d}' for d in shape)}] "
             f"({xd} -> {dt}):")
     static = not any(isinstance(d, Ext) for d in shape)
     if int(_product(shape)) == 0:

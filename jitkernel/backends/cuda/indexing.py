@@ -1,23 +1,24 @@
 """Gather and scatter steps on the GPU (docs/gpu.md, "Indexing and in-place updates on the GPU").
 
-The library steps of advanced indexing (ir/index_prims.py) whose index is integer arrays over
-the leading axes (`x[i]`, `x[i, j]`, `x[i] = v`, `x[i, j] += v` through `np.add.at` and the
-other binary `ufunc.at`) are rendered as kernels with NumPy's semantics:
+The library steps of advanced indexing (ir/index_prims.py) for any index of integer arrays,
+integers, slices, newaxis and ellipsis (`x[i]`, `x[:, i]`, `x[i, ::2, j]`, `x[0, :, i] = v`,
+`np.add.at(x, (slice(None), i), v)` and the other binary `ufunc.at`) are rendered as kernels
+with NumPy's semantics; index_layout.py places the result's dimensions by NumPy's rule:
 
 - every index is checked (a negative one wraps once, anything else out of range sets the status
   word's index bit and records index, axis and size): NumPy's IndexError with its message;
 - `gather`: one thread per output element (grid-stride);
 - `scatter` / `scatter_ufunc`: a copy kernel (the step is functional: the target is copied into
-  the output), then one thread per element of the trailing (non-indexed) part, which visits
+  the output), then one thread per point of the result's non-index dimensions, which visits
   the index points sequentially in C order. Repeated indices therefore behave as in NumPy
   exactly: the last `x[i] = v` wins, and `np.add.at` accumulates in index order, bit for bit
   (no atomics, no dependence on the launch shape). The cost: the parallelism of a scatter is
-  the trailing size (a 1-D target runs on one thread).
+  the size of its non-index dimensions (a 1-D target runs on one thread).
 
 `np.take` and `np.take_along_axis` are take.py's, ufunc.accumulate (cumsum) accumulate.py's,
 sort and argsort sort.py's, searchsorted search.py's, raise_if checks.py's,
 boolean selections (x[mask], np.nonzero) compaction.py's.
-Everything else (index forms with slices between arrays, `np.put`, `np.putmask`,
+Everything else (boolean masks in gathers and scatters, Python bools in an index, `np.put`, `np.putmask`,
 unary `ufunc.at`, and library steps such as linalg and fft) raises
 UnsupportedOperationError naming the step: never a silent round trip through the host.
 """
@@ -32,7 +33,7 @@ from ...errors import UnsupportedOperationError
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
 from ...ir.control_flow import CONTROL_FLOW_PRIMITIVES
 from ..cpu.ops import STATUS_INDEX
-from . import ctype, ops
+from . import ctype, index_layout, ops
 from .dynamic_params import _ll, has_params
 
 SCATTER_UFUNCS = ("add", "subtract", "multiply", "maximum", "minimum")
@@ -124,6 +125,9 @@ def kernel_signature(kp: KernelProgram, name: str, bufs: list[int], written: set
 
 
 class _IndexWriter:
+    """The gather or scatter kernels of one advanced-indexing step, for any index of integer
+    arrays, integers, slices, newaxis and ellipsis (index_layout.py places the dimensions)."""
+
     def __init__(self, kp: KernelProgram, step: LibraryCall, n: int, placeholder: str, n_lead: int,
                  n_tail: int) -> None:
         self.kp, self.step, self.n = kp, step, n
@@ -132,25 +136,24 @@ class _IndexWriter:
         self.value = step.inputs[-1] if n_tail else None
         (self.out,) = step.outputs
         self.base = f"jk_{placeholder}_{re.sub(r'[^0-9A-Za-z_]', '_', step.name)}"
-        index = step.params["index"]
-        arrays = [e for e in index if e[0] == "array"]
-        rest = index[len(arrays):]
-        full = ("slice", None, None, None)
-        if not arrays or [e[1] for e in arrays] != list(range(len(self.idx))) or \
-                any(e != full and e != ("ellipsis",) for e in rest) or ("ellipsis",) in rest[:-1]:
-            raise _unsupported(kp, step, n, " for this index form (only integer arrays over the leading axes)")
-        self.m = len(arrays)
-        self.xshape = self.shape_of(self.x)
         if any(kp.buffers[b].dtype.kind not in "iu" for b in self.idx):
             # A boolean mask (x[mask] = v) picks the True positions in order; read as integers its
             # 0s and 1s would name rows 0 and 1: refused, never a wrong answer.
             raise _unsupported(kp, step, n, " for a boolean mask index (x[mask] = v)")
         for b in [self.x, self.out, *self.idx] + ([self.value] if self.value is not None else []):
             ctype.check_dtype(kp.buffers[b].dtype)
-        self.bshape = self.broadcast([self.shape_of(b) for b in self.idx])
-        self.inner_shape = self.xshape[self.m:]
-        want = tuple(self.bshape + self.inner_shape) if step.prim == "gather" else tuple(self.xshape)
-        if tuple(int(d) for d in self.shape_of(self.out)) != tuple(int(d) for d in want):
+        self.xshape = self.shape_of(self.x)
+        try:
+            self.lay = index_layout.layout(self.xshape, step.params["index"], [self.shape_of(b) for b in self.idx])
+        except index_layout.NotRendered as e:
+            raise _unsupported(kp, step, n, f" for this index form ({e})") from None
+        self.bshape = list(self.lay.bshape)
+        # A non-empty index into an empty axis raises for every value (NumPy's IndexError when
+        # the step runs; the program's result shape is a stand-in then): one checking kernel.
+        self.raises_only = int(self._prod(self.bshape)) > 0 and any(
+            p.kind == "A" and int(self.xshape[axis]) == 0 for axis, p in enumerate(self.lay.picks))
+        want = self.lay.out_shape if step.prim == "gather" else tuple(self.xshape)
+        if not self.raises_only and tuple(int(d) for d in self.shape_of(self.out)) != tuple(int(d) for d in want):
             raise _unsupported(kp, step, n, " for this index form (result shape)")
 
     # -- pieces ------------------------------------------------------------------------------
@@ -159,62 +162,85 @@ class _IndexWriter:
         from .render import _extent
         return [_extent(d) for d in self.kp.buffers[b].shape]
 
-    def broadcast(self, shapes: list[list]) -> list:
-        """NumPy's broadcast of the index arrays' shapes (a dimension's size from an array where
-        it is not 1)."""
-        np.broadcast_shapes(*[tuple(int(d) for d in sh) for sh in shapes])  # NumPy's error if they do not
-        nb = max(len(sh) for sh in shapes)
-        out = []
-        for d in range(nb):
-            sizes = [sh[d - nb + len(sh)] for sh in shapes if d - nb + len(sh) >= 0]
-            out.append(next((n for n in sizes if int(n) != 1), 1))
-        return out
-
     def signature(self, name: str, bufs: list[int]) -> tuple[str, list[tuple]]:
         return kernel_signature(self.kp, name, bufs, {self.out})
-
-    def row_of(self, q: str, ind: str) -> list[str]:
-        """`jk_row`: the flat leading-axes position of x that index point `q` (C order over the
-        broadcast index shape) names, every index checked as NumPy checks it."""
-        lines = [f"{ind}long long jk_row = 0;"]
-        nb = len(self.bshape)
-        for k, b in enumerate(self.idx):
-            shape = self.shape_of(b)
-            shape = [1] * (nb - len(shape)) + shape  # broadcast against the index shape
-            terms, rest, stride = [], q, 1
-            for d in reversed(range(nb)):
-                if int(shape[d]) != 1:
-                    terms.append(f"(({q} / {_ll(self._prod(self.bshape[d + 1:]))}) % {_ll(self.bshape[d])}) * {_ll(stride)}")
-                stride = self._prod([stride, shape[d]])
-            off = " + ".join(terms) or "0LL"
-            size = self.xshape[k]
-            lines.append(f"{ind}jk_row = jk_row * {_ll(size)} + jk_index_check((long long)b{b}[{off}], {_ll(size)}, "
-                         f"{_ll(size)} - 1LL, {k}LL, jk_status, {STATUS_INDEX}u);")
-        return lines
 
     @staticmethod
     def _prod(dims: list) -> int:
         from .render import _product
         return _product(list(dims))
 
-    def inner(self) -> str:
-        return "(" + " * ".join([_ll(d) for d in self.inner_shape] or ["1LL"]) + ")"
+    def coordinates(self, flat: str, dims: list[int], ind: str) -> list[str]:
+        """`c<d> = ` the coordinate along result dimension d (of those in `dims`, C order) of
+        the flat position `flat` in their product."""
+        sizes = [self.lay.out_dims[d].size for d in dims]
+        return [f"{ind}const long long c{d} = ({flat} / {_ll(self._prod(sizes[i + 1:]))}) % {_ll(sizes[i])};"
+                for i, d in enumerate(dims)]
+
+    def source(self, ind: str) -> list[str]:
+        """`jk_at`: the offset in x of the result point whose coordinates c<d> are set, every
+        index array value checked as NumPy checks it (a bad one sets the status word)."""
+        lay, nb = self.lay, len(self.bshape)
+        bdim = {d.j: i for i, d in enumerate(lay.out_dims) if d.kind == "B"}
+        lines, terms = [], []
+        for axis, pick in enumerate(lay.picks):
+            stride = _ll(self._prod(self.xshape[axis + 1:]))
+            if pick.kind == "S":
+                d = lay.out_dims[pick.dim]
+                terms.append(f"({d.start}LL + {d.step}LL * c{pick.dim}) * {stride}")
+            elif pick.kind == "I":
+                terms.append(f"{pick.value}LL * {stride}")
+            else:
+                b = self.idx[pick.k]
+                shape = self.shape_of(b)
+                shape = [1] * (nb - len(shape)) + shape  # broadcast against the index shape
+                off = " + ".join(f"c{bdim[j]} * {_ll(self._prod(shape[j + 1:]))}" for j in range(nb)
+                                 if int(shape[j]) != 1) or "0LL"
+                size = self.xshape[axis]
+                lines.append(f"{ind}const long long a{axis} = jk_index_check((long long)b{b}[{off}], {_ll(size)}, "
+                             f"{_ll(size)} - 1LL, {axis}LL, jk_status, {STATUS_INDEX}u);")
+                terms.append(f"a{axis} * {stride}")
+        return lines + [f"{ind}const long long jk_at = {' + '.join(terms) or '0LL'};"]
 
     # -- kernels -----------------------------------------------------------------------------
+    def index_error(self, Launch: type) -> tuple[str, list]:
+        """The kernel of an index into an empty axis: one thread checks the index arrays in
+        axis order, each value in order, until one is out of range (every value into the empty
+        axis is), so the status word records NumPy's first bad index. Nothing is read or written."""
+        sig, params = self.signature(self.base + "_check", list(self.idx))
+        lines = [f"\n/* {self.step.name}: an index into an empty axis: NumPy's IndexError, nothing else */",
+                 sig + " {", "  if (blockIdx.x != 0 || threadIdx.x != 0) return;"]
+        for axis, pick in enumerate(self.lay.picks):
+            if pick.kind != "A":
+                continue
+            b, size = self.idx[pick.k], self.xshape[axis]
+            count = _ll(self._prod(self.shape_of(b)))
+            lines += [f"  for (long long q = 0; q < {count} && !(jk_status[0] & {STATUS_INDEX}u); ++q)",
+                      f"    jk_index_check((long long)b{b}[q], {_ll(size)}, {_ll(size)} - 1LL, {axis}LL, jk_status, "
+                      f"{STATUS_INDEX}u);"]
+        lines.append("}")
+        return "\n".join(lines), [Launch(self.base + "_check", "elementwise", 1, params)]
+
     def gather(self, Launch: type) -> tuple[str, list]:
-        total = self._prod(self.bshape + self.inner_shape)
+        if self.raises_only:
+            return self.index_error(Launch)
+        dims = list(range(len(self.lay.out_dims)))
+        total = self._prod(list(self.lay.out_shape))
         sig, params = self.signature(self.base, [self.x, *self.idx, self.out])
-        lines = [f"\n/* {self.step.name}: gather x[{', '.join(f'b{b}' for b in self.idx)}] over {self.m} leading axes */",
-                 sig + " {", f"  const long long n = {_ll(total)}, inner = {self.inner()};",
+        # sizes formatted: a run-time extent formats as its C text, so the source stays shape-generic
+        lines = [f"\n/* {self.step.name}: gather x[{', '.join(f'{d}' for d in self.xshape)}] -> "
+                 f"[{', '.join(f'{d}' for d in self.lay.out_shape)}] */",
+                 sig + " {", f"  const long long n = {_ll(total)};",
                  "  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < n;",
-                 "       t += (long long)blockDim.x * gridDim.x) {",
-                 "    const long long q = t / inner, j = t % inner;"]
-        lines += self.row_of("q", "    ")
-        lines += [f"    b{self.out}[t] = b{self.x}[jk_row * inner + j];", "  }", "}"]
+                 "       t += (long long)blockDim.x * gridDim.x) {"]
+        lines += self.coordinates("t", dims, "    ") + self.source("    ")
+        lines += [f"    b{self.out}[t] = b{self.x}[jk_at];", "  }", "}"]
         return "\n".join(lines), [Launch(self.base, "elementwise", total, params)]
 
     def scatter(self, Launch: type) -> tuple[str, list]:
-        kp, step = self.kp, self.step
+        if self.raises_only:
+            return self.index_error(Launch)
+        kp, step, lay = self.kp, self.step, self.lay
         xd, vd = kp.buffers[self.x].dtype, kp.buffers[self.value].dtype
         weak = step.params.get("weak")
         if weak is not None and vd != xd and xd.kind in "iu" and vd.kind in "iub" and not self.fits(xd):
@@ -229,15 +255,19 @@ class _IndexWriter:
                  csig + " {", f"  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < {_ll(n_all)};",
                  "       t += (long long)blockDim.x * gridDim.x) {", f"    b{self.out}[t] = b{self.x}[t];", "  }", "}"]
         sig, params = self.signature(put, [*self.idx, self.value, self.out])
+        bdims = [d for d, o in enumerate(lay.out_dims) if o.kind == "B"]
+        rest = [d for d, o in enumerate(lay.out_dims) if o.kind != "B"]
         n_points = self._prod(self.bshape)
-        inner_n = self._prod(self.inner_shape)
-        lines += [sig + " {", f"  const long long inner = {self.inner()};",
-                  "  for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < inner;",
-                  "       j += (long long)blockDim.x * gridDim.x) {",
-                  f"    for (long long q = 0; q < {_ll(n_points)}; ++q) {{  /* C order: NumPy's order */"]
-        lines += self.row_of("q", "      ")
-        lines += [f"      const long long jk_at = jk_row * inner + j;",
-                  f"      if (jk_status[0] & {STATUS_INDEX}u) continue;  /* a bad index: NumPy writes nothing */"]
+        n_rest = self._prod([lay.out_dims[d].size for d in rest])
+        # One thread per point of the non-index dimensions (distinct points never collide), each
+        # visiting the index points in C order: NumPy's order for repeated indices.
+        lines += [sig + " {",
+                  f"  for (long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x; s < {_ll(n_rest)};",
+                  "       s += (long long)blockDim.x * gridDim.x) {"]
+        lines += self.coordinates("s", rest, "    ")
+        lines += [f"    for (long long q = 0; q < {_ll(n_points)}; ++q) {{  /* C order: NumPy's order */"]
+        lines += self.coordinates("q", bdims, "      ") + self.source("      ")
+        lines += [f"      if (jk_status[0] & {STATUS_INDEX}u) continue;  /* a bad index: NumPy writes nothing */"]
         v = self.load_value()
         v = ops.convert(v, vd, xd) if vd != xd else v
         if step.prim == "scatter":
@@ -249,7 +279,7 @@ class _IndexWriter:
         lines.append(f"      {self.store(self.out, 'jk_at', new, xd)}")
         lines += ["    }", "  }", "}"]
         return "\n".join(lines), [Launch(copy, "elementwise", n_all, cparams),
-                                  Launch(put, "elementwise", inner_n, params)]
+                                  Launch(put, "elementwise", n_rest, params)]
 
     def fits(self, xd: np.dtype) -> bool:
         """Is the written value a constant of the program that `xd` holds exactly?"""
@@ -260,24 +290,21 @@ class _IndexWriter:
         return bool(info.min <= int(const.min()) and int(const.max()) <= info.max)
 
     def load_value(self) -> str:
-        """The value written at (index point q, trailing element j), NumPy's broadcasting."""
+        """The value written at the result point whose coordinates c<d> are set: NumPy
+        broadcasts the value against the result's shape (right-aligned)."""
         vshape = self.shape_of(self.value)
-        target = self.bshape + self.inner_shape
+        target = list(self.lay.out_shape)
         if len(vshape) > len(target):
             extra, vshape = vshape[:len(vshape) - len(target)], vshape[len(vshape) - len(target):]
             if any(int(d) != 1 for d in extra):
                 raise _unsupported(self.kp, self.step, self.n, " for this value shape")
         vshape = [1] * (len(target) - len(vshape)) + vshape
-        nb = len(self.bshape)
-        terms, stride = [], 1
-        for d in reversed(range(len(target))):
+        terms = []
+        for d in range(len(target)):
             if int(vshape[d]) != 1:
                 if int(vshape[d]) != int(target[d]):
                     raise _unsupported(self.kp, self.step, self.n, " for this value shape")
-                flat, dims = ("q", target[:nb]) if d < nb else ("j", target[nb:])
-                local = d if d < nb else d - nb
-                terms.append(f"((({flat}) / {_ll(self._prod(dims[local + 1:]))}) % {_ll(dims[local])}) * {_ll(stride)}")
-            stride = self._prod([stride, vshape[d]])
+                terms.append(f"c{d} * {_ll(self._prod(vshape[d + 1:]))}")
         return self.load(self.value, " + ".join(terms) or "0LL", self.kp.buffers[self.value].dtype)
 
     @staticmethod

@@ -60,7 +60,7 @@ def render_take(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) 
     size = a_shape[axis]
     if int(total) and not int(size):
         raise _unsupported(kp, step, n, " from an empty axis")  # NumPy raises at trace time
-    head = f"\n/* {step.name}: numpy.{step.prim} along axis {axis} of {list(a_shape)}, mode {mode} */"
+    head = f"\n/* {step.name}: numpy.{step.prim} along axis {axis} of [{', '.join(f'{d}' for d in a_shape)}], mode {mode} */"
     lines = [head, sig + " {"] + _grid_stride(_ll(total))
     if step.prim in ("take", "take_static"):  # take_static: np.repeat's, np.delete's gathers
         inner = _product(a_shape[axis + 1:])
