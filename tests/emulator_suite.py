@@ -37,6 +37,12 @@ def have_host_compiler() -> bool:
     return shutil.which("g++") is not None or shutil.which("c++") is not None
 
 
+def emulator_backends() -> list[str]:
+    """["cuda-emulator"] where a host compiler exists, else []: for a module that lists its own
+    backends (its emulator items are prebuilt like an opted-in module's)."""
+    return [EMULATOR] if have_host_compiler() else []
+
+
 def module_opted_in(module) -> bool:
     return bool(getattr(module, SWITCH, False)) and have_host_compiler()
 

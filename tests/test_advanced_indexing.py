@@ -15,6 +15,8 @@ from jitkernel.numpy import _advanced as adv
 
 from helpers import assert_matches_numpy, builtin_type, check, numpy_result
 
+CUDA_EMULATOR_SUITE = True  # the backend fixture adds "cuda-emulator" (tests/emulator_suite.py)
+
 def _run_both(fn, *args, backend):
     """fn run by NumPy and jitted, each on its own copies of args: the same exception type, or
     equal results and equal final arguments (the jitted call writes its arguments back)."""

@@ -13,8 +13,9 @@ import jitkernel as jk
 from jitkernel.errors import UnsupportedOperationError
 
 from helpers import check, rng_for, sample
+import emulator_suite
 
-BACKENDS = ["cpu", "interpret"]
+BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
 
 
 def _arg(dtype, shape, *key):

@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import jitkernel as jk
 from helpers import assert_matches_numpy, load, run_on_copies
+import emulator_suite
 
-BACKENDS = ["cpu", "interpret"]
+BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
 
 
 def same_as_numpy(fn, *args, backend, jit_kwargs=None, refusal_ok=False):

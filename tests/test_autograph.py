@@ -18,8 +18,9 @@ import jitkernel as jk
 from jitkernel.autograph import UNROLL_LIMIT, convert
 from jitkernel.errors import InPlaceUpdateError, TracerBoolConversionError, UnsupportedOperationError
 from tests.helpers import assert_matches_numpy, check
+import emulator_suite
 
-BACKENDS = ["cpu", "interpret"]
+BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
 RNG = np.random.default_rng(8)
 
 

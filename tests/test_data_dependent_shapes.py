@@ -14,8 +14,9 @@ import jitkernel as jk
 from jitkernel import events
 from jitkernel.errors import UnsupportedOperationError
 from jitkernel.ir.symdim import SymbolicDimError
+import emulator_suite
 
-BACKENDS = ["cpu", "interpret"]
+BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
 DTYPES = [np.float64, np.float32, np.int32, np.bool_, np.complex128]
 
 

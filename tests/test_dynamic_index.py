@@ -11,8 +11,10 @@ import jitkernel as jk
 from jitkernel.errors import UnsupportedOperationError
 from jitkernel.numpy._dynamic import dynamic_update
 from tests.helpers import assert_matches_numpy
+import emulator_suite
 
-BACKENDS = ["cpu", "interpret"]
+
+BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
 lax = jk.lax
 A = np.arange(30.0).reshape(5, 6)
 

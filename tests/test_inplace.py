@@ -12,6 +12,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import jitkernel as jk
 from helpers import assert_matches_numpy, load, run_on_copies
 
+CUDA_EMULATOR_SUITE = True  # the backend fixture adds "cuda-emulator" (tests/emulator_suite.py)
+
 
 
 def same_as_numpy(fn, *args, backend):

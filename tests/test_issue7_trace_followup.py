@@ -13,11 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jitkernel as jk
+import emulator_suite
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's own, on the reference side
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None, print_blob=False,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-BACKENDS = ["cpu", "interpret"]
+BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
 SPECIAL = [-np.inf, -0.0, -4.0, 0.0, 4.0, np.nan, 3.7, -2.5, 1e300, 1e-300, np.inf, 0.3]
 
 

@@ -11,8 +11,10 @@ from hypothesis import given, settings, strategies as st
 import jitkernel as jk
 from jitkernel.errors import TracerBoolConversionError, UnsupportedOperationError
 from tests.helpers import assert_matches_numpy, check
+import emulator_suite
 
-BACKENDS = ["cpu", "interpret"]
+
+BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
 lax = jk.lax
 
 

@@ -14,8 +14,9 @@ import jitkernel as jk
 from jitkernel.errors import UnsupportedOperationError
 
 from helpers import assert_matches_numpy, check
+import emulator_suite
 
-BACKENDS = ["cpu", "interpret"]
+BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
 SETTINGS = settings(max_examples=30, deadline=None, derandomize=True, database=None, print_blob=False,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                            HealthCheck.data_too_large, HealthCheck.filter_too_much])

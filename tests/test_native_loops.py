@@ -15,6 +15,7 @@ from jitkernel.fusion.loops import BranchStep, LoopStep, all_steps
 from jitkernel.interpreter import eval_program
 from jitkernel.ir import AType, Eqn, Program, Var
 from jitkernel.passes import optimize
+import emulator_suite
 
 
 # -- building programs with control flow from Python functions ----------------------------------
@@ -312,7 +313,7 @@ def test_fori_random_affine_updates(lo, n, shape, dtype, seed):
 
 from jitkernel.numpy._dynamic import dynamic_update  # noqa: E402
 
-BACKENDS = ["cpu", "interpret"]
+BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
 
 
 def _lcs_lax(a, b):
