@@ -385,6 +385,21 @@ def _traced_index_function(index):
     return f, [index[k] for k in positions]
 
 
+def _traced_ufunc_at(index, ufunc, value):
+    """g(x, *arrays): a copy of x with `ufunc.at(y, index, value)` applied, the index arrays
+    traced arguments."""
+    positions = [k for k, e in enumerate(index) if isinstance(e, np.ndarray)]
+
+    def g(x, *arrays):
+        ix = list(index)
+        for k, a in zip(positions, arrays):
+            ix[k] = a
+        y = x * 1
+        ufunc.at(y, tuple(ix), value)
+        return y
+    return g, [index[k] for k in positions]
+
+
 @SETTINGS
 @given(expr=index_expressions(), traced=st.booleans(), backend=st.sampled_from(["cpu", "interpret"]))
 def test_random_index_expressions_match_numpy(expr, traced, backend):
@@ -549,17 +564,7 @@ def test_ndarray_methods(backend):
 def test_random_ufunc_at_matches_numpy(expr, ufunc, backend, scalar):
     shape, index = expr
     x = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape) % 5
-    value = 3 if scalar else np.int32(-2)
-    f, arrays = _traced_index_function(index)
-    positions = [k for k, e in enumerate(index) if isinstance(e, np.ndarray)]
-
-    def g(x, *arrays):
-        ix = list(index)
-        for k, a in zip(positions, arrays):
-            ix[k] = a
-        y = x * 1
-        ufunc.at(y, tuple(ix), value)
-        return y
+    g, arrays = _traced_ufunc_at(index, ufunc, 3 if scalar else np.int32(-2))
     _run_both(g, x, *arrays, backend=backend)
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import jitkernel as jk
 from helpers import assert_matches_numpy
-from test_advanced_indexing import _traced_index_function, index_expressions
+from test_advanced_indexing import _traced_index_function, _traced_ufunc_at, index_expressions
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                                 reason="backend='cuda-emulator' needs a host C++20 compiler (g++)")
@@ -89,17 +89,7 @@ def test_random_scatters(expr, data) -> None:
 def test_random_ufunc_at(expr, ufunc) -> None:
     shape, index = expr
     x = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape) % 5
-    positions = [k for k, e in enumerate(index) if isinstance(e, np.ndarray)]
-
-    def g(x, *arrays):
-        ix = list(index)
-        for k, a in zip(positions, arrays):
-            ix[k] = a
-        y = x * 1
-        ufunc.at(y, tuple(ix), np.int32(-2))
-        return y
-
-    arrays = [index[k] for k in positions]
+    g, arrays = _traced_ufunc_at(index, ufunc, np.int32(-2))
     want, want_error = _run(g, x, *arrays)
     try:
         got, got_error = _run(jk.jit(g, backend=EMU), x, *arrays)

@@ -117,3 +117,18 @@ def test_every_case_compiles_with_nvcc(modules) -> None:
     source = modules[0].prelude + "\n".join(m.kernels for m in modules)
     cubin = nvcc.cubin(source, options=("-Xptxas", "-O0"))
     assert cubin[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("index", [np.array([5]), np.array([0, -1]), np.array([-2])], ids=["past", "in-range", "before"])
+def test_an_empty_result_still_checks_every_index(index) -> None:
+    """np.take from a (1, 0) array: no output element, yet NumPy checks the indices."""
+    a = np.ones((1, 0))
+    fn = _take(0)
+    try:
+        want = fn(a, index)
+    except IndexError as e:
+        with pytest.raises(IndexError, match=str(e)):
+            jk.jit(fn, backend="cuda-emulator")(a, index)
+        return
+    got = jk.jit(fn, backend="cuda-emulator")(a, index)
+    assert got.shape == want.shape

@@ -150,8 +150,13 @@ class _IndexWriter:
         self.bshape = list(self.lay.bshape)
         # A non-empty index into an empty axis raises for every value (NumPy's IndexError when
         # the step runs; the program's result shape is a stand-in then): one checking kernel.
-        self.raises_only = int(self._prod(self.bshape)) > 0 and any(
+        points = int(self._prod(self.bshape)) > 0
+        self.raises_only = points and any(
             p.kind == "A" and int(self.xshape[axis]) == 0 for axis, p in enumerate(self.lay.picks))
+        # NumPy checks every index even when the other dimensions of the result are empty (no
+        # thread of the gather or put kernel would): the checking kernel alone then.
+        rest = [d.size for d in self.lay.out_dims if d.kind != "B"]
+        self.check_only = self.raises_only or (points and int(self._prod(rest)) == 0)
         want = self.lay.out_shape if step.prim == "gather" else tuple(self.xshape)
         if not self.raises_only and tuple(int(d) for d in self.shape_of(self.out)) != tuple(int(d) for d in want):
             raise _unsupported(kp, step, n, " for this index form (result shape)")
@@ -222,7 +227,7 @@ class _IndexWriter:
         return "\n".join(lines), [Launch(self.base + "_check", "elementwise", 1, params)]
 
     def gather(self, Launch: type) -> tuple[str, list]:
-        if self.raises_only:
+        if self.check_only:
             return self.index_error(Launch)
         dims = list(range(len(self.lay.out_dims)))
         total = self._prod(list(self.lay.out_shape))
@@ -241,6 +246,10 @@ class _IndexWriter:
         if self.raises_only:
             return self.index_error(Launch)
         kp, step, lay = self.kp, self.step, self.lay
+        if self.check_only:  # nothing is written: the copy, and NumPy's index checks
+            copy_text, copy_launches = self.copy_kernel(Launch)
+            check_text, check_launches = self.index_error(Launch)
+            return copy_text + check_text, copy_launches + check_launches
         xd, vd = kp.buffers[self.x].dtype, kp.buffers[self.value].dtype
         weak = step.params.get("weak")
         if weak is not None and vd != xd and xd.kind in "iu" and vd.kind in "iub" and not self.fits(xd):
@@ -248,12 +257,9 @@ class _IndexWriter:
             raise _unsupported(kp, step, self.n, " for a Python int that may not fit the target's integer dtype")
         if step.prim == "scatter_ufunc" and vd != xd and weak is None:
             raise _unsupported(kp, step, self.n, " for ufunc.at with a value of another dtype")
-        n_all = self._prod(self.xshape)
-        copy, put = self.base + "_copy", self.base + "_put"
-        csig, cparams = self.signature(copy, [self.x, self.out])
-        lines = [f"\n/* {step.name}: the target copied, then the index points in order (deterministic) */",
-                 csig + " {", f"  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < {_ll(n_all)};",
-                 "       t += (long long)blockDim.x * gridDim.x) {", f"    b{self.out}[t] = b{self.x}[t];", "  }", "}"]
+        copy_text, copy_launches = self.copy_kernel(Launch)
+        put = self.base + "_put"
+        lines = [copy_text]
         sig, params = self.signature(put, [*self.idx, self.value, self.out])
         bdims = [d for d, o in enumerate(lay.out_dims) if o.kind == "B"]
         rest = [d for d, o in enumerate(lay.out_dims) if o.kind != "B"]
@@ -278,8 +284,17 @@ class _IndexWriter:
             lines.append(f"      const {ctype.reg(xd)} jk_v = {v};")
         lines.append(f"      {self.store(self.out, 'jk_at', new, xd)}")
         lines += ["    }", "  }", "}"]
-        return "\n".join(lines), [Launch(copy, "elementwise", n_all, cparams),
-                                  Launch(put, "elementwise", n_rest, params)]
+        return "\n".join(lines), copy_launches + [Launch(put, "elementwise", n_rest, params)]
+
+    def copy_kernel(self, Launch: type) -> tuple[str, list]:
+        """The target copied into the output (the step is functional)."""
+        n_all = self._prod(self.xshape)
+        copy = self.base + "_copy"
+        sig, params = self.signature(copy, [self.x, self.out])
+        lines = [f"\n/* {self.step.name}: the target copied, then the index points in order (deterministic) */",
+                 sig + " {", f"  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < {_ll(n_all)};",
+                 "       t += (long long)blockDim.x * gridDim.x) {", f"    b{self.out}[t] = b{self.x}[t];", "  }", "}"]
+        return "\n".join(lines), [Launch(copy, "elementwise", n_all, params)]
 
     def fits(self, xd: np.dtype) -> bool:
         """Is the written value a constant of the program that `xd` holds exactly?"""

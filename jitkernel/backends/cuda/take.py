@@ -61,6 +61,13 @@ def render_take(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) 
     if int(total) and not int(size):
         raise _unsupported(kp, step, n, " from an empty axis")  # NumPy raises at trace time
     head = f"\n/* {step.name}: numpy.{step.prim} along axis {axis} of [{', '.join(f'{d}' for d in a_shape)}], mode {mode} */"
+    if step.prim in ("take", "take_static") and mode == "raise" and not int(total) and int(_product(i_shape)):
+        # an empty result (an empty axis after `axis`): NumPy still checks every index
+        csig, cparams = kernel_signature(kp, base + "_check", [idx], set())
+        text = [head, csig + " {", "  if (blockIdx.x != 0 || threadIdx.x != 0) return;",
+                f"  for (long long q = 0; q < {_ll(_product(i_shape))} && !(jk_status[0] & {STATUS_INDEX}u); ++q)",
+                f"    {_checked(f'(long long)b{idx}[q]', _ll(size), axis, mode)};", "}"]
+        return "\n".join(text), [Launch(base + "_check", "elementwise", 1, cparams)]
     lines = [head, sig + " {"] + _grid_stride(_ll(total))
     if step.prim in ("take", "take_static"):  # take_static: np.repeat's, np.delete's gathers
         inner = _product(a_shape[axis + 1:])
