@@ -21,6 +21,12 @@ import jitkernel as jk
 from jitkernel.passes import optimize
 from jitkernel.passes.complex_lower import lower_complex
 
+CUDA_EMULATOR_SUITE = True  # the backend fixture adds "cuda-emulator" (tests/emulator_suite.py)
+# Bit-for-bit NumPy order of complex sums and products is the CPU backend's; the GPU's reduction
+# trees and matmul tiles agree within rounding (tests/test_cuda_complex.py checks that).
+EXACT_ORDER = ("NumPy's exact summation order is the CPU backend's; on the GPU sums, products and matmul "
+               "reduce in a tree (docs/gpu.md, 'Reduction order on the GPU')")
+
 CDTYPES = [np.dtype(np.complex64), np.dtype(np.complex128)]
 _PART = {np.dtype(np.complex64): np.float32, np.dtype(np.complex128): np.float64}
 
@@ -284,6 +290,8 @@ def test_power_operator_fast_paths(dt, backend):
 @pytest.mark.parametrize("shape", [(6, 50), (3, 700), (1000,), (5,)])
 def test_reductions_exact(dt, shape, backend):
     """sum/mean in NumPy's complex pairwise order, prod, max/min, argmax/argmin: bit for bit."""
+    if backend == "cuda-emulator":
+        pytest.skip(EXACT_ORDER)
     z = random_complex(dt, int(np.prod(shape)), seed=5, scale=2).reshape(shape)
     for axis in [None] + list(range(len(shape))):
         check(lambda z: (z.sum(axis=axis), z.mean(axis=axis), z.prod(axis=axis), np.max(z, axis=axis),
@@ -304,6 +312,8 @@ def test_reduction_nan_rules(dt, backend):
 
 @pytest.mark.parametrize("dt", CDTYPES, ids=["c64", "c128"])
 def test_matmul_dot_vdot(dt, backend):
+    if backend == "cuda-emulator":
+        pytest.skip(EXACT_ORDER)
     a = random_complex(dt, 12, seed=1, scale=1).reshape(3, 4)
     b = random_complex(dt, 20, seed=2, scale=1).reshape(4, 5)
     v = random_complex(dt, 4, seed=3, scale=1)
@@ -455,6 +465,8 @@ def test_random_complex_programs_match_numpy(backend, prog):
     """Random chains of complex ops on values with inf/nan/+-0/huge/tiny parts, broadcasting,
     real operands and a final reduction. Every op is bit-exact with NumPy's loop, so the whole
     program must be (NaN positions and zero signs too)."""
+    if backend == "cuda-emulator":
+        pytest.skip(EXACT_ORDER)
     dt, inputs, ops, reduction = prog
     note(f"{dt} shapes={[z.shape for z in inputs]} ops={ops} reduction={reduction}")
     fn = lambda *zs: _run_program(ops, reduction, *zs)  # noqa: E731

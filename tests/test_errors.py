@@ -9,6 +9,8 @@ import pytest
 
 import jitkernel as jk
 
+CUDA_EMULATOR_SUITE = True  # the backend fixture adds "cuda-emulator" (tests/emulator_suite.py)
+
 X = np.linspace(-1, 1, 6, dtype=np.float32)
 
 

@@ -9,6 +9,8 @@ import jitkernel as jk
 
 from helpers import assert_matches_numpy, check, numpy_result
 
+CUDA_EMULATOR_SUITE = True  # the backend fixture adds "cuda-emulator" (tests/emulator_suite.py)
+
 
 def _arr(*shape, dtype=np.float32, start=0.0):
     n = int(np.prod(shape)) if shape else 1
