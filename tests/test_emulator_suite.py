@@ -127,13 +127,26 @@ def test_refused_by_the_renderer(backend):
 
 def test_other_differences_fail(backend):
     assert backend != "cuda-emulator", "a difference from NumPy"
+
+
+def test_refusals_grouped_as_hypothesis_reports_them(backend):
+    # hypothesis reports several distinct failing examples as one exception group
+    x = np.eye(3) * 2
+    errors = []
+    for fn in (np.linalg.inv, lambda a: np.fft.fft(a).real):
+        try:
+            np.testing.assert_allclose(jk.jit(fn, backend=backend)(x), fn(x), atol=1e-12)
+        except Exception as e:
+            errors.append(e)
+    if errors:
+        raise BaseExceptionGroup("distinct failures", errors)
 '''
 
 
 def test_the_suite_runs_opted_in_modules_on_the_emulator(pytester, monkeypatch) -> None:
     """An opted-in module: items on three backends, a test's two programs both prebuilt (a
-    compile during the real run fails it), a renderer refusal skipped on the emulator only, any
-    other failure kept."""
+    compile during the real run fails it), a renderer refusal skipped on the emulator only (also
+    when hypothesis groups several refused examples), any other failure kept."""
     from pathlib import Path
     here = Path(__file__).parent
     root = str(Path(jk.__file__).parent.parent)  # the subprocess imports this very jitkernel
@@ -142,7 +155,7 @@ def test_the_suite_runs_opted_in_modules_on_the_emulator(pytester, monkeypatch) 
         pytester.makepyfile(**{name[:-3]: (here / name).read_text()})
     pytester.makepyfile(test_opted_in=SUITE_MODULE)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rsf", "-q")
-    result.assert_outcomes(passed=7, skipped=1, failed=1)
+    result.assert_outcomes(passed=9, skipped=2, failed=1)
     result.stdout.fnmatch_lines(["*SKIPPED*the CUDA renderer refuses this program*",
                                  "*FAILED*test_other_differences_fail?cuda-emulator?*"])
 

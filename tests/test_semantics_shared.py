@@ -37,7 +37,9 @@ def int_rules(x, y, e):
 
 
 def float_rules(x, y):
-    return x // y, x % y, np.maximum(x, y), np.minimum(x, y), np.sign(x), np.fmax(x, y), np.fmin(x, y)
+    # fmax/fmin are not here: NumPy's own loops disagree on equal zeros between an array's SIMD
+    # body and its tail (test_cuda_ufunc_values.py checks them on arrays NumPy treats alike)
+    return x // y, x % y, np.maximum(x, y), np.minimum(x, y), np.sign(x)
 
 
 def _int_args(dt: np.dtype) -> tuple:
@@ -108,8 +110,8 @@ _FLOAT_SPECIALS = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -3.0, 7.5, 1e-3, np.inf
 @given(data=st.data())
 def test_float_rules_match_numpy(dt: np.dtype, backend: str, compiled, data) -> None:
     """npy_divmod's // and % (signs of zero results, x // 0, x % 0, infinities), NaN-propagating
-    maximum/minimum and NaN-ignoring fmax/fmin with NumPy's rule for equal zeros, sign of NaN and
-    of zeros: results and the sign of every zero as NumPy's."""
+    maximum/minimum with NumPy's rule for equal zeros, sign of NaN and of zeros: results and the
+    sign of every zero as NumPy's."""
     big = float(np.finfo(dt).max)
     elems = st.one_of(st.sampled_from(_FLOAT_SPECIALS),
                       st.floats(-big, big, allow_nan=False, width=8 * dt.itemsize))
