@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+import pytest
 
 import jitkernel as jk
-from jitkernel.backends.cuda import schedule_program
+from jitkernel.backends.cuda import nvcc, schedule_program
 
 from helpers import full_range, rng_for, sample
 
@@ -239,15 +240,43 @@ def all_cases() -> list[Case]:
             + _nan_and_zero_cases() + _cast_cases())
 
 
-def kernel_program(case: Case):
-    """The kernel program `backend="cuda-emulator"` renders for the case (nothing compiled)."""
-    compiled = jk.jit(case.fn, backend="interpret").lower(*case.args).compiled
+def kernel_program_for(fn: Callable, *args: Any):
+    """The kernel program `backend="cuda-emulator"` renders for fn(*args) (nothing compiled)."""
+    compiled = jk.jit(fn, backend="interpret").lower(*args).compiled
     return schedule_program(compiled.optimized, "corpus")  # as the cuda backends schedule
 
 
-def module_of(case: Case):
+def module_for(fn: Callable, *args: Any) -> tuple:
+    """(kernel program, rendered CudaModule) of fn(*args): what emulator.prebuild takes."""
     from jitkernel.backends.cuda.render import render_program
-    return render_program(kernel_program(case))
+    kp = kernel_program_for(fn, *args)
+    return kp, render_program(kp)
+
+
+def kernel_program(case: Case):
+    return kernel_program_for(case.fn, *case.args)
+
+
+def module_of(case: Case):
+    return module_for(case.fn, *case.args)[1]
+
+
+needs_nvcc = pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc is not on PATH (set NVCC=/path/to/nvcc)")
+
+
+def assert_compiles_with_nvcc(modules: list) -> bytes:
+    """One nvcc run (sm_90, ptxas -O0: the check is the source) over the distinct translation
+    units of `modules` (include guards let them share one file); the cubin holds every launch's
+    kernel, nested ones (loops, library steps) included."""
+    from jitkernel.backends.cuda import flow
+    distinct = list({m.tag: m for m in modules}.values())  # cases of one program render one source
+    source = distinct[0].prelude + "\n".join(m.kernels for m in distinct)
+    cubin = nvcc.cubin(source, options=("-Xptxas", "-O0"))
+    assert cubin[:4] == b"\x7fELF"
+    for m in distinct:
+        for launch in flow.iter_launches(m.launches):
+            assert launch.name.encode() in cubin, launch.name
+    return cubin
 
 
 def assert_zero_signs(got: Any, expected: Any) -> None:

@@ -14,6 +14,7 @@ from hypothesis.extra import numpy as hnp
 
 import jitkernel as jk
 from jitkernel.backends.cuda import accumulate
+from cuda_corpus import assert_compiles_with_nvcc, module_for, needs_nvcc
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                                 reason="backend='cuda-emulator' needs a host C++20 compiler (g++)")
@@ -76,16 +77,9 @@ def _example(shape, dtype):
     return rng.integers(-50 if dt.kind == "i" else 0, 50, shape).astype(dt)
 
 
-def _module(fn, x):
-    from jitkernel.backends.cuda.render import render_program
-    from jitkernel.fusion import schedule
-    kp = schedule(jk.jit(fn, backend="interpret").lower(x).compiled.optimized)
-    return kp, render_program(kp)
-
-
 @pytest.fixture(scope="module")
 def modules() -> list:
-    return [_module(fn, _example(shape, dt))[1] for _, fn, shape, dt, _ in CASES]
+    return [module_for(fn, _example(shape, dt))[1] for _, fn, shape, dt, _ in CASES]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -128,7 +122,7 @@ def test_chunked_results_do_not_depend_on_the_launch_shape() -> None:
     """The three kernels of the chunks form under several grids and blocks: the same bits."""
     from jitkernel.backends.cuda import emulator
     x = np.random.default_rng(1).integers(-9, 9, LONG).astype(np.int32)
-    kp, module = _module(_cumsum(None), x)
+    kp, module = module_for(_cumsum(None), x)
     lib = emulator.library(module)
     for policy in (emulator.LaunchPolicy(32, 1), emulator.LaunchPolicy(96, 7), emulator.LaunchPolicy(256, 2)):
         (out,) = emulator.EmulatedProgram(kp, module, lib, policy)([x])
@@ -172,16 +166,9 @@ def test_empty_axis_gives_an_empty_result() -> None:
     assert out.shape == (0, 3) and out.dtype == np.cumsum(np.ones((0, 3), np.int32), axis=0).dtype
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@needs_nvcc
 def test_every_case_compiles_with_nvcc(modules) -> None:
-    from jitkernel.backends.cuda import nvcc
-    source = modules[0].prelude + "\n".join(m.kernels for m in modules)
-    cubin = nvcc.cubin(source, options=("-Xptxas", "-O0"))  # the check is the source: ptxas -O0 is fast
-    assert cubin[:4] == b"\x7fELF"
-    for m in modules:
-        for step in m.launches:
-            for launch in step:
-                assert launch.name.encode() in cubin
+    assert_compiles_with_nvcc(modules)
 
 
 def test_new_sizes_reuse_the_shape_generic_module() -> None:

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jitkernel as jk
-from cuda_corpus import Case, module_of
+from cuda_corpus import Case, assert_compiles_with_nvcc, module_of, needs_nvcc
 from helpers import assert_matches_numpy, numpy_result
-from jitkernel.backends.cuda import emulator, nvcc
+from jitkernel.backends.cuda import emulator
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                                 reason="backend='cuda-emulator' needs a host C++20 compiler (g++)")
@@ -181,16 +181,9 @@ def test_complex_steps_are_kernels_not_library_calls(modules) -> None:
     assert "complex dot_general" in mm.kernels and "atomic" not in mm.kernels
 
 
-@pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc is not on PATH (set NVCC=/path/to/nvcc)")
+@needs_nvcc
 def test_every_complex_program_compiles_with_nvcc(modules) -> None:
-    modules = list({m.tag: m for m in modules}.values())  # cases of one program render one source
-    source = modules[0].prelude + "\n".join(m.kernels for m in modules)
-    cubin = nvcc.cubin(source, options=("-Xptxas", "-O0"))
-    assert cubin[:4] == b"\x7fELF"
-    for m in modules:
-        for launches in m.launches:
-            for launch in launches:
-                assert launch.name.encode() in cubin
+    assert_compiles_with_nvcc(modules)
 
 
 @pytest.mark.parametrize("case", TRANSCENDENTAL, ids=repr)

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jitkernel as jk
-from cuda_corpus import Case, module_of
-from jitkernel.backends.cuda import emulator, nvcc
+from cuda_corpus import Case, assert_compiles_with_nvcc, module_of, needs_nvcc
+from jitkernel.backends.cuda import emulator
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                                 reason="backend='cuda-emulator' needs a host C++20 compiler (g++)")
@@ -175,15 +175,9 @@ def test_functions_and_power_hypothesis(modules, data, dt: str) -> None:
     assert_like_numpy(power, (z, w), ("power",))
 
 
-@pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc is not on PATH (set NVCC=/path/to/nvcc)")
+@needs_nvcc
 def test_every_complex_function_compiles_with_nvcc(modules) -> None:
-    source = modules[0].prelude + "\n".join({m.tag: m for m in modules}[t].kernels for t in {m.tag for m in modules})
-    cubin = nvcc.cubin(source, options=("-Xptxas", "-O0"))
-    assert cubin[:4] == b"\x7fELF"
-    for m in modules:
-        for launches in m.launches:
-            for launch in launches:
-                assert launch.name.encode() in cubin
+    assert_compiles_with_nvcc(modules)
 
 
 @pytest.mark.parametrize("fn, name", [(lambda z: np.sort(z, axis=1), "sort"),

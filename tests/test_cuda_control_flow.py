@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jitkernel as jk
-from cuda_corpus import Case, kernel_program, module_of
+from cuda_corpus import Case, assert_compiles_with_nvcc, kernel_program, module_of, needs_nvcc
 from helpers import assert_matches_numpy
 from jitkernel import lax
-from jitkernel.backends.cuda import emulator, flow, nvcc
+from jitkernel.backends.cuda import emulator, flow
 from jitkernel.backends.cuda.render import render_program
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
@@ -190,13 +190,9 @@ def test_loop_of_library_steps_raises_naming_it() -> None:
         run(lambda x: lax.fori_loop(0, 2, lambda i, c: np.partition(c, 1), x), X)
 
 
-@pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc is not on PATH (set NVCC=/path/to/nvcc)")
+@needs_nvcc
 def test_every_program_compiles_with_nvcc(prebuilt) -> None:
-    source = prebuilt[0].prelude + "\n".join(m.kernels for m in prebuilt)
-    cubin = nvcc.cubin(source, options=("-Xptxas", "-O0"))
-    for m in prebuilt:
-        for launch in flow.iter_launches(m.launches):
-            assert launch.name.encode() in cubin
+    assert_compiles_with_nvcc(prebuilt)
 
 
 def test_backend_cuda_drives_loops_with_device_buffers() -> None:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import jitkernel as jk
+from cuda_corpus import module_for
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                                 reason="backend='cuda-emulator' needs a host C++20 compiler (g++)")
@@ -57,16 +58,10 @@ def masked_add(x, m):
 PROGRAMS = [(fn, dt) for fn in (gather, scatter, add_at, pair) for dt in INDEX_DTYPES]
 
 
-def _module(fn, x, i):
-    from jitkernel.backends.cuda.render import render_program
-    from jitkernel.fusion import schedule
-    return render_program(schedule(jk.jit(fn, backend="interpret").lower(x, i).compiled.optimized))
-
-
 @pytest.fixture(scope="module", autouse=True)
 def prebuilt() -> None:
     from jitkernel.backends.cuda import emulator
-    emulator.prebuild([_module(fn, X, np.zeros(3, dt)) for fn, dt in PROGRAMS])
+    emulator.prebuild([module_for(fn, X, np.zeros(3, dt))[1] for fn, dt in PROGRAMS])
 
 
 @pytest.mark.parametrize("fn,dt", PROGRAMS, ids=[f"{fn.__name__}-{np.dtype(dt)}" for fn, dt in PROGRAMS])

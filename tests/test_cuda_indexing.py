@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import jitkernel as jk
-from cuda_corpus import Case, kernel_program, module_of
+from cuda_corpus import Case, assert_compiles_with_nvcc, kernel_program, module_of, needs_nvcc
 from helpers import assert_matches_numpy, numpy_result
-from jitkernel.backends.cuda import emulator, flow, nvcc
+from jitkernel.backends.cuda import emulator
 from jitkernel.backends.cuda.render import render_program
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
@@ -188,10 +188,6 @@ def test_steps_without_a_gpu_implementation_raise_naming_them(fn, message) -> No
         jk.jit(fn, backend="cuda-emulator")(V, IDX)
 
 
-@pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc is not on PATH (set NVCC=/path/to/nvcc)")
+@needs_nvcc
 def test_every_program_compiles_with_nvcc(prebuilt) -> None:
-    source = prebuilt[0].prelude + "\n".join(m.kernels for m in prebuilt)
-    cubin = nvcc.cubin(source, options=("-Xptxas", "-O0"))
-    for m in prebuilt:
-        for launch in flow.iter_launches(m.launches):
-            assert launch.name.encode() in cubin
+    assert_compiles_with_nvcc(prebuilt)

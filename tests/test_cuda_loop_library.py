@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jitkernel as jk
-from cuda_corpus import Case, kernel_program, module_of
+from cuda_corpus import Case, assert_compiles_with_nvcc, kernel_program, module_of, needs_nvcc
 from complex_compare import assert_matches as assert_matches_numpy
 from jitkernel import lax
-from jitkernel.backends.cuda import emulator, flow, nvcc
+from jitkernel.backends.cuda import emulator, flow
 from jitkernel.backends.cuda.executor import step_kind
 from jitkernel.device_array import DeviceArray, emulate_gpu
 
@@ -226,14 +226,9 @@ def test_cpu_backend_keeps_library_bodies_python_driven() -> None:
     assert_matches_numpy(jk.jit(rnn)(H0, W, np.int64(3)), rnn_reference(H0, W, 3), rtol=1e-5)
 
 
-@pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc is not on PATH (set NVCC=/path/to/nvcc)")
+@needs_nvcc
 def test_every_program_compiles_with_nvcc(prebuilt) -> None:
-    distinct = {m.tag: m for m in prebuilt}.values()  # the two rnn cases are one source (n is an argument)
-    source = prebuilt[0].prelude + "\n".join(m.kernels for m in distinct)
-    cubin = nvcc.cubin(source, options=("-Xptxas", "-O0"))
-    for m in prebuilt:
-        for launch in flow.iter_launches(m.launches):
-            assert launch.name.encode() in cubin
+    assert_compiles_with_nvcc(prebuilt)  # the two rnn cases are one source (n is an argument)
 
 
 @pytest.mark.parametrize("backend", ["cuda-emulator", "cuda"])

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jitkernel as jk
-from cuda_corpus import Case, kernel_program, module_of
+from cuda_corpus import Case, assert_compiles_with_nvcc, kernel_program, module_of, needs_nvcc
 from helpers import assert_matches_numpy, numpy_result
-from jitkernel.backends.cuda import emulator, nvcc
+from jitkernel.backends.cuda import emulator
 from jitkernel.backends.cuda.executor import step_kind
 from jitkernel.backends.cuda.render import render_program
 from jitkernel.backends.cuda.render_matmul import LARGE, SMALL, canonical, offset_expr
@@ -128,18 +128,10 @@ def test_every_step_is_a_tile_kernel(modules) -> None:
     assert "128x128 tiles" in big.kernels
 
 
-@pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc is not on PATH (set NVCC=/path/to/nvcc)")
+@needs_nvcc
 def test_every_matmul_program_compiles_with_nvcc(modules) -> None:
     # the shape pool's kernels differ from the named cases' only in their constants: three of them
-    modules = [m for c, m in zip(CASES, modules) if c not in POOL] + modules[-3:]
-    modules = list({m.tag: m for m in modules}.values())  # cases of one program render one source
-    source = modules[0].prelude + "\n".join(m.kernels for m in modules)
-    cubin = nvcc.cubin(source, options=("-Xptxas", "-O0"))
-    assert cubin[:4] == b"\x7fELF"
-    for m in modules:
-        for launches in m.launches:
-            for launch in launches:
-                assert launch.name.encode() in cubin
+    assert_compiles_with_nvcc([m for c, m in zip(CASES, modules) if c not in POOL] + modules[-3:])
 
 
 @pytest.mark.parametrize("name", ["mm-f32-large-tile-520x9x515", "mm-f64-batched-transposed", "mm-int8-70x33x65"])

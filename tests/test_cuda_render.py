@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import jitkernel as jk
-from cuda_corpus import all_cases, kernel_program, module_of
-from jitkernel.backends.cuda import missing_for_cuda, nvcc
+from cuda_corpus import all_cases, assert_compiles_with_nvcc, kernel_program, module_of, needs_nvcc
+from jitkernel.backends.cuda import missing_for_cuda
 
 CASES = all_cases()
 
@@ -21,18 +21,9 @@ def modules() -> list:
     return [module_of(c) for c in CASES]
 
 
-needs_nvcc = pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc is not on PATH (set NVCC=/path/to/nvcc)")
-
-
 @needs_nvcc
 def test_every_corpus_program_compiles_with_nvcc(modules) -> None:
-    source = modules[0].prelude + "\n".join(m.kernels for m in modules)
-    cubin = nvcc.cubin(source, options=("-Xptxas", "-O0"))  # ptxas -O0: the check is the source, fast
-    assert cubin[:4] == b"\x7fELF"
-    for m in modules:
-        for launches in m.launches:
-            for launch in launches:
-                assert launch.name.encode() in cubin
+    assert_compiles_with_nvcc(modules)
 
 
 def test_translation_units_are_self_contained_and_deterministic(modules) -> None:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import jitkernel as jk
+from cuda_corpus import assert_compiles_with_nvcc, module_for, needs_nvcc
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                                 reason="backend='cuda-emulator' needs a host C++20 compiler (g++)")
@@ -50,12 +51,6 @@ def _numbers(dt, shape):
     return hnp.arrays(dt, shape, elements=st.integers(max(-6, int(info.min)), 6) | st.sampled_from([int(info.max)]))
 
 
-def _module(fn, args):
-    from jitkernel.backends.cuda.render import render_program
-    from jitkernel.fusion import schedule
-    return render_program(schedule(jk.jit(fn, backend="interpret").lower(*args).compiled.optimized))
-
-
 def _args(adt, n, vdt, vshape, sorter):
     args = [np.zeros(n, adt), np.zeros(vshape, vdt)]
     return args + [np.arange(n)] if sorter else args
@@ -63,7 +58,7 @@ def _args(adt, n, vdt, vshape, sorter):
 
 @pytest.fixture(scope="module")
 def modules() -> list:
-    return [_module(fn, _args(adt, n, vdt, vsh, s)) for _, fn, adt, n, vdt, vsh, s in CASES]
+    return [module_for(fn, *_args(adt, n, vdt, vsh, s))[1] for _, fn, adt, n, vdt, vsh, s in CASES]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -109,8 +104,6 @@ def test_a_sorter_entry_out_of_range_is_numpys_value_error(bad: int) -> None:
             np.searchsorted(a, v, sorter=s)
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@needs_nvcc
 def test_every_case_compiles_with_nvcc(modules) -> None:
-    from jitkernel.backends.cuda import nvcc
-    source = modules[0].prelude + "\n".join(m.kernels for m in modules)
-    assert nvcc.cubin(source, options=("-Xptxas", "-O0"))[:4] == b"\x7fELF"
+    assert_compiles_with_nvcc(modules)

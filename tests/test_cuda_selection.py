@@ -15,6 +15,7 @@ from hypothesis.extra import numpy as hnp
 
 import jitkernel as jk
 from jitkernel.device_array import DeviceArray, emulate_gpu
+from cuda_corpus import assert_compiles_with_nvcc, module_for, needs_nvcc
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                                 reason="backend='cuda-emulator' needs a host C++20 compiler (g++)")
@@ -51,18 +52,16 @@ PROGRAMS = {"full-mask": (full_mask, (12, 5)), "leading-mask": (leading_mask, (1
             "flatnonzero": (flat, (12, 5)), "nonzero-f16": (nonzero_f16, (12, 5))}
 
 
-def _module(fn, *args):
-    from jitkernel.backends.cuda.render import render_program
-    from jitkernel.fusion import schedule
-    kp = schedule(jk.jit(fn, backend="interpret").lower(*args).compiled.optimized)
-    return kp, render_program(kp)
+@pytest.fixture(scope="module")
+def modules() -> list:
+    return [module_for(fn, X, np.zeros(shape, bool))[1] for fn, shape in PROGRAMS.values()] + \
+        [module_for(computed, X, 0.0)[1]]
 
 
 @pytest.fixture(scope="module", autouse=True)
-def prebuilt() -> None:
+def prebuilt(modules) -> None:
     from jitkernel.backends.cuda import emulator
-    modules = [_module(fn, X, np.zeros(shape, bool))[1] for fn, shape in PROGRAMS.values()]
-    emulator.prebuild(modules + [_module(computed, X, 0.0)[1]])
+    emulator.prebuild(modules)
 
 
 def _same(got, want) -> None:
@@ -101,7 +100,7 @@ def test_nan_is_nonzero_and_negative_zero_is_not() -> None:
 def test_results_do_not_depend_on_the_launch_shape() -> None:
     from jitkernel.backends.cuda import emulator
     m = np.random.default_rng(2).random((12, 5)) > 0.4
-    kp, module = _module(full_mask, X, m)
+    kp, module = module_for(full_mask, X, m)
     lib = emulator.library(module)
     for policy in (emulator.LaunchPolicy(32, 1), emulator.LaunchPolicy(96, 7), emulator.LaunchPolicy(256, 2)):
         padded = emulator.EmulatedProgram(kp, module, lib, policy)([X, m])[0]
@@ -132,9 +131,6 @@ def test_other_data_dependent_steps_are_refused_naming_them(fn) -> None:
         jk.jit(fn, backend="cuda-emulator")(X)
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-def test_every_program_compiles_with_nvcc() -> None:
-    from jitkernel.backends.cuda import nvcc
-    modules = [_module(fn, X, np.zeros(shape, bool))[1] for fn, shape in PROGRAMS.values()]
-    source = modules[0].prelude + "\n".join(m.kernels for m in modules)
-    assert nvcc.cubin(source, options=("-Xptxas", "-O0"))[:4] == b"\x7fELF"
+@needs_nvcc
+def test_every_program_compiles_with_nvcc(modules) -> None:
+    assert_compiles_with_nvcc(modules)

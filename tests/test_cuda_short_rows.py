@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import jitkernel as jk
-from cuda_corpus import Case, kernel_program, layer_norm, module_of, softmax
+from cuda_corpus import (Case, assert_compiles_with_nvcc, kernel_program, layer_norm, module_of, needs_nvcc,
+                         softmax)
 from helpers import assert_matches_numpy, numpy_result, rng_for
-from jitkernel.backends.cuda import emulator, nvcc, render
+from jitkernel.backends.cuda import emulator, render
 from jitkernel.backends.cuda.render import ROW_SCRATCH_SHARED_BYTES, WARP_ROWS_MAX_REDUCED, render_program
 from jitkernel.fusion.kernel_ir import RowKernel
 from jitkernel.fusion.params import constants, parametrize, varying_positions
@@ -495,10 +496,6 @@ def test_shared_memory_forms_give_the_same_bits_as_global_ones(modules, name: st
 
 
 # -- nvcc ------------------------------------------------------------------------------------
-@pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc is not on PATH (set NVCC=/path/to/nvcc)")
+@needs_nvcc
 def test_every_program_compiles_with_nvcc(modules) -> None:
-    ms = list({m.tag: m for m in modules.values()}.values())
-    source = ms[0].prelude + "\n".join(m.kernels for m in ms)
-    cubin = nvcc.cubin(source, options=("-Xptxas", "-O0"))
-    assert cubin[:4] == b"\x7fELF"
-    assert all(launch.name.encode() in cubin for m in ms for ls in m.launches for launch in ls)
+    assert_compiles_with_nvcc(list(modules.values()))

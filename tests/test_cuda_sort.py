@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import jitkernel as jk
+from cuda_corpus import assert_compiles_with_nvcc, module_for, needs_nvcc
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                                 reason="backend='cuda-emulator' needs a host C++20 compiler (g++)")
@@ -64,16 +65,9 @@ def _example(shape, dtype):
     return np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape).astype(dtype)
 
 
-def _module(fn, x):
-    from jitkernel.backends.cuda.render import render_program
-    from jitkernel.fusion import schedule
-    kp = schedule(jk.jit(fn, backend="interpret").lower(x).compiled.optimized)
-    return kp, render_program(kp)
-
-
 @pytest.fixture(scope="module")
 def modules() -> list:
-    return [_module(fn, _example(shape, dt))[1] for _, fn, shape, dt in CASES]
+    return [module_for(fn, _example(shape, dt))[1] for _, fn, shape, dt in CASES]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -114,7 +108,7 @@ def test_complex_sort_is_refused_naming_the_step() -> None:
 def test_results_do_not_depend_on_the_launch_shape() -> None:
     from jitkernel.backends.cuda import emulator
     x = np.random.default_rng(3).integers(0, 4, (5, 77)).astype(np.int32)
-    kp, module = _module(_argsort(1), x)
+    kp, module = module_for(_argsort(1), x)
     lib = emulator.library(module)
     for policy in (emulator.LaunchPolicy(32, 1), emulator.LaunchPolicy(96, 7), emulator.LaunchPolicy(256, 2)):
         (out,) = emulator.EmulatedProgram(kp, module, lib, policy)([x])
@@ -129,9 +123,6 @@ def test_sort_inside_a_loop_body() -> None:
     np.testing.assert_array_equal(jk.jit(f, backend="cuda-emulator")(x), want)
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@needs_nvcc
 def test_every_case_compiles_with_nvcc(modules) -> None:
-    from jitkernel.backends.cuda import nvcc
-    source = modules[0].prelude + "\n".join(m.kernels for m in modules)
-    cubin = nvcc.cubin(source, options=("-Xptxas", "-O0"))
-    assert cubin[:4] == b"\x7fELF"
+    assert_compiles_with_nvcc(modules)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import jitkernel as jk
+from cuda_corpus import assert_compiles_with_nvcc, module_for, needs_nvcc
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                                 reason="backend='cuda-emulator' needs a host C++20 compiler (g++)")
@@ -54,15 +55,9 @@ def _indices(shape, dtype, n):
     return hnp.arrays(dt, shape, elements=st.integers(lo, hi))
 
 
-def _module(fn, a, i):
-    from jitkernel.backends.cuda.render import render_program
-    from jitkernel.fusion import schedule
-    return render_program(schedule(jk.jit(fn, backend="interpret").lower(a, i).compiled.optimized))
-
-
 @pytest.fixture(scope="module")
 def modules() -> list:
-    return [_module(fn, _example(ash, adt), np.zeros(ish, idt)) for _, fn, ash, adt, ish, idt in CASES]
+    return [module_for(fn, _example(ash, adt), np.zeros(ish, idt))[1] for _, fn, ash, adt, ish, idt in CASES]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -111,12 +106,9 @@ def test_take_inside_a_loop_body() -> None:
     np.testing.assert_array_equal(jk.jit(f, backend="cuda-emulator")(x, i), want)
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@needs_nvcc
 def test_every_case_compiles_with_nvcc(modules) -> None:
-    from jitkernel.backends.cuda import nvcc
-    source = modules[0].prelude + "\n".join(m.kernels for m in modules)
-    cubin = nvcc.cubin(source, options=("-Xptxas", "-O0"))
-    assert cubin[:4] == b"\x7fELF"
+    assert_compiles_with_nvcc(modules)
 
 
 @pytest.mark.parametrize("index", [np.array([5]), np.array([0, -1]), np.array([-2])], ids=["past", "in-range", "before"])

@@ -20,7 +20,8 @@ import jitkernel as jk
 import test_dot_operands as dots
 import test_symbolic_lengths as sym
 from helpers import assert_matches_numpy
-from jitkernel.backends.cuda import emulator, nvcc, render_only
+from jitkernel.backends.cuda import emulator, render_only
+from cuda_corpus import assert_compiles_with_nvcc, needs_nvcc
 
 pytestmark = [pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                                  reason="backend='cuda-emulator' needs a host C++20 compiler (g++)"),
@@ -175,9 +176,7 @@ def test_nothing_is_built_alone(recorded, monkeypatch) -> None:
     _run_everything()
 
 
-@pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc is not on PATH (set NVCC=/path/to/nvcc)")
+@needs_nvcc
 def test_every_program_compiles_with_nvcc(recorded) -> None:
     """The same translation units for the GPU (sm_90), as one nvcc run (include guards)."""
-    unique = list({m.tag: m for m in recorded}.values())
-    source = unique[0].prelude + "\n".join(m.kernels for m in unique)
-    assert nvcc.cubin(source, options=("-Xptxas", "-O0"))[:4] == b"\x7fELF"
+    assert_compiles_with_nvcc(recorded)
