@@ -37,7 +37,7 @@ import numpy as np
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
 from . import ctype, ops
 from .dynamic_params import Ext, _ll
-from .indexing import _unsupported, kernel_signature
+from .indexing import _unsupported, grid_stride, kernel_signature
 from .work_step import WorkStep
 
 # Enough lines to keep the GPU busy with one thread each (an H200 holds ~270k resident threads;
@@ -81,7 +81,7 @@ def render_accumulate(kp: KernelProgram, step: LibraryCall, n: int, placeholder:
     reg = ctype.reg(dt)
 
     def load(index: str) -> str:
-        return _read(f"b{x}[{index}]", xd)
+        return ctype.load(f"b{x}[{index}]", xd)
 
     def at(line: str, k: str) -> str:
         return f"(({line}) / {_ll(inner)} * {_ll(length)} + ({k})) * {_ll(inner)} + ({line}) % {_ll(inner)}"
@@ -93,7 +93,7 @@ def render_accumulate(kp: KernelProgram, step: LibraryCall, n: int, placeholder:
         return ops.convert(e, xd, dt)
 
     def store(index: str, value: str) -> str:
-        return _write(f"b{out}[{index}]", value, dt)
+        return ctype.store(f"b{out}[{index}]", value, dt)
 
     head = (f"\n/* {step.name}: numpy.{ufunc}.accumulate along axis {axis} of [{', '.join(f'{d}' for d in shape)}] "
             f"({xd} -> {dt}):")
@@ -103,8 +103,7 @@ def render_accumulate(kp: KernelProgram, step: LibraryCall, n: int, placeholder:
     if not static or int(lines_n) >= LINES_MIN or not _regroupable(ufunc, dt):
         sig, params = kernel_signature(kp, base, [x, out], {out})
         lines = [head + " one thread per line, in NumPy's order */", sig + " {",
-                 f"  for (long long l = (long long)blockIdx.x * blockDim.x + threadIdx.x; l < {_ll(lines_n)};",
-                 "       l += (long long)blockDim.x * gridDim.x) {",
+                 *grid_stride(_ll(lines_n), "l"),
                  f"    {reg} acc = {cast(load(at('l', '0')))};",
                  f"    {store(at('l', '0'), 'acc')}",
                  f"    for (long long k = 1; k < {_ll(length)}; ++k) {{",
@@ -121,29 +120,27 @@ def render_accumulate(kp: KernelProgram, step: LibraryCall, n: int, placeholder:
     work = [("w0", ("work", 0, "val"))]
     text = [head + f" {chunks} chunks of {size} per line: totals, prefixes, outputs */"]
     sig1, p1 = kernel_signature(kp, base + "_tot", [x], set(), [(f"{ctype.mem(dt)}* __restrict__ w0", work[0][1])])
-    chunk_head = [f"  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < {total}LL;",
-                  "       t += (long long)blockDim.x * gridDim.x) {",
+    chunk_head = [*grid_stride(f"{total}LL"),
                   f"    const long long l = t / {chunks}LL, c = t % {chunks}LL, k0 = c * {size}LL;",
                   f"    const long long k1 = k0 + {size}LL < {length}LL ? k0 + {size}LL : {length}LL;"]
     text += [sig1 + " {"] + chunk_head + [
         f"    {reg} acc = {cast(load(at('l', 'k0')))};",
         f"    for (long long k = k0 + 1; k < k1; ++k) acc = {op('acc', cast(load(at('l', 'k'))))};",
-        f"    {_write('w0[t]', 'acc', dt)}", "  }", "}"]
+        f"    {ctype.store('w0[t]', 'acc', dt)}", "  }", "}"]
     sig2, p2 = kernel_signature(kp, base + "_off", [], set(), [(f"{ctype.mem(dt)}* __restrict__ w0", work[0][1])])
     text += [sig2 + " {  /* each line's chunk totals -> the running result before each chunk */",
-             f"  for (long long l = (long long)blockIdx.x * blockDim.x + threadIdx.x; l < {lines_n}LL;",
-             "       l += (long long)blockDim.x * gridDim.x) {",
-             f"    {reg} acc = {_read(f'w0[l * {chunks}LL]', dt)};",
+             *grid_stride(f"{lines_n}LL", "l"),
+             f"    {reg} acc = {ctype.load(f'w0[l * {chunks}LL]', dt)};",
              f"    for (long long c = 1; c < {chunks}LL; ++c) {{",
-             f"      const {reg} v = {_read(f'w0[l * {chunks}LL + c]', dt)};",
-             f"      {_write(f'w0[l * {chunks}LL + c]', 'acc', dt)}",
+             f"      const {reg} v = {ctype.load(f'w0[l * {chunks}LL + c]', dt)};",
+             f"      {ctype.store(f'w0[l * {chunks}LL + c]', 'acc', dt)}",
              f"      acc = {op('acc', 'v')};",
              "    }", "  }", "}"]
     sig3, p3 = kernel_signature(kp, base + "_out", [x, out], {out},
                                 [(f"const {ctype.mem(dt)}* __restrict__ w0", work[0][1])])
     text += [sig3 + " {"] + chunk_head + [
         f"    {reg} acc = {cast(load(at('l', 'k0')))};",
-        f"    if (c > 0) acc = {op(_read('w0[t]', dt), 'acc')};",
+        f"    if (c > 0) acc = {op(ctype.load('w0[t]', dt), 'acc')};",
         f"    {store(at('l', 'k0'), 'acc')}",
         "    for (long long k = k0 + 1; k < k1; ++k) {",
         f"      acc = {op('acc', cast(load(at('l', 'k'))))};",
@@ -156,19 +153,3 @@ def render_accumulate(kp: KernelProgram, step: LibraryCall, n: int, placeholder:
 
 def _regroupable(ufunc: str, dt: np.dtype) -> bool:
     return dt.kind in EXACT_REGROUPING.get(ufunc, "")
-
-
-def _read(ref: str, dt: np.dtype) -> str:
-    """The register value of the memory element `ref` (bool bytes, float16 bits)."""
-    if dt.kind == "b":
-        return f"({ref} != 0)"
-    return f"jk_h2f({ref})" if ctype.is_half(dt) else ref
-
-
-def _write(ref: str, value: str, dt: np.dtype) -> str:
-    """`ref = value;` with the register -> memory conversion of `dt`."""
-    if dt.kind == "b":
-        value = f"(unsigned char){value}"
-    elif ctype.is_half(dt):
-        value = f"jk_f2h({value})"
-    return f"{ref} = {value};"

@@ -23,7 +23,7 @@ import numpy as np
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
 from . import ctype, ops
 from .dynamic_params import Ext
-from .indexing import _unsupported, kernel_signature
+from .indexing import _unsupported, grid_stride, kernel_signature
 from .work_step import WorkStep
 
 CHUNK_THREADS = 1 << 16  # about this many chunks in all, none shorter than CHUNK_MIN positions
@@ -31,23 +31,16 @@ CHUNK_MIN = 32
 
 
 def _truthy(ref: str, dt: np.dtype) -> str:
-    if dt.kind == "b":
-        return f"({ref} != 0)"
-    return ops.truthy(f"jk_h2f({ref})" if ctype.is_half(dt) else ref, dt)
-
-
-def _grid_stride(n: int) -> list[str]:
-    return [f"  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < {n}LL;",
-            "       t += (long long)blockDim.x * gridDim.x) {"]
+    return ops.truthy(ctype.load(ref, dt), dt)
 
 
 def render_selection(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, WorkStep]:
     """The kernels of a mask_select or nonzero step (module docstring)."""
     from .render import Launch, _product
     fn = step.params["fn"]
-    if fn not in ("mask_select", "nonzero") or step.params["ncounts"] or any(k >= 0 for k in step.params["layout"]):
-        raise _unsupported(kp, step, n, f" for {fn!r}" + (" of a data-dependent operand" if fn in ("mask_select", "nonzero")
-                                                          else ""))
+    selection = fn in ("mask_select", "nonzero")
+    if not selection or step.params["ncounts"] or any(k >= 0 for k in step.params["layout"]):
+        raise _unsupported(kp, step, n, f" for {fn!r}" + (" of a data-dependent operand" if selection else ""))
     shapes = [kp.buffers[b].shape for b in step.inputs + step.outputs]
     if any(isinstance(d, Ext) or not isinstance(d, (int, np.integer)) for shape in shapes for d in shape):
         raise _unsupported(kp, step, n, " for run-time extents")
@@ -84,12 +77,14 @@ def render_selection(kp: KernelProgram, step: LibraryCall, n: int, placeholder: 
     for out in outs:  # the padding is zeros (ir/datadep_prims.py)
         total = int(_product([int(d) for d in kp.buffers[out].shape]))
         sig, params = kernel_signature(kp, f"{base}_zero{out}", [out], {out})
-        text += [sig + " {"] + _grid_stride(total) + [f"    b{out}[t] = 0;", "  }", "}"]
+        text += [sig + " {"] + grid_stride(f"{total}LL") + [f"    b{out}[t] = 0;", "  }", "}"]
         launches.append(Launch(f"{base}_zero{out}", "elementwise", total, params))
-    span = [f"    const long long p0 = t * {size}LL, p1 = p0 + {size}LL < {positions}LL ? p0 + {size}LL : {positions}LL;"]
+    last = f"p0 + {size}LL < {positions}LL ? p0 + {size}LL : {positions}LL"
+    span = [f"    const long long p0 = t * {size}LL, p1 = {last};"]
     sig, params = kernel_signature(kp, base + "_count", reads, set(), work)
-    text += [sig + " {  /* the True entries of each chunk */"] + _grid_stride(chunks) + span + [
-        "    long long c = 0;", f"    for (long long p = p0; p < p1; ++p) c += {test} ? 1 : 0;", "    w0[t] = c;", "  }", "}"]
+    text += [sig + " {  /* the True entries of each chunk */"] + grid_stride(f"{chunks}LL") + span
+    text += ["    long long c = 0;", f"    for (long long p = p0; p < p1; ++p) c += {test} ? 1 : 0;",
+             "    w0[t] = c;", "  }", "}"]
     launches.append(Launch(base + "_count", "elementwise", chunks, params))
     sig, params = kernel_signature(kp, base + "_first", [], set(), work)
     text += [sig + " {  /* each chunk's first output row, in order */",
@@ -99,7 +94,8 @@ def render_selection(kp: KernelProgram, step: LibraryCall, n: int, placeholder: 
              "  }", "}"]
     launches.append(Launch(base + "_first", "elementwise", 1, params))
     sig, params = kernel_signature(kp, base + "_put", reads + outs, set(outs), work)
-    text += [sig + " {  /* each chunk's selected rows from its first output row on */"] + _grid_stride(chunks) + span + [
+    text += [sig + " {  /* each chunk's selected rows from its first output row on */"] + grid_stride(f"{chunks}LL")
+    text += span + [
         "    long long r = w0[t];",
         "    for (long long p = p0; p < p1; ++p) {",
         f"      if ({test}) {{"] + write + ["        ++r;", "      }", "    }", "  }", "}"]

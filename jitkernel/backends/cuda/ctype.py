@@ -43,6 +43,22 @@ def mem(dt: np.dtype) -> str:
     return reg(dt)
 
 
+def load(ref: str, dt: np.dtype) -> str:
+    """The register value (reg(dt)) of the memory element `ref` (an lvalue of type mem(dt))."""
+    if dt.kind == "b":
+        return f"({ref} != 0)"
+    return f"jk_h2f({ref})" if is_half(dt) else ref
+
+
+def store(ref: str, value: str, dt: np.dtype) -> str:
+    """`ref = value;`: a register value of `dt` written to the memory element `ref`."""
+    if dt.kind == "b":
+        value = f"(unsigned char){value}"
+    elif is_half(dt):
+        value = f"jk_f2h({value})"
+    return f"{ref} = {value};"
+
+
 def wide_unsigned(dt: np.dtype) -> str:
     """The unsigned type integer arithmetic of `dt` wraps around in (C's signed overflow is
     undefined, and narrow types promote to int, where uint16 * uint16 can overflow)."""

@@ -103,6 +103,13 @@ def _body_library_prims(params: dict) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def grid_stride(total: str, var: str = "t") -> list[str]:
+    """The two lines opening a grid-stride loop of `var` over [0, total) (a C expression): any
+    grid and block size visit every point once."""
+    return [f"  for (long long {var} = (long long)blockIdx.x * blockDim.x + threadIdx.x; {var} < {total};",
+            f"       {var} += (long long)blockDim.x * gridDim.x) {{"]
+
+
 def kernel_signature(kp: KernelProgram, name: str, bufs: list[int], written: set[int],
                      extra: Sequence[tuple[str, tuple]] = ()) -> tuple[str, list[tuple]]:
     """The `extern "C"` head of a library step's kernel and its `Launch.params`: the buffers
@@ -235,9 +242,7 @@ class _IndexWriter:
         # sizes formatted: a run-time extent formats as its C text, so the source stays shape-generic
         lines = [f"\n/* {self.step.name}: gather x[{', '.join(f'{d}' for d in self.xshape)}] -> "
                  f"[{', '.join(f'{d}' for d in self.lay.out_shape)}] */",
-                 sig + " {", f"  const long long n = {_ll(total)};",
-                 "  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < n;",
-                 "       t += (long long)blockDim.x * gridDim.x) {"]
+                 sig + " {", f"  const long long n = {_ll(total)};"] + grid_stride("n")
         lines += self.coordinates("t", dims, "    ") + self.source("    ")
         lines += [f"    b{self.out}[t] = b{self.x}[jk_at];", "  }", "}"]
         return "\n".join(lines), [Launch(self.base, "elementwise", total, params)]
@@ -267,9 +272,7 @@ class _IndexWriter:
         n_rest = self._prod([lay.out_dims[d].size for d in rest])
         # One thread per point of the non-index dimensions (distinct points never collide), each
         # visiting the index points in C order: NumPy's order for repeated indices.
-        lines += [sig + " {",
-                  f"  for (long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x; s < {_ll(n_rest)};",
-                  "       s += (long long)blockDim.x * gridDim.x) {"]
+        lines += [sig + " {"] + grid_stride(_ll(n_rest), "s")
         lines += self.coordinates("s", rest, "    ")
         lines += [f"    for (long long q = 0; q < {_ll(n_points)}; ++q) {{  /* C order: NumPy's order */"]
         lines += self.coordinates("q", bdims, "      ") + self.source("      ")
@@ -292,8 +295,7 @@ class _IndexWriter:
         copy = self.base + "_copy"
         sig, params = self.signature(copy, [self.x, self.out])
         lines = [f"\n/* {self.step.name}: the target copied, then the index points in order (deterministic) */",
-                 sig + " {", f"  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < {_ll(n_all)};",
-                 "       t += (long long)blockDim.x * gridDim.x) {", f"    b{self.out}[t] = b{self.x}[t];", "  }", "}"]
+                 sig + " {"] + grid_stride(_ll(n_all)) + [f"    b{self.out}[t] = b{self.x}[t];", "  }", "}"]
         return "\n".join(lines), [Launch(copy, "elementwise", n_all, params)]
 
     def fits(self, xd: np.dtype) -> bool:
@@ -324,12 +326,8 @@ class _IndexWriter:
 
     @staticmethod
     def load(b: int, at: str, dt: np.dtype) -> str:
-        e = f"b{b}[{at}]"
-        if dt.kind == "b":
-            return f"({e} != 0)"
-        return f"jk_h2f({e})" if ctype.is_half(dt) else e
+        return ctype.load(f"b{b}[{at}]", dt)
 
     @staticmethod
     def store(b: int, at: str, value: str, dt: np.dtype) -> str:
-        from .render import KernelWriter
-        return KernelWriter.store_at(b, at, value, dt)
+        return ctype.store(f"b{b}[{at}]", value, dt)

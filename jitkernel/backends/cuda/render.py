@@ -525,9 +525,7 @@ class KernelWriter:
                 e = f"{staged.name}[{self.aff(inner_offset(nd.offset, staged, self.row))}]"
             else:
                 e = f"b{nd.buffer}[{self.aff(nd.offset)}]"
-            if nd.dtype.kind == "b":
-                return f"({e} != 0)"
-            return f"jk_h2f({e})" if ctype.is_half(nd.dtype) else e
+            return ctype.load(e, nd.dtype)
         if isinstance(nd, IndexValue):
             return ops.convert(f"({self.aff(nd.index)})", np.dtype(np.int64), nd.dtype)
         args = [names[id(a)] for a in nd.args]
@@ -540,11 +538,7 @@ class KernelWriter:
     @staticmethod
     def store_at(buffer: int, index: str, value: str, dt: np.dtype) -> str:
         """`b<buffer>[index] = value;` with the register -> memory conversion of `dt`."""
-        if dt.kind == "b":
-            value = f"(unsigned char){value}"
-        elif ctype.is_half(dt):
-            value = f"jk_f2h({value})"
-        return f"b{buffer}[{index}] = {value};"
+        return ctype.store(f"b{buffer}[{index}]", value, dt)
 
     def acc_init(self, ind: str) -> list[str]:
         lines = []

@@ -20,12 +20,11 @@ from ...fusion.kernel_ir import KernelProgram, LibraryCall
 from . import ctype, ops
 from .dynamic_params import _ll
 from ..cpu.ops import STATUS_SORTER  # its message is in STATUS_MESSAGES, as the CPU runtime raises it
-from .indexing import _unsupported, kernel_signature
+from .indexing import _unsupported, grid_stride, kernel_signature
 
 
 def _value(ref: str, src: np.dtype, dst: np.dtype) -> str:
-    e = f"({ref} != 0)" if src.kind == "b" else (f"jk_h2f({ref})" if ctype.is_half(src) else ref)
-    return ops.convert(e, src, dst)
+    return ops.convert(ctype.load(ref, src), src, dst)
 
 
 def _less(a: str, b: str, dt: np.dtype) -> str:
@@ -55,9 +54,7 @@ def render_searchsorted(kp: KernelProgram, step: LibraryCall, n: int, placeholde
     at = "mid"
     if sorter is not None:  # NumPy checks every sorter entry first: one thread each
         csig, cparams = kernel_signature(kp, base + "_sorter", [sorter], set())
-        text += [csig + " {",
-                 f"  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < {_ll(size)};",
-                 "       t += (long long)blockDim.x * gridDim.x) {",
+        text += [csig + " {"] + grid_stride(_ll(size)) + [
                  f"    const long long e = (long long)b{sorter}[t];",
                  f"    if (e < 0 || e >= {_ll(size)}) jk_status_or(jk_status, {STATUS_SORTER}u);",
                  "  }", "}"]
@@ -65,9 +62,7 @@ def render_searchsorted(kp: KernelProgram, step: LibraryCall, n: int, placeholde
         at = f"(long long)b{sorter}[mid]"
     bufs = [a, v] + ([sorter] if sorter is not None else []) + [out]
     sig, params = kernel_signature(kp, base, bufs, {out})
-    lines = [sig + " {",
-             f"  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < {_ll(total)};",
-             "       t += (long long)blockDim.x * gridDim.x) {",
+    lines = [sig + " {"] + grid_stride(_ll(total)) + [
              f"    const {reg} x = {_value(f'b{v}[t]', vd, common)};",
              f"    long long lo = 0, hi = {_ll(size)};"]
     if sorter is not None:

@@ -24,15 +24,10 @@ import re
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
 from . import ctype
 from .dynamic_params import Ext
-from .indexing import _unsupported, kernel_signature
+from .indexing import _unsupported, grid_stride, kernel_signature
 from .work_step import WorkStep
 
 STABLE_KINDS = ("stable", "mergesort")
-
-
-def _key(ref: str, dt) -> str:
-    """The register value of a key in memory (bool bytes compare as they are)."""
-    return f"jk_h2f({ref})" if ctype.is_half(dt) else ref
 
 
 def render_sort(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, WorkStep]:
@@ -64,27 +59,22 @@ def render_sort(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) 
     mem = ctype.mem(dt)
     work = [(f"{mem}* __restrict__ w0", ("work", 0, "val")), ("long long* __restrict__ w1", ("work", 1, "val"))]
     at = f"(l / {inner}LL * {length}LL + q) * {inner}LL + l % {inner}LL"
-    loop = ["  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < {n}LL;",
-            "       t += (long long)blockDim.x * gridDim.x) {"]
-
-    def stride(items: int) -> list[str]:
-        return [loop[0].format(n=items), loop[1]]
-
     sig0, p0 = kernel_signature(kp, base + "_load", [x], set(), work)
-    text = [head, sig0 + " {  /* each line into the work buffers, padded to a power of two */"] + stride(lines * p) + [
+    text = [head, sig0 + " {  /* each line into the work buffers, padded to a power of two */"]
+    text += grid_stride(f"{lines * p}LL") + [
         f"    const long long l = t / {p}LL, q = t % {p}LL;",
         "    w1[t] = q;  /* a position >= the line's length marks padding */",
         f"    if (q < {length}LL) w0[t] = b{x}[{at}];", "  }", "}"]
     sig1, _ = kernel_signature(kp, base + "_stage", [], set(),
                                work + [("const long long k", ("int", 0)), ("const long long j", ("int", 0))])
-    a, b = _key("w0[i]", dt), _key("w0[m]", dt)
+    a, b = ctype.load("w0[i]", dt), ctype.load("w0[m]", dt)
     greater = (f"(w1[m] >= {length}LL ? (w1[i] >= {length}LL && w1[i] > w1[m]) : w1[i] >= {length}LL ? true : "
                f"({a} != {a}) ? (({b} != {b}) ? w1[i] > w1[m] : true) : ({b} != {b}) ? false : "
                f"({a} > {b} || ({a} == {b} && w1[i] > w1[m])))") if dt.kind == "f" else (
                f"(w1[m] >= {length}LL ? (w1[i] >= {length}LL && w1[i] > w1[m]) : w1[i] >= {length}LL ? true : "
                f"({a} > {b} || ({a} == {b} && w1[i] > w1[m])))")
     text += [sig1 + " {  /* one compare-exchange stage (k, j) of the network: one thread per pair */"] + \
-        stride(lines * p // 2) + [
+        grid_stride(f"{lines * p // 2}LL") + [
         f"    const long long l = t / {p // 2}LL, q = t % {p // 2}LL;",
         f"    const long long i = l * {p}LL + (q / j) * 2 * j + q % j, m = i + j;",
         "    const bool up = ((((q / j) * 2 * j + q % j) & k) == 0);",
@@ -95,7 +85,7 @@ def render_sort(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) 
         "    }", "  }", "}"]
     sig2, p2 = kernel_signature(kp, base + "_store", [out], {out}, work)
     value = "w1[t]" if step.prim == "argsort" else "w0[t]"
-    text += [sig2 + " {  /* the sorted lines back along the axis */"] + stride(lines * p) + [
+    text += [sig2 + " {  /* the sorted lines back along the axis */"] + grid_stride(f"{lines * p}LL") + [
         f"    const long long l = t / {p}LL, q = t % {p}LL;",
         f"    if (q < {length}LL) b{out}[{at}] = {value};", "  }", "}"]
     launches = [Launch(base + "_load", "elementwise", lines * p, p0)]

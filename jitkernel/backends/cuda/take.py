@@ -1,4 +1,5 @@
-"""`np.take`, `np.take_along_axis` and `take_static` (the gathers of np.repeat, np.delete) on the GPU (docs/gpu.md, "Indexing and in-place updates on
+"""`np.take`, `np.take_along_axis` and `take_static` (the gathers of np.repeat, np.delete) on
+the GPU (docs/gpu.md, "Indexing and in-place updates on
 the GPU"): one thread per output element (grid-stride), which reads one element of the array.
 
 Indices follow NumPy: `mode="raise"` (and take_along_axis) wraps a negative index once and sets
@@ -18,7 +19,7 @@ from ...fusion.kernel_ir import KernelProgram, LibraryCall
 from ..cpu.ops import STATUS_INDEX
 from . import ctype
 from .dynamic_params import _ll
-from .indexing import _unsupported, kernel_signature
+from .indexing import _unsupported, grid_stride, kernel_signature
 
 
 def _checked(i: str, n: str, axis: int, mode: str) -> str:
@@ -28,11 +29,6 @@ def _checked(i: str, n: str, axis: int, mode: str) -> str:
     if mode == "clip":
         return f"(({i}) < 0 ? 0LL : (({i}) >= {n} ? {n} - 1LL : ({i})))"
     return f"jk_index_check({i}, {n}, {n} - 1LL, {axis}LL, jk_status, {STATUS_INDEX}u)"
-
-
-def _grid_stride(total: str) -> list[str]:
-    return [f"  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < {total};",
-            "       t += (long long)blockDim.x * gridDim.x) {"]
 
 
 def render_take(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, list]:
@@ -60,7 +56,8 @@ def render_take(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) 
     size = a_shape[axis]
     if int(total) and not int(size):
         raise _unsupported(kp, step, n, " from an empty axis")  # NumPy raises at trace time
-    head = f"\n/* {step.name}: numpy.{step.prim} along axis {axis} of [{', '.join(f'{d}' for d in a_shape)}], mode {mode} */"
+    dims = ", ".join(f"{d}" for d in a_shape)  # a run-time extent formats as its C text
+    head = f"\n/* {step.name}: numpy.{step.prim} along axis {axis} of [{dims}], mode {mode} */"
     if step.prim in ("take", "take_static") and mode == "raise" and not int(total) and int(_product(i_shape)):
         # an empty result (an empty axis after `axis`): NumPy still checks every index
         csig, cparams = kernel_signature(kp, base + "_check", [idx], set())
@@ -68,7 +65,7 @@ def render_take(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) 
                 f"  for (long long q = 0; q < {_ll(_product(i_shape))} && !(jk_status[0] & {STATUS_INDEX}u); ++q)",
                 f"    {_checked(f'(long long)b{idx}[q]', _ll(size), axis, mode)};", "}"]
         return "\n".join(text), [Launch(base + "_check", "elementwise", 1, cparams)]
-    lines = [head, sig + " {"] + _grid_stride(_ll(total))
+    lines = [head, sig + " {"] + grid_stride(_ll(total))
     if step.prim in ("take", "take_static"):  # take_static: np.repeat's, np.delete's gathers
         inner = _product(a_shape[axis + 1:])
         n_idx = _product(i_shape)
