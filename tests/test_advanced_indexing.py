@@ -416,22 +416,26 @@ def test_random_index_expressions_match_numpy(expr, traced, backend):
     assert_matches_numpy(jk.jit(f, backend=backend)(x, *arrays), expected)
 
 
+def scatter_value(x, index, data, mismatch: bool = True) -> np.ndarray:
+    """A value to write at x[index]: the indexed shape with some leading dimensions dropped and
+    some set to 1 (broadcastable), and with `mismatch` sometimes one that does not broadcast."""
+    try:
+        target_shape = x[index].shape
+    except IndexError:
+        target_shape = ()
+    vshape = list(target_shape[data.draw(st.integers(0, len(target_shape))):])
+    vshape = [1 if data.draw(st.booleans()) else n for n in vshape]
+    if mismatch and data.draw(st.integers(0, 5)) == 0:
+        vshape = vshape + [2]
+    return np.arange(int(np.prod(vshape)), dtype=np.int16).reshape(vshape) - 50
+
+
 @SETTINGS
 @given(expr=index_expressions(), backend=st.sampled_from(["cpu", "interpret"]), data=st.data())
 def test_random_scatters_match_numpy(expr, backend, data):
     shape, index = expr
     x = np.arange(int(np.prod(shape)), dtype=np.int16).reshape(shape)
-    try:
-        target_shape = x[index].shape
-    except IndexError:
-        target_shape = ()
-    # A value of the indexed shape with some dimensions dropped or set to 1 (broadcastable),
-    # sometimes one that does not broadcast.
-    vshape = list(target_shape[data.draw(st.integers(0, len(target_shape))):])
-    vshape = [1 if data.draw(st.booleans()) else n for n in vshape]
-    if data.draw(st.integers(0, 5)) == 0:
-        vshape = vshape + [2]
-    value = np.arange(int(np.prod(vshape)), dtype=np.int16).reshape(vshape) - 50
+    value = scatter_value(x, index, data)
     f, arrays = _traced_index_function(index)
 
     def numpy_update(x, v, *arrays):
