@@ -37,6 +37,13 @@ def have_host_compiler() -> bool:
     return shutil.which("g++") is not None or shutil.which("c++") is not None
 
 
+# The backends a hypothesis test draws from in a module that runs on the emulator: a refusal
+# there fails the whole hypothesis test (a skip cannot apply to one example), so random programs
+# run on the emulator only in modules built for it (test_cuda_index_forms.py,
+# test_emulator_dynamic_and_dot.py).
+DRAWN_BACKENDS = ["cpu", "interpret"]
+
+
 def emulator_backends() -> list[str]:
     """["cuda-emulator"] where a host compiler exists, else []: for a module that lists its own
     backends (its emulator items are prebuilt like an opted-in module's)."""

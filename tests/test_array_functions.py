@@ -16,10 +16,7 @@ from helpers import check, rng_for, sample
 import emulator_suite
 
 BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
-# Backends hypothesis draws from: a refusal on the emulator fails a whole hypothesis test (a skip
-# cannot apply to one example), so random programs run there only in modules built for it
-# (test_cuda_index_forms.py, test_emulator_dynamic_and_dot.py).
-DRAWN_BACKENDS = ["cpu", "interpret"]
+DRAWN_BACKENDS = emulator_suite.DRAWN_BACKENDS
 
 
 def _arg(dtype, shape, *key):

@@ -15,10 +15,7 @@ import emulator_suite
 
 
 BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
-# Backends hypothesis draws from: a refusal on the emulator fails a whole hypothesis test (a skip
-# cannot apply to one example), so random programs run there only in modules built for it
-# (test_cuda_index_forms.py, test_emulator_dynamic_and_dot.py).
-DRAWN_BACKENDS = ["cpu", "interpret"]
+DRAWN_BACKENDS = emulator_suite.DRAWN_BACKENDS
 lax = jk.lax
 A = np.arange(30.0).reshape(5, 6)
 

@@ -19,10 +19,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's own
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None, print_blob=False,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
-# Backends hypothesis draws from: a refusal on the emulator fails a whole hypothesis test (a skip
-# cannot apply to one example), so random programs run there only in modules built for it
-# (test_cuda_index_forms.py, test_emulator_dynamic_and_dot.py).
-DRAWN_BACKENDS = ["cpu", "interpret"]
+DRAWN_BACKENDS = emulator_suite.DRAWN_BACKENDS
 SPECIAL = [-np.inf, -0.0, -4.0, 0.0, 4.0, np.nan, 3.7, -2.5, 1e300, 1e-300, np.inf, 0.3]
 
 
