@@ -236,9 +236,19 @@ class DataDependent:
 
     conjugate = conj
 
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> Any:
+        return traced_length(self.count, math.prod(self.rest) * self.dtype.itemsize)
+
     def __getattr__(self, name: str) -> Any:
         if not name.startswith("_") and hasattr(np.ndarray, name):
-            raise _unsupported(f"ndarray.{name}")
+            from ..errors import UnsupportedAttributeError
+            # an AttributeError as well: hasattr() keeps working
+            raise UnsupportedAttributeError(str(_unsupported(f"ndarray.{name}")))
         raise AttributeError(f"'DataDependent' object has no attribute {name!r}")
 
 
