@@ -381,8 +381,8 @@ _UNSUPPORTED_ATTRIBUTES = {
     "flat": "read elements with a.ravel()[i] or a.reshape(-1), write them with a.reshape(-1)[i] = v "
             "(a view when a is contiguous, as in NumPy) or np.put(a, i, v)",
     "flags": "the memory layout of a traced array is the compiler's, not known while tracing",
-    "view": "a.view(dtype) reinterprets the bytes, which jitkernel does not compile; a.astype(dtype) "
-            "converts the values",
+    "view": "reinterpreting the bytes as another dtype is not compiled: a.astype(dtype) converts the "
+            "values, a[...] is a view of the same array",
     "data": "a traced array has no memory buffer while tracing",
     "ctypes": "a traced array has no memory buffer while tracing",
     "base": "which array owns the memory is decided by the compiler",

@@ -67,6 +67,8 @@ def _refusing(module: Any, name: str, original: Callable, reason: str) -> Callab
             return original(*args, **kwargs)
         raise _error(qualified, reason)
     refuse.__jitkernel_original__ = original  # type: ignore[attr-defined]
+    if hasattr(original, "_implementation"):  # NumPy's dispatcher attribute, read by other libraries
+        refuse._implementation = original._implementation  # type: ignore[attr-defined]
     return refuse
 
 
