@@ -153,8 +153,9 @@ class DataDependent:
         return f"DataDependent<{self.dtype}[count<={self.maximum}{''.join(f', {d}' for d in self.rest)}] from {self.origin}>"
 
     def __len__(self) -> int:
-        # Python's len() must return an int: converted code calls traced_len instead
-        # (autograph/runtime.builtin_call); here (a lambda, autograph=False) it is refused.
+        # Python's len() must return an int: converted code's len() goes to
+        # autograph/runtime.builtin_call instead (the traced length); here (a lambda,
+        # autograph=False) it is refused.
         raise _count_refusal()
 
     def __iter__(self) -> Any:

@@ -388,7 +388,8 @@ _UNSUPPORTED_ATTRIBUTES = {
     "base": "which array owns the memory is decided by the compiler",
     "tofile": "files are outside the compiled subset: return the array and write it outside",
     "tobytes": "a traced array has no bytes while tracing: return it and convert outside",
-    "resize": "changing the size in place is not compiled: use np.resize(a, shape) or np.concatenate",
+    "resize": "changing the size of an array in place is not compiled: build a new array (np.concatenate, "
+              "np.pad, slicing)",
 }
 
 
