@@ -27,6 +27,12 @@ class UnsupportedOperationError(JitError, NotImplementedError):
     """A NumPy function, method or argument that jitkernel does not (yet) compile."""
 
 
+class UnsupportedAttributeError(UnsupportedOperationError, AttributeError):
+    """An ndarray attribute or method that traced arrays do not have (`.strides`, `.flat`,
+    `.view(dtype)`, ...): a jitkernel error that is an AttributeError too, so `hasattr()` and
+    `getattr(x, name, default)` keep working."""
+
+
 class CompileError(JitError):
     """The backend could not compile a program (invalid LLVM IR, missing symbols, ...)."""
 

@@ -77,6 +77,8 @@ def call(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         made = traced_creation(f, args, kwargs)
         if made is not NotImplemented:
             return made
+        from ..trace.unsupported import refuse_unsupported
+        refuse_unsupported(f)
         if is_user_function(f):
             from .convert import convert
             converted = convert(f)

@@ -178,7 +178,11 @@ def guard(*flags: Any) -> Any:
 def builtin_call(fn: Any, *args: Any) -> Any:
     """`max(...)` / `min(...)`: Python's own on concrete values; on traced scalars the same fold
     Python does (`max(a, b)` is `b if b > a else a`, so a NaN first argument is kept and a NaN
-    later one is skipped), as a select whose dtype is the operands' NumPy promotion."""
+    later one is skipped), as a select whose dtype is the operands' NumPy promotion. `len(v)` of
+    a data-dependent value (x[mask], np.unique(x)): its traced length, which Python's len()
+    cannot return."""
+    if fn is builtins.len and len(args) == 1 and getattr(type(args[0]), "_jk_datadep", False):
+        return args[0].shape[0]
     if fn is not builtins.max and fn is not builtins.min:
         return fn(*args)
     items = list(args[0]) if len(args) == 1 and _iterable(args[0]) else list(args)

@@ -31,7 +31,7 @@ from .analysis import (always_returns, bound_names, contains, declared_outside, 
                        walk_scope, written_bases)
 
 AG = "ag__"
-_BUILTIN_CALLS = ("max", "min")
+_BUILTIN_CALLS = ("max", "min", "len")
 
 
 def _load(name: str) -> ast.Name:

@@ -7,12 +7,12 @@ dtype('float32')
 """
 from ._ufuncs import UFUNC_FUNCTIONS as _UFUNCS, apply_ufunc, around, clip, positive, round, where
 from ._reductions import all, amax, amin, any, argmax, argmin, max, mean, min, prod, std, sum, var
-from ._shape import (astype, atleast_1d, atleast_2d, broadcast_arrays, broadcast_to, concat,
-                     concatenate, expand_dims, flip, hstack, moveaxis, permute_dims, ravel, reshape,
+from ._shape import (astype, atleast_1d, atleast_2d, atleast_3d, broadcast_arrays, broadcast_to,
+                     concat, concatenate, expand_dims, flip, hstack, moveaxis, permute_dims, ravel, reshape,
                      squeeze, stack, swapaxes, transpose, vstack)
 from ._linalg import dot, inner, matmul, outer, vdot
-from ._creation import (arange, array, asarray, copy, empty, empty_like, eye, full, full_like,
-                        identity, linspace, ones, ones_like, zeros, zeros_like)
+from ._creation import (arange, array, asanyarray, asarray, ascontiguousarray, asfortranarray, copy,
+                        empty, empty_like, eye, full, full_like, identity, linspace, ones, ones_like, zeros, zeros_like)
 
 globals().update(_UFUNCS)
 abs = _UFUNCS["absolute"]  # noqa: A001
@@ -31,11 +31,13 @@ __all__ = sorted(
         "around", "clip", "positive", "round", "where",
         "all", "amax", "amin", "any", "argmax", "argmin", "max", "mean", "min", "prod", "std",
         "sum", "var",
-        "astype", "atleast_1d", "atleast_2d", "broadcast_arrays", "broadcast_to", "concat",
+        "astype", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays", "broadcast_to",
+        "concat",
         "concatenate", "expand_dims", "flip", "hstack", "moveaxis", "permute_dims", "ravel",
         "reshape", "squeeze", "stack", "swapaxes", "transpose", "vstack",
         "dot", "inner", "matmul", "outer", "vdot",
-        "arange", "array", "asarray", "copy", "empty", "empty_like", "eye", "full", "full_like",
+        "arange", "array", "asanyarray", "asarray", "ascontiguousarray", "asfortranarray", "copy",
+        "empty", "empty_like", "eye", "full", "full_like",
         "identity", "linspace", "ones", "ones_like", "zeros", "zeros_like",
     ])
 

@@ -84,6 +84,37 @@ def asarray(a: Any, dtype: Any = None, order: Any = None, **kw: Any) -> Any:
     return np.asarray(a, dtype=dtype)
 
 
+def asanyarray(a: Any, dtype: Any = None, order: Any = None, **kw: Any) -> Any:
+    """numpy.asanyarray: numpy.asarray for the arrays a trace holds (no subclasses)."""
+    return asarray(a, dtype=dtype)
+
+
+def ascontiguousarray(a: Any, dtype: Any = None, **kw: Any) -> Any:
+    """numpy.ascontiguousarray: the array itself when it is C-contiguous with that dtype (as
+    NumPy returns it), else a C-ordered copy; a 0-d array becomes (1,), a view, as in NumPy."""
+    from ..trace.views import is_c_contiguous
+    return _in_layout(a, dtype, is_c_contiguous)
+
+
+def asfortranarray(a: Any, dtype: Any = None, **kw: Any) -> Any:
+    """numpy.asfortranarray: the array itself when it is Fortran-contiguous (1-d contiguous
+    arrays are) with that dtype, else a copy with the same values. (jitkernel's copy is laid out
+    as its own results are: the values, shape and dtype are NumPy's, `.flags` of the returned
+    array may differ; docs/numpy-support.md.)"""
+    from ..trace.views import is_f_contiguous
+    return _in_layout(a, dtype, is_f_contiguous)
+
+
+def _in_layout(a: Any, dtype: Any, has_layout: Any) -> Any:
+    from ._shape import reshape
+    out = asarray(a, dtype=dtype)  # the same Tracer when no conversion is needed
+    if not isinstance(out, Tracer):
+        return np.asarray(out).reshape(-1) if np.ndim(out) == 0 else out
+    if out.ndim == 0:
+        return reshape(out, (1,))  # NumPy's ndmin=1: a view of a 0-d array, a new array of a scalar
+    return out if has_layout(out) else fresh(out)
+
+
 def array(a: Any, dtype: Any = None, copy: Any = True, **kw: Any) -> Any:
     """numpy.array: a new array (a copy unless copy=False allows sharing)."""
     out = asarray(a, dtype=dtype)

@@ -21,8 +21,11 @@ What works on a data-dependent value, and how:
   (`datadep_call`, one library step), so their values, dtypes and errors are NumPy's;
 - returned from the jitted function, it is trimmed: the caller gets a fresh array of exactly
   `count` rows (pipeline.Compiled.finish), as NumPy returns a fresh array.
-Everything else raises UnsupportedOperationError naming the user's line; `len(v)` and
-`int(v.shape[0])` raise `SymbolicDimError` (suggesting `np.count_nonzero`).
+- its `.size`, `.shape[0]` and `len()` (in converted code) are the count as a traced Python int
+  (`TracedLength`): arithmetic, comparisons, `range()` and returning it work.
+Everything else raises UnsupportedOperationError naming the user's line; using the length as a
+concrete int (`np.zeros(len(v))`, `int(v.shape[0])`) raises `SymbolicDimError` (suggesting
+`np.count_nonzero`).
 
 >>> import numpy as np, jitkernel as jk
 >>> f = jk.jit(lambda x, t: x[x > t] * 2)
@@ -41,7 +44,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ..ir.symdim import SymbolicDimError, SymDim
+from ..ir.symdim import SymbolicDimError
 from ..trace.context import _traces, user_frame_location
 from ..trace.tracer import Tracer
 from ._core import lift
@@ -64,17 +67,34 @@ def _unsupported(what: str, hint: str = "") -> UnsupportedOperationError:
         "'Data-dependent shapes'.")
 
 
-class CountDim(SymDim):
-    """The leading dimension of a data-dependent value: its refusal names the user's line."""
+def _count_refusal() -> SymbolicDimError:
+    return SymbolicDimError(
+        f"the length of this selection is known only when the program runs, so it cannot be used as a "
+        f"Python int (a shape, an index, np.zeros(n)) ({_where()}). It is a traced int: use it in "
+        "arithmetic, comparisons, range() or return it; or compute np.count_nonzero(mask) for x[mask], or "
+        "use the selection itself (x[mask].sum(), x[mask].mean()).")
 
-    def _refuse(self, *_: Any) -> Any:
-        raise SymbolicDimError(
-            f"the length of this selection is known only when the program runs (between {self.lo} and {self.hi}), "
-            f"so it cannot be used as a Python int ({_where()}). Compute it as a traced value instead: "
-            "np.count_nonzero(mask) for x[mask], or use the selection itself (x[mask].sum(), x[mask].mean()).")
 
-    __int__ = __index__ = __float__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
-    __floordiv__ = __rfloordiv__ = __truediv__ = __rtruediv__ = __mod__ = __rmod__ = _refuse
+class TracedLength(Tracer):
+    """`.size`, `.shape[0]` and `len()` of a data-dependent value: the run-time count as a
+    traced Python int (weak int64, as a static `.size` is a Python int), so it works in
+    arithmetic, comparisons, `range()` and as a result. Only its use as a concrete Python int
+    (a shape, np.zeros(n)) is refused, with a hint, as a `SymbolicDimError`."""
+
+    __slots__ = ()
+
+    def __index__(self) -> int:
+        self._stored_into_array()
+        self._raise_pending(_count_refusal())
+
+    def __int__(self) -> int:
+        return self.__index__()
+
+
+def traced_length(count: Tracer, per_row: int = 1) -> TracedLength:
+    """The traced Python int `count * per_row` (per_row: the static size of one row)."""
+    value = count if per_row == 1 else count * np.int64(per_row)
+    return TracedLength(value._ctx, value.ir_var, int)
 
 
 class DataDependent:
@@ -106,7 +126,7 @@ class DataDependent:
 
     @property
     def shape(self) -> tuple:
-        return (CountDim(0, ((self.count.ir_var, 1),), 0, self.maximum),) + self.rest
+        return (traced_length(self.count),) + self.rest
 
     @property
     def dtype(self) -> np.dtype:
@@ -121,7 +141,7 @@ class DataDependent:
         per_row = math.prod(self.rest)
         if per_row == 0:
             return 0
-        return CountDim(0, ((self.count.ir_var, per_row),), 0, self.maximum * per_row)
+        return traced_length(self.count, per_row)
 
     @property
     def T(self) -> "DataDependent":
@@ -133,7 +153,10 @@ class DataDependent:
         return f"DataDependent<{self.dtype}[count<={self.maximum}{''.join(f', {d}' for d in self.rest)}] from {self.origin}>"
 
     def __len__(self) -> int:
-        return self.shape[0].__index__()
+        # Python's len() must return an int: converted code's len() goes to
+        # autograph/runtime.builtin_call instead (the traced length); here (a lambda,
+        # autograph=False) it is refused.
+        raise _count_refusal()
 
     def __iter__(self) -> Any:
         raise _unsupported("iteration (for v in x[mask])", "Use a vectorised operation or a reduction.")
@@ -214,9 +237,19 @@ class DataDependent:
 
     conjugate = conj
 
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> Any:
+        return traced_length(self.count, math.prod(self.rest) * self.dtype.itemsize)
+
     def __getattr__(self, name: str) -> Any:
         if not name.startswith("_") and hasattr(np.ndarray, name):
-            raise _unsupported(f"ndarray.{name}")
+            from ..errors import UnsupportedAttributeError
+            # an AttributeError as well: hasattr() keeps working
+            raise UnsupportedAttributeError(str(_unsupported(f"ndarray.{name}")))
         raise AttributeError(f"'DataDependent' object has no attribute {name!r}")
 
 

@@ -3,7 +3,7 @@ concatenate primitives, which fusion turns into index maps (no memory pass)."""
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -245,13 +245,39 @@ def stack(arrays: Sequence[Any], axis: int = 0, out: Any = None, dtype: Any = No
     return concatenate([expand_dims(a, ax) for a in arrays], axis=ax, dtype=dtype)
 
 
-def atleast_1d(a: Any) -> Any:
+def _at_least(arys: tuple, one: Callable[[Any], Any]) -> Any:
+    """NumPy 2's atleast_Nd: one array for one argument, a tuple for several (or none)."""
+    from ..trace.tracer import Tracer
+    results = tuple(one(a if isinstance(a, Tracer) else np.asarray(a)) for a in arys)
+    return results[0] if len(results) == 1 else results
+
+
+def _at_least_1d(a: Any) -> Any:
     return reshape(a, (1,)) if len(shape_of(a)) == 0 else a
 
 
-def atleast_2d(a: Any) -> Any:
+def _at_least_2d(a: Any) -> Any:
     s = shape_of(a)
     return reshape(a, (1,) * (2 - len(s)) + s) if len(s) < 2 else a
+
+
+def _at_least_3d(a: Any) -> Any:
+    s = shape_of(a)
+    # NumPy: () -> (1, 1, 1), (N,) -> (1, N, 1), (M, N) -> (M, N, 1)
+    new = {0: (1, 1, 1), 1: (1,) + s + (1,), 2: s + (1,)}.get(len(s))
+    return reshape(a, new) if new is not None else a
+
+
+def atleast_1d(*arys: Any) -> Any:
+    return _at_least(arys, _at_least_1d)
+
+
+def atleast_2d(*arys: Any) -> Any:
+    return _at_least(arys, _at_least_2d)
+
+
+def atleast_3d(*arys: Any) -> Any:
+    return _at_least(arys, _at_least_3d)
 
 
 def hstack(arrays: Sequence[Any], dtype: Any = None) -> Any:

@@ -128,8 +128,9 @@ unique.__jk_support__ = "unsupported: data-dependent output shape (the number of
 
 def _sort_in_place(self: Tracer, axis: int = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> None:
     """ndarray.sort: sorts in place, written back with `a[...] = np.sort(a)` (the in-place
-    machinery makes it visible through every view and in the caller's argument)."""
-    self[...] = sort(self, axis, kind, order, stable=stable)
+    machinery makes it visible through every view and in the caller's argument). Unlike
+    np.sort, it takes no axis=None (NumPy's TypeError)."""
+    self[...] = sort(self, operator.index(axis), kind, order, stable=stable)
 
 
 def _partition_in_place(self: Tracer, kth: Any, axis: int = -1, kind: str = "introselect", order: Any = None) -> None:

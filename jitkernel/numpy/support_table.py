@@ -83,6 +83,7 @@ def public_callables(module: types.ModuleType) -> list[str]:
 
 def _status(module: types.ModuleType, name: str, table: dict) -> tuple[str, str]:
     obj = getattr(module, name)
+    obj = getattr(obj, "__jitkernel_original__", obj)  # not a wrapper installed while tracing
     impl = table.get(obj)
     if impl is None:
         return "unsupported", _REASON_OF.get(name, "not implemented")
@@ -104,6 +105,22 @@ def function_rows(module: types.ModuleType) -> list[tuple[str, str, str]]:
     table = _table()
     prefix = module.__name__
     return [(f"{prefix}.{name}",) + _status(module, name, table) for name in public_callables(module)]
+
+
+FUNCTION_MODULES = (np, np.linalg, np.fft)
+
+
+def unsupported_rows() -> list[tuple[types.ModuleType, str, Any, str]]:
+    """(module, name, NumPy's function, reason) of every function the table lists as
+    unsupported (trace/unsupported.py makes them raise at the user's call)."""
+    rows = []
+    for module in FUNCTION_MODULES:
+        for qualified, status, reason in function_rows(module):
+            if status == "unsupported":
+                name = qualified.rsplit(".", 1)[1]
+                obj = getattr(module, name)
+                rows.append((module, name, getattr(obj, "__jitkernel_original__", obj), reason))
+    return rows
 
 
 # ----------------------------------------------------------------------------- ufunc probes
@@ -196,7 +213,7 @@ def generate() -> str:
     ]
     counts: dict[str, int] = {}
     sections = []
-    for module in (np, np.linalg, np.fft):
+    for module in FUNCTION_MODULES:
         rows = function_rows(module)
         body = [f"## `{module.__name__}`", "", "| function | status | notes |", "|---|---|---|"]
         for name, status, note in rows:

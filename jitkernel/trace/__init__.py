@@ -9,7 +9,7 @@ from ..ir import AType, Program, Var, live_variables
 from ..tree import TreeDef, tree_flatten
 from ..ir.library_prims import RAISING_LIBRARY_PRIMITIVES
 from .context import TraceContext, current_context, user_line_warnings
-from . import creation, random_guard
+from . import creation, random_guard, unsupported
 from .tracer import Tracer, conversion_error
 
 __all__ = ["TraceContext", "Tracer", "current_context", "trace_program"]
@@ -24,6 +24,7 @@ def trace_program(fun: Callable[..., Any], name: str,
     random_guard.install()
     creation.install()
     try:
+        unsupported.install()  # inside: a failure still uninstalls the others
         with TraceContext(name) as ctx, user_line_warnings():
             tracers = [ctx.new_input(aval, weak) for aval, weak in in_specs]
             args, kwargs = build_args(tracers)
@@ -58,6 +59,7 @@ def trace_program(fun: Callable[..., Any], name: str,
                 trims.append((k, len(outvars)))
                 outvars.append(count.ir_var)
     finally:
+        unsupported.uninstall()
         creation.uninstall()
         random_guard.uninstall()
     watch.check(name)

@@ -90,7 +90,7 @@ def _creator(name: str, original: Callable) -> Callable:
         if current_context() is None or kwargs.get("like") is not None or not _called_by_user(sys._getframe(1), name):
             return original(*args, **kwargs)
         from .tracer import Tracer
-        if name in ("array", "asarray"):
+        if name in _CONVERSIONS:
             return _converted(name, original, args, kwargs)
         if like and isinstance(args[0] if args else kwargs.get("a", kwargs.get("prototype")), Tracer):
             return original(*args, **kwargs)  # NumPy dispatches to jitkernel.numpy's *_like
@@ -104,8 +104,9 @@ def _creator(name: str, original: Callable) -> Callable:
 
 
 def _converted(name: str, original: Callable, args: tuple, kwargs: dict) -> Any:
-    """np.array / np.asarray of a traced value (not dispatched by NumPy: they take no
-    __array_function__) go to jitkernel.numpy's: a new traced array (array) or the same one."""
+    """np.array / np.asarray / np.ascontiguousarray ... of a traced value (not dispatched by
+    NumPy: they take no __array_function__) go to jitkernel.numpy's: a new traced array (array)
+    or the same one."""
     from .tracer import Tracer
     a = args[0] if args else kwargs.get("object", kwargs.get("a"))
     if isinstance(a, Tracer) or (isinstance(a, (list, tuple)) and any(isinstance(v, Tracer) for v in a)):
@@ -138,7 +139,9 @@ def _bind(original: Callable, name: str, args: tuple, kwargs: dict) -> tuple | N
     return shape, fill[name], np.float64 if dtype is None else dtype
 
 
-_NAMES = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "array", "asarray")
+# np.array and the as*array conversions take no __array_function__ on their first argument.
+_CONVERSIONS = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray")
+_NAMES = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like") + _CONVERSIONS
 _wrappers: dict[str, Callable] = {}
 
 
@@ -189,7 +192,7 @@ def traced_creation(f: Any, args: tuple, kwargs: dict) -> Any:
         return NotImplemented
     original = getattr(f, "__jitkernel_original__", f)
     from .tracer import Tracer
-    if name in ("array", "asarray"):
+    if name in _CONVERSIONS:
         return _converted(name, original, args, kwargs)
     if name.endswith("_like") and isinstance(args[0] if args else kwargs.get("a", kwargs.get("prototype")), Tracer):
         return original(*args, **kwargs)  # NumPy dispatches to jitkernel.numpy's *_like

@@ -243,15 +243,33 @@ class Tracer:
         fill(self, value)
 
     def __getattr__(self, name: str) -> Any:
-        # Only reached for attributes a Tracer does not have. AttributeError keeps hasattr() working.
+        # Only reached for attributes a Tracer does not have. An AttributeError (the
+        # UnsupportedAttributeError is one) keeps hasattr() working.
+        from ..errors import UnsupportedAttributeError
+        if not name.startswith("_"):
+            # jitkernel.numpy's modules attach ndarray methods (sort, cumsum, take, nonzero, ...)
+            # when they are imported, which a trace may not have needed yet.
+            _jnp()
+            if hasattr(type(self), name):
+                return object.__getattribute__(self, name)
         if name == "at":
-            raise AttributeError(
+            raise UnsupportedAttributeError(
                 f"traced arrays have no .at ({self._where()}): NumPy arrays have none either. Write NumPy's "
                 "way, which jit compiles: x[i] = v, x[i] += v, np.where(mask, value, x), np.add.at.")
         if not name.startswith("_") and hasattr(np.ndarray, name):
-            raise AttributeError(f"ndarray.{name} is not supported on traced arrays inside jit ({self._where()}); "
-                                 "see docs/numpy-support.md for what is")
+            why = _UNSUPPORTED_ATTRIBUTES.get(name, "see docs/numpy-support.md for what is")
+            raise UnsupportedAttributeError(
+                f"ndarray.{name} is not supported on traced arrays inside jit ({self._where()}); {why}")
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    # -- static attributes ---------------------------------------------------------------
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
 
     # -- methods that mirror ndarray ---------------------------------------------------
     def astype(self, dtype: Any, copy: bool = True) -> "Tracer":
@@ -354,6 +372,25 @@ class Tracer:
         return _jnp().conjugate(self)
 
     conjugate = conj
+
+
+# Why an ndarray attribute is not on traced arrays, where more can be said than "unsupported".
+_UNSUPPORTED_ATTRIBUTES = {
+    "strides": "the memory layout of a traced array is the compiler's (NumPy's own layout of a result "
+               "depends on its inputs' layouts), so its byte strides are not known while tracing",
+    "flat": "read elements with a.ravel()[i] or a.reshape(-1), write them with a.reshape(-1)[i] = v "
+            "(a view when a is contiguous, as in NumPy) or np.put(a, i, v)",
+    "flags": "the memory layout of a traced array is the compiler's, not known while tracing",
+    "view": "reinterpreting the bytes as another dtype is not compiled: a.astype(dtype) converts the "
+            "values, a[...] is a view of the same array",
+    "data": "a traced array has no memory buffer while tracing",
+    "ctypes": "a traced array has no memory buffer while tracing",
+    "base": "which array owns the memory is decided by the compiler",
+    "tofile": "files are outside the compiled subset: return the array and write it outside",
+    "tobytes": "a traced array has no bytes while tracing: return it and convert outside",
+    "resize": "changing the size of an array in place is not compiled: build a new array (np.concatenate, "
+              "np.pad, slicing)",
+}
 
 
 def _is_python_scalar(x: Any) -> bool:

@@ -76,6 +76,10 @@ def is_c_contiguous(t: Any) -> bool:
     return bool(_numpy_layout(t.shape, strides_of(t)).flags.c_contiguous)
 
 
+def is_f_contiguous(t: Any) -> bool:
+    return bool(_numpy_layout(t.shape, strides_of(t)).flags.f_contiguous)
+
+
 def _view_strides(parent: Any, prim: str, params: dict, out_shape: tuple[int, ...]) -> tuple[int, ...] | None:
     s = strides_of(parent)
     if prim in ("identity", "dynamic_slice"):
