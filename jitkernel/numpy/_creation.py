@@ -127,3 +127,17 @@ def copy(a: Any, **kw: Any) -> Any:
     """numpy.copy: a new array."""
     out = asarray(a)
     return _new_array(out) if isinstance(out, Tracer) and out is a else out
+
+
+# Functions of shapes and lengths only, which take no array and so never reach the dispatch
+# protocols: NumPy runs them at trace time and the result is a constant of the program, exactly
+# NumPy's. Registered as their own implementation so the support table lists them as "static"
+# (and trace/unsupported.py does not refuse them: they were correct constants before that guard).
+def _register_static_functions() -> None:
+    from ._dispatch import register_function
+    for f in (np.indices, np.tril_indices, np.triu_indices, np.diag_indices, np.bartlett, np.blackman,
+              np.hamming, np.hanning, np.kaiser, np.fft.fftfreq, np.fft.rfftfreq):
+        register_function(f, f)
+
+
+_register_static_functions()
