@@ -643,34 +643,89 @@ def _static_bounds(r: range) -> tuple:
 
 
 def _range_bounds(args: tuple) -> tuple:
-    """(start, stop, step, trip count) of range(*args) with traced values among them."""
-    from .. import numpy as jnp
+    """(start, stop, step, trip count) of range(*args) with traced values among them. A traced
+    step of 0 raises Python's ValueError at run time (a trip count of 0 would be a silent
+    wrong answer)."""
     for a in args:
         if _traced(a) and (a.ndim != 0 or a.dtype.kind not in "iub"):
-            raise TypeError(f"range() arguments must be integers, got a traced {a.aval} ({user_frame_location()})")
+            raise _range_argument_error(a)
     if len(args) == 1:
         start, stop, step = 0, args[0], 1
     else:
         start, stop, step = (tuple(args) + (1,))[:3]
-    start, stop, step = (_as_int(x) for x in (start, stop, step))
-    if not _traced(step):
-        if step == 0:
-            raise ValueError("range() arg 3 must not be zero")
-        span = stop - start + (step - 1 if step > 0 else step + 1)
-        trip = jnp.maximum(span // step, 0)
+    start, stop, step = (_as_int(_fits_int64(x)) for x in (start, stop, step))
+    if not _traced(step) and step == 0:
+        raise ValueError("range() arg 3 must not be zero")
+    if _traced(step):
+        from ..numpy._statistics import raise_if
+        step = _as_weak_int(raise_if(step, step == 0, "ValueError",
+                                     f"range() arg 3 must not be zero ({user_frame_location()})"))
+    return start, stop, step, _trip_count(start, stop, step)
+
+
+def _range_argument_error(a: Tracer) -> TypeError:
+    """Python's TypeError for range() of a value that is not an integer (a float, an array)."""
+    from ..trace.tracer import _scalar_type_name
+    if a.ndim == 0 and a.scalar:
+        why = f"'{_scalar_type_name(a)}' object cannot be interpreted as an integer"
     else:
-        up = jnp.maximum((stop - start + step - 1) // step, 0)
-        down = jnp.maximum((stop - start + step + 1) // step, 0)
-        trip = jnp.where(step > 0, up, jnp.where(step < 0, down, 0))
-    return start, stop, step, trip
+        why = "only integer scalar arrays can be converted to a scalar index"
+    return TypeError(f"{why} (range() of a traced {a.aval} at {user_frame_location()})")
+
+
+def _fits_int64(x: Any) -> Any:
+    """A traced uint64 range() argument, checked at run time to fit the int64 the loop index is
+    computed in: past 2**63 - 1 the index would wrap to negative values (Python's ints do not)."""
+    if not (_traced(x) and x.dtype == np.uint64):
+        return x
+    from ..numpy._statistics import raise_if
+    return raise_if(x, x > np.uint64(np.iinfo(np.int64).max), "OverflowError",
+                    f"a range() argument is larger than 2**63 - 1 ({user_frame_location()}): jitkernel computes "
+                    "the loop index as an int64")
+
+
+def _trip_count(start: Any, stop: Any, step: Any) -> Any:
+    """len(range(start, stop, step)) for int64 bounds, one of them traced, step != 0. Computed
+    in uint64 as (|stop - start| - 1) // |step| + 1: the distance between two int64 values and
+    the magnitude of any int64 step fit in uint64, so no bound (up to +-2**63) overflows the way
+    `stop - start + step - 1` would. A static step of +-1 keeps int64 `stop - start` where it is
+    positive, which wraps only past 2**63 - 1 iterations (a loop that never ends anyway)."""
+    from .. import numpy as jnp
+    if not _traced(step):
+        lo, hi = (start, stop) if step > 0 else (stop, start)
+        if abs(step) == 1:
+            return _as_weak_int(jnp.where(hi > lo, hi - lo, 0))
+        distance = _as_uint64(hi) - _as_uint64(lo)  # exact (mod 2**64) where the range is not empty
+        count = jnp.where(hi > lo, (distance - np.uint64(1)) // np.uint64(abs(step)) + np.uint64(1), np.uint64(0))
+        return _as_weak_int(jnp.astype(count, np.int64))
+    up = step > 0
+    ustart, ustop, ustep = (_as_uint64(v) for v in (start, stop, step))
+    distance = jnp.where(up, ustop - ustart, ustart - ustop)
+    magnitude = jnp.where(up, ustep, np.uint64(0) - ustep)
+    nonempty = jnp.where(up, stop > start, stop < start)
+    safe = jnp.where(magnitude == 0, np.uint64(1), magnitude)  # (a zero step has raised already)
+    count = jnp.where(nonempty, (distance - np.uint64(1)) // safe + np.uint64(1), np.uint64(0))
+    return _as_weak_int(jnp.astype(count, np.int64))
+
+
+def _as_uint64(v: Any) -> Any:
+    """An int64 bound's bits as uint64 (two's complement), so differences wrap exactly. The
+    traced value is cast as an int64 array, not as a Python int (whose cast to uint64 would
+    check, at the call, that the argument is not negative)."""
+    from .. import numpy as jnp
+    return jnp.astype(Tracer(v._ctx, v.ir_var, None), np.uint64) if _traced(v) else np.uint64(v % 2**64)
 
 
 def _as_int(x: Any) -> Any:
     from .. import numpy as jnp
     if _traced(x):
-        t = x if x.dtype == np.int64 else jnp.astype(x, np.int64)
-        return Tracer(t._ctx, t.ir_var, int)
+        return _as_weak_int(x if x.dtype == np.int64 else jnp.astype(x, np.int64))
     return int(x)
+
+
+def _as_weak_int(t: Tracer) -> Tracer:
+    """An int64 traced value that computes like a Python int (weak type)."""
+    return Tracer(t._ctx, t.ir_var, int)
 
 
 def _static_traced_for(r: range, body: Callable, target: Any, state: tuple, names: tuple, written: tuple,
