@@ -23,6 +23,7 @@ def trace_program(fun: Callable[..., Any], name: str,
     watch = random_guard.RandomStateWatch(fun)
     random_guard.install()
     creation.install()
+    watch.start()  # (records, in this thread only, the lines naming a generator that the trace runs)
     try:
         with TraceContext(name) as ctx, user_line_warnings():
             tracers = [ctx.new_input(aval, weak) for aval, weak in in_specs]
@@ -58,6 +59,7 @@ def trace_program(fun: Callable[..., Any], name: str,
                 trims.append((k, len(outvars)))
                 outvars.append(count.ir_var)
     finally:
+        watch.stop()
         creation.uninstall()
         random_guard.uninstall()
     watch.check(name)
