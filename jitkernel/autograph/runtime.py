@@ -156,6 +156,13 @@ def compare_chain(left: Any, *pairs: tuple[str, Callable[[], Any]]) -> Any:
     return result
 
 
+def operand(decided_by: Any, value: Any) -> Any:
+    """A later operand of `and`/`or` (or a later comparison of a chain) rewritten as statements
+    (walrus.py): its value, or its truth value once a traced operand `decided_by` decided, as
+    and_ / or_ give."""
+    return _truth_of(value) if _traced(decided_by) else value
+
+
 def _truth_of(x: Any) -> Any:
     return _truth(x) if _traced(x) else bool(x)
 
