@@ -84,6 +84,14 @@ def ld(read: Callable[[], Any]) -> Any:
 # ----------------------------------------------------------------------------- truth values
 
 
+def _at() -> str:
+    """Where the user's code is, for messages: `file:line` and the source line in backticks, so
+    the text after it never runs into the line's own punctuation (`if t > 0:`)."""
+    where = user_frame_location()
+    file_line, sep, source = where.partition(": ")
+    return f"{file_line} (`{source}`)" if sep else where
+
+
 def _traced(x: Any) -> bool:
     return isinstance(x, Tracer)
 
@@ -200,7 +208,7 @@ def builtin_call(fn: Any, *args: Any) -> Any:
         for v in (x, result):
             if _traced(v) and v.size != 1:
                 raise ValueError("The truth value of an array with more than one element is ambiguous. Use a.any() "
-                                 f"or a.all() ({fn.__name__}() of traced arrays at {user_frame_location()}; use "
+                                 f"or a.all() ({fn.__name__}() of traced arrays at {_at()}; use "
                                  f"np.{'maximum' if fn is builtins.max else 'minimum'} for elementwise results)")
         result = jnp.where(better(x, result), x, result)
     return result
@@ -224,7 +232,7 @@ def check_captured_write(obj: Any, text: str) -> None:
     if is_tracing() and isinstance(obj, np.ndarray):
         raise CapturedArrayWriteError(
             f"a value is stored into a NumPy array captured from outside the jitted function (`{text}`: a "
-            f"global, a closure variable or an attribute) at {user_frame_location()}. The write would happen "
+            f"global, a closure variable or an attribute) at {_at()}. The write would happen "
             "once, while tracing, not on every call. Pass the array as an argument (the jitted function then "
             f"updates the caller's array), or write into a copy ({text} = {text}.copy()).")
 
@@ -392,7 +400,7 @@ def _check_aliases(what: str, fns: Sequence[Callable], state: _State, written: S
             # (the same object under another name, `y = x`, is the same array: stale as well)
             if oname != wname and (o is w or _same_memory(o, w)):
                 raise UnsupportedOperationError(
-                    f"the {what} at {user_frame_location()} writes into `{wname}` and reads `{oname}`, which shares "
+                    f"the {what} at {_at()} writes into `{wname}` and reads `{oname}`, which shares "
                     f"memory with it (a view, or the same array under two names): inside a compiled {what} "
                     f"`{oname}` would keep its value from before the {what}. Index `{wname}` directly instead, "
                     f"or copy `{oname}` first ({oname} = {oname}.copy()).")
@@ -452,12 +460,14 @@ def _in_place_positions(state: _State, out: tuple) -> set[int]:
 # ----------------------------------------------------------------------------- if
 
 
-def _refuse(unsupported: str | None, what: str) -> None:
+def _refuse(unsupported: str | None, what: str, compiled: str) -> None:
+    """`unsupported` (a `raise` or `try` statement, transform.py) inside `what` ("an `if` on a
+    traced value"), which compiles to `compiled` ("`if`", "loop") deciding at run time."""
     if unsupported:
         raise UnsupportedOperationError(
-            f"{unsupported} inside {what} at {user_frame_location()}: the compiled {what} decides at run time, "
-            "but Python would run that statement while tracing, once. Move it out of the loop or branch, or "
-            "make the value it depends on static (static_argnames), or use jk.jit(f, autograph=False).")
+            f"{unsupported} inside {what} at {_at()}: the compiled {compiled} decides at run time, but Python "
+            "would run that statement while tracing, once. Move it out of the loop or branch, or make the value "
+            "it depends on static (static_argnames), or use jk.jit(f, autograph=False).")
 
 
 def if_stmt(pred: Any, true_fn: Callable, false_fn: Callable, state: tuple, names: tuple, written: tuple,
@@ -466,7 +476,7 @@ def if_stmt(pred: Any, true_fn: Callable, false_fn: Callable, state: tuple, name
     value the taken branch returns (a tail `if` whose branches return)."""
     if not _traced(pred):
         return (true_fn if pred else false_fn)(state)
-    _refuse(unsupported, "an `if` on a traced value")
+    _refuse(unsupported, "an `if` on a traced value", "`if`")
     from .. import lax
     st = _State(state, names)
     _check_aliases("if statement", (true_fn, false_fn), st, written)
@@ -486,7 +496,7 @@ def if_stmt(pred: Any, true_fn: Callable, false_fn: Callable, state: tuple, name
                     raise _Unreachable(fn)  # it returns a value never bound: Python cannot take it
                 if out is None or not _is_dynamic(out):
                     raise UnsupportedOperationError(
-                        f"the traced `if` at {user_frame_location()} returns {_describe(out)} from one branch; "
+                        f"the traced `if` at {_at()} returns {_describe(out)} from one branch; "
                         "both branches of an `if` on a traced value must return arrays or numbers of one type")
                 return out, tuple(inputs[k] for k in returned_writes)
             in_place.append(_in_place_positions(_State(inputs, names), out))
@@ -506,7 +516,7 @@ def if_stmt(pred: Any, true_fn: Callable, false_fn: Callable, state: tuple, name
             # ret is False) the other branch is the only one Python can take
             return (false_fn if unreachable.fn is true_fn else true_fn)(state)
     else:  # pragma: no cover - the plan settles after one retry
-        raise UnsupportedOperationError(f"the traced `if` at {user_frame_location()} could not be converted")
+        raise UnsupportedOperationError(f"the traced `if` at {_at()} could not be converted")
     if mode == "return":
         value, writes = result
         for k, new in zip(returned_writes, writes):
@@ -535,7 +545,7 @@ def _branch_output(st: _State, out: tuple, plan: dict, names: tuple) -> list:
             defined, other = (a, b) if _is_dynamic(a) else (b, a)
             if not isinstance(other, Undefined) or not isinstance(st.values[k], Undefined):
                 raise UnsupportedOperationError(
-                    f"the traced `if` at {user_frame_location()} makes `{names[k]}` {_describe(defined)} in one "
+                    f"the traced `if` at {_at()} makes `{names[k]}` {_describe(defined)} in one "
                     f"branch and {_describe(other)} in the other; a branch taken at run time can only change "
                     "arrays and numbers")
             leaves, tree = tree_flatten(defined)
@@ -548,7 +558,7 @@ def _branch_output(st: _State, out: tuple, plan: dict, names: tuple) -> list:
             carried.append(v)
         elif not _static_equal(v, st.values[k]):
             raise UnsupportedOperationError(
-                f"the traced `if` at {user_frame_location()} sets `{names[k]}` to {_describe(v)}, which is not "
+                f"the traced `if` at {_at()} sets `{names[k]}` to {_describe(v)}, which is not "
                 "an array or a number: a branch taken at run time can only change arrays and numbers")
     return carried
 
@@ -602,7 +612,7 @@ def for_range(range_fn: Any, args: tuple, body: Callable, target: Any, state: tu
         if len(r) <= UNROLL_LIMIT or not _touches_traced((body,), state) or unsupported:
             return _python_for(r, body, target, state, names, brk, written)  # (a try/raise body runs as Python)
         return _static_traced_for(r, body, target, state, names, written, brk)
-    _refuse(unsupported, "a loop whose range is traced")
+    _refuse(unsupported, "a loop whose range is traced", "loop")
     bounds = _range_bounds(args)
     return _traced_for(bounds, body, target, state, names, written, brk, static_range=None)
 
@@ -687,7 +697,7 @@ def _fits_int64(x: Any) -> Any:
         return x
     from ..numpy._statistics import raise_if
     return raise_if(x, x > np.uint64(np.iinfo(np.int64).max), "OverflowError",
-                    f"a range() argument is larger than 2**63 - 1 ({user_frame_location()}): jitkernel computes "
+                    f"a range() argument is larger than 2**63 - 1 (at {_at()}); jitkernel computes "
                     "the loop index as an int64")
 
 
@@ -830,7 +840,7 @@ def _traced_for(bounds: tuple, body: Callable, target: Any, state: tuple, names:
         if static_range is not None:
             raise _ContainerChanged()
         raise UnsupportedOperationError(
-            f"the loop at {user_frame_location()} changes the Python container `{grown[0]}` (e.g. list.append), "
+            f"the loop at {_at()} changes the Python container `{grown[0]}` (e.g. list.append), "
             "but its trip count is only known at run time, so the loop is compiled and runs its body once "
             "while tracing. Write into an array instead (out = np.empty(n); out[i] = ...), or make the range "
             "static (a shape, or a static argument).")
@@ -861,7 +871,7 @@ def _truth_or_const(x: Any) -> Any:
 class _TracedLoopError(UnsupportedOperationError):
     def __init__(self, why: str, instead: str = "its trip count is only known at run time (a static range "
                                                 "would be unrolled)", hint: str = "") -> None:
-        super().__init__(f"the loop at {user_frame_location()} cannot be compiled as one loop: {why} from one "
+        super().__init__(f"the loop at {_at()} cannot be compiled as one loop: {why} from one "
                          f"iteration to the next, and {instead}. Give the variable its final type and shape "
                          f"before the loop{hint}.")
 
@@ -890,7 +900,7 @@ def while_stmt(cond: Callable, body: Callable, state: tuple, names: tuple, writt
             return state
         test = cond(state)
         if _traced(test) or (flag is not None and _traced(state[flag])):
-            _refuse(unsupported, "a `while` loop on a traced condition")
+            _refuse(unsupported, "a `while` loop on a traced condition", "loop")
             return _traced_while(cond, body, state, names, written, flag)
         if not test:
             return state
@@ -931,7 +941,7 @@ def _traced_while(cond: Callable, body: Callable, state: tuple, names: tuple, wr
     grown = _changed_containers(snapshots)
     if grown:
         raise UnsupportedOperationError(
-            f"the `while` loop at {user_frame_location()} changes the Python container `{grown[0]}` (e.g. "
+            f"the `while` loop at {_at()} changes the Python container `{grown[0]}` (e.g. "
             "list.append), but its condition is traced, so the loop is compiled and runs its body once while "
             "tracing. Write into an array of a fixed size instead.")
     return _write_back(st, st.rebuild(carry), set.intersection(*in_place[-1:]) if in_place else set(), written)
