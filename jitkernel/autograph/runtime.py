@@ -712,17 +712,24 @@ def _trip_count(start: Any, stop: Any, step: Any) -> Any:
         lo, hi = (start, stop) if step > 0 else (stop, start)
         if abs(step) == 1:
             return _as_weak_int(jnp.where(hi > lo, hi - lo, 0))
-        distance = _as_uint64(hi) - _as_uint64(lo)  # exact (mod 2**64) where the range is not empty
+        distance = _wrapping_difference(hi, lo)  # exact where the range is not empty
         count = jnp.where(hi > lo, (distance - np.uint64(1)) // np.uint64(abs(step)) + np.uint64(1), np.uint64(0))
         return _as_weak_int(jnp.astype(count, np.int64))
     up = step > 0
-    ustart, ustop, ustep = (_as_uint64(v) for v in (start, stop, step))
-    distance = jnp.where(up, ustop - ustart, ustart - ustop)
-    magnitude = jnp.where(up, ustep, np.uint64(0) - ustep)
+    distance = jnp.where(up, _wrapping_difference(stop, start), _wrapping_difference(start, stop))
+    magnitude = jnp.where(up, _wrapping_difference(step, 0), _wrapping_difference(0, step))
     nonempty = jnp.where(up, stop > start, stop < start)
     safe = jnp.where(magnitude == 0, np.uint64(1), magnitude)  # (a zero step has raised already)
     count = jnp.where(nonempty, (distance - np.uint64(1)) // safe + np.uint64(1), np.uint64(0))
     return _as_weak_int(jnp.astype(count, np.int64))
+
+
+def _wrapping_difference(a: Any, b: Any) -> Any:
+    """`a - b` of two int64 values as uint64, modulo 2**64 (Python ints are reduced first, so
+    no NumPy scalar overflows while tracing)."""
+    if not _traced(a) and not _traced(b):
+        return np.uint64((a - b) % 2**64)
+    return _as_uint64(a) - _as_uint64(b)
 
 
 def _as_uint64(v: Any) -> Any:
