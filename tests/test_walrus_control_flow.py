@@ -162,3 +162,63 @@ def test_every_case_is_converted():
     """The converted functions are compiled, not run as Python (a traced test raises then)."""
     for fn in [f for f in CASES if f is not comprehension] + [while_static_int, conditional_expression_on_arrays]:
         assert convert(fn) is not None, fn.__name__
+
+
+# ----------------------------------------------------------------------------- generator
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+import linecache  # noqa: E402
+
+import emulator_suite  # noqa: E402
+from tests.helpers import assert_matches_numpy  # noqa: E402
+
+_K = st.integers(0, 5)
+_C = st.sampled_from(["-0.5", "0.0", "0.5"])
+
+
+@st.composite
+def _statement(draw) -> list[str]:
+    k1, k2, k3, c1, c2 = draw(_K), draw(_K), draw(_K), draw(_C), draw(_C)
+    form = draw(st.sampled_from(["if", "ifexp", "and", "or", "chain", "while", "nested"]))
+    if form == "if":
+        return [f"if (a := x[{k1}]) > {c1}:", "    s = s + a", "else:", f"    s = s - (b := x[{k2}])"]
+    if form == "ifexp":
+        return [f"s = s + ((b := x[{k1}] * 2.0) if x[{k2}] > {c1} else x[{k3}])"]
+    if form == "and":
+        return [f"if (a := x[{k1}]) > {c1} and (b := x[{k2}]) < {c2}:", "    s = s + a * b"]
+    if form == "or":
+        return [f"r = (a := x[{k1}]) > {c1} or (b := x[{k2}] + a) > {c2}", "s = s + (1.0 if r else -1.0)"]
+    if form == "chain":
+        return [f"if {c1} < (a := x[{k1}]) < (b := x[{k2}] + {c2}):", "    s = s + b"]
+    if form == "while":
+        return ["i = 0", f"while i < x.shape[0] and (v := x[i]) > {c1}:", "    s = s + v", "    i = i + 1"]
+    return [f"s = s + ((a := x[{k1}]) if (v := x[{k2}]) > {c1} and (b := x[{k3}] - v) > {c2} else -a)"]
+
+
+@st.composite
+def walrus_programs(draw) -> str:
+    body = ["s = 0.0", "a = 0.25", "b = -0.25", "v = 0.125", "i = 7", "r = False"]
+    for _ in range(draw(st.integers(1, 3))):
+        body += draw(_statement())
+    body.append("return s, a, b, v, i")
+    return "def prog(x):\n" + "\n".join("    " + line for line in body) + "\n"
+
+
+_COUNTER = iter(range(10**9))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(walrus_programs(), st.lists(st.sampled_from([-1.0, -0.75, -0.25, 0.0, 0.25, 0.75, 1.0]), min_size=6, max_size=6),
+       st.sampled_from(emulator_suite.DRAWN_BACKENDS))
+def test_random_walrus_programs_match_python(source, values, backend):
+    """Named expressions in `if`/`while` tests, conditional expressions, `and`/`or` and chains,
+    on traced values: the jitted program returns what Python does, names included."""
+    filename = f"<walrus program {next(_COUNTER)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict = {"np": np}
+    exec(compile(source, filename, "exec"), namespace)
+    prog = namespace["prog"]
+    x = np.array(values)
+    expected = prog(x)
+    assert_matches_numpy(jk.jit(prog, backend=backend)(x), expected, rtol=1e-12, atol=1e-12)
