@@ -185,3 +185,25 @@ def test_a_check_on_data_raises_even_when_its_result_is_unread(backend):
 
     with pytest.raises(ZeroDivisionError):
         jk.jit(unread_average, backend=backend)(np.arange(3.0), np.zeros(3))
+
+
+def literal_steps(start, stop):
+    i = -7
+    count = 0
+    total = 0
+    for i in range(start, stop, 3):
+        count += 1
+        total += i
+    for i in range(stop, start, -2**62):
+        count += 1
+        total += i
+    return count, total, i
+
+
+@pytest.mark.parametrize("args", [(0, 10), (10, 0), (-5, 5), (INT64_MIN, INT64_MIN + 7), (INT64_MAX - 7, INT64_MAX),
+                                  (INT64_MIN, INT64_MAX), (1, INT64_MIN), (INT64_MAX, -1)])
+def test_literal_steps_with_run_time_bounds(backend, args):
+    a, b = args
+    if len(range(a, b, 3)) > MAX_TRIPS:
+        b = a + 3 * 5
+    _assert_like_python(literal_steps, (a, b), backend)
