@@ -381,7 +381,7 @@ def test_python_list_grown_in_a_traced_loop_names_the_line():
         for i in range(n):
             parts.append(x[i])
         return parts[0]
-    with pytest.raises(UnsupportedOperationError, match=r"test_autograph.py:\d+: for i in range\(n\).*`parts`"):
+    with pytest.raises(UnsupportedOperationError, match=r"test_autograph.py:\d+ \(`for i in range\(n\):`\).*`parts`"):
         jk.jit(f)(np.ones(4), 3)
 
 

@@ -84,6 +84,14 @@ def ld(read: Callable[[], Any]) -> Any:
 # ----------------------------------------------------------------------------- truth values
 
 
+def _at() -> str:
+    """Where the user's code is, for messages: `file:line` and the source line in backticks, so
+    the text after it never runs into the line's own punctuation (`if t > 0:`)."""
+    where = user_frame_location()
+    file_line, sep, source = where.partition(": ")
+    return f"{file_line} (`{source}`)" if sep else where
+
+
 def _traced(x: Any) -> bool:
     return isinstance(x, Tracer)
 
@@ -156,6 +164,13 @@ def compare_chain(left: Any, *pairs: tuple[str, Callable[[], Any]]) -> Any:
     return result
 
 
+def operand(decided_by: Any, value: Any) -> Any:
+    """A later operand of `and`/`or` (or a later comparison of a chain) rewritten as statements
+    (walrus.py): its value, or its truth value once a traced operand `decided_by` decided, as
+    and_ / or_ give."""
+    return _truth_of(value) if _traced(decided_by) else value
+
+
 def _truth_of(x: Any) -> Any:
     return _truth(x) if _traced(x) else bool(x)
 
@@ -197,7 +212,7 @@ def builtin_call(fn: Any, *args: Any) -> Any:
         for v in (x, result):
             if _traced(v) and v.size != 1:
                 raise ValueError("The truth value of an array with more than one element is ambiguous. Use a.any() "
-                                 f"or a.all() ({fn.__name__}() of traced arrays at {user_frame_location()}; use "
+                                 f"or a.all() ({fn.__name__}() of traced arrays at {_at()}; use "
                                  f"np.{'maximum' if fn is builtins.max else 'minimum'} for elementwise results)")
         result = jnp.where(better(x, result), x, result)
     return result
@@ -221,7 +236,7 @@ def check_captured_write(obj: Any, text: str) -> None:
     if is_tracing() and isinstance(obj, np.ndarray):
         raise CapturedArrayWriteError(
             f"a value is stored into a NumPy array captured from outside the jitted function (`{text}`: a "
-            f"global, a closure variable or an attribute) at {user_frame_location()}. The write would happen "
+            f"global, a closure variable or an attribute) at {_at()}. The write would happen "
             "once, while tracing, not on every call. Pass the array as an argument (the jitted function then "
             f"updates the caller's array), or write into a copy ({text} = {text}.copy()).")
 
@@ -389,7 +404,7 @@ def _check_aliases(what: str, fns: Sequence[Callable], state: _State, written: S
             # (the same object under another name, `y = x`, is the same array: stale as well)
             if oname != wname and (o is w or _same_memory(o, w)):
                 raise UnsupportedOperationError(
-                    f"the {what} at {user_frame_location()} writes into `{wname}` and reads `{oname}`, which shares "
+                    f"the {what} at {_at()} writes into `{wname}` and reads `{oname}`, which shares "
                     f"memory with it (a view, or the same array under two names): inside a compiled {what} "
                     f"`{oname}` would keep its value from before the {what}. Index `{wname}` directly instead, "
                     f"or copy `{oname}` first ({oname} = {oname}.copy()).")
@@ -449,12 +464,14 @@ def _in_place_positions(state: _State, out: tuple) -> set[int]:
 # ----------------------------------------------------------------------------- if
 
 
-def _refuse(unsupported: str | None, what: str) -> None:
+def _refuse(unsupported: str | None, what: str, compiled: str) -> None:
+    """`unsupported` (a `raise` or `try` statement, transform.py) inside `what` ("an `if` on a
+    traced value"), which compiles to `compiled` ("`if`", "loop") deciding at run time."""
     if unsupported:
         raise UnsupportedOperationError(
-            f"{unsupported} inside {what} at {user_frame_location()}: the compiled {what} decides at run time, "
-            "but Python would run that statement while tracing, once. Move it out of the loop or branch, or "
-            "make the value it depends on static (static_argnames), or use jk.jit(f, autograph=False).")
+            f"{unsupported} inside {what} at {_at()}: the compiled {compiled} decides at run time, but Python "
+            "would run that statement while tracing, once. Move it out of the loop or branch, or make the value "
+            "it depends on static (static_argnames), or use jk.jit(f, autograph=False).")
 
 
 def if_stmt(pred: Any, true_fn: Callable, false_fn: Callable, state: tuple, names: tuple, written: tuple,
@@ -463,7 +480,7 @@ def if_stmt(pred: Any, true_fn: Callable, false_fn: Callable, state: tuple, name
     value the taken branch returns (a tail `if` whose branches return)."""
     if not _traced(pred):
         return (true_fn if pred else false_fn)(state)
-    _refuse(unsupported, "an `if` on a traced value")
+    _refuse(unsupported, "an `if` on a traced value", "`if`")
     from .. import lax
     st = _State(state, names)
     _check_aliases("if statement", (true_fn, false_fn), st, written)
@@ -483,7 +500,7 @@ def if_stmt(pred: Any, true_fn: Callable, false_fn: Callable, state: tuple, name
                     raise _Unreachable(fn)  # it returns a value never bound: Python cannot take it
                 if out is None or not _is_dynamic(out):
                     raise UnsupportedOperationError(
-                        f"the traced `if` at {user_frame_location()} returns {_describe(out)} from one branch; "
+                        f"the traced `if` at {_at()} returns {_describe(out)} from one branch; "
                         "both branches of an `if` on a traced value must return arrays or numbers of one type")
                 return out, tuple(inputs[k] for k in returned_writes)
             in_place.append(_in_place_positions(_State(inputs, names), out))
@@ -503,7 +520,7 @@ def if_stmt(pred: Any, true_fn: Callable, false_fn: Callable, state: tuple, name
             # ret is False) the other branch is the only one Python can take
             return (false_fn if unreachable.fn is true_fn else true_fn)(state)
     else:  # pragma: no cover - the plan settles after one retry
-        raise UnsupportedOperationError(f"the traced `if` at {user_frame_location()} could not be converted")
+        raise UnsupportedOperationError(f"the traced `if` at {_at()} could not be converted")
     if mode == "return":
         value, writes = result
         for k, new in zip(returned_writes, writes):
@@ -532,7 +549,7 @@ def _branch_output(st: _State, out: tuple, plan: dict, names: tuple) -> list:
             defined, other = (a, b) if _is_dynamic(a) else (b, a)
             if not isinstance(other, Undefined) or not isinstance(st.values[k], Undefined):
                 raise UnsupportedOperationError(
-                    f"the traced `if` at {user_frame_location()} makes `{names[k]}` {_describe(defined)} in one "
+                    f"the traced `if` at {_at()} makes `{names[k]}` {_describe(defined)} in one "
                     f"branch and {_describe(other)} in the other; a branch taken at run time can only change "
                     "arrays and numbers")
             leaves, tree = tree_flatten(defined)
@@ -545,7 +562,7 @@ def _branch_output(st: _State, out: tuple, plan: dict, names: tuple) -> list:
             carried.append(v)
         elif not _static_equal(v, st.values[k]):
             raise UnsupportedOperationError(
-                f"the traced `if` at {user_frame_location()} sets `{names[k]}` to {_describe(v)}, which is not "
+                f"the traced `if` at {_at()} sets `{names[k]}` to {_describe(v)}, which is not "
                 "an array or a number: a branch taken at run time can only change arrays and numbers")
     return carried
 
@@ -599,7 +616,7 @@ def for_range(range_fn: Any, args: tuple, body: Callable, target: Any, state: tu
         if len(r) <= UNROLL_LIMIT or not _touches_traced((body,), state) or unsupported:
             return _python_for(r, body, target, state, names, brk, written)  # (a try/raise body runs as Python)
         return _static_traced_for(r, body, target, state, names, written, brk)
-    _refuse(unsupported, "a loop whose range is traced")
+    _refuse(unsupported, "a loop whose range is traced", "loop")
     bounds = _range_bounds(args)
     return _traced_for(bounds, body, target, state, names, written, brk, static_range=None)
 
@@ -647,34 +664,96 @@ def _static_bounds(r: range) -> tuple:
 
 
 def _range_bounds(args: tuple) -> tuple:
-    """(start, stop, step, trip count) of range(*args) with traced values among them."""
-    from .. import numpy as jnp
+    """(start, stop, step, trip count) of range(*args) with traced values among them. A traced
+    step of 0 raises Python's ValueError at run time (a trip count of 0 would be a silent
+    wrong answer)."""
     for a in args:
         if _traced(a) and (a.ndim != 0 or a.dtype.kind not in "iub"):
-            raise TypeError(f"range() arguments must be integers, got a traced {a.aval} ({user_frame_location()})")
+            raise _range_argument_error(a)
     if len(args) == 1:
         start, stop, step = 0, args[0], 1
     else:
         start, stop, step = (tuple(args) + (1,))[:3]
-    start, stop, step = (_as_int(x) for x in (start, stop, step))
-    if not _traced(step):
-        if step == 0:
-            raise ValueError("range() arg 3 must not be zero")
-        span = stop - start + (step - 1 if step > 0 else step + 1)
-        trip = jnp.maximum(span // step, 0)
+    start, stop, step = (_as_int(_fits_int64(x)) for x in (start, stop, step))
+    if not _traced(step) and step == 0:
+        raise ValueError("range() arg 3 must not be zero")
+    if _traced(step):
+        from ..numpy._statistics import raise_if
+        step = _as_weak_int(raise_if(step, step == 0, "ValueError",
+                                     f"range() arg 3 must not be zero ({user_frame_location()})"))
+    return start, stop, step, _trip_count(start, stop, step)
+
+
+def _range_argument_error(a: Tracer) -> TypeError:
+    """Python's TypeError for range() of a value that is not an integer (a float, an array)."""
+    from ..trace.tracer import _scalar_type_name
+    if a.ndim == 0 and a.scalar:
+        why = f"'{_scalar_type_name(a)}' object cannot be interpreted as an integer"
     else:
-        up = jnp.maximum((stop - start + step - 1) // step, 0)
-        down = jnp.maximum((stop - start + step + 1) // step, 0)
-        trip = jnp.where(step > 0, up, jnp.where(step < 0, down, 0))
-    return start, stop, step, trip
+        why = "only integer scalar arrays can be converted to a scalar index"
+    return TypeError(f"{why} (range() of a traced {a.aval} at {user_frame_location()})")
+
+
+def _fits_int64(x: Any) -> Any:
+    """A traced uint64 range() argument, checked at run time to fit the int64 the loop index is
+    computed in: past 2**63 - 1 the index would wrap to negative values (Python's ints do not)."""
+    if not (_traced(x) and x.dtype == np.uint64):
+        return x
+    from ..numpy._statistics import raise_if
+    return raise_if(x, x > np.uint64(np.iinfo(np.int64).max), "OverflowError",
+                    f"a range() argument is larger than 2**63 - 1 (at {_at()}); jitkernel computes "
+                    "the loop index as an int64")
+
+
+def _trip_count(start: Any, stop: Any, step: Any) -> Any:
+    """len(range(start, stop, step)) for int64 bounds, one of them traced, step != 0. Computed
+    in uint64 as (|stop - start| - 1) // |step| + 1: the distance between two int64 values and
+    the magnitude of any int64 step fit in uint64, so no bound (up to +-2**63) overflows the way
+    `stop - start + step - 1` would. A static step of +-1 keeps int64 `stop - start` where it is
+    positive, which wraps only past 2**63 - 1 iterations (a loop that never ends anyway)."""
+    from .. import numpy as jnp
+    if not _traced(step):
+        lo, hi = (start, stop) if step > 0 else (stop, start)
+        if abs(step) == 1:
+            return _as_weak_int(jnp.where(hi > lo, hi - lo, 0))
+        distance = _wrapping_difference(hi, lo)  # exact where the range is not empty
+        count = jnp.where(hi > lo, (distance - np.uint64(1)) // np.uint64(abs(step)) + np.uint64(1), np.uint64(0))
+        return _as_weak_int(jnp.astype(count, np.int64))
+    up = step > 0
+    distance = jnp.where(up, _wrapping_difference(stop, start), _wrapping_difference(start, stop))
+    magnitude = jnp.where(up, _wrapping_difference(step, 0), _wrapping_difference(0, step))
+    nonempty = jnp.where(up, stop > start, stop < start)
+    safe = jnp.where(magnitude == 0, np.uint64(1), magnitude)  # (a zero step has raised already)
+    count = jnp.where(nonempty, (distance - np.uint64(1)) // safe + np.uint64(1), np.uint64(0))
+    return _as_weak_int(jnp.astype(count, np.int64))
+
+
+def _wrapping_difference(a: Any, b: Any) -> Any:
+    """`a - b` of two int64 values as uint64, modulo 2**64 (Python ints are reduced first, so
+    no NumPy scalar overflows while tracing)."""
+    if not _traced(a) and not _traced(b):
+        return np.uint64((a - b) % 2**64)
+    return _as_uint64(a) - _as_uint64(b)
+
+
+def _as_uint64(v: Any) -> Any:
+    """An int64 bound's bits as uint64 (two's complement), so differences wrap exactly. The
+    traced value is cast as an int64 array, not as a Python int (whose cast to uint64 would
+    check, at the call, that the argument is not negative)."""
+    from .. import numpy as jnp
+    return jnp.astype(Tracer(v._ctx, v.ir_var, None), np.uint64) if _traced(v) else np.uint64(v % 2**64)
 
 
 def _as_int(x: Any) -> Any:
     from .. import numpy as jnp
     if _traced(x):
-        t = x if x.dtype == np.int64 else jnp.astype(x, np.int64)
-        return Tracer(t._ctx, t.ir_var, int)
+        return _as_weak_int(x if x.dtype == np.int64 else jnp.astype(x, np.int64))
     return int(x)
+
+
+def _as_weak_int(t: Tracer) -> Tracer:
+    """An int64 traced value that computes like a Python int (weak type)."""
+    return Tracer(t._ctx, t.ir_var, int)
 
 
 def _static_traced_for(r: range, body: Callable, target: Any, state: tuple, names: tuple, written: tuple,
@@ -772,7 +851,7 @@ def _traced_for(bounds: tuple, body: Callable, target: Any, state: tuple, names:
         if static_range is not None:
             raise _ContainerChanged()
         raise UnsupportedOperationError(
-            f"the loop at {user_frame_location()} changes the Python container `{grown[0]}` (e.g. list.append), "
+            f"the loop at {_at()} changes the Python container `{grown[0]}` (e.g. list.append), "
             "but its trip count is only known at run time, so the loop is compiled and runs its body once "
             "while tracing. Write into an array instead (out = np.empty(n); out[i] = ...), or make the range "
             "static (a shape, or a static argument).")
@@ -803,7 +882,7 @@ def _truth_or_const(x: Any) -> Any:
 class _TracedLoopError(UnsupportedOperationError):
     def __init__(self, why: str, instead: str = "its trip count is only known at run time (a static range "
                                                 "would be unrolled)", hint: str = "") -> None:
-        super().__init__(f"the loop at {user_frame_location()} cannot be compiled as one loop: {why} from one "
+        super().__init__(f"the loop at {_at()} cannot be compiled as one loop: {why} from one "
                          f"iteration to the next, and {instead}. Give the variable its final type and shape "
                          f"before the loop{hint}.")
 
@@ -832,7 +911,7 @@ def while_stmt(cond: Callable, body: Callable, state: tuple, names: tuple, writt
             return state
         test = cond(state)
         if _traced(test) or (flag is not None and _traced(state[flag])):
-            _refuse(unsupported, "a `while` loop on a traced condition")
+            _refuse(unsupported, "a `while` loop on a traced condition", "loop")
             return _traced_while(cond, body, state, names, written, flag)
         if not test:
             return state
@@ -873,7 +952,7 @@ def _traced_while(cond: Callable, body: Callable, state: tuple, names: tuple, wr
     grown = _changed_containers(snapshots)
     if grown:
         raise UnsupportedOperationError(
-            f"the `while` loop at {user_frame_location()} changes the Python container `{grown[0]}` (e.g. "
+            f"the `while` loop at {_at()} changes the Python container `{grown[0]}` (e.g. "
             "list.append), but its condition is traced, so the loop is compiled and runs its body once while "
             "tracing. Write into an array of a fixed size instead.")
     return _write_back(st, st.rebuild(carry), set.intersection(*in_place[-1:]) if in_place else set(), written)

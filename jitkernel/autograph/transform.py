@@ -4,6 +4,9 @@
 
 Per function, in this order (each pass sees the result of the one before):
 
+0. named expressions (walrus.py): a `while` whose test holds `:=` tests inside its body, and a
+   conditional expression / `and` / `or` / comparison chain with `:=` in an operand evaluated
+   only sometimes becomes `if` statements before its statement, so the name is the function's;
 1. expressions: `x if c else y`, `and`, `or`, `not`, `max(...)`, `min(...)` become helper calls
    whose operands are lambdas (so they stay lazy, as in Python);
 2. loops (inner first): in a `for i in range(...)` or `while` loop, `return e` becomes
@@ -29,6 +32,7 @@ from typing import Callable, Iterable
 
 from .analysis import (always_returns, bound_names, contains, declared_outside, function_locals, is_generator,
                        walk_scope, written_bases)
+from .walrus import NamedExpressions
 
 AG = "ag__"
 _BUILTIN_CALLS = ("max", "min", "len")
@@ -271,6 +275,9 @@ class FunctionConverter:
         for nested in [n for n in walk_scope(fn.body) if isinstance(n, ast.FunctionDef)]:
             FunctionConverter.function(self, nested)
         saved = getattr(self, "locals", None)
+        walrus = NamedExpressions(_located)
+        fn.body = walrus.block(fn.body)
+        self.converted += walrus.converted
         self.locals = function_locals(fn)
         expressions = _Expressions(self.locals)
         fn.body = _flatten([expressions.visit(s) for s in fn.body])

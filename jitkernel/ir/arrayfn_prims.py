@@ -14,6 +14,7 @@ import builtins
 import numpy as np
 
 from .primitives import Primitive, register
+from .program import RAISING_STEPS
 from .types import AType
 
 
@@ -44,3 +45,6 @@ def _raise_if_impl(value: np.ndarray, bad: np.ndarray, *, exception: str, messag
 
 
 register(Primitive("raise_if", "library", _raise_if_rule, _raise_if_impl))
+# NumPy (and Python: range() with a zero step) raises even when the checked value is never read:
+# dead-code elimination keeps the check, in sub-programs too (ir/program.py may_raise).
+RAISING_STEPS.add("raise_if")

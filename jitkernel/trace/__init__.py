@@ -23,6 +23,7 @@ def trace_program(fun: Callable[..., Any], name: str,
     watch = random_guard.RandomStateWatch(fun)
     random_guard.install()
     creation.install()
+    watch.start()  # (records, in this thread only, the lines naming a generator that the trace runs)
     try:
         unsupported.install()  # inside: a failure still uninstalls the others
         with TraceContext(name) as ctx, user_line_warnings():
@@ -60,6 +61,7 @@ def trace_program(fun: Callable[..., Any], name: str,
                 outvars.append(count.ir_var)
     finally:
         unsupported.uninstall()
+        watch.stop()
         creation.uninstall()
         random_guard.uninstall()
     watch.check(name)

@@ -13,17 +13,22 @@ constant of the compiled program: every call would return the same numbers. Two 
    are extension types), and `from numpy.random import rand` binds the unpatched method. So the
    state of every generator the traced function can name (its globals, closure cells and
    defaults, bound methods' owners, and those of the Python functions it names, two levels deep)
-   is compared before and after the trace: a change means a sample was drawn while tracing.
-   For the modules' global generators the comparison is skipped when another thread called a
-   module function meanwhile (it would be inconclusive).
+   is compared before and after the trace. A change alone does not say who drew: another thread
+   may draw from the same generator meanwhile. So the guard is per trace and per thread: while
+   it traces, the tracing thread (and only it: sys.settrace is per thread) records which of the
+   lines that load a generator's name (`rng.normal(...)`, `helper(rng)`, `rand()`) it ran, and a
+   generator counts as drawn by the trace only when its state changed *and* the trace ran one of
+   its lines. Another thread's draws, at any time, never make a trace fail.
 Generators reached in other ways (an attribute of an argument, a helper module's global) are not
 seen; docs/numpy-support.md says so.
 """
 from __future__ import annotations
 
 import ctypes
+import dis
 import functools
 import random as _pyrandom
+import sys
 import types
 from typing import Any, Callable
 
@@ -32,8 +37,6 @@ import numpy as np
 from ..errors import TracedRandomError
 from .context import is_tracing, user_frame_location
 from .patching import ModulePatches
-
-_foreign_calls = 0  # module random functions called by non-tracing threads while patched
 
 _ADVICE = ("A random sample drawn while tracing would be frozen into the compiled program as a "
            "constant: every call would return the same numbers. Use explicit random keys instead: pass "
@@ -50,10 +53,8 @@ def _raise(qualified: str) -> None:
 def _guard(qualified: str, original: Callable) -> Callable:
     @functools.wraps(original)
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        global _foreign_calls
-        if is_tracing():
+        if is_tracing():  # (per thread: other threads call NumPy's own function)
             _raise(qualified)
-        _foreign_calls += 1  # another thread drew while some trace runs (RandomStateWatch)
         return original(*args, **kwargs)
     guarded.__jitkernel_original__ = original  # type: ignore[attr-defined]
     return guarded
@@ -115,10 +116,63 @@ def _freeze(x: Any) -> Any:
     return x
 
 
-def _referenced(fun: Any, depth: int = 2) -> dict[int, tuple[str, Any]]:
+Site = tuple  # (file name, line): where a name that holds a generator is loaded
+
+
+class _Named:
+    """A generator the traced function can name: what to call it in the error, and the lines
+    that load it (None: reached in a way that names no line, e.g. a functools.partial argument;
+    then any change of its state counts)."""
+
+    def __init__(self, name: str, value: Any) -> None:
+        self.name, self.value = name, value
+        self.sites: set[Site] | None = set()
+
+    def add_sites(self, sites: set[Site] | None) -> None:
+        if sites is None or self.sites is None:
+            self.sites = None
+        else:
+            self.sites |= sites
+
+
+_LOADS = {"global": ("LOAD_GLOBAL", "LOAD_NAME"), "cell": ("LOAD_DEREF", "LOAD_CLASSDEREF"),
+          "local": ("LOAD_FAST", "LOAD_FAST_CHECK")}
+_STORES = {"STORE_GLOBAL": "global", "STORE_NAME": "global", "STORE_DEREF": "cell", "STORE_FAST": "local"}
+
+
+def _load_sites(code: types.CodeType, name: str, scope: str, seen: set | None = None) -> set[Site]:
+    """The (file, line) of every instruction of `code` and its nested code objects that loads
+    `name` as a global, a cell (closure) or a local (a parameter's default) to use it: a load
+    stored straight into another name (`r = rng`) only names it, so the loads of that name
+    count instead (a draw through the alias, `r.normal()`, is still seen)."""
+    seen = set() if seen is None else seen
+    if (id(code), name, scope) in seen:
+        return set()
+    seen.add((id(code), name, scope))
+    sites: set[Site] = set()
+    instructions = list(dis.get_instructions(code))
+    line = code.co_firstlineno
+    for k, ins in enumerate(instructions):
+        line = ins.starts_line or line
+        if ins.opname not in _LOADS[scope] or ins.argval != name:
+            continue
+        after = instructions[k + 1] if k + 1 < len(instructions) else None
+        if after is not None and after.opname in _STORES:
+            sites |= _load_sites(code, after.argval, _STORES[after.opname], seen)
+            continue
+        position = getattr(ins, "positions", None)  # (3.11: the instruction's own line)
+        sites.add((code.co_filename, position.lineno if position and position.lineno else line))
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            # a nested function reads an enclosing local through a cell, a global as a global
+            sites |= _load_sites(const, name, "cell" if scope in ("cell", "local") else scope, seen)
+    return sites
+
+
+def _referenced(fun: Any, depth: int = 2) -> dict[int, _Named]:
     """Generators `fun` can name: globals it reads, closure cells, defaults; recursively
-    through the Python functions found there."""
-    found: dict[int, tuple[str, Any]] = {}
+    through the Python functions found there; with the lines that load each."""
+    found: dict[int, _Named] = {}
     seen: set[int] = set()
 
     def code_names(code: types.CodeType) -> set[str]:
@@ -131,7 +185,7 @@ def _referenced(fun: Any, depth: int = 2) -> dict[int, tuple[str, Any]]:
     def visit(f: Any, level: int) -> None:
         while isinstance(f, functools.partial):
             for v in list(f.args) + list(f.keywords.values()):
-                consider("a bound argument", v, level)
+                consider("a bound argument", v, level, None)
             f = f.func
         f = getattr(f, "__wrapped__", None) or getattr(f, "__func__", None) or f
         code = getattr(f, "__code__", None)
@@ -141,21 +195,25 @@ def _referenced(fun: Any, depth: int = 2) -> dict[int, tuple[str, Any]]:
         g = getattr(f, "__globals__", {})
         for name in code_names(code):
             if name in g:
-                consider(name, g[name], level)
+                consider(name, g[name], level, lambda name=name: _load_sites(code, name, "global"))
         for name, cell in zip(code.co_freevars, getattr(f, "__closure__", None) or ()):
             try:
-                consider(name, cell.cell_contents, level)
+                consider(name, cell.cell_contents, level, lambda name=name: _load_sites(code, name, "cell"))
             except ValueError:
                 pass
-        for v in (getattr(f, "__defaults__", None) or ()) + tuple((getattr(f, "__kwdefaults__", None) or {}).values()):
-            consider("a default argument", v, level)
+        params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+        defaults = dict(zip(params[code.co_argcount - len(getattr(f, "__defaults__", None) or ()):code.co_argcount],
+                            getattr(f, "__defaults__", None) or ()))
+        defaults.update(getattr(f, "__kwdefaults__", None) or {})
+        for name, v in defaults.items():
+            consider("a default argument", v, level, lambda name=name: _load_sites(code, name, "local"))
 
-    def consider(name: str, value: Any, level: int) -> None:
+    def consider(name: str, value: Any, level: int, sites: Callable[[], set[Site]] | None) -> None:
         owner = getattr(value, "__self__", None) if isinstance(value, (types.MethodType, types.BuiltinMethodType)) else None
         if isinstance(owner, _GENERATOR_TYPES):  # from numpy.random import rand: a bound method
             value = owner
         if isinstance(value, _GENERATOR_TYPES):
-            found.setdefault(id(value), (name, value))
+            found.setdefault(id(value), _Named(name, value)).add_sites(sites() if sites else None)
         elif level > 0 and isinstance(value, (types.FunctionType, functools.partial)):
             visit(value, level - 1)
 
@@ -167,24 +225,71 @@ def _GLOBALS() -> tuple:
     return (np.random.mtrand._rand, _pyrandom._inst)
 
 
+class _SiteRecorder:
+    """Records which generator-loading lines the current thread runs, between start() and
+    stop(). A trace function set before (a debugger, coverage) keeps receiving every event."""
+
+    def __init__(self, sites: set[Site]) -> None:
+        self.sites = sites
+        self.files = {f for f, _ in sites}
+        self.ran: set[Site] = set()
+        self.previous: Any = None
+
+    def start(self) -> None:
+        self.previous = sys.gettrace()
+        sys.settrace(self._call)
+
+    def stop(self) -> None:
+        sys.settrace(self.previous)
+
+    def _call(self, frame: types.FrameType, event: str, arg: Any) -> Any:
+        local = self.previous(frame, event, arg) if self.previous is not None else None
+        if frame.f_code.co_filename not in self.files:
+            return local
+        return self._local(local)
+
+    def _local(self, inner: Any) -> Callable:
+        def trace(frame: types.FrameType, event: str, arg: Any) -> Any:
+            nonlocal inner
+            if event == "line":
+                site = (frame.f_code.co_filename, frame.f_lineno)
+                if site in self.sites:
+                    self.ran.add(site)
+            if inner is not None:
+                inner = inner(frame, event, arg)
+            return trace
+        return trace
+
+
 class RandomStateWatch:
-    """Snapshots of the generators a trace could draw from; `check()` raises if one moved."""
+    """Snapshots of the generators a trace could draw from; `check()` raises if one moved while
+    the tracing thread ran a line that names it (start() / stop() bracket the trace)."""
 
     def __init__(self, fun: Any) -> None:
         self.generators = []
-        for name, value in _referenced(fun).values():
+        for named in _referenced(fun).values():
+            name, value = named.name, named.value
             what = "NumPy's global generator" if value is np.random.mtrand._rand else \
                 "the random module's global generator" if value is _pyrandom._inst else \
                 f"`{name}` ({type(value).__module__}.{type(value).__name__})"
-            self.generators.append((f"{what} (through `{name}`)" if value in _GLOBALS() else what, value))
-        self.before = [_state(g) for _, g in self.generators]
-        self.foreign = _foreign_calls
+            self.generators.append((f"{what} (through `{name}`)" if value in _GLOBALS() else what, value, named.sites))
+        self.before = [_state(g) for _, g, _ in self.generators]
+        sites = set().union(*[s for _, _, s in self.generators if s])
+        self.recorder = _SiteRecorder(sites) if sites else None
+
+    def start(self) -> None:
+        if self.recorder is not None:
+            self.recorder.start()
+
+    def stop(self) -> None:
+        if self.recorder is not None:
+            self.recorder.stop()
 
     def check(self, function_name: str) -> None:
-        foreign = _foreign_calls != self.foreign
-        for (name, g), before in zip(self.generators, self.before):
-            if foreign and g in _GLOBALS():
-                continue  # another thread drew from the module's generator meanwhile: inconclusive
+        ran = self.recorder.ran if self.recorder is not None else set()
+        for (name, g, sites), before in zip(self.generators, self.before):
+            if sites is not None and not (sites & ran):
+                continue  # this thread never ran a line naming it: a change is another thread's draw
             if _state(g) != before:
                 raise TracedRandomError(
                     f"jitted function {function_name!r} drew random numbers from {name} while it was being "
