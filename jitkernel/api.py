@@ -21,9 +21,10 @@ from .backends import SHAPE_GENERIC, check_backend, size_probe
 from .config import config
 from .device_array import DeviceArray as _DeviceArray
 from .ir import AType, Program, check_dtype
-from .pipeline import (DEVICE_ARRAY_BACKENDS, AliasedArguments, Compiled, compile_program, reuse_program,
+from .pipeline import (DEVICE_ARRAY_BACKENDS, AliasedArguments, Compiled, LayoutChanged, compile_program, reuse_program,
                        same_array_positions)
 from .trace import trace_program
+from .trace.views import argument_strides, c_strides
 from .tracebacks import hide_engine_frames, user_stacklevel
 from .trace.context import check_array_subclass
 from .tree import TreeDef, tree_flatten, tree_unflatten
@@ -69,6 +70,29 @@ def _leaf_array(leaf: Any, spec: tuple) -> np.ndarray:
     if getattr(type(leaf), "_jk_device_array", False):
         return leaf  # the cuda backend uses its buffer; other backends convert it (np.asarray)
     return np.asarray(leaf, dtype=spec[1])  # a copy in native byte order only when it is not
+
+
+def give_argument_layout(tracer: Any, leaf: Any) -> None:
+    """Give an argument's Tracer the caller's real strides, which decide whether its reshape and
+    ravel are views (trace/views.py); C order, the default of every traced array, needs none."""
+    strides = argument_strides(leaf) if tracer._mem is not None else None
+    if strides is not None and strides != c_strides(tracer.shape):
+        tracer._strides = strides
+
+
+def _layout_matches(guard: tuple, leaves: list) -> bool:
+    return all(getattr(leaves[i], "strides", None) == strides for i, strides in guard)
+
+
+def _guarded_by_layout(entry: Callable[[tuple], Any], guard: tuple) -> Callable[[tuple], Any]:
+    """A fast entry that runs only on arguments of the layout its program was traced for; any
+    other layout takes the checked path (Jitted._layout_variant)."""
+    def guarded(args: tuple) -> Any:
+        for i, strides in guard:
+            if args[i].strides != strides:
+                raise LayoutChanged
+        return entry(args)
+    return guarded
 
 
 def static_key(value: Any) -> Any:
@@ -339,6 +363,9 @@ class Jitted:
         self._fast: dict[tuple, Callable] = {}
         self._templates: list[tuple[Signature, set, Any]] = []  # shape-generic machine code
         self._aliased: dict[tuple, Compiled] = {}  # variants for the same array passed twice (_call_aliased)
+        # Variants of a signature for other argument layouts, where a reshape or ravel of an
+        # argument is a view for one layout and a copy for another (_layout_variant).
+        self._layouts: dict[tuple, list[Compiled]] = {}
         # Guards every change to the caches above (compiles of this function run one at a time);
         # the warm fast path only reads `_fast` and takes no lock.
         self._lock = threading.RLock()
@@ -402,8 +429,12 @@ class Jitted:
                     for s in sig.specs]
         if same is not None:
             in_specs = [spec for j, spec in enumerate(in_specs) if same[j] == j]
+        leaves = self._dynamic_leaves(args, kwargs)
+        leaf_of = sorted(set(same)) if same is not None else list(range(len(leaves)))
 
         def build_args(tracers: list) -> tuple[tuple, dict]:
+            for k, t in enumerate(tracers):
+                give_argument_layout(t, leaves[leaf_of[k]])
             if same is not None:
                 position = {leaf: k for k, leaf in enumerate(sorted(set(same)))}
                 tracers = [tracers[position[same[j]]] for j in range(len(same))]
@@ -415,9 +446,35 @@ class Jitted:
             return full_args, full_kwargs
 
         program, out_tree = trace_program(self._function_to_trace(), self.__name__, in_specs, build_args)
+        program.layout_guard = tuple((leaf_of[i], leaves[leaf_of[i]].strides) for i in program.layout_args)
         names = sig.names if same is None else [n for j, n in enumerate(sig.names) if same[j] == j]
         program.written_names = tuple(names[i] for i, _ in program.written_args)
         return program, out_tree
+
+    def _dynamic_leaves(self, args: tuple, kwargs: dict) -> list:
+        """The caller's own argument leaves, in the order of the program's inputs."""
+        dyn = (tuple(a for i, a in enumerate(args) if i not in self.static_argnums),
+               {k: v for k, v in kwargs.items() if k not in self.static_argnames})
+        return tree_flatten(dyn)[0]
+
+    def _layout_variant(self, sig: Signature, compiled: Compiled, args: tuple, kwargs: dict, leaves: list) -> Compiled:
+        """The entry of this signature traced for these arguments' layouts. Only a program whose
+        view-or-copy decisions read an argument's strides has a guard (`x.ravel()` is a view of a
+        C-ordered argument and a copy of an F-ordered one); the others serve every layout."""
+        if _layout_matches(compiled.program.layout_guard, leaves):
+            return compiled
+        for variant in self._layouts.get(sig.key, ()):
+            if _layout_matches(variant.program.layout_guard, leaves):
+                return variant
+        with self._lock:
+            variants = self._layouts.setdefault(sig.key, [])
+            for variant in variants:
+                if _layout_matches(variant.program.layout_guard, leaves):
+                    return variant
+            variant = self._compile(sig, args, kwargs)
+            variant.function_id = self.function_id
+            variants.append(variant)
+            return variant
 
     def _function_to_trace(self) -> Callable[..., Any]:
         """`fun` with its Python control flow converted (jitkernel/autograph), once; `fun`
@@ -544,6 +601,7 @@ class Jitted:
         """Drop one compiled entry (the lock is held). The fast path forgets every entry: it is
         keyed differently, and is rebuilt by the next calls."""
         del self._cache[key], self._signatures[key]
+        self._layouts.pop(key, None)
         self._fast.clear()
 
     def _record_recompilation(self, rec: Recompilation) -> None:
@@ -674,10 +732,11 @@ class Jitted:
             return call(self, args, kwargs)
         sig, compiled, arrays = self._lookup(args, kwargs)
         leaves = None
+        if compiled.program.layout_guard:
+            leaves = self._dynamic_leaves(args, kwargs)
+            compiled = self._layout_variant(sig, compiled, args, kwargs, leaves)
         if compiled.program.written_args or getattr(compiled.program, "byteorder_sources", None):
-            dyn = (tuple(a for i, a in enumerate(args) if i not in self.static_argnums),
-                   {k: v for k, v in kwargs.items() if k not in self.static_argnames})
-            leaves = tree_flatten(dyn)[0]  # the caller's own arrays: written ones are copied back
+            leaves = self._dynamic_leaves(args, kwargs)  # the caller's own arrays: written ones are copied back
         if compiled.program.written_args:
             same = same_array_positions(leaves)
             if same is not None:  # f(a, a) writing an argument: a variant with one Memory for both
@@ -695,7 +754,7 @@ class Jitted:
         array (`f(a, a)`): traced again with one Tracer (one Memory) per distinct array, so a
         write through one name is seen through the other, as in NumPy. Cached per pattern; not
         on the fast path."""
-        key = (sig.key, same)
+        key = (sig.key, same, tuple(getattr(leaf, "strides", None) for leaf in leaves))  # layouts: _layout_variant
         compiled = self._aliased.get(key)
         if compiled is None:
             with self._lock:
@@ -730,6 +789,8 @@ class Jitted:
             else:
                 return
         entry = compiled.fast_entry(scalars, sig.describe())
+        if compiled.program.layout_guard:
+            entry = _guarded_by_layout(entry, compiled.program.layout_guard)
         with self._lock:
             if self._cache.get(sig.key) is compiled:  # not evicted by another thread meanwhile
                 self._fast[key[0] if len(key) == 1 else tuple(key)] = entry

@@ -17,6 +17,12 @@ class AliasedArguments(ValueError):
     same array; Jitted runs a variant traced with one Memory for both (never seen by users)."""
 
 
+class LayoutChanged(AliasedArguments):
+    """Raised by a fast entry whose program was traced for other argument strides (a reshape or
+    ravel of an argument that is a view for one layout and a copy for another): the call takes
+    the checked path, which picks or traces the variant for this layout (never seen by users)."""
+
+
 def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
     """The same memory with the same layout: the same array under two names."""
     if a is b:

@@ -87,7 +87,7 @@ def asarray(a: Any, dtype: Any = None, order: Any = None, **kw: Any) -> Any:
 def array(a: Any, dtype: Any = None, copy: Any = True, **kw: Any) -> Any:
     """numpy.array: a new array (a copy unless copy=False allows sharing)."""
     out = asarray(a, dtype=dtype)
-    if isinstance(out, Tracer) and out is a and copy is not False:
+    if isinstance(out, Tracer) and out is a and copy is not False and copy is not None:  # copy=None: only if needed
         return _new_array(out)
     return out
 

@@ -63,6 +63,7 @@ def trace_program(fun: Callable[..., Any], name: str,
     watch.check(name)
     program = ctx.program(outvars)
     program.written_args = written
+    program.layout_args = tuple(mem.index for mem in ctx.argument_memories if mem.layout_read)
     program.trimmed_outputs = tuple(trims)
     return program, out_tree
 

@@ -32,7 +32,7 @@ class Memory:
     write. `argument` is the caller's array (its input index in `index`); `written` marks a base
     that was written, whose final value is then a hidden output (arguments) of the program."""
 
-    __slots__ = ("argument", "ctx", "value", "version", "written", "index")
+    __slots__ = ("argument", "ctx", "value", "version", "written", "index", "layout_read")
 
     def __init__(self, argument: bool = False, ctx: Any = None, value: Var | None = None, index: int = -1) -> None:
         self.argument = argument
@@ -41,6 +41,9 @@ class Memory:
         self.version = 0
         self.written = False
         self.index = index
+        # A view-or-copy decision read this argument's real strides: the program is valid only
+        # for arguments of the same layout (Program.layout_args, the call's layout guard).
+        self.layout_read = False
 
 
 def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -53,7 +56,31 @@ def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def strides_of(t: Any) -> tuple[int, ...]:
-    return t._strides if t._view is not None and t._strides is not None else c_strides(t.shape)
+    """t's element strides relative to its base: a view's own, an argument's real layout (set by
+    TraceContext.new_input), C order for an array made inside the function."""
+    return t._strides if t._strides is not None else c_strides(t.shape)
+
+
+def argument_strides(array: Any) -> tuple[int, ...] | None:
+    """The element strides of a caller's array, as the trace's view rules read them (None for
+    what has no strides: Python scalars, device arrays). Byte strides that are not a multiple of
+    the item size (a hand-made as_strided layout) are kept in bytes: NumPy merges axes on stride
+    equalities, which hold in bytes exactly when they hold in elements."""
+    strides = getattr(array, "strides", None)
+    if strides is None:
+        return None
+    size = array.dtype.itemsize
+    if size and all(s % size == 0 for s in strides):
+        return tuple(s // size for s in strides)
+    return tuple(strides)
+
+
+def _layout_decides(t: Any) -> None:
+    """A view-or-copy decision is being made on t's strides: if t is (a view of) an argument, the
+    program depends on that argument's layout (a C-ordered call and an F-ordered one differ)."""
+    mem = t._mem
+    if mem is not None and mem.argument:
+        mem.layout_read = True
 
 
 def _numpy_layout(shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
@@ -71,8 +98,9 @@ def reshape_strides(shape: tuple[int, ...], strides: tuple[int, ...], new_shape:
 
 
 def is_c_contiguous(t: Any) -> bool:
-    if t._view is None:
-        return True
+    if t._view is None and t._strides is None:
+        return True  # made inside the function: C order
+    _layout_decides(t)
     return bool(_numpy_layout(t.shape, strides_of(t)).flags.c_contiguous)
 
 
@@ -85,6 +113,7 @@ def _view_strides(parent: Any, prim: str, params: dict, out_shape: tuple[int, ..
     if prim == "transpose":
         return tuple(s[p] for p in params["permutation"])
     if prim == "reshape":
+        _layout_decides(parent)
         return reshape_strides(parent.shape, s, out_shape)
     if prim in ("real", "imag"):
         return tuple(2 * x for x in s)  # a part of each complex element: twice the stride in floats
