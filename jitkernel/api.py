@@ -9,6 +9,7 @@ import logging
 import os
 import struct
 import threading
+import types
 import warnings
 import weakref
 from dataclasses import dataclass
@@ -21,8 +22,9 @@ from .backends import SHAPE_GENERIC, check_backend, size_probe
 from .config import config
 from .device_array import DeviceArray as _DeviceArray
 from .ir import AType, Program, check_dtype
-from .pipeline import (DEVICE_ARRAY_BACKENDS, AliasedArguments, Compiled, LayoutChanged, compile_program, reuse_program,
-                       same_array_positions)
+from .pipeline import (DEVICE_ARRAY_BACKENDS, AliasedArguments, CheckedPathNeeded, Compiled, compile_program,
+                       reuse_program, same_array_positions, shares_memory)
+from .pipeline import _same_array as same_array
 from .trace import trace_program
 from .trace.views import argument_strides, c_strides
 from .tracebacks import hide_engine_frames, user_stacklevel
@@ -90,7 +92,80 @@ def _guarded_by_layout(entry: Callable[[tuple], Any], guard: tuple) -> Callable[
     def guarded(args: tuple) -> Any:
         for i, strides in guard:
             if args[i].strides != strides:
-                raise LayoutChanged
+                raise CheckedPathNeeded
+        return entry(args)
+    return guarded
+
+
+class CapturedNames:
+    """The names a function's code reads from its globals or closure (nested functions and
+    comprehensions included), to find the NumPy arrays it reads that way at each call: an
+    argument it writes may be one of them (`def f(a): a += 1; return G.sum()` called as f(G))."""
+
+    def __init__(self, fn: Any) -> None:
+        self.cells: dict[str, Any] = {}
+        self.globals: dict[str, Any] = {}
+        self.names: tuple[str, ...] = ()
+        if not isinstance(fn, types.FunctionType):
+            return
+        self.cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+        self.globals = fn.__globals__
+        names: set[str] = set()
+        stack = [fn.__code__]
+        while stack:
+            code = stack.pop()
+            names.update(code.co_names)
+            stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+        self.names = tuple(sorted(names - set(self.cells)))
+
+    def arrays(self) -> list[tuple[str, np.ndarray]]:
+        """(name, array) of each NumPy array those names hold now."""
+        found = []
+        for name, cell in self.cells.items():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if isinstance(value, np.ndarray):
+                found.append((name, value))
+        for name in self.names:
+            value = self.globals.get(name)
+            if isinstance(value, np.ndarray):
+                found.append((name, value))
+        return found
+
+
+def _bound_names(fn: Any, aliases: tuple) -> tuple[Any, Callable[[Callable[[int], Any]], None]]:
+    """`fn` (a plain function) whose global or closure names in `aliases` ((name, leaf index))
+    will read the Tracer of that argument leaf instead of the caller's array, in a namespace of
+    its own (a copy of its globals, new cells: the module's globals are never changed), and the
+    function that binds them once the Tracers exist."""
+    closure_names = fn.__code__.co_freevars
+    names = dict(aliases)
+    namespace = dict(fn.__globals__)
+    cells = {name: types.CellType() for name in names if name in closure_names}
+    closure = tuple(cells.get(name, cell) for name, cell in zip(closure_names, fn.__closure__ or ()))
+    new = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, closure or None)
+    new.__kwdefaults__ = fn.__kwdefaults__
+
+    def bind(tracer_of_leaf: Callable[[int], Any]) -> None:
+        for name, i in names.items():
+            if name in cells:
+                cells[name].cell_contents = tracer_of_leaf(i)
+            else:
+                namespace[name] = tracer_of_leaf(i)
+    return new, bind
+
+
+def _guarded_by_globals(entry: Callable[[tuple], Any], captured: CapturedNames, written: tuple) -> Callable[[tuple], Any]:
+    """A fast entry of a function that writes arguments and reads arrays from its globals or
+    closure: a call where a written argument shares memory with one of them takes the checked
+    path (Jitted._global_aliases)."""
+    def guarded(args: tuple) -> Any:
+        for _, array in captured.arrays():
+            for i in written:
+                if isinstance(args[i], np.ndarray) and np.may_share_memory(array, args[i]):
+                    raise CheckedPathNeeded
         return entry(args)
     return guarded
 
@@ -366,6 +441,7 @@ class Jitted:
         # Variants of a signature for other argument layouts, where a reshape or ravel of an
         # argument is a view for one layout and a copy for another (_layout_variant).
         self._layouts: dict[tuple, list[Compiled]] = {}
+        self._captured = CapturedNames(fun)  # arrays read as globals or closure variables
         # Guards every change to the caches above (compiles of this function run one at a time);
         # the warm fast path only reads `_fast` and takes no lock.
         self._lock = threading.RLock()
@@ -422,7 +498,8 @@ class Jitted:
         return names
 
     # -- tracing and compiling -------------------------------------------------------------
-    def _trace(self, sig: Signature, args: tuple, kwargs: dict, same: tuple[int, ...] | None = None) -> tuple[Program, TreeDef]:
+    def _trace(self, sig: Signature, args: tuple, kwargs: dict, same: tuple[int, ...] | None = None,
+               globals_as: tuple = ()) -> tuple[Program, TreeDef]:
         """Trace for `sig`. `same[j]` (an aliased call, see _call_aliased) is the first leaf that
         is the same array as leaf j: those leaves get one Tracer, and the program one input."""
         in_specs = [(AType(s[2], s[1]), None) if s[0] == "array" else (AType((), _PY_SCALAR_DTYPES[s[1]]), s[1])
@@ -432,7 +509,14 @@ class Jitted:
         leaves = self._dynamic_leaves(args, kwargs)
         leaf_of = sorted(set(same)) if same is not None else list(range(len(leaves)))
 
+        fun = self._function_to_trace()
+        bind = None
+        if globals_as:  # `globals_as` names read the argument's Tracer (_call_with_globals)
+            fun, bind = _bound_names(fun, globals_as)
+
         def build_args(tracers: list) -> tuple[tuple, dict]:
+            if bind is not None:
+                bind(lambda i: tracers[leaf_of.index(i)])
             for k, t in enumerate(tracers):
                 give_argument_layout(t, leaves[leaf_of[k]])
             if same is not None:
@@ -445,7 +529,7 @@ class Jitted:
             full_kwargs.update({k: v for k, v in kwargs.items() if k in self.static_argnames})
             return full_args, full_kwargs
 
-        program, out_tree = trace_program(self._function_to_trace(), self.__name__, in_specs, build_args)
+        program, out_tree = trace_program(fun, self.__name__, in_specs, build_args)
         program.layout_guard = tuple((leaf_of[i], leaves[leaf_of[i]].strides) for i in program.layout_args)
         names = sig.names if same is None else [n for j, n in enumerate(sig.names) if same[j] == j]
         program.written_names = tuple(names[i] for i, _ in program.written_args)
@@ -741,6 +825,9 @@ class Jitted:
             same = same_array_positions(leaves)
             if same is not None:  # f(a, a) writing an argument: a variant with one Memory for both
                 return self._call_aliased(sig, args, kwargs, arrays, leaves, same)
+            aliases = self._global_aliases(compiled, leaves)
+            if aliases:  # f(G) where f writes its argument and reads the global G
+                return self._call_with_globals(sig, args, kwargs, arrays, leaves, aliases)
         result = compiled(arrays, leaves)
         if getattr(compiled.program, "byteorder_sources", None):
             result = _restore_byteorder(result, compiled, leaves)
@@ -771,6 +858,56 @@ class Jitted:
             result = _restore_byteorder(result, compiled, [leaves[i] for i in distinct])
         return result
 
+    def _global_aliases(self, compiled: Compiled, leaves: list) -> tuple:
+        """(name, leaf index) of each array the function reads as a global or closure variable
+        that is an argument it writes (the same array), so that those reads see the writes as in
+        NumPy. An array that only partly overlaps a written argument is refused."""
+        captured = self._captured.arrays()
+        if not captured:
+            return ()
+        aliases = []
+        for i, _ in compiled.program.written_args:
+            leaf = leaves[i]
+            if not isinstance(leaf, np.ndarray):
+                continue
+            for name, array in captured:
+                if array is leaf or same_array(array, leaf):
+                    aliases.append((name, i))
+                elif shares_memory(array, leaf):
+                    from .errors import UnsupportedOperationError
+                    raise UnsupportedOperationError(
+                        f"{self.__name__}: argument {self._leaf_name(compiled, i)!r}, which the function writes, "
+                        f"shares memory with {name!r}, an array the function reads as a global or closure "
+                        f"variable, without being the same array: its reads of {name!r} would not see the writes "
+                        f"as in NumPy. Pass {name!r} as an argument too (or a copy of one of them).")
+        return tuple(sorted(set(aliases)))
+
+    def _leaf_name(self, compiled: Compiled, i: int) -> str:
+        names = dict(zip((k for k, _ in compiled.program.written_args), compiled.program.written_names))
+        return names.get(i, f"args[{i}]")
+
+    def _call_with_globals(self, sig: Signature, args: tuple, kwargs: dict, arrays: list, leaves: list,
+                           aliases: tuple) -> Any:
+        """Run a function that writes an argument which it also reads as a global or closure
+        array (`def f(a): a += 1; return G.sum()` called as `f(G)`): traced with that name bound
+        to the argument's Tracer, so its reads see the writes. Cached per pattern and layout;
+        not on the fast path."""
+        key = (sig.key, "globals", aliases, tuple(getattr(leaf, "strides", None) for leaf in leaves))
+        compiled = self._aliased.get(key)
+        if compiled is None:
+            with self._lock:
+                compiled = self._aliased.get(key)
+                if compiled is None:
+                    program, out_tree = self._trace(sig, args, kwargs, globals_as=aliases)
+                    compiled = compile_program(program, out_tree, self._backend_name(), name=self.__name__,
+                                               fastmath=self.fastmath, disk_cache=self.disk_cache and config.disk_cache)
+                    compiled.function_id = self.function_id
+                    self._aliased[key] = compiled
+        result = compiled(arrays, leaves)
+        if getattr(compiled.program, "byteorder_sources", None):
+            result = _restore_byteorder(result, compiled, leaves)
+        return result
+
     def _register_fast(self, args: tuple, compiled: Compiled, sig: Signature) -> None:
         key: list = []
         scalars: list = []
@@ -791,6 +928,9 @@ class Jitted:
         entry = compiled.fast_entry(scalars, sig.describe())
         if compiled.program.layout_guard:
             entry = _guarded_by_layout(entry, compiled.program.layout_guard)
+        if compiled.program.written_args and (self._captured.names or self._captured.cells):
+            # (names, not the arrays they hold now: a global may be bound to an array later)
+            entry = _guarded_by_globals(entry, self._captured, tuple(i for i, _ in compiled.program.written_args))
         with self._lock:
             if self._cache.get(sig.key) is compiled:  # not evicted by another thread meanwhile
                 self._fast[key[0] if len(key) == 1 else tuple(key)] = entry
