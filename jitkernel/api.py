@@ -77,7 +77,9 @@ def _leaf_array(leaf: Any, spec: tuple) -> np.ndarray:
 def give_argument_layout(tracer: Any, leaf: Any) -> None:
     """Give an argument's Tracer the caller's real strides, which decide whether its reshape and
     ravel are views (trace/views.py); C order, the default of every traced array, needs none."""
-    strides = argument_strides(leaf) if tracer._mem is not None else None
+    if tracer._mem is None or getattr(leaf, "shape", None) != tracer.shape:
+        return  # a Python scalar, or a probe trace at other sizes (Jitted._dynamic_base)
+    strides = argument_strides(leaf)
     if strides is not None and strides != c_strides(tracer.shape):
         tracer._strides = strides
 
@@ -100,23 +102,23 @@ def _guarded_by_layout(entry: Callable[[tuple], Any], guard: tuple) -> Callable[
 class CapturedNames:
     """The names a function's code reads from its globals or closure (nested functions and
     comprehensions included), to find the NumPy arrays it reads that way at each call: an
-    argument it writes may be one of them (`def f(a): a += 1; return G.sum()` called as f(G))."""
+    argument it writes may be one of them (`def f(a): a += 1; return G.sum()` called as f(G)).
+    The code is read on first use (a global may be bound after the function is decorated)."""
 
     def __init__(self, fn: Any) -> None:
+        self._fn = fn
+        self._names: tuple[str, ...] | None = None
         self.cells: dict[str, Any] = {}
         self.globals: dict[str, Any] = {}
-        self.names: tuple[str, ...] = ()
-        if not isinstance(fn, types.FunctionType):
-            return
-        self.cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-        self.globals = fn.__globals__
-        names: set[str] = set()
-        stack = [fn.__code__]
-        while stack:
-            code = stack.pop()
-            names.update(code.co_names)
-            stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-        self.names = tuple(sorted(names - set(self.cells)))
+        if isinstance(fn, types.FunctionType):
+            self.cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+            self.globals = fn.__globals__
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        if self._names is None:
+            self._names = _global_names(self._fn) if isinstance(self._fn, types.FunctionType) else ()
+        return self._names
 
     def arrays(self) -> list[tuple[str, np.ndarray]]:
         """(name, array) of each NumPy array those names hold now."""
@@ -133,6 +135,18 @@ class CapturedNames:
             if isinstance(value, np.ndarray):
                 found.append((name, value))
         return found
+
+
+def _global_names(fn: types.FunctionType) -> tuple[str, ...]:
+    """The global names fn's code (and the code nested in it) loads."""
+    import dis
+    names: set[str] = set()
+    stack = [fn.__code__]
+    while stack:
+        code = stack.pop()
+        names.update(i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME"))
+        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return tuple(sorted(names))
 
 
 def _bound_names(fn: Any, aliases: tuple) -> tuple[Any, Callable[[Callable[[int], Any]], None]]:
@@ -938,7 +952,9 @@ class Jitted:
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """Trace and compile for these arguments (or reuse the cached entry) without running."""
         try:
-            _, compiled, _ = self._lookup(args, kwargs)
+            sig, compiled, _ = self._lookup(args, kwargs)
+            if compiled.program.layout_guard:
+                compiled = self._layout_variant(sig, compiled, args, kwargs, self._dynamic_leaves(args, kwargs))
         except BaseException as e:
             hide_engine_frames(e)
             raise
@@ -965,6 +981,8 @@ class Jitted:
             compiled = self._cache.get(sig.key)
             if compiled is None:
                 sig, compiled, _ = self._miss_or_static_ints(sig, args, kwargs, arrays)
+        if compiled.program.layout_guard:
+            compiled = self._layout_variant(sig, compiled, args, kwargs, self._dynamic_leaves(args, kwargs))
         return sig.describe(), compiled
 
     def clear_cache(self) -> None:

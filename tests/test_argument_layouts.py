@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 import jitkernel as jk
 from emulator_suite import DRAWN_BACKENDS, emulator_backends
 
-SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None, print_blob=False)
+SETTINGS = settings(max_examples=200, deadline=None, derandomize=True, database=None, print_blob=False)
 
 # Each layout makes a fresh array (called once for jitkernel and once for NumPy).
 LAYOUTS = {

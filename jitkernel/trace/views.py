@@ -113,7 +113,8 @@ def _view_strides(parent: Any, prim: str, params: dict, out_shape: tuple[int, ..
     if prim == "transpose":
         return tuple(s[p] for p in params["permutation"])
     if prim == "reshape":
-        _layout_decides(parent)
+        if [n for n in parent.shape if n != 1] != [n for n in out_shape if n != 1]:
+            _layout_decides(parent)  # (adding or dropping size-1 axes is a view for every layout)
         return reshape_strides(parent.shape, s, out_shape)
     if prim in ("real", "imag"):
         return tuple(2 * x for x in s)  # a part of each complex element: twice the stride in floats
