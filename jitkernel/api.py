@@ -244,7 +244,7 @@ def _restore_byteorder(result: Any, compiled: Compiled, leaves: list) -> Any:
     outs, out_tree = tree_flatten(result, namedtuples=True)
     for k, i in compiled.program.byteorder_sources:
         if i in swapped and isinstance(outs[k], _ndarray):
-            outs[k] = outs[k].astype(swapped[i])
+            outs[k] = outs[k].astype(swapped[i], copy=False)  # (a returned view of the argument has it)
     return tree_unflatten(out_tree, outs)
 
 
@@ -544,7 +544,8 @@ class Jitted:
             return full_args, full_kwargs
 
         program, out_tree = trace_program(fun, self.__name__, in_specs, build_args)
-        program.layout_guard = tuple((leaf_of[i], leaves[leaf_of[i]].strides) for i in program.layout_args)
+        program.layout_guard = tuple((leaf_of[i], getattr(leaves[leaf_of[i]], "strides", None))
+                                     for i in program.layout_args)
         names = sig.names if same is None else [n for j, n in enumerate(sig.names) if same[j] == j]
         program.written_names = tuple(names[i] for i, _ in program.written_args)
         return program, out_tree
@@ -572,6 +573,12 @@ class Jitted:
             variant = self._compile(sig, args, kwargs)
             variant.function_id = self.function_id
             variants.append(variant)
+            reasons = [f"{sig.names[i]}: strides {strides} -> {getattr(leaves[i], 'strides', None)} (a reshape or ravel "
+                       "of it is a view for one layout and a copy for the other)"
+                       for i, strides in compiled.program.layout_guard
+                       if getattr(leaves[i], "strides", None) != strides]
+            self._record_recompilation(Recompilation(self.__name__, reasons, sig.describe(), sig.describe(),
+                                                     variant.compile_seconds, variant.trace_seconds))
             return variant
 
     def _function_to_trace(self) -> Callable[..., Any]:
@@ -833,7 +840,8 @@ class Jitted:
         if compiled.program.layout_guard:
             leaves = self._dynamic_leaves(args, kwargs)
             compiled = self._layout_variant(sig, compiled, args, kwargs, leaves)
-        if compiled.program.written_args or getattr(compiled.program, "byteorder_sources", None):
+        if compiled.program.written_args or compiled.program.output_views \
+                or getattr(compiled.program, "byteorder_sources", None):
             leaves = self._dynamic_leaves(args, kwargs)  # the caller's own arrays: written ones are copied back
         if compiled.program.written_args:
             same = same_array_positions(leaves)

@@ -128,7 +128,7 @@ class Compiled:
         run = getattr(self.executable, "run", self.executable)
         convert = [(i, dt) for i, dt in enumerate(scalar_dtypes) if dt is not None]
         single = self.out_tree.kind == "leaf" and self.optimized.outvars[0].aval.ndim > 0 \
-            and not self.program.trimmed_outputs
+            and not self.program.trimmed_outputs and not self.program.output_views
         run_single = getattr(self.executable, "run_single", None)
         finish = self.finish
         subscribers = events.SUBSCRIBERS
@@ -164,10 +164,10 @@ class Compiled:
                 for i, dt in convert:
                     args[i] = np.asarray(args[i], dt)
             if subscribers:
-                return observed(lambda: run(args)[0] if single else finish(run(args)))
+                return observed(lambda: run(args)[0] if single else finish(run(args), args))
             if single:
                 return run(args)[0]
-            return finish(run(args))
+            return finish(run(args), args)
         return entry
 
     def _writing_entry(self, run: Callable, convert: list, subscribers: list, observed: Callable) -> Callable[[tuple], Any]:
@@ -188,12 +188,12 @@ class Compiled:
                 return observed(lambda: _run_and_write(arrays, args))
             results = run(arrays)
             write_back(results, args)
-            return finish(results)
+            return finish(results, args)
 
         def _run_and_write(arrays: Any, args: tuple) -> Any:
             results = run(arrays)
             write_back(results, args)
-            return finish(results)
+            return finish(results, args)
         return entry
 
     def check_targets(self, targets: Any) -> None:
@@ -247,11 +247,28 @@ class Compiled:
             elif outs[k] is not targets[i]:  # else the kernels wrote the caller's array in place
                 np.copyto(targets[i], outs[k], casting="unsafe")
 
-    def finish(self, outs: list[np.ndarray]) -> Any:
+    def finish(self, outs: list[np.ndarray], targets: Any = None) -> Any:
+        """The call's result from the program's outputs; `targets` (the caller's own arguments)
+        give the outputs that are an argument or a view of one as that view (NumPy's aliasing)."""
+        if targets is not None and self.program.output_views:
+            outs = self.argument_views(outs, targets)
         if self.program.trimmed_outputs:
             outs = trim_outputs(outs, self.program.trimmed_outputs)
         # NumPy returns scalars, not 0-d arrays, from ufuncs and reductions: so do we.
         return tree_unflatten(self.out_tree, [o[()] if o.ndim == 0 else o for o in outs])
+
+    def argument_views(self, outs: list, targets: Any) -> list:
+        """Replace each output that the function returned as an argument or a view of one by that
+        view of the caller's array (after write_back: it shows the final values)."""
+        from .trace.views import replay_view
+        outs = list(outs)
+        for k, i, chain in self.program.output_views:
+            array = targets[i]
+            if isinstance(array, np.ndarray):  # (a DeviceArray or a scalar keeps the program's result)
+                view = replay_view(array, chain)
+                if view is not None:
+                    outs[k] = view
+        return outs
 
     def check_inputs(self, args: Any) -> None:
         """Python int arguments cast to a narrower integer type must fit it, as in NumPy
@@ -281,7 +298,7 @@ class Compiled:
         if self.program.written_args:
             self.write_back(outs, targets)
         self.calls += 1
-        return self.finish(outs)
+        return self.finish(outs, targets if targets is not None else arrays)
 
 
 def trim_outputs(outs: list[np.ndarray], trims: tuple) -> list[np.ndarray]:

@@ -92,7 +92,7 @@ def make(view, write):
     def f(a):
         v = view(a)
         write(v, a)
-        return v * 1.0, a * 1.0
+        return v, a * 1.0  # v itself: a view of the argument is returned as that view
     return f
 
 
@@ -115,6 +115,13 @@ def check_against_numpy(jitted, plain, layout):
         assert np.shape(g) == np.shape(w)
         np.testing.assert_array_equal(g, w)
     np.testing.assert_array_equal(mine, expected)  # the caller's array ends as NumPy leaves it
+    view, expected_view = got[0], want[0]
+    assert np.shares_memory(view, mine) == np.shares_memory(expected_view, expected)
+    assert view.flags.writeable == expected_view.flags.writeable
+    if expected_view.flags.writeable and expected_view.size:
+        view[...] = 42.0  # after the call: a write through the result reaches the caller as in NumPy
+        expected_view[...] = 42.0
+        np.testing.assert_array_equal(mine, expected)
 
 
 @SETTINGS
@@ -145,6 +152,8 @@ def test_a_new_layout_retraces_and_the_fast_path_checks_it(backend):
     jitted = jk.jit(f, backend=backend)
     for layout in ["C", "C", "F", "F", "C", "rows_reversed", "rows_reversed", "F", "C"]:
         check_against_numpy(jitted, f, layout)
+    reasons = [r for rec in jitted.recompilations() for r in rec.reasons]
+    assert len(reasons) == 2 and all(r.startswith("a: strides ") for r in reasons), reasons
 
 
 @pytest.mark.parametrize("backend", DRAWN_BACKENDS)

@@ -66,6 +66,9 @@ class Program:
     # ravel is a view (trace/views.py); the program is run only on arguments of these strides
     # (api.Jitted._layout_variant traces another for a different layout).
     layout_guard: tuple = ()
+    # (output index, input index, movements): outputs that are an array argument or a view of
+    # one, returned as that view of the caller's array (trace/views.py argument_view_chain).
+    output_views: tuple = ()
 
     @property
     def in_avals(self) -> list[AType]:

@@ -270,6 +270,63 @@ def same_view(a: Any, b: Any) -> bool:
         a, b = a._view[0], b._view[0]
 
 
+# The movements NumPy's own view functions make, replayed on the caller's array for a returned
+# view (a window at a run-time start, dynamic_slice, is not: that result stays a new array).
+_REPLAYABLE = frozenset({"identity", "slice", "transpose", "reshape", "real", "imag", "broadcast_in_dim"})
+
+
+def argument_view_chain(t: Any, ctx: Any) -> tuple[int, tuple] | None:
+    """(input index, movements) when the returned Tracer t is an array argument or a view of
+    one, which NumPy returns as that array or a view of it: the call then returns the same view
+    of the caller's array (after written arguments are copied back), not a new array. Each
+    movement is (prim, params, shape of its result). None for anything else (0-d results: NumPy
+    returns scalars, as the call does)."""
+    mem = t._mem
+    if mem is None or not mem.argument or mem.ctx is not ctx or t.weak is not None or t.ndim == 0:
+        return None
+    chain = []
+    node = t
+    while node._view is not None:
+        parent, prim, params = node._view
+        if prim not in _REPLAYABLE:
+            return None
+        chain.append((prim, params, node.shape))
+        node = parent
+    if node._ctx is not ctx:
+        return None
+    return mem.index, tuple(reversed(chain))
+
+
+def replay_view(array: np.ndarray, chain: tuple) -> np.ndarray | None:
+    """The view of the caller's `array` that `chain` (argument_view_chain) made of it while
+    tracing; None if NumPy would not give a view (never, for the layout the program was traced
+    for: api.Jitted's layout guard)."""
+    out = array
+    for prim, params, shape in chain:
+        if prim == "identity":
+            out = out.view()
+        elif prim == "slice":
+            out = out[tuple(slice(s, s + st * n if s + st * n >= 0 else None, st) if n else slice(0, 0)
+                            for s, st, n in zip(params["starts"], params["steps"], shape))]
+        elif prim == "transpose":
+            out = out.transpose(params["permutation"])
+        elif prim == "reshape":
+            try:
+                out = np.reshape(out, shape, copy=False)
+            except ValueError:
+                return None
+        elif prim in ("real", "imag"):
+            out = out.real if prim == "real" else out.imag
+        else:  # broadcast_in_dim: np.broadcast_to's read-only view
+            expanded = [1] * len(shape)
+            for src, dst in enumerate(params["broadcast_dimensions"]):
+                expanded[dst] = out.shape[src]
+            out = np.broadcast_to(out.reshape(expanded), shape)
+    if chain and out.shape != tuple(chain[-1][2]):
+        return None  # (a slice of a symbolic or unexpected shape: the program's own result stays)
+    return out
+
+
 def _where() -> str:
     from .context import user_frame_location
     return user_frame_location()
