@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 import jitkernel as jk
 from emulator_suite import DRAWN_BACKENDS, emulator_backends
 
-SETTINGS = settings(max_examples=200, deadline=None, derandomize=True, database=None, print_blob=False)
+SETTINGS = settings(max_examples=500, deadline=None, derandomize=True, database=None, print_blob=False)
 
 # Each layout makes a fresh array (called once for jitkernel and once for NumPy).
 LAYOUTS = {
@@ -65,6 +65,11 @@ VIEWS = {
     "T.ravel": lambda a: a.T.ravel(),
     "T.reshape(other)": lambda a: a.T.reshape(_other_shape(a.T)),
     "broadcast_to": lambda a: np.broadcast_to(a, (2,) + a.shape),
+    "diagonal": lambda a: a.diagonal(1) if a.ndim >= 2 else a[...],  # a read-only view
+    "np.diagonal(axes)": lambda a: np.diagonal(a, 0, -1, 0) if a.ndim >= 2 else a[...],
+    "flip": lambda a: np.flip(a),
+    "moveaxis": lambda a: np.moveaxis(a, 0, -1),
+    "real": lambda a: a.real,
 }
 
 

@@ -118,6 +118,8 @@ def _view_strides(parent: Any, prim: str, params: dict, out_shape: tuple[int, ..
         return reshape_strides(parent.shape, s, out_shape)
     if prim in ("real", "imag"):
         return tuple(2 * x for x in s)  # a part of each complex element: twice the stride in floats
+    if prim == "diagonal":  # NumPy's own strides for its diagonal view
+        return np.diagonal(_numpy_layout(parent.shape, s), params["offset"], params["axis1"], params["axis2"]).strides
     if prim == "broadcast_in_dim":
         out = [0] * len(out_shape)
         for src, dst in enumerate(params["broadcast_dimensions"]):
@@ -179,10 +181,29 @@ def refresh(t: Any) -> Var:
             var = pv
         elif prim == "dynamic_slice":  # the window at the starts the view was made with
             var = emit(t._ctx, prim, [pv, *params["starts"]], {"sizes": params["sizes"]})
+        elif prim == "diagonal":
+            var = emit_diagonal(t._ctx, pv, parent.shape, **params)
         else:
             var = emit(t._ctx, prim, [pv], params)
     t._var, t._version = var, mem.version
     return var
+
+
+def emit_diagonal(ctx: Any, var: Var, shape: tuple[int, ...], offset: int, axis1: int, axis2: int) -> Var:
+    """numpy.diagonal of `var` (of `shape`) as movements: the two axes moved last, the matrices'
+    rows laid end to end, and a strided slice of them (element (i, i + offset) is element
+    i * (m + 1) + offset), whose index map simplifies back to the matrix's own offsets."""
+    rest = [d for d in range(len(shape)) if d not in (axis1, axis2)]
+    perm = tuple(rest + [axis1, axis2])
+    if perm != tuple(range(len(shape))):
+        var = emit(ctx, "transpose", [var], {"permutation": perm})
+    batch = tuple(shape[d] for d in rest)
+    n, m = shape[axis1], shape[axis2]
+    length = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
+    var = emit(ctx, "reshape", [var], {"new_shape": batch + (n * m,)})
+    start = (offset if offset >= 0 else -offset * m) if length else 0
+    return emit(ctx, "slice", [var], {"starts": (0,) * len(batch) + (start,), "steps": (1,) * len(batch) + (m + 1,),
+                                      "shape": batch + (length,)})
 
 
 def fresh(t: Any) -> Any:
@@ -213,6 +234,10 @@ def _inverse(ctx: Any, prim: str, params: dict, parent: Any, value: Var) -> Var:
     raise AssertionError(prim)
 
 
+# Views NumPy makes read-only: np.broadcast_to, ndarray.diagonal.
+_READ_ONLY_VIEWS = frozenset({"broadcast_in_dim", "diagonal"})
+
+
 def check_writeable(t: Any) -> None:
     """Raise NumPy's error for a write into `t` that NumPy refuses, before anything is written."""
     from .context import current_context
@@ -227,7 +252,7 @@ def check_writeable(t: Any) -> None:
             "array itself, x[:i] = ... or x[:i] += ...")
     node = t
     while node._view is not None:
-        if node._view[1] == "broadcast_in_dim":
+        if node._view[1] in _READ_ONLY_VIEWS:
             raise ValueError("assignment destination is read-only")
         node = node._view[0]
     mem = t._mem
@@ -272,7 +297,7 @@ def same_view(a: Any, b: Any) -> bool:
 
 # The movements NumPy's own view functions make, replayed on the caller's array for a returned
 # view (a window at a run-time start, dynamic_slice, is not: that result stays a new array).
-_REPLAYABLE = frozenset({"identity", "slice", "transpose", "reshape", "real", "imag", "broadcast_in_dim"})
+_REPLAYABLE = frozenset({"identity", "slice", "transpose", "reshape", "real", "imag", "broadcast_in_dim", "diagonal"})
 
 
 def argument_view_chain(t: Any, ctx: Any) -> tuple[int, tuple] | None:
@@ -317,6 +342,8 @@ def replay_view(array: np.ndarray, chain: tuple) -> np.ndarray | None:
                 return None
         elif prim in ("real", "imag"):
             out = out.real if prim == "real" else out.imag
+        elif prim == "diagonal":
+            out = np.diagonal(out, params["offset"], params["axis1"], params["axis2"])
         else:  # broadcast_in_dim: np.broadcast_to's read-only view
             expanded = [1] * len(shape)
             for src, dst in enumerate(params["broadcast_dimensions"]):
