@@ -9,6 +9,7 @@ import logging
 import os
 import struct
 import threading
+import types
 import warnings
 import weakref
 from dataclasses import dataclass
@@ -21,9 +22,11 @@ from .backends import SHAPE_GENERIC, check_backend, size_probe
 from .config import config
 from .device_array import DeviceArray as _DeviceArray
 from .ir import AType, Program, check_dtype
-from .pipeline import (DEVICE_ARRAY_BACKENDS, AliasedArguments, Compiled, compile_program, reuse_program,
-                       same_array_positions)
+from .pipeline import (DEVICE_ARRAY_BACKENDS, AliasedArguments, CheckedPathNeeded, Compiled, compile_program,
+                       reuse_program, same_array_positions, shares_memory)
+from .pipeline import _same_array as same_array
 from .trace import trace_program
+from .trace.views import argument_strides, c_strides
 from .tracebacks import hide_engine_frames, user_stacklevel
 from .trace.context import check_array_subclass
 from .tree import TreeDef, tree_flatten, tree_unflatten
@@ -69,6 +72,116 @@ def _leaf_array(leaf: Any, spec: tuple) -> np.ndarray:
     if getattr(type(leaf), "_jk_device_array", False):
         return leaf  # the cuda backend uses its buffer; other backends convert it (np.asarray)
     return np.asarray(leaf, dtype=spec[1])  # a copy in native byte order only when it is not
+
+
+def give_argument_layout(tracer: Any, leaf: Any) -> None:
+    """Give an argument's Tracer the caller's real strides, which decide whether its reshape and
+    ravel are views (trace/views.py); C order, the default of every traced array, needs none."""
+    if tracer._mem is None or getattr(leaf, "shape", None) != tracer.shape:
+        return  # a Python scalar, or a probe trace at other sizes (Jitted._dynamic_base)
+    strides = argument_strides(leaf)
+    if strides is not None and strides != c_strides(tracer.shape):
+        tracer._strides = strides
+
+
+def _layout_matches(guard: tuple, leaves: list) -> bool:
+    return all(getattr(leaves[i], "strides", None) == strides for i, strides in guard)
+
+
+def _guarded_by_layout(entry: Callable[[tuple], Any], guard: tuple) -> Callable[[tuple], Any]:
+    """A fast entry that runs only on arguments of the layout its program was traced for; any
+    other layout takes the checked path (Jitted._layout_variant)."""
+    def guarded(args: tuple) -> Any:
+        for i, strides in guard:
+            if args[i].strides != strides:
+                raise CheckedPathNeeded
+        return entry(args)
+    return guarded
+
+
+class CapturedNames:
+    """The names a function's code reads from its globals or closure (nested functions and
+    comprehensions included), to find the NumPy arrays it reads that way at each call: an
+    argument it writes may be one of them (`def f(a): a += 1; return G.sum()` called as f(G)).
+    The code is read on first use (a global may be bound after the function is decorated)."""
+
+    def __init__(self, fn: Any) -> None:
+        self._fn = fn
+        self._names: tuple[str, ...] | None = None
+        self.cells: dict[str, Any] = {}
+        self.globals: dict[str, Any] = {}
+        if isinstance(fn, types.FunctionType):
+            self.cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+            self.globals = fn.__globals__
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        if self._names is None:
+            self._names = _global_names(self._fn) if isinstance(self._fn, types.FunctionType) else ()
+        return self._names
+
+    def arrays(self) -> list[tuple[str, np.ndarray]]:
+        """(name, array) of each NumPy array those names hold now."""
+        found = []
+        for name, cell in self.cells.items():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if isinstance(value, np.ndarray):
+                found.append((name, value))
+        for name in self.names:
+            value = self.globals.get(name)
+            if isinstance(value, np.ndarray):
+                found.append((name, value))
+        return found
+
+
+def _global_names(fn: types.FunctionType) -> tuple[str, ...]:
+    """The global names fn's code (and the code nested in it) loads."""
+    import dis
+    names: set[str] = set()
+    stack = [fn.__code__]
+    while stack:
+        code = stack.pop()
+        names.update(i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME"))
+        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return tuple(sorted(names))
+
+
+def _bound_names(fn: Any, aliases: tuple) -> tuple[Any, Callable[[Callable[[int], Any]], None]]:
+    """`fn` (a plain function) whose global or closure names in `aliases` ((name, leaf index))
+    will read the Tracer of that argument leaf instead of the caller's array, in a namespace of
+    its own (a copy of its globals, new cells: the module's globals are never changed), and the
+    function that binds them once the Tracers exist."""
+    closure_names = fn.__code__.co_freevars
+    names = dict(aliases)
+    namespace = dict(fn.__globals__)
+    cells = {name: types.CellType() for name in names if name in closure_names}
+    closure = tuple(cells.get(name, cell) for name, cell in zip(closure_names, fn.__closure__ or ()))
+    new = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, closure or None)
+    new.__kwdefaults__ = fn.__kwdefaults__
+
+    def bind(tracer_of_leaf: Callable[[int], Any]) -> None:
+        for name, i in names.items():
+            if name in cells:
+                cells[name].cell_contents = tracer_of_leaf(i)
+            else:
+                namespace[name] = tracer_of_leaf(i)
+    return new, bind
+
+
+def _guarded_by_globals(entry: Callable[[tuple], Any], captured: CapturedNames, written: tuple) -> Callable[[tuple], Any]:
+    """A fast entry of a function that writes arguments and reads arrays from its globals or
+    closure: a call where a written argument shares memory with one of them takes the checked
+    path (Jitted._global_aliases)."""
+    def guarded(args: tuple) -> Any:
+        for _, array in captured.arrays():
+            for i in written:
+                if isinstance(args[i], np.ndarray) and np.may_share_memory(array, args[i]):
+                    raise CheckedPathNeeded
+        return entry(args)
+    return guarded
 
 
 def static_key(value: Any) -> Any:
@@ -131,7 +244,7 @@ def _restore_byteorder(result: Any, compiled: Compiled, leaves: list) -> Any:
     outs, out_tree = tree_flatten(result, namedtuples=True)
     for k, i in compiled.program.byteorder_sources:
         if i in swapped and isinstance(outs[k], _ndarray):
-            outs[k] = outs[k].astype(swapped[i])
+            outs[k] = outs[k].astype(swapped[i], copy=False)  # (a returned view of the argument has it)
     return tree_unflatten(out_tree, outs)
 
 
@@ -339,6 +452,10 @@ class Jitted:
         self._fast: dict[tuple, Callable] = {}
         self._templates: list[tuple[Signature, set, Any]] = []  # shape-generic machine code
         self._aliased: dict[tuple, Compiled] = {}  # variants for the same array passed twice (_call_aliased)
+        # Variants of a signature for other argument layouts, where a reshape or ravel of an
+        # argument is a view for one layout and a copy for another (_layout_variant).
+        self._layouts: dict[tuple, list[Compiled]] = {}
+        self._captured = CapturedNames(fun)  # arrays read as globals or closure variables
         # Guards every change to the caches above (compiles of this function run one at a time);
         # the warm fast path only reads `_fast` and takes no lock.
         self._lock = threading.RLock()
@@ -395,15 +512,27 @@ class Jitted:
         return names
 
     # -- tracing and compiling -------------------------------------------------------------
-    def _trace(self, sig: Signature, args: tuple, kwargs: dict, same: tuple[int, ...] | None = None) -> tuple[Program, TreeDef]:
+    def _trace(self, sig: Signature, args: tuple, kwargs: dict, same: tuple[int, ...] | None = None,
+               globals_as: tuple = ()) -> tuple[Program, TreeDef]:
         """Trace for `sig`. `same[j]` (an aliased call, see _call_aliased) is the first leaf that
         is the same array as leaf j: those leaves get one Tracer, and the program one input."""
         in_specs = [(AType(s[2], s[1]), None) if s[0] == "array" else (AType((), _PY_SCALAR_DTYPES[s[1]]), s[1])
                     for s in sig.specs]
         if same is not None:
             in_specs = [spec for j, spec in enumerate(in_specs) if same[j] == j]
+        leaves = self._dynamic_leaves(args, kwargs)
+        leaf_of = sorted(set(same)) if same is not None else list(range(len(leaves)))
+
+        fun = self._function_to_trace()
+        bind = None
+        if globals_as:  # `globals_as` names read the argument's Tracer (_call_with_globals)
+            fun, bind = _bound_names(fun, globals_as)
 
         def build_args(tracers: list) -> tuple[tuple, dict]:
+            if bind is not None:
+                bind(lambda i: tracers[leaf_of.index(i)])
+            for k, t in enumerate(tracers):
+                give_argument_layout(t, leaves[leaf_of[k]])
             if same is not None:
                 position = {leaf: k for k, leaf in enumerate(sorted(set(same)))}
                 tracers = [tracers[position[same[j]]] for j in range(len(same))]
@@ -414,10 +543,43 @@ class Jitted:
             full_kwargs.update({k: v for k, v in kwargs.items() if k in self.static_argnames})
             return full_args, full_kwargs
 
-        program, out_tree = trace_program(self._function_to_trace(), self.__name__, in_specs, build_args)
+        program, out_tree = trace_program(fun, self.__name__, in_specs, build_args)
+        program.layout_guard = tuple((leaf_of[i], getattr(leaves[leaf_of[i]], "strides", None))
+                                     for i in program.layout_args)
         names = sig.names if same is None else [n for j, n in enumerate(sig.names) if same[j] == j]
         program.written_names = tuple(names[i] for i, _ in program.written_args)
         return program, out_tree
+
+    def _dynamic_leaves(self, args: tuple, kwargs: dict) -> list:
+        """The caller's own argument leaves, in the order of the program's inputs."""
+        dyn = (tuple(a for i, a in enumerate(args) if i not in self.static_argnums),
+               {k: v for k, v in kwargs.items() if k not in self.static_argnames})
+        return tree_flatten(dyn)[0]
+
+    def _layout_variant(self, sig: Signature, compiled: Compiled, args: tuple, kwargs: dict, leaves: list) -> Compiled:
+        """The entry of this signature traced for these arguments' layouts. Only a program whose
+        view-or-copy decisions read an argument's strides has a guard (`x.ravel()` is a view of a
+        C-ordered argument and a copy of an F-ordered one); the others serve every layout."""
+        if _layout_matches(compiled.program.layout_guard, leaves):
+            return compiled
+        for variant in self._layouts.get(sig.key, ()):
+            if _layout_matches(variant.program.layout_guard, leaves):
+                return variant
+        with self._lock:
+            variants = self._layouts.setdefault(sig.key, [])
+            for variant in variants:
+                if _layout_matches(variant.program.layout_guard, leaves):
+                    return variant
+            variant = self._compile(sig, args, kwargs)
+            variant.function_id = self.function_id
+            variants.append(variant)
+            reasons = [f"{sig.names[i]}: strides {strides} -> {getattr(leaves[i], 'strides', None)} (a reshape or ravel "
+                       "of it is a view for one layout and a copy for the other)"
+                       for i, strides in compiled.program.layout_guard
+                       if getattr(leaves[i], "strides", None) != strides]
+            self._record_recompilation(Recompilation(self.__name__, reasons, sig.describe(), sig.describe(),
+                                                     variant.compile_seconds, variant.trace_seconds))
+            return variant
 
     def _function_to_trace(self) -> Callable[..., Any]:
         """`fun` with its Python control flow converted (jitkernel/autograph), once; `fun`
@@ -544,6 +706,7 @@ class Jitted:
         """Drop one compiled entry (the lock is held). The fast path forgets every entry: it is
         keyed differently, and is rebuilt by the next calls."""
         del self._cache[key], self._signatures[key]
+        self._layouts.pop(key, None)
         self._fast.clear()
 
     def _record_recompilation(self, rec: Recompilation) -> None:
@@ -674,14 +837,19 @@ class Jitted:
             return call(self, args, kwargs)
         sig, compiled, arrays = self._lookup(args, kwargs)
         leaves = None
-        if compiled.program.written_args or getattr(compiled.program, "byteorder_sources", None):
-            dyn = (tuple(a for i, a in enumerate(args) if i not in self.static_argnums),
-                   {k: v for k, v in kwargs.items() if k not in self.static_argnames})
-            leaves = tree_flatten(dyn)[0]  # the caller's own arrays: written ones are copied back
+        if compiled.program.layout_guard:
+            leaves = self._dynamic_leaves(args, kwargs)
+            compiled = self._layout_variant(sig, compiled, args, kwargs, leaves)
+        if compiled.program.written_args or compiled.program.output_views \
+                or getattr(compiled.program, "byteorder_sources", None):
+            leaves = self._dynamic_leaves(args, kwargs)  # the caller's own arrays: written ones are copied back
         if compiled.program.written_args:
             same = same_array_positions(leaves)
             if same is not None:  # f(a, a) writing an argument: a variant with one Memory for both
                 return self._call_aliased(sig, args, kwargs, arrays, leaves, same)
+            aliases = self._global_aliases(compiled, leaves)
+            if aliases:  # f(G) where f writes its argument and reads the global G
+                return self._call_with_globals(sig, args, kwargs, arrays, leaves, aliases)
         result = compiled(arrays, leaves)
         if getattr(compiled.program, "byteorder_sources", None):
             result = _restore_byteorder(result, compiled, leaves)
@@ -695,7 +863,7 @@ class Jitted:
         array (`f(a, a)`): traced again with one Tracer (one Memory) per distinct array, so a
         write through one name is seen through the other, as in NumPy. Cached per pattern; not
         on the fast path."""
-        key = (sig.key, same)
+        key = (sig.key, same, tuple(getattr(leaf, "strides", None) for leaf in leaves))  # layouts: _layout_variant
         compiled = self._aliased.get(key)
         if compiled is None:
             with self._lock:
@@ -710,6 +878,56 @@ class Jitted:
         result = compiled([arrays[i] for i in distinct], [leaves[i] for i in distinct])
         if getattr(compiled.program, "byteorder_sources", None):
             result = _restore_byteorder(result, compiled, [leaves[i] for i in distinct])
+        return result
+
+    def _global_aliases(self, compiled: Compiled, leaves: list) -> tuple:
+        """(name, leaf index) of each array the function reads as a global or closure variable
+        that is an argument it writes (the same array), so that those reads see the writes as in
+        NumPy. An array that only partly overlaps a written argument is refused."""
+        captured = self._captured.arrays()
+        if not captured:
+            return ()
+        aliases = []
+        for i, _ in compiled.program.written_args:
+            leaf = leaves[i]
+            if not isinstance(leaf, np.ndarray):
+                continue
+            for name, array in captured:
+                if array is leaf or same_array(array, leaf):
+                    aliases.append((name, i))
+                elif shares_memory(array, leaf):
+                    from .errors import UnsupportedOperationError
+                    raise UnsupportedOperationError(
+                        f"{self.__name__}: argument {self._leaf_name(compiled, i)!r}, which the function writes, "
+                        f"shares memory with {name!r}, an array the function reads as a global or closure "
+                        f"variable, without being the same array: its reads of {name!r} would not see the writes "
+                        f"as in NumPy. Pass {name!r} as an argument too (or a copy of one of them).")
+        return tuple(sorted(set(aliases)))
+
+    def _leaf_name(self, compiled: Compiled, i: int) -> str:
+        names = dict(zip((k for k, _ in compiled.program.written_args), compiled.program.written_names))
+        return names.get(i, f"args[{i}]")
+
+    def _call_with_globals(self, sig: Signature, args: tuple, kwargs: dict, arrays: list, leaves: list,
+                           aliases: tuple) -> Any:
+        """Run a function that writes an argument which it also reads as a global or closure
+        array (`def f(a): a += 1; return G.sum()` called as `f(G)`): traced with that name bound
+        to the argument's Tracer, so its reads see the writes. Cached per pattern and layout;
+        not on the fast path."""
+        key = (sig.key, "globals", aliases, tuple(getattr(leaf, "strides", None) for leaf in leaves))
+        compiled = self._aliased.get(key)
+        if compiled is None:
+            with self._lock:
+                compiled = self._aliased.get(key)
+                if compiled is None:
+                    program, out_tree = self._trace(sig, args, kwargs, globals_as=aliases)
+                    compiled = compile_program(program, out_tree, self._backend_name(), name=self.__name__,
+                                               fastmath=self.fastmath, disk_cache=self.disk_cache and config.disk_cache)
+                    compiled.function_id = self.function_id
+                    self._aliased[key] = compiled
+        result = compiled(arrays, leaves)
+        if getattr(compiled.program, "byteorder_sources", None):
+            result = _restore_byteorder(result, compiled, leaves)
         return result
 
     def _register_fast(self, args: tuple, compiled: Compiled, sig: Signature) -> None:
@@ -730,6 +948,11 @@ class Jitted:
             else:
                 return
         entry = compiled.fast_entry(scalars, sig.describe())
+        if compiled.program.layout_guard:
+            entry = _guarded_by_layout(entry, compiled.program.layout_guard)
+        if compiled.program.written_args and (self._captured.names or self._captured.cells):
+            # (names, not the arrays they hold now: a global may be bound to an array later)
+            entry = _guarded_by_globals(entry, self._captured, tuple(i for i, _ in compiled.program.written_args))
         with self._lock:
             if self._cache.get(sig.key) is compiled:  # not evicted by another thread meanwhile
                 self._fast[key[0] if len(key) == 1 else tuple(key)] = entry
@@ -737,7 +960,9 @@ class Jitted:
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """Trace and compile for these arguments (or reuse the cached entry) without running."""
         try:
-            _, compiled, _ = self._lookup(args, kwargs)
+            sig, compiled, _ = self._lookup(args, kwargs)
+            if compiled.program.layout_guard:
+                compiled = self._layout_variant(sig, compiled, args, kwargs, self._dynamic_leaves(args, kwargs))
         except BaseException as e:
             hide_engine_frames(e)
             raise
@@ -764,6 +989,8 @@ class Jitted:
             compiled = self._cache.get(sig.key)
             if compiled is None:
                 sig, compiled, _ = self._miss_or_static_ints(sig, args, kwargs, arrays)
+        if compiled.program.layout_guard:
+            compiled = self._layout_variant(sig, compiled, args, kwargs, self._dynamic_leaves(args, kwargs))
         return sig.describe(), compiled
 
     def clear_cache(self) -> None:

@@ -17,12 +17,61 @@ class AliasedArguments(ValueError):
     same array; Jitted runs a variant traced with one Memory for both (never seen by users)."""
 
 
+class CheckedPathNeeded(AliasedArguments):
+    """Raised by a fast entry when its program does not fit this call: traced for other argument
+    strides (a reshape or ravel of an argument that is a view for one layout and a copy for
+    another), or a written argument is an array the function also reads as a global or closure
+    variable. The call takes the checked path, which picks or traces the variant (never seen by
+    users)."""
+
+
 def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
     """The same memory with the same layout: the same array under two names."""
     if a is b:
         return True
     return (a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype
             and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
+
+
+# np.shares_memory's work bound: enough for every pair of slices of one array (a[::2], a[1::2]);
+# a pair too hard to decide within it is treated as overlapping (refused, never wrong).
+SHARES_MEMORY_MAX_WORK = 1 << 16
+# The most elements whose byte offsets are enumerated to decide whether a hand-made layout
+# (as_strided) overlaps itself; a larger one that fails the fast test is refused.
+SELF_OVERLAP_MAX_ELEMENTS = 1 << 20
+
+
+def shares_memory(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether a and b have an element in common (exactly, within the work bound)."""
+    if not np.may_share_memory(a, b):
+        return False
+    try:
+        return bool(np.shares_memory(a, b, max_work=SHARES_MEMORY_MAX_WORK))
+    except np.exceptions.TooHardError:
+        return True
+
+
+def overlaps_itself(a: np.ndarray) -> bool:
+    """Whether two elements of `a` share memory (np.lib.stride_tricks.as_strided with a zero or
+    too small stride). Contiguous and ordinary strided arrays are decided by their strides alone;
+    a hand-made layout by its elements' byte offsets."""
+    if a.flags.c_contiguous or a.flags.f_contiguous or a.size <= 1:
+        return False
+    axes = sorted((abs(s), n) for s, n in zip(a.strides, a.shape) if n > 1)
+    extent = a.itemsize
+    for stride, n in axes:  # each axis steps over the whole block of the smaller ones: disjoint
+        if stride < extent:
+            break
+        extent = stride * (n - 1) + extent
+    else:
+        return False
+    if any(stride == 0 for stride, _ in axes) or a.size > SELF_OVERLAP_MAX_ELEMENTS:
+        return True
+    offsets = np.zeros(1, np.int64)
+    for stride, n in axes:
+        offsets = (offsets[:, None] + stride * np.arange(n, dtype=np.int64)).ravel()
+    offsets.sort()
+    return bool(np.any(np.diff(offsets) < a.itemsize))
 
 
 def same_array_positions(leaves: list) -> tuple[int, ...] | None:
@@ -79,7 +128,7 @@ class Compiled:
         run = getattr(self.executable, "run", self.executable)
         convert = [(i, dt) for i, dt in enumerate(scalar_dtypes) if dt is not None]
         single = self.out_tree.kind == "leaf" and self.optimized.outvars[0].aval.ndim > 0 \
-            and not self.program.trimmed_outputs
+            and not self.program.trimmed_outputs and not self.program.output_views
         run_single = getattr(self.executable, "run_single", None)
         finish = self.finish
         subscribers = events.SUBSCRIBERS
@@ -115,10 +164,10 @@ class Compiled:
                 for i, dt in convert:
                     args[i] = np.asarray(args[i], dt)
             if subscribers:
-                return observed(lambda: run(args)[0] if single else finish(run(args)))
+                return observed(lambda: run(args)[0] if single else finish(run(args), args))
             if single:
                 return run(args)[0]
-            return finish(run(args))
+            return finish(run(args), args)
         return entry
 
     def _writing_entry(self, run: Callable, convert: list, subscribers: list, observed: Callable) -> Callable[[tuple], Any]:
@@ -139,12 +188,12 @@ class Compiled:
                 return observed(lambda: _run_and_write(arrays, args))
             results = run(arrays)
             write_back(results, args)
-            return finish(results)
+            return finish(results, args)
 
         def _run_and_write(arrays: Any, args: tuple) -> Any:
             results = run(arrays)
             write_back(results, args)
-            return finish(results)
+            return finish(results, args)
         return entry
 
     def check_targets(self, targets: Any) -> None:
@@ -160,6 +209,8 @@ class Compiled:
                 continue  # a DeviceArray takes its new buffer (write_back)
             if not t.flags.writeable:
                 raise ValueError("assignment destination is read-only")
+            if isinstance(t, np.ndarray) and overlaps_itself(t):
+                raise self._self_overlap_error(i)
         if len(targets) < 2:
             return
         for i, _ in written:
@@ -167,7 +218,7 @@ class Compiled:
                 if j != i and other is targets[i] and getattr(type(other), "_jk_device_array", False):
                     raise AliasedArguments(f"{self.name}: arguments {i} and {j} are the same device array")
                 if j != i and isinstance(other, np.ndarray) and isinstance(targets[i], np.ndarray) \
-                        and np.may_share_memory(targets[i], other):
+                        and shares_memory(targets[i], other):
                     if _same_array(targets[i], other):
                         raise AliasedArguments(f"{self.name}: arguments {i} and {j} are the same array")
                     raise ValueError(
@@ -175,6 +226,16 @@ class Compiled:
                         f"writes argument {i}. jitkernel compiles arguments as separate arrays (the same array "
                         "passed twice is supported, partly overlapping views are not), so a write through one "
                         "would not be seen through the other as in NumPy; pass a copy (np.copy(a)) for one of them.")
+
+    def _self_overlap_error(self, i: int) -> Exception:
+        from .errors import UnsupportedOperationError
+        names = dict(zip((k for k, _ in self.program.written_args), self.program.written_names))
+        name = names.get(i, f"args[{i}]")
+        return UnsupportedOperationError(
+            f"{self.name}: argument {name!r} overlaps itself (two of its elements are the same memory, as "
+            "np.lib.stride_tricks.as_strided makes with a zero or too small stride), and the function writes "
+            "it. jitkernel computes a written argument as an array of distinct elements, which would not give "
+            f"NumPy's result; pass a copy (np.copy({name})). Reading such an array is supported.")
 
     def write_back(self, outs: list[np.ndarray], targets: Any) -> None:
         """Copy the final value of every written argument into the caller's array (after the
@@ -186,11 +247,28 @@ class Compiled:
             elif outs[k] is not targets[i]:  # else the kernels wrote the caller's array in place
                 np.copyto(targets[i], outs[k], casting="unsafe")
 
-    def finish(self, outs: list[np.ndarray]) -> Any:
+    def finish(self, outs: list[np.ndarray], targets: Any = None) -> Any:
+        """The call's result from the program's outputs; `targets` (the caller's own arguments)
+        give the outputs that are an argument or a view of one as that view (NumPy's aliasing)."""
+        if targets is not None and self.program.output_views:
+            outs = self.argument_views(outs, targets)
         if self.program.trimmed_outputs:
             outs = trim_outputs(outs, self.program.trimmed_outputs)
         # NumPy returns scalars, not 0-d arrays, from ufuncs and reductions: so do we.
         return tree_unflatten(self.out_tree, [o[()] if o.ndim == 0 else o for o in outs])
+
+    def argument_views(self, outs: list, targets: Any) -> list:
+        """Replace each output that the function returned as an argument or a view of one by that
+        view of the caller's array (after write_back: it shows the final values)."""
+        from .trace.views import replay_view
+        outs = list(outs)
+        for k, i, chain in self.program.output_views:
+            array = targets[i]
+            if isinstance(array, np.ndarray):  # (a DeviceArray or a scalar keeps the program's result)
+                view = replay_view(array, chain)
+                if view is not None:
+                    outs[k] = view
+        return outs
 
     def check_inputs(self, args: Any) -> None:
         """Python int arguments cast to a narrower integer type must fit it, as in NumPy
@@ -220,7 +298,7 @@ class Compiled:
         if self.program.written_args:
             self.write_back(outs, targets)
         self.calls += 1
-        return self.finish(outs)
+        return self.finish(outs, targets if targets is not None else arrays)
 
 
 def trim_outputs(outs: list[np.ndarray], trims: tuple) -> list[np.ndarray]:

@@ -62,6 +62,13 @@ class Program:
     # (output index, count output index): data-dependent outputs (numpy/_datadep.py), a padded
     # buffer returned as its first `count` rows (pipeline.Compiled.finish).
     trimmed_outputs: tuple = ()
+    # (argument leaf index, byte strides): arguments whose layout decided whether a reshape or
+    # ravel is a view (trace/views.py); the program is run only on arguments of these strides
+    # (api.Jitted._layout_variant traces another for a different layout).
+    layout_guard: tuple = ()
+    # (output index, input index, movements): outputs that are an array argument or a view of
+    # one, returned as that view of the caller's array (trace/views.py argument_view_chain).
+    output_views: tuple = ()
 
     @property
     def in_avals(self) -> list[AType]:

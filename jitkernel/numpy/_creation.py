@@ -118,7 +118,7 @@ def _in_layout(a: Any, dtype: Any, has_layout: Any) -> Any:
 def array(a: Any, dtype: Any = None, copy: Any = True, **kw: Any) -> Any:
     """numpy.array: a new array (a copy unless copy=False allows sharing)."""
     out = asarray(a, dtype=dtype)
-    if isinstance(out, Tracer) and out is a and copy is not False:
+    if isinstance(out, Tracer) and out is a and copy is not False and copy is not None:  # copy=None: only if needed
         return _new_array(out)
     return out
 

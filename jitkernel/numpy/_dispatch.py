@@ -69,9 +69,15 @@ def apply_function_protocol(func: Any, args: tuple, kwargs: dict) -> Any:
         from ..trace.inplace import function_with_out
         return function_with_out(impl, getattr(func, "__name__", "function"), args, kwargs)
     result = impl(*args, **kwargs)
-    if getattr(func, "__name__", None) not in VIEW_FUNCTIONS:
+    name = getattr(func, "__name__", None)
+    if name not in VIEW_FUNCTIONS and not (name in NO_COPY_FUNCTIONS and kwargs.get("copy", True) is not True):
         result = _not_a_view(result, args)
     return result
+
+
+# NumPy functions that return their argument itself when `copy` is False or None and nothing
+# needs converting (np.astype(a, a.dtype, copy=False) is a, np.array(a, copy=None) is a).
+NO_COPY_FUNCTIONS = frozenset({"astype", "array"})
 
 
 # NumPy functions that return views of their argument; every other function returns new arrays.

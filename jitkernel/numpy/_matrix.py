@@ -101,19 +101,11 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     if ax1 == ax2:
         raise ValueError("axis1 and axis2 cannot be the same")
     offset = operator.index(offset)
-    rest = [d for d in range(t.ndim) if d not in (ax1, ax2)]
-    t = transpose(t, rest + [ax1, ax2])
-    n, m = t.shape[-2:]
-    length = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
-    batch = t.shape[:-2]
-    # Element (i, i + offset) is element i * (m + 1) + offset of the rows laid end to end: a
-    # strided slice of a reshape, whose index map simplifies back to the matrix's own offsets.
-    flat = reshape(t, batch + (n * m,))
-    start = offset if offset >= 0 else -offset * m
-    stop = start + (length - 1) * (m + 1) + 1 if length else start
-    out = flat[(Ellipsis, slice(start, stop, m + 1))] if length else flat[(Ellipsis, slice(0, 0))]
-    out = Tracer(ctx, out.ir_var)  # a new array: NumPy's is a read-only view, never written through
+    from ..trace.views import emit_diagonal, make_view
+    out = Tracer(ctx, emit_diagonal(ctx, t.ir_var, t.shape, offset, ax1, ax2))
     out.scalar = False
+    # NumPy's diagonal is a read-only view: it shows later writes to `a`, and writes into it raise
+    make_view(out, t, "diagonal", {"offset": offset, "axis1": ax1, "axis2": ax2})
     return out
 
 

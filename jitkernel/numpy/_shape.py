@@ -76,6 +76,11 @@ def reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None
     return ctx.bind1("reshape", t, new_shape=new)
 
 
+def view_of(t: Any) -> Any:
+    """ndarray.view(): a new view object of t's memory (a strong 0-d array of a scalar)."""
+    return _view_of(t)
+
+
 def _view_of(t: Any) -> Any:
     """A new Tracer that is a view of t (NumPy's reshape/transpose to the same shape return a
     new view object; of a Python or NumPy scalar, a strong 0-d array)."""
@@ -305,8 +310,11 @@ def astype(x: Any, dtype: Any, copy: bool = True) -> Any:
     ctx = context_of(x)
     if ctx is None:
         return np.asarray(x).astype(dtype)
+    from ..trace.tracer import Tracer
     dt = check_dtype(dtype, "astype")
     t = lift(ctx, x)
+    if copy is False and t.dtype == dt and isinstance(x, Tracer) and x.weak is None and not (x.ndim == 0 and x.scalar):
+        return x  # NumPy returns the array itself: writes through the result reach it
     if t.dtype == dt:
         # astype makes a new array even to the same dtype (native byte order, strong): an
         # identity convert, removed by simplify after the byte-order analysis.

@@ -11,6 +11,7 @@ from ..ir.library_prims import RAISING_LIBRARY_PRIMITIVES
 from .context import TraceContext, current_context, user_line_warnings
 from . import creation, random_guard, unsupported
 from .tracer import Tracer, conversion_error
+from .views import argument_view_chain
 
 __all__ = ["TraceContext", "Tracer", "current_context", "trace_program"]
 
@@ -39,11 +40,15 @@ def trace_program(fun: Callable[..., Any], name: str,
             leaves, out_tree = tree_flatten(result, namedtuples=True)
             outvars: list[Var] = []
             trimmed: list = []  # (output index, count Tracer) of data-dependent outputs
+            views: list = []  # (output index, input index, movements): views of arguments
             for leaf in leaves:
                 if getattr(type(leaf), "_jk_datadep", False):  # numpy/_datadep.py: padded + count
                     trimmed.append((len(outvars), leaf.count))
                     outvars.append(leaf.data.ir_var)
                 elif isinstance(leaf, Tracer) and leaf._ctx is ctx:
+                    chain = argument_view_chain(leaf, ctx)
+                    if chain is not None:  # returned as that view of the caller's array
+                        views.append((len(outvars), *chain))
                     outvars.append(leaf.ir_var)
                 elif isinstance(leaf, Tracer):
                     from ..errors import UnsupportedOperationError
@@ -67,6 +72,8 @@ def trace_program(fun: Callable[..., Any], name: str,
     watch.check(name)
     program = ctx.program(outvars)
     program.written_args = written
+    program.output_views = tuple(views)
+    program.layout_args = tuple(mem.index for mem in ctx.argument_memories if mem.layout_read)
     program.trimmed_outputs = tuple(trims)
     return program, out_tree
 

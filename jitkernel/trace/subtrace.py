@@ -178,6 +178,8 @@ def _retag(t: Tracer, ctx: TraceContext, v: Var) -> Tracer:
     out._version = t._version
     if v is t._var:  # the same value in another context: still the same view of its base
         out._view, out._strides = t._view, t._strides
+    elif t._view is None:
+        out._strides = t._strides  # a base keeps its layout (an argument's real strides)
     return out
 
 

@@ -273,7 +273,15 @@ class Tracer:
 
     # -- methods that mirror ndarray ---------------------------------------------------
     def astype(self, dtype: Any, copy: bool = True) -> "Tracer":
-        return fresh(_jnp().astype(self, dtype))
+        out = _jnp().astype(self, dtype, copy=copy)
+        return out if out is self else fresh(out)
+
+    def view(self, dtype: Any = None, type: Any = None) -> "Tracer":
+        """ndarray.view() (or to its own dtype): a new view of the same memory, as in NumPy."""
+        if type is None and (dtype is None or np.dtype(dtype) == self.dtype):
+            from ..numpy._shape import view_of
+            return view_of(self)
+        return self.__getattr__("view")  # another dtype or type: refused as an unsupported method
 
     def reshape(self, *shape: Any, order: str = "C") -> "Tracer":
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):

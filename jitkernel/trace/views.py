@@ -32,7 +32,7 @@ class Memory:
     write. `argument` is the caller's array (its input index in `index`); `written` marks a base
     that was written, whose final value is then a hidden output (arguments) of the program."""
 
-    __slots__ = ("argument", "ctx", "value", "version", "written", "index")
+    __slots__ = ("argument", "ctx", "value", "version", "written", "index", "layout_read")
 
     def __init__(self, argument: bool = False, ctx: Any = None, value: Var | None = None, index: int = -1) -> None:
         self.argument = argument
@@ -41,6 +41,9 @@ class Memory:
         self.version = 0
         self.written = False
         self.index = index
+        # A view-or-copy decision read this argument's real strides: the program is valid only
+        # for arguments of the same layout (Program.layout_args, the call's layout guard).
+        self.layout_read = False
 
 
 def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -53,7 +56,31 @@ def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def strides_of(t: Any) -> tuple[int, ...]:
-    return t._strides if t._view is not None and t._strides is not None else c_strides(t.shape)
+    """t's element strides relative to its base: a view's own, an argument's real layout (set by
+    TraceContext.new_input), C order for an array made inside the function."""
+    return t._strides if t._strides is not None else c_strides(t.shape)
+
+
+def argument_strides(array: Any) -> tuple[int, ...] | None:
+    """The element strides of a caller's array, as the trace's view rules read them (None for
+    what has no strides: Python scalars, device arrays). Byte strides that are not a multiple of
+    the item size (a hand-made as_strided layout) are kept in bytes: NumPy merges axes on stride
+    equalities, which hold in bytes exactly when they hold in elements."""
+    strides = getattr(array, "strides", None)
+    if strides is None:
+        return None
+    size = array.dtype.itemsize
+    if size and all(s % size == 0 for s in strides):
+        return tuple(s // size for s in strides)
+    return tuple(strides)
+
+
+def _layout_decides(t: Any) -> None:
+    """A view-or-copy decision is being made on t's strides: if t is (a view of) an argument, the
+    program depends on that argument's layout (a C-ordered call and an F-ordered one differ)."""
+    mem = t._mem
+    if mem is not None and mem.argument:
+        mem.layout_read = True
 
 
 def _numpy_layout(shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
@@ -71,8 +98,9 @@ def reshape_strides(shape: tuple[int, ...], strides: tuple[int, ...], new_shape:
 
 
 def is_c_contiguous(t: Any) -> bool:
-    if t._view is None:
-        return True
+    if t._view is None and t._strides is None:
+        return True  # made inside the function: C order
+    _layout_decides(t)
     return bool(_numpy_layout(t.shape, strides_of(t)).flags.c_contiguous)
 
 
@@ -89,9 +117,13 @@ def _view_strides(parent: Any, prim: str, params: dict, out_shape: tuple[int, ..
     if prim == "transpose":
         return tuple(s[p] for p in params["permutation"])
     if prim == "reshape":
+        if [n for n in parent.shape if n != 1] != [n for n in out_shape if n != 1]:
+            _layout_decides(parent)  # (adding or dropping size-1 axes is a view for every layout)
         return reshape_strides(parent.shape, s, out_shape)
     if prim in ("real", "imag"):
         return tuple(2 * x for x in s)  # a part of each complex element: twice the stride in floats
+    if prim == "diagonal":  # NumPy's own strides for its diagonal view
+        return np.diagonal(_numpy_layout(parent.shape, s), params["offset"], params["axis1"], params["axis2"]).strides
     if prim == "broadcast_in_dim":
         out = [0] * len(out_shape)
         for src, dst in enumerate(params["broadcast_dimensions"]):
@@ -153,10 +185,29 @@ def refresh(t: Any) -> Var:
             var = pv
         elif prim == "dynamic_slice":  # the window at the starts the view was made with
             var = emit(t._ctx, prim, [pv, *params["starts"]], {"sizes": params["sizes"]})
+        elif prim == "diagonal":
+            var = emit_diagonal(t._ctx, pv, parent.shape, **params)
         else:
             var = emit(t._ctx, prim, [pv], params)
     t._var, t._version = var, mem.version
     return var
+
+
+def emit_diagonal(ctx: Any, var: Var, shape: tuple[int, ...], offset: int, axis1: int, axis2: int) -> Var:
+    """numpy.diagonal of `var` (of `shape`) as movements: the two axes moved last, the matrices'
+    rows laid end to end, and a strided slice of them (element (i, i + offset) is element
+    i * (m + 1) + offset), whose index map simplifies back to the matrix's own offsets."""
+    rest = [d for d in range(len(shape)) if d not in (axis1, axis2)]
+    perm = tuple(rest + [axis1, axis2])
+    if perm != tuple(range(len(shape))):
+        var = emit(ctx, "transpose", [var], {"permutation": perm})
+    batch = tuple(shape[d] for d in rest)
+    n, m = shape[axis1], shape[axis2]
+    length = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
+    var = emit(ctx, "reshape", [var], {"new_shape": batch + (n * m,)})
+    start = (offset if offset >= 0 else -offset * m) if length else 0
+    return emit(ctx, "slice", [var], {"starts": (0,) * len(batch) + (start,), "steps": (1,) * len(batch) + (m + 1,),
+                                      "shape": batch + (length,)})
 
 
 def fresh(t: Any) -> Any:
@@ -187,6 +238,10 @@ def _inverse(ctx: Any, prim: str, params: dict, parent: Any, value: Var) -> Var:
     raise AssertionError(prim)
 
 
+# Views NumPy makes read-only: np.broadcast_to, ndarray.diagonal.
+_READ_ONLY_VIEWS = frozenset({"broadcast_in_dim", "diagonal"})
+
+
 def check_writeable(t: Any) -> None:
     """Raise NumPy's error for a write into `t` that NumPy refuses, before anything is written."""
     from .context import current_context
@@ -201,7 +256,7 @@ def check_writeable(t: Any) -> None:
             "array itself, x[:i] = ... or x[:i] += ...")
     node = t
     while node._view is not None:
-        if node._view[1] == "broadcast_in_dim":
+        if node._view[1] in _READ_ONLY_VIEWS:
             raise ValueError("assignment destination is read-only")
         node = node._view[0]
     mem = t._mem
@@ -242,6 +297,65 @@ def same_view(a: Any, b: Any) -> bool:
         if a._view is None or b._view is None or a._view[1:] != b._view[1:]:
             return False
         a, b = a._view[0], b._view[0]
+
+
+# The movements NumPy's own view functions make, replayed on the caller's array for a returned
+# view (a window at a run-time start, dynamic_slice, is not: that result stays a new array).
+_REPLAYABLE = frozenset({"identity", "slice", "transpose", "reshape", "real", "imag", "broadcast_in_dim", "diagonal"})
+
+
+def argument_view_chain(t: Any, ctx: Any) -> tuple[int, tuple] | None:
+    """(input index, movements) when the returned Tracer t is an array argument or a view of
+    one, which NumPy returns as that array or a view of it: the call then returns the same view
+    of the caller's array (after written arguments are copied back), not a new array. Each
+    movement is (prim, params, shape of its result). None for anything else (0-d results: NumPy
+    returns scalars, as the call does)."""
+    mem = t._mem
+    if mem is None or not mem.argument or mem.ctx is not ctx or t.weak is not None or t.ndim == 0:
+        return None
+    chain = []
+    node = t
+    while node._view is not None:
+        parent, prim, params = node._view
+        if prim not in _REPLAYABLE:
+            return None
+        chain.append((prim, params, node.shape))
+        node = parent
+    if node._ctx is not ctx:
+        return None
+    return mem.index, tuple(reversed(chain))
+
+
+def replay_view(array: np.ndarray, chain: tuple) -> np.ndarray | None:
+    """The view of the caller's `array` that `chain` (argument_view_chain) made of it while
+    tracing; None if NumPy would not give a view (never, for the layout the program was traced
+    for: api.Jitted's layout guard)."""
+    out = array
+    for prim, params, shape in chain:
+        if prim == "identity":
+            out = out.view()
+        elif prim == "slice":
+            out = out[tuple(slice(s, s + st * n if s + st * n >= 0 else None, st) if n else slice(0, 0)
+                            for s, st, n in zip(params["starts"], params["steps"], shape))]
+        elif prim == "transpose":
+            out = out.transpose(params["permutation"])
+        elif prim == "reshape":
+            try:
+                out = np.reshape(out, shape, copy=False)
+            except ValueError:
+                return None
+        elif prim in ("real", "imag"):
+            out = out.real if prim == "real" else out.imag
+        elif prim == "diagonal":
+            out = np.diagonal(out, params["offset"], params["axis1"], params["axis2"])
+        else:  # broadcast_in_dim: np.broadcast_to's read-only view
+            expanded = [1] * len(shape)
+            for src, dst in enumerate(params["broadcast_dimensions"]):
+                expanded[dst] = out.shape[src]
+            out = np.broadcast_to(out.reshape(expanded), shape)
+    if chain and out.shape != tuple(chain[-1][2]):
+        return None  # (a slice of a symbolic or unexpected shape: the program's own result stays)
+    return out
 
 
 def _where() -> str:
