@@ -70,6 +70,9 @@ VIEWS = {
     "flip": lambda a: np.flip(a),
     "moveaxis": lambda a: np.moveaxis(a, 0, -1),
     "real": lambda a: a.real,
+    "ascontiguousarray": lambda a: np.ascontiguousarray(a),
+    "asfortranarray": lambda a: np.asfortranarray(a),
+    "atleast_2d": lambda a: np.atleast_2d(a),
 }
 
 
@@ -139,6 +142,20 @@ def test_views_of_arguments_write_through_as_numpy(layout, view, write, backend)
     check_against_numpy(jk.jit(f, backend=backend), f, layout)
 
 
+@SETTINGS
+@given(layouts=st.lists(st.sampled_from(sorted(LAYOUTS)), min_size=2, max_size=5),
+       view=st.sampled_from(sorted(VIEWS)), write=st.sampled_from(sorted(WRITES)),
+       backend=st.sampled_from(DRAWN_BACKENDS))
+def test_one_function_called_on_layouts_in_turn(layouts, view, write, backend):
+    """The same jitted function called on a sequence of layouts: a program traced for one layout
+    never serves another whose view-or-copy answer differs (a C-ordered argument decided
+    ascontiguousarray's 'the array itself' and that program then served F-ordered calls)."""
+    f = make(VIEWS[view], WRITES[write])
+    jitted = jk.jit(f, backend=backend)
+    for layout in layouts:
+        check_against_numpy(jitted, f, layout)
+
+
 @pytest.mark.parametrize("backend", DRAWN_BACKENDS + emulator_backends())
 @pytest.mark.parametrize("view,write,layout", [
     ("ravel", "fill", "F"), ("ravel", "fill", "cols_strided"), ("reshape(-1)", "add", "rows_reversed"),
@@ -147,6 +164,20 @@ def test_views_of_arguments_write_through_as_numpy(layout, view, write, backend)
 def test_hand_cases_on_every_backend(backend, view, write, layout):
     f = make(VIEWS[view], WRITES[write])
     check_against_numpy(jk.jit(f, backend=backend), f, layout)
+
+
+@SETTINGS
+@given(layouts=st.lists(st.sampled_from(sorted(LAYOUTS)), min_size=2, max_size=5),
+       view=st.sampled_from(sorted(VIEWS)), write=st.sampled_from(sorted(WRITES)),
+       backend=st.sampled_from(DRAWN_BACKENDS))
+def test_one_function_called_on_layouts_in_turn(layouts, view, write, backend):
+    """The same jitted function called on a sequence of layouts: a program traced for one layout
+    never serves another whose view-or-copy answer differs (a C-ordered argument decided
+    ascontiguousarray's 'the array itself' and that program then served F-ordered calls)."""
+    f = make(VIEWS[view], WRITES[write])
+    jitted = jk.jit(f, backend=backend)
+    for layout in layouts:
+        check_against_numpy(jitted, f, layout)
 
 
 @pytest.mark.parametrize("backend", DRAWN_BACKENDS)

@@ -98,13 +98,16 @@ def reshape_strides(shape: tuple[int, ...], strides: tuple[int, ...], new_shape:
 
 
 def is_c_contiguous(t: Any) -> bool:
-    if t._view is None and t._strides is None:
-        return True  # made inside the function: C order
+    """Whether t is C-contiguous: a view-or-copy decision, so an argument's layout guards the
+    program (a C-ordered argument has no _strides, yet its program must not serve an F one)."""
     _layout_decides(t)
+    if t._view is None and t._strides is None:
+        return True  # C order: made inside the function, or a C-ordered argument
     return bool(_numpy_layout(t.shape, strides_of(t)).flags.c_contiguous)
 
 
 def is_f_contiguous(t: Any) -> bool:
+    _layout_decides(t)
     return bool(_numpy_layout(t.shape, strides_of(t)).flags.f_contiguous)
 
 
