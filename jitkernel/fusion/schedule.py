@@ -357,7 +357,7 @@ class _Scheduler:
             axes = eqn.params["axes"] if "axes" in eqn.params else (eqn.params["axis"],)
             kept = [d for d in range(x.aval.ndim) if d not in axes]
             op = _REDUCE_OPS[eqn.prim]
-            if kept and kept[-1] == x.aval.ndim - 1 and op not in ("argmax", "argmin"):
+            if _inner_loop_kept(x.aval.shape, axes) and op not in ("argmax", "argmin"):
                 # The innermost axis is kept (column-like reduction): walk the input in memory
                 # order and accumulate into the output buffer, a vectorisable read-modify-write.
                 domain = x.aval.shape
@@ -400,13 +400,31 @@ class _Scheduler:
         return [self._kernel(f"k{n}_{eqn.prim}", shape, 0, [Store(out, ix.linearize(index, shape), value)], ops)]
 
 
+def _long_axes(shape: tuple[int, ...]) -> list[int]:
+    """The axes NumPy's iterator iterates: it gives an axis of extent 1 stride 0 in every
+    operand, so such an axis coalesces with its neighbours and never splits or ends a run."""
+    return [d for d, n in enumerate(shape) if n != 1]
+
+
+def _inner_loop_kept(shape: tuple[int, ...], axes: tuple[int, ...]) -> bool:
+    """Does NumPy's inner loop of this reduction run along a kept axis (the output advances
+    with it: element by element, sequential, `x.sum(axis=0)` of a matrix)? For a C-contiguous
+    operand the inner loop is the last axis of extent other than 1, so `(n, 1).sum(axis=0)`
+    is a pairwise sum over n, as NumPy's `(n,).sum()` is. Without such an axis (every extent
+    1) the last axis decides, as it always did; the order cannot matter there."""
+    long = _long_axes(shape) or list(range(len(shape)))
+    return bool(long) and long[-1] not in axes
+
+
 def _numpy_block(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
     """Elements NumPy's reduction reduces per inner-loop call on a C-contiguous operand: its
-    iterator coalesces the trailing run of reduced axes into the inner loop (Store.block)."""
-    block, d = 1, len(shape) - 1
-    while d in axes:
+    iterator coalesces the trailing run of reduced axes into the inner loop (Store.block);
+    axes of extent 1 (kept or reduced) are part of every run (`_long_axes`)."""
+    block = 1
+    for d in reversed(_long_axes(shape)):
+        if d not in axes:
+            break
         block *= shape[d]
-        d -= 1
     return block
 
 
