@@ -580,9 +580,25 @@ def reduce(name: str, x: Any, kwargs: dict, *args: Any) -> Any:
         fn = getattr(np, name)
         return x.with_data(fn(x.data, **kwargs))
     if x.dense is not None and name in _DENSE_IDENTITY and x.dtype.kind in "biuf" \
-            and set(kwargs) <= {"axis", "keepdims", "dtype"} and (name in ("sum", "prod", "mean") or "dtype" not in kwargs):
+            and set(kwargs) <= {"axis", "keepdims", "dtype"} and (name in ("sum", "prod", "mean") or "dtype" not in kwargs) \
+            and not _order_dependent(name, x.dtype, kwargs.get("dtype")):
         return _dense_reduce(name, x, axes, kwargs)
     return _call(name, (x,), _hashable(kwargs), "static")
+
+
+def _order_dependent(name: str, dtype: np.dtype, requested: Any) -> bool:
+    """Would reducing `np.where(mask, values, identity)` instead of the selection change the
+    result? A float sum (and a mean: a sum) is NumPy's pairwise sum, whose grouping depends on
+    the positions of the values: the identities shift them, so the rounding and even the kind
+    of the answer differ (inf against a finite value). Integer and bool sums are exact, max,
+    min, any and all do not depend on the order, and products are sequential in NumPy (only
+    float16 products are blocked, and a block of the selection is one of the dense array),
+    where multiplying by the identity 1 is exact."""
+    if name not in ("sum", "mean"):
+        return False
+    if requested is not None:
+        return np.dtype(requested).kind in "fc"
+    return name == "mean" or dtype.kind in "fc"
 
 
 # The value a reduction ignores, by dtype kind (max/min: the lowest/highest value; NaN stays NaN).
