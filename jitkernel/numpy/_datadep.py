@@ -613,10 +613,10 @@ _DENSE_IDENTITY["amax"], _DENSE_IDENTITY["amin"] = _DENSE_IDENTITY["max"], _DENS
 def _dense_reduce(name: str, x: DataDependent, axes: tuple, kwargs: dict) -> Tracer:
     """A reduction over the data-dependent axis of a selection `values[mask]`, computed as the
     reduction of np.where(mask, values, identity) over the mask's axes (and the trailing axes
-    asked for): one fused kernel, no selection step. Sums differ from NumPy's pairwise sum of
-    the selection only by rounding; max/min are exact and raise NumPy's ValueError when the
-    selection is empty; mean is the sum divided by the count (NaN when empty, without NumPy's
-    warning)."""
+    asked for): one fused kernel, no selection step. Only for reductions whose result does not
+    depend on the positions of the values (`_order_dependent`): integer and bool sums, products,
+    max/min (which raise NumPy's ValueError when the selection is empty), any/all; an integer
+    mean is the sum divided by the count."""
     from ._shape import reshape
     from ._core import broadcast_to_shape
     values, mask = x.dense
