@@ -225,3 +225,16 @@ def test_selection_sums_of_the_issue(backend):
     for x in cases:
         assert_like_numpy(lambda a: a[a != 0].sum(), x, backend=backend)
         assert_like_numpy(lambda a: a[a != 0].mean(), x, backend=backend)
+
+
+def test_float_sums_along_a_selection_sum_the_selection_itself():
+    """The decision, visible in the kernels: a float sum along the selection takes the selection
+    (NumPy's order); an integer sum, a max, or a float sum of selected rows along a kept axis
+    (rows added element by element, where the zero rows change nothing) fuse densely."""
+    x = np.linspace(-1.0, 1.0, 16)
+    exact = [lambda a: a[a > 0].sum(), lambda a: a[a > 0].mean(), lambda a: a.reshape(8, 2)[a[::2] > 0].sum()]
+    dense = [lambda a: a[a > 0].astype(np.int64).sum(), lambda a: a[a > 0].max(),
+             lambda a: a.reshape(8, 2)[a[::2] > 0].sum(axis=0)]
+    for f in exact + dense:
+        text = jk.jit(f).lower(x).as_text("kernels")
+        assert ("mask_select" in text) == (f in exact), text

@@ -40,6 +40,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..backends import semantics
 from ..errors import UnsupportedOperationError
 from ..ir.symdim import SymbolicDimError, SymDim
 from ..trace.context import _traces, user_frame_location
@@ -581,24 +582,32 @@ def reduce(name: str, x: Any, kwargs: dict, *args: Any) -> Any:
         return x.with_data(fn(x.data, **kwargs))
     if x.dense is not None and name in _DENSE_IDENTITY and x.dtype.kind in "biuf" \
             and set(kwargs) <= {"axis", "keepdims", "dtype"} and (name in ("sum", "prod", "mean") or "dtype" not in kwargs) \
-            and not _order_dependent(name, x.dtype, kwargs.get("dtype")):
+            and not _order_dependent(name, x, axes, kwargs.get("dtype")):
         return _dense_reduce(name, x, axes, kwargs)
     return _call(name, (x,), _hashable(kwargs), "static")
 
 
-def _order_dependent(name: str, dtype: np.dtype, requested: Any) -> bool:
+def _order_dependent(name: str, x: DataDependent, axes: tuple[int, ...], requested: Any) -> bool:
     """Would reducing `np.where(mask, values, identity)` instead of the selection change the
-    result? A float sum (and a mean: a sum) is NumPy's pairwise sum, whose grouping depends on
-    the positions of the values: the identities shift them, so the rounding and even the kind
-    of the answer differ (inf against a finite value). Integer and bool sums are exact, max,
-    min, any and all do not depend on the order, and products are sequential in NumPy (only
-    float16 products are blocked, and a block of the selection is one of the dense array),
-    where multiplying by the identity 1 is exact."""
+    result? A float sum (a mean is one) whose NumPy inner loop runs along the selection is a
+    pairwise sum, whose grouping depends on the positions of the values: the identities shift
+    them, changing the rounding and even the kind of answer (inf against 1e308). Integer and
+    bool sums are exact; max, min, any and all do not depend on the order; products are
+    sequential in NumPy (float16 blocks of the selection are those of the dense array) and
+    multiplying by 1 is exact; and where the inner loop runs along a kept trailing axis
+    (`rows.sum(axis=0)` of selected rows) NumPy adds rows element by element, in order, so the
+    rows of +0.0 added change nothing."""
     if name not in ("sum", "mean"):
         return False
     if requested is not None:
-        return np.dtype(requested).kind in "fc"
-    return name == "mean" or dtype.kind in "fc"
+        float_sum = np.dtype(requested).kind in "fc"
+    else:
+        float_sum = name == "mean" or x.dtype.kind in "fc"
+    if not float_sum:
+        return False
+    # The count's extent does not matter when a trailing axis of extent other than 1 exists.
+    rows_in_order = any(n != 1 for n in x.rest) and semantics.reduction_inner_loop_kept((2,) + x.rest, axes)
+    return not rows_in_order
 
 
 # The value a reduction ignores, by dtype kind (max/min: the lowest/highest value; NaN stays NaN).
