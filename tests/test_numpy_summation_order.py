@@ -238,3 +238,16 @@ def test_float_sums_along_a_selection_sum_the_selection_itself():
     for f in exact + dense:
         text = jk.jit(f).lower(x).as_text("kernels")
         assert ("mask_select" in text) == (f in exact), text
+
+
+def test_float_sums_of_selections_stay_differentiable():
+    """The exact sum keeps the dense form's derivative (a sum is linear: its tangent does not
+    depend on the order), so jk.grad of x[mask].sum() works, with NumPy's value."""
+    x = np.array([1e16, 3.0, 3.0, 1e308, 1e308, 0.0, -1e16, -1.0, -1e308, 3.0, 1.0, 1e-300, 3.0])
+    selected = (x != 0).astype(np.float64)
+    cases = [(lambda a: a[a != 0].sum(), selected), (lambda a: a[a != 0].mean(), selected / selected.sum()),
+             (lambda a: (a[a != 0] * 2).sum(dtype=np.float64), 2 * selected)]
+    for f, gradient in cases:
+        value, grad = jk.value_and_grad(f)(x)
+        assert_same_bits(value, outcome(f, x)[1])
+        np.testing.assert_array_equal(grad, gradient)

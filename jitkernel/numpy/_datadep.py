@@ -581,10 +581,34 @@ def reduce(name: str, x: Any, kwargs: dict, *args: Any) -> Any:
         fn = getattr(np, name)
         return x.with_data(fn(x.data, **kwargs))
     if x.dense is not None and name in _DENSE_IDENTITY and x.dtype.kind in "biuf" \
-            and set(kwargs) <= {"axis", "keepdims", "dtype"} and (name in ("sum", "prod", "mean") or "dtype" not in kwargs) \
-            and not _order_dependent(name, x, axes, kwargs.get("dtype")):
-        return _dense_reduce(name, x, axes, kwargs)
+            and set(kwargs) <= {"axis", "keepdims", "dtype"} and (name in ("sum", "prod", "mean") or "dtype" not in kwargs):
+        if not _order_dependent(name, x, axes, kwargs.get("dtype")):
+            return _dense_reduce(name, x, axes, kwargs)
+        return _exact_with_dense_derivative(name, x, axes, kwargs)
     return _call(name, (x,), _hashable(kwargs), "static")
+
+
+def _exact_with_dense_derivative(name: str, x: DataDependent, axes: tuple, kwargs: dict) -> Any:
+    """NumPy's `name` (a float sum or mean) of the selection itself, in NumPy's order, with the
+    derivative of the dense form: a sum is linear, so its tangent, the same reduction of the
+    tangents, does not depend on the order, and `jk.grad` of `x[x > 0].sum()` keeps working (a
+    selection step alone is not differentiable)."""
+    from ..transforms.custom import custom_jvp
+    values, mask = x.dense
+    hashable = _hashable(kwargs)
+    rest = values.shape[mask.ndim:]
+
+    def exact_value(mask: Tracer, count: Tracer, v: Tracer) -> Any:
+        return _call(name, (_mask_select(v, mask),), hashable, "static")
+
+    def dense_tangent(primals: tuple, tangents: tuple) -> tuple:
+        (mask, count, v), (_, _, t) = primals, tangents  # (a bool mask and an int count have no tangent)
+        like = DataDependent(t.reshape((mask.size,) + rest), count, x.origin, (t, mask))  # (count, *rest), dense
+        return exact(mask, count, v), _dense_reduce(name, like, axes, kwargs)
+
+    exact = custom_jvp(exact_value)
+    exact.defjvp(dense_tangent)
+    return exact(mask, x.count, values)
 
 
 def _order_dependent(name: str, x: DataDependent, axes: tuple[int, ...], requested: Any) -> bool:
