@@ -62,6 +62,42 @@ def reduce_identity(reduce: str, dt: np.dtype) -> bool | int | float:
     return int(info.max if big else info.min)
 
 
+def _iterated_axes(shape: tuple[int, ...]) -> list[int]:
+    """The axes NumPy's iterator iterates: it gives an axis of extent 1 stride 0 in every
+    operand, so such an axis coalesces with its neighbours and never splits or ends a run."""
+    return [d for d, n in enumerate(shape) if n != 1]
+
+
+def reduction_inner_loop_kept(shape: tuple[int, ...], axes: tuple[int, ...]) -> bool:
+    """Does NumPy's inner loop of a reduction of a C-contiguous operand run along a kept axis
+    (the output advancing with it: rows added element by element, in order, `x.sum(axis=0)` of
+    a matrix)? It is the last axis of extent other than 1, so `(n, 1).sum(axis=0)` is a
+    pairwise sum over n, as `(n,).sum()` is. With every extent 1 the last axis decides (the
+    order cannot matter there).
+
+    >>> reduction_inner_loop_kept((5, 3), (0,)), reduction_inner_loop_kept((5, 1), (0,))
+    (True, False)
+    """
+    long = _iterated_axes(shape) or list(range(len(shape)))
+    return bool(long) and long[-1] not in axes
+
+
+def reduction_block(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
+    """Elements NumPy's reduction of a C-contiguous operand reduces per call of its inner loop
+    (pairwise, for a float sum): the iterator coalesces the trailing run of reduced axes, axes
+    of extent 1 (kept or reduced) belonging to every run.
+
+    >>> reduction_block((4, 5, 6), (0, 2)), reduction_block((4, 1, 6), (0, 2))
+    (6, 24)
+    """
+    block = 1
+    for d in reversed(_iterated_axes(shape)):
+        if d not in axes:
+            break
+        block *= shape[d]
+    return block
+
+
 def max_min_tie_keeps_first(dt: np.dtype) -> bool:
     """Of two equal floats (0.0 and -0.0), does NumPy's maximum/minimum return the first
     operand? The float16 loop does (`a >= b ? a : b`); the float32/float64 loops return the

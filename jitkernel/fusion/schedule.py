@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 
+from ..backends import semantics
 from ..ir import AType, Eqn, Program, Var, primitives
 from . import index as ix
 from .index import Aff
@@ -357,9 +358,10 @@ class _Scheduler:
             axes = eqn.params["axes"] if "axes" in eqn.params else (eqn.params["axis"],)
             kept = [d for d in range(x.aval.ndim) if d not in axes]
             op = _REDUCE_OPS[eqn.prim]
-            if kept and kept[-1] == x.aval.ndim - 1 and op not in ("argmax", "argmin"):
-                # The innermost axis is kept (column-like reduction): walk the input in memory
-                # order and accumulate into the output buffer, a vectorisable read-modify-write.
+            if semantics.reduction_inner_loop_kept(x.aval.shape, axes) and op not in ("argmax", "argmin"):
+                # NumPy's inner loop runs along a kept axis (column-like reduction; axes of
+                # extent 1 do not count): walk the input in memory order and accumulate into
+                # the output buffer, a vectorisable read-modify-write.
                 domain = x.aval.shape
                 index = tuple(ix.var(d) for d in range(x.aval.ndim))
                 value = self.expr(x, index, domain, {}, ops)
@@ -374,7 +376,7 @@ class _Scheduler:
             offset = ix.linearize([ix.var(k) for k in range(len(kept))], v.aval.shape)
             red_index = ix.var(len(kept)) if op in ("argmax", "argmin") else None
             # A dot's sum (ir/symdim_prims.py) follows no NumPy order: "free" (reassociated).
-            block = "free" if eqn.prim == "dot_sum" else _numpy_block(x.aval.shape, axes)
+            block = "free" if eqn.prim == "dot_sum" else semantics.reduction_block(x.aval.shape, axes)
             return [self._kernel(f"k{n}_{eqn.prim}", domain, len(axes),
                                  [Store(out, offset, value, op, red_index, block)], ops)]
         if eqn.prim == "update_slice":
@@ -398,16 +400,6 @@ class _Scheduler:
         index = tuple(ix.var(d) for d in range(len(shape)))
         value = self.expr(v, index, shape, {}, ops, expand=True)  # v's own buffer is the destination
         return [self._kernel(f"k{n}_{eqn.prim}", shape, 0, [Store(out, ix.linearize(index, shape), value)], ops)]
-
-
-def _numpy_block(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
-    """Elements NumPy's reduction reduces per inner-loop call on a C-contiguous operand: its
-    iterator coalesces the trailing run of reduced axes into the inner loop (Store.block)."""
-    block, d = 1, len(shape) - 1
-    while d in axes:
-        block *= shape[d]
-        d -= 1
-    return block
 
 
 # -- loop-nest simplification ------------------------------------------------------------

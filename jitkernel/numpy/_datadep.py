@@ -43,6 +43,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..backends import semantics
 from ..errors import UnsupportedOperationError
 from ..ir.symdim import SymbolicDimError
 from ..trace.context import _traces, user_frame_location
@@ -614,8 +615,56 @@ def reduce(name: str, x: Any, kwargs: dict, *args: Any) -> Any:
         return x.with_data(fn(x.data, **kwargs))
     if x.dense is not None and name in _DENSE_IDENTITY and x.dtype.kind in "biuf" \
             and set(kwargs) <= {"axis", "keepdims", "dtype"} and (name in ("sum", "prod", "mean") or "dtype" not in kwargs):
-        return _dense_reduce(name, x, axes, kwargs)
+        if not _order_dependent(name, x, axes, kwargs.get("dtype")):
+            return _dense_reduce(name, x, axes, kwargs)
+        return _exact_with_dense_derivative(name, x, axes, kwargs)
     return _call(name, (x,), _hashable(kwargs), "static")
+
+
+def _exact_with_dense_derivative(name: str, x: DataDependent, axes: tuple, kwargs: dict) -> Any:
+    """NumPy's `name` (a float sum or mean) of the selection itself, in NumPy's order, with the
+    derivative of the dense form: a sum is linear, so its tangent, the same reduction of the
+    tangents, does not depend on the order, and `jk.grad` of `x[x > 0].sum()` keeps working (a
+    selection step alone is not differentiable)."""
+    from ..transforms.custom import custom_jvp
+    values, mask = x.dense
+    hashable = _hashable(kwargs)
+    rest = values.shape[mask.ndim:]
+
+    def exact_value(mask: Tracer, count: Tracer, v: Tracer) -> Any:
+        return _call(name, (_mask_select(v, mask),), hashable, "static")
+
+    def dense_tangent(primals: tuple, tangents: tuple) -> tuple:
+        (mask, count, v), (_, _, t) = primals, tangents  # (a bool mask and an int count have no tangent)
+        like = DataDependent(t.reshape((mask.size,) + rest), count, x.origin, (t, mask))  # (count, *rest), dense
+        return exact(mask, count, v), _dense_reduce(name, like, axes, kwargs)
+
+    exact = custom_jvp(exact_value)
+    exact.defjvp(dense_tangent)
+    return exact(mask, x.count, values)
+
+
+def _order_dependent(name: str, x: DataDependent, axes: tuple[int, ...], requested: Any) -> bool:
+    """Would reducing `np.where(mask, values, identity)` instead of the selection change the
+    result? A float sum (a mean is one) whose NumPy inner loop runs along the selection is a
+    pairwise sum, whose grouping depends on the positions of the values: the identities shift
+    them, changing the rounding and even the kind of answer (inf against 1e308). Integer and
+    bool sums are exact; max, min, any and all do not depend on the order; products are
+    sequential in NumPy (float16 blocks of the selection are those of the dense array) and
+    multiplying by 1 is exact; and where the inner loop runs along a kept trailing axis
+    (`rows.sum(axis=0)` of selected rows) NumPy adds rows element by element, in order, so the
+    rows of +0.0 added change nothing."""
+    if name not in ("sum", "mean"):
+        return False
+    if requested is not None:
+        float_sum = np.dtype(requested).kind in "fc"
+    else:
+        float_sum = name == "mean" or x.dtype.kind in "fc"
+    if not float_sum:
+        return False
+    # The count's extent does not matter when a trailing axis of extent other than 1 exists.
+    rows_in_order = any(n != 1 for n in x.rest) and semantics.reduction_inner_loop_kept((2,) + x.rest, axes)
+    return not rows_in_order
 
 
 # The value a reduction ignores, by dtype kind (max/min: the lowest/highest value; NaN stays NaN).
@@ -630,10 +679,10 @@ _DENSE_IDENTITY["amax"], _DENSE_IDENTITY["amin"] = _DENSE_IDENTITY["max"], _DENS
 def _dense_reduce(name: str, x: DataDependent, axes: tuple, kwargs: dict) -> Tracer:
     """A reduction over the data-dependent axis of a selection `values[mask]`, computed as the
     reduction of np.where(mask, values, identity) over the mask's axes (and the trailing axes
-    asked for): one fused kernel, no selection step. Sums differ from NumPy's pairwise sum of
-    the selection only by rounding; max/min are exact and raise NumPy's ValueError when the
-    selection is empty; mean is the sum divided by the count (NaN when empty, without NumPy's
-    warning)."""
+    asked for): one fused kernel, no selection step. Only for reductions whose result does not
+    depend on the positions of the values (`_order_dependent`): integer and bool sums, products,
+    max/min (which raise NumPy's ValueError when the selection is empty), any/all; an integer
+    mean is the sum divided by the count."""
     from ._shape import reshape
     from ._core import broadcast_to_shape
     values, mask = x.dense
