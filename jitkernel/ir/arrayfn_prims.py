@@ -5,7 +5,9 @@
   when their source indices do not form a few slices.
 - `raise_if(value, bad)`: returns `value` and raises `exception(message)` when the bool 0-d
   `bad` is true: the run-time checks NumPy makes on data (`np.average`: "Weights sum to zero").
-  It is a library step, so it runs where the interpreter runs it, after its inputs exist.
+  It is a library step, so it runs where the interpreter runs it, after its inputs exist. A
+  `{int}` in the message is replaced by the integer the 0-d `value` holds (`check_message`), for
+  NumPy's messages that name the value ("Python integer 300 out of bounds for uint8").
 """
 from __future__ import annotations
 
@@ -37,9 +39,18 @@ def _raise_if_rule(in_avals: list[AType], *, exception: str, message: str) -> li
     return [in_avals[0]]
 
 
+def check_message(message: str, value: np.ndarray) -> str:
+    """The message of a failed `raise_if`, its `{int}` replaced by the value's integer (a
+    batched value has several: the placeholder is dropped then)."""
+    if "{int}" not in message:
+        return message
+    value = np.asarray(value)
+    return message.replace("{int}", str(int(value.reshape(-1)[0])) if value.size == 1 else "value")
+
+
 def _raise_if_impl(value: np.ndarray, bad: np.ndarray, *, exception: str, message: str) -> list[np.ndarray]:
     if bool(bad):
-        raise getattr(builtins, exception)(message)
+        raise getattr(builtins, exception)(check_message(message, value))
     return [np.array(value, copy=True)]
 
 

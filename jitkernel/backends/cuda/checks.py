@@ -13,7 +13,10 @@ import builtins
 from dataclasses import dataclass
 from typing import Iterator
 
+import numpy as np
+
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
+from ...ir.arrayfn_prims import check_message
 from .executor import Call, step_runner
 
 
@@ -47,4 +50,7 @@ def run_check(call: Call, step: CheckStep) -> None:
     device = call.device
     device.copy_into(call.bufs[step.output], call.bufs[step.value])
     if device.read_scalar(call.bufs[step.condition]):
-        raise getattr(builtins, step.exception)(step.message)
+        message = step.message
+        if "{int}" in message:  # NumPy's message names the value (ir/arrayfn_prims.check_message)
+            message = check_message(message, np.asarray(device.read_scalar(call.bufs[step.value])))
+        raise getattr(builtins, step.exception)(message)
