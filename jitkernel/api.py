@@ -424,6 +424,7 @@ class Jitted:
                 position = {leaf: k for k, leaf in enumerate(sorted(set(same)))}
                 tracers = [tracers[position[same[j]]] for j in range(len(same))]
             dyn_args, dyn_kwargs = tree_unflatten(sig.treedef, tracers)
+            dyn_args, dyn_kwargs = self._read_only_containers(dyn_args, dyn_kwargs)
             it = iter(dyn_args)
             full_args = tuple(args[i] if i in self.static_argnums else next(it) for i in range(len(args)))
             full_kwargs = dict(dyn_kwargs)
@@ -727,6 +728,15 @@ class Jitted:
         if getattr(compiled.program, "byteorder_sources", None):
             result = _restore_byteorder(result, compiled, [leaves[i] for i in distinct])
         return result
+
+    def _read_only_containers(self, dyn_args: tuple, dyn_kwargs: dict) -> tuple[tuple, dict]:
+        """The rebuilt argument pytrees with their dicts and lists read-only, each named as the
+        user wrote it (a mutation would be lost: trace/container_arguments.py)."""
+        from .trace.container_arguments import guard_containers
+        dyn_positions = [i for i in range(len(dyn_args) + len(self.static_argnums)) if i not in self.static_argnums]
+        args = tuple(guard_containers(a, self._arg_name(i), self.__name__) for i, a in zip(dyn_positions, dyn_args))
+        kwargs = {k: guard_containers(v, k, self.__name__) for k, v in dyn_kwargs.items()}
+        return args, kwargs
 
     def _register_fast(self, args: tuple, compiled: Compiled, sig: Signature) -> None:
         key: list = []
