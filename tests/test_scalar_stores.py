@@ -52,6 +52,22 @@ def fancy(a, v):
     a[IDX] = v
 
 
+def traced_index(a, v):
+    a[(a != a).sum()] = v  # a traced integer index: a basic store to NumPy
+
+
+def view_row(a, v):
+    a.reshape(2, 2)[1] = v  # through a view
+
+
+def put_traced_indices(a, v):
+    np.put(a, np.argsort(a)[:2], v)
+
+
+def put_along_axis(a, v):
+    np.put_along_axis(a, np.array([0, 2]), v, axis=0)
+
+
 def fill(a, v):
     a.fill(v)
 
@@ -88,11 +104,19 @@ def window_augmented(a, v):
     a[0:2] += v
 
 
-STORES = [item, item_2, window, ellipsis, mask, traced_mask, fancy, fill, put, copyto, copyto_same_kind,
+STORES = [item, item_2, window, ellipsis, mask, traced_mask, fancy, traced_index, view_row, fill, put,
+          put_traced_indices, put_along_axis, copyto, copyto_same_kind,
           place, putmask, computed, augmented, window_augmented]
 TARGETS = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
            np.float16, np.float32, np.float64, np.complex64, np.complex128]
 JITTED = {(fn.__name__, backend): jk.jit(fn, backend=backend) for fn in STORES for backend in DRAWN_BACKENDS}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_functions():
+    """Free the compiled code with the module, not at interpreter exit (LLVM is gone by then)."""
+    yield
+    JITTED.clear()
 
 _EDGES = [300.7, -1.5, 1.5, -0.5, 255.9, 256.0, -128.9, -129.0, 1e20, -1e20, 2.0 ** 63, -2.0 ** 63, 1e19,
           2.0 ** 64, 65504.0, 70000.0, 0.0, -0.0]

@@ -210,7 +210,10 @@ def setitem(target: Any, index: Any, value: Any) -> None:
         write(region, assignment_value(target, value, region.shape))
         return
     from .tracer import Tracer
-    value = store_operand(value, target.dtype)  # a scalar: NumPy's rule for an array index
+    if kind == "dynamic":  # a traced integer or slice bound: to NumPy a basic store (by value)
+        value = stored_scalar(value, target.dtype)
+    else:  # an index array or mask: NumPy makes an array of a NumPy scalar first
+        value = store_operand(value, target.dtype)
     if not isinstance(value, Tracer):
         value = numpy_stored(value, target.dtype) if np.ndim(value) == 0 and not isinstance(value, np.ndarray) \
             else np.asarray(value, dtype=target.dtype)
