@@ -258,3 +258,36 @@ def test_cuda_emulator_stores_scalars_as_numpy(name):
     for dtype, value in [(np.uint8, 300.7), (np.int8, float("nan")), (np.int64, 1e20), (np.uint8, 200.5),
                          (np.float32, 1 + 2j), (np.int8, np.float64(300.7)), (np.int8, -3.9)]:
         _assert_like_numpy(name, "cuda-emulator", dtype, value)
+
+
+@pytest.mark.parametrize("backend", DRAWN_BACKENDS)
+def test_the_check_runs_where_the_store_runs(backend):
+    """In a loop that runs zero times NumPy stores nothing and raises nothing; in one that runs,
+    the first store raises (a check made before the call would raise for both)."""
+    def fill_prefix(a, v, n):
+        for i in range(n):
+            a[i] = v
+        return a
+
+    f = jk.jit(fill_prefix, backend=backend)
+    a = np.zeros(3, np.uint8)
+    f(a, 300.7, 0)
+    np.testing.assert_array_equal(a, [0, 0, 0])
+    with pytest.raises(OverflowError, match="Python integer 300 out of bounds for uint8"):
+        f(a, 300.7, 2)
+    with pytest.raises(ValueError, match="cannot convert float NaN to integer"):
+        f(a, float("nan"), 1)
+    f(a, 100.5, 2)
+    np.testing.assert_array_equal(a, [100, 100, 0])
+
+
+@pytest.mark.parametrize("backend", DRAWN_BACKENDS)
+def test_a_store_never_read_still_checks(backend):
+    """NumPy raises at the store even when the array written is never read afterwards."""
+    def f(x, v):
+        scratch = np.zeros(3, np.int8)
+        scratch[0] = v
+        return x + 1
+
+    with pytest.raises(OverflowError, match="Python integer 300 out of bounds for int8"):
+        jk.jit(f, backend=backend)(np.zeros(2), 300.7)

@@ -19,10 +19,10 @@ Python first (numpy/_core/src/multiarray/arraytypes.c.src, `@TYPE@_setitem`):
   cast it as an array (-> int8 44): `numpy_scalars_by_value` tells which;
 - everything else is the C cast every backend already does (`convert`).
 
-The value-dependent cases are checked when the call runs: `raise_if` steps (the run-time check
-every backend implements, ir/arrayfn_prims.py) that raise NumPy's exception with NumPy's
-message, the out-of-bounds one naming the value. Concrete (trace-time) scalars are stored by
-NumPy itself (`numpy_stored`).
+The value-dependent cases are checked where the store runs, on every call: one `raise_if` step
+(the run-time check every backend implements, ir/arrayfn_prims.py) whose failure replays
+NumPy's own store of the value, so the exception and message are NumPy's. Concrete
+(trace-time) scalars are stored by NumPy itself (`numpy_stored`).
 """
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def stored_scalar(value: Any, dtype: np.dtype, numpy_scalars_by_value: bool = Tr
     if value.weak is complex and dtype.kind in "iuf":
         raise TypeError(_COMPLEX_MESSAGE[dtype.kind])
     if dtype.kind in "iu" and _converted_through_python_int(value, dtype, numpy_scalars_by_value):
-        if source.kind == "f":
+        if source.kind in "fc":  # (a NumPy complex: its real part, with NumPy's ComplexWarning)
             value = _checked_float_to_int(lift(ctx, value, _FLOAT64), dtype)
         elif source.kind in "iu":
             value = _checked_int_bounds(value, dtype)
@@ -93,32 +93,32 @@ def _converted_through_python_int(value: Any, dtype: np.dtype, numpy_scalars_by_
     for a Python float or int; for a NumPy scalar only into a signed dtype by a basic store."""
     if value.weak in (float, int):
         return True
-    return numpy_scalars_by_value and value.weak is None and dtype.kind == "i" and value.dtype.kind in "iuf"
+    return numpy_scalars_by_value and value.weak is None and dtype.kind == "i" and value.dtype.kind in "iufc"
 
 
-def _check(value: Any, bad: Any, exception: str, message: str) -> Any:
+def _check(value: Any, bad: Any, dtype: np.dtype, kind: str) -> Any:
+    """`value`, after one run-time check (a `raise_if` step): where `bad`, the call raises what
+    NumPy raises when it stores the value as a Python `kind` ("float" or "int") into `dtype`,
+    NumPy's own exception and message (ir/arrayfn_prims.check_error replays NumPy)."""
+    from ..ir.arrayfn_prims import NUMPY_STORE
+    from ..numpy._core import lift
     from ..numpy._statistics import raise_if
-    return raise_if(value, bad, exception, message)
+    return raise_if(value, lift(value._ctx, bad, _BOOL), NUMPY_STORE, f"{dtype}:{kind}")
 
 
 def _checked_float_to_int(f: Any, dtype: np.dtype) -> Any:
     """`int(f)` as NumPy's setitem takes it for an integer `dtype`: the truncated float64, after
-    NumPy's checks in NumPy's order (NaN, infinity, beyond a C long, beyond the dtype)."""
+    one check for what NumPy refuses (NaN, infinity, beyond a C long or unsigned long for uint64,
+    outside the dtype)."""
     from ..numpy._ufuncs import apply_ufunc
-    f = _check(f, apply_ufunc(np.isnan, f), "ValueError", "cannot convert float NaN to integer")
-    f = _check(f, apply_ufunc(np.isinf, f), "OverflowError", "cannot convert float infinity to integer")
     t = apply_ufunc(np.trunc, f)
-    # NumPy reads the int as a C long, or an unsigned long for uint64 (2**63 <= v < 2**64 fits).
-    top = 2.0 ** 64 if dtype == np.uint64 else 2.0 ** 63
-    too_large = apply_ufunc(np.logical_or, apply_ufunc(np.less, t, -2.0 ** 63), apply_ufunc(np.greater_equal, t, top))
-    t = _check(t, too_large, "OverflowError", "Python int too large to convert to C long")
     info = np.iinfo(dtype)
-    if dtype.itemsize < 8 or dtype == np.uint64:  # int64 takes every value that passed
-        outside = apply_ufunc(np.less, t, float(info.min))
-        if dtype.itemsize < 8:
-            outside = apply_ufunc(np.logical_or, outside, apply_ufunc(np.greater, t, float(info.max)))
-        t = _check(t, outside, "OverflowError", f"Python integer {{int}} out of bounds for {dtype}")
-    return t
+    # Every bound is a float64 exactly; NaN fails both comparisons, so it is caught by `not`.
+    top = 2.0 ** 64 if dtype == np.uint64 else 2.0 ** 63 if dtype == np.int64 else float(info.max) + 1.0
+    inside = apply_ufunc(np.logical_and, apply_ufunc(np.greater_equal, t, float(info.min)),
+                         apply_ufunc(np.less, t, top))
+    f = _check(f, apply_ufunc(np.logical_not, inside), dtype, "float")
+    return apply_ufunc(np.trunc, f)
 
 
 def _checked_int_bounds(value: Any, dtype: np.dtype) -> Any:
@@ -138,5 +138,4 @@ def _checked_int_bounds(value: Any, dtype: np.dtype) -> Any:
     if value.weak is not None and value.ir_var in getattr(ctx, "_input_index", {}):
         return value  # a Python int argument: checked before the call runs (lift, weak_int_cast)
     bad = checks[0] if len(checks) == 1 else apply_ufunc(np.logical_or, *checks)
-    return _check(lift(ctx, value, source), lift(ctx, bad, _BOOL), "OverflowError",
-                  f"Python integer {{int}} out of bounds for {dtype}")
+    return _check(lift(ctx, value, source), bad, dtype, "int")
