@@ -12,8 +12,8 @@ from __future__ import annotations
 from . import events
 from .api import CacheLimitWarning, Jitted, Lowered, Recompilation, jit, make_ir
 from .config import config
-from .errors import (BackendUnavailableError, CompileError, InPlaceUpdateError, IRVerificationError, JitError,
-                     TracedRandomError, TracerArrayConversionError, TracerBoolConversionError, TracerError,
+from .errors import (BackendUnavailableError, CompileError, ContainerMutationError, InPlaceUpdateError,
+                     IRVerificationError, JitError, TracedRandomError, TracerArrayConversionError, TracerBoolConversionError, TracerError,
                      TracerIntegerConversionError, UnsupportedOperationError)
 from .interpreter import eval_program
 from .benchmarking import BenchmarkRecord, benchmark
@@ -43,7 +43,7 @@ __all__ = ["jit", "make_ir", "lax", "sharding", "ShardedArray", "devices", "dask
            "GradientError", "BatchingError", "Jitted", "Lowered", "Recompilation", "CacheLimitWarning", "config", "events", "eval_program",
            "JitError", "BackendUnavailableError", "TracerError", "TracerBoolConversionError", "TracerIntegerConversionError",
            "TracerArrayConversionError", "UnsupportedOperationError", "InPlaceUpdateError", "TracedRandomError", "CompileError",
-           "IRVerificationError", "__version__"]
+           "IRVerificationError", "ContainerMutationError", "__version__"]
 
 
 def load_ipython_extension(ipython):  # pragma: no cover - exercised by the notebook tests

@@ -43,6 +43,9 @@ def _one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
 
 
+NUMPY_SCALAR = "numpy scalar"  # the fourth entry of the spec of a NumPy scalar argument
+
+
 def _leaf_spec(leaf: Any, where: str) -> tuple:
     """The cache-key entry of one dynamic argument leaf."""
     if isinstance(leaf, (bool, int, float, complex)) and not isinstance(leaf, np.generic):
@@ -53,6 +56,10 @@ def _leaf_spec(leaf: Any, where: str) -> tuple:
             check_array_subclass(type(leaf), where)  # np.matrix, masked arrays: TypeError
         # Byte-swapped data (">f4" on a little-endian host) is the same dtype to NumPy's rules.
         dt = leaf.dtype if leaf.dtype.isnative else leaf.dtype.newbyteorder("=")
+        if isinstance(leaf, np.generic):
+            # A NumPy scalar is not a 0-d array to NumPy: it is immutable (`s += 1` rebinds) and
+            # setitem stores it by value (np.float64(300.7) into int8 raises): traced as one.
+            return ("array", check_dtype(dt, where), (), NUMPY_SCALAR)
         return ("array", check_dtype(dt, where), tuple(leaf.shape))
     if getattr(type(leaf), "_jk_device_array", False):  # jk.DeviceArray: passed on without a copy
         return ("array", check_dtype(leaf.dtype, where), leaf.shape)
@@ -290,6 +297,9 @@ def signature_diff(old: Signature, new: Signature) -> list[str]:
                 reasons.append(f"{name}: dtype {a[1]} -> {b[1]}")
             if a[2] != b[2]:
                 reasons.append(f"{name}: shape {a[2]} -> {b[2]}")
+            if a[3:] != b[3:]:
+                reasons.append(f"{name}: {'a NumPy scalar' if a[3:] else 'a 0-d array'} -> "
+                               f"{'a NumPy scalar' if b[3:] else 'a 0-d array'}")
         elif a[0] == b[0] == "py":
             reasons.append(f"{name}: Python scalar type {a[1].__name__} -> {b[1].__name__}")
         else:
@@ -337,7 +347,8 @@ def _with_sizes(sig: Signature, dims: set[tuple[str, int]], bump: int) -> Signat
     specs = []
     for name, spec in zip(sig.names, sig.specs):
         if spec[0] == "array" and any(n == name for n, _ in dims):
-            spec = (spec[0], spec[1], tuple(s + bump if (name, d) in dims else s for d, s in enumerate(spec[2])))
+            spec = (spec[0], spec[1], tuple(s + bump if (name, d) in dims else s for d, s in enumerate(spec[2])),
+                    *spec[3:])
         specs.append(spec)
     return Signature(sig.treedef, tuple(specs), sig.statics, sig.names)
 
@@ -518,8 +529,10 @@ class Jitted:
         is the same array as leaf j: those leaves get one Tracer, and the program one input."""
         in_specs = [(AType(s[2], s[1]), None) if s[0] == "array" else (AType((), _PY_SCALAR_DTYPES[s[1]]), s[1])
                     for s in sig.specs]
+        numpy_scalars = [s[3:] == (NUMPY_SCALAR,) for s in sig.specs]
         if same is not None:
             in_specs = [spec for j, spec in enumerate(in_specs) if same[j] == j]
+            numpy_scalars = [k for j, k in enumerate(numpy_scalars) if same[j] == j]
         leaves = self._dynamic_leaves(args, kwargs)
         leaf_of = sorted(set(same)) if same is not None else list(range(len(leaves)))
 
@@ -533,10 +546,14 @@ class Jitted:
                 bind(lambda i: tracers[leaf_of.index(i)])
             for k, t in enumerate(tracers):
                 give_argument_layout(t, leaves[leaf_of[k]])
+            for t, is_numpy_scalar in zip(tracers, numpy_scalars):
+                if is_numpy_scalar:
+                    t.scalar = True  # immutable, stored by value (see _leaf_spec)
             if same is not None:
                 position = {leaf: k for k, leaf in enumerate(sorted(set(same)))}
                 tracers = [tracers[position[same[j]]] for j in range(len(same))]
             dyn_args, dyn_kwargs = tree_unflatten(sig.treedef, tracers)
+            dyn_args, dyn_kwargs = self._read_only_containers(dyn_args, dyn_kwargs)
             it = iter(dyn_args)
             full_args = tuple(args[i] if i in self.static_argnums else next(it) for i in range(len(args)))
             full_kwargs = dict(dyn_kwargs)
@@ -929,6 +946,15 @@ class Jitted:
         if getattr(compiled.program, "byteorder_sources", None):
             result = _restore_byteorder(result, compiled, leaves)
         return result
+
+    def _read_only_containers(self, dyn_args: tuple, dyn_kwargs: dict) -> tuple[tuple, dict]:
+        """The rebuilt argument pytrees with their dicts and lists read-only, each named as the
+        user wrote it (a mutation would be lost: trace/container_arguments.py)."""
+        from .trace.container_arguments import guard_containers
+        dyn_positions = [i for i in range(len(dyn_args) + len(self.static_argnums)) if i not in self.static_argnums]
+        args = tuple(guard_containers(a, self._arg_name(i), self.__name__) for i, a in zip(dyn_positions, dyn_args))
+        kwargs = {k: guard_containers(v, k, self.__name__) for k, v in dyn_kwargs.items()}
+        return args, kwargs
 
     def _register_fast(self, args: tuple, compiled: Compiled, sig: Signature) -> None:
         key: list = []

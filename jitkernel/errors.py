@@ -55,6 +55,13 @@ class InPlaceUpdateError(UnsupportedOperationError):
     written back (docs/numpy-support.md "In-place updates and views")."""
 
 
+class ContainerMutationError(UnsupportedOperationError):
+    """A jitted function changed a dict or list ARGUMENT itself (`d["y"] = ...`, `lst.append(...)`,
+    `del d[k]`): the compiled program never runs the Python code again, so the caller's container
+    could not end as plain Python leaves it; raised at the trace, naming the argument and the line
+    (trace/container_arguments.py). Writes into arrays inside containers are written back."""
+
+
 class TracedRandomError(UnsupportedOperationError):
     """`np.random` (or the `random` module) was used while tracing: the sample would be frozen
     into the compiled program as a constant, so every call would return the same numbers."""

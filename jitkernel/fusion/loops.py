@@ -36,7 +36,9 @@ CONTROL_FLOW = LOOP_PRIMS + BRANCH_PRIMS
 
 # Primitives that may set a run-time error flag: never hoisted out of a loop, which would raise
 # for a loop that runs zero times. Integer power (negative exponent) is handled by dtype below.
-_MAY_RAISE = ("dynamic_slice", "dynamic_update_slice", "dynamic_index", "gather", "scatter")
+# (raise_if, the run-time check of NumPy's value errors, is a RAISING_STEP: `_may_raise` sees it.)
+_MAY_RAISE = ("dynamic_slice", "dynamic_update_slice", "dynamic_index", "gather", "scatter",
+              "scatter_ufunc", "put", "put_along_axis", "take_along_axis", "place")
 
 
 @dataclass

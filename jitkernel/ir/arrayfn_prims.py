@@ -5,7 +5,10 @@
   when their source indices do not form a few slices.
 - `raise_if(value, bad)`: returns `value` and raises `exception(message)` when the bool 0-d
   `bad` is true: the run-time checks NumPy makes on data (`np.average`: "Weights sum to zero").
-  It is a library step, so it runs where the interpreter runs it, after its inputs exist.
+  It is a library step, so it runs where the interpreter runs it, after its inputs exist. The
+  exception `NUMPY_STORE` (message "<dtype>:float" or "<dtype>:int") raises what NumPy raises
+  when it stores the 0-d `value` as a Python float or int into an array of that dtype: NumPy's
+  own exception and message ("Python integer 300 out of bounds for uint8"; trace/scalar_store.py).
 """
 from __future__ import annotations
 
@@ -38,9 +41,26 @@ def _raise_if_rule(in_avals: list[AType], *, exception: str, message: str) -> li
     return [in_avals[0]]
 
 
+NUMPY_STORE = "NumPyStore"  # raise_if's exception: what NumPy's setitem raises for the value
+
+
+def check_error(exception: str, message: str, value: np.ndarray) -> Exception:
+    """The exception a failed `raise_if` raises (every backend: the interpreter, the CPU library
+    step, the CUDA check step)."""
+    if exception != NUMPY_STORE:
+        return getattr(builtins, exception)(message)
+    dtype, kind = message.split(":")
+    first = np.asarray(value).reshape(-1)[0]  # (a batched value: the first one)
+    try:
+        np.empty((), dtype)[()] = float(first) if kind == "float" else int(first)
+    except (OverflowError, ValueError, TypeError) as e:
+        return e.with_traceback(None)
+    return OverflowError(f"a value does not fit {dtype}")
+
+
 def _raise_if_impl(value: np.ndarray, bad: np.ndarray, *, exception: str, message: str) -> list[np.ndarray]:
     if bool(bad):
-        raise getattr(builtins, exception)(message)
+        raise check_error(exception, message, value)
     return [np.array(value, copy=True)]
 
 

@@ -27,6 +27,7 @@ import numpy as np
 from ..errors import UnsupportedOperationError
 from ..trace.context import user_frame
 from ..trace.tracer import Tracer
+from ..trace.scalar_store import store_operand
 from ._core import broadcast_to_shape, context_of, lift, normalize_axis
 from ._dispatch import register_function
 
@@ -236,7 +237,7 @@ def advanced_update(x: Any, index: tuple, value: Any) -> Any:
     if _datadep.involved(index, value):
         return _datadep.update(x, index, value)
     enc = _encode(ctx, index)
-    v, weak = _value_operand(ctx, value, x.dtype)
+    v, weak = _value_operand(ctx, store_operand(value, x.dtype), x.dtype)
     _check_value_shape(x, enc, v)
     selected = _mask_update_as_select(ctx, x, index, v)
     if selected is not None:
@@ -469,7 +470,7 @@ def put_result(a: Any, ind: Any, v: Any, mode: str = "raise") -> Tracer:
     if mode not in ("raise", "wrap", "clip"):
         raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
     x = lift(ctx, a)
-    value, weak = _value_operand(ctx, v, x.dtype)
+    value, weak = _value_operand(ctx, store_operand(v, x.dtype), x.dtype)
     out = ctx.bind1("put", x, _index_operand(ctx, ind), value, mode=mode, weak=weak)
     out.scalar = False
     return out
@@ -493,7 +494,7 @@ def put_along_axis_result(arr: Any, indices: Any, values: Any, axis: Any) -> Tra
     idx = _index_operand(ctx, indices)
     np.take_along_axis(np.empty(x.shape, np.dtype([])), np.broadcast_to(np.zeros((), idx.dtype), idx.shape),
                        axis=axis)  # NumPy's errors for the index shapes, now
-    value, weak = _value_operand(ctx, values, x.dtype)
+    value, weak = _value_operand(ctx, store_operand(values, x.dtype), x.dtype)
     out = ctx.bind1("put_along_axis", x, idx, value, axis=axis, weak=weak)
     out.scalar = False
     return out
@@ -522,7 +523,7 @@ def _masked_write_result(name: str, numpy_fn: Callable, a: Any, mask: Any, value
     if ctx is None:
         return _numpy_update(lambda out: numpy_fn(out, mask, values), a)
     x = lift(ctx, a)
-    value, weak = _value_operand(ctx, values, x.dtype)
+    value, weak = _value_operand(ctx, store_operand(values, x.dtype), x.dtype)
     out = ctx.bind1(name, x, _mask_operand(ctx, x, mask, name), value, weak=weak)
     out.scalar = False
     return out

@@ -4,8 +4,9 @@ the new value of the target's base is computed functionally and later reads see 
 that are written become hidden outputs that the call copies back into the caller's arrays
 (docs/numpy-support.md "In-place updates and views").
 
-Casting is NumPy's: assignment (`x[i] = v`, fill, put) casts unsafely, as ndarray.__setitem__
-does; augmented operators and ufunc `out=` use `same_kind` (int array += float raises
+Casting is NumPy's: assignment (`x[i] = v`, fill, put) casts arrays unsafely, as
+ndarray.__setitem__ does, and stores a Python or NumPy scalar by NumPy's scalar rule
+(trace/scalar_store.py: a float 300.7 into uint8 raises OverflowError, NaN ValueError); augmented operators and ufunc `out=` use `same_kind` (int array += float raises
 UFuncTypeError); np.copyto takes its `casting=`. A NumPy scalar (a 0-d result of a ufunc,
 reduction or integer index) and a Python scalar are immutable: `s += y` rebinds `s`, exactly as
 in NumPy. A NumPy array made outside the function and captured by it (a closure, a global) is
@@ -22,6 +23,7 @@ import numpy as np
 
 from ..errors import InPlaceUpdateError
 from .context import user_frame_location, user_instruction, user_statement_target
+from .scalar_store import numpy_stored, store_operand, stored_scalar
 from .views import check_writeable, same_view, write
 
 # operator-method stem -> (symbol, NumPy ufunc name or "matmul")
@@ -33,7 +35,7 @@ INPLACE_OPERATORS = {
     "rshift": (">>=", "right_shift"),
 }
 _UFUNC_TO_STEM = {ufunc: stem for stem, (_, ufunc) in INPLACE_OPERATORS.items()}
-_DUMMY_WEAK = {bool: True, int: 1, float: 1.0}
+_DUMMY_WEAK = {bool: True, int: 1, float: 1.0, complex: 1j}
 
 
 class _Probe:
@@ -149,10 +151,11 @@ def augmented_assign(target: Any, other: Any, stem: str) -> Any:
 # ----------------------------------------------------------------------------- assignment
 
 
-def assignment_value(target: Any, value: Any, shape: tuple[int, ...]) -> Any:
+def assignment_value(target: Any, value: Any, shape: tuple[int, ...], as_setitem: bool = True) -> Any:
     """`value` as ndarray.__setitem__ stores it into a region of `shape` of target's dtype:
-    cast unsafely (a Python int that does not fit raises NumPy's OverflowError), leading size-1
-    dimensions dropped, broadcast."""
+    arrays cast unsafely, scalars by NumPy's scalar rule (trace/scalar_store.py; `as_setitem`
+    False: np.copyto, which casts a scalar as an array), leading size-1 dimensions dropped,
+    broadcast."""
     from ..numpy._core import broadcast_to_shape, lift
     from .tracer import Tracer
     ctx = target._ctx
@@ -162,7 +165,9 @@ def assignment_value(target: Any, value: Any, shape: tuple[int, ...]) -> Any:
         if value._ctx is not ctx:
             from ..errors import UnsupportedOperationError
             raise UnsupportedOperationError(f"{ctx.name}: a value traced by another jitted function leaked into this one")
-        t = lift(ctx, value, target.dtype)
+        t = lift(ctx, stored_scalar(value, target.dtype) if as_setitem else value, target.dtype)
+    elif as_setitem and np.ndim(value) == 0 and not isinstance(value, np.ndarray):
+        t = ctx.const(numpy_stored(value, target.dtype))  # NumPy's own setitem decides
     else:
         t = ctx.const(np.asarray(value, dtype=target.dtype))
     vshape = t.shape
@@ -193,7 +198,7 @@ def setitem(target: Any, index: Any, value: Any) -> None:
     key = index if isinstance(index, tuple) else (index,)
     from ..numpy import _datadep
     if _datadep.involved(key, value):  # a data-dependent index or value (x[np.nonzero(m)] = v, y[m] = x[m])
-        write(target, _datadep.update(target, key, value))
+        write(target, _datadep.update(target, key, store_operand(value, target.dtype)))
         return
     kind = index_kind(key)
     if kind == "basic":
@@ -205,8 +210,13 @@ def setitem(target: Any, index: Any, value: Any) -> None:
         write(region, assignment_value(target, value, region.shape))
         return
     from .tracer import Tracer
+    if kind == "dynamic":  # a traced integer or slice bound: to NumPy a basic store (by value)
+        value = stored_scalar(value, target.dtype)
+    else:  # an index array or mask: NumPy makes an array of a NumPy scalar first
+        value = store_operand(value, target.dtype)
     if not isinstance(value, Tracer):
-        value = np.asarray(value, dtype=target.dtype)
+        value = numpy_stored(value, target.dtype) if np.ndim(value) == 0 and not isinstance(value, np.ndarray) \
+            else np.asarray(value, dtype=target.dtype)
     else:
         value = assignment_value(target, value, value.shape)
     if kind == "dynamic":
@@ -335,18 +345,21 @@ def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) ->
     ctx = dst._ctx
     key = dtype_key(src)
     if isinstance(key, type):  # a Python scalar: NumPy checks its value against dst's dtype
-        probe = src if not isinstance(src, Tracer) else {bool: True, int: 1, float: 1.0}[key]
+        probe = src if not isinstance(src, Tracer) else {bool: True, int: 1, float: 1.0, complex: 1j}[key]
         np.copyto(np.zeros((), dst.dtype), probe, casting=casting)
     elif not np.can_cast(key, dst.dtype, casting):
         np.copyto(np.zeros((), dst.dtype), np.zeros((), key), casting=casting)  # NumPy's TypeError
     if not isinstance(src, Tracer):
-        src = np.asarray(src) if key is not type(src) else src
-    value = assignment_value(dst, src, dst.shape) if not isinstance(src, Tracer) else None
+        # np.copyto casts a scalar as an array (300.7 -> uint8 44 with casting="unsafe"): NumPy's own
+        copied = np.zeros(np.shape(src), dst.dtype)
+        np.copyto(copied, src, casting=casting)
+        src = copied
+    value = assignment_value(dst, src, dst.shape, as_setitem=False) if not isinstance(src, Tracer) else None
     if value is None:
         if len(src.shape) > dst.ndim or np.broadcast_shapes(src.shape, dst.shape) != dst.shape:
             raise ValueError(f"could not broadcast input array from shape {_numpy_shape(src.shape)} into shape "
                              f"{_numpy_shape(dst.shape)}")
-        value = assignment_value(dst, src, dst.shape)
+        value = assignment_value(dst, src, dst.shape, as_setitem=False)
     if where is not True:
         from ..numpy import where as np_where
         value = lift(ctx, np_where(where, value, dst), dst.dtype)
@@ -390,6 +403,9 @@ def put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
         idx = idx % n
     else:
         idx = np.clip(idx, 0, n - 1)
+    if np.ndim(v) == 0 and not isinstance(v, np.ndarray):  # a scalar: NumPy's rule for np.put
+        v = store_operand(v, a.dtype)
+        v = numpy_stored(v, a.dtype) if type(v) in (bool, int, float, complex) else v
     vals = v if isinstance(v, Tracer) else np.asarray(v)
     nv = vals.size
     if nv == 0:

@@ -9,11 +9,13 @@ the step's own (a per-site text), which the status word's fixed bits could not c
 """
 from __future__ import annotations
 
-import builtins
 from dataclasses import dataclass
 from typing import Iterator
 
+import numpy as np
+
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
+from ...ir.arrayfn_prims import NUMPY_STORE, check_error
 from .executor import Call, step_runner
 
 
@@ -47,4 +49,5 @@ def run_check(call: Call, step: CheckStep) -> None:
     device = call.device
     device.copy_into(call.bufs[step.output], call.bufs[step.value])
     if device.read_scalar(call.bufs[step.condition]):
-        raise getattr(builtins, step.exception)(step.message)
+        value = device.read_scalar(call.bufs[step.value]) if step.exception == NUMPY_STORE else None
+        raise check_error(step.exception, step.message, np.asarray(value))  # ir/arrayfn_prims.py
