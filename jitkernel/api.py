@@ -20,6 +20,7 @@ from . import events
 from .backends import SHAPE_GENERIC, check_backend, size_probe
 from .config import config
 from .device_array import DeviceArray as _DeviceArray
+from .forking import compile_section, compiling
 from .ir import AType, Program, check_dtype
 from .pipeline import (DEVICE_ARRAY_BACKENDS, AliasedArguments, Compiled, compile_program, reuse_program,
                        same_array_positions)
@@ -395,6 +396,7 @@ class Jitted:
         return names
 
     # -- tracing and compiling -------------------------------------------------------------
+    @compile_section
     def _trace(self, sig: Signature, args: tuple, kwargs: dict, same: tuple[int, ...] | None = None) -> tuple[Program, TreeDef]:
         """Trace for `sig`. `same[j]` (an aliased call, see _call_aliased) is the first leaf that
         is the same array as leaf j: those leaves get one Tracer, and the program one input."""
@@ -558,7 +560,9 @@ class Jitted:
         sig, arrays = self._signature(args, kwargs)
         compiled = self._cache.get(sig.key)  # one dict read: atomic, no lock needed
         if compiled is None:
-            with self._lock:  # one compile at a time per function; another thread may have done it
+            # one compile at a time per function; another thread may have done it. The fork
+            # gate (jitkernel/forking.py) is entered first: a compile waiting at it holds no lock.
+            with compiling(), self._lock:
                 compiled = self._cache.get(sig.key)
                 if compiled is None:
                     return self._miss_or_static_ints(sig, args, kwargs, arrays)
@@ -698,7 +702,7 @@ class Jitted:
         key = (sig.key, same)
         compiled = self._aliased.get(key)
         if compiled is None:
-            with self._lock:
+            with compiling(), self._lock:
                 compiled = self._aliased.get(key)
                 if compiled is None:
                     program, out_tree = self._trace(sig, args, kwargs, same)
@@ -760,7 +764,7 @@ class Jitted:
         """(signature text, compiled entry) a call with these arguments uses, compiling it if
         needed; publishes no cache event for an existing entry."""
         sig, arrays = self._signature(args, kwargs)
-        with self._lock:
+        with compiling(), self._lock:
             compiled = self._cache.get(sig.key)
             if compiled is None:
                 sig, compiled, _ = self._miss_or_static_ints(sig, args, kwargs, arrays)

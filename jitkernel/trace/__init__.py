@@ -5,6 +5,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..forking import compile_section
 from ..ir import AType, Program, Var, live_variables
 from ..tree import TreeDef, tree_flatten
 from ..ir.library_prims import RAISING_LIBRARY_PRIMITIVES
@@ -15,6 +16,7 @@ from .tracer import Tracer, conversion_error
 __all__ = ["TraceContext", "Tracer", "current_context", "trace_program"]
 
 
+@compile_section
 def trace_program(fun: Callable[..., Any], name: str,
                   in_specs: Sequence[tuple[AType, type | None]],
                   build_args: Callable[[list[Tracer]], tuple[tuple, dict]]) -> tuple[Program, TreeDef]:
