@@ -21,6 +21,7 @@ from . import events
 from .backends import SHAPE_GENERIC, check_backend, size_probe
 from .config import config
 from .device_array import DeviceArray as _DeviceArray
+from .forking import compile_section, compiling
 from .ir import AType, Program, check_dtype
 from .pipeline import (DEVICE_ARRAY_BACKENDS, AliasedArguments, CheckedPathNeeded, Compiled, compile_program,
                        reuse_program, same_array_positions, shares_memory)
@@ -523,6 +524,7 @@ class Jitted:
         return names
 
     # -- tracing and compiling -------------------------------------------------------------
+    @compile_section
     def _trace(self, sig: Signature, args: tuple, kwargs: dict, same: tuple[int, ...] | None = None,
                globals_as: tuple = ()) -> tuple[Program, TreeDef]:
         """Trace for `sig`. `same[j]` (an aliased call, see _call_aliased) is the first leaf that
@@ -582,7 +584,7 @@ class Jitted:
         for variant in self._layouts.get(sig.key, ()):
             if _layout_matches(variant.program.layout_guard, leaves):
                 return variant
-        with self._lock:
+        with compiling(), self._lock:  # the fork gate first, as every compile
             variants = self._layouts.setdefault(sig.key, [])
             for variant in variants:
                 if _layout_matches(variant.program.layout_guard, leaves):
@@ -738,7 +740,9 @@ class Jitted:
         sig, arrays = self._signature(args, kwargs)
         compiled = self._cache.get(sig.key)  # one dict read: atomic, no lock needed
         if compiled is None:
-            with self._lock:  # one compile at a time per function; another thread may have done it
+            # one compile at a time per function; another thread may have done it. The fork
+            # gate (jitkernel/forking.py) is entered first: a compile waiting at it holds no lock.
+            with compiling(), self._lock:
                 compiled = self._cache.get(sig.key)
                 if compiled is None:
                     return self._miss_or_static_ints(sig, args, kwargs, arrays)
@@ -883,7 +887,7 @@ class Jitted:
         key = (sig.key, same, tuple(getattr(leaf, "strides", None) for leaf in leaves))  # layouts: _layout_variant
         compiled = self._aliased.get(key)
         if compiled is None:
-            with self._lock:
+            with compiling(), self._lock:
                 compiled = self._aliased.get(key)
                 if compiled is None:
                     program, out_tree = self._trace(sig, args, kwargs, same)
@@ -934,7 +938,7 @@ class Jitted:
         key = (sig.key, "globals", aliases, tuple(getattr(leaf, "strides", None) for leaf in leaves))
         compiled = self._aliased.get(key)
         if compiled is None:
-            with self._lock:
+            with compiling(), self._lock:  # the fork gate first, as every compile
                 compiled = self._aliased.get(key)
                 if compiled is None:
                     program, out_tree = self._trace(sig, args, kwargs, globals_as=aliases)
@@ -1011,7 +1015,7 @@ class Jitted:
         """(signature text, compiled entry) a call with these arguments uses, compiling it if
         needed; publishes no cache event for an existing entry."""
         sig, arrays = self._signature(args, kwargs)
-        with self._lock:
+        with compiling(), self._lock:
             compiled = self._cache.get(sig.key)
             if compiled is None:
                 sig, compiled, _ = self._miss_or_static_ints(sig, args, kwargs, arrays)

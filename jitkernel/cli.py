@@ -106,6 +106,25 @@ def _lab_directory() -> Path:
     return notebooks if notebooks.is_dir() else Path.cwd()
 
 
+def _effective_uid() -> int:
+    return os.geteuid() if hasattr(os, "geteuid") else -1  # Windows has no root
+
+
+def lab_command(directory: Path, jupyter_args: list[str], euid: int | None = None) -> tuple[list[str], str | None]:
+    """The command line `jitkernel lab` runs, and a line to print first (None: nothing to say).
+    JupyterLab refuses to start as root without `--allow-root` ("Running as root is not
+    recommended"), which made `make lab` fail in a root container: as root it gets that flag,
+    unless the user gave an allow-root setting of their own (which is then theirs to decide)."""
+    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={directory}"]
+    euid = _effective_uid() if euid is None else euid
+    user_decided = any("allow-root" in a or "allow_root" in a for a in jupyter_args)
+    if euid != 0 or user_decided:
+        return [*command, *jupyter_args], None
+    return ([*command, "--allow-root", *jupyter_args],
+            "jitkernel lab: running as root, so JupyterLab is started with --allow-root "
+            "(it refuses to start as root without it)")
+
+
 def lab(args: argparse.Namespace) -> int:
     """Open JupyterLab on notebooks/ with the "Python 3 (jitkernel)" kernel installed here."""
     if importlib.util.find_spec("jupyterlab") is None:
@@ -116,7 +135,9 @@ def lab(args: argparse.Namespace) -> int:
     spec_dir = ensure_kernelspec(KERNEL_NAME)
     directory = Path(args.dir) if args.dir else _lab_directory()
     print(f"kernel: {KERNEL_NAME} ({spec_dir}); opening JupyterLab in {directory}", flush=True)
-    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={directory}", *args.jupyter_args]
+    command, note = lab_command(directory, args.jupyter_args)
+    if note:
+        print(note, flush=True)
     os.execv(sys.executable, command)  # JupyterLab handles Ctrl-C and its own shutdown
     return 0  # not reached
 

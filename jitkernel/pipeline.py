@@ -7,6 +7,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import events
+from .forking import compile_section
 from .ir import Program
 from .passes import optimize
 from .tree import TreeDef, tree_unflatten
@@ -313,6 +314,7 @@ def trim_outputs(outs: list[np.ndarray], trims: tuple) -> list[np.ndarray]:
     return outs
 
 
+@compile_section
 def compile_program(program: Program, out_tree: TreeDef, backend: str, *, name: str,
                     fastmath: bool = False, disk_cache: bool = True, previous: Compiled | None = None) -> Compiled:
     """Optimise `program` and compile it with `backend` ("cpu" or "interpret"). `previous`: an
@@ -325,6 +327,7 @@ def compile_program(program: Program, out_tree: TreeDef, backend: str, *, name: 
     return Compiled(name, backend, program, optimized, out_tree, executable, texts)
 
 
+@compile_section
 def reuse_program(program: Program, out_tree: TreeDef, backend: str, template: object, *, name: str) -> Compiled | None:
     """Run a freshly traced program on an existing shape-generic template, or None."""
     optimized = _optimize(program, name)

@@ -120,7 +120,13 @@ def test_segments_without_error_flags_take_no_status_word() -> None:
 
 # -- items 7 and 8: Ctrl-C ----------------------------------------------------------------------
 
-CTRL_C_THREADED = """
+# Python installs its Ctrl-C handler only where SIGINT is not ignored at start-up, and a shell
+# without job control starts a background job (`make test &`) with SIGINT ignored: every SIGINT
+# below was then dropped ("returned 15.18", "interrupted 0"; issue 19 item 22). The scripts install
+# it themselves, as an interactive session has it.
+DEFAULT_CTRL_C = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+
+CTRL_C_THREADED = DEFAULT_CTRL_C + """
 import os, random, signal, threading, time
 import numpy as np
 import jitkernel as jk
@@ -167,28 +173,56 @@ print("interrupted", interrupted)
 def test_ctrl_c_during_a_threaded_call_never_crashes() -> None:
     """Item 7: SIGINT while pool threads still read the input unwound the frame that owned it
     (segfault in 8 of 9 runs; 3 of 3 with this script on the old code)."""
-    proc = run_script(CTRL_C_THREADED, timeout=240)
+    proc = run_script(CTRL_C_THREADED, timeout=600)
     assert_clean_exit(proc)
     assert int(proc.stdout.split()[-1]) >= 5, proc.stdout  # the interrupts did land inside calls
 
 
-CTRL_C_LONG = """
+CTRL_C_LONG = DEFAULT_CTRL_C + """
 import os, signal, sys, threading, time
 import numpy as np
 import jitkernel as jk
+from jitkernel.backends.cpu import runtime
 jk.config.update("threads", 2)
-axis = 1 if sys.argv[1] == "split" else 0  # axis 0: the outer loop is reduced, not splittable
+split = sys.argv[1] == "split"
+axis = 1 if split else 0  # axis 0: the outer loop is reduced, not splittable
 fn = lambda x, y: np.sin(x[:, None] * y[None, :]).sum(axis=axis)
 f = jk.jit(fn)
 x, y = np.linspace(0, 1, 60_000, dtype=np.float32), np.linspace(0, 1, 200_000, dtype=np.float32)
-f.lower(x, y)  # compile now: the timed call below only runs
-threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+f.lower(x, y)  # compile now: the call below only runs
+
+# "The native work has started" and "it has finished", seen from the runtime's two long-call
+# paths, so that SIGINT is sent once the call runs (not after a guessed delay) and the test can
+# tell an interrupt that stopped the work from one that waited for its end, whatever the load.
+started, split_calls, long_call_done = threading.Event(), [], threading.Event()
+if split:
+    original_init = runtime._SplitCall.__init__
+    def recording_init(self, *args):
+        original_init(self, *args)
+        split_calls.append(self)
+        started.set()
+    runtime._SplitCall.__init__ = recording_init
+else:
+    original_call_segment = runtime._call_segment
+    def recording_call_segment(*args):
+        started.set()
+        original_call_segment(*args)
+        long_call_done.set()
+    runtime._call_segment = recording_call_segment
+
+def interrupt_once_started():
+    if started.wait(300):  # bounds a hang only
+        os.kill(os.getpid(), signal.SIGINT)
+threading.Thread(target=interrupt_once_started, daemon=True).start()
 t0 = time.perf_counter()
 try:
     f(x, y)
     print("returned", time.perf_counter() - t0)
 except KeyboardInterrupt:
-    print("interrupted", time.perf_counter() - t0)
+    seconds = time.perf_counter() - t0
+    # split: chunks were still to run; unsplittable: the native call was still running
+    unfinished = next(split_calls[-1].todo, None) is not None if split else not long_call_done.is_set()
+    print("interrupted", seconds, "before-the-end" if unfinished else "at-the-end")
 small = x[:50], y[:70]
 assert np.allclose(f(*small), fn(*small), rtol=1e-4, atol=1e-4)
 """
@@ -197,14 +231,16 @@ assert np.allclose(f(*small), fn(*small), rtol=1e-4, atol=1e-4)
 @pytest.mark.parametrize("mode", ["split", "unsplittable"])
 def test_ctrl_c_interrupts_a_long_call_promptly(mode: str) -> None:
     """Item 8: a long native call raised KeyboardInterrupt only when it returned (10.9 s). The
-    call here takes well over 5 s (1.2e10 sines: 20 s on 2 threads here); SIGINT at 1 s must
-    raise within 2.5 s, and the function must work after. "unsplittable": a column sum, whose
-    outer loop is reduced, runs on a worker thread while the caller waits."""
-    proc = run_script(CTRL_C_LONG, 120, mode)
+    call here takes well over 5 s (1.2e10 sines: 20 s on 2 threads here). SIGINT, sent once the
+    native work has started, must raise while that work is unfinished (chunks still to run;
+    the worker's call still running), and the function must work after. "unsplittable": a
+    column sum, whose outer loop is reduced, runs on a worker thread while the caller waits.
+    Nothing is decided on the clock (issue 19 item 22: a loaded machine stretches every time)."""
+    proc = run_script(CTRL_C_LONG, 300, mode)
     assert_clean_exit(proc)
-    what, seconds = proc.stdout.split()[:2]
-    assert what == "interrupted", proc.stdout
-    assert float(seconds) < 2.5, proc.stdout
+    words = proc.stdout.split()
+    assert words[:1] == ["interrupted"], proc.stdout
+    assert words[2:3] == ["before-the-end"], proc.stdout
 
 
 # -- item 10: fork --------------------------------------------------------------------------
@@ -223,7 +259,7 @@ if pid == 0:
     g = jk.jit(lambda x: np.cos(x) + 1.0)            # a new function: LLVM in the child
     ok = ok and np.allclose(g(x), np.cos(x) + 1.0)
     os._exit(0 if ok else 3)
-deadline = time.time() + 60
+deadline = time.time() + 240  # bounds a hang only (a loaded machine compiles slowly)
 while time.time() < deadline:
     done, status = os.waitpid(pid, os.WNOHANG)
     if done:
@@ -237,7 +273,7 @@ sys.exit(4)
 
 def test_fork_after_a_threaded_call() -> None:
     """Item 10: the child inherited a thread pool without threads and its next large call hung."""
-    assert_clean_exit(run_script(FORK_AFTER_THREADS, timeout=120))
+    assert_clean_exit(run_script(FORK_AFTER_THREADS, timeout=300))
 
 
 FORK_WHILE_COMPILING = """
@@ -254,14 +290,14 @@ def compile_forever():
 
 t = threading.Thread(target=compile_forever, daemon=True)
 t.start()
-time.sleep(0.3)
+time.sleep(0.3)  # (not an ordering: forks land at whatever point the other thread's compile is)
 hung = failed = 0
 for k in range(10):
     pid = os.fork()
     if pid == 0:
         g = jk.jit(lambda x: np.sqrt(x) + k, disk_cache=False)
         os._exit(0 if np.allclose(g(np.full(16, 4.0)), 2.0 + k) else 3)
-    deadline = time.time() + 30
+    deadline = time.time() + 120  # bounds a hang only: a child compiles in about 1 s even at load 10
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
@@ -282,7 +318,7 @@ sys.exit(1 if hung or failed else 0)
 
 def test_fork_while_another_thread_compiles() -> None:
     """Item 10: a child forked while another thread was inside LLVM deadlocked (20 of 20)."""
-    assert_clean_exit(run_script(FORK_WHILE_COMPILING, timeout=400))
+    assert_clean_exit(run_script(FORK_WHILE_COMPILING, timeout=900))
 
 
 MULTIPROCESSING_FORK = """
@@ -300,7 +336,7 @@ def work(k):
 
 if __name__ == "__main__":
     with mp.get_context("fork").Pool(2) as pool:
-        results = pool.map_async(work, range(6)).get(timeout=90)
+        results = pool.map_async(work, range(6)).get(timeout=300)
     assert all(results), results
     print("ok")
 """
@@ -309,7 +345,7 @@ if __name__ == "__main__":
 def test_multiprocessing_with_fork() -> None:
     """Item 10: multiprocessing's fork start method: a child compiles and runs a new function and
     runs an existing one (which used the thread pool in the parent)."""
-    proc = run_script(MULTIPROCESSING_FORK, timeout=150)
+    proc = run_script(MULTIPROCESSING_FORK, timeout=400)
     assert_clean_exit(proc)
     assert proc.stdout.strip().endswith("ok")
 

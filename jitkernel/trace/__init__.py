@@ -5,6 +5,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..forking import compile_section
 from ..ir import AType, Program, Var, live_variables
 from ..tree import TreeDef, tree_flatten
 from ..ir.library_prims import RAISING_LIBRARY_PRIMITIVES
@@ -16,6 +17,7 @@ from .views import argument_view_chain
 __all__ = ["TraceContext", "Tracer", "current_context", "trace_program"]
 
 
+@compile_section
 def trace_program(fun: Callable[..., Any], name: str,
                   in_specs: Sequence[tuple[AType, type | None]],
                   build_args: Callable[[list[Tracer]], tuple[tuple, dict]]) -> tuple[Program, TreeDef]:

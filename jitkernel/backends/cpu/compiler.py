@@ -5,7 +5,7 @@ legacy pass manager is gone, only a TargetMachine built from the host CPU name a
 full-width vectors, ORC (unlike MCJIT) reports unresolved symbols instead of crashing later, and
 a ResourceTracker must outlive every function pointer taken from it.
 
-Every LLVM call runs under `_lock`, which `fork` also takes (os.register_at_fork), so a child
+Every LLVM call runs under `_lock`, which `fork` also takes (jitkernel/forking.py), so a child
 never inherits LLVM in the middle of a compile. Memory (measured with benchmarks/memory.py):
 each module is parsed into its own LLVMContext (freed with it), the module pass manager is
 disposed explicitly (llvmlite 0.50's ModulePassManager never frees itself: about 30 KB per
@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import functools
 import itertools
-import os
 import threading
 
 import llvmlite.binding as llvm
 from llvmlite.binding import newpassmanagers as _npm
 
 from ...errors import CompileError
+from ...forking import hold_across_fork
 
 _lock = threading.Lock()
 _names = itertools.count()
@@ -177,9 +177,9 @@ def _hold_llvm_across_fork() -> None:
     """A child forked while another thread is inside LLVM would inherit locks held by a thread
     that does not exist there (ours, and llvmlite's own lock around every LLVM call: the child's
     first LLVM call would wait forever). Fork waits until both are free and takes them; parent
-    and child each release them afterwards."""
-    if not hasattr(os, "register_at_fork"):
-        return
+    and child each release them afterwards. Through jitkernel.forking, which takes them only
+    once no compile is in flight: a fork holding them could otherwise wait for a compile that
+    waits for them."""
     llvmlite_lock = llvm.ffi.lib._lock  # an _LLVMLock (re-entrant), taken by every ffi call
 
     def before() -> None:
@@ -190,7 +190,7 @@ def _hold_llvm_across_fork() -> None:
         llvmlite_lock.__exit__(None, None, None)
         _lock.release()
 
-    os.register_at_fork(before=before, after_in_parent=after, after_in_child=after)
+    hold_across_fork(before, after)
 
 
 _hold_llvm_across_fork()

@@ -18,6 +18,7 @@ import ctypes
 import functools
 import operator
 import os
+import signal
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -423,8 +424,7 @@ def _run_split(seg: Callable, arrays: tuple, chunks: tuple, params: tuple, statu
     pool = _worker_pool(threads - 1)
     futures = []
     try:
-        for t in range(1, threads):
-            futures.append(pool.submit(call.work, t))
+        futures = _submit_uninterrupted(pool, call.work, range(1, threads))
         call.work(0)
         for f in futures:
             f.result()  # an interruptible wait
@@ -433,6 +433,25 @@ def _run_split(seg: Callable, arrays: tuple, chunks: tuple, params: tuple, statu
         raise
     if status is not None:
         status.value |= functools.reduce(operator.or_, call.words, 0)
+
+
+def _submit_uninterrupted(pool: ThreadPoolExecutor, fn: Callable, args: range) -> list:
+    """`pool.submit(fn, a)` for each `a`, with no KeyboardInterrupt raised inside `submit`: one
+    raised while it starts a worker thread left that thread out of the executor's records, and
+    the interpreter then waited for it for ever at exit (issue 19 item 22, SIGINT just as a
+    call began). On the main thread with Python's own handling of SIGINT, a SIGINT that comes
+    meanwhile is held and raised again right after, where the caller stops the call."""
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous) or threading.current_thread() is not threading.main_thread():
+        return [pool.submit(fn, a) for a in args]  # no KeyboardInterrupt can come here
+    held: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        return [pool.submit(fn, a) for a in args]
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held:
+            signal.raise_signal(signal.SIGINT)
 
 
 def _call_segment(seg: Callable, keep: tuple, ids: list, tail: tuple, done: threading.Event) -> None:
