@@ -25,10 +25,19 @@ def _keep(t: Any, in_shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bo
     return reshape(t, tuple(1 if d in axes else n for d, n in enumerate(in_shape)))
 
 
+def ufunc_reduce_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    """The axes of NumPy's ufunc.reduce (sum, prod, max, min, any, all): normalize_axes, plus
+    NumPy's rule that a 0-d array takes an int axis 0 or -1 as no axis at all
+    (`np.array(3.).sum(axis=0)` is 3.0; a tuple (0,), or mean/var/std, raise AxisError)."""
+    if ndim == 0 and isinstance(axis, (int, np.integer)) and not isinstance(axis, bool) and int(axis) in (0, -1):
+        return ()
+    return normalize_axes(axis, ndim)
+
+
 def _reduce(prim: str, ufunc_name: str | None, a: Any, axis: Any, dtype: Any, keepdims: bool) -> Any:
     ctx = context_of(a)
     t = lift(ctx, a)
-    axes = normalize_axes(axis, t.ndim)
+    axes = ufunc_reduce_axes(axis, t.ndim)
     if dtype is not None:
         acc = check_dtype(dtype, f"the dtype= of {prim}")
     elif ufunc_name is not None:
@@ -116,6 +125,9 @@ def _arg(prim: str, a: Any, axis: Any, keepdims: bool) -> Any:
         flat = reshape(t, (t.size,))
         out = ctx.bind1(prim, flat, axis=0)
         return reshape(out, (1,) * t.ndim) if keepdims else out
+    if t.ndim == 0:  # NumPy ravels a 0-d array first: axis 0 or -1 of its one element
+        normalize_axis(axis, 1)
+        return ctx.bind1(prim, reshape(t, (1,)), axis=0)
     ax = normalize_axis(axis, t.ndim)
     out = ctx.bind1(prim, t, axis=ax)
     return _keep(out, t.shape, (ax,), keepdims)

@@ -42,6 +42,7 @@ def trace_program(fun: Callable[..., Any], name: str,
                     trimmed.append((len(outvars), leaf.count))
                     outvars.append(leaf.data.ir_var)
                 elif isinstance(leaf, Tracer) and leaf._ctx is ctx:
+                    ctx.keep_byteorder(leaf, leaf)  # an argument (or a view of one) after writes: its order
                     outvars.append(leaf.ir_var)
                 elif isinstance(leaf, Tracer):
                     from ..errors import UnsupportedOperationError
