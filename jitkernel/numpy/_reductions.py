@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..ir import check_dtype
-from ._core import context_of, lift, normalize_axes, normalize_axis, unsupported_kwargs
+from ._core import context_of, lift, normalize_axes, normalize_axes_legacy_0d, normalize_axis, unsupported_kwargs
 from ._shape import reshape
 from ._ufuncs import _fresh, apply_ufunc
 
@@ -25,19 +25,10 @@ def _keep(t: Any, in_shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bo
     return reshape(t, tuple(1 if d in axes else n for d, n in enumerate(in_shape)))
 
 
-def ufunc_reduce_axes(axis: Any, ndim: int) -> tuple[int, ...]:
-    """The axes of NumPy's ufunc.reduce (sum, prod, max, min, any, all): normalize_axes, plus
-    NumPy's rule that a 0-d array takes an int axis 0 or -1 as no axis at all
-    (`np.array(3.).sum(axis=0)` is 3.0; a tuple (0,), or mean/var/std, raise AxisError)."""
-    if ndim == 0 and isinstance(axis, (int, np.integer)) and not isinstance(axis, bool) and int(axis) in (0, -1):
-        return ()
-    return normalize_axes(axis, ndim)
-
-
 def _reduce(prim: str, ufunc_name: str | None, a: Any, axis: Any, dtype: Any, keepdims: bool) -> Any:
     ctx = context_of(a)
     t = lift(ctx, a)
-    axes = ufunc_reduce_axes(axis, t.ndim)
+    axes = normalize_axes_legacy_0d(axis, t.ndim)  # ufunc.reduce's rule
     if dtype is not None:
         acc = check_dtype(dtype, f"the dtype= of {prim}")
     elif ufunc_name is not None:

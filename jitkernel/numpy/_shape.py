@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import UnsupportedOperationError
 from ..ir import check_dtype
 from ..ir.symdim import SymDim, reshape_axis_map
-from ._core import (broadcast_shapes, broadcast_to_shape, context_of, lift, normalize_axes,
+from ._core import (broadcast_shapes, broadcast_to_shape, context_of, lift, normalize_axes, normalize_axes_legacy_0d,
                     normalize_axis, result_type, shape_of)
 
 
@@ -168,7 +168,7 @@ def squeeze(a: Any, axis: Any = None) -> Any:
     if axis is None:
         axes = tuple(d for d, n in enumerate(shape) if n == 1)
     else:
-        axes = normalize_axes(axis, len(shape))
+        axes = normalize_axes_legacy_0d(axis, len(shape))
         if any(shape[d] != 1 for d in axes):
             raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
     return reshape(a, tuple(n for d, n in enumerate(shape) if d not in axes))
