@@ -75,7 +75,19 @@ def _fill(a):
     return a[::-1]
 
 
-WRITES = {"iadd": _iadd, "setitem": _setitem, "mask store": _mask_store, "view write": _view_write, "fill": _fill}
+def _written_copy(a):
+    c = a.copy()
+    c[0] = 5
+    return c
+
+
+def _written_like(a):
+    z = np.zeros_like(a)
+    z[..., 1:] = a[..., :-1]
+    return z
+
+
+WRITES = {"written copy": _written_copy, "written zeros_like": _written_like, "iadd": _iadd, "setitem": _setitem, "mask store": _mask_store, "view write": _view_write, "fill": _fill}
 
 
 def _run_both(fn, make, backend):
@@ -171,7 +183,7 @@ def test_axis_errors_are_numpy_axis_error(expr, ndim, backend):
 @pytest.mark.parametrize("backend", ["cpu", "interpret"])
 @pytest.mark.parametrize("expr", ["a.sum(axis=0)", "np.min(a, axis=-1)", "a.all(axis=-1)", "np.prod(a, axis=0, keepdims=True)",
                                   "np.cumsum(a, axis=0)", "np.cumsum(a, axis=-1)", "np.argmax(a, axis=0)", "np.argmin(a, axis=-1)",
-                                  "np.squeeze(a, axis=-1)", "np.argsort(a, axis=0)"])
+                                  "np.squeeze(a, axis=-1)", "np.argsort(a, axis=0)", "np.repeat(a, 2, axis=-1)"])
 def test_zero_d_array_takes_axis_0_as_numpy(expr, backend):
     """NumPy's legacy rule: a 0-d array takes an int axis 0 or -1 in ufunc reductions and squeeze
     (as no axis) and in cumsum/argmax/argsort (raveled first); the jitted call must not raise
@@ -181,6 +193,23 @@ def test_zero_d_array_takes_axis_0_as_numpy(expr, backend):
     expected, got = fn(a), jk.jit(fn, backend=backend)(a)
     assert np.asarray(got).dtype == np.asarray(expected).dtype and np.array_equal(got, expected)
     assert np.shape(got) == np.shape(expected)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("shape", [(-2,), (-3, 2), (2, -5), -4, (0, -2), (-1, -2)])
+def test_reshape_takes_any_negative_length_as_the_unknown_one(shape, backend):
+    """NumPy takes any negative length as the one unknown length (`reshape(-2)` is
+    `reshape(-1)`; two of them raise ValueError); so does the jitted reshape."""
+    fn = lambda a: a.reshape(shape)  # noqa: E731
+    a = np.arange(6.0)
+    try:
+        expected = fn(a)
+    except ValueError:
+        with pytest.raises(ValueError):
+            jk.jit(fn, backend=backend)(a)
+        return
+    got = jk.jit(fn, backend=backend)(a)
+    assert got.shape == expected.shape and np.array_equal(got, expected)
 
 
 def test_public_numpy_class_is_what_the_soak_compares():

@@ -333,6 +333,16 @@ class TraceContext:
                 self.byteorder_of[var] = origin
         return result
 
+    def carry_byteorder(self, old: Var | None, new: Var) -> None:
+        """A write gave an array the new value `new`: it keeps the byte order its old value had
+        (a copy of an argument, `a.copy()`, holds the argument's own Var until written)."""
+        if old is None or old is new:
+            return
+        if old in self.byteorder_of:
+            self.byteorder_of[new] = self.byteorder_of[old]
+        elif old in self._input_index:
+            self.byteorder_of[new] = old
+
     def _byteorder_sources(self, outvars: list[Var]) -> tuple[tuple[int, int], ...]:
         """(output index, input index) for each output that is an input, a copy of one or a view
         of one (reshape, transpose, slicing, broadcast_to), or a result NumPy gives the input's
