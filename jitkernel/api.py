@@ -251,8 +251,11 @@ def _restore_byteorder(result: Any, compiled: Compiled, leaves: list) -> Any:
         return result
     outs, out_tree = tree_flatten(result, namedtuples=True)
     for k, i in compiled.program.byteorder_sources:
-        if i in swapped and isinstance(outs[k], _ndarray):
-            outs[k] = outs[k].astype(swapped[i], copy=False)  # (a returned view of the argument has it)
+        # (k past the outputs: a hidden output, the written argument's final value)
+        if i in swapped and k < len(outs) and isinstance(outs[k], _ndarray):
+            # the input's byte order on the output's own dtype (`.real` of '>c16' is '>f8'); a
+            # returned view of the argument has it already (copy=False keeps it that view)
+            outs[k] = outs[k].astype(outs[k].dtype.newbyteorder(swapped[i].byteorder), copy=False)
     return tree_unflatten(out_tree, outs)
 
 

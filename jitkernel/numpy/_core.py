@@ -120,6 +120,15 @@ def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(normalize_axis_tuple(axis, ndim)))
 
 
+def normalize_axes_legacy_0d(axis: Any, ndim: int) -> tuple[int, ...]:
+    """normalize_axes for ufunc.reduce (sum, prod, max, min, any, all) and squeeze: NumPy lets
+    a 0-d array take an int axis 0 or -1 as no axis at all (`np.array(3.).sum(axis=0)` is 3.0);
+    a tuple (0,), another axis, or mean/var/std raise AxisError."""
+    if ndim == 0 and isinstance(axis, (int, np.integer)) and not isinstance(axis, bool) and int(axis) in (0, -1):
+        return ()
+    return normalize_axes(axis, ndim)
+
+
 def normalize_axis(axis: int, ndim: int) -> int:
     from numpy.lib.array_utils import normalize_axis_index
     return normalize_axis_index(axis, ndim)

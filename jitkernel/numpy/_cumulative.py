@@ -51,8 +51,10 @@ def accumulate(ufunc: str, a: Any, axis: Any, dtype: Any, cumulative: bool) -> A
     if cumulative and axis is None:
         t, ax = ravel(t), 0
     else:
-        if t.ndim == 0:
-            raise TypeError("cannot accumulate on a scalar") if not cumulative else ValueError("axis out of bounds")
+        if t.ndim == 0 and not cumulative:
+            raise TypeError("cannot accumulate on a scalar")  # NumPy's own error
+        if t.ndim == 0:  # cumsum/cumprod ravel a 0-d array first (axis 1 is then AxisError)
+            t = ravel(t)
         ax = normalize_axis(operator.index(axis), t.ndim)
     requested = None if dtype is None else check_dtype(dtype, f"the dtype= of {ufunc}.accumulate")
     out_dt = _accumulate_dtype(ufunc, t.dtype, requested, cumulative)

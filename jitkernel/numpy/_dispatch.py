@@ -72,12 +72,40 @@ def apply_function_protocol(func: Any, args: tuple, kwargs: dict) -> Any:
     name = getattr(func, "__name__", None)
     if name not in VIEW_FUNCTIONS and not (name in NO_COPY_FUNCTIONS and kwargs.get("copy", True) is not True):
         result = _not_a_view(result, args)
+    if _keeps_byteorder(name, args, kwargs):
+        from ..trace.tracer import Tracer
+        source = args[_SOURCE_POSITION.get(name, 0)] if len(args) > _SOURCE_POSITION.get(name, 0) else None
+        if isinstance(source, Tracer):
+            source._ctx.keep_byteorder(result, source)
     return result
 
 
 # NumPy functions that return their argument itself when `copy` is False or None and nothing
 # needs converting (np.astype(a, a.dtype, copy=False) is a, np.array(a, copy=None) is a).
 NO_COPY_FUNCTIONS = frozenset({"astype", "array"})
+# NumPy functions whose result has their first argument's dtype, byte order included (NumPy 2
+# returns '>f8' for a '>f8' argument; measured one by one): copies, gathers, sorts, padding,
+# `*_like` without dtype=. Every other function (ufuncs, reductions, concatenate, stack, where,
+# clip, resize, ...) returns native byte order. Views follow their base (VIEW_PRIMITIVES).
+BYTEORDER_KEEPING_FUNCTIONS = frozenset({
+    "copy", "array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "sort", "partition",
+    "take", "take_along_axis", "compress", "extract", "repeat", "tile", "roll", "pad", "unique", "delete",
+    "insert", "diag", "diagonal", "real", "nan_to_num", "trim_zeros", "zeros_like", "ones_like", "empty_like",
+    "full_like", "flip", "fliplr", "flipud", "rot90", "ravel", "reshape", "transpose", "swapaxes", "moveaxis",
+    "rollaxis", "squeeze", "expand_dims", "broadcast_to", "atleast_1d", "atleast_2d", "atleast_3d"})
+# Where the array whose dtype is kept stands, when not first (the condition comes first).
+_SOURCE_POSITION = {"compress": 1, "extract": 1}
+# Where those functions take a dtype positionally: one given there decides the byte order.
+_DTYPE_POSITION = {"zeros_like": 1, "ones_like": 1, "empty_like": 1, "full_like": 2, "array": 1, "asarray": 1,
+                   "asanyarray": 1, "ascontiguousarray": 1, "asfortranarray": 1}
+
+
+def _keeps_byteorder(name: str | None, args: tuple, kwargs: dict) -> bool:
+    """Whether NumPy's `name(*args, **kwargs)` has its first argument's dtype (no dtype given)."""
+    if name not in BYTEORDER_KEEPING_FUNCTIONS or not args or kwargs.get("dtype") is not None:
+        return False
+    at = _DTYPE_POSITION.get(name)
+    return at is None or len(args) <= at or args[at] is None
 
 
 # NumPy functions that return views of their argument; every other function returns new arrays.

@@ -100,10 +100,9 @@ def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
         return np.repeat(a, repeats, axis)
     _static(repeats, "repeat", "repeats")
     t = _strong(ctx, a)
-    if axis is None:
-        t, ax = ravel(t), 0
-    else:
-        ax = normalize_axis(axis, t.ndim)
+    if axis is None or t.ndim == 0:  # NumPy ravels a 0-d array first (axis 0 or -1 of it)
+        t = ravel(t) if axis is None else reshape(t, (1,))
+    ax = normalize_axis(axis if axis is not None else 0, t.ndim)
     n = t.shape[ax]
     # NumPy's own checks (negative counts, wrong length, non-integer counts) and source indices.
     src = np.repeat(np.arange(n), repeats)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..ir import check_dtype
-from ._core import context_of, lift, normalize_axes, normalize_axis, unsupported_kwargs
+from ._core import context_of, lift, normalize_axes, normalize_axes_legacy_0d, normalize_axis, unsupported_kwargs
 from ._shape import reshape
 from ._ufuncs import _fresh, apply_ufunc
 
@@ -28,7 +28,7 @@ def _keep(t: Any, in_shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bo
 def _reduce(prim: str, ufunc_name: str | None, a: Any, axis: Any, dtype: Any, keepdims: bool) -> Any:
     ctx = context_of(a)
     t = lift(ctx, a)
-    axes = normalize_axes(axis, t.ndim)
+    axes = normalize_axes_legacy_0d(axis, t.ndim)  # ufunc.reduce's rule
     if dtype is not None:
         acc = check_dtype(dtype, f"the dtype= of {prim}")
     elif ufunc_name is not None:
@@ -116,6 +116,9 @@ def _arg(prim: str, a: Any, axis: Any, keepdims: bool) -> Any:
         flat = reshape(t, (t.size,))
         out = ctx.bind1(prim, flat, axis=0)
         return reshape(out, (1,) * t.ndim) if keepdims else out
+    if t.ndim == 0:  # NumPy ravels a 0-d array first: axis 0 or -1 of its one element
+        normalize_axis(axis, 1)
+        return ctx.bind1(prim, reshape(t, (1,)), axis=0)
     ax = normalize_axis(axis, t.ndim)
     out = ctx.bind1(prim, t, axis=ax)
     return _keep(out, t.shape, (ax,), keepdims)

@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import UnsupportedOperationError
 from ..ir import check_dtype
 from ..ir.symdim import SymDim, reshape_axis_map
-from ._core import (broadcast_shapes, broadcast_to_shape, context_of, lift, normalize_axes,
+from ._core import (broadcast_shapes, broadcast_to_shape, context_of, lift, normalize_axes, normalize_axes_legacy_0d,
                     normalize_axis, result_type, shape_of)
 
 
@@ -23,6 +23,7 @@ def _resolve_symbolic_shape(shape: Any, old: tuple) -> tuple:
     """A reshape of a value of symbolic length: every symbolic axis stays whole (one -1 may
     stand for a static quotient or for the one symbolic length not written)."""
     shape = [s if isinstance(s, SymDim) else int(s) for s in ((shape,) if not isinstance(shape, (tuple, list)) else shape)]
+    shape = [-1 if isinstance(s, int) and s < 0 else s for s in shape]  # any negative length: the unknown one
     if sum(1 for s in shape if isinstance(s, int) and s == -1) > 1:
         raise ValueError("can only specify one unknown dimension")
     if -1 in [s for s in shape if isinstance(s, int)]:
@@ -46,11 +47,11 @@ def _resolve_shape(shape: Any, size: int) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
     shape = [int(s) for s in shape]
-    unknown = [i for i, s in enumerate(shape) if s == -1]
+    unknown = [i for i, s in enumerate(shape) if s < 0]  # NumPy takes any negative length as the unknown one
     if len(unknown) > 1:
         raise ValueError("can only specify one unknown dimension")
     if unknown:
-        known = math.prod(s for s in shape if s != -1)
+        known = math.prod(s for i, s in enumerate(shape) if i != unknown[0])
         if known == 0 or size % known:
             raise ValueError(f"cannot reshape array of size {size} into shape {tuple(shape)}")
         shape[unknown[0]] = size // known
@@ -172,7 +173,7 @@ def squeeze(a: Any, axis: Any = None) -> Any:
     if axis is None:
         axes = tuple(d for d, n in enumerate(shape) if n == 1)
     else:
-        axes = normalize_axes(axis, len(shape))
+        axes = normalize_axes_legacy_0d(axis, len(shape))
         if any(shape[d] != 1 for d in axes):
             raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
     return reshape(a, tuple(n for d, n in enumerate(shape) if d not in axes))

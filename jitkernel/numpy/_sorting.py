@@ -52,7 +52,9 @@ def argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *, stab
     if context_of(a) is None:
         return np.argsort(a, axis=axis, kind=kind, order=order, stable=stable)
     t = lift(context_of(a), a)
-    if t.ndim == 0:  # NumPy argsorts a 0-d array as its 1-element ravel
+    if t.ndim == 0:  # NumPy argsorts a 0-d array as its 1-element ravel (axis 1 is AxisError)
+        if axis is not None:
+            normalize_axis(axis, 1)
         axis = None
     t, ax = _operand(t, axis)
     k = _kind(t.dtype, kind, stable, order, "argsort")

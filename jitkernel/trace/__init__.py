@@ -48,6 +48,7 @@ def trace_program(fun: Callable[..., Any], name: str,
                     trimmed.append((len(outvars), leaf.count))
                     outvars.append(leaf.data.ir_var)
                 elif isinstance(leaf, Tracer) and leaf._ctx is ctx:
+                    ctx.keep_byteorder(leaf, leaf)  # an argument (or a view of one) after writes: its order
                     chain = argument_view_chain(leaf, ctx)
                     if chain is not None:  # returned as that view of the caller's array
                         views.append((len(outvars), *chain))

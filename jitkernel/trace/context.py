@@ -200,6 +200,8 @@ class TraceContext:
         self.int_arg_bounds: list[tuple[int, np.dtype, int | None, int | None]] = []
         self.pending_conversion_error: Exception | None = None  # see tracer.conversion_error
         self.argument_memories: list = []  # trace/views.py Memory of each array argument
+        # result Var -> the Var whose dtype, byte order included, NumPy gives it (keep_byteorder)
+        self.byteorder_of: dict[Var, Var] = {}
 
     def __enter__(self) -> "TraceContext":
         _traces.stack.append(self)
@@ -306,20 +308,59 @@ class TraceContext:
         program.byteorder_sources = self._byteorder_sources(outvars)
         return program
 
+    def byteorder_origin(self, t: Any) -> Var:
+        """The Var whose byte order `t` has to NumPy: the argument itself for the argument, a
+        view of it or its value after writes (its Memory is the argument's), else t's value."""
+        mem = getattr(t, "_mem", None)
+        if mem is not None and mem.argument and mem.ctx is self:
+            return self.invars[mem.index]
+        return t.ir_var
+
+    def keep_byteorder(self, result: Any, source: Any) -> Any:
+        """Record that NumPy gives `result` the dtype of `source` byte order included (a copy,
+        gather, sort, `zeros_like`, ... of a '>f8' argument is '>f8'; arithmetic is native).
+        Kernels compute in native order; the call restores the order (_byteorder_sources).
+        Returns `result`; tuples keep it in their first element (np.unique's values)."""
+        from .tracer import Tracer
+        if isinstance(result, tuple) and result:
+            self.keep_byteorder(result[0], source)
+            return result
+        data = getattr(result, "data", None) if getattr(type(result), "_jk_datadep", False) else result
+        if isinstance(data, Tracer) and isinstance(source, Tracer) and data._ctx is self and source._ctx is self \
+                and data.dtype == source.dtype:
+            origin, var = self.byteorder_origin(source), data.ir_var
+            if origin is not var:
+                self.byteorder_of[var] = origin
+        return result
+
+    def carry_byteorder(self, old: Var | None, new: Var) -> None:
+        """A write gave an array the new value `new`: it keeps the byte order its old value had
+        (a copy of an argument, `a.copy()`, holds the argument's own Var until written)."""
+        if old is None or old is new:
+            return
+        if old in self.byteorder_of:
+            self.byteorder_of[new] = self.byteorder_of[old]
+        elif old in self._input_index:
+            self.byteorder_of[new] = old
+
     def _byteorder_sources(self, outvars: list[Var]) -> tuple[tuple[int, int], ...]:
         """(output index, input index) for each output that is an input, a copy of one or a view
-        of one (reshape, transpose, slicing, broadcast_to): NumPy returns those in the input's
-        byte order (a '>i2' argument returned as-is stays '>i2'); every computed result is
-        native. The caller restores the order (Jitted.__call__). 0-d outputs are left out: they
-        are returned as NumPy scalars, which are always native (docs/numpy-support.md)."""
+        of one (reshape, transpose, slicing, broadcast_to), or a result NumPy gives the input's
+        dtype (keep_byteorder: gathers, sorts, `*_like`, the argument after writes): NumPy
+        returns those in the input's byte order (a '>i2' argument returned as-is stays '>i2');
+        every computed result is native. The caller restores the order (Jitted.__call__). 0-d
+        outputs are left out: they are returned as NumPy scalars, which are always native
+        (docs/numpy-support.md)."""
         view_of = {e.outputs[0]: e.inputs[0] for e in self.eqns if e.prim in VIEW_PRIMITIVES}
         position = {v: i for i, v in enumerate(self.invars)}
         sources = []
         for k, v in enumerate(outvars):
             if not v.aval.shape:
                 continue
-            while v in view_of:
-                v = view_of[v]
+            seen = set()
+            while (v in view_of or v in self.byteorder_of) and v not in seen:
+                seen.add(v)
+                v = self.byteorder_of[v] if v in self.byteorder_of else view_of[v]
             if v in position and self.invars[position[v]].aval.shape is not None:
                 sources.append((k, position[v]))
         return tuple(sources)

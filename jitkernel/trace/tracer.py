@@ -232,7 +232,7 @@ class Tracer:
     # -- indexing ---------------------------------------------------------------------
     def __getitem__(self, index: Any) -> "Tracer":
         from ..numpy._indexing import getitem
-        return getitem(self, index)
+        return self._ctx.keep_byteorder(getitem(self, index), self)  # views and gathers: NumPy keeps the dtype
 
     def __setitem__(self, index: Any, value: Any) -> None:
         from .inplace import setitem
@@ -352,13 +352,13 @@ class Tracer:
 
     # ndarray methods of the array functions (numpy/_matrix.py, numpy/_manipulation.py)
     def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> "Tracer":
-        return _jnp().diagonal(self, offset, axis1, axis2)
+        return self._ctx.keep_byteorder(_jnp().diagonal(self, offset, axis1, axis2), self)
 
     def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None) -> "Tracer":
         return _jnp().trace(self, offset, axis1, axis2, dtype, out)
 
     def repeat(self, repeats: Any, axis: Any = None) -> "Tracer":
-        return _jnp().repeat(self, repeats, axis)
+        return self._ctx.keep_byteorder(_jnp().repeat(self, repeats, axis), self)
     # complex numbers (numpy/_complex.py)
     @property
     def real(self) -> "Tracer":

@@ -284,6 +284,7 @@ def write(t: Any, value: Any) -> None:
         new = _inverse(ctx, prim, params, parent, new)
         node = parent
     mem = ensure_memory(node)
+    ctx.carry_byteorder(mem.value, new)  # a written array keeps its dtype (np.zeros_like(a), then written)
     mem.value = new
     mem.version += 1
     mem.written = True
