@@ -149,7 +149,7 @@ def test_atleast_nd_returns_views_as_numpy(name):
 
 # ----------------------------------------------------------------------------- item 19: attributes
 
-@pytest.mark.parametrize("attr", ["strides", "flat", "flags", "base", "ctypes", "view", "tobytes",
+@pytest.mark.parametrize("attr", ["strides", "flat", "flags", "base", "ctypes", "tobytes",
                                   "resize", "byteswap", "setflags", "dump"])
 def test_missing_ndarray_attributes_are_jit_errors_and_attribute_errors(attr):
     x = np.arange(6.0).reshape(2, 3)
@@ -164,6 +164,16 @@ def test_missing_ndarray_attributes_are_jit_errors_and_attribute_errors(attr):
     with pytest.raises(UnsupportedAttributeError):
         jk.jit(lambda a: getattr(a[a > 1], attr))(x)  # a data-dependent value too
     assert jk.jit(lambda a: (hasattr(a, attr), hasattr(a[a > 1], attr), getattr(a, attr, 5)))(x) == (False, False, 5)
+
+
+def test_view_as_another_dtype_is_refused_naming_it():
+    """a.view() is a view (tests/test_argument_layouts.py); a.view(other dtype) reinterprets bytes,
+    which is not compiled: a JitError and an AttributeError naming ndarray.view and the line."""
+    def f(a):
+        return a.view(np.int64)
+    with pytest.raises(UnsupportedAttributeError, match="ndarray.view") as info:
+        jk.jit(f)(np.ones(3))
+    assert f"{__file__}:{inspect.getsourcelines(f)[1] + 1}" in str(info.value)
 
 
 def test_other_names_stay_plain_attribute_errors():

@@ -257,10 +257,14 @@ class Tracer:
                 f"traced arrays have no .at ({self._where()}): NumPy arrays have none either. Write NumPy's "
                 "way, which jit compiles: x[i] = v, x[i] += v, np.where(mask, value, x), np.add.at.")
         if not name.startswith("_") and hasattr(np.ndarray, name):
-            why = _UNSUPPORTED_ATTRIBUTES.get(name, "see docs/numpy-support.md for what is")
-            raise UnsupportedAttributeError(
-                f"ndarray.{name} is not supported on traced arrays inside jit ({self._where()}); {why}")
+            raise self._unsupported_attribute(name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _unsupported_attribute(self, name: str) -> Exception:
+        from ..errors import UnsupportedAttributeError
+        why = _UNSUPPORTED_ATTRIBUTES.get(name, "see docs/numpy-support.md for what is")
+        return UnsupportedAttributeError(
+            f"ndarray.{name} is not supported on traced arrays inside jit ({self._where()}); {why}")
 
     # -- static attributes ---------------------------------------------------------------
     @property
@@ -281,7 +285,7 @@ class Tracer:
         if type is None and (dtype is None or np.dtype(dtype) == self.dtype):
             from ..numpy._shape import view_of
             return view_of(self)
-        return self.__getattr__("view")  # another dtype or type: refused as an unsupported method
+        raise self._unsupported_attribute("view")  # another dtype or type: not compiled
 
     def reshape(self, *shape: Any, order: str = "C") -> "Tracer":
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
