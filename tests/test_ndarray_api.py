@@ -149,7 +149,7 @@ def test_atleast_nd_returns_views_as_numpy(name):
 
 # ----------------------------------------------------------------------------- item 19: attributes
 
-@pytest.mark.parametrize("attr", ["strides", "flat", "flags", "base", "ctypes", "tobytes",
+@pytest.mark.parametrize("attr", ["strides", "flat", "flags", "base", "ctypes", "data", "tobytes",
                                   "resize", "byteswap", "setflags", "dump"])
 def test_missing_ndarray_attributes_are_jit_errors_and_attribute_errors(attr):
     x = np.arange(6.0).reshape(2, 3)

@@ -103,14 +103,14 @@ class DataDependent:
     of the padded Tracer `data`. Every operation is whitelisted: what is not handled raises
     (never a silent computation on the padding)."""
 
-    __slots__ = ("data", "count", "origin", "dense", "__weakref__")
+    __slots__ = ("padded", "count", "origin", "dense", "__weakref__")
     __array_priority__ = 2000  # above Tracer's: mixed operators and protocols come here
     _jk_datadep = True
 
     def __init__(self, data: Tracer, count: Tracer, origin: str, dense: tuple | None = None) -> None:
         if data.ndim == 0:
             raise TypeError("internal error: a data-dependent value has at least one axis")
-        self.data, self.count, self.origin = data, count, origin
+        self.padded, self.count, self.origin = data, count, origin
         # (values, mask) with `data == values[mask]` when the value is a selection (or an
         # elementwise function of selections by one mask): reductions then run densely on
         # np.where(mask, values, identity), fused, without the selection step.
@@ -119,11 +119,11 @@ class DataDependent:
     # -- abstract value ------------------------------------------------------------------
     @property
     def maximum(self) -> int:
-        return self.data.shape[0]
+        return self.padded.shape[0]
 
     @property
     def rest(self) -> tuple[int, ...]:
-        return self.data.shape[1:]
+        return self.padded.shape[1:]
 
     @property
     def shape(self) -> tuple:
@@ -131,11 +131,11 @@ class DataDependent:
 
     @property
     def dtype(self) -> np.dtype:
-        return self.data.dtype
+        return self.padded.dtype
 
     @property
     def ndim(self) -> int:
-        return self.data.ndim
+        return self.padded.ndim
 
     @property
     def size(self) -> Any:
@@ -211,13 +211,13 @@ class DataDependent:
     def ravel(self, order: str = "C") -> "DataDependent":
         if self.ndim == 1:
             return self
-        return _call("ravel", (self,), (), "new", self.data.size)
+        return _call("ravel", (self,), (), "new", self.padded.size)
 
     flatten = ravel
 
     def sort(self, axis: int = -1, kind: Any = None) -> None:
         sorted_ = sort(self, axis=axis, kind=kind)
-        self.data, self.count = sorted_.data, sorted_.count
+        self.padded, self.count = sorted_.padded, sorted_.count
 
     def dot(self, other: Any) -> Any:
         return dot(self, other)
@@ -393,7 +393,7 @@ def _probe(x: Any) -> np.ndarray:
 
 def _operand(ctx: Any, x: Any) -> Tracer:
     if is_data_dependent(x):
-        return x.data
+        return x.padded
     if isinstance(x, Tracer):
         return Tracer(ctx, x.ir_var) if x.weak is not None else x
     return ctx.const(np.asarray(x))
@@ -402,7 +402,7 @@ def _operand(ctx: Any, x: Any) -> Tracer:
 def datadep_call(fn: str, operands: tuple, kw: tuple, outs: tuple, origin: str, split: bool = False) -> list[Tracer]:
     """Bind one `datadep_call` step: `operands` are Tracers, DataDependent values (trimmed to
     their counts when the step runs) or constants."""
-    ctx = _current_ctx(*[o.data if is_data_dependent(o) else o for o in operands])
+    ctx = _current_ctx(*[o.padded if is_data_dependent(o) else o for o in operands])
     counts: list[Tracer] = []
     layout = []
     for o in operands:
@@ -493,7 +493,7 @@ def _common_count(values: list[DataDependent]) -> DataDependent:
                                   f"different lengths ({first.origin}; {v.origin})")
     if count is first.count:
         return first
-    return DataDependent(first.data, count, first.origin)
+    return DataDependent(first.padded, count, first.origin)
 
 
 def _aligned(ctx: Any, x: Any, ndim: int) -> Any:
@@ -517,13 +517,13 @@ def elementwise(fn: Callable[..., Any], operands: tuple) -> Any:
     dds = [o for o in operands if is_data_dependent(o)]
     like = _common_count(dds)
     ndim = max(d.ndim for d in dds)
-    ctx = _current_ctx(like.data)
+    ctx = _current_ctx(like.padded)
     converted = []
     for o in operands:
         if is_data_dependent(o):
             if o.ndim < ndim:
                 raise _unsupported("broadcasting selections of different ranks")
-            converted.append(o.data)
+            converted.append(o.padded)
         else:
             converted.append(_aligned(ctx, o, ndim))
     result = fn(*converted)
@@ -612,7 +612,7 @@ def reduce(name: str, x: Any, kwargs: dict, *args: Any) -> Any:
     axes = _axes(axis, x.ndim)
     if 0 not in axes:
         fn = getattr(np, name)
-        return x.with_data(fn(x.data, **kwargs))
+        return x.with_data(fn(x.padded, **kwargs))
     if x.dense is not None and name in _DENSE_IDENTITY and x.dtype.kind in "biuf" \
             and set(kwargs) <= {"axis", "keepdims", "dtype"} and (name in ("sum", "prod", "mean") or "dtype" not in kwargs):
         if not _order_dependent(name, x, axes, kwargs.get("dtype")):
@@ -765,7 +765,7 @@ def _along_axis(name: str, a: DataDependent, axis: Any, kwargs: dict) -> Any:
             return _call(name, (flat,), _hashable({**kwargs, "axis": 0}), "same", like=flat)
     (ax,) = _axes(axis, a.ndim)
     if ax != 0:
-        return a.with_data(getattr(np, name)(a.data, axis=ax, **kwargs))
+        return a.with_data(getattr(np, name)(a.padded, axis=ax, **kwargs))
     return _call(name, (a,), _hashable({**kwargs, "axis": 0}), "same", like=a)
 
 

@@ -46,7 +46,7 @@ def trace_program(fun: Callable[..., Any], name: str,
             for leaf in leaves:
                 if getattr(type(leaf), "_jk_datadep", False):  # numpy/_datadep.py: padded + count
                     trimmed.append((len(outvars), leaf.count))
-                    outvars.append(leaf.data.ir_var)
+                    outvars.append(leaf.padded.ir_var)
                 elif isinstance(leaf, Tracer) and leaf._ctx is ctx:
                     ctx.keep_byteorder(leaf, leaf)  # an argument (or a view of one) after writes: its order
                     chain = argument_view_chain(leaf, ctx)

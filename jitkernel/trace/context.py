@@ -325,7 +325,7 @@ class TraceContext:
         if isinstance(result, tuple) and result:
             self.keep_byteorder(result[0], source)
             return result
-        data = getattr(result, "data", None) if getattr(type(result), "_jk_datadep", False) else result
+        data = getattr(result, "padded", None) if getattr(type(result), "_jk_datadep", False) else result
         if isinstance(data, Tracer) and isinstance(source, Tracer) and data._ctx is self and source._ctx is self \
                 and data.dtype == source.dtype:
             origin, var = self.byteorder_origin(source), data.ir_var
