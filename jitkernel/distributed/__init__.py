@@ -24,7 +24,7 @@ import numpy as np
 from .. import events
 from ..errors import UnsupportedOperationError
 from ..tree import tree_flatten, tree_unflatten
-from .partition import Plan, RechunkWarning, plan as make_plan, warn_rechunks
+from .partition import Plan, RechunkWarning, plan as make_plan, warn_rechunks, without_empty_chunks
 
 __all__ = ["explain", "partitions", "is_dask_array", "RechunkWarning"]
 
@@ -65,8 +65,9 @@ def _prepare(jitted: Any, args: tuple, kwargs: dict) -> tuple[Plan, Any, list[An
         traced[0].written_args, traced[0].written_names = program.written_args, program.written_names
         traced[0].trimmed_outputs, traced[0].int_arg_bounds = program.trimmed_outputs, program.int_arg_bounds
     program, out_tree, plans = traced
-    chunks = tuple(tuple(tuple(c) for c in x.chunks) if is_dask_array(x) else tuple((n,) for n in np.shape(x))
-                   for x in leaves)
+    # Zero-size chunks are dropped (graph.py rechunks the argument to match): see without_empty_chunks.
+    chunks = tuple(tuple(without_empty_chunks(tuple(c)) for c in x.chunks) if is_dask_array(x)
+                   else tuple((n,) for n in np.shape(x)) for x in leaves)
     partition = plans.get(chunks)
     if partition is None:
         if len(plans) >= MAX_PLANS:
