@@ -788,6 +788,13 @@ class Jitted:
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         return self if obj is None else functools.partial(self, obj)
 
+    def __reduce__(self) -> tuple:
+        """Pickled by reference to its module-level name where it has one, else by value (its
+        function and jit options), as Numba's and JAX's jitted functions: multiprocessing and
+        Dask's processes scheduler can send it (jitkernel/pickling.py)."""
+        from .pickling import reduce_jitted
+        return reduce_jitted(self)
+
 
 def jit(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[int] = (),
         static_argnames: str | Sequence[str] = (), backend: str | None = None,
