@@ -388,12 +388,34 @@ def reduce_rule(seg: Segment, eqn: Eqn) -> None:
     (x,) = eqn.inputs
     xl = seg.of(x)
     axes = tuple(eqn.params["axes"])
+    if rounds_every_step(eqn.prim, x.aval, axes):
+        # Every block must reduce in NumPy's order of the whole array: the reduced axes whole,
+        # and no kept axis cut to size-1 blocks (a (6, 1) block sums pairwise, once rounded).
+        whole = [xl[a] for a in axes] + [xl[d] for d in range(x.aval.ndim)
+                                         if d not in axes and 1 in seg.L.chunks(xl[d]) and x.aval.shape[d] > 1]
+        seg.need_whole(whole, f"{eqn.prim} of {x.aval} over axes {axes}: NumPy rounds a float16 sum/product to "
+                              "float16 at every step along an outer axis, an order only a block of the same "
+                              "layout keeps: the reduced axes (and kept axes cut to size 1) in one block")
     if not any(seg.L.chunked(xl[a]) for a in axes):
         for a in axes:
             seg.L.pin(xl[a])  # the whole reduced axis stays in each block (a row kernel)
         seg.define(eqn, [tuple(l for d, l in enumerate(xl) if d not in axes)])
         return
     seg.partial(eqn, xl, axes, eqn.prim)
+
+
+def rounds_every_step(prim: str, x: AType, axes: tuple[int, ...]) -> bool:
+    """Does NumPy's reduction of C-ordered `x` round its accumulator to x's dtype at every step
+    (so that a float32 partial of a block, partial_dtype, would differ from it)? A float16
+    sum/product accumulates in float32 only along NumPy's inner loop: when the reduced axes
+    (size-1 axes aside) are the trailing ones, they coalesce into that loop and NumPy rounds
+    once; otherwise the inner loop runs along a kept axis and every step along a reduced outer
+    axis is rounded to float16 (`[[2048], [1], [1]]` sums to 2048, not 2050)."""
+    if partial_dtype(prim, x.dtype) == x.dtype:
+        return False
+    big = [d for d, n in enumerate(x.shape) if n != 1]
+    reduced = [d for d in big if d in axes]
+    return reduced != big[len(big) - len(reduced):]
 
 
 @rule("argmax", "argmin")
