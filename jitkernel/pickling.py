@@ -89,8 +89,8 @@ def _function_bytes(fun: Callable[..., Any]) -> tuple[bytes | None, str]:
 def options(jitted: Any) -> dict[str, Any]:
     """The keyword arguments of `Jitted` that rebuild `jitted`'s behaviour (its static arguments
     include the integers a static-int retrace made static: the rebuilt function needs no retrace)."""
-    return {"static_argnums": tuple(sorted(jitted.static_argnums)), "static_argnames": tuple(sorted(jitted.static_argnames)),
-            "backend": jitted.backend, "fastmath": jitted.fastmath, "name": jitted.__name__,
+    return {"static_argnums": tuple(sorted(jitted.static_argnums)),
+            "static_argnames": tuple(sorted(jitted.static_argnames)), "backend": jitted.backend, "fastmath": jitted.fastmath, "name": jitted.__name__,
             "disk_cache": jitted.disk_cache, "autograph": jitted.autograph}
 
 

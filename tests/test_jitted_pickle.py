@@ -35,7 +35,8 @@ def test_reference_keeps_the_compiled_cache():
     assert pickle.loads(pickle.dumps(helpers.sin_plus_one)).cache_size() >= 1
 
 
-@pytest.mark.parametrize("make", [lambda: helpers.closure(3.0), lambda: jk.jit(lambda x: x * 3.0 - 1, backend="interpret"),
+@pytest.mark.parametrize("make", [lambda: helpers.closure(3.0),
+                                  lambda: jk.jit(lambda x: x * 3.0 - 1, backend="interpret"),
                                   lambda: jk.jit(np.sin)], ids=["closure", "lambda", "ufunc"])
 def test_functions_without_a_module_level_name_pickle_by_value(make):
     pytest.importorskip("cloudpickle")
