@@ -89,3 +89,33 @@ def test_dask_processes_scheduler_runs_jitted_functions():
     np.testing.assert_allclose(got[0], ref)
     np.testing.assert_allclose(got[1], ref)
     np.testing.assert_array_equal(got[2], np.arange(12.0) + 1.5)
+
+
+MAIN_SCRIPT = '''
+import multiprocessing, numpy as np, jitkernel as jk
+
+@jk.jit
+def triple(x):
+    return x * 3
+
+if __name__ == "__main__":
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        got = pool.map(triple, [np.arange(3.0)])[0]
+    assert np.array_equal(got, np.arange(3.0) * 3), got
+    print("ok")
+'''
+
+
+def test_a_main_script_jitted_function_reaches_a_spawned_pool(tmp_path):
+    """A function of `__main__` (a script; a notebook alike) pickles by value (cloudpickle), so the
+    worker needs no importable name for it."""
+    import subprocess
+    import sys
+    pytest.importorskip("cloudpickle")
+    script = tmp_path / "main_script.py"
+    script.write_text(MAIN_SCRIPT)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root, JITKERNEL_CACHE_DIR=str(tmp_path / "cache"))
+    out = subprocess.run([sys.executable, str(script)], env=env, cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
