@@ -776,16 +776,24 @@ class Jitted:
         """The function could not be traced with its integer arguments as run-time values (a
         size `np.zeros((n, n))`, a slice bound `a[1:n-1]`, `range(n)` in code that needs it):
         trace it again with them static, as the user would mark them (docs/numpy-support.md,
-        "NumPy programs as written"). Kept for later calls when that works, so
-        each new value then compiles (or reuses shape-generic code); otherwise the second
-        error, the one that remains, is raised. Called with the lock held."""
+        "NumPy programs as written"). Called with the lock held."""
+        def lookup() -> tuple:
+            sig, arrays = self._signature(args, kwargs)
+            return sig, self._cache.get(sig.key) or self._observed_miss(sig, args, kwargs), arrays
+        return self._with_static_ints(args, kwargs, first, lookup)
+
+    def _with_static_ints(self, args: tuple, kwargs: dict, first: Exception, attempt: Callable[[], Any]) -> Any:
+        """`attempt()` with the integer arguments made static, after `first` (the failure with
+        them traced). Kept for later calls when that works, so each new value then compiles (or
+        reuses shape-generic code); otherwise the second error, the one that remains, is raised.
+        The one retrace rule of NumPy arguments (`_lookup_with_static_ints`) and Dask arguments
+        (distributed._traced). Called with the lock held."""
         nums, names = self._int_arguments(args, kwargs)
         saved = self.static_argnums, self.static_argnames
         self.static_argnums = saved[0] | nums
         self.static_argnames = saved[1] | names | {self._positional[i] for i in nums if i < len(self._positional)}
         try:
-            sig, arrays = self._signature(args, kwargs)
-            compiled = self._cache.get(sig.key) or self._observed_miss(sig, args, kwargs)
+            result = attempt()
         except Exception as second:
             self.static_argnums, self.static_argnames = saved
             if hasattr(second, "add_note"):
@@ -794,7 +802,7 @@ class Jitted:
                                 f"static, after: {_one_line(first)})")
             raise second from None
         self._fast.clear()  # entries keyed without the integers' values must not be taken any more
-        return sig, compiled, arrays
+        return result
 
     def _observed_miss(self, sig: Signature, args: tuple, kwargs: dict) -> Compiled:
         """`_miss`, with the entry tagged by this function's id and a failure published."""
@@ -1039,6 +1047,13 @@ class Jitted:
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         return self if obj is None else functools.partial(self, obj)
+
+    def __reduce__(self) -> tuple:
+        """Pickled by reference to its module-level name where it has one, else by value (its
+        function and jit options), as Numba's and JAX's jitted functions: multiprocessing and
+        Dask's processes scheduler can send it (jitkernel/pickling.py)."""
+        from .pickling import reduce_jitted
+        return reduce_jitted(self)
 
 
 def jit(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[int] = (),

@@ -24,7 +24,7 @@ import numpy as np
 from .. import events
 from ..errors import UnsupportedOperationError
 from ..tree import tree_flatten, tree_unflatten
-from .partition import Plan, RechunkWarning, plan as make_plan, warn_rechunks
+from .partition import Plan, RechunkWarning, plan as make_plan, warn_rechunks, without_empty_chunks
 
 __all__ = ["explain", "partitions", "is_dask_array", "RechunkWarning"]
 
@@ -48,8 +48,9 @@ def _placeholder(x: Any) -> np.ndarray:
     return np.broadcast_to(np.zeros((), x.dtype), x.shape)
 
 
-def _prepare(jitted: Any, args: tuple, kwargs: dict) -> tuple[Plan, Any, list[Any]]:
-    """(plan, output tree, dynamic leaves in the program's input order)."""
+def _traced(jitted: Any, args: tuple, kwargs: dict) -> tuple[tuple, list[Any]]:
+    """((optimised program, output tree, plans per chunking), dynamic leaves in the program's
+    input order), traced at the full shapes for this signature once."""
     swap = lambda t: tree_unflatten(t[1], [_placeholder(x) if is_dask_array(x) else x for x in t[0]])  # noqa: E731
     p_args, p_kwargs = swap(tree_flatten((args, kwargs)))
     dyn = (tuple(a for i, a in enumerate(args) if i not in jitted.static_argnums),
@@ -64,9 +65,29 @@ def _prepare(jitted: Any, args: tuple, kwargs: dict) -> tuple[Plan, Any, list[An
         traced = per_function[sig.key] = (_optimize(program, jitted.__name__), out_tree, {})
         traced[0].written_args, traced[0].written_names = program.written_args, program.written_names
         traced[0].trimmed_outputs, traced[0].int_arg_bounds = program.trimmed_outputs, program.int_arg_bounds
-    program, out_tree, plans = traced
-    chunks = tuple(tuple(tuple(c) for c in x.chunks) if is_dask_array(x) else tuple((n,) for n in np.shape(x))
-                   for x in leaves)
+    return traced, leaves
+
+
+def _traced_or_static_ints(jitted: Any, args: tuple, kwargs: dict) -> tuple[tuple, list[Any]]:
+    """`_traced`, traced again with the integer arguments static where tracing them fails
+    (`np.zeros(n)`, `a[:, :k]`): the rule of NumPy arguments (api.Jitted._with_static_ints), so
+    `f(x_dask, n)` runs where `f(x_numpy, n)` does."""
+    from ..config import config
+    try:
+        return _traced(jitted, args, kwargs)
+    except Exception as first:
+        if not config.static_int_fallback or not jitted._int_arguments(args, kwargs):
+            raise
+        with jitted._lock:
+            return jitted._with_static_ints(args, kwargs, first, lambda: _traced(jitted, args, kwargs))
+
+
+def _prepare(jitted: Any, args: tuple, kwargs: dict) -> tuple[Plan, Any, list[Any]]:
+    """(plan, output tree, dynamic leaves in the program's input order)."""
+    (program, out_tree, plans), leaves = _traced_or_static_ints(jitted, args, kwargs)
+    # Zero-size chunks are dropped (graph.py rechunks the argument to match): see without_empty_chunks.
+    chunks = tuple(tuple(without_empty_chunks(tuple(c)) for c in x.chunks) if is_dask_array(x)
+                   else tuple((n,) for n in np.shape(x)) for x in leaves)
     partition = plans.get(chunks)
     if partition is None:
         if len(plans) >= MAX_PLANS:

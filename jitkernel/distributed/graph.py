@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from .partition import ArgCombineStep, CombineStep, DaskStep, Plan, SegmentStep, Source, apply_dask_step
+from .partition import (ArgCombineStep, CombineStep, DaskStep, Plan, SegmentStep, Source, apply_dask_step,
+                        without_empty_chunks)
 from .. import events
 from .profile import combine_token, recorded_combine, recorded_run_block, register_graph
 from .worker import arg_combine, combine, identity_chunk, run_block
@@ -22,7 +23,8 @@ def _source(step: Source, leaves: list[Any], values: dict, da: Any) -> Any:
     if step.kind == "arg":
         value = leaves[step.payload]
         if type(value).__module__.startswith("dask"):
-            return value
+            chunks = tuple(without_empty_chunks(tuple(c)) for c in value.chunks)  # the plan's chunks
+            return value if chunks == tuple(value.chunks) else value.rechunk(chunks)
         value = np.asarray(value, dtype=step.var.aval.dtype)
         return da.from_array(value, chunks=value.shape, name=False)
     if step.kind == "const":
@@ -83,10 +85,12 @@ def _combine(step: CombineStep, values: dict, da: Any, backend: str) -> None:
     fn = functools.partial(combine, prim=step.prim, backend=backend)
     if events.SUBSCRIBERS:  # profiling: each combine level recorded too (profile.py)
         fn = functools.partial(recorded_combine, combine_token(step), prim=step.prim, backend=backend)
-    dtype = step.out.aval.dtype
-    values[step.out] = da.reduction(partials, identity_chunk, fn, combine=fn, axis=step.axes, keepdims=False,
-                                    dtype=dtype, concatenate=True, meta=np.empty((0,) * step.out.aval.ndim, dtype),
-                                    name=f"jk-{step.prim}")
+    acc, dtype = step.partial.aval.dtype, step.out.aval.dtype  # NumPy's accumulator, the result's dtype
+    result = da.reduction(partials, identity_chunk, fn, combine=fn, axis=step.axes, keepdims=False,
+                          dtype=acc, concatenate=True, meta=np.empty((0,) * step.out.aval.ndim, acc),
+                          name=f"jk-{step.prim}")
+    # rounded once, after the whole combine, as NumPy's float16 loops round their float32 sum
+    values[step.out] = result if acc == dtype else result.astype(dtype)
 
 
 def _arg_combine(step: ArgCombineStep, values: dict, da: Any) -> None:

@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.semantics import accumulator_dtype
 from ..errors import UnsupportedOperationError
 from ..ir import AType, Program
 from ..ir.primitives import PRIMITIVES, REDUCE_UFUNCS
@@ -67,6 +68,15 @@ def refine(chunkings: list[tuple[int, ...]], size: int) -> tuple[int, ...]:
     edges = sorted(bounds)
     out = tuple(b - a for a, b in zip(edges, edges[1:]) if b > a)
     return out or (size,)
+
+
+def without_empty_chunks(chunks: tuple[int, ...]) -> tuple[int, ...]:
+    """An axis's chunking with its zero-size chunks dropped (a zero-size axis keeps one empty
+    chunk): `without_empty_chunks((1, 0, 2)) == (1, 2)`. Dask arguments are rechunked to this
+    before partitioning (graph.py): an empty block gave Dask's reshape of the blocks (`a.ravel()`,
+    a flat `argmax`) a block it could not reshape, and an arg reduction an empty block to pick."""
+    kept = tuple(c for c in chunks if c)
+    return kept or (0,)
 
 
 class Letters:
@@ -222,6 +232,13 @@ def _chunks_text(chunks: tuple[tuple[int, ...], ...]) -> str:
     return "(" + ", ".join(parts) + ")"
 
 
+def partial_dtype(combine_prim: str, dtype: np.dtype) -> np.dtype:
+    """The dtype the per-block partials of a reduction to `dtype` and their tree combine
+    accumulate in: NumPy's accumulator (backends/semantics.py), so a chunked reduction rounds
+    to `dtype` once, at the end, as NumPy's loop does over the whole axis."""
+    return accumulator_dtype(combine_prim.removeprefix("reduce_"), np.dtype(dtype))
+
+
 # -- the segment under construction ------------------------------------------------------------
 class _Retry(Exception):
     """Raised by a rule that needs the open segment closed first (a pin of a chunked letter)."""
@@ -284,7 +301,10 @@ class Segment:
     def partial(self, eqn: Eqn, letters: tuple[int, ...], reduced: tuple[int, ...], prim: str) -> None:
         out = eqn.outputs[0]
         shape = tuple(1 if d in reduced else self.L.size[self.L.find(a)] for d, a in enumerate(letters))
-        pvar = Var(AType(shape, out.aval.dtype))
+        # The partials and their combine hold NumPy's accumulator (a float16 sum in float32),
+        # rounded to `out`'s dtype once after the combine: rounded per block, two float16
+        # partials of 60000 + 60000 and -60000 - 60000 were inf and -inf, and their sum NaN.
+        pvar = Var(AType(shape, partial_dtype(prim, out.aval.dtype)))
         self.letters[pvar] = tuple(letters)
         self.reads_inputs = True
         self.entries.append(("partial", eqn, pvar, tuple(letters), tuple(reduced)))
@@ -368,12 +388,34 @@ def reduce_rule(seg: Segment, eqn: Eqn) -> None:
     (x,) = eqn.inputs
     xl = seg.of(x)
     axes = tuple(eqn.params["axes"])
+    if rounds_every_step(eqn.prim, x.aval, axes):
+        # Every block must reduce in NumPy's order of the whole array: the reduced axes whole,
+        # and no kept axis cut to size-1 blocks (a (6, 1) block sums pairwise, once rounded).
+        whole = [xl[a] for a in axes] + [xl[d] for d in range(x.aval.ndim)
+                                         if d not in axes and 1 in seg.L.chunks(xl[d]) and x.aval.shape[d] > 1]
+        seg.need_whole(whole, f"{eqn.prim} of {x.aval} over axes {axes}: NumPy rounds a float16 sum/product to "
+                              "float16 at every step along an outer axis, an order only a block of the same "
+                              "layout keeps: the reduced axes (and kept axes cut to size 1) in one block")
     if not any(seg.L.chunked(xl[a]) for a in axes):
         for a in axes:
             seg.L.pin(xl[a])  # the whole reduced axis stays in each block (a row kernel)
         seg.define(eqn, [tuple(l for d, l in enumerate(xl) if d not in axes)])
         return
     seg.partial(eqn, xl, axes, eqn.prim)
+
+
+def rounds_every_step(prim: str, x: AType, axes: tuple[int, ...]) -> bool:
+    """Does NumPy's reduction of C-ordered `x` round its accumulator to x's dtype at every step
+    (so that a float32 partial of a block, partial_dtype, would differ from it)? A float16
+    sum/product accumulates in float32 only along NumPy's inner loop: when the reduced axes
+    (size-1 axes aside) are the trailing ones, they coalesce into that loop and NumPy rounds
+    once; otherwise the inner loop runs along a kept axis and every step along a reduced outer
+    axis is rounded to float16 (`[[2048], [1], [1]]` sums to 2048, not 2050)."""
+    if partial_dtype(prim, x.dtype) == x.dtype:
+        return False
+    big = [d for d, n in enumerate(x.shape) if n != 1]
+    reduced = [d for d in big if d in axes]
+    return reduced != big[len(big) - len(reduced):]
 
 
 @rule("argmax", "argmin")
@@ -690,8 +732,10 @@ class Planner:
                                                  f"{info[3]} of {n} partial(s) over axis {info[4]}"))
                 continue
             what = "blockwise products + tree sum" if info[4] == "dot_general" else "per-block partials + tree combine"
+            acc = "" if pvar.aval.dtype == out.aval.dtype else \
+                f", in {pvar.aval.dtype} (NumPy's accumulator), rounded to {out.aval.dtype} once"
             self.steps.append(CombineStep(pvar, out, info[2], red, kept,
-                                          f"tree reduction ({what}): {info[2]} of {n} partial(s) over axes {red}"))
+                                          f"tree reduction ({what}): {info[2]} of {n} partial(s) over axes {red}{acc}"))
 
 
 def needed_tasks(grid_letters: list[int], outputs: list[tuple[tuple[int, ...], tuple]]) -> set[tuple[int, ...]]:

@@ -118,8 +118,11 @@ def specialize(bp: BlockProgram, in_shapes: list[tuple[int, ...]]) -> Program:
             (best,) = bind(extreme, inputs, {"axes": reduced}, None)
             (new[value],) = bind("reshape", [best], {"new_shape": ()}, keep)
         else:  # a partial: this block's reduction / product, the reduced axes kept as size 1
-            (out,) = bind(eqn.prim, inputs, eqn.params, None)
             partial_var, letters, reduced = entry[2], entry[3], entry[4]
+            acc = partial_var.aval.dtype  # NumPy's accumulator (partition.partial_dtype): float16 in float32
+            if acc != eqn.outputs[0].aval.dtype:
+                inputs = [bind("convert", [v], {"dtype": acc}, None)[0] if v.aval.dtype != acc else v for v in inputs]
+            (out,) = bind(eqn.prim, inputs, eqn.params, None)
             (new[partial_var],) = bind("reshape", [out], {"new_shape": ()}, [_shape(letters, sizes, reduced)])
     outvars = [new[v] for v in bp.outvars]
     return Program(invars, [new[v] for v in bp.constvars], list(bp.consts), eqns, outvars, name=bp.name)
