@@ -21,7 +21,7 @@ import pytest
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 
-from hypothesis import assume, given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings, strategies as st  # noqa: E402
 
 import jitkernel as jk  # noqa: E402
 from jitkernel.distributed import RechunkWarning, explain  # noqa: E402
@@ -119,11 +119,6 @@ def assert_numpy_result(got, ref, inexact: bool) -> None:
 @given(data=st.data())
 def test_reductions_over_random_chunkings_match_numpy(name, dtype, data):
     data, chunks, axis, keepdims, backend = data.draw(reduction_cases(name, np.dtype(dtype)))
-    # A float16 sum over an axis of an (n, 1) array: NumPy drops the size-1 axis and sums in
-    # float32, the cpu backend rounds every step with NumPy arguments too (issue 19, item 4,
-    # fixed apart from Dask); the Dask path is not what such a case would test.
-    assume(not (dtype == "float16" and name in ("sum", "nansum", "prod", "var", "std") and backend == "cpu"
-                and 1 in data.shape and data.ndim == 2))
     reduce = REDUCTIONS[name]
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
