@@ -98,6 +98,26 @@ class MaybeBound:
     def __repr__(self) -> str:
         return f"<maybe bound {self.name}>"
 
+    def __getattr__(self, attr: str) -> Any:
+        # (a read `read` did not see: a nested function's free variable) the checked value
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return getattr(_checked(self), attr)
+
+
+def _checked_operator(op: str) -> Callable:
+    def apply(self: MaybeBound, *args: Any) -> Any:
+        return getattr(_checked(self), op)(*args)
+    apply.__name__ = op
+    return apply
+
+
+for _op in ("add radd sub rsub mul rmul truediv rtruediv floordiv rfloordiv mod rmod pow rpow matmul rmatmul "
+            "neg pos abs invert lt le gt ge eq ne and rand or ror xor rxor getitem bool index int float len "
+            "iter").split():
+    setattr(MaybeBound, f"__{_op}__", _checked_operator(f"__{_op}__"))
+MaybeBound.__hash__ = object.__hash__  # (identity, as before __eq__ was defined)
+
 
 def _unbound_message(name: str) -> str:
     return f"cannot access local variable {name!r} where it is not associated with a value ({_at()})"
