@@ -79,6 +79,13 @@ def bound_before(x, n):
     return y + i
 
 
+def float_target_before(x, n):
+    i = 0.5  # a number of another type before the loop: kept where no iteration ran
+    for i in range(n):
+        x = x + i
+    return x * 0 + i
+
+
 def never_read(x, n):
     for i in range(n):
         y = x * i
@@ -99,6 +106,7 @@ CASES = [
     (bound_in_branch_inside_loop, (x3, 1)),
     (read_only_on_the_bound_path, (-x3,)), (read_only_on_the_bound_path, (x3,)),
     (bound_before, (x3, 0)), (bound_before, (x3, 3)),
+    (float_target_before, (x3, 0)), (float_target_before, (x3, 2)),
     (never_read, (-x3, 0)), (never_read, (x3, 2)),
 ]
 

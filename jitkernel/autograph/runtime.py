@@ -1027,8 +1027,10 @@ def _final_index(start: Any, step: Any, count: Any, prior: Any) -> Any:
     if isinstance(prior, MaybeBound):
         return MaybeBound(_final_index(start, step, count, prior.value), jnp.logical_or(count > 0, prior.bound),
                           prior.name)
-    if not isinstance(prior, (Tracer, int, np.integer)):
-        return last
+    if not isinstance(prior, (Tracer, bool, int, float, complex, np.number, np.bool_)):
+        return last  # (None, a string: not a run-time value; a known gap where no iteration ran)
+    # a number of another type before the loop (`i = 0.5`) stays where no iteration ran: the
+    # result has the promoted dtype (Python's value, as a float where Python has an int)
     t = jnp.where(count > 0, last, prior)
     return Tracer(t._ctx, t.ir_var, int) if isinstance(prior, int) or (_traced(prior) and prior.weak is int) else t
 
