@@ -86,6 +86,15 @@ def float_target_before(x, n):
     return x * 0 + i
 
 
+def read_in_a_while_test(x, n):
+    if x.sum() > 0:
+        y = x
+    k = 0
+    while k < n and y.sum() > -100:  # `k < n` false first: y is not read
+        k += 1
+    return k
+
+
 def never_read(x, n):
     for i in range(n):
         y = x * i
@@ -107,6 +116,7 @@ CASES = [
     (read_only_on_the_bound_path, (-x3,)), (read_only_on_the_bound_path, (x3,)),
     (bound_before, (x3, 0)), (bound_before, (x3, 3)),
     (float_target_before, (x3, 0)), (float_target_before, (x3, 2)),
+    (read_in_a_while_test, (x3, 3)), (read_in_a_while_test, (-x3, 3)), (read_in_a_while_test, (-x3, 0)),
     (never_read, (-x3, 0)), (never_read, (x3, 2)),
 ]
 
@@ -147,6 +157,18 @@ def test_unread_names_add_no_check(backend):
     assert "raise_if" not in str(jk.make_ir(never_read)(x3, 2))
     assert "raise_if" in str(jk.make_ir(first_bound_in_loop)(x3, 2))
     np.testing.assert_array_equal(jk.jit(never_read, backend=backend)(-x3, 0), -x3 + 1)
+
+
+def squared_norm_of_first_bound(x, n):
+    for i in range(n):
+        y = x * i
+    return (y * y).sum()
+
+
+def test_gradient_through_the_check():
+    np.testing.assert_array_equal(jk.grad(squared_norm_of_first_bound)(x3, 3), 2 * x3 * 4)
+    with pytest.raises(UnboundLocalError):
+        jk.grad(squared_norm_of_first_bound)(x3, 0)
 
 
 # ----------------------------------------------------------------------------- generated programs
