@@ -125,6 +125,12 @@ def range_with_a_zero_step(x, s):
     return t
 
 
+def reads_a_name_no_iteration_bound(x, n):
+    for i in range(n):
+        y = x * i
+    return y
+
+
 X = np.arange(4.0)
 
 # (function, arguments, the exception type); each raises while tracing or at run time
@@ -145,6 +151,7 @@ PROGRAMS = [
     (range_of_a_float, (X, 1.5), TypeError),
     (range_past_int64, (X, np.uint64(2**63 + 1)), OverflowError),
     (range_with_a_zero_step, (X, 0), ValueError),
+    (reads_a_name_no_iteration_bound, (X, 0), UnboundLocalError),
 ]
 
 
@@ -175,6 +182,7 @@ _TRIGGER = {  # the source text of the line each message must name
     sets_a_string: "if t > 0", appends_in_a_traced_loop: "for i in range(n)",
     appends_in_a_traced_while: "while t > 0", grows_in_a_traced_loop: "for i in range(n)",
     range_of_a_float: "for i in range", range_past_int64: "for i in range", range_with_a_zero_step: "for i in range",
+    reads_a_name_no_iteration_bound: "return y",
 }
 
 
@@ -192,10 +200,10 @@ def test_every_refusal_site_of_the_runtime_is_covered():
     from jitkernel.autograph import runtime
     source = inspect.getsource(runtime)
     sites = len(re.findall(r"\{_at\(\)\}|\{user_frame_location\(\)\}", source))
-    # 15 sites: the programs above reach 14 of them (the three statement refusals share _refuse);
+    # 16 sites: the programs above reach 15 of them (the three statement refusals share _refuse);
     # the one left is the `if` that "could not be converted" (a fallback after three retries, no
     # program reaches it), rendered below with a fake location.
-    assert sites == 15, f"{sites} message sites: add a program for the new one"
+    assert sites == 16, f"{sites} message sites: add a program for the new one"
 
 
 def test_the_uncoverable_if_message_is_well_formed(monkeypatch):

@@ -81,6 +81,81 @@ def ld(read: Callable[[], Any]) -> Any:
         return Undefined((code.co_freevars + code.co_names + ("?",))[0])
 
 
+class MaybeBound:
+    """A name that a compiled loop or `if` binds on some run-time paths only (first bound in a
+    loop body that may run zero times, in one branch of a traced `if`, or the target of a loop
+    over a traced range): `value` is a placeholder of the type the construct gives it, `bound`
+    a traced bool saying whether the path taken at run time bound it. Converted code reads a
+    local name through `read`, which checks `bound` at run time (Python's UnboundLocalError),
+    so the placeholder is never returned; a name never read costs nothing. Runtime helpers carry
+    it as the pair (value, bound)."""
+
+    __slots__ = ("value", "bound", "name")
+
+    def __init__(self, value: Any, bound: Any, name: str) -> None:
+        self.value, self.bound, self.name = value, bound, name
+
+    def __repr__(self) -> str:
+        return f"<maybe bound {self.name}>"
+
+    def __getattr__(self, attr: str) -> Any:
+        # (a read `read` did not see: a nested function's free variable) the checked value
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return getattr(_checked(self), attr)
+
+
+def _checked_operator(op: str) -> Callable:
+    def apply(self: MaybeBound, *args: Any) -> Any:
+        return getattr(_checked(self), op)(*args)
+    apply.__name__ = op
+    return apply
+
+
+for _op in ("add radd sub rsub mul rmul truediv rtruediv floordiv rfloordiv mod rmod pow rpow matmul rmatmul "
+            "neg pos abs invert lt le gt ge eq ne and rand or ror xor rxor getitem bool index int float len "
+            "iter").split():
+    setattr(MaybeBound, f"__{_op}__", _checked_operator(f"__{_op}__"))
+MaybeBound.__hash__ = object.__hash__  # (identity, as before __eq__ was defined)
+
+
+def _unbound_message(name: str) -> str:
+    return f"cannot access local variable {name!r} where it is not associated with a value ({_at()})"
+
+
+def read(value: Any, name: str) -> Any:
+    """A read of the local `name` in converted code: its value, checked at run time where a
+    compiled construct bound it on some paths only (MaybeBound). A name a concrete construct left
+    unbound (a static range of no iteration) raises Python's UnboundLocalError while tracing:
+    every call with those static values takes that path."""
+    if isinstance(value, MaybeBound):
+        return _checked(value)
+    if isinstance(value, Undefined):
+        raise UnboundLocalError(_unbound_message(name))
+    return value
+
+
+def _checked(value: MaybeBound) -> Any:
+    if not _traced(value.bound):
+        if not value.bound:
+            raise UnboundLocalError(_unbound_message(value.name))
+        return value.value
+    from .. import numpy as jnp
+    unbound, message = jnp.logical_not(value.bound), _unbound_message(value.name)
+    leaves, tree = tree_flatten(value.value)
+    return tree_unflatten(tree, [_raise_unbound(x, unbound, message) for x in leaves])
+
+
+def _raise_unbound(leaf: Any, unbound: Tracer, message: str) -> Any:
+    """`leaf` after a run-time check of `unbound`, keeping a Python scalar's weak type."""
+    from ..numpy._core import lift
+    from ..numpy._statistics import raise_if
+    t = leaf if _traced(leaf) else lift(unbound._ctx, leaf)
+    out = raise_if(t, unbound, "UnboundLocalError", message)
+    weak = t.weak if _traced(leaf) else (type(leaf) if type(leaf) in (bool, int, float, complex) else None)
+    return Tracer(out._ctx, out.ir_var, weak) if weak is not None else out
+
+
 # ----------------------------------------------------------------------------- truth values
 
 
@@ -262,8 +337,9 @@ class _Changed(Exception):
 
 
 def _is_dynamic(value: Any) -> bool:
-    """A state value that is passed through jk.lax: arrays, numbers, pytrees of them."""
-    if isinstance(value, (Tracer,) + _NUMERIC):
+    """A state value that is passed through jk.lax: arrays, numbers, pytrees of them (and a
+    MaybeBound, carried as its pair)."""
+    if isinstance(value, (Tracer, MaybeBound) + _NUMERIC):
         return True
     if isinstance(value, (tuple, list, dict)):
         leaves, _ = tree_flatten(value)
@@ -299,15 +375,17 @@ class _State:
     def __init__(self, values: Sequence[Any], names: Sequence[str]) -> None:
         self.values, self.names = tuple(values), tuple(names)
         self.dynamic = [k for k, v in enumerate(self.values) if _is_dynamic(v)]
+        # names bound on some run-time paths only: carried as (value, bound)
+        self.maybe = {k for k, v in enumerate(self.values) if isinstance(v, MaybeBound)}
 
     def carry(self, values: Sequence[Any] | None = None) -> tuple:
         values = self.values if values is None else values
-        return tuple(values[k] for k in self.dynamic)
+        return tuple(_bound_pair(values[k]) if k in self.maybe else values[k] for k in self.dynamic)
 
     def rebuild(self, carry: Sequence[Any]) -> tuple:
         out = list(self.values)
         for k, v in zip(self.dynamic, carry):
-            out[k] = v
+            out[k] = MaybeBound(v[0], v[1], self.names[k]) if k in self.maybe else v
         return tuple(out)
 
     def check(self, out: Any, kind_changes: bool = True) -> tuple:
@@ -317,7 +395,15 @@ class _State:
         if not isinstance(out, tuple) or len(out) != len(self.values):
             raise _Changed("the state changed length")
         dyn = set(self.dynamic)
+        out = tuple(_as_maybe(v, self.names[k]) if k in self.maybe and _is_dynamic(v) else v
+                    for k, v in enumerate(out))
         for k, (before, after) in enumerate(zip(self.values, out)):
+            if k in self.maybe:
+                if not isinstance(after, MaybeBound):
+                    raise _Changed(f"`{self.names[k]}` changes from {_describe(before)} to {_describe(after)}", out)
+                before, after = before.value, after.value
+            elif isinstance(after, MaybeBound):  # bound before, maybe bound after: a kind change
+                raise _Changed(f"`{self.names[k]}` changes from {_describe(before)} to {_describe(after)}", out)
             if k not in dyn:
                 if not _static_equal(before, after):
                     raise _Changed(f"`{self.names[k]}` changes from {_describe(before)} to {_describe(after)}", out)
@@ -338,7 +424,30 @@ class _State:
         return out
 
 
+def _bound_pair(v: Any) -> tuple:
+    """A MaybeBound (or a value bound on this path) as the pair jk.lax carries."""
+    v = _as_maybe(v, "")
+    return v.value, v.bound
+
+
+def _as_maybe(v: Any, name: str) -> MaybeBound:
+    return v if isinstance(v, MaybeBound) else MaybeBound(v, np.True_, name)
+
+
+def _unbound_placeholder(bound_value: Any, name: str) -> Any:
+    """The value, before a compiled construct, of a name it binds on some paths: zeros of the
+    type the construct gives it, not bound. The conversion's own flags and return values (ag__*)
+    are read only where they are bound: plain zeros."""
+    if isinstance(bound_value, MaybeBound):
+        bound_value = bound_value.value
+    leaves, tree = tree_flatten(bound_value)
+    zeros = tree_unflatten(tree, [_zeros_like_output(x) for x in leaves])
+    return zeros if name.startswith("ag__") else MaybeBound(zeros, np.False_, name)
+
+
 def _describe(v: Any) -> str:
+    if isinstance(v, MaybeBound):
+        return f"bound on some paths only ({_describe(v.value)})"
     if isinstance(v, Undefined):
         return "undefined"
     if isinstance(v, Tracer):
@@ -530,35 +639,23 @@ def if_stmt(pred: Any, true_fn: Callable, false_fn: Callable, state: tuple, name
 
 
 def _branch_output(st: _State, out: tuple, plan: dict, names: tuple) -> list:
-    """The carried part of a branch's output state. A name unbound before the `if` and bound by
-    one branch only gets, in the other branch, zeros of the type the first gives it (Python
-    would raise NameError reading it on that path; flags and return values are only read where
-    they are bound)."""
+    """The carried part of a branch's output state. A name bound on some paths only (unbound
+    before the `if` and bound by one branch, or a MaybeBound in either branch) is carried as
+    (value, bound): in the branch that leaves it unbound, zeros of the type the other gives it
+    and bound False, so a later read raises Python's UnboundLocalError at run time (`read`)."""
     if not isinstance(out, tuple) or len(out) != len(st.values):
         raise UnsupportedOperationError("internal: a branch returned a state of the wrong length")
-    fill = plan.get("fill")
-    if fill is not None:
-        out = tuple(fill[k] if k in fill and isinstance(v, Undefined) else v for k, v in enumerate(out))
+    fill, maybe = plan.get("fill", {}), plan.get("maybe", st.maybe)
+    out = tuple(fill[k] if k in fill and isinstance(v, Undefined) else v for k, v in enumerate(out))
     seen = plan.setdefault("outputs", [])
     seen.append(out)
-    if len(seen) == 2 and fill is None:
-        fill = {}
-        for k, (a, b) in enumerate(zip(*seen)):
-            if _is_dynamic(a) == _is_dynamic(b):
-                continue
-            defined, other = (a, b) if _is_dynamic(a) else (b, a)
-            if not isinstance(other, Undefined) or not isinstance(st.values[k], Undefined):
-                raise UnsupportedOperationError(
-                    f"the traced `if` at {_at()} makes `{names[k]}` {_describe(defined)} in one "
-                    f"branch and {_describe(other)} in the other; a branch taken at run time can only change "
-                    "arrays and numbers")
-            leaves, tree = tree_flatten(defined)
-            fill[k] = tree_unflatten(tree, [_zeros_like_output(x) for x in leaves])
-        if fill:
-            raise _Changed("branches bind different names", {"fill": fill})
+    if len(seen) == 2 and "maybe" not in plan:
+        _plan_maybe_bound(st, seen, maybe, names)
     carried = []
     for k, v in enumerate(out):
-        if _is_dynamic(v):
+        if k in maybe:
+            carried.append(_bound_pair(v))
+        elif _is_dynamic(v):
             carried.append(v)
         elif not _static_equal(v, st.values[k]):
             raise UnsupportedOperationError(
@@ -567,12 +664,39 @@ def _branch_output(st: _State, out: tuple, plan: dict, names: tuple) -> list:
     return carried
 
 
+def _plan_maybe_bound(st: _State, seen: list, maybe: set, names: tuple) -> None:
+    """After both branches ran once: raises _Changed with the plan (the placeholders of names one
+    branch leaves unbound, the positions carried as (value, bound)) when it differs from the
+    one the branches ran with."""
+    fill, new_maybe = {}, set(maybe)
+    for k, (a, b) in enumerate(zip(*seen)):
+        if isinstance(a, MaybeBound) or isinstance(b, MaybeBound):
+            new_maybe.add(k)
+        if _is_dynamic(a) == _is_dynamic(b):
+            continue
+        defined, other = (a, b) if _is_dynamic(a) else (b, a)
+        if not isinstance(other, Undefined) or not isinstance(st.values[k], Undefined):
+            raise UnsupportedOperationError(
+                f"the traced `if` at {_at()} makes `{names[k]}` {_describe(defined)} in one "
+                f"branch and {_describe(other)} in the other; a branch taken at run time can only change "
+                "arrays and numbers")
+        fill[k] = _unbound_placeholder(defined, names[k])
+        if isinstance(fill[k], MaybeBound):
+            new_maybe.add(k)
+    if fill or new_maybe != maybe:
+        raise _Changed("branches bind different names", {"fill": fill, "maybe": new_maybe})
+
+
 def _merge_branches(st: _State, result: tuple, plan: dict, in_place: set[int], written: tuple, names: tuple) -> tuple:
     first = plan["outputs"][-1]
+    maybe = plan.get("maybe", st.maybe)
     out = list(st.values)
     it = iter(result)
     for k in range(len(st.values)):
-        if _is_dynamic(first[k]):
+        if k in maybe:
+            value, bound = next(it)
+            out[k] = MaybeBound(value, bound, names[k])
+        elif _is_dynamic(first[k]):
             out[k] = next(it)
     return _write_back(st, tuple(out), in_place & set(st.dynamic), written)
 
@@ -637,6 +761,10 @@ def for_iter(iterable: Any, body: Callable, target: Any, state: tuple, names: tu
                              brk, unsupported)
     if isinstance(index, Undefined):  # no iteration ran: the name keeps its value, as in Python
         return target, state
+    if isinstance(index, MaybeBound):  # (a length known at run time only) maybe no iteration ran
+        if isinstance(target, Undefined):
+            return MaybeBound(iterable[index.value], index.bound, target.name), state
+        index = index.value
     return iterable[index], state
 
 
@@ -861,16 +989,15 @@ def _traced_for(bounds: tuple, body: Callable, target: Any, state: tuple, names:
 
 def _first_bound_as_zeros(st: _State, changed: _Changed) -> list | None:
     """The state with every name the body binds for the first time (undefined before the loop)
-    started at zeros of the type the body gives it, or None if nothing like that changed. The
-    placeholder is only observable where Python would raise NameError (a read before the first
-    assignment), so the loop computes what Python does."""
+    started as a MaybeBound: zeros of the type the body gives it, not bound; or None if nothing
+    like that changed. A read where no iteration bound it raises UnboundLocalError at run time
+    (`read`), so the placeholder is never observed."""
     if not changed.outputs:
         return None
     values, found = list(st.values), False
     for k, (before, after) in enumerate(zip(st.values, changed.outputs)):
         if isinstance(before, Undefined) and _is_dynamic(after):
-            leaves, tree = tree_flatten(after)
-            values[k] = tree_unflatten(tree, [_zeros_like_output(x) for x in leaves])
+            values[k] = _unbound_placeholder(after, st.names[k])
             found = True
     return values if found else None
 
@@ -894,8 +1021,16 @@ def _final_index(start: Any, step: Any, count: Any, prior: Any) -> Any:
         return prior if count == 0 else start + (count - 1) * step
     from .. import numpy as jnp
     last = start + (count - 1) * step
-    if isinstance(prior, Undefined) or not isinstance(prior, (Tracer, int, np.integer)):
-        return last
+    if isinstance(prior, Undefined):
+        # no iteration: Python's name stays unbound (UnboundLocalError where it is read)
+        return MaybeBound(last, count > 0, prior.name)
+    if isinstance(prior, MaybeBound):
+        return MaybeBound(_final_index(start, step, count, prior.value), jnp.logical_or(count > 0, prior.bound),
+                          prior.name)
+    if not isinstance(prior, (Tracer, bool, int, float, complex, np.number, np.bool_)):
+        return last  # (None, a string: not a run-time value; a known gap where no iteration ran)
+    # a number of another type before the loop (`i = 0.5`) stays where no iteration ran: the
+    # result has the promoted dtype (Python's value, as a float where Python has an int)
     t = jnp.where(count > 0, last, prior)
     return Tracer(t._ctx, t.ir_var, int) if isinstance(prior, int) or (_traced(prior) and prior.weak is int) else t
 

@@ -148,8 +148,11 @@ class _Expressions(ast.NodeTransformer):
     """Pass 1: lazy helper calls for conditional expressions, boolean operators and builtins;
     a check before every write into an array that is not a local of the function."""
 
-    def __init__(self, local_names: set[str]) -> None:
+    def __init__(self, local_names: set[str], maybe_unbound: set[str] = frozenset()) -> None:
         self.locals = local_names
+        # names a converted loop or `if` may leave unbound on some run-time paths: read through
+        # ag__.read (runtime.MaybeBound); a wrapped read alone does not make a function converted
+        self.maybe_unbound = maybe_unbound
         self.converted = 0
 
     def visit(self, node: ast.AST) -> ast.AST:
@@ -164,6 +167,12 @@ class _Expressions(ast.NodeTransformer):
 
     visit_AsyncFunctionDef = visit_FunctionDef
     visit_ClassDef = visit_FunctionDef
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if isinstance(node.ctx, ast.Load) and node.id in self.maybe_unbound:
+            self.converted -= 1  # (visit counts the replaced node)
+            return _located(_helper("read", node, _const(node.id)), node)
+        return node
 
     def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
         self.generic_visit(node)
@@ -235,7 +244,14 @@ class _Expressions(ast.NodeTransformer):
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
         self.generic_visit(node)
-        return self._with_checks(node, self._captured_roots([node.target]))
+        result = self._with_checks(node, self._captured_roots([node.target]))
+        target = node.target
+        if isinstance(target, ast.Name) and target.id in self.maybe_unbound:
+            # `v += e` reads v first: the same check as a read (the same object when bound, so an
+            # array updated in place stays the caller's)
+            check = _located(_assign(target.id, _helper("read", _load(target.id), _const(target.id))), node)
+            result = [check] + (result if isinstance(result, list) else [result])
+        return result
 
 
 # Builtins that read their caller's frame (or that later passes recognise by name) are never
@@ -279,7 +295,7 @@ class FunctionConverter:
         fn.body = walrus.block(fn.body)
         self.converted += walrus.converted
         self.locals = function_locals(fn)
-        expressions = _Expressions(self.locals)
+        expressions = _Expressions(self.locals, _bound_in_control_flow(fn.body) & self.locals)
         fn.body = _flatten([expressions.visit(s) for s in fn.body])
         self.converted += expressions.converted
         fn.body = self._lower_block(fn.body)
@@ -456,6 +472,16 @@ class FunctionConverter:
                 stmts.append(ast.Expr(value=call))
         self.converted += 1
         return [_located(x, loop) for x in stmts]
+
+
+def _bound_in_control_flow(stmts: list[ast.stmt]) -> set[str]:
+    """The names bound inside a loop or `if` (loop targets included): the ones a converted
+    statement may leave bound on some run-time paths only."""
+    found: set[str] = set()
+    for node in walk_scope(stmts):
+        if isinstance(node, (ast.For, ast.While, ast.If)):
+            found.update(bound_names([node]))
+    return {n for n in found if not n.startswith(AG)}
 
 
 def _flatten(items: list) -> list[ast.stmt]:
