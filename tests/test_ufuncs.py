@@ -582,6 +582,10 @@ _NON_UFUNC_CALLS = {
     # inside jit they exist under jitkernel.numpy only.
     "array": lambda m, x, y, i: (jnp if m is np else m).array([x[0], y[0]]),
     "asarray": lambda m, x, y, i: (jnp if m is np else m).asarray(x, dtype=np.float64),
+    "asanyarray": lambda m, x, y, i: m.asanyarray(x, dtype=np.float64),
+    "ascontiguousarray": lambda m, x, y, i: m.ascontiguousarray(x.T),
+    "asfortranarray": lambda m, x, y, i: m.asfortranarray(x[:, ::2]),
+    "atleast_3d": lambda m, x, y, i: m.atleast_3d(x),
     # library functions (tests/test_library_functions.py covers them in depth)
     "sort": lambda m, x, y, i: m.sort(x, axis=0), "argsort": lambda m, x, y, i: m.argsort(i, kind="stable"),
     "partition": lambda m, x, y, i: m.partition(x, 1), "argpartition": lambda m, x, y, i: m.argpartition(y, 2, axis=0),

@@ -78,6 +78,10 @@ def reduction_inner_loop_kept(shape: tuple[int, ...], axes: tuple[int, ...]) -> 
     >>> reduction_inner_loop_kept((5, 3), (0,)), reduction_inner_loop_kept((5, 1), (0,))
     (True, False)
     """
+    if all(shape[a] <= 1 for a in axes):
+        # Nothing to order (one element or none per output): the kernel form the memory order
+        # gives, so such reductions fuse as copies with their neighbours, as before.
+        return len(shape) - 1 not in axes and len(axes) < len(shape)
     long = _iterated_axes(shape) or list(range(len(shape)))
     return bool(long) and long[-1] not in axes
 
