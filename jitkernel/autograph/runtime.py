@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import InPlaceUpdateError, TracerArrayConversionError, TracerError, UnsupportedOperationError
 from ..trace.context import is_tracing, user_frame_location
+from ..trace.python_int import unchecked_index
 from ..trace.tracer import Tracer
 from ..tree import tree_flatten, tree_unflatten
 from .callees import call  # noqa: F401  (ag__.call: calls of user functions and creation functions)
@@ -820,7 +821,7 @@ def _traced_for(bounds: tuple, body: Callable, target: Any, state: tuple, names:
             if flag is None:
                 # (a leading 0 keeps the carry non-empty: an equation always has an output)
                 if _traced(step) or step != 1:
-                    _, carry = lax.fori_loop(0, trip, lambda j, c: (0, run_body(start + j * step, c[1])),
+                    _, carry = lax.fori_loop(0, trip, lambda j, c: (0, run_body(unchecked_index(start, j, step), c[1])),
                                              (0, st.carry()))
                 else:
                     _, carry = lax.fori_loop(start, stop, lambda i, c: (0, run_body(i, c[1])), (0, st.carry()))
@@ -836,7 +837,7 @@ def _traced_for(bounds: tuple, body: Callable, target: Any, state: tuple, names:
 
                 def step_body(c: tuple) -> tuple:
                     j, carry = c
-                    return j + 1, run_body(start + j * step, carry)
+                    return unchecked_index(j, 1, 1), run_body(unchecked_index(start, j, step), carry)
                 count, carry = lax.while_loop(cond, step_body, (0, st.carry()))
             break
         except _Changed as changed:
@@ -893,7 +894,7 @@ def _final_index(start: Any, step: Any, count: Any, prior: Any) -> Any:
     if not _traced(count):
         return prior if count == 0 else start + (count - 1) * step
     from .. import numpy as jnp
-    last = start + (count - 1) * step
+    last = unchecked_index(start, unchecked_index(count, -1, 1), step)
     if isinstance(prior, Undefined) or not isinstance(prior, (Tracer, int, np.integer)):
         return last
     t = jnp.where(count > 0, last, prior)
