@@ -33,6 +33,11 @@ def store_double(a, v):
     a[0] = v * 2
 
 
+def augmented_double(v):
+    v *= 2
+    return v
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_product_past_int64_raises_when_returned(backend):
     assert _call(backend, double, 2**61) == 2**62
@@ -58,7 +63,8 @@ def test_product_past_int64_raises_when_stored(backend):
     (lambda v, w: v // w, (MIN, -1)), (lambda v: v ** 3, (2**21,)), (lambda v, k: v ** k, (3, 40)),
     (lambda k: 2 ** k, (63,)), (lambda v: v << 2, (2**61,)), (lambda v, k: v << k, (1, 63)),
     (lambda k: 1 << k, (64,)), (lambda v, w: v * w, (2**32, 2**31)), (lambda v, w: v + w, (MAX, 1)),
-    (lambda v, w: v - w, (MIN, 1)),
+    (lambda v, w: v - w, (MIN, 1)), (augmented_double, (2**62,)), (lambda v, w: divmod(v, w), (MIN, -1)),
+    (lambda v: pow(v, 3), (2**21,)),
 ])
 def test_python_int_operations_past_int64_raise(backend, fn, args):
     with pytest.raises(OverflowError, match="went past int64"):
@@ -81,7 +87,7 @@ def test_python_int_operations_inside_int64_are_exact(backend, fn, args):
 @pytest.mark.parametrize("fn, args, exc", [
     (lambda v, w: v // w, (7, 0), ZeroDivisionError), (lambda v, w: v % w, (7, 0), ZeroDivisionError),
     (lambda v: v // 0, (7,), ZeroDivisionError), (lambda v, k: v << k, (1, -1), ValueError),
-    (lambda v, k: v >> k, (1, -1), ValueError),
+    (lambda v, k: v >> k, (1, -1), ValueError), (lambda v, w: divmod(v, w), (5, 0), ZeroDivisionError),
 ])
 def test_python_errors_of_python_int_operations(backend, fn, args, exc):
     with pytest.raises(exc):
