@@ -716,7 +716,7 @@ def _trip_count(start: Any, stop: Any, step: Any) -> Any:
     if not _traced(step):
         lo, hi = (start, stop) if step > 0 else (stop, start)
         if abs(step) == 1:
-            return _as_weak_int(jnp.where(hi > lo, hi - lo, 0))
+            return _as_weak_int(jnp.where(hi > lo, unchecked_index(hi, lo, -1), 0))  # hi - lo, wrapping
         distance = _wrapping_difference(hi, lo)  # exact where the range is not empty
         count = jnp.where(hi > lo, (distance - np.uint64(1)) // np.uint64(abs(step)) + np.uint64(1), np.uint64(0))
         return _as_weak_int(jnp.astype(count, np.int64))

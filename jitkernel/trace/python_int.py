@@ -237,6 +237,14 @@ def unchecked_index(start: Any, j: Any, step: Any) -> Any:
     if not any(isinstance(x, Tracer) for x in (start, j, step)):
         return start + j * step
     jnp = _jnp()
-    s, k, t = (_strong(x) if isinstance(x, Tracer) else np.int64(x) for x in (start, j, step))
-    out = jnp.add(s, jnp.multiply(k, t))
+    if isinstance(j, Tracer) or isinstance(step, Tracer):
+        product = jnp.multiply(*(_strong(x) if isinstance(x, Tracer) else np.int64(x) for x in (j, step)))
+    else:  # both known: wrapped here (NumPy scalars would warn about the overflow)
+        product = np.int64(_wrapped(j * step))
+    out = jnp.add(_strong(start) if isinstance(start, Tracer) else np.int64(start), product)
     return Tracer(out._ctx, out.ir_var, int)
+
+
+def _wrapped(value: int) -> int:
+    """`value` modulo 2**64, as an int64 holds it."""
+    return (value - INT64_MIN) % 2**64 + INT64_MIN
