@@ -75,7 +75,11 @@ def _leaf_spec(leaf: Any, where: str) -> tuple:
 def _leaf_array(leaf: Any, spec: tuple) -> np.ndarray:
     if spec[0] == "py":
         if spec[1] is int and not (-2**63 <= leaf < 2**63):
-            raise OverflowError(f"Python integer {leaf} out of bounds for int64")
+            # A Python int argument is traced as an int64 (NEP 50's default integer); NumPy
+            # would take a larger one into a uint64 or object array, which this is not.
+            raise OverflowError(f"Python integer {leaf} out of bounds for int64: a Python int argument of a "
+                                "jitted function is passed as an int64; pass np.uint64(v) for values up to "
+                                "2**64 - 1, or mark the argument static (static_argnames)")
         return np.asarray(leaf, dtype=_PY_SCALAR_DTYPES[spec[1]])
     if getattr(type(leaf), "_jk_device_array", False):
         return leaf  # the cuda backend uses its buffer; other backends convert it (np.asarray)

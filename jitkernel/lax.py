@@ -171,7 +171,7 @@ def _trace_loop_body(who: str, fun_name: str, fun: Callable[..., Any], init_leav
             lead = [ctx.new_input(a, w) for a, w in lead_specs]
             carry = tree_unflatten(tree, [ctx.new_input(a, w) for a, w in specs])
             return make_lead(ctx, lead, carry)
-        ctx, result = trace_function(outer, f"{outer.name}.{fun_name}", fun, make_args)
+        ctx, result = trace_function(outer, f"{outer.name}.{fun_name}", fun, make_args, loop=True)
         carry_out, extra = (result if extra_out else (result, None))
         if extra_out and not (isinstance(result, tuple) and len(result) == 2):
             raise TypeError(f"{who}: {fun_name} must return a pair (carry, y), got {type(result).__name__}")
@@ -224,7 +224,7 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
 
     def make_cond_args(ctx: SubTraceContext) -> tuple:
         return (tree_unflatten(tree, [ctx.new_input(a, w) for a, w in specs]),)
-    cctx, pred = trace_function(outer, f"{outer.name}.cond_fun", cond_fun, make_cond_args)
+    cctx, pred = trace_function(outer, f"{outer.name}.cond_fun", cond_fun, make_cond_args, loop=True)
     cond = finish(cctx, [_predicate(cctx, pred, who, "cond_fun")], [np.dtype(np.bool_)])
     operands = list(cctx.captured) + list(bctx.captured) + [
         _lift_leaf(outer, leaf, spec) for leaf, spec in zip(init_leaves, specs)]

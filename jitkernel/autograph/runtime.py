@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import InPlaceUpdateError, TracerArrayConversionError, TracerError, UnsupportedOperationError
 from ..trace.context import is_tracing, user_frame_location
+from ..trace.python_int import unchecked_index
 from ..trace.tracer import Tracer
 from ..tree import tree_flatten, tree_unflatten
 from .callees import call  # noqa: F401  (ag__.call: calls of user functions and creation functions)
@@ -843,7 +844,7 @@ def _trip_count(start: Any, stop: Any, step: Any) -> Any:
     if not _traced(step):
         lo, hi = (start, stop) if step > 0 else (stop, start)
         if abs(step) == 1:
-            return _as_weak_int(jnp.where(hi > lo, hi - lo, 0))
+            return _as_weak_int(jnp.where(hi > lo, unchecked_index(hi, lo, -1), 0))  # hi - lo, wrapping
         distance = _wrapping_difference(hi, lo)  # exact where the range is not empty
         count = jnp.where(hi > lo, (distance - np.uint64(1)) // np.uint64(abs(step)) + np.uint64(1), np.uint64(0))
         return _as_weak_int(jnp.astype(count, np.int64))
@@ -948,7 +949,7 @@ def _traced_for(bounds: tuple, body: Callable, target: Any, state: tuple, names:
             if flag is None:
                 # (a leading 0 keeps the carry non-empty: an equation always has an output)
                 if _traced(step) or step != 1:
-                    _, carry = lax.fori_loop(0, trip, lambda j, c: (0, run_body(start + j * step, c[1])),
+                    _, carry = lax.fori_loop(0, trip, lambda j, c: (0, run_body(unchecked_index(start, j, step), c[1])),
                                              (0, st.carry()))
                 else:
                     _, carry = lax.fori_loop(start, stop, lambda i, c: (0, run_body(i, c[1])), (0, st.carry()))
@@ -964,7 +965,7 @@ def _traced_for(bounds: tuple, body: Callable, target: Any, state: tuple, names:
 
                 def step_body(c: tuple) -> tuple:
                     j, carry = c
-                    return j + 1, run_body(start + j * step, carry)
+                    return unchecked_index(j, 1, 1), run_body(unchecked_index(start, j, step), carry)
                 count, carry = lax.while_loop(cond, step_body, (0, st.carry()))
             break
         except _Changed as changed:
@@ -1020,7 +1021,7 @@ def _final_index(start: Any, step: Any, count: Any, prior: Any) -> Any:
     if not _traced(count):
         return prior if count == 0 else start + (count - 1) * step
     from .. import numpy as jnp
-    last = start + (count - 1) * step
+    last = unchecked_index(start, unchecked_index(count, -1, 1), step)
     if isinstance(prior, Undefined):
         # no iteration: Python's name stays unbound (UnboundLocalError where it is read)
         return MaybeBound(last, count > 0, prior.name)

@@ -184,15 +184,26 @@ def _retag(t: Tracer, ctx: TraceContext, v: Var) -> Tracer:
 
 
 def trace_function(parent: TraceContext, name: str, fun: Callable[..., Any],
-                   make_args: Callable[[SubTraceContext], tuple]) -> tuple[SubTraceContext, Any]:
+                   make_args: Callable[[SubTraceContext], tuple], loop: bool = False) -> tuple[SubTraceContext, Any]:
     """Run `fun(*make_args(ctx))` inside a new sub-trace of `parent`; return (ctx, result). The
-    caller turns the result's leaves into outputs (ctx.output_var) and builds ctx.program."""
+    caller turns the result's leaves into outputs (ctx.output_var) and builds ctx.program.
+    `loop`: the body or condition of a loop (runs once per iteration; see in_loop)."""
     ctx = SubTraceContext(name, parent)
+    ctx.loop = loop
     with ctx:
         args = make_args(ctx)
         result = fun(*args)
     ctx.closed = False  # outputs are still read (and captured) while the caller finishes it
     return ctx, result
+
+
+def in_loop(ctx: TraceContext | None) -> bool:
+    """Whether `ctx` traces (a part of) a loop body or condition."""
+    while ctx is not None:
+        if getattr(ctx, "loop", False):
+            return True
+        ctx = getattr(ctx, "parent", None)
+    return False
 
 
 def finish(ctx: SubTraceContext, leaves: Sequence[Any], dtypes: Sequence[np.dtype | None] | None = None) -> Program:

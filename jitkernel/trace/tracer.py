@@ -433,11 +433,21 @@ def _python_int(x: Any) -> Any:
 
 def _python_scalar_op(name: str, a: Any, b: Any) -> Any:
     """`a OP b` where both stand for Python scalars: the result is a Python scalar too, with
-    Python's bool -> int promotion. (Values follow int64/float64: Python's unbounded ints and
-    ZeroDivisionError are not modelled; see docs/numpy-support.md.)"""
+    Python's bool -> int promotion. Between two Python ints the int64 result is checked at run
+    time where Python's unbounded int could leave int64 (trace/python_int.py); floats follow
+    float64 (ZeroDivisionError of `/` is not modelled; see docs/numpy-support.md)."""
     if name not in _BOOL_STAYS_BOOL or not (dtype_is_bool(a) and dtype_is_bool(b)):
         a, b = _python_int(a), _python_int(b)
-    return _weak_result(getattr(_jnp(), name)(a, b))
+    result = _weak_result(getattr(_jnp(), name)(a, b))
+    if _both_python_ints(a, b) and isinstance(result, Tracer) and result.weak is int:
+        from .python_int import CHECKED_OPERATIONS, checked_python_int_op
+        if name in CHECKED_OPERATIONS:
+            return checked_python_int_op(name, a, b, result)
+    return result
+
+
+def _both_python_ints(*xs: Any) -> bool:
+    return all(type(x) is int or (isinstance(x, Tracer) and x.weak is int) for x in xs)
 
 
 def dtype_is_bool(x: Any) -> bool:
@@ -527,7 +537,12 @@ def _inplace(stem: str):
 def _unary(name: str):
     def method(self: Tracer) -> Any:
         if self.weak is not None:
-            return _weak_result(getattr(_jnp(), name)(_python_int(self)))
+            x = _python_int(self)
+            result = _weak_result(getattr(_jnp(), name)(x))
+            if result.weak is int and name in ("negative", "absolute"):  # -(-2**63) leaves int64
+                from .python_int import checked_python_int_op
+                return checked_python_int_op(name, x, None, result)
+            return result
         return getattr(_jnp(), name)(self)
     return method
 
