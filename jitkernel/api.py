@@ -24,8 +24,7 @@ from .device_array import DeviceArray as _DeviceArray
 from .forking import compile_section, compiling
 from .ir import AType, Program, check_dtype
 from .pipeline import (DEVICE_ARRAY_BACKENDS, AliasedArguments, CheckedPathNeeded, Compiled, compile_program,
-                       reuse_program, same_array_positions, shares_memory)
-from .pipeline import _same_array as same_array
+                       reuse_program, same_array, same_array_positions, shares_memory)
 from .trace import trace_program
 from .trace.views import argument_strides, c_strides
 from .tracebacks import hide_engine_frames, user_stacklevel
@@ -893,23 +892,31 @@ class Jitted:
             self._register_fast(args, compiled, sig)
         return result
 
+    def _aliased_variant(self, pattern: tuple, leaves: list, sig: Signature, args: tuple, kwargs: dict,
+                         **trace_options: Any) -> Compiled:
+        """The variant of `sig` traced with `trace_options` (an aliasing pattern: `same` or
+        `globals_as`), cached per pattern and argument layout (as _layout_variant); compiled under
+        the fork gate, then the function's lock, as every compile."""
+        key = (sig.key, *pattern, tuple(getattr(leaf, "strides", None) for leaf in leaves))
+        compiled = self._aliased.get(key)
+        if compiled is None:
+            with compiling(), self._lock:
+                compiled = self._aliased.get(key)
+                if compiled is None:
+                    program, out_tree = self._trace(sig, args, kwargs, **trace_options)
+                    compiled = compile_program(program, out_tree, self._backend_name(), name=self.__name__,
+                                               fastmath=self.fastmath, disk_cache=self.disk_cache and config.disk_cache)
+                    compiled.function_id = self.function_id
+                    self._aliased[key] = compiled
+        return compiled
+
     def _call_aliased(self, sig: Signature, args: tuple, kwargs: dict, arrays: list, leaves: list,
                       same: tuple[int, ...]) -> Any:
         """Run a function that writes its arguments on arguments of which some are the exact same
         array (`f(a, a)`): traced again with one Tracer (one Memory) per distinct array, so a
         write through one name is seen through the other, as in NumPy. Cached per pattern; not
         on the fast path."""
-        key = (sig.key, same, tuple(getattr(leaf, "strides", None) for leaf in leaves))  # layouts: _layout_variant
-        compiled = self._aliased.get(key)
-        if compiled is None:
-            with compiling(), self._lock:
-                compiled = self._aliased.get(key)
-                if compiled is None:
-                    program, out_tree = self._trace(sig, args, kwargs, same)
-                    compiled = compile_program(program, out_tree, self._backend_name(), name=self.__name__,
-                                               fastmath=self.fastmath, disk_cache=self.disk_cache and config.disk_cache)
-                    compiled.function_id = self.function_id
-                    self._aliased[key] = compiled
+        compiled = self._aliased_variant((same,), leaves, sig, args, kwargs, same=same)
         distinct = sorted(set(same))
         result = compiled([arrays[i] for i in distinct], [leaves[i] for i in distinct])
         if getattr(compiled.program, "byteorder_sources", None):
@@ -950,17 +957,7 @@ class Jitted:
         array (`def f(a): a += 1; return G.sum()` called as `f(G)`): traced with that name bound
         to the argument's Tracer, so its reads see the writes. Cached per pattern and layout;
         not on the fast path."""
-        key = (sig.key, "globals", aliases, tuple(getattr(leaf, "strides", None) for leaf in leaves))
-        compiled = self._aliased.get(key)
-        if compiled is None:
-            with compiling(), self._lock:  # the fork gate first, as every compile
-                compiled = self._aliased.get(key)
-                if compiled is None:
-                    program, out_tree = self._trace(sig, args, kwargs, globals_as=aliases)
-                    compiled = compile_program(program, out_tree, self._backend_name(), name=self.__name__,
-                                               fastmath=self.fastmath, disk_cache=self.disk_cache and config.disk_cache)
-                    compiled.function_id = self.function_id
-                    self._aliased[key] = compiled
+        compiled = self._aliased_variant(("globals", aliases), leaves, sig, args, kwargs, globals_as=aliases)
         result = compiled(arrays, leaves)
         if getattr(compiled.program, "byteorder_sources", None):
             result = _restore_byteorder(result, compiled, leaves)

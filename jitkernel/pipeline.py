@@ -26,7 +26,7 @@ class CheckedPathNeeded(AliasedArguments):
     users)."""
 
 
-def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
+def same_array(a: np.ndarray, b: np.ndarray) -> bool:
     """The same memory with the same layout: the same array under two names."""
     if a is b:
         return True
@@ -81,7 +81,7 @@ def same_array_positions(leaves: list) -> tuple[int, ...] | None:
     for j, a in enumerate(leaves):
         k = j
         if isinstance(a, np.ndarray):
-            k = next((i for i in range(j) if isinstance(leaves[i], np.ndarray) and _same_array(leaves[i], a)), j)
+            k = next((i for i in range(j) if isinstance(leaves[i], np.ndarray) and same_array(leaves[i], a)), j)
         elif getattr(type(a), "_jk_device_array", False):  # the same DeviceArray twice
             k = next((i for i in range(j) if leaves[i] is a), j)
         first.append(first[k] if k != j else j)
@@ -220,7 +220,7 @@ class Compiled:
                     raise AliasedArguments(f"{self.name}: arguments {i} and {j} are the same device array")
                 if j != i and isinstance(other, np.ndarray) and isinstance(targets[i], np.ndarray) \
                         and shares_memory(targets[i], other):
-                    if _same_array(targets[i], other):
+                    if same_array(targets[i], other):
                         raise AliasedArguments(f"{self.name}: arguments {i} and {j} are the same array")
                     raise ValueError(
                         f"{self.name}: arguments {i} and {j} are overlapping views of one array, and the function "

@@ -115,6 +115,18 @@ def numpy_result(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
 
 
+def outcome(fn: Callable[..., Any], *args: Any) -> tuple:
+    """('ok', result) or ('raise', exception type) of `fn(*args)`, floating-point warnings
+    silenced: the form the NumPy-equivalence tests compare."""
+    import warnings
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return "ok", fn(*args)
+    except Exception as e:  # noqa: BLE001 - the type is what is compared
+        return "raise", type(e)
+
+
 def builtin_type(e: BaseException) -> type:
     """The public builtin base of an exception's type: NumPy raises private subclasses
     (numpy._core._exceptions._UFuncNoLoopError, ...) where jitkernel raises their base."""

@@ -166,20 +166,6 @@ def test_hand_cases_on_every_backend(backend, view, write, layout):
     check_against_numpy(jk.jit(f, backend=backend), f, layout)
 
 
-@SETTINGS
-@given(layouts=st.lists(st.sampled_from(sorted(LAYOUTS)), min_size=2, max_size=5),
-       view=st.sampled_from(sorted(VIEWS)), write=st.sampled_from(sorted(WRITES)),
-       backend=st.sampled_from(DRAWN_BACKENDS))
-def test_one_function_called_on_layouts_in_turn(layouts, view, write, backend):
-    """The same jitted function called on a sequence of layouts: a program traced for one layout
-    never serves another whose view-or-copy answer differs (a C-ordered argument decided
-    ascontiguousarray's 'the array itself' and that program then served F-ordered calls)."""
-    f = make(VIEWS[view], WRITES[write])
-    jitted = jk.jit(f, backend=backend)
-    for layout in layouts:
-        check_against_numpy(jitted, f, layout)
-
-
 @pytest.mark.parametrize("backend", DRAWN_BACKENDS)
 def test_a_new_layout_retraces_and_the_fast_path_checks_it(backend):
     """One jitted function called with the same shape and dtype in several layouts (each twice,

@@ -5,7 +5,6 @@ bit for bit where NumPy's result is exact (sqrt, x * x, 1 / x)."""
 from __future__ import annotations
 
 import itertools
-import warnings
 
 import numpy as np
 import pytest
@@ -14,6 +13,7 @@ from hypothesis import strategies as st
 
 import jitkernel as jk
 import emulator_suite
+from helpers import outcome
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's own, on the reference side
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None, print_blob=False,
@@ -21,16 +21,6 @@ SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=N
 BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
 DRAWN_BACKENDS = emulator_suite.DRAWN_BACKENDS
 SPECIAL = [-np.inf, -0.0, -4.0, 0.0, 4.0, np.nan, 3.7, -2.5, 1e300, 1e-300, np.inf, 0.3]
-
-
-def outcome(fn, *args):
-    """('ok', result) or ('raise', exception type)."""
-    try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return "ok", fn(*args)
-    except Exception as e:  # noqa: BLE001 - the type is what is compared
-        return "raise", type(e)
 
 
 def assert_same(got, want, exact: bool = True, zero_signs: bool = True) -> None:

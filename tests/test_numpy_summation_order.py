@@ -17,7 +17,6 @@ compared bit for bit (a NaN's sign bit is not promised: docs/numpy-support.md, "
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -25,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jitkernel as jk
+from helpers import outcome
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None, print_blob=False,
                     suppress_health_check=list(HealthCheck))
@@ -33,25 +33,6 @@ FLOATS = [np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)]
 # Lengths around NumPy's pairwise structure: 8 accumulators, leaves of 128, halving above.
 PAIRWISE_LENGTHS = [7, 8, 9, 15, 16, 17, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1000, 1023, 1024, 1025,
                     4096, 4097, 10007, 65536, 100003]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _private_disk_cache(tmp_path_factory):
-    """Compiled code goes to a temporary directory, never to ~/.cache."""
-    patch = pytest.MonkeyPatch()
-    patch.setenv("JITKERNEL_CACHE_DIR", str(tmp_path_factory.mktemp("jkcache")))
-    yield
-    patch.undo()
-
-
-def outcome(f, *args):
-    """('ok', result) or ('raise', exception type), floating-point warnings silenced."""
-    try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return "ok", f(*args)
-    except Exception as e:  # noqa: BLE001 - the type is what is compared
-        return "raise", type(e)
 
 
 def assert_same_bits(got, expected) -> None:
