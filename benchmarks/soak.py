@@ -15,7 +15,7 @@ out-of-range ints NumPy rejects or accepts), float16/32/64, where/clip/maximum/m
 scalars, signed zeros, inf/nan/huge values in reductions, dynamic sizes (one jitted function
 called on a sequence of sizes), threads (`threads` 2 or 3 on arrays big enough to split, and
 calls from 4 Python threads at once, 8 for the raising-call race), static arguments that compare
-equal, and (family `edges`, issue 19) byte-swapped ('>f8') and explicitly ordered arguments
+equal, and (family `edges`) byte-swapped ('>f8') and explicitly ordered arguments
 through views, copies, gathers, sorts, `*_like`, arithmetic and in-place writes, axes out of
 range, negative and repeated, and shapes that do not fit (reshape, broadcasting, indices,
 matmul). Every family draws byte-swapped arguments now and then. `--families` restricts the draw (e.g. `--families reduce`); `--show N` with the same
@@ -769,7 +769,7 @@ def gen_static(index: int, rng: np.random.Generator) -> Program:
     return Program(index, "static", ["a0", "k"], body, calls, mode="static", static_argnums=(1,), tols=tols)
 
 
-# Issue 19 item 21: byte order, NumPy's exception classes, spurious and wrong exceptions. Each
+# Byte order, NumPy's exception classes, spurious and wrong exceptions. Each
 # template is a body; `{ax}`, `{ax2}`, `{k}`, `{shape}` are filled in per program.
 BYTEORDER_BODIES = [
     # NumPy keeps the argument's dtype (byte order included): views, copies, gathers, sorts

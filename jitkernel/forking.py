@@ -3,8 +3,8 @@
 A forked child has only the forking thread. Whatever another thread of the parent held at that
 instant stays held in the child for ever: LLVM's locks, and the import locks of the modules that
 thread was importing (jitkernel imports most of its pipeline on first use, and a traced function
-may import too). The child's first compile that needs one of them waited for ever (issue 19 item
-22: one child in ten under load, always inside `import`). So `fork` waits until no other thread
+may import too). The child's first compile that needs one of them waited for ever
+(one child in ten under load, always inside `import`). So `fork` waits until no other thread
 is inside a compile (`compiling()`: tracing, optimising, rendering, linking), keeps new compiles
 out meanwhile (without that, a thread compiling in a loop would never let it in), then takes the
 locks registered with `hold_across_fork` (LLVM's), in that order, so that no compile it waits for

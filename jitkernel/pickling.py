@@ -1,4 +1,4 @@
-"""How a jitted function pickles (issue 19, item 14; docs/distributed.md, "Pickling jitted functions").
+"""How a jitted function pickles (docs/distributed.md, "Pickling jitted functions").
 
 As Numba's and JAX's jitted functions: a `Jitted` reachable as `module.qualname` (a module-level
 `@jk.jit` function, or one in a class body) pickles as that reference, so a worker process

@@ -1,4 +1,4 @@
-"""Aliasing of arguments (issue 19, items 6, 7 and 16): a written argument that overlaps itself
+"""Aliasing of arguments: a written argument that overlaps itself
 is refused naming it (reads stay allowed); an argument the function also reads as a global or
 closure array is read with its written values on every call; two views of one array that share
 no element are not refused, while real overlaps still are (docs/numpy-support.md, "Views, copies

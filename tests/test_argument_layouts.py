@@ -1,4 +1,4 @@
-"""Views, copies and argument layouts (issue 19, items 1 and 5): whether a view of an argument
+"""Views, copies and argument layouts: whether a view of an argument
 (ravel, reshape, transpose, slicing, view(), asarray, astype(copy=False), ...) is a view or a copy
 is decided by the argument's real layout, as NumPy decides it, and a write through it reaches the
 caller's array exactly when NumPy's does (docs/numpy-support.md, "Views, copies and argument

@@ -1,4 +1,4 @@
-"""Byte-swapped arguments and NumPy's exception classes (issue 19 item 21).
+"""Byte-swapped arguments and NumPy's exception classes.
 
 A '>f8' argument (non-native on little-endian hosts) must be read as its values, a write into it
 must land in the caller's array in its byte order, and every result must have NumPy's exact

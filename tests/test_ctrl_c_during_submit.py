@@ -1,4 +1,4 @@
-"""Issue 19 item 22: a KeyboardInterrupt raised inside `ThreadPoolExecutor.submit`, as it starts
+"""A KeyboardInterrupt raised inside `ThreadPoolExecutor.submit`, as it starts
 a worker thread, left that thread out of the executor's records, and the interpreter waited for
 it for ever at exit (the Ctrl-C test, SIGINT sent as the call began: 2 hangs in 2 runs). A split
 call now hands its chunks to the pool with SIGINT held, and raises it right after."""

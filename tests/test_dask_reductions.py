@@ -1,4 +1,4 @@
-"""Reductions of `jk.jit` over Dask arrays keep NumPy's dtype and values (issue 19, items 9, 13).
+"""Reductions of `jk.jit` over Dask arrays keep NumPy's dtype and values.
 
 A reduction over a chunked axis runs as per-block partials plus a tree combine
 (jitkernel/distributed/partition.py). The partials and the combine accumulate in NumPy's

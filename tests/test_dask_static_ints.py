@@ -1,4 +1,4 @@
-"""The static-int retrace holds for Dask arguments as for NumPy ones (issue 19, item 15).
+"""The static-int retrace holds for Dask arguments as for NumPy ones.
 
 A function that needs an integer argument's value at trace time (`np.zeros(n)`, `a[:, :k]`)
 is traced again with its integer arguments static (api.Jitted._with_static_ints), whether its

@@ -107,7 +107,7 @@ def test_asarray_of_tracer(backend):
     # (the same array / a new one, trace/creation.py); other conversions still need data.
     np.testing.assert_array_equal(jk.jit(lambda x: np.asarray(x) + 1, backend=backend)(X), X + 1)
     np.testing.assert_array_equal(jk.jit(lambda x: np.array([x[0], x[1]]), backend=backend)(X), X[:2])
-    # (np.ascontiguousarray is traced too since issue 19: tests/test_ndarray_api.py)
+    # (np.ascontiguousarray is traced too: tests/test_ndarray_api.py)
     np.testing.assert_array_equal(jk.jit(lambda x: np.ascontiguousarray(x) + 1, backend=backend)(X), X + 1)
     with pytest.raises(jk.TracerArrayConversionError, match="concrete"):
         jk.jit(lambda x: np.lib.stride_tricks.as_strided(x) + 1, backend=backend)(X)

@@ -69,7 +69,7 @@ def test_notebook_extra_is_optional_and_not_part_of_test():
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_make_lab_installs_the_extra_and_make_test_does_not(tmp_path):
     # The recipes as a fresh clone runs them: a virtual environment that does not exist yet (in
-    # .venv, `make -n lab` printed no install once `make lab` had run there; issue 19 item 23).
+    # .venv, `make -n lab` printed no install once `make lab` had run there).
     fresh = [f"VENV={tmp_path / 'venv'}"]
     lab = subprocess.run(["make", "-n", "lab", *fresh], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert lab.returncode == 0, lab.stderr

@@ -122,7 +122,7 @@ def test_segments_without_error_flags_take_no_status_word() -> None:
 
 # Python installs its Ctrl-C handler only where SIGINT is not ignored at start-up, and a shell
 # without job control starts a background job (`make test &`) with SIGINT ignored: every SIGINT
-# below was then dropped ("returned 15.18", "interrupted 0"; issue 19 item 22). The scripts install
+# below was then dropped ("returned 15.18", "interrupted 0"). The scripts install
 # it themselves, as an interactive session has it.
 DEFAULT_CTRL_C = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
 
@@ -235,7 +235,7 @@ def test_ctrl_c_interrupts_a_long_call_promptly(mode: str) -> None:
     native work has started, must raise while that work is unfinished (chunks still to run;
     the worker's call still running), and the function must work after. "unsplittable": a
     column sum, whose outer loop is reduced, runs on a worker thread while the caller waits.
-    Nothing is decided on the clock (issue 19 item 22: a loaded machine stretches every time)."""
+    Nothing is decided on the clock (a loaded machine stretches every time)."""
     proc = run_script(CTRL_C_LONG, 300, mode)
     assert_clean_exit(proc)
     words = proc.stdout.split()

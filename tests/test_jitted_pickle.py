@@ -1,4 +1,4 @@
-"""Jitted functions pickle (issue 19, item 14; jitkernel/pickling.py, docs/distributed.md).
+"""Jitted functions pickle (jitkernel/pickling.py, docs/distributed.md).
 
 By reference where the function has a module-level name (tests/jitted_pickle_helpers.py), else
 by value (its function, through cloudpickle, plus its jit options), else a JittedPicklingError.

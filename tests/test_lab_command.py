@@ -1,4 +1,4 @@
-"""Issue 19 item 23: `make lab` failed as root: JupyterLab refuses to start as root without
+"""`make lab` failed as root: JupyterLab refuses to start as root without
 `--allow-root`. `jitkernel lab` now passes it when run as root, says so, and leaves an
 allow-root setting the user gave alone. The command line is built by `cli.lab_command`, tested
 here without JupyterLab; a real start runs where the notebook extra is installed."""

@@ -1,4 +1,4 @@
-"""The ndarray API inside jit (issue 19, items 17-19): the traced length of a data-dependent
+"""The ndarray API inside jit: the traced length of a data-dependent
 value (`.size`, `.shape[0]`, `len()`), np.atleast_1d/2d/3d of several arrays, ndarray attributes
 traced arrays lack (a JitError that is an AttributeError), the static `.itemsize`/`.nbytes`,
 in-place `a.sort()`, np.ascontiguousarray/asfortranarray, and every function the support table
@@ -53,7 +53,7 @@ def _check(f, *args, backend="cpu"):
     return got
 
 
-# ----------------------------------------------------------------------------- item 17
+# ----------------------------------------------------------------------------- traced lengths
 
 def size_in_arithmetic(x):
     return (x[x > 5] ** 2).sum() + np.nonzero(x > 8)[0].size
@@ -123,7 +123,7 @@ def test_the_length_used_as_a_concrete_int_still_names_the_cause():
         jk.jit(lambda x: np.zeros(len(x[x > 5])))(x)  # a lambda is not converted: Python's len()
 
 
-# ----------------------------------------------------------------------------- item 18
+# ----------------------------------------------------------------------------- atleast_Nd
 
 @pytest.mark.parametrize("backend", ["cpu", "interpret"])
 @pytest.mark.parametrize("name", ["atleast_1d", "atleast_2d", "atleast_3d"])
@@ -147,7 +147,7 @@ def test_atleast_nd_returns_views_as_numpy(name):
     _check(write, np.arange(3.0), np.array(1.0))
 
 
-# ----------------------------------------------------------------------------- item 19: attributes
+# ----------------------------------------------------------------------------- attributes
 
 @pytest.mark.parametrize("attr", ["strides", "flat", "flags", "base", "ctypes", "data", "tobytes",
                                   "resize", "byteswap", "setflags", "dump"])

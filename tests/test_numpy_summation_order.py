@@ -1,11 +1,11 @@
-"""Float reductions in NumPy's own order, bit for bit (issue 19, items 4 and 8).
+"""Float reductions in NumPy's own order, bit for bit.
 
-- Axes of extent 1 (item 4): NumPy's iterator gives an axis of extent 1 stride 0 and coalesces
+- Axes of extent 1: NumPy's iterator gives an axis of extent 1 stride 0 and coalesces
   it with its neighbours, so `(n, 1).sum(axis=0)` is the pairwise sum of n values, as
   `(n,).sum()` is, never an element-by-element accumulation. The generator draws shapes that
   mix axes of extent 1 with short and long axes (up to ~1e5 elements, so NumPy's pairwise
   blocks of 8 and 128 and its halving matter), every axis spelling and keepdims.
-- Selections (item 8): a float `sum`/`mean` of `x[mask]` is NumPy's pairwise sum of exactly the
+- Selections: a float `sum`/`mean` of `x[mask]` is NumPy's pairwise sum of exactly the
   selected values; reducing `np.where(mask, x, 0)` instead moves the values within the pairwise
   grouping, which changes the rounding and even the kind of answer (inf against 1e308). The
   generator draws values made to cancel and overflow, masks and lengths around the pairwise
@@ -54,7 +54,7 @@ def assert_like_numpy(f, *args, backend: str) -> None:
         assert_same_bits(got[1], expected[1])
 
 
-# ----------------------------------------------------------------------------- item 4: axes of extent 1
+# ----------------------------------------------------------------------------- axes of extent 1
 
 # NumPy's reductions whose float result follows its summation order (mean, var, std and the
 # nan forms are sums; prod and cumsum are sequential), and max/min, which must not change.
@@ -127,7 +127,7 @@ def test_column_of_a_million_sums_pairwise(backend):
         assert_like_numpy(f, y, backend=backend)
 
 
-# ----------------------------------------------------------------------------- item 8: selections
+# ----------------------------------------------------------------------------- selections
 
 
 def palette(dtype: np.dtype) -> np.ndarray:

@@ -229,8 +229,8 @@ def test_inputs_of_any_layout(dtype, backend):
 
 
 def test_input_not_modified_and_outputs_alias_it_as_in_numpy(backend):
-    """Returned views of an argument are views of the caller's array, as NumPy's (issue 19:
-    the argument itself, .T and a[1] share its memory; a + 1 and the reshape of a reversed
+    """Returned views of an argument are views of the caller's array, as NumPy's
+    (the argument itself, .T and a[1] share its memory; a + 1 and the reshape of a reversed
     layout, which NumPy copies, do not); computed results are fresh."""
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     x_view = x[:, ::-1]

@@ -438,7 +438,7 @@ def _run_split(seg: Callable, arrays: tuple, chunks: tuple, params: tuple, statu
 def _submit_uninterrupted(pool: ThreadPoolExecutor, fn: Callable, args: range) -> list:
     """`pool.submit(fn, a)` for each `a`, with no KeyboardInterrupt raised inside `submit`: one
     raised while it starts a worker thread left that thread out of the executor's records, and
-    the interpreter then waited for it for ever at exit (issue 19 item 22, SIGINT just as a
+    the interpreter then waited for it for ever at exit (SIGINT just as a
     call began). On the main thread with Python's own handling of SIGINT, a SIGINT that comes
     meanwhile is held and raised again right after, where the caller stops the call."""
     previous = signal.getsignal(signal.SIGINT)
