@@ -669,8 +669,9 @@ class Jitted:
         The dimensions are every one that some earlier signature, equal up to sizes, has with
         another size, where this call's size is 2 or more: so sizes 1, 2, 3, ... compile twice,
         not once per size, and dimensions that changed one at a time end up dynamic together.
-        The comparison is an earlier entry that differs in exactly those dimensions, with sizes
-        >= 2 on both sides. When there is none (the earlier sizes were 0 or 1, or the dimensions
+        The comparison is the latest earlier entry that differs in exactly those dimensions, with
+        sizes >= 2 on both sides (the latest: a trace that branched on a size's value, as
+        `x ** len(x)` takes NumPy's square fast path at 2, differs at the first sizes only). When there is none (the earlier sizes were 0 or 1, or the dimensions
         changed one at a time) it is a probe: the same function traced and fused (no code
         generation, no events) with each of those sizes one larger. The probe runs the user's
         function once more, so it is the second choice."""
@@ -682,7 +683,7 @@ class Jitted:
             return None, []
         order = {name: i for i, name in enumerate(sig.names)}
         ordered = sorted(dims, key=lambda nd: (order[nd[0]], nd[1]))
-        for old, ch in related:
+        for old, ch in reversed(related):  # the latest first: earlier sizes may have traced differently
             if {(name, d) for name, d, _, _ in ch} == dims and all(min(a, b) >= 2 for _, _, a, b in ch):
                 return self._cache[old.key], ordered
         try:

@@ -318,9 +318,14 @@ def trim_outputs(outs: list[np.ndarray], trims: tuple) -> list[np.ndarray]:
 def compile_program(program: Program, out_tree: TreeDef, backend: str, *, name: str,
                     fastmath: bool = False, disk_cache: bool = True, previous: Compiled | None = None) -> Compiled:
     """Optimise `program` and compile it with `backend` ("cpu" or "interpret"). `previous`: an
-    entry of the same function whose signature differs in sizes only (see Jitted._miss)."""
-    optimized = _optimize(program, name)
-    from .backends import get_backend
+    entry of the same function whose signature differs in sizes only (see Jitted._miss), or a
+    size probe (`backends.size_probe`). Both sides of that comparison are optimised without the
+    value-dependent rewrites (`optimize(size_generic=True)`): an entry compiled on its own is
+    probed again from its traced program."""
+    optimized = _optimize(program, name, size_generic=previous is not None)
+    from .backends import get_backend, size_probe
+    if isinstance(previous, Compiled):
+        previous = size_probe(previous.program, backend)
     executable, texts = get_backend(backend).compile(
         optimized, name=name, fastmath=fastmath, disk_cache=disk_cache,
         previous=previous.executable if previous is not None else None)
@@ -330,7 +335,7 @@ def compile_program(program: Program, out_tree: TreeDef, backend: str, *, name: 
 @compile_section
 def reuse_program(program: Program, out_tree: TreeDef, backend: str, template: object, *, name: str) -> Compiled | None:
     """Run a freshly traced program on an existing shape-generic template, or None."""
-    optimized = _optimize(program, name)
+    optimized = _optimize(program, name, size_generic=True)
     from .backends import get_backend
     reused = get_backend(backend).reuse(optimized, template, name=name)
     if reused is None:
@@ -339,9 +344,9 @@ def reuse_program(program: Program, out_tree: TreeDef, backend: str, template: o
     return Compiled(name, backend, program, optimized, out_tree, executable, texts)
 
 
-def _optimize(program: Program, name: str) -> Program:
+def _optimize(program: Program, name: str, size_generic: bool = False) -> Program:
     t0 = events.clock()
-    optimized = optimize(program)
+    optimized = optimize(program, size_generic=size_generic)
     optimized.written_args = program.written_args  # the passes keep the outputs' order
     if events.SUBSCRIBERS:
         events.publish(events.OptimizeEvent(name, t0, events.clock() - t0, len(program.eqns), len(optimized.eqns)))

@@ -86,7 +86,7 @@ def size_probe(program: Program, backend: str) -> Any:
         return None
     from ..fusion import schedule
     from ..passes import optimize
-    return _SizeProbe(schedule(optimize(program)))
+    return _SizeProbe(schedule(optimize(program, size_generic=True)))
 
 
 def get_backend(name: str) -> Backend:

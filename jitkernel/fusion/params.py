@@ -82,26 +82,36 @@ class _Walker:
             terms.append((new_atom, self.c(k)))
         return Aff(tuple(terms), self.c(a.const))
 
+    def literal(self, nd: Literal) -> Literal:
+        self.s("lit", nd.dtype.str)
+        return Literal(self.c(nd.value), nd.dtype)
+
     def node(self, root: Node, memo: dict) -> Node:
         """Rebuild the DAG under `root`, recording it in post-order (arguments first, each node
-        once: later uses are `ref`s to its number). Iterative: bodies may be very deep."""
+        once: later uses are `ref`s to its number). Iterative: bodies may be very deep.
+
+        A literal is recorded at each use, not once: the builders share equal literals, so
+        `np.where(x > 2, x, n)` has one literal at n = 2 and two at n = 3, and sharing by value
+        would make the structure depend on a constant's value."""
+        if isinstance(root, Literal):
+            return self.literal(root)
         if id(root) in memo:
             self.s("ref", memo[id(root)][0])
             return memo[id(root)][1]
         for nd in postorder([root], _IdMemo(memo)):
+            if isinstance(nd, Literal):
+                continue
             if isinstance(nd, Load):
                 self.s("load", nd.buffer, nd.dtype.str)
                 r: Node = Load(nd.buffer, self.aff(nd.offset), nd.dtype)
-            elif isinstance(nd, Literal):
-                self.s("lit", nd.dtype.str)
-                r = Literal(self.c(nd.value), nd.dtype)
             elif isinstance(nd, IndexValue):
                 self.s("index", nd.dtype.str)
                 r = IndexValue(self.aff(nd.index), nd.dtype)
             else:
-                refs = tuple(memo[id(a)][0] for a in nd.args)
+                args = tuple(self.literal(a) if isinstance(a, Literal) else memo[id(a)][1] for a in nd.args)
+                refs = tuple("lit" if isinstance(a, Literal) else memo[id(a)][0] for a in nd.args)
                 self.s("op", nd.prim, repr(nd.params), nd.dtype.str, refs)
-                r = Compute(nd.prim, tuple(memo[id(a)][1] for a in nd.args), nd.params, nd.dtype)
+                r = Compute(nd.prim, args, nd.params, nd.dtype)
             memo[id(nd)] = (len(memo), r)
         return memo[id(root)][1]
 

@@ -13,9 +13,17 @@ from .simplify import simplify
 
 PIPELINE = (fold_constants, simplify, identities, dot_operands, cse, dce)
 
+# A shape-generic compile compares the kernel programs of two sizes and turns the constants
+# that differ into run-time parameters: a rewrite that depends on a constant's value would make
+# the two structures differ wherever a size-derived constant hits its identity (`x / (n - 1)`
+# is `x` at n = 2; `var(ddof=1)` first called on 2 elements then recompiled for every size).
+SIZE_GENERIC_PIPELINE = tuple(p for p in PIPELINE if p is not identities)
 
-def optimize(program: Program) -> Program:
-    """Run the standard pipeline once and verify the result.
+
+def optimize(program: Program, *, size_generic: bool = False) -> Program:
+    """Run the standard pipeline once and verify the result. `size_generic`: for a compile whose
+    constants may become run-time parameters, leave out the rewrites that depend on a constant's
+    value (`identities`).
 
     >>> import numpy as np, jitkernel as jk
     >>> prog = jk.make_ir(lambda x: (x + 0 * 2) * 1)(np.ones(2))
@@ -23,8 +31,9 @@ def optimize(program: Program) -> Program:
     True
     """
     program = inline_custom_calls(program)  # first: no other pass sees custom_jvp/vjp calls
-    program = optimize_sub_programs(inline_constant_operands(program), optimize)
-    for p in PIPELINE:
+    program = optimize_sub_programs(inline_constant_operands(program),
+                                   lambda sub: optimize(sub, size_generic=size_generic))
+    for p in SIZE_GENERIC_PIPELINE if size_generic else PIPELINE:
         program = p(program)
     return verify_program(program)
 
