@@ -37,9 +37,12 @@ JvpRule = Callable[..., tuple[list[Tracer], list["Tracer | None"]]]
 VjpRule = Callable[..., list["Tracer | None"]]
 JVP_RULES: dict[str, JvpRule] = {}
 VJP_RULES: dict[str, VjpRule] = {}
-# Primitives whose outputs have no derivative (comparisons, integer results are detected by
-# dtype; these are float-valued but piecewise constant: floor, sign, ...): zero tangents.
-ZERO_DERIVATIVE: set[str] = {"stop_gradient"}
+# Primitives whose outputs carry no tangent, with the reason (the coverage table prints it):
+# piecewise constant float functions (floor, sign, ...), integer or bool results (comparisons,
+# argmax, ...; jvp_eval and vjp_eval also skip any equation without a float output), no operands.
+ZERO_DERIVATIVE: dict[str, str] = {"stop_gradient": "zero tangent: the identity whose derivative is cut"}
+# Primitives that differentiation refuses, with the reason (in the error and the coverage table).
+REFUSED: dict[str, str] = {}
 # Primitives whose VJP rule also takes `active=` (per input: whether a cotangent is wanted), so
 # that it can refuse a derivative it cannot give instead of returning a silent zero.
 VJP_WANTS_ACTIVE: set[str] = set()
@@ -82,7 +85,8 @@ def jvp_eval(program: Program, primals: Sequence[Tracer], tangents: Sequence[Tra
         rule = JVP_RULES.get(eqn.prim)
         if rule is None:
             raise UnsupportedOperationError(
-                f"forward-mode differentiation (jvp) of the primitive {eqn.prim!r} is not supported yet")
+                f"forward-mode differentiation (jvp) of the primitive {eqn.prim!r} is not supported"
+                + (f": {REFUSED[eqn.prim]}" if eqn.prim in REFUSED else " yet"))
         outs, touts = rule(ins, tins, **eqn.params)
         for o, t, v in zip(outs, touts, eqn.outputs):
             env[v] = o
@@ -130,7 +134,8 @@ def vjp_eval(program: Program, primals: Sequence[Tracer], active: Sequence[bool]
             rule = VJP_RULES.get(eqn.prim)
             if rule is None:
                 raise UnsupportedOperationError(
-                    f"reverse-mode differentiation (grad, vjp) of the primitive {eqn.prim!r} is not supported yet")
+                    f"reverse-mode differentiation (grad, vjp) of the primitive {eqn.prim!r} is not supported"
+                    + (f": {REFUSED[eqn.prim]}" if eqn.prim in REFUSED else " yet"))
             extra = {"active": tuple(v in live for v in eqn.inputs)} if eqn.prim in VJP_WANTS_ACTIVE else {}
             cts_in = rule(cts, [env[v] if v in env else read(v) for v in eqn.inputs],
                           [env[o] for o in eqn.outputs], **eqn.params, **extra)

@@ -16,9 +16,12 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+import numpy as np
+
+from ..ir.primitives import BINARY_UFUNCS, UNARY_UFUNCS
 from ..trace.tracer import Tracer
 from . import ops
-from .ad import ZERO_DERIVATIVE, register_jvp, register_vjp
+from .ad import REFUSED, ZERO_DERIVATIVE, register_jvp, register_vjp
 
 
 def _primal(prim: str, primals: list[Tracer], params: dict) -> list[Tracer]:
@@ -43,10 +46,26 @@ def _zeros_if_none(t: Tracer | None, like: Tracer) -> Tracer:
     return ops.zeros_like(like) if t is None else t
 
 
-# --- piecewise-constant primitives: zero derivative -------------------------------------------
-# (comparisons, isnan, argmax, ... have no float outputs; ad.jvp_eval and vjp_eval skip them)
+# --- primitives without a tangent: piecewise constant, or integer/bool results ------------------
 
-ZERO_DERIVATIVE.update({"sign", "floor", "ceil", "trunc", "rint", "floor_divide"})
+ZERO_DERIVATIVE.update(dict.fromkeys(("sign", "floor", "ceil", "trunc", "rint", "floor_divide"),
+                                     "zero tangent: piecewise constant"))
+
+
+def _inexact_results(ufunc: np.ufunc) -> bool:
+    """Whether some loop of the NumPy ufunc returns floats or complex numbers."""
+    return any(np.dtype(out).kind in "fc" for t in ufunc.types if "O" not in t for out in t.split("->")[1])
+
+
+# Comparisons, isnan, bitwise and logical ufuncs: every loop NumPy has returns integers or bools.
+ZERO_DERIVATIVE.update({name: "no tangent: integer or bool results" for name in UNARY_UFUNCS + BINARY_UFUNCS
+                        if not _inexact_results(getattr(np, name))})
+ZERO_DERIVATIVE.update(dict.fromkeys(("argmax", "argmin", "argsort", "argpartition", "searchsorted", "digitize"),
+                                     "no tangent: integer index results"))
+ZERO_DERIVATIVE.update(dict.fromkeys(("reduce_and", "reduce_or"), "no tangent: bool results"))
+ZERO_DERIVATIVE["iota"] = "no tangent: no operands (a constant of the derivative)"
+REFUSED["complex_library"] = ("made after differentiation by the complex lowering pass "
+                              "(passes/complex_lower.py): a traced program never holds it")
 
 
 # --- add / subtract / negative / multiply (linear or bilinear: no derivative tables) ------------

@@ -28,6 +28,11 @@ from .core import (Transformed, as_tracer, check_rule_result, function_name, is_
 
 BatchRule = Callable[..., tuple[list[Tracer], list[bool]]]
 BATCH_RULES: dict[str, BatchRule] = {}
+# Primitives that need no rule because they never see a batched operand, and those vmap refuses,
+# each with the reason (in the error and the coverage table, docs/primitive-coverage.md).
+NEVER_BATCHED: dict[str, str] = {"iota": "no operands: a constant of the batched program"}
+REFUSED: dict[str, str] = {"complex_library": "made after transformations by the complex lowering pass "
+                                              "(passes/complex_lower.py): a traced program never holds it"}
 
 
 register_batch = rule_registrar(BATCH_RULES, "batching")
@@ -59,7 +64,8 @@ def batch_eval(program: Program, inputs: Sequence[Tracer], batched: Sequence[boo
             continue
         rule = BATCH_RULES.get(eqn.prim)
         if rule is None:
-            raise UnsupportedOperationError(f"vmap of the primitive {eqn.prim!r} is not supported yet")
+            raise UnsupportedOperationError(f"vmap of the primitive {eqn.prim!r} is not supported"
+                                            + (f": {REFUSED[eqn.prim]}" if eqn.prim in REFUSED else " yet"))
         outs, bouts = rule(ins, bins, size, **eqn.params)
         for v, o, b in zip(eqn.outputs, outs, bouts):
             expected = v.aval if not b else type(v.aval)((size,) + tuple(v.aval.shape), v.aval.dtype)

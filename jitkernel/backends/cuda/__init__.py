@@ -23,6 +23,23 @@ BODY_LIBRARY_PRIMS = frozenset({"dot_general", "complex_library", "gather", "sca
                                 "searchsorted", "take_static", "raise_if"})
 
 
+# What the GPU runs of each library step (indexing.render_library_step's dispatch, render.py's
+# matmul and complex steps); every other library step raises naming it (the coverage table,
+# docs/primitive-coverage.md, prints this).
+LIBRARY_STEPS = {
+    "dot_general": "tiled matmul kernel (render_matmul.py)",
+    "complex_library": "complex functions in C (complex_functions.py)",
+    "gather": "gather kernel (indexing.py)", "scatter": "scatter kernel (indexing.py)",
+    "scatter_ufunc": "ufunc.at kernel for add, subtract, multiply, maximum, minimum (indexing.py)",
+    "accumulate": "scan kernel (accumulate.py)", "take": "take kernel (take.py)",
+    "take_along_axis": "take kernel (take.py)", "take_static": "take kernel (take.py)",
+    "sort": "sort kernel (sort.py)", "argsort": "sort kernel (sort.py)",
+    "searchsorted": "binary search kernel (search.py)", "raise_if": "status check (checks.py)",
+    "datadep_pure": "boolean selection and nonzero only (compaction.py)",
+    "datadep_call": "boolean selection and nonzero only (compaction.py)",
+}
+
+
 def schedule_program(program: Program, name: str) -> KernelProgram:
     """Fusion as the CPU backend runs it (the same kernel IR, the same FuseEvent), except that
     loop and branch bodies may hold the library steps of BODY_LIBRARY_PRIMS."""
