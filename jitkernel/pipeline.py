@@ -7,6 +7,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import events
+from .backends import DEVICE_ARRAY_BACKENDS, get_backend, size_probe
 from .forking import compile_section
 from .ir import Program
 from .passes import optimize
@@ -86,9 +87,6 @@ def same_array_positions(leaves: list) -> tuple[int, ...] | None:
             k = next((i for i in range(j) if leaves[i] is a), j)
         first.append(first[k] if k != j else j)
     return tuple(first) if any(k != j for j, k in enumerate(first)) else None
-
-
-DEVICE_ARRAY_BACKENDS = ("cuda", "gpu")  # backends whose executables take jk.DeviceArray arguments
 
 
 class Compiled:
@@ -323,7 +321,6 @@ def compile_program(program: Program, out_tree: TreeDef, backend: str, *, name: 
     value-dependent rewrites (`optimize(size_generic=True)`): an entry compiled on its own is
     probed again from its traced program."""
     optimized = _optimize(program, name, size_generic=previous is not None)
-    from .backends import get_backend, size_probe
     if isinstance(previous, Compiled):
         previous = size_probe(previous.program, backend)
     executable, texts = get_backend(backend).compile(
@@ -336,7 +333,6 @@ def compile_program(program: Program, out_tree: TreeDef, backend: str, *, name: 
 def reuse_program(program: Program, out_tree: TreeDef, backend: str, template: object, *, name: str) -> Compiled | None:
     """Run a freshly traced program on an existing shape-generic template, or None."""
     optimized = _optimize(program, name, size_generic=True)
-    from .backends import get_backend
     reused = get_backend(backend).reuse(optimized, template, name=name)
     if reused is None:
         return None

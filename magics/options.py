@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from IPython.core.error import UsageError
 
 import jitkernel as jk
+from jitkernel.backends import backend_names
 
-BACKENDS = ("cpu", "cuda", "auto", "interpret", "cuda-emulator")
+# The engine's backends (jitkernel/backends/__init__.py registers them) and `auto`.
+BACKENDS = (*backend_names(), "auto")
 STAGES = ("ir", "optimized", "kernels", "llvm", "asm", "cuda")
 
 

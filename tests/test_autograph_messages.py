@@ -214,7 +214,7 @@ def test_the_uncoverable_if_message_is_well_formed(monkeypatch):
 
 
 def test_the_message_tables_are_well_formed():
-    from jitkernel.backends.cpu.ops import STATUS_MESSAGES
+    from jitkernel.backends.status import STATUS_MESSAGES
     from jitkernel.numpy.support_table import _NOTES, _REASONS
     from jitkernel.transforms.ad_control_flow import WHILE_REVERSE_MESSAGE
     texts = [m for _, m in STATUS_MESSAGES.values()] + list(_REASONS) + list(_NOTES.values()) + [WHILE_REVERSE_MESSAGE]

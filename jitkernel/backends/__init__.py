@@ -14,59 +14,98 @@ ValueError: unknown backend 'tpu'; backends are 'cpu', 'interpret', 'cuda-emulat
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+import importlib
+from dataclasses import dataclass
+from typing import Any
 
-from ..errors import BackendUnavailableError
 from ..ir import Program
+from .base import Backend
 
-AVAILABLE = ("cpu", "interpret", "cuda-emulator")
-# Backends that need something this machine may lack, by name ("gpu" is an alias of "cuda").
-UNAVAILABLE = {"cuda": "cuda", "gpu": "cuda"}
+
+@dataclass(frozen=True)
+class _Registration:
+    target: str  # "module:Class", imported on first use
+    note: str  # said after the name in the list of backends ("" for none)
+
+
+_REGISTRY: dict[str, _Registration] = {}
+_ALIASES: dict[str, str] = {}
+
+
+def register_backend(name: str, target: str, *, aliases: tuple[str, ...] = (), note: str = "") -> None:
+    """Make backend `name` known: `target` is "module:Class" (a `Backend` subclass), imported
+    the first time the backend is asked for. The one place a backend is added."""
+    if name in _REGISTRY or name in _ALIASES:
+        raise ValueError(f"backend {name!r} registered twice")
+    _REGISTRY[name] = _Registration(target, note)
+    for alias in aliases:
+        _ALIASES[alias] = name
+
+
+register_backend("cpu", "jitkernel.backends.cpu:CpuBackend")
+register_backend("interpret", "jitkernel.backends.interpret:InterpretBackend")
+register_backend("cuda-emulator", "jitkernel.backends.cuda.emulator:CudaEmulatorBackend")
+register_backend("cuda", "jitkernel.backends.cuda.runtime:CudaBackend", aliases=("gpu",),
+                 note="a CUDA GPU through PyCUDA")
+
+
+def backend_names() -> tuple[str, ...]:
+    """The registered backends, in registration order (aliases not included)."""
+    return tuple(_REGISTRY)
+
+
+def canonical_name(name: str) -> str:
+    """The registered name a backend name or alias stands for."""
+    return _ALIASES.get(name, name)
+
+
+def backend_class(name: str) -> type[Backend]:
+    """The class of a known backend (or alias), imported on first use."""
+    check_backend_name(name)
+    module, cls = _REGISTRY[canonical_name(name)].target.split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+class _WithCapability:
+    """`name in SHAPE_GENERIC`: whether the backend `name` has a capability (a class attribute of
+    its Backend), for the places that test a name."""
+
+    def __init__(self, attribute: str) -> None:
+        self.attribute = attribute
+
+    def __contains__(self, name: object) -> bool:
+        return (isinstance(name, str) and canonical_name(name) in _REGISTRY
+                and bool(getattr(backend_class(name), self.attribute)))
+
+    def __iter__(self):
+        return iter(n for n in backend_names() if n in self)
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
 # Backends whose compiled kernels can become shape-generic (docs/recompilation.md).
-SHAPE_GENERIC = ("cpu", "cuda-emulator", "cuda")  # cuda: backends/cuda/dynamic_params.py
+SHAPE_GENERIC = _WithCapability("shape_generic")
+# Backends whose executables take jk.DeviceArray arguments.
+DEVICE_ARRAY_BACKENDS = _WithCapability("device_arrays")
 
 
-class Backend(Protocol):
-    name: str
-
-    def compile(self, program: Program, *, name: str, fastmath: bool, disk_cache: bool,
-                previous: Any = None) -> tuple[Any, dict]: ...
+def _listing() -> str:
+    names = [f"{n!r}" + (f" ({r.note})" if r.note else "") for n, r in _REGISTRY.items()]
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
 
 
 def check_backend_name(name: Any) -> None:
     """ValueError unless `name` is a backend jitkernel knows (available or not)."""
-    if not isinstance(name, str) or (name not in AVAILABLE and name not in UNAVAILABLE):
-        raise ValueError(f"unknown backend {name!r}; backends are 'cpu', 'interpret', 'cuda-emulator' and 'cuda' "
-                         "(a CUDA GPU through PyCUDA)")
-
-
-def _cuda_environment(missing: list[str] | None = None) -> str:
-    """What this machine lacks of a CUDA setup, for the error message (cheap checks only)."""
-    from .cuda import missing_for_cuda
-    from .cuda.nvcc import find_nvcc
-    nvcc = find_nvcc()
-    missing = missing_for_cuda() if missing is None else missing
-    return ("; ".join(missing) if missing else "PyCUDA, the driver and a device are all present") + \
-        f"; nvcc {'at ' + nvcc if nvcc else 'not on PATH'}"
+    if not isinstance(name, str) or canonical_name(name) not in _REGISTRY:
+        raise ValueError(f"unknown backend {name!r}; backends are {_listing()}")
 
 
 def check_backend(name: Any) -> None:
     """Raise unless `name` is a backend that can run here: ValueError for an unknown name,
-    `BackendUnavailableError` for a known one this build or machine lacks."""
-    check_backend_name(name)
-    if name in UNAVAILABLE:
-        from ..device_array import gpu_devices
-        if not gpu_devices():  # cheap checks first (missing_for_cuda); the driver only where they pass
-            from .cuda import missing_for_cuda
-            missing = missing_for_cuda() or ["the CUDA driver found no usable device (cuInit failed)"]
-            raise BackendUnavailableError(
-                f"backend {name!r} is not available: it runs on an NVIDIA GPU through PyCUDA, and on this machine "
-                f"{_cuda_environment(missing)}. Use backend='cpu' (LLVM, the default), backend='interpret' or "
-                "backend='cuda-emulator' (the same CUDA source run on the host); docs/gpu.md says how to install "
-                "PyCUDA")
-    if name == "cuda-emulator":
-        from .cuda.emulator import compiler
-        compiler()  # BackendUnavailableError without a host C++ compiler
+    `BackendUnavailableError` (from the backend's `check_available`) for a known one this
+    build or machine lacks."""
+    backend_class(name).check_available(name)
 
 
 class _SizeProbe:
@@ -90,15 +129,6 @@ def size_probe(program: Program, backend: str) -> Any:
 
 
 def get_backend(name: str) -> Backend:
+    """An instance of the backend `name` (or alias), after checking that it can run here."""
     check_backend(name)
-    if name == "interpret":
-        from .interpret import InterpretBackend
-        return InterpretBackend()
-    if name == "cuda-emulator":
-        from .cuda.emulator import CudaEmulatorBackend
-        return CudaEmulatorBackend()
-    if name in UNAVAILABLE:
-        from .cuda.runtime import CudaBackend
-        return CudaBackend()
-    from .cpu import CpuBackend
-    return CpuBackend()
+    return backend_class(name)()

@@ -9,9 +9,12 @@ import numpy as np
 
 from ..interpreter import eval_program
 from ..ir import Program
+from .base import Backend
 
 
-class InterpretBackend:
+class InterpretBackend(Backend):
+    """Runs the optimised program with the NumPy reference interpreter (no code generation)."""
+
     name = "interpret"
 
     def compile(self, program: Program, *, name: str, fastmath: bool = False,

@@ -38,9 +38,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import semantics
-
-# status word bit of `integer ** negative` (backends.cpu.ops.STATUS_MESSAGES: NumPy's ValueError)
-STATUS_NEGATIVE_POWER = 1
+from .status import STATUS_NEGATIVE_POWER  # `integer ** negative`: NumPy's ValueError
 
 
 def int_divmod(g: Any, prim: str, x: Any, y: Any) -> Any:

@@ -6,10 +6,10 @@ from typing import Any
 
 from ... import cache, events
 from ..._version import __version__
-from ...fusion import KernelProgram, schedule
+from ...fusion import KernelProgram
 from ...fusion.params import compatible, constants, parameter_values, parametrize, varying_positions
-from ...fusion.schedule import unfused_bytes
 from ...ir import Program
+from ..base import Backend
 from . import compiler, pairwise, vector_math
 from .render import Segment, render_module
 from .runtime import CpuExecutable
@@ -28,27 +28,16 @@ class Template:
     texts: dict
 
 
-class CpuBackend:
+class CpuBackend(Backend):
     name = "cpu"
-
-    def _schedule(self, program: Program, name: str) -> KernelProgram:
-        t0 = events.clock()
-        kp = schedule(program)
-        if events.SUBSCRIBERS:
-            events.publish(events.FuseEvent(
-                name, t0, events.clock() - t0,
-                kernels=sum(1 for s in kp.steps if not hasattr(s, "prim")),
-                library_calls=sum(1 for s in kp.steps if hasattr(s, "prim")),
-                graph_ops=len(program.eqns), groups=kp.fusion_record,
-                bytes_unfused=unfused_bytes(program)))
-        return kp
+    shape_generic = True
 
     def compile(self, program: Program, *, name: str, fastmath: bool = False,
                 disk_cache: bool = True, previous: Any = None) -> tuple[Any, dict]:
         """Compile `program`. With `previous` (the executable of an earlier signature that
         differs in sizes only), constants that differ between the two kernel programs become
         run-time parameters and the result is a reusable template."""
-        kp = self._schedule(program, name)
+        kp = self.schedule(program, name)
         structure, values = constants(kp)
         positions: list[int] = []
         generic = kp
@@ -72,7 +61,7 @@ class CpuBackend:
     def reuse(self, program: Program, template: Template, *, name: str) -> tuple[Any, dict] | None:
         """Run `program` on a template's machine code when its kernel program has the same
         structure; None when it does not (the caller compiles instead)."""
-        kp = self._schedule(program, name)
+        kp = self.schedule(program, name)
         structure, values = constants(kp)
         if not compatible(template.structure, template.values, template.positions, structure, values):
             return None

@@ -10,6 +10,7 @@ import numpy as np
 
 from ...errors import UnsupportedOperationError
 from .. import semantic_rules, semantics
+from ..status import STATUS_INDEX, STATUS_INDEX_DETAIL
 from .semantic_llvm import LLVMOps
 from .types import F32, I1, I8, I32, I64, is_float, is_signed, reg_type
 
@@ -303,12 +304,3 @@ class OpLowering:
         raise UnsupportedOperationError(f"numpy.{prim} on {dt} is not supported by the CPU backend")
 
 
-# A traced index outside its axis (fusion/dynamic.py's check kernel). The first one also stores
-# its value, axis and axis length after the flags (runtime.StatusWord: int64s at these byte
-# offsets), from which the runtime writes NumPy's message; this text is the fallback.
-STATUS_INDEX = 2
-STATUS_INDEX_DETAIL = (8, 16, 24)
-STATUS_SORTER = 4  # a searchsorted sorter entry outside the array (CUDA's searchsorted: cuda/search.py)
-STATUS_MESSAGES = {1: (ValueError, "Integers to negative integer powers are not allowed."),
-                   STATUS_INDEX: (IndexError, "index out of bounds (a traced index in compiled code)"),
-                   STATUS_SORTER: (ValueError, "Sorter index out of range.")}

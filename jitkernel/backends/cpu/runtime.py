@@ -32,7 +32,7 @@ from ...fusion.loops import control_work, is_control
 from ...ir.primitives import dot_general_numpy
 from .control_flow import library_impl
 from .in_place_updates import in_place_impl
-from .ops import STATUS_INDEX, STATUS_MESSAGES
+from ..status import StatusWord, raise_status
 from .render import DATA_OFFSET, PARALLEL_MIN_ELEMENTS, Segment
 
 
@@ -77,31 +77,8 @@ CHUNK_WORK = 1 << 23
 LONG_WORK = 1 << 25
 
 
-class StatusWord(ctypes.Structure):
-    """The error flags of one call (ops.py ORs codes into `value`); `addr` is taken once. The
-    first out-of-bounds traced index also leaves its value, axis and axis length
-    (ops.STATUS_INDEX_DETAIL), for NumPy's message."""
-
-    _fields_ = [("value", ctypes.c_int32), ("_pad", ctypes.c_int32),
-                ("index", ctypes.c_int64), ("axis", ctypes.c_int64), ("size", ctypes.c_int64)]
-
-    def __init__(self) -> None:
-        ctypes.Structure.__init__(self)
-        self.addr = ctypes.addressof(self)
-
-
 # Segments that never write a status word get this address (nothing reads it).
 _NO_STATUS = StatusWord()
-
-
-def _raise_status(word: StatusWord) -> None:
-    code = word.value
-    word.value = 0
-    for bit, (exc, msg) in STATUS_MESSAGES.items():
-        if code & bit:
-            if bit == STATUS_INDEX and isinstance(word, StatusWord):
-                msg = f"index {word.index} is out of bounds for axis {word.axis} with size {word.size}"
-            raise exc(msg)
 
 
 class CpuExecutable:
@@ -134,7 +111,7 @@ class CpuExecutable:
         the executable (no cycle), but holds the library: the runner needs its machine code."""
         ns: dict = {"np": np, "empty": np.empty, "getrefcount": _getrefcount, "FREE": _FREE_REFCOUNT,
                     "last": self._last, "spare": self._spare, "status": self._status, "Word": StatusWord,
-                    "raise_status": _raise_status, "to_c": _to_c_order, "dot_general": dot_general_numpy,
+                    "raise_status": raise_status, "to_c": _to_c_order, "dot_general": dot_general_numpy,
                     "split": _run_split, "on_worker": _run_on_worker, "library": library,
                     "check_library_result": check_library_result}
         head = ["def run(arrays):"]

@@ -43,10 +43,8 @@ LIBRARY_STEPS = {
 def schedule_program(program: Program, name: str) -> KernelProgram:
     """Fusion as the CPU backend runs it (the same kernel IR, the same FuseEvent), except that
     loop and branch bodies may hold the library steps of BODY_LIBRARY_PRIMS."""
-    from ..cpu import CpuBackend
-    from ...fusion.loops import library_steps_in_bodies
-    with library_steps_in_bodies(BODY_LIBRARY_PRIMS):
-        return CpuBackend()._schedule(program, name)
+    from ..base import fuse
+    return fuse(program, name, BODY_LIBRARY_PRIMS)
 
 
 def missing_for_cuda() -> list[str]:

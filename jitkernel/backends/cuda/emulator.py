@@ -33,8 +33,9 @@ from ...errors import BackendUnavailableError, CompileError, UnsupportedOperatio
 from ...fusion import KernelProgram
 from ...fusion.params import constants, parameter_values, parametrize, varying_positions
 from ...ir import Program
-from ..cpu.runtime import StatusWord
-from ..cpu.runtime import _raise_status as raise_status
+from ..base import Backend
+from ..status import StatusWord, raise_status
+from . import BODY_LIBRARY_PRIMS
 from .dynamic_params import CudaTemplate
 from .executor import ProgramRunner
 from .complex_ops import complex_results, pack_arguments
@@ -389,10 +390,16 @@ class StandInProgram:
         return self.emulated(arrays)
 
 
-class CudaEmulatorBackend:
+class CudaEmulatorBackend(Backend):
     """Renders with the CUDA renderer and runs the translation unit on the host."""
 
     name = "cuda-emulator"
+    shape_generic = True
+    body_library_steps = BODY_LIBRARY_PRIMS
+
+    @classmethod
+    def check_available(cls, name: str) -> None:
+        compiler()  # BackendUnavailableError without a host C++ compiler
 
     def __init__(self, policy: LaunchPolicy | None = None) -> None:
         self.policy = policy or LaunchPolicy()

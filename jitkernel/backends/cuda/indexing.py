@@ -32,7 +32,7 @@ import numpy as np
 from ...errors import UnsupportedOperationError
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
 from ...ir.control_flow import CONTROL_FLOW_PRIMITIVES
-from ..cpu.ops import STATUS_INDEX
+from ..status import STATUS_INDEX
 from . import ctype, index_layout, ops
 from .dynamic_params import _ll, has_params
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import UnsupportedOperationError
 from .. import semantics
-from ..cpu.ops import STATUS_INDEX, STATUS_INDEX_DETAIL
+from ..status import STATUS_INDEX, STATUS_INDEX_DETAIL
 from . import ctype, semantic_c
 
 # The status word is the CPU runtime's (runtime.StatusWord): flags, then the first bad index's

@@ -292,8 +292,7 @@ class PyCudaDevice:
     @_in_context
     def check_status(self, word: Any) -> None:
         """Wait for the call and raise NumPy's exception if a kernel set the status word."""
-        from ..cpu.runtime import StatusWord
-        from ..cpu.runtime import _raise_status as raise_status
+        from ..status import StatusWord, raise_status
         host = StatusWord()
         raw = np.empty(32, np.uint8)
         self._drv.memcpy_dtoh_async(raw, int(word), self.stream)

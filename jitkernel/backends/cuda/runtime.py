@@ -17,10 +17,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from ... import events
-from ...device_array import DeviceArray, GpuDevice, default_gpu
+from ...device_array import DeviceArray, GpuDevice, default_gpu, gpu_devices
+from ...errors import BackendUnavailableError
 from ...fusion import KernelProgram
 from ...ir import Program
 from ...fusion.params import constants, parameter_values
+from ..base import Backend
+from . import BODY_LIBRARY_PRIMS, missing_for_cuda
+from .nvcc import find_nvcc
 from .device_complex import complex_outputs, packed_arguments
 from .dynamic_params import CudaTemplate
 from .executor import ProgramRunner
@@ -46,10 +50,27 @@ class DeviceProgram:
         return complex_outputs(self.kp, outs) if self.kp.complex_views else outs
 
 
-class CudaBackend:
+class CudaBackend(Backend):
     """Renders with the CUDA renderer and runs on a GPU device (the first GPU by default)."""
 
     name = "cuda"
+    shape_generic = True  # dynamic_params.py
+    device_arrays = True
+    body_library_steps = BODY_LIBRARY_PRIMS
+    device_stages = ("ptx",)
+
+    @classmethod
+    def check_available(cls, name: str) -> None:
+        """It runs on an NVIDIA GPU through PyCUDA: raise saying what this machine lacks."""
+        if gpu_devices():  # cheap checks first (missing_for_cuda); the driver only where they pass
+            return
+        missing = missing_for_cuda() or ["the CUDA driver found no usable device (cuInit failed)"]
+        nvcc = find_nvcc()
+        raise BackendUnavailableError(
+            f"backend {name!r} is not available: it runs on an NVIDIA GPU through PyCUDA, and on this machine "
+            f"{'; '.join(missing)}; nvcc {'at ' + nvcc if nvcc else 'not on PATH'}. Use backend='cpu' (LLVM, "
+            "the default), backend='interpret' or backend='cuda-emulator' (the same CUDA source run on the "
+            "host); docs/gpu.md says how to install PyCUDA")
 
     def __init__(self, device: GpuDevice | None = None) -> None:
         self.device = device or default_gpu()

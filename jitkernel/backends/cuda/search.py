@@ -19,7 +19,7 @@ import numpy as np
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
 from . import ctype, ops
 from .dynamic_params import _ll
-from ..cpu.ops import STATUS_SORTER  # its message is in STATUS_MESSAGES, as the CPU runtime raises it
+from ..status import STATUS_SORTER  # its message is in STATUS_MESSAGES, as every runtime raises it
 from .indexing import _unsupported, grid_stride, kernel_signature
 
 

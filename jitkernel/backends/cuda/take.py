@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
-from ..cpu.ops import STATUS_INDEX
+from ..status import STATUS_INDEX
 from . import ctype
 from .dynamic_params import _ll
 from .indexing import _unsupported, grid_stride, kernel_signature
