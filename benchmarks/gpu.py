@@ -1,4 +1,4 @@
-"""The GPU benchmark (issue 9, section 5): jitkernel `cuda`, JAX-GPU (jit) and CuPy (unfused ops,
+"""The GPU benchmark: jitkernel `cuda`, JAX-GPU (jit) and CuPy (unfused ops,
 cuBLAS for the matmul) side by side in one run, against the issue's goals.
 
     python -m benchmarks.gpu --dry-run            # which parts would run here; exits 0 without a GPU

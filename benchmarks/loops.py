@@ -1,4 +1,4 @@
-"""Loops that stay loops (issue 8, item 6): a 2-D Jacobi stencil time loop (PolyBench jacobi-2d),
+"""Loops that stay loops: a 2-D Jacobi stencil time loop (PolyBench jacobi-2d),
 a triangular solve and a Cholesky factorisation written with loops and slices, and a scalar
 dynamic-programming loop (longest common subsequence: nested `for` with an `if` on array values),
 side by side:

@@ -1,7 +1,7 @@
 """NPBench as written: every NumPy kernel of an NPBench checkout, unmodified, under ``jk.jit``.
 
-Issue 8 measured jitkernel on NPBench's 54 NumPy kernels as a new user would: put ``jk.jit`` on
-the function and call it. This harness repeats that measurement. It never copies NPBench's code
+jitkernel was first measured on NPBench's 54 NumPy kernels as a new user would use it: put
+``jk.jit`` on the function and call it. This harness repeats that measurement. It never copies NPBench's code
 into this repository: each kernel is imported at run time from the checkout given with
 ``--npbench`` (a directory holding ``bench_info/`` and ``npbench/benchmarks/``, or NPBench's bare
 git directory, which is extracted to a temporary directory first).

@@ -704,7 +704,7 @@ def gen_concurrent(index: int, rng: np.random.Generator) -> Program:
     thread so that recompiles race."""
     n_calls = 12
     if rng.random() < 0.5:
-        # The status-word race of issue 7 item 4: 8 threads, 960 short calls in all, every
+        # The status-word race (one status word per call): 8 threads, 960 short calls in all, every
         # other one raising (an integer power with a negative exponent); measured on main, 4
         # threads rarely overlap in native code, 8 do.
         dt = str(rng.choice(["int8", "int32", "int64"]))

@@ -1,4 +1,4 @@
-"""Transformed programs (issue 10, section 5): an MLP training step and per-example gradients,
+"""Transformed programs: an MLP training step and per-example gradients,
 side by side in one run:
 
   numpy  a hand-written NumPy forward+backward (benchmarks/transforms_model.py)
@@ -206,7 +206,7 @@ def report(results: dict, header: str) -> str:
                  "x vs jk: the implementation's median over jk's (above 1: jitkernel is faster). min: the fastest "
                  "sample. max |dgrad|, rel: the largest difference of a gradient element from the hand-written "
                  "NumPy backward, absolute and relative to that gradient's largest magnitude.")
-    lines.append("Goals (issue 10):")
+    lines.append("Goals (docs/performance.md, \"Transformations\"):")
     lines += goals
     return "\n".join(lines)
 

@@ -1,6 +1,6 @@
-"""Sharding, the JAX way (issue 11, section 2): meshes, partition specs, sharded arrays.
+"""Sharding, the JAX way: meshes, partition specs, sharded arrays.
 
-Devices are the local CPU device (`jk.devices()`; GPUs are not built, issue 9), virtual CPU
+Devices are the local devices (`jk.devices()`: the CPU, then any CUDA GPUs), virtual CPU
 devices of this process (`cpu_devices(n)`, as XLA's `--xla_force_host_platform_device_count`),
 or the workers of a `dask.distributed.Client` (`jk.dask_devices(client)`). `NamedSharding`
 follows JAX 0.10.2: `devices_indices_map` returns the same slices, and the same errors are

@@ -1,4 +1,4 @@
-"""`jk.jit` over Dask arrays (issue 11, section 1).
+"""`jk.jit` over Dask arrays.
 
 A jitted function called with `dask.array.Array` arguments (any leaf of its pytree arguments)
 returns Dask arrays, lazily: the function is traced once at the full shapes, the traced program

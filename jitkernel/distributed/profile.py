@@ -1,4 +1,4 @@
-"""Per-worker profiles of jitted functions over Dask arrays (issue 11, section 2, last bullet).
+"""Per-worker profiles of jitted functions over Dask arrays (docs/distributed.md, "Per-worker profiles").
 
 While a profiler listens in the driver (`events.SUBSCRIBERS` non-empty when the graph is built),
 every block task of the graph is `recorded_run_block` instead of `worker.run_block`: it times the

@@ -30,7 +30,7 @@ import numpy as np
 
 # Why a family of NumPy functions is not supported (functions not listed: "not implemented").
 _REASONS = {
-    "data-dependent output shape (issue 8, item 4)": {
+    'data-dependent output shape: see "Data-dependent shapes" in docs/numpy-support.md': {
         "trim_zeros", "unique_all", "unique_counts", "unique_inverse", "unique_values", "intersect1d",
         "union1d", "setdiff1d", "setxor1d"},
     "files, text and printing: outside the compiled subset": {
