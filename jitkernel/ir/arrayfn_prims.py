@@ -17,7 +17,6 @@ import builtins
 import numpy as np
 
 from .primitives import Primitive, register
-from .program import RAISING_STEPS
 from .types import AType
 
 
@@ -32,7 +31,7 @@ def _take_impl(x: np.ndarray, idx: np.ndarray, *, axis: int) -> list[np.ndarray]
     return [np.asarray(np.take(x, idx, axis=axis), order="C")]
 
 
-register(Primitive("take_static", "library", _take_rule, _take_impl))
+register(Primitive("take_static", "library", _take_rule, _take_impl, checks_data=True))
 
 
 def _raise_if_rule(in_avals: list[AType], *, exception: str, message: str) -> list[AType]:
@@ -64,7 +63,6 @@ def _raise_if_impl(value: np.ndarray, bad: np.ndarray, *, exception: str, messag
     return [np.array(value, copy=True)]
 
 
-register(Primitive("raise_if", "library", _raise_if_rule, _raise_if_impl))
 # NumPy (and Python: range() with a zero step) raises even when the checked value is never read:
 # dead-code elimination keeps the check, in sub-programs too (ir/program.py may_raise).
-RAISING_STEPS.add("raise_if")
+register(Primitive("raise_if", "library", _raise_if_rule, _raise_if_impl, unread="step"))

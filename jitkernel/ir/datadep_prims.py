@@ -35,7 +35,6 @@ from typing import Any, Callable
 import numpy as np
 
 from .primitives import Primitive, register
-from .program import RAISING_STEPS
 from .types import AType
 
 # name -> function of the trimmed operands returning one array per non-"len" output.
@@ -94,10 +93,9 @@ def _impl(*arrays: np.ndarray, ncounts: int, fn: str, kw: tuple, layout: tuple, 
     return produced
 
 
-register(Primitive("datadep_call", "library", _rule, _impl))
 # A step may raise NumPy's errors on the data (an empty max, an index out of bounds): kept
 # alive when unread, and never run at compile time by fold_constants.
-RAISING_STEPS.add("datadep_call")
+register(Primitive("datadep_call", "library", _rule, _impl, unread="step"))
 # The same step for functions that never raise (a selection, nonzero, a window, sort, sum):
 # dead-code elimination drops it when nothing reads it (`x[m].sum()` reduces x densely, so the
 # selection step is not needed; numpy/_datadep.py).

@@ -19,7 +19,6 @@ from typing import Sequence
 import numpy as np
 
 from .primitives import Primitive, register
-from .program import RAISING_STEPS
 from .symdim import Dim, SymDim, max_dim, min_dim
 from .types import AType
 
@@ -67,7 +66,8 @@ def _dynamic_slice_impl(x: np.ndarray, *starts: np.ndarray, sizes: tuple[int, ..
     return [np.array(x[_window(x.shape, starts, sizes)], order="C")]
 
 
-register(Primitive("dynamic_slice", "library", _dynamic_slice_rule, _dynamic_slice_impl))
+register(Primitive("dynamic_slice", "library", _dynamic_slice_rule, _dynamic_slice_impl,
+                   unread="step"))  # an unread a[i] still raises
 
 
 def _dynamic_update_rule(in_avals: list[AType], *, layout: tuple | None = None) -> list[AType]:
@@ -86,5 +86,4 @@ def _dynamic_update_impl(x: np.ndarray, update: np.ndarray, *starts: np.ndarray,
     return [out]
 
 
-register(Primitive("dynamic_update_slice", "library", _dynamic_update_rule, _dynamic_update_impl))
-RAISING_STEPS.update({"dynamic_slice", "dynamic_update_slice"})  # an unread a[i] still raises
+register(Primitive("dynamic_update_slice", "library", _dynamic_update_rule, _dynamic_update_impl, unread="step"))

@@ -97,7 +97,9 @@ def _gather_impl(x: np.ndarray, *arrays: np.ndarray, index: Index) -> list[np.nd
     return [out.copy() if np.may_share_memory(out, x) else out]
 
 
-register(Primitive("gather", "library", _gather_rule, _gather_impl))
+# An index array with an out-of-bounds value raises NumPy's IndexError, read or not (`unused =
+# x[idx]`; and under vmap every traced x[i] is such a gather): the trace keeps the value.
+register(Primitive("gather", "library", _gather_rule, _gather_impl, unread="output"))
 
 
 def _take_rule(in_avals: list[AType], *, axis: int | None, mode: str) -> list[AType]:
@@ -108,7 +110,7 @@ def _take_rule(in_avals: list[AType], *, axis: int | None, mode: str) -> list[AT
 
 
 register(Primitive("take", "library", _take_rule,
-                   lambda a, idx, *, axis, mode: [np.asarray(np.take(a, idx, axis=axis, mode=mode))]))
+                   lambda a, idx, *, axis, mode: [np.asarray(np.take(a, idx, axis=axis, mode=mode))], unread="output"))
 
 
 def _take_along_rule(in_avals: list[AType], *, axis: int | None) -> list[AType]:
@@ -119,7 +121,7 @@ def _take_along_rule(in_avals: list[AType], *, axis: int | None) -> list[AType]:
 
 
 register(Primitive("take_along_axis", "library", _take_along_rule,
-                   lambda arr, idx, *, axis: [np.asarray(np.take_along_axis(arr, idx, axis=axis))]))
+                   lambda arr, idx, *, axis: [np.asarray(np.take_along_axis(arr, idx, axis=axis))], unread="output"))
 
 # ----------------------------------------------------------------------------- scatter
 
@@ -211,6 +213,10 @@ _UPDATES = {
 # Functional updates of their first input, by primitive: the implementation that writes into
 # that input's buffer instead of a copy (same results, same errors).
 IN_PLACE_IMPLS: dict[str, Impl] = {}
+# How each update raises on the data: an index out of bounds (kept when unread, as a gather), or
+# a mask and values that do not fit (`np.place` with no values for a True entry).
+_UPDATE_RAISES = {"scatter": "output", "scatter_ufunc": "output", "put": "output", "put_along_axis": "output"}
 for _name, (_rule, _into) in _UPDATES.items():
-    register(Primitive(_name, "library", _rule, _functional(_into)))
+    register(Primitive(_name, "library", _rule, _functional(_into), unread=_UPDATE_RAISES.get(_name),
+                       checks_data=_name not in _UPDATE_RAISES))
     IN_PLACE_IMPLS[_name] = _in_place(_into)

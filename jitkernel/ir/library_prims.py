@@ -24,7 +24,13 @@ _F64 = np.dtype(np.float64)
 _I64 = np.dtype(np.int64)
 
 
-def _library(name: str, rule: Callable[..., list[AType]], fn: Callable[..., Any]) -> None:
+# Library steps whose call can raise on the data (singular matrix, not positive definite, a
+# bincount value >= minlength, non-monotonic bins, no convergence): NumPy raises even when the
+# result is never read, so the trace keeps such a step's value (Primitive.unread).
+RAISES = "output"
+
+
+def _library(name: str, rule: Callable[..., list[AType]], fn: Callable[..., Any], unread: str | None = None) -> None:
     """Register `name` whose impl is `fn(*arrays, **params)`; a tuple result is one output per
     item, each checked against the rule's avals (a mismatch raises: never a cast)."""
     expected_cache: dict = {}  # (input shapes and dtypes, params) -> the rule's (shape, dtype)s
@@ -53,7 +59,7 @@ def _library(name: str, rule: Callable[..., list[AType]], fn: Callable[..., Any]
                 r = r.copy()  # a result is a new array, never a view of an input (an argument)
             results.append(r)
         return results
-    register(Primitive(name, "library", rule, impl))
+    register(Primitive(name, "library", rule, impl, unread=unread))
 
 
 def _sample(dtype: np.dtype, n: int = 1) -> np.ndarray:
@@ -222,17 +228,17 @@ def _pinv(a: np.ndarray, *, rcond: Any, hermitian: bool) -> np.ndarray:
     return np.linalg.pinv(a, rcond=rcond, hermitian=hermitian)
 
 
-_library("linalg_inv", _square_rule, np.linalg.inv)
-_library("linalg_cholesky", _square_rule, lambda a, *, upper: np.linalg.cholesky(a, upper=upper))
+_library("linalg_inv", _square_rule, np.linalg.inv, unread=RAISES)
+_library("linalg_cholesky", _square_rule, lambda a, *, upper: np.linalg.cholesky(a, upper=upper), unread=RAISES)
 _library("linalg_det", _det_rule, np.linalg.det)
 _library("linalg_slogdet", _slogdet_rule, lambda a: tuple(np.linalg.slogdet(a)))
-_library("linalg_solve", _solve_rule, np.linalg.solve)
-_library("linalg_eigh", _eigh_rule, lambda a, *, UPLO: tuple(np.linalg.eigh(a, UPLO=UPLO)))
-_library("linalg_eigvalsh", _eigvalsh_rule, lambda a, *, UPLO: np.linalg.eigvalsh(a, UPLO=UPLO))
-_library("linalg_qr", _qr_rule, lambda a, *, mode: (lambda r: tuple(r) if isinstance(r, tuple) else r)(np.linalg.qr(a, mode=mode)))
-_library("linalg_svd", _svd_rule, _svd)
-_library("linalg_lstsq", _lstsq_rule, _lstsq)
-_library("linalg_pinv", _pinv_rule, _pinv)
+_library("linalg_solve", _solve_rule, np.linalg.solve, unread=RAISES)
+_library("linalg_eigh", _eigh_rule, lambda a, *, UPLO: tuple(np.linalg.eigh(a, UPLO=UPLO)), unread=RAISES)
+_library("linalg_eigvalsh", _eigvalsh_rule, lambda a, *, UPLO: np.linalg.eigvalsh(a, UPLO=UPLO), unread=RAISES)
+_library("linalg_qr", _qr_rule, lambda a, *, mode: (lambda r: tuple(r) if isinstance(r, tuple) else r)(np.linalg.qr(a, mode=mode)), unread=RAISES)
+_library("linalg_svd", _svd_rule, _svd, unread=RAISES)
+_library("linalg_lstsq", _lstsq_rule, _lstsq, unread=RAISES)
+_library("linalg_pinv", _pinv_rule, _pinv, unread=RAISES)
 
 # ----------------------------------------------------------------------------- sorting
 
@@ -326,7 +332,7 @@ def _histogram(a: np.ndarray, *rest: np.ndarray, bins: int | None, range: Any, d
     return tuple(np.histogram(a, bins=b, range=range, density=density or None, weights=weights))
 
 
-_library("histogram", _histogram_rule, _histogram)
+_library("histogram", _histogram_rule, _histogram, unread=RAISES)
 
 
 def _bincount_rule(in_avals: list[AType], *, minlength: int) -> list[AType]:
@@ -350,7 +356,7 @@ def _bincount(x: np.ndarray, weights: np.ndarray | None = None, *, minlength: in
     return out
 
 
-_library("bincount", _bincount_rule, _bincount)
+_library("bincount", _bincount_rule, _bincount, unread=RAISES)
 
 
 def _digitize_rule(in_avals: list[AType], *, right: bool) -> list[AType]:
@@ -361,7 +367,7 @@ def _digitize_rule(in_avals: list[AType], *, right: bool) -> list[AType]:
     return [AType(x.shape, _I64)]
 
 
-_library("digitize", _digitize_rule, lambda x, bins, *, right: np.digitize(x, bins, right=right))
+_library("digitize", _digitize_rule, lambda x, bins, *, right: np.digitize(x, bins, right=right), unread=RAISES)
 
 # ----------------------------------------------------------------------------- 1-d signal
 
@@ -398,7 +404,7 @@ def _interp_rule(in_avals: list[AType], *, left: Any, right: Any, period: Any) -
 
 
 _library("interp", _interp_rule,
-         lambda x, xp, fp, *, left, right, period: np.interp(x, xp, fp, left=left, right=right, period=period))
+         lambda x, xp, fp, *, left, right, period: np.interp(x, xp, fp, left=left, right=right, period=period), unread=RAISES)
 
 # ----------------------------------------------------------------------------- FFT
 
@@ -430,14 +436,4 @@ def _fft(a: np.ndarray, *, fn: str, n: Any, axes: Any, norm: Any) -> np.ndarray:
 
 _library("fft", _fft_rule, _fft)
 
-# Library steps whose call can raise on the data (singular matrix, not positive definite, a
-# bincount value >= minlength, non-monotonic bins, no convergence): NumPy raises even when the
-# result is never read, so the trace keeps such a step alive (trace/__init__.py).
-RAISING_LIBRARY_PRIMITIVES = frozenset({
-    "linalg_inv", "linalg_cholesky", "linalg_solve", "linalg_eigh", "linalg_eigvalsh", "linalg_svd",
-    "linalg_lstsq", "linalg_pinv", "linalg_qr", "bincount", "digitize", "histogram", "interp",
-    # ir/index_prims.py: an index array with an out-of-bounds value raises NumPy's IndexError
-    # (`unused = x[idx]` too; and under vmap every traced x[i] is such a gather)
-    "gather", "take", "take_along_axis", "scatter", "scatter_ufunc", "put", "put_along_axis"})
-
-__all__ = ["RAISING_LIBRARY_PRIMITIVES", "linalg_dtype", "real_dtype", "assert_stacked_2d", "assert_stacked_square", "histogram_dtypes"]
+__all__ = ["linalg_dtype", "real_dtype", "assert_stacked_2d", "assert_stacked_square", "histogram_dtypes"]

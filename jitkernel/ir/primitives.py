@@ -22,11 +22,30 @@ Impl = Callable[..., list[np.ndarray]]
 
 @dataclass(frozen=True)
 class Primitive:
+    """One primitive, declared once: its shape/dtype rule, its NumPy reference implementation and
+    its properties. Layers read the properties instead of keeping lists of names; rules of their
+    own (differentiation, batching, Dask, lowering) are registered against the name by the layer."""
+
     name: str
     kind: str  # "elementwise" | "movement" | "reduce" | "library" | "creation" | "structural"
     shape_rule: ShapeRule  # (in_avals, **params) -> out avals
     impl: Impl  # (*arrays, **params) -> out arrays
     ufunc: np.ufunc | None = None
+    # How NumPy's error of an unread result is kept (NumPy evaluates every statement: `unused =
+    # x[i]` raises): "step" (dead-code elimination keeps the equation), "output" (the trace keeps
+    # its value as a hidden output, trace/__init__.py), None: its run never raises on the data.
+    unread: str | None = None
+    # Its run can raise on some data even though its result is not kept when unread (an update
+    # whose target index is checked when it is applied): not hoisted out of a loop that may run
+    # zero times, not run on an example that would not run it under vmap.
+    checks_data: bool = False
+
+    @property
+    def may_raise(self) -> bool:
+        """Whether running it on some data raises NumPy's error (an index out of bounds, a
+        singular matrix, a failed run-time check). Integer `power` with a negative exponent
+        raises too, which depends on the dtype (`raises_on_data`)."""
+        return self.unread is not None or self.checks_data
 
 
 PRIMITIVES: dict[str, Primitive] = {}
@@ -45,6 +64,12 @@ def get(name: str) -> Primitive:
 
 def infer_avals(name: str, in_avals: Sequence[AType], params: dict[str, Any]) -> list[AType]:
     return PRIMITIVES[name].shape_rule(list(in_avals), **params)
+
+
+def raises_on_data(prim: str, out_avals: Sequence[AType]) -> bool:
+    """Whether an equation of `prim` with these results can raise on some data: the primitive
+    may raise, or it is an integer `power` (a negative exponent is NumPy's ValueError)."""
+    return PRIMITIVES[prim].may_raise or (prim == "power" and out_avals[0].dtype.kind in "iu")
 
 
 def evaluate(name: str, arrays: Sequence[np.ndarray], params: dict[str, Any]) -> list[np.ndarray]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .primitives import PRIMITIVES
 from .types import AType
 
 _var_ids = itertools.count()
@@ -94,16 +95,15 @@ class Program:
         return format_program(self)
 
 
-# Primitives whose step can raise at run time (NumPy's IndexError of a traced index): kept
-# when nothing reads them, since NumPy evaluates every statement. Registered by their modules.
-RAISING_STEPS: set[str] = set()
 # Primitives whose params hold sub-Programs (control flow, ir/control_flow.py).
 WITH_SUB_PROGRAMS: set[str] = set()
 
 
 def may_raise(eqn: Eqn) -> bool:
-    """Whether `eqn` is a raising step, or a control-flow equation whose sub-programs hold one."""
-    if eqn.prim in RAISING_STEPS:
+    """Whether `eqn` is a step kept when unread (`Primitive.unread == "step"`: NumPy's
+    IndexError of a traced index, a run-time check), or a control-flow equation whose
+    sub-programs hold one."""
+    if PRIMITIVES[eqn.prim].unread == "step":
         return True
     if eqn.prim not in WITH_SUB_PROGRAMS:
         return False
@@ -119,7 +119,7 @@ def live_variables(eqns: list[Eqn], roots: list[Var]) -> set[Var]:
     An equation is live when any of its outputs is, or when it may raise (may_raise)."""
     live = set(roots)
     for eqn in reversed(eqns):
-        if any(o in live for o in eqn.outputs) or (RAISING_STEPS and may_raise(eqn)):
+        if any(o in live for o in eqn.outputs) or may_raise(eqn):
             live.update(eqn.outputs)
             live.update(eqn.inputs)
     return live

@@ -6,7 +6,6 @@ import numpy as np
 
 from ..ir import Eqn, Program, Var, primitives
 from ..ir.control_flow import CONTROL_FLOW_PRIMITIVES
-from ..ir.program import RAISING_STEPS
 
 MAX_FOLDED_ELEMENTS = 4096
 
@@ -18,7 +17,7 @@ def fold_constants(program: Program) -> Program:
     for eqn in program.eqns:
         # Loops are never folded: a constant trip count can still be 10**6 iterations.
         # Nor a step that may raise: its IndexError belongs to the run (and to the branch taken).
-        foldable = (eqn.prim not in CONTROL_FLOW_PRIMITIVES and eqn.prim not in RAISING_STEPS and all(v in values for v in eqn.inputs) and eqn.inputs
+        foldable = (eqn.prim not in CONTROL_FLOW_PRIMITIVES and primitives.get(eqn.prim).unread != "step" and all(v in values for v in eqn.inputs) and eqn.inputs
                     and all(o.aval.size <= MAX_FOLDED_ELEMENTS for o in eqn.outputs))
         if foldable:
             outs = primitives.evaluate(eqn.prim, [values[v] for v in eqn.inputs], eqn.params)

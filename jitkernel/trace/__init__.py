@@ -6,9 +6,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..forking import compile_section
-from ..ir import AType, Program, Var, live_variables
+from ..ir import AType, Program, Var, live_variables, primitives
 from ..tree import TreeDef, tree_flatten
-from ..ir.library_prims import RAISING_LIBRARY_PRIMITIVES
 from .context import TraceContext, current_context, user_line_warnings
 from . import creation, random_guard, unsupported
 from .tracer import Tracer, conversion_error
@@ -109,6 +108,6 @@ def _unread_raising_values(ctx: TraceContext, outvars: list[Var]) -> list[Var]:
             axes = tuple(range(out.aval.ndim))
             value = Tracer(ctx, out)
             hidden.append(ctx.bind1("reduce_sum", value, axes=axes).ir_var if axes else out)
-        elif eqn.prim in RAISING_LIBRARY_PRIMITIVES and not any(o in live for o in eqn.outputs):
-            hidden.append(out)  # LinAlgError etc. (ir/library_prims.py): already a buffer, kept as is
+        elif primitives.get(eqn.prim).unread == "output" and not any(o in live for o in eqn.outputs):
+            hidden.append(out)  # LinAlgError, IndexError etc. (Primitive.unread): already a buffer, kept as is
     return hidden

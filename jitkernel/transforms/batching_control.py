@@ -25,9 +25,7 @@ import numpy as np
 
 from ..ir import AType, Program, Var
 from ..ir.control_flow import sub_programs
-from ..ir.library_prims import RAISING_LIBRARY_PRIMITIVES
-from ..ir.primitives import infer_avals
-from ..ir.program import RAISING_STEPS
+from ..ir.primitives import infer_avals, raises_on_data
 from ..trace.context import current_context
 from ..trace.tracer import Tracer
 from . import ops
@@ -36,16 +34,11 @@ from .core import Traced, trace_leaves
 
 _I64 = np.dtype(np.int64)
 
-# Steps that can raise on the data (besides RAISING_STEPS and the raising library steps).
-_MAY_RAISE = frozenset({"gather", "scatter", "scatter_ufunc", "take", "take_along_axis", "take_static", "put",
-                        "put_along_axis", "putmask", "place", "raise_if", "datadep_call", "datadep_pure"})
-
-
 def may_raise(program: Program) -> bool:
     """Whether running `program` on some data can raise (so running it for an example that would
     not run it changes the outcome)."""
     for eqn in program.eqns:
-        if eqn.prim in _MAY_RAISE or eqn.prim in RAISING_STEPS or eqn.prim in RAISING_LIBRARY_PRIMITIVES:
+        if raises_on_data(eqn.prim, [o.aval for o in eqn.outputs]):
             return True
         if any(may_raise(p) for p in sub_programs(eqn.params)):
             return True
