@@ -48,10 +48,10 @@ __all__ = ["jit", "make_ir", "lax", "sharding", "ShardedArray", "devices", "dask
 
 def load_ipython_extension(ipython):  # pragma: no cover - exercised by the notebook tests
     """`%load_ext jitkernel`: hand over to the magics package (imported lazily)."""
-    from magics import load_ipython_extension as load
+    from jitkernel.magics import load_ipython_extension as load
     return load(ipython)
 
 
 def unload_ipython_extension(ipython):  # pragma: no cover
-    from magics import unload_ipython_extension as unload
+    from jitkernel.magics import unload_ipython_extension as unload
     return unload(ipython)

@@ -9,7 +9,7 @@ from IPython.core.magic import Magics, cell_magic, magics_class, no_var_expand, 
 from IPython.display import display
 
 import jitkernel as jk
-import profiler
+from jitkernel import profiler
 from jitkernel.api import Jitted
 
 from .cellexec import CellCode, parse_cell, show_cell_frames_only
