@@ -93,7 +93,7 @@ class JitCellMagics(Magics):
         call_args = [ns[n] for n in plan.inputs]
         try:
             outputs, last = jitted(*call_args)
-        except Exception as e:
+        except Exception:
             if jitted.cache_size() == 0:  # never compiled: forget it (a fixed cell starts afresh)
                 registry.forget(jitted, key)
             raise

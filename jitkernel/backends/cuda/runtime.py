@@ -20,11 +20,11 @@ from ... import events
 from ...device_array import DeviceArray, GpuDevice, default_gpu
 from ...fusion import KernelProgram
 from ...ir import Program
-from ...fusion.params import constants, parameter_values
+from ...fusion.params import parameter_values
 from .device_complex import complex_outputs, packed_arguments
 from .dynamic_params import CudaTemplate
 from .executor import ProgramRunner
-from .render import CudaModule, render_program
+from .render import CudaModule
 
 
 class DeviceProgram:
