@@ -41,3 +41,16 @@ def test_importing_jitkernel_imports_neither_magics_nor_profiler():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_magics_and_profiler_import_from_this_checkout():
+    # The editable install maps jitkernel.magics/profiler to the folders of the checkout it was made
+    # from; `jitkernel` itself comes from the working directory. Run from another checkout with that
+    # install, the tests would check this checkout's engine against the other one's magics.
+    code = ("import jitkernel, jitkernel.magics, jitkernel.profiler\n"
+            "print(jitkernel.magics.__file__); print(jitkernel.profiler.__file__)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    for path in done.stdout.split():
+        assert Path(path).resolve().is_relative_to(ROOT), (
+            f"{path} is not in {ROOT}: install this checkout (pip install -e '.[test]')")
