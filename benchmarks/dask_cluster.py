@@ -31,9 +31,7 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import time
-from typing import Any
 
 import numpy as np
 

@@ -43,7 +43,7 @@ def main() -> None:
     import dask.array as da
     import distributed
     import jitkernel as jk
-    import profiler
+    from jitkernel import profiler
     from jitkernel import events
     cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
                                        dashboard_address=None, protocol="tcp")

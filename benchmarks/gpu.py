@@ -266,7 +266,7 @@ def run_workloads(impl_name: str, chosen: list[GpuWorkload], repeat: int, emit: 
             row["check"] = check(w, inputs, impl.to_host(out))
             for _ in range(3):
                 impl.sync(fn(*dev))
-            samples = [timer.sample(lambda: fn(*dev), impl.sync) for _ in range(repeat)]
+            samples = [timer.sample(lambda: fn(*dev), impl.sync) for _ in range(repeat)]  # noqa: F821 (pyflakes reads the `del dev` below as undefining the closure's name)
             row["median_ms"] = median_ms(samples)
             row["p10_ms"], row["p90_ms"] = (float(np.percentile(samples, q)) for q in (10, 90))
             row["bytes"] = w.moved

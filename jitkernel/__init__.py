@@ -20,9 +20,9 @@ from .benchmarking import BenchmarkRecord, benchmark
 from . import lax  # jk.lax: cond, switch, while_loop, fori_loop, scan
 from . import sharding  # jk.sharding: Mesh, PartitionSpec (P), NamedSharding (docs/distributed.md)
 from .sharding import ShardedArray, dask_devices, device_put, devices, visualize_sharding
-from . import device_array  # jk.DeviceArray, GPU devices (docs/gpu.md, "Device arrays and synchronisation")
+from . import device_array as device_array  # jk.DeviceArray, GPU devices (docs/gpu.md, "Device arrays and synchronisation")
 from .device_array import DeviceArray
-from . import random  # jk.random: explicit keys, JAX's threefry bits (not in __all__: `import *` must not shadow stdlib random)
+from . import random as random  # jk.random: explicit keys, JAX's threefry bits (not in __all__: `import *` must not shadow stdlib random)
 from .transforms import (ArgumentNotWrittenWarning, BatchingError, CustomDerivativeError, GradientCheckError,
                          GradientError, check_grads, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jvp,
                          stop_gradient, value_and_grad, vjp, vmap)
@@ -48,10 +48,10 @@ __all__ = ["jit", "make_ir", "lax", "sharding", "ShardedArray", "devices", "dask
 
 def load_ipython_extension(ipython):  # pragma: no cover - exercised by the notebook tests
     """`%load_ext jitkernel`: hand over to the magics package (imported lazily)."""
-    from magics import load_ipython_extension as load
+    from jitkernel.magics import load_ipython_extension as load
     return load(ipython)
 
 
 def unload_ipython_extension(ipython):  # pragma: no cover
-    from magics import unload_ipython_extension as unload
+    from jitkernel.magics import unload_ipython_extension as unload
     return unload(ipython)

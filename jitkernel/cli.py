@@ -34,9 +34,9 @@ def demo(args: argparse.Namespace) -> int:
     import nbformat
     from nbclient.exceptions import CellExecutionError
 
-    from magics.kernelspec import KERNEL_NAME, ensure_kernelspec
-    from magics.nbhtml import notebook_to_html
-    from magics.nbrun import cell_outputs, execute_notebook
+    from jitkernel.magics.kernelspec import KERNEL_NAME, ensure_kernelspec
+    from jitkernel.magics.nbhtml import notebook_to_html
+    from jitkernel.magics.nbrun import cell_outputs, execute_notebook
 
     notebook = Path(args.notebook) if args.notebook else _default_notebook()
     if not notebook.is_file():
@@ -83,7 +83,7 @@ def demo(args: argparse.Namespace) -> int:
 
 def install_kernel(args: argparse.Namespace) -> int:
     """Install the "Python 3 (jitkernel)" kernelspec."""
-    from magics.kernelspec import install_kernelspec
+    from jitkernel.magics.kernelspec import install_kernelspec
 
     path = install_kernelspec(args.name, user=args.user, prefix=args.prefix)
     print(f"installed kernelspec {args.name!r} (\"Python 3 (jitkernel)\") in {path}")
@@ -130,7 +130,7 @@ def lab(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("jupyterlab") is None:
         print(lab_missing_message(), file=sys.stderr)
         return 2
-    from magics.kernelspec import KERNEL_NAME, ensure_kernelspec
+    from jitkernel.magics.kernelspec import KERNEL_NAME, ensure_kernelspec
 
     spec_dir = ensure_kernelspec(KERNEL_NAME)
     directory = Path(args.dir) if args.dir else _lab_directory()

@@ -1,4 +1,4 @@
-"""The jitkernel IPython extension: `%load_ext jitkernel` (or `%load_ext magics`).
+"""The jitkernel IPython extension: `%load_ext jitkernel` (or `%load_ext jitkernel.magics`).
 
 Magics: `%%jit` (cell), `%jit_profile`, `%jit_explain`, `%jit_ir`, `%jit_cache`,
 `%jit_backend` (see docs/magics.md). Importing this package imports IPython; `jitkernel`

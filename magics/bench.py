@@ -10,7 +10,7 @@ from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 from IPython.display import display
 
 import jitkernel as jk
-import profiler
+from jitkernel import profiler
 
 if TYPE_CHECKING:
     from .extension import Extension

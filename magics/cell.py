@@ -9,7 +9,7 @@ from IPython.core.magic import Magics, cell_magic, magics_class, no_var_expand, 
 from IPython.display import display
 
 import jitkernel as jk
-import profiler
+from jitkernel import profiler
 from jitkernel.api import Jitted
 
 from .cellexec import CellCode, parse_cell, show_cell_frames_only
@@ -93,7 +93,7 @@ class JitCellMagics(Magics):
         call_args = [ns[n] for n in plan.inputs]
         try:
             outputs, last = jitted(*call_args)
-        except Exception as e:
+        except Exception:
             if jitted.cache_size() == 0:  # never compiled: forget it (a fixed cell starts afresh)
                 registry.forget(jitted, key)
             raise

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import profiler
+from jitkernel import profiler
 from jitkernel import events
 
 from .bench import JitBenchMagics

@@ -9,7 +9,7 @@ from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 from IPython.display import display
 
 import jitkernel as jk
-import profiler
+from jitkernel import profiler
 from jitkernel.api import Jitted
 
 from .diagnostics import stage_text
@@ -23,7 +23,7 @@ PLOT_CHOICES = (*profiler.PLOT_KINDS, "all")
 
 
 def _format_bytes(n: int) -> str:
-    from profiler.report import format_bytes
+    from jitkernel.profiler.report import format_bytes
     return format_bytes(n)
 
 

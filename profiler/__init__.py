@@ -4,7 +4,7 @@ One session collector per process starts when the IPython extension loads, or on
 `start()` / `report()`. It records every engine event (trace, optimise, fuse, codegen,
 compile, cache, recompile, run) from then on.
 
->>> import numpy as np, jitkernel as jk, profiler
+>>> import numpy as np, jitkernel as jk, jitkernel.profiler as profiler
 >>> _ = profiler.start(); profiler.reset()
 >>> f = jk.jit(lambda x: np.sin(x).sum(), backend="interpret")
 >>> _ = f(np.zeros(8)); _ = f(np.zeros(8))

@@ -10,7 +10,7 @@ from .plots import ProfileFigure
 def bench_plot(record: Any) -> ProfileFigure:
     """A figure (displays as one PNG) of a `jitkernel.BenchmarkRecord`.
 
-    >>> import numpy as np, jitkernel as jk, profiler
+    >>> import numpy as np, jitkernel as jk, jitkernel.profiler as profiler
     >>> rec = jk.benchmark(jk.jit(lambda x: x + 1), np.ones(10), repeat=3)
     >>> profiler.bench_plot(rec).kind
     'bench'

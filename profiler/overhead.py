@@ -1,4 +1,4 @@
-"""Measure what profiling costs a warm call: `python -m profiler.overhead`.
+"""Measure what profiling costs a warm call: `python -m jitkernel.profiler.overhead`.
 
 Times a tiny jitted function (`x + 1` on 4 float64 values, cpu backend) per call with nobody
 subscribed (the engine then builds no events), with a no-op subscriber (the cost of the engine
@@ -82,7 +82,7 @@ def report(results: dict[str, float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m profiler.overhead", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m jitkernel.profiler.overhead", description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args(argv)

@@ -24,7 +24,6 @@ import shutil
 import zlib
 from typing import Iterator
 
-import pytest
 from _pytest.runner import runtestprotocol
 
 EMULATOR = "cuda-emulator"

@@ -14,7 +14,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 import jitkernel as jk
-import profiler
+from jitkernel import profiler
 from jitkernel import events
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -78,7 +78,7 @@ def binds_an_array_or_a_string(x, t):
 def sets_a_string(x, t):
     s = "a"
     if t > 0:
-        s = "b"
+        s = "b"  # noqa: F841 (the unused name is what the test traces)
     return x
 
 

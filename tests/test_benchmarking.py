@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jitkernel as jk
-import profiler
+from jitkernel import profiler
 from tests.test_magics import ip, ok, usage_error  # noqa: F401  (the shell fixture)
 
 

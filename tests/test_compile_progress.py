@@ -18,7 +18,7 @@ from jitkernel.backends.cuda import emulator, nvcc
 
 pytest.importorskip("IPython")
 from ipython_shell import extension_shell, ok  # noqa: E402
-from magics.extension import extension_for  # noqa: E402
+from jitkernel.magics.extension import extension_for  # noqa: E402
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                                 reason="the emulator's compile needs a host C++20 compiler (g++)")
@@ -179,7 +179,7 @@ def test_a_jupyter_kernel_routes_the_progress_line_to_the_running_cell(tmp_path)
 
 
 def test_the_profiler_keeps_the_compile_not_its_progress_signals():
-    import profiler
+    from jitkernel import profiler
     from jitkernel import events
     profiler.start()
     profiler.reset()

@@ -9,7 +9,6 @@ rest runs NumPy's loops as library steps. Sums use NumPy's pairwise order per pa
 round differently from NumPy's interleaved complex loop: compared with a tolerance."""
 from __future__ import annotations
 
-import itertools
 import warnings
 
 import numpy as np

@@ -103,7 +103,6 @@ def test_while_loop_collatz_steps():
 
 def test_cond_clamps_the_index_and_scan_stacks():
     x = _v((2,), F64)
-    outs = []
     branches = []
     for k, prim in enumerate(("sin", "cos", "negative")):
         xi, yi = _v((2,), F64), _v((2,), F64)

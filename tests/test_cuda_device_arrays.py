@@ -202,9 +202,9 @@ def test_device_put_round_trips(x: np.ndarray) -> None:
 
 # -- the profiler's device phases (the real profiler, the emulated GPU's events) ----------------
 def test_profiler_shows_kernels_and_transfers(gpu) -> None:
-    import profiler
-    from profiler.collector import Collector
-    from profiler.report import Report
+    from jitkernel import profiler
+    from jitkernel.profiler.collector import Collector
+    from jitkernel.profiler.report import Report
 
     saved = list(events.SUBSCRIBERS)
     c = Collector()
@@ -236,7 +236,7 @@ def test_profiler_shows_kernels_and_transfers(gpu) -> None:
 
 def test_jit_profile_magic_shows_the_device(gpu, tmp_path, monkeypatch) -> None:
     """`%%jit -b cuda` and `%jit_profile` in a real in-process IPython shell."""
-    import profiler
+    from jitkernel import profiler
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.utils.capture import capture_output
 

@@ -420,7 +420,7 @@ def test_explain_and_jit_explain():
     assert "blockwise products + tree sum" in text and "per-block partials + tree combine" in text
     assert "input 0: f32[13,11] chunks (4 blocks of 1/4, 4 blocks of 2/3)" in text
     pytest.importorskip("IPython")
-    from magics.line import explain as magic_explain
+    from jitkernel.magics.line import explain as magic_explain
     f(x, w)
     assert "dask partition of <lambda>" in magic_explain(f)
 

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 import jitkernel as jk
-import profiler
+from jitkernel import profiler
 from jitkernel import events
 from jitkernel.distributed import profile as dprofile
 from jitkernel.distributed import worker
-from profiler.workers import retried_blocks, worker_rows
+from jitkernel.profiler.workers import retried_blocks, worker_rows
 
 da = pytest.importorskip("dask.array")
 import dask  # noqa: E402

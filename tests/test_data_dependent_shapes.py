@@ -324,7 +324,7 @@ def test_the_split_is_shown_in_kernels_fusion_record_and_explain():
         unsubscribe()
     (fuse,) = [e for e in seen if isinstance(e, events.FuseEvent)]
     assert any("split: x[mask]" in g.get("split", "") for g in fuse.groups)
-    from magics.line import explain
+    from jitkernel.magics.line import explain
     f(x)
     assert f"data-dependent split: [split: x[mask] at {__file__}:{line}" in explain(f)
 
@@ -440,9 +440,9 @@ def test_reductions_of_selections_fuse_without_a_selection_step(backend):
 
 
 def test_fusion_plot_marks_the_split():
-    from profiler.collector import Collector
-    from profiler.plots import fusion
-    from profiler.report import Report
+    from jitkernel.profiler.collector import Collector
+    from jitkernel.profiler.plots import fusion
+    from jitkernel.profiler.report import Report
     collector = Collector()  # (not the session's: other tests count its subscriptions)
     collector.start()
     try:

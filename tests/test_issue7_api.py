@@ -407,7 +407,7 @@ def user_reshape(x):
 
 
 def user_raises(x):
-    y = x + 1
+    y = x + 1  # noqa: F841 (a line before the raise)
     raise MyError("my own message")
 
 

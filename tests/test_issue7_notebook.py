@@ -121,8 +121,8 @@ def test_a_shape_generic_reuse_is_neither_a_hit_nor_a_compile_in_code_and_docs()
     import numpy as np
 
     import jitkernel as jk
-    from profiler.collector import Collector
-    from profiler.report import Report
+    from jitkernel.profiler.collector import Collector
+    from jitkernel.profiler.report import Report
 
     f = jk.jit(lambda x: (x * 2.0).sum(axis=1))
     c = Collector()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from jitkernel.cli import main
-from magics.kernelspec import EXTRA_ARGUMENTS, ensure_kernelspec, is_current
+from jitkernel.magics.kernelspec import EXTRA_ARGUMENTS, ensure_kernelspec, is_current
 
 
 def test_install_kernel_into_a_prefix(tmp_path, capsys):

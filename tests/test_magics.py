@@ -10,7 +10,7 @@ import pytest
 from IPython.core.error import UsageError
 
 import jitkernel as jk
-import profiler
+from jitkernel import profiler
 from jitkernel import events
 from jitkernel.api import Jitted
 from tests.ipython_shell import extension_shell, ok, run  # noqa: F401  (ok, run: used by other test modules too)

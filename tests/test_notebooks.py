@@ -31,7 +31,7 @@ def kernels_dir(tmp_path_factory):
 
 
 def _execute(name: str, kernels_dir: Path, cwd: Path):
-    from magics.nbrun import execute_notebook
+    from jitkernel.magics.nbrun import execute_notebook
     return execute_notebook(NOTEBOOKS / f"{name}.ipynb", KERNEL, kernels_dir, cwd=cwd, timeout=120,
                             kernel_log=cwd / "kernel.log")
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import jitkernel as jk
-import profiler
+from jitkernel import profiler
 from jitkernel import events
-from profiler.collector import Collector
+from jitkernel.profiler.collector import Collector
 
 
 @pytest.fixture(autouse=True)
@@ -34,7 +34,7 @@ def test_report_counts_and_times():
         f(arr)
     c.stop()
     f(a)  # after stop: not recorded
-    from profiler.report import Report
+    from jitkernel.profiler.report import Report
     st = Report(c.snapshot())["_step"]
     assert (st.calls, st.cache_hits, st.compiles, st.recompiles) == (5, 3, 2, 1)
     assert st.trace > 0 and st.compile > 0 and st.first_run > 0
@@ -56,7 +56,7 @@ def test_records_and_chrome_trace(tmp_path):
     f(np.ones((8, 4), np.float32))
     f(np.ones((9, 4), np.float32))
     c.stop()
-    from profiler.report import Report
+    from jitkernel.profiler.report import Report
     report = Report(c.snapshot())
     recs = report.records()
     phases = [r["phase"] for r in recs]
@@ -88,7 +88,7 @@ def test_compaction_keeps_the_numbers():
         f(x)
     c.stop()
     assert len(c._events) < 40  # warm runs and hits moved into columns
-    from profiler.report import Report
+    from jitkernel.profiler.report import Report
     st = Report(c.snapshot())["_step"]
     assert (st.calls, st.cache_hits, st.compiles, st.warm_runs) == (200, 199, 1, 199)
     assert sum(r["phase"] == "run" for r in Report(c.snapshot()).records()) == 200
@@ -128,7 +128,7 @@ def test_text_and_html_tables():
     f(np.ones((3, 3), np.float32))
     f(np.ones((4, 3), np.float32))
     c.stop()
-    from profiler.report import COLUMNS, Report
+    from jitkernel.profiler.report import COLUMNS, Report
     r = Report(c.snapshot(), title="t <&>")
     text = str(r)
     assert text.splitlines()[1].split()[:2] == ["function", "calls"]
@@ -146,7 +146,7 @@ def test_plots_are_single_pngs():
     for n in (4, 4, 8):
         f(np.ones((n, 4), np.float32))
     c.stop()
-    from profiler.report import Report
+    from jitkernel.profiler.report import Report
     r = Report(c.snapshot())
     for kind in profiler.PLOT_KINDS:
         fig = r.plot(kind)
@@ -165,7 +165,7 @@ def _bad(x):
 
 
 def _report_of(*calls) -> "profiler.Report":
-    from profiler.report import Report
+    from jitkernel.profiler.report import Report
     c = Collector()
     c.start()
     try:
@@ -268,7 +268,7 @@ def test_compaction_keeps_same_named_functions_apart():
         second(x)
     second(x)
     c.stop()
-    from profiler.report import Report
+    from jitkernel.profiler.report import Report
     r = Report(c.snapshot())
     assert (r["step"].calls, r["step (2)"].calls) == (30, 31)
     assert (r["step"].compiles, r["step (2)"].compiles) == (1, 1)
@@ -321,7 +321,7 @@ def test_plots_say_how_many_functions_are_hidden():
         exec(f"def fn_{i}(x):\n    return np.sin(x) + {i}", ns)
         fns.append(jk.jit(ns[f"fn_{i}"], backend="cpu" if i < 8 else "interpret"))
     r = _report_of(*[(lambda f=f: f(np.ones(3))) for f in fns])
-    from profiler import plots
+    from jitkernel.profiler import plots
     timeline = r.plot("timeline")
     rows = [t.get_text() for t in timeline.axes[0].get_yticklabels()]
     assert len(rows) == plots.MAX_TIMELINE_ROWS
@@ -396,7 +396,7 @@ def test_profile_counts_follow_a_model_of_the_calls():
                     m["signatures"].add((n, dtype))
         finally:
             c.stop()
-        from profiler.report import Report
+        from jitkernel.profiler.report import Report
         r = Report(c.snapshot())
         assert [st.function for st in r.functions] == ["f", "f (2)"][:len(order)]
         for label, which in zip(["f", "f (2)"], order):

@@ -88,10 +88,10 @@ def names_generator_in_untaken_branch(x, use=False):
 def aliases_generators(x):
     other_thread_draws()
     r, s, t, b = None, None, None, None
-    r = rng
-    s = legacy
-    t = stdlib
-    b = bit_generator
+    r = rng  # noqa: F841 (the unused name is what the test traces)
+    s = legacy  # noqa: F841 (the unused name is what the test traces)
+    t = stdlib  # noqa: F841 (the unused name is what the test traces)
+    b = bit_generator  # noqa: F841 (the unused name is what the test traces)
     return x * 2.0
 
 

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from IPython.core.error import UsageError
 
-import jitkernel as jk
 from tests.ipython_shell import extension_shell, ok, run
 
 # sin, multiply and sum: primitives whose rules are on main (the matmul rules live elsewhere)

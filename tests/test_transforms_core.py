@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import jitkernel as jk
-from jitkernel.transforms import ad, batching
+from jitkernel.transforms import ad
 
 X = np.linspace(0.1, 1.0, 5)
 

@@ -97,9 +97,9 @@ def read_in_a_while_test(x, n):
 
 def never_read(x, n):
     for i in range(n):
-        y = x * i
+        y = x * i  # noqa: F841 (the unused name is what the test traces)
     if x.sum() > 0:
-        z = x
+        z = x  # noqa: F841 (the unused name is what the test traces)
     return x + 1
 
 

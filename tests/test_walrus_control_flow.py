@@ -83,7 +83,7 @@ def conditional_expression_both_sides(x):
 
 
 def conditional_expression_on_arrays(x, t):
-    y = (w := x * 2) if t > 0 else x - 1
+    y = (w := x * 2) if t > 0 else x - 1  # noqa: F841 (the unused name is what the test traces)
     return y
 
 
@@ -100,7 +100,7 @@ def or_operands(x):
 
 
 def and_returned(x):
-    return (a := x[0]) > 0 and (b := x[1]) > 0
+    return (a := x[0]) > 0 and (b := x[1]) > 0  # noqa: F841 (the unused name is what the test traces)
 
 
 def comparison_chain(x):

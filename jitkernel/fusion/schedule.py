@@ -213,7 +213,6 @@ class _Scheduler:
     def _plan(self, eqn: Eqn, index: tuple[Aff, ...], extents: tuple[int, ...]) -> Any:
         """The (var, index) keys `eqn`'s output at `index` is made of, or ("node", node)."""
         p, out, x = eqn.params, eqn.outputs[0], (eqn.inputs[0] if eqn.inputs else None)
-        prim = primitives.get(eqn.prim)
         if _prim_kind(eqn.prim) == "elementwise":
             return [self._key(a, index) for a in eqn.inputs]
         if eqn.prim == "iota":

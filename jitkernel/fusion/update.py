@@ -139,7 +139,7 @@ def adopt_argument_buffers(steps: list[Any], inputs: list[int], outputs: list[in
     held exactly X's values, so the results are the same; the caller's C-contiguous native
     array is then written by the kernels and Compiled.write_back copies nothing. `outputs` is
     updated; programs that can raise after their kernels are left alone."""
-    from .kernel_ir import Kernel, LibraryCall, Load
+    from .kernel_ir import Kernel, Load
     from .loops import is_control
     written = getattr(program, "written_args", ())
     if not written or _can_raise(program.eqns) or any(is_control(st) for st in steps):

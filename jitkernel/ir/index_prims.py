@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .primitives import Primitive, register
+from .primitives import Impl, Primitive, register
 from .types import AType
 
 Index = tuple[tuple, ...]

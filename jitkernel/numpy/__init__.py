@@ -5,7 +5,7 @@ primitives; outside one (no Tracer among the arguments) they call NumPy itself.
 >>> jk.jit(lambda x: jnp.tanh(x).sum(axis=0))(np.ones((2, 3), np.float32)).dtype
 dtype('float32')
 """
-from ._ufuncs import UFUNC_FUNCTIONS as _UFUNCS, apply_ufunc, around, clip, positive, round, where
+from ._ufuncs import UFUNC_FUNCTIONS as _UFUNCS, apply_ufunc as apply_ufunc, around, clip, positive, round, where
 from ._reductions import all, amax, amin, any, argmax, argmin, max, mean, min, prod, std, sum, var
 from ._shape import (astype, atleast_1d, atleast_2d, atleast_3d, broadcast_arrays, broadcast_to,
                      concat, concatenate, expand_dims, flip, hstack, moveaxis, permute_dims, ravel, reshape,
@@ -24,8 +24,7 @@ acosh, asinh, atanh = _UFUNCS["arccosh"], _UFUNCS["arcsinh"], _UFUNCS["arctanh"]
 bitwise_not = bitwise_invert = _UFUNCS["invert"]
 bitwise_left_shift, bitwise_right_shift = _UFUNCS["left_shift"], _UFUNCS["right_shift"]
 
-__all__ = sorted(
-    list(_UFUNCS) + [
+__all__ = [
         "abs", "true_divide", "pow", "mod", "acos", "asin", "atan", "atan2", "acosh", "asinh",
         "atanh", "bitwise_not", "bitwise_invert", "bitwise_left_shift", "bitwise_right_shift",
         "around", "clip", "positive", "round", "where",
@@ -39,7 +38,9 @@ __all__ = sorted(
         "arange", "array", "asanyarray", "asarray", "ascontiguousarray", "asfortranarray", "copy",
         "empty", "empty_like", "eye", "full", "full_like",
         "identity", "linspace", "ones", "ones_like", "zeros", "zeros_like",
-    ])
+]
+__all__ += list(_UFUNCS)
+__all__.sort()
 
 # Modules that each export their own `__all__` (one line per module, so work on different
 # functions never edits the same line).

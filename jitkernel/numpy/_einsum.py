@@ -147,7 +147,7 @@ def einsum(*operands: Any, out: Any = None, dtype: Any = None, order: str = "K",
     sizes: dict[str, int] = {}
     for t, letters in zip(ts, inputs):
         if len(letters) != t.ndim:
-            raise ValueError(f"operand has more dimensions than subscripts given in einstein sum, but no '...' ellipsis provided to broadcast the extra dimensions.")
+            raise ValueError("operand has more dimensions than subscripts given in einstein sum, but no '...' ellipsis provided to broadcast the extra dimensions.")
         for c, n in zip(letters, t.shape):
             if sizes.get(c, 1) == 1:
                 sizes[c] = n

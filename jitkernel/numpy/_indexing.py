@@ -6,7 +6,6 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UnsupportedOperationError
 from ..trace.tracer import Tracer
 from ._core import lift
 from ._shape import reshape

@@ -20,7 +20,7 @@ from ..ir import check_dtype
 from ..trace.tracer import Tracer
 from ._core import (broadcast_to_shape, context_of, lift, normalize_axis, result_type,
                     shape_of, unsupported_kwargs)
-from ._shape import broadcast_arrays, moveaxis, reshape, transpose
+from ._shape import broadcast_arrays, moveaxis, reshape
 from ._ufuncs import apply_ufunc, where
 
 __all__ = ["triu", "tril", "tri", "diag", "diagflat", "diagonal", "trace", "meshgrid", "linspace",

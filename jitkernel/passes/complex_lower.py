@@ -485,7 +485,7 @@ def _make_complex(lw, args, eqn):
 @rule("convert")
 def _convert(lw, args, eqn):
     (x,) = args
-    src, dst = eqn.inputs[0].aval.dtype, np.dtype(eqn.params["dtype"])
+    dst = np.dtype(eqn.params["dtype"])
     if is_complex(dst):
         part = component_dtype(dst)
         if isinstance(x, tuple):

@@ -67,7 +67,7 @@ def fold_operand_transposes(eqn: Eqn, producer: dict[Var, Eqn]) -> Eqn:
 
 def _is_outer_product(eqn: Eqn) -> bool:
     lhs, rhs = eqn.inputs
-    (lc, rc), _ = eqn.params["contracting"], eqn.params["batch"]
+    (lc, _), _ = eqn.params["contracting"], eqn.params["batch"]
     if lhs.aval.dtype not in _REAL_FLOATS or rhs.aval.dtype != lhs.aval.dtype:
         return False
     return all(type(lhs.aval.shape[d]) is int and lhs.aval.shape[d] == 1 for d in lc)

@@ -5,12 +5,15 @@ import ast
 import os
 import sys
 import threading
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..ir import AType, Eqn, Program, Var, check_dtype, primitives
+
+if TYPE_CHECKING:  # the annotations' Tracer; imported where used at run time (tracer.py imports this module)
+    from .tracer import Tracer
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -83,7 +83,6 @@ def _expression_calls(frame: Any, name: str) -> bool:
 
 def _creator(name: str, original: Callable) -> Callable:
     like = name.endswith("_like")
-    fill = {"zeros": 0, "ones": 1, "empty": 0, "zeros_like": 0, "ones_like": 1, "empty_like": 0}.get(name)
 
     @functools.wraps(original)
     def create(*args: Any, **kwargs: Any) -> Any:

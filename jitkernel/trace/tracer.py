@@ -10,7 +10,7 @@ from ..errors import (TracerArrayConversionError, TracerBoolConversionError, Tra
                       TracerIntegerConversionError)
 from ..ir import AType, Var
 from .context import TraceContext, user_frame, user_frame_location, user_instruction
-from .views import Memory, fresh, make_view, refresh
+from .views import Memory as Memory, fresh, make_view, refresh  # Memory: trace/context.py imports it from here
 
 
 def _jnp():

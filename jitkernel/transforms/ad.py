@@ -28,7 +28,7 @@ from ..errors import JitError, UnsupportedOperationError
 from ..ir import AType, Program, Var
 from ..trace.context import current_context, user_frame_location
 from ..trace.tracer import Tracer
-from ..tree import TreeDef, plain, same_structure, tree_flatten, tree_unflatten
+from ..tree import plain, same_structure, tree_flatten, tree_unflatten
 from . import ops
 from .core import (Transformed, bind_program, check_rule_result, function_name, memoized, read_env,
                    rule_registrar, trace_pytree_function, traceable)

@@ -21,7 +21,7 @@ from ..errors import JitError, UnsupportedOperationError
 from ..ir import Program, Var
 from ..trace.context import current_context
 from ..trace.tracer import Tracer
-from ..tree import TreeDef, tree_flatten, tree_unflatten
+from ..tree import tree_flatten, tree_unflatten
 from . import ops
 from .core import (Transformed, as_tracer, check_rule_result, function_name, is_traced_leaf, memoized, read_env,
                    rule_registrar, trace_leaves, traceable, weak_outputs, with_leaves)

@@ -274,7 +274,7 @@ def _searchsorted(args, batched, size, *, side):
 
 @register_batch("digitize")
 def _digitize(args, batched, size, *, right):
-    (x, bins), (xb, bb) = args, batched
+    (x, bins), (_, bb) = args, batched
     if not bb:
         return [ops.bind1("digitize", x, bins, right=right)], [True]
     from .batching_control import loop_per_example

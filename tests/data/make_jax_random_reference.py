@@ -18,7 +18,6 @@ def measure(x64: bool) -> dict:
     import jax
     jax.config.update("jax_enable_x64", x64)
     jax.config.update("jax_threefry_partitionable", True)
-    import jax.numpy as jnp
     from jax import random as jr
 
     def arr(x):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
-from ...fusion.loops import BranchStep, LoopStep, is_control
+from ...fusion.loops import BranchStep, LoopStep
 from .types import I1, I64, I8, PTR, mem_type
 
 

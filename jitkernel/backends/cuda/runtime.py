@@ -21,14 +21,14 @@ from ...device_array import DeviceArray, GpuDevice, default_gpu, gpu_devices
 from ...errors import BackendUnavailableError
 from ...fusion import KernelProgram
 from ...ir import Program
-from ...fusion.params import constants, parameter_values
+from ...fusion.params import parameter_values
 from ..base import Backend
 from . import BODY_LIBRARY_PRIMS, missing_for_cuda
 from .nvcc import find_nvcc
 from .device_complex import complex_outputs, packed_arguments
 from .dynamic_params import CudaTemplate
 from .executor import ProgramRunner
-from .render import CudaModule, render_program
+from .render import CudaModule
 
 
 class DeviceProgram:
