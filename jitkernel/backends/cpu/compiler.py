@@ -168,7 +168,9 @@ class JitLibrary:
 
     def __del__(self) -> None:
         tracker, jit = getattr(self, "_tracker", None), getattr(self, "_jit", None)
-        if tracker is not None:
+        # At interpreter exit this module's globals may already be None: the process frees the
+        # machine code (otherwise "'NoneType' object is not callable" for each live library).
+        if tracker is not None and _release is not None:
             self._tracker = self._jit = None
             _release(tracker, jit)
 
