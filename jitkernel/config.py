@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
 
 def _usable_cpus() -> int:
@@ -51,10 +51,19 @@ class Config:
         if name == "traceback" and value not in TRACEBACK_MODES:
             raise ValueError(f"jitkernel option 'traceback' must be one of {', '.join(map(repr, TRACEBACK_MODES))}, "
                              f"got {value!r}")
-        if name == "default_backend":
-            from .backends import check_backend_name
-            check_backend_name(value)  # unknown names fail here; unavailable ones at the first call
+        check = _CHECKS.get(name)
+        if check is not None:
+            check(value)
         setattr(self, name, value)
+
+    def register_check(self, name: str, check: Callable[[Any], None]) -> None:
+        """Have `update(name, value)` call `check(value)` first (it raises for a bad value): the
+        layer that owns an option's values registers it (backends: `default_backend`), so
+        config reads no layer above it."""
+        _CHECKS[name] = check
+
+
+_CHECKS: dict[str, Callable[[Any], None]] = {}
 
 
 config = Config()

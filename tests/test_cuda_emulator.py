@@ -77,7 +77,7 @@ def test_integer_division_by_zero_and_overflow(dt: np.dtype, data) -> None:
 def test_max_min_arg_rules(dt: str, cpu_reference, data) -> None:
     """NaN propagation and first-index argmax/argmin as NumPy, whatever the mix of NaN,
     infinities, signed zeros and ties in the rows; which zero a max/min reduction keeps as the
-    CPU backend (NumPy's rule applied in order: backends/semantics.py). NumPy's own answer for
+    CPU backend (NumPy's rule applied in order: ir/semantics.py). NumPy's own answer for
     the sign of a zero maximum of a long contiguous row depends on its SIMD loops (docs/gpu.md)."""
     elems = st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.0, np.inf, -np.inf, np.nan])
     z = data.draw(hnp.arrays(np.dtype(dt), (5, 40), elements=elems))

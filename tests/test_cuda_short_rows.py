@@ -282,7 +282,7 @@ def test_mean_var_and_empty_rows_match_numpy(modules, c: Case) -> None:
 @pytest.mark.parametrize("n", [2, 33, T])
 def test_max_min_of_equal_zeros_keep_numpys_sign(modules, dt: str, n: int) -> None:
     """Rows of 0.0 and -0.0 only: max and min keep the first zero (float16) or the last one
-    (float32/float64), NumPy's rule (backends/semantics.max_min_tie_keeps_first), whatever lane
+    (float32/float64), NumPy's rule (ir/semantics.max_min_tie_keeps_first), whatever lane
     holds it; argmax/argmin give 0 (every value ties). Runs the last-axis programs."""
     c = next(c for c in LAST if c.name == f"last-{dt}-{n}")
     rng = rng_for("zeros", dt, n)

@@ -18,6 +18,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
+from ..config import config
 from ..ir import Program
 from .base import Backend
 
@@ -99,6 +100,11 @@ def check_backend_name(name: Any) -> None:
     """ValueError unless `name` is a backend jitkernel knows (available or not)."""
     if not isinstance(name, str) or canonical_name(name) not in _REGISTRY:
         raise ValueError(f"unknown backend {name!r}; backends are {_listing()}")
+
+
+# jk.config.update("default_backend", name): unknown names fail there, unavailable ones at the
+# first call.
+config.register_check("default_backend", check_backend_name)
 
 
 def check_backend(name: Any) -> None:

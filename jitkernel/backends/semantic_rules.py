@@ -37,7 +37,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import semantics
+from ..ir import semantics
 from .status import STATUS_NEGATIVE_POWER  # `integer ** negative`: NumPy's ValueError
 
 

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.semantics import accumulator_dtype
+from ..ir.semantics import accumulator_dtype
 from ..errors import UnsupportedOperationError
 from ..ir import AType, Program
 from ..ir.primitives import PRIMITIVES, REDUCE_UFUNCS
@@ -234,7 +234,7 @@ def _chunks_text(chunks: tuple[tuple[int, ...], ...]) -> str:
 
 def partial_dtype(combine_prim: str, dtype: np.dtype) -> np.dtype:
     """The dtype the per-block partials of a reduction to `dtype` and their tree combine
-    accumulate in: NumPy's accumulator (backends/semantics.py), so a chunked reduction rounds
+    accumulate in: NumPy's accumulator (ir/semantics.py), so a chunked reduction rounds
     to `dtype` once, at the end, as NumPy's loop does over the whole axis."""
     return accumulator_dtype(combine_prim.removeprefix("reduce_"), np.dtype(dtype))
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 
-from ..backends import semantics
-from ..ir import AType, Eqn, Program, Var, primitives
+from ..ir import AType, Eqn, Program, Var, primitives, semantics
+from ..passes.complex_lower import lower_complex
 from . import index as ix
 from .index import Aff
 from .kernel_ir import (Buffer, Compute, IndexValue, Kernel, KernelProgram, LibraryCall, Literal,
@@ -531,8 +531,8 @@ def schedule(program: Program) -> KernelProgram:
     >>> [k.name for k in schedule(prog).steps]
     ['k0_reduce_sum']
     """
-    from ..passes.complex_lower import lower_complex  # complex -> (real, imag) float pairs
-    lowered, packed = lower_complex(program)
+    # complex -> (real, imag) float pairs; loops too where the backend runs complex steps in bodies
+    lowered, packed = lower_complex(program, "complex_library" in loops.body_library_prims())
     kp = _Scheduler(loops.hoist_loop_invariants(loops.scans_to_fori(lowered))).build()
     kp.complex_views = {**{kp.inputs[i]: dt for i, dt in packed.inputs.items()},
                         **{kp.outputs[k]: dt for k, dt in packed.outputs.items()}}

@@ -43,7 +43,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..backends import semantics
+from ..ir import semantics
 from ..errors import UnsupportedOperationError
 from ..ir.symdim import SymbolicDimError
 from ..trace.context import _traces, user_frame_location

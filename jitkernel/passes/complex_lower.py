@@ -68,14 +68,6 @@ def _sub_programs(params: dict) -> list[Program]:
 _CONTROL_PRIMS = ("fori_loop", "while_loop", "cond", "scan")
 
 
-def _lower_bodies() -> bool:
-    """Whether control flow holding complex values is lowered body and all: where the backend
-    being scheduled for runs complex library steps inside loop bodies (the CUDA backend,
-    fusion/loops.library_steps_in_bodies); elsewhere the whole loop is one complex_library step."""
-    from ..fusion.loops import body_library_prims
-    return "complex_library" in body_library_prims()
-
-
 def _complex_inside(eqn: Eqn) -> bool:
     return any(has_complex(p) for p in _sub_programs(eqn.params))
 
@@ -89,17 +81,22 @@ class Packed:
     outputs: dict[int, np.dtype] = field(default_factory=dict)
 
 
-def lower_complex(program: Program) -> tuple[Program, Packed]:
+def lower_complex(program: Program, lower_bodies: bool = False) -> tuple[Program, Packed]:
     """`program` with every complex value computed as a (real, imag) pair of floats, and which
-    of its inputs and outputs are packed complex arrays (none for a program without complex)."""
+    of its inputs and outputs are packed complex arrays (none for a program without complex).
+
+    `lower_bodies`: control flow holding complex values is lowered body and all (for a backend
+    that runs complex library steps inside loop bodies, the CUDA backend); otherwise the whole
+    loop is one complex_library step."""
     if not has_complex(program):
         return program, Packed()
-    return _Lowering(program).run()
+    return _Lowering(program, lower_bodies).run()
 
 
 class _Lowering:
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: Program, lower_bodies: bool = False) -> None:
         self.program = program
+        self.lower_bodies = lower_bodies
         self.eqns: list[Eqn] = []
         self.env: dict[Var, Value] = {}
         self.constvars: list[Var] = []
@@ -199,7 +196,7 @@ class _Lowering:
 
     def lower_eqn(self, eqn: Eqn) -> None:
         if _complex_inside(eqn):
-            if eqn.prim in _CONTROL_PRIMS and _lower_bodies():
+            if eqn.prim in _CONTROL_PRIMS and self.lower_bodies:
                 self.bind(eqn, self.control(eqn))
                 return
             # A loop or branch computing with complex values: the interpreter runs it (NumPy's
@@ -229,9 +226,9 @@ class _Lowering:
         params = {}
         for key, val in eqn.params.items():
             if isinstance(val, Program):
-                val = lower_complex(val)[0]
+                val = lower_complex(val, self.lower_bodies)[0]
             elif isinstance(val, tuple) and val and all(isinstance(q, Program) for q in val):
-                val = tuple(lower_complex(q)[0] for q in val)
+                val = tuple(lower_complex(q, self.lower_bodies)[0] for q in val)
             params[key] = val
         outs = [Var(packed_aval(v.aval)) if is_complex(v.aval.dtype) else Var(v.aval) for v in eqn.outputs]
         self.eqns.append(Eqn(eqn.prim, inputs, outs, params))

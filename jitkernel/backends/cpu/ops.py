@@ -9,13 +9,14 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ...errors import UnsupportedOperationError
-from .. import semantic_rules, semantics
+from ...ir import semantics
+from .. import semantic_rules
 from ..status import STATUS_INDEX, STATUS_INDEX_DETAIL
 from .semantic_llvm import LLVMOps
 from .types import F32, I1, I8, I32, I64, is_float, is_signed, reg_type
 
 # NumPy ufunc -> (llvm intrinsic or None, libm base name): float math functions. Which libm
-# function a ufunc is comes from backends/semantics.py (shared with the CUDA renderer); the
+# function a ufunc is comes from ir/semantics.py (shared with the CUDA renderer); the
 # ones LLVM has an intrinsic for use it instead.
 _INTRINSIC = {
     "sqrt": "llvm.sqrt", "exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "log2": "llvm.log2",

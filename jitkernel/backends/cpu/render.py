@@ -17,7 +17,7 @@ from ...fusion.index import Aff
 from ...fusion.extents import loop_limits
 from ...fusion.kernel_ir import (IndexValue, Kernel, KernelProgram, LibraryCall, Literal, Load, Node,
                                  RowKernel, Store, follows_numpy_blocks, postorder)
-from .. import semantics
+from ...ir import semantics
 from . import pairwise as pairwise_rt
 from . import render_loops
 from ...fusion.loops import is_control, touched_buffers

@@ -15,7 +15,7 @@ it has a GPU form, else refused naming the function (never a round trip through 
 - `reduce_sum`: complex addition is componentwise, so a complex sum is the float sum of the
   packed buffer over the same axes, keeping the pair axis: a float `Kernel` handed to the
   ordinary reduction renderer (rows, columns or two stages; the accumulator rules of
-  backends/semantics.py; NaN propagation is IEEE's, as in NumPy's componentwise adds).
+  ir/semantics.py; NaN propagation is IEEE's, as in NumPy's componentwise adds).
 - `reduce_prod`: one block per kept point, threads multiply their share, then a tree across
   the block (shuffles and shared slots) with NumPy's reduce formula, products rounded
   (`re = ar*br - ai*bi`, `im = ar*bi + ai*br`, no fma). A tree, not NumPy's sequential order:

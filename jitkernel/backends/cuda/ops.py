@@ -1,5 +1,5 @@
 """Elementwise primitives as C expressions with NumPy's semantics per dtype: the CUDA
-counterpart of backends/cpu/ops.py. Shared decisions come from backends/semantics.py (tables) and
+counterpart of backends/cpu/ops.py. Shared decisions come from ir/semantics.py (tables) and
 backends/semantic_rules.py (division, shifts, power, sign, ...: helper functions of the
 translation unit written by semantic_c.py).
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import UnsupportedOperationError
-from .. import semantics
+from ...ir import semantics
 from ..status import STATUS_INDEX, STATUS_INDEX_DETAIL
 from . import ctype, semantic_c
 
@@ -66,7 +66,7 @@ def convert(x: str, src: np.dtype, dst: np.dtype) -> str:
         if ctype.is_half(dst):
             return f"jk_rh_d({x})" if src.itemsize == 8 else f"jk_rh({x})"
         return f"(({rdst}){x})"
-    # float -> integer: the plan of backends/semantics.py, as the CPU renders it
+    # float -> integer: the plan of ir/semantics.py, as the CPU renders it
     plan = semantics.float_to_int_plan(src, dst)
     fsrc = np.dtype(np.float32) if src.itemsize == 2 else src  # half registers are floats
     if plan[0] == "u64":

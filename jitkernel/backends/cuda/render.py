@@ -22,7 +22,7 @@ A reduction that the CPU accumulates in memory (a kernel without reduced loops w
 stores ignore some loop variables, e.g. a column sum) has as kept points the variables the
 store indexes (checked to be one-to-one), and becomes a columns or a rows kernel. Float max/min and argmax/argmin carry the position of
 their value, so that ties resolve as in NumPy (first index for arg*, the first or last of equal
-zeros for max/min: backends/semantics.py), whatever the order of the parallel combine.
+zeros for max/min: ir/semantics.py), whatever the order of the parallel combine.
 
 Launch shapes are not baked in: the runtime picks grid and block (any block size that is a
 multiple of 32, up to 1024); each `Launch` says what it iterates over. The exception is a
@@ -43,7 +43,7 @@ from ...fusion.kernel_ir import (IndexValue, Kernel, KernelProgram, LibraryCall,
                                  Store, postorder)
 from ...fusion.loops import is_control
 from .semantic_c import definitions_for as semantic_definitions
-from .. import semantics
+from ...ir import semantics
 from . import ctype, flow, indexing, ops
 from .prelude import PRELUDE
 from .complex_ops import render_complex_step
