@@ -71,8 +71,8 @@ _CONTROL_PRIMS = ("fori_loop", "while_loop", "cond", "scan")
 def _lower_bodies() -> bool:
     """Whether control flow holding complex values is lowered body and all: where the backend
     being scheduled for runs complex library steps inside loop bodies (the CUDA backend,
-    fusion/loops.library_steps_in_bodies); elsewhere the whole loop is one complex_library step."""
-    from ..fusion.loops import body_library_prims
+    passes/native_loops.library_steps_in_bodies); elsewhere the whole loop is one complex_library step."""
+    from .native_loops import body_library_prims
     return "complex_library" in body_library_prims()
 
 

@@ -27,7 +27,7 @@ def schedule_program(program: Program, name: str) -> KernelProgram:
     """Fusion as the CPU backend runs it (the same kernel IR, the same FuseEvent), except that
     loop and branch bodies may hold the library steps of BODY_LIBRARY_PRIMS."""
     from ..cpu import CpuBackend
-    from ...fusion.loops import library_steps_in_bodies
+    from ...passes.native_loops import library_steps_in_bodies
     with library_steps_in_bodies(BODY_LIBRARY_PRIMS):
         return CpuBackend()._schedule(program, name)
 
@@ -60,7 +60,7 @@ def device_text(program: Program, stage: str, kp: KernelProgram | None = None) -
     """The "cuda" (translation unit) or "ptx" text of an optimised program, whatever backend
     compiled it: `f.lower(x).as_text("cuda")` works on the CPU backend too."""
     from ...fusion import schedule
-    from ...fusion.loops import library_steps_in_bodies
+    from ...passes.native_loops import library_steps_in_bodies
     from .render import render_program
     if kp is None or _has_library_loops(kp):  # a CPU schedule keeps such loops library steps
         with library_steps_in_bodies(BODY_LIBRARY_PRIMS):
