@@ -6,6 +6,7 @@ names those modules define that users and the engine import from here are re-exp
 from __future__ import annotations
 
 import collections
+import functools
 import inspect
 import itertools
 import os
