@@ -1,6 +1,6 @@
 """Tracebacks that show the user's code only.
 
-An error in a jitted function passes through the engine (the call plumbing in `api.py`,
+An error in a jitted function passes through the engine (the call plumbing in `api.py` and `jitted/`,
 tracing, the NumPy implementations under `jitkernel/numpy/`, the backends) before it reaches
 the user. Those frames say nothing about the user's mistake, so the public entry points remove
 them from the exception's traceback before it propagates: what is left is the caller's line and

@@ -33,7 +33,7 @@ LAYERS = [
     ("numpy", ("numpy",)),
     ("transforms", ("transforms", "lax", "random", "autograph")),
     ("distributed", ("distributed", "sharding")),
-    ("api", ("api", "benchmarking", "coverage", "cli", "__main__", "__init__")),
+    ("api", ("api", "jitted", "benchmarking", "coverage", "cli", "__main__", "__init__")),
 ]
 
 

@@ -3,12 +3,12 @@
 A test module opts in with `CUDA_EMULATOR_SUITE = True`; its tests that take the `backend`
 fixture then also run with backend="cuda-emulator" (tests/conftest.py). Those items are moved
 to the end of their module. Before the first of them runs, each of them runs once, unlogged,
-in the emulator's render-only mode with stand-ins (jitkernel/backends/cuda/render_only.py):
-every emulator compile of a program not built yet records its CudaModule and returns a
-stand-in whose results are the NumPy reference interpreter's, so the test runs on through all
-of its programs (a test with 80 jit calls records 80 programs in one pass). `emulator.prebuild`
-then compiles every recorded program in parallel chunks of one g++ run each, and the tests run
-for real and find their kernels built (a stand-in never answers outside the dry run: a jitted
+inside one `emulator.batch_build()` (the emulator's batch build, docs/gpu.md): every emulator
+compile of a program not built yet records its CudaModule and returns a stand-in whose results
+are the NumPy reference interpreter's, so the test runs on through all of its programs (a test
+with 80 jit calls records 80 programs in one pass). Leaving the block compiles every recorded
+program in parallel chunks of one g++ run each, and the tests run for real and find their
+kernels built (a stand-in never answers outside the dry run: a jitted
 function kept past it builds the real program when called). Hypothesis tests on the emulator
 draw the same examples in both runs (`same_examples`). Programs the dry run cannot reach (a
 test that fails or stops early there) compile one by one in the real run, as before.
@@ -24,6 +24,10 @@ import shutil
 import zlib
 from typing import Iterator
 
+import pytest
+# pytest's own runner for the unlogged dry run: no public API runs an item without reporting it
+# (the public pytest_runtest_protocol hook always logs), and running the phases by hand would
+# have to reset the item's private fixture request as runtestprotocol does.
 from _pytest.runner import runtestprotocol
 
 EMULATOR = "cuda-emulator"
@@ -70,26 +74,22 @@ def emulator_items_last(items: list) -> None:
 
 def prebuild_module(item) -> None:
     """Before `item`, the first cuda-emulator item of its module: run every emulator item of
-    the module once in the render-only mode's stand-in pass (each program is rendered and
-    recorded, and answered by the NumPy reference interpreter, so a test runs on to all of its
-    programs) and build all recorded programs in one prebuild (parallel chunks)."""
+    the module once inside one `emulator.batch_build()` (each program is rendered and recorded,
+    and answered by the NumPy reference interpreter, so a test runs on to all of its programs),
+    which then builds all recorded programs at once (parallel chunks)."""
     if item.path in _prepared:
         return
     _prepared.add(item.path)
-    from jitkernel.backends.cuda import emulator, render_only
+    from jitkernel.backends.cuda import emulator
     same_file = [it for it in item.session.items if it.path == item.path]
-    recorded = []
-    for peer in (it for it in same_file if is_emulator_item(it)):
-        # teardown keeps what the next item shares (session, module) and ends the peer's own
-        # function-scope fixtures: the next item named must be another item of the module
-        after = item if peer is not item else next(it for it in same_file if it is not peer)
-        with same_examples(peer), render_only.recording(stand_in=True) as modules:
-            runtestprotocol(peer, log=False, nextitem=after)  # reports are dropped: a dry run
-        recorded += modules
-    if not recorded:
-        return
     try:
-        emulator.prebuild(recorded)
+        with emulator.batch_build():
+            for peer in (it for it in same_file if is_emulator_item(it)):
+                # teardown keeps what the next item shares (session, module) and ends the peer's
+                # own function-scope fixtures: the next item named must be another of the module
+                after = item if peer is not item else next(it for it in same_file if it is not peer)
+                with same_examples(peer):
+                    runtestprotocol(peer, log=False, nextitem=after)  # reports are dropped: a dry run
     except Exception:  # noqa: BLE001 - e.g. g++ rejects one program: each test then builds
         return         # its own programs and the faulty one fails with the compiler's message
 

@@ -1,5 +1,5 @@
-"""The emulator suite's dry run with stand-ins (render_only.recording(stand_in=True),
-emulator.StandInProgram, tests/emulator_suite.py): a test runs on through all of its programs
+"""The emulator's batch build and the suite's dry run with stand-ins (emulator.batch_build,
+emulator.record_modules(stand_in=True), emulator.StandInProgram, tests/emulator_suite.py): a test runs on through all of its programs
 in one pass without a compiler run, every program it builds is prebuilt before the real run,
 and a stand-in never answers for the emulator outside the dry run."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import jitkernel as jk
-from jitkernel.backends.cuda import emulator, render_only
+from jitkernel.backends.cuda import emulator
 
 pytest_plugins = ["pytester"]
 
@@ -27,7 +27,7 @@ def test_stand_in_pass_records_every_program_without_a_compiler_run(monkeypatch)
     x = np.linspace(-2, 2, 7, dtype=np.float32)
     fns = [lambda a: a * 3 - 1, lambda a: np.tanh(a).sum(), lambda a: (a > 0, a.astype(np.int8))]
     monkeypatch.setattr(emulator, "_compile", _no_compiler)
-    with render_only.recording(stand_in=True) as modules:
+    with emulator.record_modules(stand_in=True) as modules:
         results = [jk.jit(fn, backend="cuda-emulator")(x) for fn in fns]  # runs on past the first
     assert len(modules) == 3
     np.testing.assert_allclose(results[0], x * 3 - 1)
@@ -40,7 +40,7 @@ def test_a_stand_in_called_after_the_dry_run_is_the_emulated_program(monkeypatch
     function) runs the real emulated program, built then; the interpreter never answers."""
     x = np.arange(6, dtype=np.int16)
     f = jk.jit(lambda a: a * a + 7, backend="cuda-emulator")
-    with render_only.recording(stand_in=True) as modules:
+    with emulator.record_modules(stand_in=True) as modules:
         f(x)
     assert len(modules) == 1
     from jitkernel import interpreter
@@ -51,6 +51,24 @@ def test_a_stand_in_called_after_the_dry_run_is_the_emulated_program(monkeypatch
     np.testing.assert_array_equal(f(x), x * x + 7)
     (compiled,) = f._cache.values()
     assert isinstance(compiled.executable, emulator.StandInProgram) and compiled.executable.emulated is not None
+
+
+def test_batch_build_builds_the_recorded_programs_in_one_compiler_run(monkeypatch) -> None:
+    """Several programs called inside `batch_build()` answer as NumPy does, are recorded, and
+    are built by one compiler run when the block ends; called again they build nothing."""
+    x = np.linspace(-1, 1, 9)
+    fns = [jk.jit(lambda a, k=k: np.cos(a) * k - a.min(), backend="cuda-emulator") for k in (5, 6, 7)]
+    runs = []
+    compile_once = emulator._compile
+    monkeypatch.setattr(emulator, "_compile", lambda *a: runs.append(a[-1]) or compile_once(*a))
+    with emulator.batch_build(disk_cache=False, workers=1) as modules:
+        inside = [f(x) for f in fns]
+        assert runs == []  # nothing is built inside the block
+    assert len(modules) == 3 and len(runs) == 1
+    for f, k, got in zip(fns, (5, 6, 7), inside):
+        np.testing.assert_allclose(got, np.cos(x) * k - x.min(), rtol=1e-12)
+        np.testing.assert_allclose(f(x), np.cos(x) * k - x.min(), rtol=1e-12)
+    assert len(runs) == 1
 
 
 MANY_PROGRAMS = '''

@@ -1,6 +1,6 @@
 """The emulator's build machinery for the equivalence suite: the precompiled head of every
-host build (emulator_pch.py), the render-only mode and the refusal tag (render_only.py), and
-prebuild's parallel chunks (emulator.py)."""
+host build (emulator_pch.py), the recording of modules for a batch build and the refusal tag
+(recording.py, emulator.py), and prebuild's parallel chunks (emulator.py)."""
 from __future__ import annotations
 
 import os
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import jitkernel as jk
-from jitkernel.backends.cuda import emulator, emulator_pch, render_only
+from jitkernel.backends.cuda import emulator, emulator_pch
 
 pytest_plugins = ["pytester"]
 
@@ -62,12 +62,12 @@ def test_a_build_with_the_head_matches_numpy() -> None:
     np.testing.assert_allclose(got, (np.tanh(x) * 3).sum(), rtol=1e-5)
 
 
-def test_render_only_records_and_stops_past_except_exception() -> None:
+def test_recording_without_stand_ins_stops_past_except_exception() -> None:
     """The stop is a BaseException: `pytest.raises(Exception)` (and the library's own
-    `except Exception`) never swallows it; outside `recording()` nothing is intercepted."""
+    `except Exception`) never swallows it; outside `record_modules()` nothing is intercepted."""
     x = np.arange(7, dtype=np.int32)
-    with render_only.recording() as modules:
-        with pytest.raises(render_only.Rendered):
+    with emulator.record_modules(stand_in=False) as modules:
+        with pytest.raises(emulator.RenderedOnly):
             try:
                 jk.jit(lambda a: a * 3 - 1, backend="cuda-emulator")(x)
             except Exception:  # noqa: BLE001 - must not be reached
@@ -91,7 +91,7 @@ def test_prebuild_in_parallel_chunks_serves_every_program() -> None:
     x = np.linspace(0, 1, 50)
     modules = []
     for fn in fns:
-        with render_only.recording() as rec, pytest.raises(render_only.Rendered):
+        with emulator.record_modules(stand_in=False) as rec, pytest.raises(emulator.RenderedOnly):
             jk.jit(fn, backend="cuda-emulator")(x)
         modules += rec
     chunks = emulator._chunks(modules, 2)
@@ -99,8 +99,8 @@ def test_prebuild_in_parallel_chunks_serves_every_program() -> None:
     emulator.prebuild(modules, workers=2)
     libs = {id(emulator._prebuilt[m.tag]) for m in modules}
     assert len(libs) == len(chunks)  # one library per chunk
-    for fn in fns:  # found prebuilt: the render-only mode does not stop them any more
-        with render_only.recording() as rec:
+    for fn in fns:  # found prebuilt: recording does not stop them any more
+        with emulator.record_modules(stand_in=False) as rec:
             np.testing.assert_allclose(jk.jit(fn, backend="cuda-emulator")(x), fn(x), rtol=1e-12)
         assert rec == []
 

@@ -449,7 +449,7 @@ def test_full_tracebacks_on_request():
     finally:
         jk.config.update("traceback", "user")
     files = [fr.filename for fr in traceback.extract_tb(info.value.__traceback__)]
-    assert any(name.endswith(os.path.join("jitkernel", "api.py")) for name in files)
+    assert any(name.endswith(os.path.join("jitkernel", "jitted", "dispatch.py")) for name in files)
     with pytest.raises(ValueError, match="'user', 'full'"):
         jk.config.update("traceback", "short")
 
@@ -503,7 +503,7 @@ def test_jit_cell_full_traceback_on_request(ip):
         _, out = _cell(ip, "%%jit\ny = np.sin(x)\nz = y.reshape(7)\n")
     finally:
         jk.config.update("traceback", "user")
-    assert "run_cell_magic" in out and os.path.join("jitkernel", "api.py") in out
+    assert "run_cell_magic" in out and os.path.join("jitkernel", "jitted", "dispatch.py") in out
 
 
 def test_jit_backend_magic_reports_the_engine_message(ip):

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from .. import events
 from ..fusion import KernelProgram, schedule
-from ..fusion.loops import library_steps_in_bodies
+from ..passes.native_loops import library_steps_in_bodies
 from ..fusion.schedule import unfused_bytes
 from ..ir import Program
 

@@ -24,6 +24,8 @@ from .kernel_ir import Interner, map_affs_by_buffer, postorder
 from .rows import fuse_rows, merge_siblings, split_full_reductions
 from .split import split_large_kernels
 from .update import adopt_argument_buffers, chain_end, in_place_arguments, in_place_chains, update_slice_steps
+from ..passes.loops import hoist_loop_invariants, scans_to_fori
+from ..passes.native_loops import CONTROL_FLOW, body_library_prims, native_ok
 from . import dynamic, loops
 
 # Relative cost of recomputing one element; movement ops are free (index maps).
@@ -102,9 +104,9 @@ class _Scheduler:
             kind = _prim_kind(eqn.prim)
             if kind in ("reduce", "structural", "library"):
                 mat.update(eqn.outputs)
-            if kind == "library" or eqn.prim in loops.CONTROL_FLOW:
+            if kind == "library" or eqn.prim in CONTROL_FLOW:
                 mat.update(eqn.inputs)
-            if eqn.prim in loops.CONTROL_FLOW:
+            if eqn.prim in CONTROL_FLOW:
                 mat.update(eqn.outputs)
         cost = self._costs(mat)
         # A virtual value that the kernels of two or more materialised values would each
@@ -300,7 +302,7 @@ class _Scheduler:
         for eqn in self.program.eqns:
             if eqn.prim in dynamic.PRIMS:
                 dynamic.emit_checks(self, eqn, steps)
-            library = _prim_kind(eqn.prim) == "library" or eqn.prim in loops.CONTROL_FLOW
+            library = _prim_kind(eqn.prim) == "library" or eqn.prim in CONTROL_FLOW
             for v in eqn.outputs:
                 if v not in mat:
                     continue
@@ -346,9 +348,9 @@ class _Scheduler:
         kind = _prim_kind(eqn.prim)
         out = self.buf_of[v]
         ops = {self.eqn_index[id(eqn)]}
-        if eqn.prim in loops.CONTROL_FLOW and loops.native_ok(eqn):
+        if eqn.prim in CONTROL_FLOW and native_ok(eqn):
             return loops.schedule_control(self, eqn, n)
-        if kind == "library" or eqn.prim in loops.CONTROL_FLOW:
+        if kind == "library" or eqn.prim in CONTROL_FLOW:
             return [LibraryCall(f"k{n}_{eqn.prim}", eqn.prim, dict(eqn.params),
                                 [self.buf_of[u] for u in eqn.inputs], [self.buf_of[u] for u in eqn.outputs],
                                 [self._eqn_text(min(ops))])]
@@ -532,8 +534,8 @@ def schedule(program: Program) -> KernelProgram:
     ['k0_reduce_sum']
     """
     # complex -> (real, imag) float pairs; loops too where the backend runs complex steps in bodies
-    lowered, packed = lower_complex(program, "complex_library" in loops.body_library_prims())
-    kp = _Scheduler(loops.hoist_loop_invariants(loops.scans_to_fori(lowered))).build()
+    lowered, packed = lower_complex(program, "complex_library" in body_library_prims())
+    kp = _Scheduler(hoist_loop_invariants(scans_to_fori(lowered))).build()
     kp.complex_views = {**{kp.inputs[i]: dt for i, dt in packed.inputs.items()},
                         **{kp.outputs[k]: dt for k, dt in packed.outputs.items()}}
     return kp

@@ -75,7 +75,7 @@ def device_text(program: Program, stage: str, kp: KernelProgram | None = None) -
     """The "cuda" (translation unit) or "ptx" text of an optimised program, whatever backend
     compiled it: `f.lower(x).as_text("cuda")` works on the CPU backend too."""
     from ...fusion import schedule
-    from ...fusion.loops import library_steps_in_bodies
+    from ...passes.native_loops import library_steps_in_bodies
     from .render import render_program
     if kp is None or _has_library_loops(kp):  # a CPU schedule keeps such loops library steps
         with library_steps_in_bodies(BODY_LIBRARY_PRIMS):

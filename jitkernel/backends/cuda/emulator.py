@@ -8,9 +8,15 @@ the process, and on disk under JITKERNEL_CACHE_DIR (cuda-emulator/<hash>.so). `p
 compiles the kernels of many programs as a few libraries (parallel chunks of one compiler run
 each, for a test module). Every build `-include`s the shim + prelude precompiled once
 (emulator_pch.py), so g++ parses only the kernels.
+
+`batch_build()` is `prebuild` for code that does not know its programs in advance: the calls in
+the block record the modules they would build (answered meanwhile by the NumPy reference
+interpreter), and leaving the block builds them all at once (recording.py, docs/gpu.md "Batch
+builds").
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 import os
@@ -22,7 +28,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -42,7 +48,8 @@ from .complex_ops import complex_results, pack_arguments
 from .render import CudaModule, Launch, render_program
 from .prelude import PRELUDE
 from .shim import SHIM
-from . import emulator_pch, render_only
+from . import emulator_pch
+from .recording import RenderedOnly, intercept, is_recording, record_modules  # noqa: F401 (public here)
 
 CXX_FLAGS = ["-std=c++20", "-O0", "-shared", "-fPIC", "-pthread", "-ffp-contract=off", "-fno-fast-math",
              "-fno-strict-aliasing", "-w"]
@@ -195,6 +202,31 @@ def prebuild(modules: list[CudaModule], disk_cache: bool = True, workers: int | 
     for chunk, lib in zip(chunks, libs):
         for m in chunk:
             _prebuilt[m.tag] = lib
+
+
+@contextlib.contextmanager
+def batch_build(disk_cache: bool = True, workers: int | None = None) -> Iterator[list[CudaModule]]:
+    """Record the CUDA modules the emulator calls in this block would build, then build them all
+    in one `prebuild` (one compiler run per chunk, chunks in parallel) when the block ends.
+
+    Inside the block, a call whose program is not built yet answers with the NumPy reference
+    interpreter's results (a stand-in: StandInProgram), so the code runs on to all of its
+    programs; after it, every call of those programs (the same jitted functions included) runs
+    the emulated kernels. The yielded list holds the recorded modules. A block that raises
+    builds nothing; a build that fails raises the compiler's error (the programs can still be
+    built one by one by calling them again).
+
+    >>> import numpy as np, jitkernel as jk
+    >>> fns = [jk.jit(lambda x, k=k: x * k, backend="cuda-emulator") for k in (2, 3)]
+    >>> with batch_build() as modules:
+    ...     _ = [f(np.ones(3)) for f in fns]
+    >>> len(modules), float(fns[1](np.ones(3)).sum())
+    (2, 9.0)
+    """
+    with record_modules(stand_in=True) as modules:
+        yield modules
+    if modules:
+        prebuild(modules, disk_cache=disk_cache, workers=workers)
 
 
 CHUNK_CHARS = 400_000  # kernel text per compiler run of prebuild: g++ slows down on larger units
@@ -365,12 +397,13 @@ class EmulatedProgram:
 
 
 class StandInProgram:
-    """What the emulator's compile returns for a program recorded in the render-only mode's
-    stand-in pass (render_only.recording(stand_in=True)): while recording, the program's
-    results computed by the NumPy reference interpreter, so that a test goes on to its next
-    programs without a compiler run; called when no recording is active (a jitted function kept
-    past the dry run), the emulated program itself, built then: a stand-in never answers for
-    the emulator outside a dry run. It offers no shape-generic template (a later size compiles)."""
+    """What the emulator's compile returns for a program recorded with stand-ins (`batch_build`,
+    `record_modules(stand_in=True)`): while recording, the program's results computed by the
+    NumPy reference interpreter, so that the code goes on to its next programs without a
+    compiler run; called when no recording is active (a jitted function kept past the block),
+    the emulated program itself, built then (or found built by the batch): a stand-in never
+    answers for the emulator outside a recording. It offers no shape-generic template (a later
+    size compiles)."""
 
     template = None
 
@@ -381,7 +414,7 @@ class StandInProgram:
         self.emulated: EmulatedProgram | None = None
 
     def __call__(self, arrays: list) -> list[np.ndarray]:
-        if render_only.is_recording():
+        if is_recording():
             from ...interpreter import eval_program
             return [np.array(o, order="C", copy=True) for o in eval_program(self.program, arrays)]
         if self.emulated is None:
@@ -410,7 +443,7 @@ class CudaEmulatorBackend(Backend):
         differs in sizes only), the constants that differ become run-time parameters (kernel
         argument jk_params) and the result is a template later sizes reuse (dynamic_params.py)."""
         from . import schedule_program
-        with render_only.tag_refusals():
+        with _tag_refusals():
             kp = schedule_program(program, name)
             generic, positions, structure, values = shape_generic(kp, previous)
             t0 = events.clock()
@@ -418,7 +451,7 @@ class CudaEmulatorBackend(Backend):
         if events.SUBSCRIBERS:
             events.publish(events.CodegenEvent(name, t0, events.clock() - t0, self.name))
         params = parameter_values(values, positions) if positions else None
-        if module.tag not in _prebuilt and render_only.intercept(module):  # the test suite's dry run
+        if module.tag not in _prebuilt and intercept(module):  # recording for a batch build
             return StandInProgram(program, kp, module, self.policy, params, disk_cache), texts(generic, module)
         lib = library(module, disk_cache)
         run = EmulatedProgram(kp, module, lib, self.policy, params)
@@ -439,6 +472,18 @@ class CudaEmulatorBackend(Backend):
         run = EmulatedProgram(kp, module, template.compiled, self.policy, parameter_values(values, template.positions))
         run.template = template
         return run, template.texts
+
+
+@contextlib.contextmanager
+def _tag_refusals() -> Iterator[None]:
+    """UnsupportedOperationError raised inside this block (scheduling or rendering for CUDA)
+    gets `renderer_refusal = True`, so that a caller can tell "the CUDA renderer does not cover
+    this step" from an error of the program itself (the test suite skips the former)."""
+    try:
+        yield
+    except UnsupportedOperationError as e:
+        e.renderer_refusal = True
+        raise
 
 
 def shape_generic(kp: KernelProgram, previous: Any) -> tuple[KernelProgram, list[int], tuple, list]:

@@ -1,0 +1,123 @@
+"""Dispatch of a call of a jitted function: the warm fast path (one dict read keyed by the
+arguments' shapes and dtypes, no lock), else the checked path (tracers, Dask and sharded
+arrays, the cache lookup, layout and aliasing variants), and the registration of fast
+entries after a checked call.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..device_array import DeviceArray as _DeviceArray
+from ..pipeline import DEVICE_ARRAY_BACKENDS, AliasedArguments, CheckedPathNeeded, Compiled, same_array_positions
+from ..tracebacks import hide_engine_frames
+from ..tree import tree_flatten
+from .signature import _PY_SCALAR_DTYPES, Signature, _ndarray
+from .write_back import _guarded_by_globals, _restore_byteorder
+
+
+def _guarded_by_layout(entry: Callable[[tuple], Any], guard: tuple) -> Callable[[tuple], Any]:
+    """A fast entry that runs only on arguments of the layout its program was traced for; any
+    other layout takes the checked path (Jitted._layout_variant)."""
+    def guarded(args: tuple) -> Any:
+        for i, strides in guard:
+            if args[i].strides != strides:
+                raise CheckedPathNeeded
+        return entry(args)
+    return guarded
+
+
+class DispatchMixin:
+    """`__call__`: the fast path, else `_call`, the checked path."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs:
+            # Fast path: positional arrays and Python scalars, keyed by (shape, dtype) / type.
+            try:
+                # Exact ndarrays only (subclasses take the checked slow path); keyed by the dtype
+                # itself, so a byte-swapped array never takes a native entry.
+                # A jk.DeviceArray is keyed apart from an ndarray of its shape (only a device
+                # backend registers it; a host backend's entry would not copy it back first).
+                if len(args) == 1:
+                    a = args[0]
+                    key = (a.shape, a.dtype) if type(a) is _ndarray else \
+                        (a.shape, a.dtype, _DeviceArray) if type(a) is _DeviceArray else type(a)
+                else:
+                    key = tuple([(a.shape, a.dtype) if type(a) is _ndarray else
+                                 (a.shape, a.dtype, _DeviceArray) if type(a) is _DeviceArray else type(a) for a in args])
+                entry = self._fast[key]
+            except (KeyError, TypeError, AttributeError):
+                pass
+            else:
+                try:  # lock-free: one dict read above; a try costs nothing until something raises
+                    return entry(args)
+                except AliasedArguments:
+                    pass  # the same array passed twice to a function that writes: _call's variant
+                except BaseException as e:
+                    hide_engine_frames(e)
+                    raise
+        try:
+            return self._call(args, kwargs)
+        except BaseException as e:
+            hide_engine_frames(e)  # the user's frames only (jk.config "traceback")
+            raise  # a bare raise does not add this frame back
+
+    def _call(self, args: tuple, kwargs: dict) -> Any:
+        from ..trace import Tracer
+        all_leaves = tree_flatten((args, kwargs))[0]
+        if any(isinstance(leaf, Tracer) for leaf in all_leaves):
+            # Called on traced values inside another jitted function: inline into that trace.
+            return self._function_to_trace()(*args, **kwargs)
+        if any(getattr(type(leaf), "_jk_sharded", False) for leaf in all_leaves):
+            from ..sharding import call as sharded_call  # sharded in: sharded out, via the Dask path
+            return sharded_call(self, args, kwargs)
+        if any(type(leaf).__module__.startswith("dask.") for leaf in all_leaves):
+            from ..distributed import call  # Dask arrays in: lazy Dask arrays out (docs/distributed.md)
+            return call(self, args, kwargs)
+        sig, compiled, arrays = self._lookup(args, kwargs)
+        leaves = None
+        if compiled.program.layout_guard:
+            leaves = self._dynamic_leaves(args, kwargs)
+            compiled = self._layout_variant(sig, compiled, args, kwargs, leaves)
+        if compiled.program.written_args or compiled.program.output_views \
+                or getattr(compiled.program, "byteorder_sources", None):
+            leaves = self._dynamic_leaves(args, kwargs)  # the caller's own arrays: written ones are copied back
+        if compiled.program.written_args:
+            same = same_array_positions(leaves)
+            if same is not None:  # f(a, a) writing an argument: a variant with one Memory for both
+                return self._call_aliased(sig, args, kwargs, arrays, leaves, same)
+            aliases = self._global_aliases(compiled, leaves)
+            if aliases:  # f(G) where f writes its argument and reads the global G
+                return self._call_with_globals(sig, args, kwargs, arrays, leaves, aliases)
+        result = compiled(arrays, leaves)
+        if getattr(compiled.program, "byteorder_sources", None):
+            result = _restore_byteorder(result, compiled, leaves)
+        if not kwargs and not self.static_argnums:
+            self._register_fast(args, compiled, sig)
+        return result
+
+    def _register_fast(self, args: tuple, compiled: Compiled, sig: Signature) -> None:
+        key: list = []
+        scalars: list = []
+        for a in args:
+            if type(a) is _ndarray:
+                if not a.dtype.isnative:
+                    return  # byte-swapped inputs take the slow path (_restore_byteorder)
+                key.append((a.shape, a.dtype))
+                scalars.append(None)
+            elif type(a) in _PY_SCALAR_DTYPES:
+                key.append(type(a))
+                scalars.append(_PY_SCALAR_DTYPES[type(a)])
+            elif type(a) is _DeviceArray and compiled.backend in DEVICE_ARRAY_BACKENDS:
+                key.append((a.shape, a.dtype, _DeviceArray))  # used where it is (device.put)
+                scalars.append(None)
+            else:
+                return
+        entry = compiled.fast_entry(scalars, sig.describe())
+        if compiled.program.layout_guard:
+            entry = _guarded_by_layout(entry, compiled.program.layout_guard)
+        if compiled.program.written_args and (self._captured.names or self._captured.cells):
+            # (names, not the arrays they hold now: a global may be bound to an array later)
+            entry = _guarded_by_globals(entry, self._captured, tuple(i for i, _ in compiled.program.written_args))
+        with self._lock:
+            if self._cache.get(sig.key) is compiled:  # not evicted by another thread meanwhile
+                self._fast[key[0] if len(key) == 1 else tuple(key)] = entry
