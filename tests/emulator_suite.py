@@ -24,7 +24,6 @@ import shutil
 import zlib
 from typing import Iterator
 
-import pytest
 # pytest's own runner for the unlogged dry run: no public API runs an item without reporting it
 # (the public pytest_runtest_protocol hook always logs), and running the phases by hand would
 # have to reset the item's private fixture request as runtestprotocol does.
