@@ -15,15 +15,18 @@ import weakref
 from typing import Any, Callable, Sequence
 
 from .backends import check_backend
+from .entry import register_jitted
 from .ir import Program
 from .jitted.compile_cache import (MAX_RECOMPILATION_RECORDS, CacheLimitWarning, CompileCacheMixin,  # noqa: F401
                                    Recompilation)
 from .jitted.dispatch import DispatchMixin
 from .jitted.signature import (NUMPY_SCALAR, Signature, SignatureMixin, signature_diff, size_changes,  # noqa: F401
-                               size_only_change, static_key)
+                               size_only_change)
+from .tree import static_key  # noqa: F401  (re-exported: users and tests import it from here)
 from .jitted.staging import Lowered, StagingMixin  # noqa: F401
 from .jitted.tracing import TracingMixin, give_argument_layout  # noqa: F401
 from .jitted.write_back import CapturedNames, WriteBackMixin  # noqa: F401
+from .pickling import reduce_jitted
 from .pipeline import Compiled
 from .tracebacks import hide_engine_frames
 
@@ -123,8 +126,11 @@ class Jitted(DispatchMixin, CompileCacheMixin, TracingMixin, SignatureMixin, Wri
         """Pickled by reference to its module-level name where it has one, else by value (its
         function and jit options), as Numba's and JAX's jitted functions: multiprocessing and
         Dask's processes scheduler can send it (jitkernel/pickling.py)."""
-        from .pickling import reduce_jitted
         return reduce_jitted(self)
+
+
+# transforms, random, distributed and pickling make jitted functions through jitkernel.entry
+register_jitted(Jitted)
 
 
 def jit(fun: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[int] = (),

@@ -21,6 +21,7 @@ import pickle
 import sys
 from typing import Any, Callable
 
+from .entry import is_jitted, jit
 from .errors import JitError
 
 
@@ -52,9 +53,8 @@ def reference(jitted: Any) -> tuple[str, str] | None:
 
 def jitted_by_reference(module_name: str, qualname: str) -> Any:
     """The unpickling side of a reference: the module's own jitted function."""
-    from .api import Jitted
     found = _lookup(importlib.import_module(module_name), qualname)
-    if not isinstance(found, Jitted):
+    if not is_jitted(found):
         raise pickle.UnpicklingError(f"{module_name}.{qualname} is a {type(found).__name__} in this process, "
                                      "not the jitted function that was pickled")
     return found
@@ -62,8 +62,7 @@ def jitted_by_reference(module_name: str, qualname: str) -> Any:
 
 def jitted_by_value(function_bytes: bytes, options: dict[str, Any]) -> Any:
     """The unpickling side of a pickle by value: a new Jitted of the same function and options."""
-    from .api import Jitted
-    return Jitted(pickle.loads(function_bytes), **options)
+    return jit(pickle.loads(function_bytes), **options)
 
 
 def _function_bytes(fun: Callable[..., Any]) -> tuple[bytes | None, str]:

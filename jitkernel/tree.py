@@ -1,8 +1,11 @@
 """Pytrees: nested tuples, lists, dicts and None around leaves (arrays, scalars, other objects)."""
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -107,3 +110,29 @@ def same_structure(a: TreeDef, b: TreeDef) -> bool:
     if a.kind == "dict" and a.keys != b.keys:
         return False
     return all(same_structure(x, y) for x, y in zip(a.children, b.children))
+
+
+def static_key(value: Any) -> Any:
+    """The cache key of a static argument's value: two values share a compiled entry only when
+    traced code cannot tell them apart. `==` is not enough (`0.0 == -0.0`, `1 == 1.0 == True`,
+    `np.float32(1) == 1.0`), so the key holds the exact type and, for floats and complex
+    numbers, the bits (a NaN matches itself bit for bit); tuples and frozensets are keyed
+    element by element, NumPy scalars by dtype and bytes.
+
+    >>> static_key(0.0) == static_key(-0.0), static_key(1) == static_key(True)
+    (False, False)
+    >>> static_key((1, float("nan"))) == static_key((1, float("nan")))
+    True
+    """
+    t = type(value)
+    if isinstance(value, np.generic):  # before float: np.float64 is a float subclass
+        return (t, value.dtype.str, value.tobytes())
+    if isinstance(value, float):
+        return (t, struct.pack("<d", value))
+    if isinstance(value, complex):
+        return (t, struct.pack("<dd", value.real, value.imag))
+    if isinstance(value, tuple):
+        return (t, tuple(static_key(v) for v in value))
+    if isinstance(value, frozenset):
+        return (t, frozenset(static_key(v) for v in value))
+    return (t, value)

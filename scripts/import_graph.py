@@ -3,7 +3,7 @@
 at module level or inside a function), and the figures docs/architecture.md quotes:
 
     python scripts/import_graph.py            # circles, imports running back up, function-level imports
-    python scripts/import_graph.py --list     # ... and each import that runs back up
+    python scripts/import_graph.py --list     # ... and each circle and each import that runs back up
 
 A *circle* is a set of files that import each other in a loop (a strongly connected component
 of more than one file). An import *runs back up* when a file of a lower layer imports one of a
@@ -23,7 +23,7 @@ PACKAGE = ROOT / "jitkernel"
 # Layers, low to high: a file may import its own layer and those below. The first matching
 # prefix (a dotted module path relative to jitkernel) names a file's layer.
 LAYERS = [
-    ("base", ("_version", "errors", "events", "config", "tree", "forking", "compile_progress", "tracebacks", "cache")),
+    ("base", ("_version", "errors", "events", "config", "tree", "entry", "forking", "compile_progress", "tracebacks", "cache")),
     ("ir", ("ir", "interpreter")),  # the interpreter is the IR's reference semantics
     ("passes", ("passes",)),
     ("trace", ("trace",)),
@@ -146,7 +146,7 @@ def back_up(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--list", action="store_true", help="print each import that runs back up")
+    parser.add_argument("--list", action="store_true", help="print each circle and each import that runs back up")
     args = parser.parse_args()
     edges, function_level = graph()
     comps = circles(edges)
@@ -156,6 +156,8 @@ def main() -> None:
     print(f"circles: {len(comps)} (" + ", ".join(f"{len(c)} files" for c in sorted(comps, key=len, reverse=True)) + ")")
     print(f"imports running back up the layers: {len(ups)}")
     if args.list:
+        for comp in sorted(comps, key=len, reverse=True):
+            print(f"  circle of {len(comp)}: " + ", ".join(comp))
         for a, b in ups:
             print(f"  {a} ({LAYERS[layer_of(a)][0]}) -> {b} ({LAYERS[layer_of(b)][0]})")
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .. import events
+from ..entry import is_jitted, jit
 from ..errors import UnsupportedOperationError
 from ..tree import tree_flatten, tree_unflatten
 from .partition import Plan, RechunkWarning, plan as make_plan, warn_rechunks, without_empty_chunks
@@ -126,8 +127,7 @@ def explain(f: Any, *args: Any, **kwargs: Any) -> str:
     >>> print(explain(jk.jit(lambda x: x.sum()), da.ones(8, chunks=4)).splitlines()[0])
     dask partition of <lambda>: 1 blockwise segment(s), 1 tree reduction(s)
     """
-    from ..api import Jitted
-    jitted = f if isinstance(f, Jitted) else Jitted(f)
+    jitted = f if is_jitted(f) else jit(f)
     return _prepare(jitted, args, kwargs)[0].explain()
 
 

@@ -24,7 +24,7 @@ length fails loudly with `SymbolicDimError` instead of computing with a wrong on
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Union
+from typing import Any, Callable, Mapping, Union
 
 from ..errors import UnsupportedOperationError
 
@@ -140,11 +140,16 @@ class SymDim:
 Dim = Union[int, SymDim]
 
 
+# `file:line: source` of the user's code while a trace runs, else None: set by the trace layer
+# (trace/context.py) when it is imported, so that the IR reads no layer above it.
+USER_LOCATION: list[Callable[[], str | None]] = []
+
+
 def _location() -> str:
     """`, at file:line: source` of the user's code while a trace runs, else ''."""
     try:
-        from ..trace.context import current_context, user_frame_location
-        return f", at {user_frame_location()}" if current_context() is not None else ""
+        where = USER_LOCATION[0]() if USER_LOCATION else None
+        return f", at {where}" if where else ""
     except Exception:  # noqa: BLE001 - an error message must not fail
         return ""
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..ir import check_dtype
 from ..trace.context import check_array_subclass
-from ..tree import TreeDef, tree_flatten
+from ..tree import TreeDef, static_key, tree_flatten
 
 
 _ndarray = np.ndarray
@@ -60,32 +60,6 @@ def _leaf_array(leaf: Any, spec: tuple) -> np.ndarray:
     if getattr(type(leaf), "_jk_device_array", False):
         return leaf  # the cuda backend uses its buffer; other backends convert it (np.asarray)
     return np.asarray(leaf, dtype=spec[1])  # a copy in native byte order only when it is not
-
-
-def static_key(value: Any) -> Any:
-    """The cache key of a static argument's value: two values share a compiled entry only when
-    traced code cannot tell them apart. `==` is not enough (`0.0 == -0.0`, `1 == 1.0 == True`,
-    `np.float32(1) == 1.0`), so the key holds the exact type and, for floats and complex
-    numbers, the bits (a NaN matches itself bit for bit); tuples and frozensets are keyed
-    element by element, NumPy scalars by dtype and bytes.
-
-    >>> static_key(0.0) == static_key(-0.0), static_key(1) == static_key(True)
-    (False, False)
-    >>> static_key((1, float("nan"))) == static_key((1, float("nan")))
-    True
-    """
-    t = type(value)
-    if isinstance(value, np.generic):  # before float: np.float64 is a float subclass
-        return (t, value.dtype.str, value.tobytes())
-    if isinstance(value, float):
-        return (t, struct.pack("<d", value))
-    if isinstance(value, complex):
-        return (t, struct.pack("<dd", value.real, value.imag))
-    if isinstance(value, tuple):
-        return (t, tuple(static_key(v) for v in value))
-    if isinstance(value, frozenset):
-        return (t, frozenset(static_key(v) for v in value))
-    return (t, value)
 
 
 def _value_bits(value: Any) -> str:

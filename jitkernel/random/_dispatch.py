@@ -8,7 +8,9 @@ import atexit
 import functools
 from typing import Any, Callable
 
+from ..entry import jit
 from ..trace.context import is_tracing
+from ..tree import static_key
 
 _JITTED: dict[tuple, Any] = {}
 # Release the compiled functions while the interpreter is whole: left to module teardown, this
@@ -21,12 +23,10 @@ def run(name: str, impl: Callable[..., Any], arrays: tuple, static: dict[str, An
     if is_tracing():
         from ..transforms.core import as_tracer
         return impl(*[as_tracer(a) for a in arrays], **static)
-    from ..api import Jitted, static_key
     cache_key = (name, tuple((k, static_key(v)) for k, v in sorted(static.items())))
     jitted = _JITTED.get(cache_key)
     if jitted is None:
         # autograph off: the implementations' Python loops are over static ranges (rounds of the
         # hash, permutation rounds) and must unroll.
-        jitted = _JITTED[cache_key] = Jitted(functools.partial(impl, **static), name=f"random.{name}",
-                                             autograph=False)
+        jitted = _JITTED[cache_key] = jit(functools.partial(impl, **static), name=f"random.{name}", autograph=False)
     return jitted(*arrays)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ..ir import AType, Eqn, Program, Var, check_dtype, primitives
+from ..ir import AType, Eqn, Program, Var, check_dtype, primitives, symdim
 
 if TYPE_CHECKING:  # the annotations' Tracer; imported where used at run time (tracer.py imports this module)
     from .tracer import Tracer
@@ -367,3 +367,11 @@ class TraceContext:
             if v in position and self.invars[position[v]].aval.shape is not None:
                 sources.append((k, position[v]))
         return tuple(sources)
+
+
+def _user_location_while_tracing() -> str | None:
+    return user_frame_location() if current_context() is not None else None
+
+
+# The IR's error messages name the user's line (ir/symdim.py); the IR does not import the trace.
+symdim.USER_LOCATION[:] = [_user_location_while_tracing]

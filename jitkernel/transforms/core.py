@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..entry import is_jitted, jit
 from ..errors import UnsupportedOperationError
 from ..ir import AType, Program, Var
 from ..trace.context import current_context, is_tracing
@@ -39,8 +40,7 @@ def traceable(fun: Callable[..., Any]) -> Callable[..., Any]:
     """The function to run on Tracers: a jitted function's converted body (autograph), a
     transformed function as it is (it transforms when called in a trace), any other function
     with its Python control flow converted as `jk.jit` converts it."""
-    from ..api import Jitted
-    if isinstance(fun, Jitted):
+    if is_jitted(fun):
         return fun._function_to_trace()
     if isinstance(fun, Transformed):
         return fun
@@ -68,8 +68,7 @@ class Transformed:
         if is_tracing():
             return self._impl(*args, **kwargs)
         if self._jitted is None:
-            from ..api import Jitted
-            self._jitted = Jitted(self, name=self.__name__, autograph=False)
+            self._jitted = jit(self, name=self.__name__, autograph=False)
         return self._jitted(*args, **kwargs)
 
     def __repr__(self) -> str:
