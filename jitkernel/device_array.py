@@ -29,9 +29,29 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import BackendUnavailableError
-from .sharding import Device
 
-__all__ = ["DeviceArray", "GpuDevice", "gpu_devices", "put", "emulate_gpu"]
+__all__ = ["Device", "DeviceArray", "GpuDevice", "gpu_devices", "put", "emulate_gpu"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Device:
+    """One device: `platform` "cpu" (this process's memory) or "dask-worker" (`address`);
+    GPUs are `device_array.GpuDevice` (platform "gpu")."""
+    id: int
+    platform: str
+    kind: str
+    address: str | None = None
+    client: Any = dataclasses.field(default=None, compare=False, hash=False, repr=False)
+
+    def __repr__(self) -> str:
+        if self.platform == "cpu":
+            return f"CpuDevice(id={self.id})"
+        return f"DaskWorkerDevice(id={self.id}, address={self.address!r})"
+
+    @property
+    def label(self) -> str:
+        """A short name for pictures: "CPU 0", "worker 1"."""
+        return f"CPU {self.id}" if self.platform == "cpu" else f"worker {self.id}"
 
 
 @dataclasses.dataclass(frozen=True)

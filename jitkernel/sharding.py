@@ -26,32 +26,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .device_array import Device, gpu_devices, put
+
 __all__ = ["Device", "devices", "cpu_devices", "dask_devices", "Mesh", "PartitionSpec", "P", "NamedSharding",
            "DuplicateSpecError", "IndivisibleError", "Shard", "ShardedArray", "device_put", "visualize_sharding"]
 
 
 # -- devices ---------------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class Device:
-    """One device: `platform` "cpu" (this process's memory) or "dask-worker" (`address`);
-    GPUs are `device_array.GpuDevice` (platform "gpu")."""
-    id: int
-    platform: str
-    kind: str
-    address: str | None = None
-    client: Any = dataclasses.field(default=None, compare=False, hash=False, repr=False)
-
-    def __repr__(self) -> str:
-        if self.platform == "cpu":
-            return f"CpuDevice(id={self.id})"
-        return f"DaskWorkerDevice(id={self.id}, address={self.address!r})"
-
-    @property
-    def label(self) -> str:
-        """A short name for pictures: "CPU 0", "worker 1"."""
-        return f"CPU {self.id}" if self.platform == "cpu" else f"worker {self.id}"
-
-
 def cpu_devices(n: int = 1) -> list[Device]:
     """`n` CPU devices of this process (ids 0..n-1; their shards all live in this process's
     memory), as XLA's `--xla_force_host_platform_device_count=n` gives JAX.
@@ -73,7 +54,6 @@ def devices(backend: str | None = None) -> list[Device]:
     >>> devices()[0], devices("cpu")
     (CpuDevice(id=0), [CpuDevice(id=0)])
     """
-    from .device_array import gpu_devices
     if backend is None:
         return cpu_devices(1) + gpu_devices()
     platform = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu"}.get(backend)
@@ -357,7 +337,7 @@ def device_put(x: Any, sharding: NamedSharding | Device | None = None) -> Any:
     if sharding is None:
         return np.asarray(x)
     if isinstance(sharding, Device) and sharding.platform == "gpu":
-        from .device_array import put  # a jk.DeviceArray on that GPU (docs/gpu.md)
+        # a jk.DeviceArray on that GPU (docs/gpu.md)
         return put(x, sharding)
     if isinstance(sharding, Device):
         sharding = NamedSharding(Mesh(np.array([sharding], dtype=object), ("d",)), PartitionSpec())
