@@ -1,4 +1,4 @@
-"""The jit entry point, for the layers below the one that defines it.
+"""The jit entry point and autograph's converter, for the layers below the ones that define them.
 
 Transformations (`jk.grad(f)(x)` outside a trace compiles itself), the random samplers, the Dask
 partitioner and pickling all make or recognise jitted functions, but sit below `jitkernel.api`
@@ -34,3 +34,23 @@ def jit(fun: Callable[..., Any], **options: Any) -> Any:
 
 def is_jitted(obj: Any) -> bool:
     return bool(_JITTED) and isinstance(obj, _JITTED[0])
+
+
+# autograph's converter (Python control flow on traced values -> lax), registered by
+# jitkernel.autograph: transformations convert the functions they trace as jk.jit does.
+_CONVERT: list[Callable[[Callable[..., Any]], Any]] = []
+
+
+def register_converter(convert: Callable[[Callable[..., Any]], Any]) -> None:
+    _CONVERT[:] = [convert]
+
+
+def converted(fun: Callable[..., Any]) -> Callable[..., Any]:
+    """`fun` with its Python control flow converted (autograph), or `fun` itself where autograph
+    is not registered or cannot read its source."""
+    if not _CONVERT:
+        return fun
+    try:
+        return _CONVERT[0](fun) or fun
+    except Exception:  # source that autograph cannot read: trace it as written
+        return fun

@@ -28,7 +28,7 @@ from .ir import AType, Var, check_dtype
 from .trace.context import current_context, is_tracing
 from .trace.subtrace import SubTraceContext, finish, trace_function
 from .trace.tracer import Tracer
-from .tree import TreeDef, tree_flatten, tree_unflatten
+from .tree import TreeDef, leaf_paths, tree_flatten, tree_unflatten
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan"]
 
@@ -39,24 +39,6 @@ _MAX_PROMOTION_ROUNDS = 4  # weak -> strong is monotone: bool < int < float < st
 
 
 # ----------------------------------------------------------------------------- pytree helpers
-
-
-def leaf_paths(treedef: TreeDef, root: str) -> list[str]:
-    """A readable path per leaf, in flatten order: `carry[0]['x']`."""
-    paths: list[str] = []
-
-    def walk(td: TreeDef, path: str) -> None:
-        if td.kind == "leaf":
-            paths.append(path)
-        elif td.kind == "dict":
-            for k, c in zip(td.keys, td.children):
-                walk(c, f"{path}[{k!r}]")
-        elif td.kind in ("tuple", "list"):
-            for k, c in enumerate(td.children):
-                walk(c, f"{path}[{k}]")
-
-    walk(treedef, root)
-    return paths
 
 
 def _spec(leaf: Any, path: str, who: str) -> Spec:
@@ -78,7 +60,7 @@ def _type_text(spec: Spec) -> str:
 
 def _lift_leaf(ctx: Any, leaf: Any, spec: Spec) -> Tracer:
     """An operand of the control-flow equation in `ctx` for `leaf`, with `spec`'s dtype."""
-    from .numpy._core import lift
+    from .trace.operands import lift
     aval, weak = spec
     if isinstance(leaf, Tracer):
         t = leaf if leaf.dtype == aval.dtype else lift(ctx, leaf, aval.dtype)

@@ -136,3 +136,21 @@ def static_key(value: Any) -> Any:
     if isinstance(value, frozenset):
         return (t, frozenset(static_key(v) for v in value))
     return (t, value)
+
+
+def leaf_paths(treedef: TreeDef, root: str) -> list[str]:
+    """A readable path per leaf, in flatten order: `carry[0]['x']`."""
+    paths: list[str] = []
+
+    def walk(td: TreeDef, path: str) -> None:
+        if td.kind == "leaf":
+            paths.append(path)
+        elif td.kind == "dict":
+            for k, c in zip(td.keys, td.children):
+                walk(c, f"{path}[{k!r}]")
+        elif td.kind in ("tuple", "list"):
+            for k, c in enumerate(td.children):
+                walk(c, f"{path}[{k}]")
+
+    walk(treedef, root)
+    return paths

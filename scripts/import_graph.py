@@ -30,8 +30,9 @@ LAYERS = [
     ("fusion", ("fusion",)),
     ("backends", ("backends", "device_array")),
     ("pipeline", ("pipeline", "pickling")),
+    ("transforms", ("transforms",)),
     ("numpy", ("numpy",)),
-    ("transforms", ("transforms", "lax", "random", "autograph")),
+    ("library", ("lax", "random", "autograph")),
     ("distributed", ("distributed", "sharding")),
     ("api", ("api", "jitted", "benchmarking", "coverage", "cli", "__main__", "__init__")),
 ]

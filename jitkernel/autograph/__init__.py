@@ -21,5 +21,9 @@ from __future__ import annotations
 
 from .convert import convert, converted_source
 from .runtime import UNROLL_LIMIT, Undefined
+from ..entry import register_converter
 
 __all__ = ["convert", "converted_source", "UNROLL_LIMIT", "Undefined"]
+
+# transformations (jk.grad, jk.vmap, ...) convert the functions they trace through this
+register_converter(convert)

@@ -149,7 +149,7 @@ def _checked(value: MaybeBound) -> Any:
 
 def _raise_unbound(leaf: Any, unbound: Tracer, message: str) -> Any:
     """`leaf` after a run-time check of `unbound`, keeping a Python scalar's weak type."""
-    from ..numpy._core import lift
+    from ..trace.operands import lift
     from ..numpy._statistics import raise_if
     t = leaf if _traced(leaf) else lift(unbound._ctx, leaf)
     out = raise_if(t, unbound, "UnboundLocalError", message)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .. import events
+from ..autograph import convert
 from ..forking import compile_section
 from ..ir import AType, Program
 from ..trace import trace_program
@@ -80,7 +81,6 @@ class TracingMixin:
         if not self.autograph:
             return self.fun
         if self._converted is None:
-            from ..autograph import convert
             self._converted = convert(self.fun) or self.fun
         return self._converted
 

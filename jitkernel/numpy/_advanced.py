@@ -28,7 +28,7 @@ from ..errors import UnsupportedOperationError
 from ..trace.context import user_frame
 from ..trace.tracer import Tracer
 from ..trace.scalar_store import store_operand
-from ._core import broadcast_to_shape, context_of, lift, normalize_axis
+from ..trace.operands import broadcast_to_shape, context_of, lift, normalize_axis
 from ._dispatch import register_function
 
 # np.put is numpy/_inplace.py's (static indices), which routes traced indices to `put` here.

@@ -9,7 +9,7 @@ import numpy as np
 from ..ir import check_dtype
 from ..trace.tracer import Tracer
 from ..trace.views import fresh
-from ._core import broadcast_to_shape, context_of, lift
+from ..trace.operands import broadcast_to_shape, context_of, lift
 from ._shape import stack
 
 zeros, ones, full, empty = np.zeros, np.ones, np.full, np.empty

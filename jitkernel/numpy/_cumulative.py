@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import UnsupportedOperationError
 from ..ir import check_dtype
 from ..trace.tracer import Tracer
-from ._core import broadcast_to_shape, context_of, lift, normalize_axis, shape_of
+from ..trace.operands import broadcast_to_shape, context_of, lift, normalize_axis, shape_of
 from ._shape import concatenate, ravel
 from ._ufuncs import apply_ufunc
 

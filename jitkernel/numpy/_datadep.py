@@ -48,7 +48,7 @@ from ..errors import UnsupportedOperationError
 from ..ir.symdim import SymbolicDimError
 from ..trace.context import _traces, user_frame_location
 from ..trace.tracer import Tracer
-from ._core import lift
+from ..trace.operands import lift
 from ._dispatch import register_function
 
 # jitkernel.numpy names (after _sorting and _ufuncs in _EXTENSION_MODULES: these replace theirs).
@@ -684,7 +684,7 @@ def _dense_reduce(name: str, x: DataDependent, axes: tuple, kwargs: dict) -> Tra
     max/min (which raise NumPy's ValueError when the selection is empty), any/all; an integer
     mean is the sum divided by the count."""
     from ._shape import reshape
-    from ._core import broadcast_to_shape
+    from ..trace.operands import broadcast_to_shape
     values, mask = x.dense
     ctx = _current_ctx(mask)
     k = mask.ndim

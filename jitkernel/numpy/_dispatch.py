@@ -147,7 +147,7 @@ def apply_ufunc_protocol(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: di
         if stem is not None:
             # `a OP= traced` on a NumPy array `a`: ndarray.__iadd__ calls us with out=(a,).
             refs = inplace._refs_of_out(inputs, kwargs)
-            from ._core import context_of
+            from ..trace.operands import context_of
             return inplace.concrete_augmented_assign(context_of(*inputs), stem, inputs, refs)
         return inplace.ufunc_with_out(ufunc, inputs, kwargs)
     if method == "__call__":

@@ -325,7 +325,7 @@ def dynamic_getitem(x: Any, index: tuple) -> Any:
 def dynamic_update(x: Any, index: tuple, value: Any) -> Any:
     """The new array `x` with `x[index] = value` applied (NumPy's casting and broadcasting of
     `value`); `x` itself is not changed."""
-    from ._core import broadcast_to_shape, lift
+    from ..trace.operands import broadcast_to_shape, lift
     from ._shape import reshape
     from . import astype
     ctx = _context(x)

@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import UnsupportedOperationError
 from ..ir import check_dtype
 from ..trace.tracer import Tracer
-from ._core import broadcast_to_shape, context_of, dtype_key, lift, WEAK_DEFAULT
+from ..trace.operands import broadcast_to_shape, context_of, dtype_key, lift, WEAK_DEFAULT
 from ._shape import reshape, transpose
 
 __all__ = ["einsum", "einsum_path"]

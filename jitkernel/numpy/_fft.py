@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..ir import SUPPORTED_DTYPES
-from ._core import context_of, lift
+from ..trace.operands import context_of, lift
 from ._dispatch import register_function
 
 __all__: list[str] = []  # reached through np.fft.* (register_function)

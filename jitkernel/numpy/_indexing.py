@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..trace.tracer import Tracer
-from ._core import lift
+from ..trace.operands import lift
 from ._shape import reshape
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..trace import inplace
-from ._core import context_of
+from ..trace.operands import context_of
 
 __all__ = ["copyto", "put"]
 

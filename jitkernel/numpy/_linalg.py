@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from ._core import broadcast_shapes, broadcast_to_shape, context_of, dtype_key, lift, WEAK_DEFAULT
+from ..trace.operands import broadcast_shapes, broadcast_to_shape, context_of, dtype_key, lift, WEAK_DEFAULT
 from ._shape import ravel, reshape
 from ._ufuncs import apply_ufunc
 

@@ -21,7 +21,7 @@ from numpy.linalg._linalg import EighResult, QRResult, SlogdetResult, SVDResult
 
 from ..errors import UnsupportedOperationError
 from ..ir.library_prims import assert_stacked_square, real_dtype
-from ._core import context_of, lift, normalize_axis
+from ..trace.operands import context_of, lift, normalize_axis
 from ._dispatch import register_function
 from ._linalg import matmul
 from ._shape import moveaxis, reshape

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..trace.tracer import Tracer
-from ._core import broadcast_to_shape, context_of, lift, normalize_axis
+from ..trace.operands import broadcast_to_shape, context_of, lift, normalize_axis
 from ._shape import concatenate, flip, ravel, reshape, transpose
 from ._ufuncs import apply_ufunc
 

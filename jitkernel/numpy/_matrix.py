@@ -18,7 +18,7 @@ import numpy as np
 
 from ..ir import check_dtype
 from ..trace.tracer import Tracer
-from ._core import (broadcast_to_shape, context_of, lift, normalize_axis, result_type,
+from ..trace.operands import (broadcast_to_shape, context_of, lift, normalize_axis, result_type,
                     shape_of, unsupported_kwargs)
 from ._shape import broadcast_arrays, moveaxis, reshape
 from ._ufuncs import apply_ufunc, where

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..ir import check_dtype
-from ._core import context_of, lift, normalize_axes, normalize_axes_legacy_0d, normalize_axis, unsupported_kwargs
+from ..trace.operands import context_of, lift, normalize_axes, normalize_axes_legacy_0d, normalize_axis, unsupported_kwargs
 from ._shape import reshape
 from ._ufuncs import _fresh, apply_ufunc
 

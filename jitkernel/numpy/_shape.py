@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import UnsupportedOperationError
 from ..ir import check_dtype
 from ..ir.symdim import SymDim, reshape_axis_map
-from ._core import (broadcast_shapes, broadcast_to_shape, context_of, lift, normalize_axes, normalize_axes_legacy_0d,
+from ..trace.operands import (broadcast_shapes, broadcast_to_shape, context_of, lift, normalize_axes, normalize_axes_legacy_0d,
                     normalize_axis, result_type, shape_of)
 
 

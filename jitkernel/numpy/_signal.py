@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..trace.tracer import Tracer
-from ._core import context_of, lift
+from ..trace.operands import context_of, lift
 
 __all__ = ["convolve", "correlate", "interp"]
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..trace.tracer import Tracer
-from ._core import context_of, lift, normalize_axis
+from ..trace.operands import context_of, lift, normalize_axis
 from ._shape import ravel
 
 __all__ = ["sort", "argsort", "partition", "argpartition", "searchsorted", "unique"]

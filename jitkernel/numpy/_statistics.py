@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import UnsupportedOperationError
 from ..ir import check_dtype
 from ..trace.tracer import Tracer
-from ._core import context_of, lift, normalize_axes, unsupported_kwargs
+from ..trace.operands import context_of, lift, normalize_axes, unsupported_kwargs
 from ._reductions import mean, var
 from ._reductions import any as _any, all as _all, max as _max, min as _min, sum as _sum, prod as _prod
 from ._reductions import argmax as _argmax, argmin as _argmin
@@ -206,7 +206,7 @@ def divmod(x1: Any, x2: Any, out: Any = None, **kwargs: Any) -> Any:  # noqa: A0
     unsupported_kwargs("divmod", dict(kwargs, out=out), out=None, where=True, casting="same_kind",
                        order="K", dtype=None, subok=True)
     from ..ir.primitives import ufunc_loop
-    from ._core import dtype_key, WEAK_DEFAULT
+    from ..trace.operands import dtype_key, WEAK_DEFAULT
     keys = [dtype_key(v) for v in (x1, x2)]
     if all(isinstance(k, type) for k in keys):
         keys = [WEAK_DEFAULT[k] for k in keys]

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..ir.primitives import BINARY_UFUNCS, UNARY_UFUNCS, ufunc_loop
 from ..trace.tracer import Tracer
-from ._core import (WEAK_DEFAULT, broadcast_shapes, broadcast_to_shape, context_of, dtype_key,
+from ..trace.operands import (WEAK_DEFAULT, broadcast_shapes, broadcast_to_shape, context_of, dtype_key,
                     lift, result_type, shape_of, weak_type)
 
 
@@ -119,7 +119,7 @@ def _make(name: str):
     uf = getattr(np, name)
 
     def fn(*args: Any, **kwargs: Any) -> Any:
-        from ._core import unsupported_kwargs
+        from ..trace.operands import unsupported_kwargs
         unsupported_kwargs(name, kwargs, out=None, where=True, casting="same_kind", order="K", dtype=None, subok=True)
         return apply_ufunc(uf, *args)
     fn.__name__ = fn.__qualname__ = name
@@ -197,7 +197,7 @@ def _select_by_exponent(exponent: Tracer, base: Tracer, cases: list, otherwise: 
 
 def power(x1: Any, x2: Any, **kwargs: Any) -> Any:
     """numpy.power, with NumPy's float loop fast paths for a stride-0 exponent (see above)."""
-    from ._core import unsupported_kwargs
+    from ..trace.operands import unsupported_kwargs
     unsupported_kwargs("power", kwargs, out=None, where=True, casting="same_kind", order="K", dtype=None, subok=True)
     ctx = context_of(x1, x2)
     if ctx is None:

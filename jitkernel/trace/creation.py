@@ -23,7 +23,7 @@ from .patching import ModulePatches
 
 def _traced_full(shape: Any, fill: Any, dtype: Any) -> Any:
     from ..ir import check_dtype
-    from ..numpy._core import broadcast_to_shape, lift
+    from .operands import broadcast_to_shape, lift
     from .tracer import Tracer
     from .views import fresh
     ctx = current_context()

@@ -118,7 +118,7 @@ def _finish(result: Any, dtype: np.dtype, shape: tuple, stem: str) -> Any:
         raise ValueError(f"non-broadcastable output operand with shape {_numpy_shape(shape)} doesn't match the "
                          f"broadcast shape {_numpy_shape(result.shape)}")
     if result.dtype != dtype or result.weak is not None:
-        from ..numpy._core import lift
+        from .operands import lift
         result = lift(result._ctx, result, dtype)
     if result.ndim == 0 and isinstance(result, Tracer):
         result = Tracer(result._ctx, result.ir_var)
@@ -156,7 +156,7 @@ def assignment_value(target: Any, value: Any, shape: tuple[int, ...], as_setitem
     arrays cast unsafely, scalars by NumPy's scalar rule (trace/scalar_store.py; `as_setitem`
     False: np.copyto, which casts a scalar as an array), leading size-1 dimensions dropped,
     broadcast."""
-    from ..numpy._core import broadcast_to_shape, lift
+    from .operands import broadcast_to_shape, lift
     from .tracer import Tracer
     ctx = target._ctx
     if isinstance(value, Tracer):
@@ -176,7 +176,7 @@ def assignment_value(target: Any, value: Any, shape: tuple[int, ...], as_setitem
     if vshape != t.shape:
         from ..numpy._shape import reshape
         t = reshape(t, vshape)
-    from ..numpy._core import broadcast_shapes  # NumPy's, and structural for symbolic lengths
+    from .operands import broadcast_shapes  # NumPy's, and structural for symbolic lengths
     try:
         if len(vshape) > len(shape) or broadcast_shapes(vshape, shape) != tuple(shape):
             raise ValueError
@@ -254,7 +254,7 @@ def _captured_out(ctx: Any, what: str) -> Exception:
 
 def _write_out(out: Any, result: Any, where: Any, casting: str | None, what: str) -> None:
     """Store `result` into Tracer `out` (shape checked, cast, `where` applied)."""
-    from ..numpy._core import broadcast_to_shape, lift
+    from .operands import broadcast_to_shape, lift
     from .tracer import Tracer
     if not isinstance(out, Tracer):
         raise _captured_out(result._ctx, what)
@@ -328,7 +328,7 @@ def function_with_out(impl: Any, name: str, args: tuple, kwargs: dict) -> Any:
 
 
 def _ctx_of(args: tuple) -> Any:
-    from ..numpy._core import context_of
+    from .operands import context_of
     return context_of(*args)
 
 
@@ -337,7 +337,7 @@ def _ctx_of(args: tuple) -> Any:
 
 def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
     """numpy.copyto on traced arrays: `casting` checked as NumPy does, `src` broadcast to dst."""
-    from ..numpy._core import dtype_key, lift
+    from .operands import dtype_key, lift
     from .tracer import Tracer
     if not isinstance(dst, Tracer):
         raise _captured_out(_ctx_of((src, where)), "the destination of np.copyto")
@@ -373,7 +373,7 @@ def put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
     """numpy.put with static indices: `a.flat[ind] = v`, v repeated to the length of ind (the
     last write to a position wins), out-of-range indices raising, wrapping or clipping by mode."""
     from ..errors import UnsupportedOperationError
-    from ..numpy._core import lift
+    from .operands import lift
     from ..numpy._shape import reshape
     from .tracer import Tracer
     if not isinstance(a, Tracer):

@@ -63,7 +63,7 @@ def stored_scalar(value: Any, dtype: np.dtype, numpy_scalars_by_value: bool = Tr
     """`value` (a Tracer) converted to `dtype` as NumPy's setitem stores it (module docstring;
     `numpy_scalars_by_value`: a basic-index store or fill); a value that is not a scalar
     (is_stored_scalar) is returned unchanged for the caller's cast."""
-    from ..numpy._core import lift
+    from .operands import lift
     if not is_stored_scalar(value):
         return value
     dtype = np.dtype(dtype)
@@ -101,7 +101,7 @@ def _check(value: Any, bad: Any, dtype: np.dtype, kind: str) -> Any:
     NumPy raises when it stores the value as a Python `kind` ("float" or "int") into `dtype`,
     NumPy's own exception and message (ir/arrayfn_prims.check_error replays NumPy)."""
     from ..ir.arrayfn_prims import NUMPY_STORE
-    from ..numpy._core import lift
+    from .operands import lift
     from ..numpy._statistics import raise_if
     return raise_if(value, lift(value._ctx, bad, _BOOL), NUMPY_STORE, f"{dtype}:{kind}")
 
@@ -123,7 +123,7 @@ def _checked_float_to_int(f: Any, dtype: np.dtype) -> Any:
 
 def _checked_int_bounds(value: Any, dtype: np.dtype) -> Any:
     """An integer scalar that must fit `dtype` (NumPy's OverflowError naming the value)."""
-    from ..numpy._core import lift
+    from .operands import lift
     from ..numpy._ufuncs import apply_ufunc
     ctx = value._ctx
     source = np.dtype(np.int64) if value.weak is not None else value.dtype

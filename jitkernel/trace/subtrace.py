@@ -154,7 +154,7 @@ class SubTraceContext(TraceContext):
 
     def output_var(self, leaf: Any, dtype: np.dtype | None = None) -> Var:
         """The variable of one output leaf: a local Tracer, a captured outer one, or a constant."""
-        from ..numpy._core import lift
+        from .operands import lift
         if isinstance(leaf, Tracer):
             t = self.localize(leaf)
         else:

@@ -21,7 +21,7 @@ from ..errors import JitError, UnsupportedOperationError
 from ..ir import Program, Var
 from ..trace.context import current_context
 from ..trace.tracer import Tracer
-from ..tree import tree_flatten, tree_unflatten
+from ..tree import leaf_paths, tree_flatten, tree_unflatten
 from . import ops
 from .core import (Transformed, as_tracer, check_rule_result, function_name, is_traced_leaf, memoized, read_env,
                    rule_registrar, trace_leaves, traceable, weak_outputs, with_leaves)
@@ -118,7 +118,6 @@ def _leaf_names(fun: Callable, args: tuple, kwargs: dict) -> list[str]:
     """One name per leaf of (args, kwargs), as JAX's vmap errors name them: `argument x['a']`,
     `args[2]` past the named parameters, `kwargs['y']`."""
     import inspect
-    from ..lax import leaf_paths
     try:
         params = [p.name for p in inspect.signature(getattr(fun, "__wrapped__", fun)).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]

@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..entry import is_jitted, jit
+from ..entry import converted, is_jitted, jit
 from ..errors import UnsupportedOperationError
 from ..ir import AType, Program, Var
 from ..trace.context import current_context, is_tracing
@@ -44,11 +44,7 @@ def traceable(fun: Callable[..., Any]) -> Callable[..., Any]:
         return fun._function_to_trace()
     if isinstance(fun, Transformed):
         return fun
-    from ..autograph import convert
-    try:
-        return convert(fun) or fun
-    except Exception:  # source that autograph cannot read: trace it as written
-        return fun
+    return converted(fun)
 
 
 class Transformed:
@@ -117,7 +113,7 @@ def is_traced_leaf(leaf: Any) -> bool:
 def as_tracer(leaf: Any) -> Tracer:
     """A leaf as a Tracer of the active trace (concrete arrays and numbers become constants;
     Python scalars keep their weak type, as jk.jit arguments do)."""
-    from ..numpy._core import lift
+    from ..trace.operands import lift
     ctx = current_context()
     if isinstance(leaf, Tracer):
         return leaf

@@ -8,8 +8,9 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..ir import check_dtype
-from ..trace.context import TraceContext, current_context
-from ..trace.tracer import Tracer
+from .complex_cast import warn_complex_cast
+from .context import TraceContext, current_context
+from .tracer import Tracer
 from ..ir.symdim import SymDim, symbolic_broadcast_shapes
 
 PY_SCALARS = (bool, int, float, complex)
@@ -77,7 +78,6 @@ def lift(ctx: TraceContext, x: Any, dtype: np.dtype | None = None) -> Tracer:
         if x.dtype == dtype:
             return Tracer(ctx, x.ir_var)  # same data, now strongly typed
         if x.dtype.kind == "c" and np.dtype(dtype).kind not in "cb":
-            from ._complex_cast import warn_complex_cast
             warn_complex_cast(x, dtype)  # NumPy's ComplexWarning, once, at trace time
         if x.weak is int and np.dtype(dtype).kind in "iu":
             # NumPy raises OverflowError when a Python int does not fit the dtype it meets:
