@@ -16,6 +16,7 @@ from .errors import (BackendUnavailableError, CompileError, ContainerMutationErr
                      IRVerificationError, JitError, TracedRandomError, TracerArrayConversionError, TracerBoolConversionError, TracerError,
                      TracerIntegerConversionError, UnsupportedOperationError)
 from .interpreter import eval_program
+from . import numpy as numpy  # jk.numpy; it also registers the functions a Tracer's methods call
 from .benchmarking import BenchmarkRecord, benchmark
 from . import lax  # jk.lax: cond, switch, while_loop, fori_loop, scan
 from . import sharding  # jk.sharding: Mesh, PartitionSpec (P), NamedSharding (docs/distributed.md)

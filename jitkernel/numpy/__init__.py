@@ -5,6 +5,8 @@ primitives; outside one (no Tracer among the arguments) they call NumPy itself.
 >>> jk.jit(lambda x: jnp.tanh(x).sum(axis=0))(np.ones((2, 3), np.float32)).dtype
 dtype('float32')
 """
+import sys as _sys
+
 from ._ufuncs import UFUNC_FUNCTIONS as _UFUNCS, apply_ufunc as apply_ufunc, around, clip, positive, round, where
 from ._reductions import all, amax, amin, any, argmax, argmin, max, mean, min, prod, std, sum, var
 from ._shape import (astype, atleast_1d, atleast_2d, atleast_3d, broadcast_arrays, broadcast_to,
@@ -73,3 +75,21 @@ _EXTENSION_MODULES = (
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})
     __all__ = sorted(set(__all__) | set(_module.__all__))
+
+
+def _unsupported_rows() -> list:
+    from .support_table import unsupported_rows  # the table probes NumPy: built on first use
+    return unsupported_rows()
+
+
+# What the trace layer calls (a Tracer's ndarray methods, in-place updates, scalar stores):
+# registered here so that jitkernel.trace never imports jitkernel.numpy (trace/numpy_api.py).
+from . import _dispatch, _dynamic as _dynamic_mod, _indexing, _shape, _ufuncs  # noqa: E402
+from ..trace.numpy_api import NUMPY as _TRACE_NUMPY  # noqa: E402
+_TRACE_NUMPY.register(
+    namespace=_sys.modules[__name__], datadep=_datadep, dispatch=_dispatch,
+    getitem=_indexing.getitem, index_kind=_indexing.index_kind, reshape=_shape.reshape, view_of=_shape.view_of,
+    dynamic_update=_dynamic_mod.dynamic_update, advanced_update=_advanced.advanced_update, put=_advanced.put,
+    raise_if=_statistics.raise_if, apply_ufunc=_ufuncs.apply_ufunc, select_by_exponent=_ufuncs.select_by_exponent,
+    apply_ufunc_protocol=_dispatch.apply_ufunc_protocol, apply_function_protocol=_dispatch.apply_function_protocol,
+    unsupported_rows=_unsupported_rows)

@@ -18,6 +18,7 @@ import numpy as np
 
 from .context import _is_engine_file, current_context
 from .patching import ModulePatches
+from .numpy_api import NUMPY
 
 
 
@@ -109,7 +110,7 @@ def _converted(name: str, original: Callable, args: tuple, kwargs: dict) -> Any:
     from .tracer import Tracer
     a = args[0] if args else kwargs.get("object", kwargs.get("a"))
     if isinstance(a, Tracer) or (isinstance(a, (list, tuple)) and any(isinstance(v, Tracer) for v in a)):
-        from .. import numpy as jnp
+        jnp = NUMPY.namespace
         return getattr(jnp, name)(*args, **kwargs)
     return original(*args, **kwargs)
 

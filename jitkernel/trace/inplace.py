@@ -25,6 +25,7 @@ from ..errors import InPlaceUpdateError
 from .context import user_frame_location, user_instruction, user_statement_target
 from .scalar_store import numpy_stored, store_operand, stored_scalar
 from .views import check_writeable, same_view, write
+from .numpy_api import NUMPY
 
 # operator-method stem -> (symbol, NumPy ufunc name or "matmul")
 INPLACE_OPERATORS = {
@@ -174,7 +175,7 @@ def assignment_value(target: Any, value: Any, shape: tuple[int, ...], as_setitem
     while len(vshape) > len(shape) and vshape[0] == 1:
         vshape = vshape[1:]
     if vshape != t.shape:
-        from ..numpy._shape import reshape
+        reshape = NUMPY.reshape
         t = reshape(t, vshape)
     from .operands import broadcast_shapes  # NumPy's, and structural for symbolic lengths
     try:
@@ -193,10 +194,10 @@ def value_shape(value: Any) -> tuple[int, ...]:
 
 def setitem(target: Any, index: Any, value: Any) -> None:
     """`target[index] = value` (Tracer.__setitem__)."""
-    from ..numpy._indexing import getitem, index_kind
+    getitem, index_kind = NUMPY.getitem, NUMPY.index_kind
     check_writeable(target)
     key = index if isinstance(index, tuple) else (index,)
-    from ..numpy import _datadep
+    _datadep = NUMPY.datadep
     if _datadep.involved(key, value):  # a data-dependent index or value (x[np.nonzero(m)] = v, y[m] = x[m])
         write(target, _datadep.update(target, key, store_operand(value, target.dtype)))
         return
@@ -220,10 +221,10 @@ def setitem(target: Any, index: Any, value: Any) -> None:
     else:
         value = assignment_value(target, value, value.shape)
     if kind == "dynamic":
-        from ..numpy._dynamic import dynamic_update
+        dynamic_update = NUMPY.dynamic_update
         new = dynamic_update(target, key, value)
     else:
-        from ..numpy._advanced import advanced_update
+        advanced_update = NUMPY.advanced_update
         new = advanced_update(target, key, value)
     write(target, new)
 
@@ -266,7 +267,7 @@ def _write_out(out: Any, result: Any, where: Any, casting: str | None, what: str
                          f"broadcast shape {_numpy_shape(np.broadcast_shapes(shape, out.shape))}")
     value = broadcast_to_shape(ctx, lift(ctx, result, out.dtype), out.shape)
     if where is not True:
-        from ..numpy import where as np_where
+        np_where = NUMPY.namespace.where
         value = np_where(where, value, out)
         value = lift(ctx, value, out.dtype)
     write(out, value)
@@ -276,7 +277,7 @@ def ufunc_with_out(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> Any:
     """`ufunc(*inputs, out=..., where=..., casting=...)` on traced values: computed, checked
     against NumPy's casting rule for the output, and written into `out`. Returns `out` (a
     tuple for a ufunc with several outputs, as NumPy)."""
-    from .. import numpy as jnp
+    jnp = NUMPY.namespace
     kwargs = dict(kwargs)
     outs = _out_tuple(kwargs.pop("out"))
     where = kwargs.pop("where", True)
@@ -361,7 +362,7 @@ def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) ->
                              f"{_numpy_shape(dst.shape)}")
         value = assignment_value(dst, src, dst.shape, as_setitem=False)
     if where is not True:
-        from ..numpy import where as np_where
+        np_where = NUMPY.namespace.where
         value = lift(ctx, np_where(where, value, dst), dst.dtype)
     write(dst, value)
 
@@ -374,12 +375,12 @@ def put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
     last write to a position wins), out-of-range indices raising, wrapping or clipping by mode."""
     from ..errors import UnsupportedOperationError
     from .operands import lift
-    from ..numpy._shape import reshape
+    reshape = NUMPY.reshape
     from .tracer import Tracer
     if not isinstance(a, Tracer):
         raise TypeError("put: first argument must be an array (a traced array inside jit)")
     if isinstance(ind, Tracer):  # a traced index array: one library step (numpy/_advanced.py)
-        from ..numpy._advanced import put as put_traced_indices
+        put_traced_indices = NUMPY.put
         return put_traced_indices(a, ind, v, mode)
     if mode not in ("raise", "wrap", "clip"):
         raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
@@ -419,7 +420,7 @@ def put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
         src = vals.reshape(-1).astype(a.dtype)
         for p, j in last.items():
             new[p], mask[p] = src[j], True
-        from ..numpy import where as np_where
+        np_where = NUMPY.namespace.where
         result = np_where(ctx.const(mask), ctx.const(new), _snapshot(ctx, flat_var))
     else:
         if len(last) > _PUT_MAX_TRACED:
@@ -475,7 +476,7 @@ def concrete_augmented_assign(ctx: Any, stem: str, inputs: tuple, refs: int) -> 
         raise _error(ctx.name, symbol, "another variable or container refers to the same NumPy array, and NumPy "
                                        "would change it too")
     _numpy_verdict(stem, array.dtype, array.ndim, other)
-    from .. import numpy as jnp
+    jnp = NUMPY.namespace
     fn = jnp.matmul if stem == "matmul" else getattr(jnp, INPLACE_OPERATORS[stem][1])
     result = fn(array, other)
     return _finish(result, array.dtype, array.shape, stem)

@@ -22,6 +22,7 @@ import numpy as np
 
 from .context import user_frame_location
 from .tracer import Tracer
+from .numpy_api import NUMPY
 
 INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
 _I64, _F64, _BOOL = np.dtype(np.int64), np.dtype(np.float64), np.dtype(np.bool_)
@@ -32,8 +33,7 @@ CHECKED_OPERATIONS = frozenset(_SYMBOLS)
 
 
 def _jnp():
-    from .. import numpy as jnp
-    return jnp
+    return NUMPY.namespace  # registered by jitkernel.numpy (trace/numpy_api.py)
 
 
 def _strong(x: Tracer) -> Tracer:
@@ -185,7 +185,7 @@ def _python_errors(name: str, divisor: Any) -> tuple[str, str, Any] | None:
 
 
 def _raise_where(value: Tracer, bad: Any, exception: str, message: str) -> Tracer:
-    from ..numpy._statistics import raise_if
+    raise_if = NUMPY.raise_if
     if bad is None or bad is False:
         return value
     if bad is True or isinstance(bad, (bool, np.bool_)):

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from .numpy_api import NUMPY
+
 _FLOAT64 = np.dtype(np.float64)
 _BOOL = np.dtype(np.bool_)
 
@@ -102,7 +104,7 @@ def _check(value: Any, bad: Any, dtype: np.dtype, kind: str) -> Any:
     NumPy's own exception and message (ir/arrayfn_prims.check_error replays NumPy)."""
     from ..ir.arrayfn_prims import NUMPY_STORE
     from .operands import lift
-    from ..numpy._statistics import raise_if
+    raise_if = NUMPY.raise_if
     return raise_if(value, lift(value._ctx, bad, _BOOL), NUMPY_STORE, f"{dtype}:{kind}")
 
 
@@ -110,7 +112,7 @@ def _checked_float_to_int(f: Any, dtype: np.dtype) -> Any:
     """`int(f)` as NumPy's setitem takes it for an integer `dtype`: the truncated float64, after
     one check for what NumPy refuses (NaN, infinity, beyond a C long or unsigned long for uint64,
     outside the dtype)."""
-    from ..numpy._ufuncs import apply_ufunc
+    apply_ufunc = NUMPY.apply_ufunc
     t = apply_ufunc(np.trunc, f)
     info = np.iinfo(dtype)
     # Every bound is a float64 exactly; NaN fails both comparisons, so it is caught by `not`.
@@ -124,7 +126,7 @@ def _checked_float_to_int(f: Any, dtype: np.dtype) -> Any:
 def _checked_int_bounds(value: Any, dtype: np.dtype) -> Any:
     """An integer scalar that must fit `dtype` (NumPy's OverflowError naming the value)."""
     from .operands import lift
-    from ..numpy._ufuncs import apply_ufunc
+    apply_ufunc = NUMPY.apply_ufunc
     ctx = value._ctx
     source = np.dtype(np.int64) if value.weak is not None else value.dtype
     info, have = np.iinfo(dtype), np.iinfo(source)

@@ -19,6 +19,7 @@ from ..errors import UnsupportedOperationError
 from ..ir import AType, Eqn, Program, Var
 from .context import TraceContext, _traces
 from .tracer import Tracer
+from .numpy_api import NUMPY
 
 
 class SubTraceContext(TraceContext):
@@ -163,7 +164,7 @@ class SubTraceContext(TraceContext):
             except (TypeError, ValueError) as e:
                 raise TypeError(f"{self.name}: returned a value of type {type(leaf).__name__}, which is not an array: {e}") from None
         if dtype is not None and t.dtype != dtype:
-            from .. import numpy as jnp
+            jnp = NUMPY.namespace
             t = self.localize(jnp.astype(t, dtype))
         return t.ir_var
 

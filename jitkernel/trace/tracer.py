@@ -10,12 +10,12 @@ from ..errors import (TracerArrayConversionError, TracerBoolConversionError, Tra
                       TracerIntegerConversionError)
 from ..ir import AType, Var
 from .context import TraceContext, user_frame, user_frame_location, user_instruction
+from .numpy_api import NUMPY
 from .views import Memory as Memory, fresh, make_view, refresh  # Memory: trace/context.py imports it from here
 
 
 def _jnp():
-    from .. import numpy as jnp
-    return jnp
+    return NUMPY.namespace  # registered by jitkernel.numpy (trace/numpy_api.py)
 
 
 # Errors NumPy raises in place of the one a Tracer raised inside its conversion code.
@@ -222,16 +222,16 @@ class Tracer:
 
     # -- NumPy protocols ----------------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        from ..numpy._dispatch import apply_ufunc_protocol
+        apply_ufunc_protocol = NUMPY.apply_ufunc_protocol
         return apply_ufunc_protocol(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        from ..numpy._dispatch import apply_function_protocol
+        apply_function_protocol = NUMPY.apply_function_protocol
         return apply_function_protocol(func, args, kwargs)
 
     # -- indexing ---------------------------------------------------------------------
     def __getitem__(self, index: Any) -> "Tracer":
-        from ..numpy._indexing import getitem
+        getitem = NUMPY.getitem
         return self._ctx.keep_byteorder(getitem(self, index), self)  # views and gathers: NumPy keeps the dtype
 
     def __setitem__(self, index: Any, value: Any) -> None:
@@ -283,7 +283,7 @@ class Tracer:
     def view(self, dtype: Any = None, type: Any = None) -> "Tracer":
         """ndarray.view() (or to its own dtype): a new view of the same memory, as in NumPy."""
         if type is None and (dtype is None or np.dtype(dtype) == self.dtype):
-            from ..numpy._shape import view_of
+            view_of = NUMPY.view_of
             return view_of(self)
         raise self._unsupported_attribute("view")  # another dtype or type: not compiled
 
@@ -491,7 +491,7 @@ def _power_operator(base: Any, exponent: Any) -> Any:
     np.power. Between NumPy (or Python) scalars it is NumPy's scalar math: C pow, no fast path."""
     jnp = _jnp()
     if _is_numpy_scalar(base) and _is_numpy_scalar(exponent):
-        from ..numpy._ufuncs import apply_ufunc
+        apply_ufunc = NUMPY.apply_ufunc
         return apply_ufunc(np.power, base, exponent)
     if not isinstance(base, Tracer):  # 2 ** array: the array's __rpow__, never a fast scalar power
         return jnp.power(base, exponent)
@@ -511,7 +511,7 @@ def _power_operator(base: Any, exponent: Any) -> Any:
 def _power_by_traced_python_scalar(base: "Tracer", exponent: "Tracer") -> Any:
     """`array ** p` for a Python scalar argument `p`: NumPy picks square / reciprocal / sqrt by
     p's value on every call, so the program selects on it."""
-    from ..numpy._ufuncs import select_by_exponent
+    select_by_exponent = NUMPY.select_by_exponent
     jnp = _jnp()
     if base.dtype.kind == "b" and exponent.weak is int:
         from ..errors import UnsupportedOperationError

@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from ..errors import UnsupportedOperationError
 from .context import current_context, user_frame_location
+from .numpy_api import NUMPY
 from .creation import _called_by_user
 from .patching import ModulePatches
 
@@ -40,8 +41,8 @@ def unsupported_functions() -> list[tuple[Any, str, Callable, str]]:
     """(module, name, NumPy's function, reason) for every function the support table lists as
     unsupported and that is not exempt."""
     global _cache
-    from ..numpy import _dispatch
-    from ..numpy.support_table import unsupported_rows
+    _dispatch = NUMPY.dispatch
+    unsupported_rows = NUMPY.unsupported_rows
     key = len(_dispatch._REGISTERED)
     if _cache is None or _cache[0] != key:
         rows = [row for row in unsupported_rows() if not row[3].startswith(_EXEMPT_REASONS)]
