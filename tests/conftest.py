@@ -10,8 +10,9 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # so tests can `import helpers`
 
 import emulator_suite  # noqa: E402  (the equivalence suite on cuda-emulator: emulator_suite.py)
+from helpers import HOST_BACKENDS  # noqa: E402
 
-BACKENDS = ["interpret", "cpu"]
+BACKENDS = HOST_BACKENDS
 
 
 def backend_params() -> list:
@@ -85,3 +86,32 @@ def _no_subscriber_outlives_its_module(request):
         left = [s for s in events.SUBSCRIBERS if s not in before]
         events.SUBSCRIBERS[:] = before
         warnings.warn(f"{request.module.__name__} left {len(left)} event subscriber(s) behind: {left}")
+
+
+@pytest.fixture
+def compiles():
+    """The CompileEvents published while the test runs (subscribed for the test only)."""
+    from jitkernel import events
+    seen: list = []
+    unsubscribe = events.subscribe(lambda e: seen.append(e) if isinstance(e, events.CompileEvent) else None)
+    yield seen
+    unsubscribe()
+
+
+@pytest.fixture
+def jit_shell():
+    """An IPython shell with the jitkernel extension loaded, on the suite's own compile cache
+    (tests/ipython_shell.py's extension_shell gives each test a cache of its own instead); the
+    default backend and the event subscribers are restored afterwards."""
+    from IPython.core.interactiveshell import InteractiveShell
+    import jitkernel as jk
+    from jitkernel import events
+    backend, subscribers = jk.config.default_backend, list(events.SUBSCRIBERS)
+    shell = InteractiveShell.instance()
+    assert shell.extension_manager.load_extension("jitkernel") is None
+    shell.run_cell("import numpy as np")
+    yield shell
+    shell.extension_manager.unload_extension("jitkernel")
+    InteractiveShell.clear_instance()
+    jk.config.update("default_backend", backend)
+    events.SUBSCRIBERS[:] = subscribers

@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import warnings
 from typing import Any, Callable
 
 import numpy as np
 
 import jitkernel as jk
+from jitkernel.backends import AVAILABLE
 
 # (rtol, atol) per float dtype, for results computed elementwise or over few elements.
 FLOAT_TOL = {
@@ -196,6 +203,13 @@ def rng_for(*key: object) -> np.random.Generator:
 
 _module_counter = itertools.count()
 
+# The backends every machine runs (the engine's own list less the emulator, which needs g++:
+# tests add it with emulator_suite.emulator_backends()).
+HOST_BACKENDS = [b for b in AVAILABLE if b != "cuda-emulator"]
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
 
 def load(tmp_path: Any, source: str, name: str = "f") -> Callable:
     """A function defined in a real file under `tmp_path` (its source is there: tracebacks and
@@ -206,3 +220,70 @@ def load(tmp_path: Any, source: str, name: str = "f") -> Callable:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return getattr(module, name)
+
+
+def numpy_or_error(f: Callable[..., Any], *args: Any) -> Any:
+    """NumPy's result, or the type of the exception it raises."""
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return f(*args)
+    except Exception as e:  # noqa: BLE001 - the type is the expectation
+        return type(e)
+
+
+def jit_or_error(f: Callable[..., Any], *args: Any, backend: str = "cpu") -> Any:
+    """The jitted result, or the type of the exception the call raises."""
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return jk.jit(f, backend=backend)(*args)
+    except Exception as e:  # noqa: BLE001
+        return type(e)
+
+
+def value_kind(a: Any) -> np.ndarray:
+    """0 finite, 1 nan, 2 +inf, 3 -inf: the kind of each value."""
+    a = np.asarray(a, dtype=np.float64)
+    return np.select([np.isnan(a), np.isposinf(a), np.isneginf(a)], [1, 2, 3], 0)
+
+
+def same_bits(got: Any, expected: Any) -> bool:
+    """Same dtype, shape and bytes."""
+    got, expected = np.asarray(got), np.asarray(expected)
+    return got.dtype == expected.dtype and got.shape == expected.shape and got.tobytes() == expected.tobytes()
+
+
+def run_script(source: str, timeout: float, *args: str) -> subprocess.CompletedProcess:
+    """Run `source` in a fresh interpreter with this checkout first on the path; a hang past
+    `timeout` seconds fails the test (the child is killed)."""
+    import pytest
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    try:
+        return subprocess.run([sys.executable, "-c", textwrap.dedent(source), *args], env=env, cwd=REPO,
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"the script hung (killed after {timeout} s); output so far:\n{e.stdout}\n{e.stderr}")
+
+
+def assert_clean_exit(proc: subprocess.CompletedProcess) -> None:
+    """The script exited with status 0 (else its output is the failure message)."""
+    assert proc.returncode == 0, (f"exit status {proc.returncode} (negative: killed by signal "
+                                  f"{-proc.returncode})\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-3000:]}")
+
+
+def run_cell(shell: Any, cell: str) -> tuple:
+    """Run an IPython cell; returns (ExecutionResult, its captured output without ANSI colours)."""
+    from IPython.utils.capture import capture_output
+    with capture_output() as cap:
+        result = shell.run_cell(cell)
+    return result, _ANSI.sub("", cap.stdout + cap.stderr)
+
+
+def assert_identical(got: Any, want: Any) -> None:
+    """Same dtype and shape, values bit for bit (NaN equals NaN) and the same sign bits (of zeros
+    and NaNs too)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)  # NaN equals NaN; values bit for bit otherwise
+    assert np.signbit(got).tolist() == np.signbit(want).tolist()

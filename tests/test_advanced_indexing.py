@@ -1,4 +1,4 @@
-"""Advanced indexing (issue 8, item 4): integer-array gathers, functional scatters, ufunc.at,
+"""Advanced indexing: integer-array gathers, functional scatters, ufunc.at,
 np.take / take_along_axis / put / put_along_axis / putmask / place and boolean masks, each
 against NumPy on both backends, with NumPy's errors (same exception type, IndexError raised
 when the call runs for a traced index), plus hypothesis generators of random index expressions.
@@ -458,8 +458,6 @@ def test_random_scatters_match_numpy(expr, backend, data):
 
 
 # ----------------------------------------------------------------------------- arguments and views
-
-
 
 
 def test_scatters_write_arguments_back(backend):

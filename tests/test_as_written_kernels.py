@@ -1,4 +1,4 @@
-"""Kernels as they are written (issue 8, measured on NPBench by benchmarks/npbench_as_written.py).
+"""Kernels as they are written (measured on NPBench by benchmarks/npbench_as_written.py).
 
 Our own small programs in the style of that suite's kernels, each run by NumPy and jitted on the
 `cpu` and `interpret` backends: the result and the final contents of every argument must be

@@ -15,8 +15,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import jitkernel as jk
 
@@ -25,6 +24,9 @@ from emulator_suite import emulator_backends
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.soak import NOT_MISMATCH, _public_numpy_class, generate, run_program  # noqa: E402
+import itertools
+from helpers import assert_matches_numpy
+from jitkernel.ir.primitives import BINARY_UFUNCS, UNARY_UFUNCS
 
 BACKENDS = ["cpu", "interpret"] + emulator_backends()
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None, print_blob=False)
@@ -249,3 +251,88 @@ def test_soak_edges_sample_covers_the_new_classes():
     text = "\n".join("\n".join(p.body) + repr(p.calls) for p in progs)
     assert "'>" in text and "+=" in text or "] = " in text
     assert any("axis=" in "\n".join(p.body) for p in progs)
+
+
+def outcome(fn, *args):
+    """('ok', result, args after the call) or ('raise', exception)."""
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return "ok", fn(*args), args
+    except Exception as e:  # noqa: BLE001 - the type is what is compared
+        return "raise", e, args
+
+
+_BYTEORDER = {
+    "identity": lambda x: x, "T": lambda x: x.T, "slice": lambda x: x[1:], "reshape": lambda x: x.reshape(3, 2),
+    "copy": lambda x: x.copy(), "np.copy": lambda x: np.copy(x), "broadcast_to": lambda x: np.broadcast_to(x, (2, 6)),
+    "flip": lambda x: np.flip(x), "ravel": lambda x: x.ravel(), "expand_dims": lambda x: np.expand_dims(x, 0),
+    "round": lambda x: np.round(x), "add0": lambda x: x + 0, "positive": lambda x: +x,
+    "astype": lambda x: x.astype(np.int16), "clip": lambda x: np.clip(x), "where": lambda x: np.where(x > 0, x, x),
+    "concatenate": lambda x: np.concatenate([x, x]), "max": lambda x: x.max(), "index": lambda x: x[0],
+    "tuple": lambda x: (x, x * 2, x[::2]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_BYTEORDER))
+def test_byte_order_of_results_matches_numpy(name, backend):
+    fn = _BYTEORDER[name]
+    x = np.arange(6, dtype=">i2")
+    f = jk.jit(fn, backend=backend)
+    for arg in (x, x.astype("<i2"), x):   # the native call must not give the swapped one its entry
+        got, expected = f(arg), fn(arg)
+        for g, e in zip(got if isinstance(got, tuple) else (got,), expected if isinstance(expected, tuple) else (expected,)):
+            assert g.dtype.str == e.dtype.str, (name, g.dtype.str, e.dtype.str)
+            assert_matches_numpy(np.asarray(g).astype(g.dtype.newbyteorder("=")) if g.ndim else g,
+                                 np.asarray(e).astype(e.dtype.newbyteorder("=")) if e.ndim else e)
+
+
+def test_matmul_of_scalars_is_a_type_error():
+    with pytest.raises(TypeError, match="unsupported operand type"):
+        jk.jit(lambda a: a.sum() @ a.sum())(np.ones(3))
+    with pytest.raises(ValueError, match="does not have enough dimensions"):
+        jk.jit(lambda a: np.matmul(a.sum(), a.sum()))(np.ones(3))
+    with pytest.raises(ValueError):
+        np.matmul(np.ones(3).sum(), np.ones(3).sum())
+
+
+@pytest.mark.parametrize("value", [2**63, 2**64, -2**63 - 1])
+@pytest.mark.parametrize("op", ["<", "==", ">="])
+def test_bool_array_against_huge_int_overflows(value, op):
+    fn = eval(f"lambda x: x {op} {value}")
+    with pytest.raises(OverflowError):
+        fn(np.array([True]))
+    with pytest.raises(OverflowError):
+        jk.jit(fn)(np.array([True]))
+
+
+_DTYPES = ["bool", "int8", "uint16", "int64", "uint64", "float16", "float32", "float64"]
+_OPERANDS = [(d, None) for d in _DTYPES] + [(None, 1), (None, 1.5), (None, True)]
+
+
+def _rejected_cases():
+    cases = []
+    for name in UNARY_UFUNCS + BINARY_UFUNCS:
+        uf = getattr(np, name)
+        for ops in itertools.product(_OPERANDS, repeat=uf.nin):
+            if all(d is None for d, _ in ops):
+                continue
+            args = [np.ones(2, d) if d is not None else v for d, v in ops]
+            kind, err, _ = outcome(uf, *args)
+            if kind == "raise":
+                cases.append(pytest.param(name, ops, type(err), id=f"{name}-{'-'.join(str(d or v) for d, v in ops)}"))
+    return cases
+
+
+@pytest.mark.parametrize("name,ops,expected", _rejected_cases())
+def test_rejected_ufunc_calls_raise_numpys_exception_type(name, ops, expected):
+    args = [np.ones(2, d) if d is not None else v for d, v in ops]
+    arrays = [a for a in args if isinstance(a, np.ndarray)]
+    uf = getattr(np, name)
+
+    def fn(*arrs):
+        it = iter(arrs)
+        return uf(*[next(it) if isinstance(a, np.ndarray) else a for a in args])
+    kind, err, _ = outcome(jk.jit(fn, backend="interpret"), *arrays)
+    assert kind == "raise" and isinstance(err, expected), (name, ops, expected, err)

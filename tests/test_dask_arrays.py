@@ -1,4 +1,4 @@
-"""jk.jit over Dask arrays (issue 11, section 1; jitkernel/distributed/, docs/distributed.md).
+"""jk.jit over Dask arrays (jitkernel/distributed/, docs/distributed.md).
 
 Every result is compared with NumPy's on the concatenated (computed) arguments. Most tests run on
 the threaded scheduler; a few run on a real 2-process `dask.distributed.LocalCluster` (loopback,
@@ -530,7 +530,6 @@ def test_random_chunkings_match_numpy(data, name):
     ref = f(value)
     for g, r in zip(computed(out if isinstance(out, tuple) else (out,)), ref if isinstance(ref, tuple) else (ref,)):
         assert_same(g, r, rtol=1e-4, atol=1e-5)
-
 
 
 def test_benchmark_script_runs_and_checks_results(capsys):

@@ -1,4 +1,4 @@
-"""Per-worker profiles and faults of jitted functions over Dask arrays (issue 11, sections 2-3):
+"""Per-worker profiles and faults of jitted functions over Dask arrays:
 block records sent back by real workers (threaded scheduler, a real 2-process LocalCluster),
 a worker killed mid-computation, a worker that cannot compile."""
 from __future__ import annotations

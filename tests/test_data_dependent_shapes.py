@@ -1,4 +1,4 @@
-"""Data-dependent shapes (issue 8, item 4): x[mask], np.nonzero, np.flatnonzero, np.argwhere,
+"""Data-dependent shapes: x[mask], np.nonzero, np.flatnonzero, np.argwhere,
 np.where(cond), np.extract, np.compress, np.unique and slices with bounds read from arrays
 (CSR), traced once for every count, against NumPy on both backends (numpy/_datadep.py)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The library functions of issue 8 item 5 (first half) against NumPy called directly, on the
+"""Library functions against NumPy called directly, on the
 compiled and the interpreter backends: np.linalg, sorting, cumulative functions, diff,
 histogram / bincount / digitize, ufunc methods, einsum and np.fft. Library steps run NumPy's
 own function on both backends, so these tests also compare with NumPy outside jit (dtype, shape,

@@ -1,4 +1,4 @@
-"""Arrays updated in place inside native loops and branches (issue 8, items 2 and 6): a
+"""Arrays updated in place inside native loops and branches: a
 slice assignment in a loop body (a stencil) and a DP cell written in either branch of an `if`
 on array values reuse the carry's buffer instead of copying the whole array per iteration.
 Correctness first: whenever the new value reads the old array at other elements, the update

@@ -159,7 +159,7 @@ def test_plots_are_single_pngs():
         r.plot("pie")
 
 
-# -- issue 7 item 21: failed traces, same-named functions, plot readability ----------------------
+# -- failed traces, same-named functions, plot readability ----------------------
 def _bad(x):
     return np.zeros(x.shape[0] + x)  # a traced size: the trace fails
 
@@ -363,7 +363,6 @@ def _namesakes():
             raise ValueError("the trace fails")
         return x + 1.0
     return first, jk.jit(f, static_argnames="fail", backend="interpret")
-
 
 
 def test_profile_counts_follow_a_model_of_the_calls():

@@ -1,4 +1,4 @@
-"""Issue 7, item 9: long programs compile without recursion proportional to their length, in time
+"""Long programs compile without recursion proportional to their length, in time
 linear in their length, and kernels too large for one LLVM function are split.
 
 Each reproducer runs with the recursion limit lowered to `HEADROOM` frames above the caller's
@@ -14,8 +14,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, note, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, note, settings, strategies as st
 
 import jitkernel as jk
 import jitkernel.fusion.split as split
