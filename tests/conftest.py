@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # so tests can `import helpers`
 
 import emulator_suite  # noqa: E402  (the equivalence suite on cuda-emulator: emulator_suite.py)
-from helpers import HOST_BACKENDS  # noqa: E402
+from helpers import HOST_BACKENDS, local_cluster as _local_cluster  # noqa: E402
 
 BACKENDS = HOST_BACKENDS
 
@@ -89,6 +89,15 @@ def _no_subscriber_outlives_its_module(request):
 
 
 @pytest.fixture
+def temp_cache_dir(tmp_path, monkeypatch):
+    """A compile cache of the test's own (JITKERNEL_CACHE_DIR under tmp_path), for tests that
+    look into the cache or must not find the suite's entries."""
+    path = tmp_path / "cache"
+    monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(path))
+    return path
+
+
+@pytest.fixture
 def compiles():
     """The CompileEvents published while the test runs (subscribed for the test only)."""
     from jitkernel import events
@@ -115,3 +124,10 @@ def jit_shell():
     InteractiveShell.clear_instance()
     jk.config.update("default_backend", backend)
     events.SUBSCRIBERS[:] = subscribers
+
+
+@pytest.fixture(scope="module")
+def local_cluster(tmp_path_factory):
+    """A real two-process Dask LocalCluster for the module's tests (helpers.local_cluster)."""
+    with _local_cluster(str(tmp_path_factory.mktemp("worker-cache"))) as running:
+        yield running

@@ -3,6 +3,7 @@ ndarray), dtype, shape and value (exact for bool/int, dtype-aware tolerance for 
 the same places, infinities equal)."""
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import itertools
 import os
@@ -11,7 +12,7 @@ import subprocess
 import sys
 import textwrap
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -287,3 +288,30 @@ def assert_identical(got: Any, want: Any) -> None:
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)  # NaN equals NaN; values bit for bit otherwise
     assert np.signbit(got).tolist() == np.signbit(want).tolist()
+
+
+class Cluster(NamedTuple):
+    """A running Dask LocalCluster, its client and the compile cache its workers share."""
+    client: Any
+    cluster: Any
+    cache: str
+
+
+@contextlib.contextmanager
+def local_cluster(cache: str, n_workers: int = 2) -> Iterator[Cluster]:
+    """A real LocalCluster of `n_workers` one-thread processes on the loopback, its workers
+    compiling into `cache`. distributed sets OMP_NUM_THREADS, MALLOC_TRIM_THRESHOLD_,
+    PYTHONHASHSEED, ... in this process's environment for its workers; later tests'
+    subprocesses must not inherit them, so the whole environment is restored afterwards."""
+    import pytest
+    distributed = pytest.importorskip("distributed")
+    saved = dict(os.environ)
+    os.environ["JITKERNEL_CACHE_DIR"] = cache  # the worker processes inherit it
+    try:
+        with distributed.LocalCluster(n_workers=n_workers, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                      dashboard_address=None, protocol="tcp") as cluster, \
+                distributed.Client(cluster) as client:
+            yield Cluster(client, cluster, cache)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)

@@ -12,10 +12,10 @@ from hypothesis import given, settings, strategies as st
 import jitkernel as jk
 from jitkernel.errors import UnsupportedOperationError
 
-from helpers import check, rng_for, sample
+from helpers import check, HOST_BACKENDS, rng_for, sample
 import emulator_suite
 
-BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
+BACKENDS = HOST_BACKENDS + emulator_suite.emulator_backends()  # cuda-emulator where g++ is
 DRAWN_BACKENDS = emulator_suite.DRAWN_BACKENDS
 
 

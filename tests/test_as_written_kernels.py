@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import jitkernel as jk
-from helpers import assert_matches_numpy, load, run_on_copies
+from helpers import assert_matches_numpy, HOST_BACKENDS, load, run_on_copies
 import emulator_suite
 
-BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
+BACKENDS = HOST_BACKENDS + emulator_suite.emulator_backends()  # cuda-emulator where g++ is
 DRAWN_BACKENDS = emulator_suite.DRAWN_BACKENDS
 
 

@@ -19,8 +19,9 @@ from jitkernel.autograph import UNROLL_LIMIT, convert
 from jitkernel.errors import InPlaceUpdateError, TracerBoolConversionError, UnsupportedOperationError
 from tests.helpers import assert_matches_numpy, check
 import emulator_suite
+from helpers import HOST_BACKENDS
 
-BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
+BACKENDS = HOST_BACKENDS + emulator_suite.emulator_backends()  # cuda-emulator where g++ is
 RNG = np.random.default_rng(8)
 
 

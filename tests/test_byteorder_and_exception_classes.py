@@ -9,6 +9,7 @@ ValueError base). The soak's `edges` family (benchmarks/soak.py) draws these; a 
 here, seconds long, so CI keeps them."""
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import warnings
@@ -18,17 +19,15 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import jitkernel as jk
-
 from emulator_suite import emulator_backends
+from helpers import HOST_BACKENDS, assert_matches_numpy
+from jitkernel.ir.primitives import BINARY_UFUNCS, UNARY_UFUNCS
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.soak import NOT_MISMATCH, _public_numpy_class, generate, run_program  # noqa: E402
-import itertools
-from helpers import assert_matches_numpy
-from jitkernel.ir.primitives import BINARY_UFUNCS, UNARY_UFUNCS
 
-BACKENDS = ["cpu", "interpret"] + emulator_backends()
+BACKENDS = HOST_BACKENDS + emulator_backends()
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None, print_blob=False)
 
 # (name, function): NumPy keeps a '>f8' argument's dtype in the first group, computes native in the second.
@@ -156,7 +155,7 @@ def _layout(x, layout):
 
 
 @SETTINGS
-@given(case=byteswapped_cases(), backend=st.sampled_from(["cpu", "interpret"]))
+@given(case=byteswapped_cases(), backend=st.sampled_from(HOST_BACKENDS))
 def test_byteswapped_arguments_match_numpy(case, backend):
     """Drawn: function x dtype x byte order x shape x layout; the whole class of the fix."""
     name, fn, dt, shape, layout, values = case
@@ -165,7 +164,7 @@ def test_byteswapped_arguments_match_numpy(case, backend):
     _assert_same(expected, got)
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 @pytest.mark.parametrize("expr, ndim", [
     ("np.cumsum(a, axis=1)", 0), ("np.cumsum(a, axis=-2)", 0), ("np.cumprod(a, axis=1)", 0),
     ("a.sum(axis=2)", 1), ("np.sum(a, axis=(0,))", 0), ("a.mean(axis=0)", 0), ("np.argmax(a, axis=1)", 0),
@@ -182,7 +181,7 @@ def test_axis_errors_are_numpy_axis_error(expr, ndim, backend):
         jk.jit(fn, backend=backend)(a)
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 @pytest.mark.parametrize("expr", ["a.sum(axis=0)", "np.min(a, axis=-1)", "a.all(axis=-1)", "np.prod(a, axis=0, keepdims=True)",
                                   "np.cumsum(a, axis=0)", "np.cumsum(a, axis=-1)", "np.argmax(a, axis=0)", "np.argmin(a, axis=-1)",
                                   "np.squeeze(a, axis=-1)", "np.argsort(a, axis=0)", "np.repeat(a, 2, axis=-1)"])
@@ -197,7 +196,7 @@ def test_zero_d_array_takes_axis_0_as_numpy(expr, backend):
     assert np.shape(got) == np.shape(expected)
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 @pytest.mark.parametrize("shape", [(-2,), (-3, 2), (2, -5), -4, (0, -2), (-1, -2)])
 def test_reshape_takes_any_negative_length_as_the_unknown_one(shape, backend):
     """NumPy takes any negative length as the one unknown length (`reshape(-2)` is

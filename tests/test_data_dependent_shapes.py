@@ -15,8 +15,9 @@ from jitkernel import events
 from jitkernel.errors import UnsupportedOperationError
 from jitkernel.ir.symdim import SymbolicDimError
 import emulator_suite
+from helpers import HOST_BACKENDS
 
-BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
+BACKENDS = HOST_BACKENDS + emulator_suite.emulator_backends()  # cuda-emulator where g++ is
 DRAWN_BACKENDS = emulator_suite.DRAWN_BACKENDS
 DTYPES = [np.float64, np.float32, np.int32, np.bool_, np.complex128]
 

@@ -3,16 +3,16 @@ NumPy users expect (TypeError / ValueError / IndexError) or jitkernel's own docu
 from __future__ import annotations
 
 import operator
+import subprocess
+import sys
+import threading
+import warnings
 
 import numpy as np
 import pytest
 
 import jitkernel as jk
-import threading
-import warnings
 from helpers import assert_matches_numpy, load
-import subprocess
-import sys
 
 CUDA_EMULATOR_SUITE = True  # the backend fixture adds "cuda-emulator" (tests/emulator_suite.py)
 

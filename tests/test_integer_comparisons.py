@@ -9,13 +9,14 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import emulator_suite
 import jitkernel as jk
+from helpers import HOST_BACKENDS
 
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None, print_blob=False,
                     suppress_health_check=list(HealthCheck))
 
 
-BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
+BACKENDS = HOST_BACKENDS + emulator_suite.emulator_backends()  # cuda-emulator where g++ is
 
 
 COMPARISONS = [operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,

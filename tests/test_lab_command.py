@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from jitkernel import cli
-import re
-import shutil
-import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 

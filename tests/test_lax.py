@@ -12,9 +12,10 @@ import jitkernel as jk
 from jitkernel.errors import TracerBoolConversionError, UnsupportedOperationError
 from tests.helpers import assert_matches_numpy, check
 import emulator_suite
+from helpers import HOST_BACKENDS
 
 
-BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
+BACKENDS = HOST_BACKENDS + emulator_suite.emulator_backends()  # cuda-emulator where g++ is
 DRAWN_BACKENDS = emulator_suite.DRAWN_BACKENDS
 lax = jk.lax
 

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 import jitkernel as jk
 from jitkernel.errors import UnsupportedOperationError
 
-from helpers import assert_matches_numpy, check
+from helpers import assert_matches_numpy, check, HOST_BACKENDS
 import emulator_suite
 
-BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
+BACKENDS = HOST_BACKENDS + emulator_suite.emulator_backends()  # cuda-emulator where g++ is
 SETTINGS = settings(max_examples=30, deadline=None, derandomize=True, database=None, print_blob=False,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                            HealthCheck.data_too_large, HealthCheck.filter_too_much])

@@ -8,10 +8,10 @@ from hypothesis import given, settings, strategies as st
 
 import emulator_suite
 import jitkernel as jk
-from helpers import same_bits
+from helpers import HOST_BACKENDS, same_bits
 
 
-BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
+BACKENDS = HOST_BACKENDS + emulator_suite.emulator_backends()  # cuda-emulator where g++ is
 
 
 FLOATS = [np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)]

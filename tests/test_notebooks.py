@@ -118,8 +118,7 @@ def test_recompilation(kernels_dir, tmp_path):
     assert _count(nb, "image/png") == 1
 
 
-def test_demo_writes_notebook_and_html_and_prints_the_profile(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(tmp_path / "cache"))
+def test_demo_writes_notebook_and_html_and_prints_the_profile(tmp_path, capsys, temp_cache_dir):
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out)]) == 0
     printed = capsys.readouterr().out

@@ -24,11 +24,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jitkernel as jk
-from helpers import outcome
+from helpers import HOST_BACKENDS, outcome
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None, print_blob=False,
                     suppress_health_check=list(HealthCheck))
-BACKENDS = ["cpu", "interpret"]  # cuda-emulator sums in a tree: a documented difference (docs/gpu.md)
+BACKENDS = HOST_BACKENDS  # cuda-emulator sums in a tree: a documented difference (docs/gpu.md)
 FLOATS = [np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)]
 # Lengths around NumPy's pairwise structure: 8 accumulators, leaves of 128, halving above.
 PAIRWISE_LENGTHS = [7, 8, 9, 15, 16, 17, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1000, 1023, 1024, 1025,

@@ -11,14 +11,14 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import emulator_suite
 import jitkernel as jk
-from helpers import outcome
+from helpers import HOST_BACKENDS, outcome
 
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None, print_blob=False,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
-BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
+BACKENDS = HOST_BACKENDS + emulator_suite.emulator_backends()  # cuda-emulator where g++ is
 
 
 DRAWN_BACKENDS = emulator_suite.DRAWN_BACKENDS

@@ -10,11 +10,11 @@ import jitkernel as jk
 import profiler
 from jitkernel import events
 from profiler.collector import Collector
+from helpers import HOST_BACKENDS
 
 
 @pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(tmp_path / "cache"))
+def _isolated(temp_cache_dir):
     saved = list(events.SUBSCRIBERS)
     yield
     profiler.stop()
@@ -183,7 +183,7 @@ def _raises(f, *args):
     return call
 
 
-@pytest.mark.parametrize("backend", ["interpret", "cpu"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 def test_a_failed_trace_is_not_a_compile(backend):
     bad = jk.jit(_bad, backend=backend)
     good = jk.jit(_step, backend=backend)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
+import threading
 import time
 
 import numpy as np
@@ -13,9 +15,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import jitkernel as jk
+from helpers import HOST_BACKENDS
 from jitkernel.random._special import next_up
-import random
-import threading
 
 REFERENCE = json.load(open(os.path.join(os.path.dirname(__file__), "data", "jax_random_reference.json")))
 KEY = jk.random.PRNGKey(0)
@@ -312,7 +313,7 @@ def test_warm_call_of_jitted_uniform():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 def test_next_up_matches_nextafter(dtype, backend):
     info = np.finfo(dtype)
     x = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, 3.0, -3.0, 1e-3, -7.25, info.max, -info.max, info.tiny,

@@ -101,19 +101,14 @@ def test_shape_generic_literals_of_every_dtype(src, dst):
 
 
 @pytest.mark.parametrize("value", [np.nan, -np.nan, -0.0, np.inf])
-def test_uniform_nan_and_signed_zero_constants_stay_shape_generic(value):
+def test_uniform_nan_and_signed_zero_constants_stay_shape_generic(value, compiles):
     # A folded constant whose elements share one bit pattern becomes a broadcast scalar, NaN
     # included, so the program's kernels do not change with the size (README: sizes 1..5
     # compile at most twice).
-    compiles = []
-    unsub = jk.events.subscribe(lambda e: compiles.append(e) if isinstance(e, jk.events.CompileEvent) else None)
-    try:
-        f = jk.jit(lambda a: (a + np.full(a.shape, value), np.argmin(value < a, axis=0)))
-        for n in range(1, 6):
-            a = np.arange(n, dtype=np.float64)
-            got, want = f(a), (a + np.full(a.shape, value), np.argmin(value < a, axis=0))
-            assert_identical(got[0], want[0])
-            assert got[1] == want[1]
-    finally:
-        unsub()
+    f = jk.jit(lambda a: (a + np.full(a.shape, value), np.argmin(value < a, axis=0)))
+    for n in range(1, 6):
+        a = np.arange(n, dtype=np.float64)
+        got, want = f(a), (a + np.full(a.shape, value), np.argmin(value < a, axis=0))
+        assert_identical(got[0], want[0])
+        assert got[1] == want[1]
     assert len(compiles) <= 2

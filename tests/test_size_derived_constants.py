@@ -9,12 +9,12 @@ kernel programs of two sizes differ wherever a size-derived constant hit 1 or 0,
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 import jitkernel as jk
-from jitkernel import events
 from helpers import assert_matches_numpy, outcome
-import pytest
+from jitkernel import events
 
 SETTINGS = settings(max_examples=120, deadline=None, derandomize=True, database=None, print_blob=False)
 
@@ -91,19 +91,14 @@ def test_var_with_ddof_first_called_on_ddof_plus_one_elements_reuses_its_code():
 @pytest.mark.parametrize("fn", [lambda a: np.sum(a == a, axis=0),
                                 lambda a: (np.sum(np.clip(a == a, -5, 9) <= 7), a.shape[0] * 2.0),
                                 lambda a: np.full(3, a.shape[0])])
-def test_programs_that_fold_to_a_size_dependent_constant_stay_shape_generic(fn):
+def test_programs_that_fold_to_a_size_dependent_constant_stay_shape_generic(fn, compiles):
     # The folded constant is an output stored as a literal; its unread buffer used to key the
     # kernel structure, so each size compiled again (soak seed 0, program 3954).
-    compiles = []
-    unsub = jk.events.subscribe(lambda e: compiles.append(e) if isinstance(e, jk.events.CompileEvent) else None)
-    try:
-        f = jk.jit(fn)
-        for n in range(1, 6):
-            a = np.arange(n, dtype=np.uint16)
-            got, want = f(a), fn(a)
-            for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
-                np.testing.assert_array_equal(g, w)
-                assert np.asarray(g).dtype == np.asarray(w).dtype
-    finally:
-        unsub()
+    f = jk.jit(fn)
+    for n in range(1, 6):
+        a = np.arange(n, dtype=np.uint16)
+        got, want = f(a), fn(a)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            np.testing.assert_array_equal(g, w)
+            assert np.asarray(g).dtype == np.asarray(w).dtype
     assert len(compiles) <= 2

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import jitkernel as jk
-from helpers import assert_identical
+from helpers import assert_identical, HOST_BACKENDS
 
 
 # An unread value whose computation raises in NumPy (integer power, negative exponent) must still
@@ -26,7 +26,7 @@ _RETURNS = ["a + 1", "a * b", "(a ** 2).sum()", "a"]
 @given(stmt=st.sampled_from(_UNREAD_STATEMENTS), ret=st.sampled_from(_RETURNS),
        dtype=st.sampled_from([np.int8, np.int32, np.int64, np.uint8, np.uint64]),
        exps=st.lists(st.integers(-2, 3), min_size=3, max_size=3),
-       backend=st.sampled_from(["cpu", "interpret"]))
+       backend=st.sampled_from(HOST_BACKENDS))
 def test_unread_integer_powers_still_raise(stmt, ret, dtype, exps, backend):
     ns: dict = {"np": np}
     exec(f"def f(a, b):\n    {stmt}\n    return {ret}\n", ns)
