@@ -131,3 +131,29 @@ def local_cluster(tmp_path_factory):
     """A real two-process Dask LocalCluster for the module's tests (helpers.local_cluster)."""
     with _local_cluster(str(tmp_path_factory.mktemp("worker-cache"))) as running:
         yield running
+
+
+@pytest.fixture
+def gpu():
+    """An emulated GPU device (jitkernel.device_array.emulate_gpu) for the test."""
+    from jitkernel.device_array import emulate_gpu
+    with emulate_gpu() as device:
+        yield device
+
+
+@pytest.fixture
+def threaded_scheduler():
+    """Dask's threaded scheduler while the test runs (modules opt in with usefixtures)."""
+    import dask
+    with dask.config.set(scheduler="threads"):
+        yield
+
+
+@pytest.fixture
+def interpret():
+    """The interpret backend as the default backend while the test runs."""
+    import jitkernel as jk
+    saved = jk.config.default_backend
+    jk.config.update("default_backend", "interpret")
+    yield
+    jk.config.update("default_backend", saved)

@@ -315,3 +315,20 @@ def local_cluster(cache: str, n_workers: int = 2) -> Iterator[Cluster]:
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+def primitive_names(program: Any) -> list[str]:
+    """The primitive of each equation of a traced program, in order."""
+    return [e.prim for e in program.eqns]
+
+
+def call_on_copies(fn: Callable[..., Any], *args: Any) -> tuple:
+    """('ok', result, arguments after the call) or ('raise', the exception itself, arguments):
+    run_on_copies, keeping the exception (its message and exact class are compared)."""
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return "ok", fn(*args), args
+    except Exception as e:  # noqa: BLE001 - the exception is what is compared
+        return "raise", e, args

@@ -20,7 +20,7 @@ from hypothesis import given, settings, strategies as st
 
 import jitkernel as jk
 from emulator_suite import emulator_backends
-from helpers import HOST_BACKENDS, assert_matches_numpy
+from helpers import assert_matches_numpy, call_on_copies, HOST_BACKENDS
 from jitkernel.ir.primitives import BINARY_UFUNCS, UNARY_UFUNCS
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -252,17 +252,6 @@ def test_soak_edges_sample_covers_the_new_classes():
     assert any("axis=" in "\n".join(p.body) for p in progs)
 
 
-def outcome(fn, *args):
-    """('ok', result, args after the call) or ('raise', exception)."""
-    args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return "ok", fn(*args), args
-    except Exception as e:  # noqa: BLE001 - the type is what is compared
-        return "raise", e, args
-
-
 _BYTEORDER = {
     "identity": lambda x: x, "T": lambda x: x.T, "slice": lambda x: x[1:], "reshape": lambda x: x.reshape(3, 2),
     "copy": lambda x: x.copy(), "np.copy": lambda x: np.copy(x), "broadcast_to": lambda x: np.broadcast_to(x, (2, 6)),
@@ -318,7 +307,7 @@ def _rejected_cases():
             if all(d is None for d, _ in ops):
                 continue
             args = [np.ones(2, d) if d is not None else v for d, v in ops]
-            kind, err, _ = outcome(uf, *args)
+            kind, err, _ = call_on_copies(uf, *args)
             if kind == "raise":
                 cases.append(pytest.param(name, ops, type(err), id=f"{name}-{'-'.join(str(d or v) for d, v in ops)}"))
     return cases
@@ -333,5 +322,5 @@ def test_rejected_ufunc_calls_raise_numpys_exception_type(name, ops, expected):
     def fn(*arrs):
         it = iter(arrs)
         return uf(*[next(it) if isinstance(a, np.ndarray) else a for a in args])
-    kind, err, _ = outcome(jk.jit(fn, backend="interpret"), *arrays)
+    kind, err, _ = call_on_copies(jk.jit(fn, backend="interpret"), *arrays)
     assert kind == "raise" and isinstance(err, expected), (name, ops, expected, err)

@@ -27,10 +27,8 @@ from jitkernel.errors import UnsupportedOperationError  # noqa: E402
 RNG = np.random.default_rng(11)
 
 
-@pytest.fixture(autouse=True)
-def threaded_scheduler():
-    with dask.config.set(scheduler="threads"):
-        yield
+# Dask's threaded scheduler for every test of the module (the fixture is in conftest.py).
+pytestmark = pytest.mark.usefixtures("threaded_scheduler")
 
 
 def computed(tree):

@@ -22,10 +22,8 @@ RNG = np.random.default_rng(23)
 X = RNG.standard_normal((13, 7)).astype(np.float32)
 
 
-@pytest.fixture(autouse=True)
-def threaded_scheduler():
-    with dask.config.set(scheduler="threads"):
-        yield
+# Dask's threaded scheduler for every test of the module (the fixture is in conftest.py).
+pytestmark = pytest.mark.usefixtures("threaded_scheduler")
 
 
 def run(f, *args, backend="cpu"):

@@ -2,14 +2,13 @@
 arrays as NumPy does, arguments included; NumPy (the installed NumPy 2) is the reference."""
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import jitkernel as jk
-from helpers import assert_matches_numpy, load
+from helpers import assert_matches_numpy, call_on_copies, load
 
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None, print_blob=False,
@@ -19,24 +18,13 @@ SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=N
 OPERATORS = ["+=", "-=", "*=", "/=", "//=", "%=", "**=", "@=", "&=", "|=", "^=", "<<=", ">>="]
 
 
-def outcome(fn, *args):
-    """('ok', result, args after the call) or ('raise', exception)."""
-    args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return "ok", fn(*args), args
-    except Exception as e:  # noqa: BLE001 - the type is what is compared
-        return "raise", e, args
-
-
 @pytest.mark.parametrize("op", OPERATORS)
 def test_augmented_assignment_on_an_argument_updates_the_callers_array(tmp_path, op, backend):
     """No InPlaceUpdateError any more: the caller's array is updated as NumPy
     updates it (or NumPy's own casting error is raised, the argument unchanged)."""
     f = load(tmp_path, f"def f(x1, y):\n    x1 {op} y\n    return x1\n")
-    expected = outcome(f, np.full((2, 2), 3, np.int64), np.ones((2, 2), np.int64))
-    got = outcome(jk.jit(f, backend=backend), np.full((2, 2), 3, np.int64), np.ones((2, 2), np.int64))
+    expected = call_on_copies(f, np.full((2, 2), 3, np.int64), np.ones((2, 2), np.int64))
+    got = call_on_copies(jk.jit(f, backend=backend), np.full((2, 2), 3, np.int64), np.ones((2, 2), np.int64))
     assert got[0] == expected[0], (got, expected)
     if got[0] == "raise":
         assert type(got[1]) is type(expected[1])
@@ -66,8 +54,8 @@ def test_reported_example_updates_the_argument(tmp_path):
 ])
 def test_shared_targets_follow_numpy(tmp_path, body, backend):
     f = load(tmp_path, f"def f(a):\n    {body}\n")
-    expected = outcome(f, np.arange(4.0))
-    got = outcome(jk.jit(f, backend=backend), np.arange(4.0))
+    expected = call_on_copies(f, np.arange(4.0))
+    got = call_on_copies(jk.jit(f, backend=backend), np.arange(4.0))
     assert got[0] == expected[0] == "ok", (got, expected)
     assert_matches_numpy(got[1], expected[1])
     np.testing.assert_array_equal(got[2][0], expected[2][0])
@@ -152,8 +140,8 @@ def test_generated_in_place_programs_match_numpy_or_raise(tmp_path_factory, kind
     rng = np.random.default_rng(0)
     a = (rng.integers(1, 4, (2, 3)) if dtype != "bool" else rng.integers(0, 2, (2, 3))).astype(dtype)
     b = (rng.integers(1, 3, (2, 3))).astype(dtype)
-    expected = outcome(f, a, b)
-    got = outcome(jk.jit(f, backend="interpret"), a, b)
+    expected = call_on_copies(f, a, b)
+    got = call_on_copies(jk.jit(f, backend="interpret"), a, b)
     if got[0] == "raise" and isinstance(got[1], jk.InPlaceUpdateError):
         assert kind not in ("local", "dead_view", "numpy_local", "reduction"), f"owned target raised:\n{src}\n{got[1]}"
         return
