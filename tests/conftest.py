@@ -12,7 +12,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # so tests can `
 import emulator_suite  # noqa: E402  (the equivalence suite on cuda-emulator: emulator_suite.py)
 from helpers import HOST_BACKENDS, local_cluster as _local_cluster  # noqa: E402
 
-BACKENDS = HOST_BACKENDS
+# The NumPy reference interpreter first, then the engine's other host backends.
+BACKENDS = ["interpret", *(b for b in HOST_BACKENDS if b != "interpret")]
 
 
 def backend_params() -> list:
