@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # so tests can `import helpers`
 
 import emulator_suite  # noqa: E402  (the equivalence suite on cuda-emulator: emulator_suite.py)
-from helpers import HOST_BACKENDS, local_cluster as _local_cluster  # noqa: E402
+from helpers import HOST_BACKENDS, compile_events, local_cluster as _local_cluster  # noqa: E402
 
 # The NumPy reference interpreter first, then the engine's other host backends.
 BACKENDS = ["interpret", *(b for b in HOST_BACKENDS if b != "interpret")]
@@ -101,11 +101,8 @@ def temp_cache_dir(tmp_path, monkeypatch):
 @pytest.fixture
 def compiles():
     """The CompileEvents published while the test runs (subscribed for the test only)."""
-    from jitkernel import events
-    seen: list = []
-    unsubscribe = events.subscribe(lambda e: seen.append(e) if isinstance(e, events.CompileEvent) else None)
-    yield seen
-    unsubscribe()
+    with compile_events() as seen:
+        yield seen
 
 
 @pytest.fixture

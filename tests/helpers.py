@@ -332,3 +332,15 @@ def call_on_copies(fn: Callable[..., Any], *args: Any) -> tuple:
             return "ok", fn(*args), args
     except Exception as e:  # noqa: BLE001 - the exception is what is compared
         return "raise", e, args
+
+
+@contextlib.contextmanager
+def compile_events() -> Iterator[list]:
+    """The CompileEvents published inside the block (the subscription ends with it)."""
+    from jitkernel import events
+    seen: list = []
+    unsubscribe = events.subscribe(lambda e: seen.append(e) if isinstance(e, events.CompileEvent) else None)
+    try:
+        yield seen
+    finally:
+        unsubscribe()

@@ -13,8 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import jitkernel as jk
-from helpers import assert_matches_numpy, outcome
-from jitkernel import events
+from helpers import assert_matches_numpy, compile_events, outcome
 
 SETTINGS = settings(max_examples=120, deadline=None, derandomize=True, database=None, print_blob=False)
 
@@ -40,24 +39,13 @@ KINDS = ["var", "std_keepdims", "divide", "multiply", "add", "subtract", "power"
          "int_add", "int_multiply"]
 
 
-def _count_compiles():
-    seen: list = []
-
-    def listener(e):
-        if isinstance(e, events.CompileEvent):
-            seen.append(e)
-    return seen, listener
-
-
 @SETTINGS
 @given(kind=st.sampled_from(KINDS), k=st.integers(0, 3), first=st.integers(1, 4),
        dtype=st.sampled_from([np.float64, np.float32]))
 def test_consecutive_sizes_compile_at_most_twice(kind, k, first, dtype):
     fn = _term(kind, k)
     f = jk.jit(fn, backend="cpu", disk_cache=False)
-    seen, listener = _count_compiles()
-    events.subscribe(listener)
-    try:
+    with compile_events() as seen:
         for n in range(first, first + 5):
             x = (np.arange(n, dtype=dtype) + 1) / 3
             got, expected = outcome(f, x), outcome(fn, x)
@@ -66,8 +54,6 @@ def test_consecutive_sizes_compile_at_most_twice(kind, k, first, dtype):
                 assert_matches_numpy(got[1], expected[1])
             else:
                 assert got[1] == expected[1]
-    finally:
-        events.SUBSCRIBERS.remove(listener)
     # NumPy's own power takes fast paths for the exponents -1, 0, 1, 2 (reciprocal, ones,
     # copy, square): traced as those functions, each such size is a program of its own.
     fast_paths = sum(n - k in (-1, 0, 1, 2) for n in range(first, first + 5)) if kind == "power" else 0
