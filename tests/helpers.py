@@ -146,14 +146,8 @@ def run_on_copies(fn: Callable[..., Any], *args: Any) -> tuple:
     `fn` called on copies of the array arguments with floating-point warnings silenced: two
     such outcomes are equal when the calls agree in result and in what they left in their
     arguments."""
-    import warnings
-    args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return "ok", fn(*args), args
-    except Exception as e:  # noqa: BLE001 - the type is what is compared
-        return "raise", builtin_type(e), args
+    result = call_on_copies(fn, *args)
+    return result if result[0] == "ok" else ("raise", builtin_type(result[1]), result[2])
 
 
 def check(fn: Callable[..., Any], *args: Any, backend: str, rtol: float | None = None,
