@@ -1,6 +1,9 @@
-"""Comparison helpers: a jitted result must equal NumPy's in result kind (0-d NumPy scalar vs
-ndarray), dtype, shape and value (exact for bool/int, dtype-aware tolerance for floats, NaN in
-the same places, infinities equal)."""
+"""Plain helpers shared by the test modules (fixtures are in conftest.py).
+
+Comparison: a jitted result must equal NumPy's in result kind (0-d NumPy scalar vs ndarray),
+dtype, shape and value (exact for bool/int, dtype-aware tolerance for floats, NaN in the same
+places, infinities equal). Also: the host backends from the engine's list, scripts run in a
+fresh interpreter, IPython cells, a Dask LocalCluster and compile-event recording."""
 from __future__ import annotations
 
 import contextlib
