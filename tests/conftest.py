@@ -10,8 +10,10 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # so tests can `import helpers`
 
 import emulator_suite  # noqa: E402  (the equivalence suite on cuda-emulator: emulator_suite.py)
+from helpers import HOST_BACKENDS, compile_events, local_cluster as _local_cluster  # noqa: E402
 
-BACKENDS = ["interpret", "cpu"]
+# The NumPy reference interpreter first, then the engine's other host backends.
+BACKENDS = ["interpret", *(b for b in HOST_BACKENDS if b != "interpret")]
 
 
 def backend_params() -> list:
@@ -85,3 +87,71 @@ def _no_subscriber_outlives_its_module(request):
         left = [s for s in events.SUBSCRIBERS if s not in before]
         events.SUBSCRIBERS[:] = before
         warnings.warn(f"{request.module.__name__} left {len(left)} event subscriber(s) behind: {left}")
+
+
+@pytest.fixture
+def temp_cache_dir(tmp_path, monkeypatch):
+    """A compile cache of the test's own (JITKERNEL_CACHE_DIR under tmp_path), for tests that
+    look into the cache or must not find the suite's entries."""
+    path = tmp_path / "cache"
+    monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(path))
+    return path
+
+
+@pytest.fixture
+def compiles():
+    """The CompileEvents published while the test runs (subscribed for the test only)."""
+    with compile_events() as seen:
+        yield seen
+
+
+@pytest.fixture
+def jit_shell():
+    """An IPython shell with the jitkernel extension loaded, on the suite's own compile cache
+    (tests/ipython_shell.py's extension_shell gives each test a cache of its own instead); the
+    default backend and the event subscribers are restored afterwards."""
+    from IPython.core.interactiveshell import InteractiveShell
+    import jitkernel as jk
+    from jitkernel import events
+    backend, subscribers = jk.config.default_backend, list(events.SUBSCRIBERS)
+    shell = InteractiveShell.instance()
+    assert shell.extension_manager.load_extension("jitkernel") is None
+    shell.run_cell("import numpy as np")
+    yield shell
+    shell.extension_manager.unload_extension("jitkernel")
+    InteractiveShell.clear_instance()
+    jk.config.update("default_backend", backend)
+    events.SUBSCRIBERS[:] = subscribers
+
+
+@pytest.fixture(scope="module")
+def local_cluster(tmp_path_factory):
+    """A real two-process Dask LocalCluster for the module's tests (helpers.local_cluster)."""
+    with _local_cluster(str(tmp_path_factory.mktemp("worker-cache"))) as running:
+        yield running
+
+
+@pytest.fixture
+def gpu():
+    """An emulated GPU device (jitkernel.device_array.emulate_gpu) for the test."""
+    from jitkernel.device_array import emulate_gpu
+    with emulate_gpu() as device:
+        yield device
+
+
+@pytest.fixture
+def threaded_scheduler():
+    """Dask's threaded scheduler while the test runs (modules opt in with usefixtures)."""
+    import dask
+    with dask.config.set(scheduler="threads"):
+        yield
+
+
+@pytest.fixture
+def interpret():
+    """The interpret backend as the default backend while the test runs."""
+    import jitkernel as jk
+    saved = jk.config.default_backend
+    jk.config.update("default_backend", "interpret")
+    yield
+    jk.config.update("default_backend", saved)

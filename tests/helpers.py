@@ -1,15 +1,26 @@
-"""Comparison helpers: a jitted result must equal NumPy's in result kind (0-d NumPy scalar vs
-ndarray), dtype, shape and value (exact for bool/int, dtype-aware tolerance for floats, NaN in
-the same places, infinities equal)."""
+"""Plain helpers shared by the test modules (fixtures are in conftest.py).
+
+Comparison: a jitted result must equal NumPy's in result kind (0-d NumPy scalar vs ndarray),
+dtype, shape and value (exact for bool/int, dtype-aware tolerance for floats, NaN in the same
+places, infinities equal). Also: the host backends from the engine's list, scripts run in a
+fresh interpreter, IPython cells, a Dask LocalCluster and compile-event recording."""
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import itertools
-from typing import Any, Callable
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import warnings
+from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 
 import jitkernel as jk
+from jitkernel.backends import backend_class, backend_names
 
 # (rtol, atol) per float dtype, for results computed elementwise or over few elements.
 FLOAT_TOL = {
@@ -138,14 +149,8 @@ def run_on_copies(fn: Callable[..., Any], *args: Any) -> tuple:
     `fn` called on copies of the array arguments with floating-point warnings silenced: two
     such outcomes are equal when the calls agree in result and in what they left in their
     arguments."""
-    import warnings
-    args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return "ok", fn(*args), args
-    except Exception as e:  # noqa: BLE001 - the type is what is compared
-        return "raise", builtin_type(e), args
+    result = call_on_copies(fn, *args)
+    return result if result[0] == "ok" else ("raise", builtin_type(result[1]), result[2])
 
 
 def check(fn: Callable[..., Any], *args: Any, backend: str, rtol: float | None = None,
@@ -196,6 +201,13 @@ def rng_for(*key: object) -> np.random.Generator:
 
 _module_counter = itertools.count()
 
+# The backends every machine runs: the engine's registry less those that need a device (cuda)
+# and the emulator, which needs g++ (tests add it with emulator_suite.emulator_backends()).
+HOST_BACKENDS = [b for b in backend_names() if not backend_class(b).device_arrays and b != "cuda-emulator"]
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
 
 def load(tmp_path: Any, source: str, name: str = "f") -> Callable:
     """A function defined in a real file under `tmp_path` (its source is there: tracebacks and
@@ -206,3 +218,126 @@ def load(tmp_path: Any, source: str, name: str = "f") -> Callable:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return getattr(module, name)
+
+
+def numpy_or_error(f: Callable[..., Any], *args: Any) -> Any:
+    """NumPy's result, or the type of the exception it raises."""
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return f(*args)
+    except Exception as e:  # noqa: BLE001 - the type is the expectation
+        return type(e)
+
+
+def jit_or_error(f: Callable[..., Any], *args: Any, backend: str = "cpu") -> Any:
+    """The jitted result, or the type of the exception the call raises."""
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return jk.jit(f, backend=backend)(*args)
+    except Exception as e:  # noqa: BLE001
+        return type(e)
+
+
+def value_kind(a: Any) -> np.ndarray:
+    """0 finite, 1 nan, 2 +inf, 3 -inf: the kind of each value."""
+    a = np.asarray(a, dtype=np.float64)
+    return np.select([np.isnan(a), np.isposinf(a), np.isneginf(a)], [1, 2, 3], 0)
+
+
+def same_bits(got: Any, expected: Any) -> bool:
+    """Same dtype, shape and bytes."""
+    got, expected = np.asarray(got), np.asarray(expected)
+    return got.dtype == expected.dtype and got.shape == expected.shape and got.tobytes() == expected.tobytes()
+
+
+def run_script(source: str, timeout: float, *args: str) -> subprocess.CompletedProcess:
+    """Run `source` in a fresh interpreter with this checkout first on the path; a hang past
+    `timeout` seconds fails the test (the child is killed)."""
+    import pytest
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    try:
+        return subprocess.run([sys.executable, "-c", textwrap.dedent(source), *args], env=env, cwd=REPO,
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"the script hung (killed after {timeout} s); output so far:\n{e.stdout}\n{e.stderr}")
+
+
+def assert_clean_exit(proc: subprocess.CompletedProcess) -> None:
+    """The script exited with status 0 (else its output is the failure message)."""
+    assert proc.returncode == 0, (f"exit status {proc.returncode} (negative: killed by signal "
+                                  f"{-proc.returncode})\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-3000:]}")
+
+
+def run_cell(shell: Any, cell: str) -> tuple:
+    """Run an IPython cell; returns (ExecutionResult, its captured output without ANSI colours)."""
+    from IPython.utils.capture import capture_output
+    with capture_output() as cap:
+        result = shell.run_cell(cell)
+    return result, _ANSI.sub("", cap.stdout + cap.stderr)
+
+
+def assert_identical(got: Any, want: Any) -> None:
+    """Same dtype and shape, values bit for bit (NaN equals NaN) and the same sign bits (of zeros
+    and NaNs too)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)  # NaN equals NaN; values bit for bit otherwise
+    assert np.signbit(got).tolist() == np.signbit(want).tolist()
+
+
+class Cluster(NamedTuple):
+    """A running Dask LocalCluster, its client and the compile cache its workers share."""
+    client: Any
+    cluster: Any
+    cache: str
+
+
+@contextlib.contextmanager
+def local_cluster(cache: str, n_workers: int = 2) -> Iterator[Cluster]:
+    """A real LocalCluster of `n_workers` one-thread processes on the loopback, its workers
+    compiling into `cache`. distributed sets OMP_NUM_THREADS, MALLOC_TRIM_THRESHOLD_,
+    PYTHONHASHSEED, ... in this process's environment for its workers; later tests'
+    subprocesses must not inherit them, so the whole environment is restored afterwards."""
+    import pytest
+    distributed = pytest.importorskip("distributed")
+    saved = dict(os.environ)
+    os.environ["JITKERNEL_CACHE_DIR"] = cache  # the worker processes inherit it
+    try:
+        with distributed.LocalCluster(n_workers=n_workers, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                      dashboard_address=None, protocol="tcp") as cluster, \
+                distributed.Client(cluster) as client:
+            yield Cluster(client, cluster, cache)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def primitive_names(program: Any) -> list[str]:
+    """The primitive of each equation of a traced program, in order."""
+    return [e.prim for e in program.eqns]
+
+
+def call_on_copies(fn: Callable[..., Any], *args: Any) -> tuple:
+    """('ok', result, arguments after the call) or ('raise', the exception itself, arguments):
+    run_on_copies, keeping the exception (its message and exact class are compared)."""
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return "ok", fn(*args), args
+    except Exception as e:  # noqa: BLE001 - the exception is what is compared
+        return "raise", e, args
+
+
+@contextlib.contextmanager
+def compile_events() -> Iterator[list]:
+    """The CompileEvents published inside the block (the subscription ends with it)."""
+    from jitkernel import events
+    seen: list = []
+    unsubscribe = events.subscribe(lambda e: seen.append(e) if isinstance(e, events.CompileEvent) else None)
+    try:
+        yield seen
+    finally:
+        unsubscribe()

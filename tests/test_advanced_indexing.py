@@ -1,4 +1,4 @@
-"""Advanced indexing (issue 8, item 4): integer-array gathers, functional scatters, ufunc.at,
+"""Advanced indexing: integer-array gathers, functional scatters, ufunc.at,
 np.take / take_along_axis / put / put_along_axis / putmask / place and boolean masks, each
 against NumPy on both backends, with NumPy's errors (same exception type, IndexError raised
 when the call runs for a traced index), plus hypothesis generators of random index expressions.
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import jitkernel as jk
 from jitkernel.numpy import _advanced as adv
 
-from helpers import assert_matches_numpy, builtin_type, check, numpy_result
+from helpers import assert_matches_numpy, builtin_type, check, HOST_BACKENDS, numpy_result
 
 CUDA_EMULATOR_SUITE = True  # the backend fixture adds "cuda-emulator" (tests/emulator_suite.py)
 
@@ -401,7 +401,7 @@ def _traced_ufunc_at(index, ufunc, value):
 
 
 @SETTINGS
-@given(expr=index_expressions(), traced=st.booleans(), backend=st.sampled_from(["cpu", "interpret"]))
+@given(expr=index_expressions(), traced=st.booleans(), backend=st.sampled_from(HOST_BACKENDS))
 def test_random_index_expressions_match_numpy(expr, traced, backend):
     shape, index = expr
     x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
@@ -431,7 +431,7 @@ def scatter_value(x, index, data, mismatch: bool = True) -> np.ndarray:
 
 
 @SETTINGS
-@given(expr=index_expressions(), backend=st.sampled_from(["cpu", "interpret"]), data=st.data())
+@given(expr=index_expressions(), backend=st.sampled_from(HOST_BACKENDS), data=st.data())
 def test_random_scatters_match_numpy(expr, backend, data):
     shape, index = expr
     x = np.arange(int(np.prod(shape)), dtype=np.int16).reshape(shape)
@@ -458,8 +458,6 @@ def test_random_scatters_match_numpy(expr, backend, data):
 
 
 # ----------------------------------------------------------------------------- arguments and views
-
-
 
 
 def test_scatters_write_arguments_back(backend):
@@ -533,7 +531,7 @@ def mask_updates(draw):
 
 
 @SETTINGS
-@given(case=mask_updates(), traced_mask=st.booleans(), backend=st.sampled_from(["cpu", "interpret"]))
+@given(case=mask_updates(), traced_mask=st.booleans(), backend=st.sampled_from(HOST_BACKENDS))
 def test_random_mask_updates_match_numpy(case, traced_mask, backend):
     shape, mask, op, value = case
     x = (np.arange(int(np.prod(shape))) % 7).astype(np.int16).reshape(shape)
@@ -564,7 +562,7 @@ def test_ndarray_methods(backend):
 
 @SETTINGS
 @given(expr=index_expressions(), ufunc=st.sampled_from([np.add, np.multiply, np.maximum, np.subtract]),
-       backend=st.sampled_from(["cpu", "interpret"]), scalar=st.booleans())
+       backend=st.sampled_from(HOST_BACKENDS), scalar=st.booleans())
 def test_random_ufunc_at_matches_numpy(expr, ufunc, backend, scalar):
     shape, index = expr
     x = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape) % 5
@@ -685,7 +683,7 @@ def test_mask_augmented_assignment_with_an_expression_value(backend):
 
 
 @SETTINGS
-@given(data=st.data(), backend=st.sampled_from(["cpu", "interpret"]))
+@given(data=st.data(), backend=st.sampled_from(HOST_BACKENDS))
 def test_random_take_matches_numpy(data, backend):
     ndim = data.draw(st.integers(1, 3))
     shape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=ndim, max_size=ndim)))
@@ -726,7 +724,7 @@ def test_library_steps_read_arguments_before_they_are_overwritten(backend):
     _run_both(ufunc_at_then_overwrite, x, y, i, backend=backend)
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 def test_an_unread_gather_or_scatter_with_a_bad_index_still_raises(backend):
     # NumPy evaluates every statement: `unused = x[idx]` raises for an out-of-bounds idx even
     # though nothing reads it, and so must the compiled function (and vmap's per-example x[i])

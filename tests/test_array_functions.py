@@ -1,4 +1,4 @@
-"""Array functions of issue 8 item 5 (numpy/_matrix.py, _manipulation.py, _statistics.py) against
+"""Array functions (numpy/_matrix.py, _manipulation.py, _statistics.py) against
 NumPy on both backends: dtypes, shapes, negative axes, errors, run-time data checks; hypothesis
 for pad, roll, repeat and tile."""
 from __future__ import annotations
@@ -12,10 +12,10 @@ from hypothesis import given, settings, strategies as st
 import jitkernel as jk
 from jitkernel.errors import UnsupportedOperationError
 
-from helpers import check, rng_for, sample
+from helpers import check, HOST_BACKENDS, rng_for, sample
 import emulator_suite
 
-BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
+BACKENDS = HOST_BACKENDS + emulator_suite.emulator_backends()  # cuda-emulator where g++ is
 DRAWN_BACKENDS = emulator_suite.DRAWN_BACKENDS
 
 
@@ -326,7 +326,6 @@ def test_divmod_special_values():
             check(lambda a, b: np.divmod(a, b), floats.astype(np.float16), fby.astype(np.float32), backend=backend)
             check(lambda a: (np.divmod(a, -3), divmod(a, 2.5), divmod(7, a)), np.array([-8, 9, 1], np.int16),
                   backend=backend)
-
 
 
 ORDER_CASES = {

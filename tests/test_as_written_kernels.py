@@ -1,4 +1,4 @@
-"""Kernels as they are written (issue 8, measured on NPBench by benchmarks/npbench_as_written.py).
+"""Kernels as they are written (measured on NPBench by benchmarks/npbench_as_written.py).
 
 Our own small programs in the style of that suite's kernels, each run by NumPy and jitted on the
 `cpu` and `interpret` backends: the result and the final contents of every argument must be
@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import jitkernel as jk
-from helpers import assert_matches_numpy, load, run_on_copies
+from helpers import assert_matches_numpy, HOST_BACKENDS, load, run_on_copies
 import emulator_suite
 
-BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
+BACKENDS = HOST_BACKENDS + emulator_suite.emulator_backends()  # cuda-emulator where g++ is
 DRAWN_BACKENDS = emulator_suite.DRAWN_BACKENDS
 
 

@@ -19,13 +19,10 @@ from jitkernel.autograph import UNROLL_LIMIT, convert
 from jitkernel.errors import InPlaceUpdateError, TracerBoolConversionError, UnsupportedOperationError
 from tests.helpers import assert_matches_numpy, check
 import emulator_suite
+from helpers import HOST_BACKENDS, primitive_names
 
-BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
+BACKENDS = HOST_BACKENDS + emulator_suite.emulator_backends()  # cuda-emulator where g++ is
 RNG = np.random.default_rng(8)
-
-
-def _prims(program) -> list[str]:
-    return [e.prim for e in program.eqns]
 
 
 # ----------------------------------------------------------------------------- the forms
@@ -168,7 +165,7 @@ def test_methods_convert():
     x = RNG.standard_normal(8)
     f = jk.jit(acc.run)
     assert_matches_numpy(f(x, 8), acc.run(x, 8))
-    assert "fori_loop" in _prims(jk.make_ir(acc.run)(x, 8))
+    assert "fori_loop" in primitive_names(jk.make_ir(acc.run)(x, 8))
 
 
 def sum_until(x, limit):
@@ -292,12 +289,12 @@ def test_form_matches_numpy(case, backend):
 
 def test_loops_compile_to_loops_not_unrolled_code():
     program = jk.make_ir(dp_best)(np.zeros((50, 60)))
-    assert _prims(program).count("fori_loop") == 1  # the inner loop is in the outer body
+    assert primitive_names(program).count("fori_loop") == 1  # the inner loop is in the outer body
     assert len(program.eqns) < 20
     program = jk.make_ir(while_halving)(np.zeros(5))
-    assert "while_loop" in _prims(program)
+    assert "while_loop" in primitive_names(program)
     program = jk.make_ir(if_elif_else)(np.zeros(5))
-    assert "cond" in _prims(program)
+    assert "cond" in primitive_names(program)
 
 
 def test_short_static_loops_unroll_and_the_threshold_is_documented():
@@ -305,13 +302,13 @@ def test_short_static_loops_unroll_and_the_threshold_is_documented():
         for i in range(UNROLL_LIMIT):
             x = x + i
         return x
-    assert "fori_loop" not in _prims(jk.make_ir(f)(np.zeros(3)))
+    assert "fori_loop" not in primitive_names(jk.make_ir(f)(np.zeros(3)))
 
     def g(x):
         for i in range(UNROLL_LIMIT + 1):
             x = x + i
         return x
-    assert "fori_loop" in _prims(jk.make_ir(g)(np.zeros(3)))
+    assert "fori_loop" in primitive_names(jk.make_ir(g)(np.zeros(3)))
     assert f"UNROLL_LIMIT` ({UNROLL_LIMIT})" in open("docs/numpy-support.md").read()
 
 
@@ -338,7 +335,7 @@ def test_a_10000_iteration_loop_compiles_in_about_the_time_of_one():
             acc = acc * 0.5 + 1.0
         return acc
     program = jk.make_ir(static_long)(x)
-    assert _prims(program).count("fori_loop") == 1 and len(program.eqns) < 15
+    assert primitive_names(program).count("fori_loop") == 1 and len(program.eqns) < 15
 
 
 # ----------------------------------------------------------------------------- state types
@@ -631,7 +628,7 @@ def test_converted_code_in_a_file_written_at_run_time(tmp_path, monkeypatch):
     x = RNG.uniform(0, 1, 12)
     for backend in BACKENDS:
         check(mod.count, x, 12, backend=backend)
-    assert "while_loop" in _prims(jk.make_ir(mod.count)(x, 12))
+    assert "while_loop" in primitive_names(jk.make_ir(mod.count)(x, 12))
     sys.modules.pop("user_module_ag", None)
 
 

@@ -1,4 +1,4 @@
-"""JITKERNEL_BACKEND picks the default backend (issue 9, "Backend choice")."""
+"""JITKERNEL_BACKEND picks the default backend (docs: "Backend choice")."""
 from __future__ import annotations
 
 import os

@@ -1,4 +1,4 @@
-"""`jk.benchmark` and `%jit_bench` (issue 11, "Benchmark the way the seeds ask"): the record's
+"""`jk.benchmark` and `%jit_bench` (benchmarking the way the seeds ask): the record's
 content, the eager baseline on its own copies, the numerical difference, JSON, the magic in a
 real IPython shell. Timings are recorded, never asserted."""
 from __future__ import annotations

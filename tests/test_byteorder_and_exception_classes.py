@@ -9,24 +9,25 @@ ValueError base). The soak's `edges` family (benchmarks/soak.py) draws these; a 
 here, seconds long, so CI keeps them."""
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import jitkernel as jk
-
 from emulator_suite import emulator_backends
+from helpers import assert_matches_numpy, call_on_copies, HOST_BACKENDS
+from jitkernel.ir.primitives import BINARY_UFUNCS, UNARY_UFUNCS
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.soak import NOT_MISMATCH, _public_numpy_class, generate, run_program  # noqa: E402
 
-BACKENDS = ["cpu", "interpret"] + emulator_backends()
+BACKENDS = HOST_BACKENDS + emulator_backends()
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None, print_blob=False)
 
 # (name, function): NumPy keeps a '>f8' argument's dtype in the first group, computes native in the second.
@@ -154,7 +155,7 @@ def _layout(x, layout):
 
 
 @SETTINGS
-@given(case=byteswapped_cases(), backend=st.sampled_from(["cpu", "interpret"]))
+@given(case=byteswapped_cases(), backend=st.sampled_from(HOST_BACKENDS))
 def test_byteswapped_arguments_match_numpy(case, backend):
     """Drawn: function x dtype x byte order x shape x layout; the whole class of the fix."""
     name, fn, dt, shape, layout, values = case
@@ -163,7 +164,7 @@ def test_byteswapped_arguments_match_numpy(case, backend):
     _assert_same(expected, got)
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 @pytest.mark.parametrize("expr, ndim", [
     ("np.cumsum(a, axis=1)", 0), ("np.cumsum(a, axis=-2)", 0), ("np.cumprod(a, axis=1)", 0),
     ("a.sum(axis=2)", 1), ("np.sum(a, axis=(0,))", 0), ("a.mean(axis=0)", 0), ("np.argmax(a, axis=1)", 0),
@@ -180,7 +181,7 @@ def test_axis_errors_are_numpy_axis_error(expr, ndim, backend):
         jk.jit(fn, backend=backend)(a)
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 @pytest.mark.parametrize("expr", ["a.sum(axis=0)", "np.min(a, axis=-1)", "a.all(axis=-1)", "np.prod(a, axis=0, keepdims=True)",
                                   "np.cumsum(a, axis=0)", "np.cumsum(a, axis=-1)", "np.argmax(a, axis=0)", "np.argmin(a, axis=-1)",
                                   "np.squeeze(a, axis=-1)", "np.argsort(a, axis=0)", "np.repeat(a, 2, axis=-1)"])
@@ -195,7 +196,7 @@ def test_zero_d_array_takes_axis_0_as_numpy(expr, backend):
     assert np.shape(got) == np.shape(expected)
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 @pytest.mark.parametrize("shape", [(-2,), (-3, 2), (2, -5), -4, (0, -2), (-1, -2)])
 def test_reshape_takes_any_negative_length_as_the_unknown_one(shape, backend):
     """NumPy takes any negative length as the one unknown length (`reshape(-2)` is
@@ -249,3 +250,77 @@ def test_soak_edges_sample_covers_the_new_classes():
     text = "\n".join("\n".join(p.body) + repr(p.calls) for p in progs)
     assert "'>" in text and "+=" in text or "] = " in text
     assert any("axis=" in "\n".join(p.body) for p in progs)
+
+
+_BYTEORDER = {
+    "identity": lambda x: x, "T": lambda x: x.T, "slice": lambda x: x[1:], "reshape": lambda x: x.reshape(3, 2),
+    "copy": lambda x: x.copy(), "np.copy": lambda x: np.copy(x), "broadcast_to": lambda x: np.broadcast_to(x, (2, 6)),
+    "flip": lambda x: np.flip(x), "ravel": lambda x: x.ravel(), "expand_dims": lambda x: np.expand_dims(x, 0),
+    "round": lambda x: np.round(x), "add0": lambda x: x + 0, "positive": lambda x: +x,
+    "astype": lambda x: x.astype(np.int16), "clip": lambda x: np.clip(x), "where": lambda x: np.where(x > 0, x, x),
+    "concatenate": lambda x: np.concatenate([x, x]), "max": lambda x: x.max(), "index": lambda x: x[0],
+    "tuple": lambda x: (x, x * 2, x[::2]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_BYTEORDER))
+def test_byte_order_of_results_matches_numpy(name, backend):
+    fn = _BYTEORDER[name]
+    x = np.arange(6, dtype=">i2")
+    f = jk.jit(fn, backend=backend)
+    for arg in (x, x.astype("<i2"), x):   # the native call must not give the swapped one its entry
+        got, expected = f(arg), fn(arg)
+        for g, e in zip(got if isinstance(got, tuple) else (got,), expected if isinstance(expected, tuple) else (expected,)):
+            assert g.dtype.str == e.dtype.str, (name, g.dtype.str, e.dtype.str)
+            assert_matches_numpy(np.asarray(g).astype(g.dtype.newbyteorder("=")) if g.ndim else g,
+                                 np.asarray(e).astype(e.dtype.newbyteorder("=")) if e.ndim else e)
+
+
+def test_matmul_of_scalars_is_a_type_error():
+    with pytest.raises(TypeError, match="unsupported operand type"):
+        jk.jit(lambda a: a.sum() @ a.sum())(np.ones(3))
+    with pytest.raises(ValueError, match="does not have enough dimensions"):
+        jk.jit(lambda a: np.matmul(a.sum(), a.sum()))(np.ones(3))
+    with pytest.raises(ValueError):
+        np.matmul(np.ones(3).sum(), np.ones(3).sum())
+
+
+@pytest.mark.parametrize("value", [2**63, 2**64, -2**63 - 1])
+@pytest.mark.parametrize("op", ["<", "==", ">="])
+def test_bool_array_against_huge_int_overflows(value, op):
+    fn = eval(f"lambda x: x {op} {value}")
+    with pytest.raises(OverflowError):
+        fn(np.array([True]))
+    with pytest.raises(OverflowError):
+        jk.jit(fn)(np.array([True]))
+
+
+_DTYPES = ["bool", "int8", "uint16", "int64", "uint64", "float16", "float32", "float64"]
+_OPERANDS = [(d, None) for d in _DTYPES] + [(None, 1), (None, 1.5), (None, True)]
+
+
+def _rejected_cases():
+    cases = []
+    for name in UNARY_UFUNCS + BINARY_UFUNCS:
+        uf = getattr(np, name)
+        for ops in itertools.product(_OPERANDS, repeat=uf.nin):
+            if all(d is None for d, _ in ops):
+                continue
+            args = [np.ones(2, d) if d is not None else v for d, v in ops]
+            kind, err, _ = call_on_copies(uf, *args)
+            if kind == "raise":
+                cases.append(pytest.param(name, ops, type(err), id=f"{name}-{'-'.join(str(d or v) for d, v in ops)}"))
+    return cases
+
+
+@pytest.mark.parametrize("name,ops,expected", _rejected_cases())
+def test_rejected_ufunc_calls_raise_numpys_exception_type(name, ops, expected):
+    args = [np.ones(2, d) if d is not None else v for d, v in ops]
+    arrays = [a for a in args if isinstance(a, np.ndarray)]
+    uf = getattr(np, name)
+
+    def fn(*arrs):
+        it = iter(arrs)
+        return uf(*[next(it) if isinstance(a, np.ndarray) else a for a in args])
+    kind, err, _ = call_on_copies(jk.jit(fn, backend="interpret"), *arrays)
+    assert kind == "raise" and isinstance(err, expected), (name, ops, expected, err)

@@ -1,4 +1,4 @@
-"""Complex numbers (issue 8, item 3): complex64/complex128 against NumPy 2 on both backends.
+"""Complex numbers: complex64/complex128 against NumPy 2 on both backends.
 
 Every elementwise function is compared value by value with NumPy called directly, over a grid
 of special values (0, -0, +-inf, nan, tiny, huge, ordinary: the C99 Annex G table cases) in both

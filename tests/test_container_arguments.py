@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import jitkernel as jk
+from helpers import HOST_BACKENDS
 
 
 def set_key(d, lst):
@@ -129,7 +130,7 @@ def _arguments():
     return d, lst
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 @pytest.mark.parametrize("fn", MUTATIONS, ids=lambda f: f.__name__)
 def test_a_container_mutation_raises_naming_the_argument_and_line_on_every_call(fn, backend):
     f = jk.jit(fn, backend=backend)
@@ -151,7 +152,7 @@ def test_the_error_is_a_jit_error_and_names_the_mutating_statement():
     assert isinstance(info.value, jk.JitError) and isinstance(info.value, jk.UnsupportedOperationError)
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 def test_arrays_inside_containers_are_written_back_and_copies_are_free(backend):
     def f(d, lst):
         d["x"][0] = 99.0             # an array inside a dict argument: written back

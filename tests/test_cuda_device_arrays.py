@@ -64,12 +64,6 @@ def prebuilt() -> None:
     emulator.prebuild(modules)
 
 
-@pytest.fixture
-def gpu():
-    with emulate_gpu() as device:
-        yield device
-
-
 def recorded(fn, *args):
     seen: list = []
     unsubscribe = events.subscribe(seen.append)

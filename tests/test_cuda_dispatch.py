@@ -34,12 +34,6 @@ def fast_keys(f) -> list:
     return list(f._fast)
 
 
-@pytest.fixture
-def gpu():
-    with emulate_gpu() as device:
-        yield device
-
-
 def test_device_array_calls_take_the_fast_path(gpu) -> None:
     f = jk.jit(scaled_sum, backend="cuda")
     x = jk.device_put(np.arange(4, dtype=np.float32), gpu)

@@ -8,6 +8,7 @@ import pytest
 
 import jitkernel as jk
 from jitkernel.passes import optimize
+from helpers import HOST_BACKENDS
 
 
 @jk.custom_jvp
@@ -51,7 +52,7 @@ def test_outside_a_trace_runs_plain_numpy():
     assert log1pexp(1.0) == np.log1p(np.exp(1.0))
 
 
-@pytest.mark.parametrize("backend", ["interpret", "cpu"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 def test_custom_jvp_rule_is_used_both_modes(backend):
     x = np.array([1.0, 50.0, 1000.0])
     expected = 1 / (1 + np.exp(-x))  # the naive derivative exp(x) / (1 + exp(x)) is nan at 1000
@@ -102,7 +103,7 @@ def test_custom_jvp_defjvps():
     assert np.isclose(gx, np.cos(1.0) * 2) and np.isclose(gy, np.sin(1.0))
 
 
-@pytest.mark.parametrize("backend", ["interpret", "cpu"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 def test_custom_vjp_rule_is_used(backend):
     g = jk.jit(jk.grad(lambda x: np.sum(5.0 * clip_gradient(x))), backend=backend)(np.array([1.0, -2.0]))
     np.testing.assert_allclose(g, [1.0, 1.0])

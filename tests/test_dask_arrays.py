@@ -1,4 +1,4 @@
-"""jk.jit over Dask arrays (issue 11, section 1; jitkernel/distributed/, docs/distributed.md).
+"""jk.jit over Dask arrays (jitkernel/distributed/, docs/distributed.md).
 
 Every result is compared with NumPy's on the concatenated (computed) arguments. Most tests run on
 the threaded scheduler; a few run on a real 2-process `dask.distributed.LocalCluster` (loopback,
@@ -27,10 +27,8 @@ from jitkernel.errors import UnsupportedOperationError  # noqa: E402
 RNG = np.random.default_rng(11)
 
 
-@pytest.fixture(autouse=True)
-def threaded_scheduler():
-    with dask.config.set(scheduler="threads"):
-        yield
+# Dask's threaded scheduler for every test of the module (the fixture is in conftest.py).
+pytestmark = pytest.mark.usefixtures("threaded_scheduler")
 
 
 def computed(tree):
@@ -434,29 +432,9 @@ def test_jitkernel_imports_and_runs_without_dask():
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
 
 
-# -- a real LocalCluster (processes) ------------------------------------------------------------
-@pytest.fixture(scope="module")
-def cluster_client(tmp_path_factory):
-    distributed = pytest.importorskip("distributed")
-    cache = str(tmp_path_factory.mktemp("worker-cache"))
-    # distributed sets OMP_NUM_THREADS, MALLOC_TRIM_THRESHOLD_, PYTHONHASHSEED, ... in this process's
-    # environment for its workers; later tests' subprocesses must not inherit them: all restored.
-    saved = dict(os.environ)
-    os.environ["JITKERNEL_CACHE_DIR"] = cache  # the worker processes inherit it
-    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
-                                       dashboard_address=None, protocol="tcp")
-    client = distributed.Client(cluster)
-    try:
-        yield client, cache
-    finally:
-        client.close()
-        cluster.close()
-        os.environ.clear()
-        os.environ.update(saved)
-
-
-def test_local_cluster_results_and_worker_compiles(cluster_client):
-    client, cache = cluster_client
+# -- a real LocalCluster (processes): the local_cluster fixture (conftest.py) ------------------
+def test_local_cluster_results_and_worker_compiles(local_cluster):
+    client, _, cache = local_cluster
     assert client.run(lambda: os.environ["JITKERNEL_CACHE_DIR"]) == {w: cache for w in client.scheduler_info()["workers"]}
     x = da.from_array(np.arange(3003.0).reshape(-1, 3) % 11, chunks=(50, 3))  # 21 blocks: 2 shapes
     f = jk.jit(lambda x: (w1(x) * 2).sum(0) + x.mean())
@@ -467,8 +445,8 @@ def test_local_cluster_results_and_worker_compiles(cluster_client):
     assert blocks >= 21 and compiles <= 2 * 8, stats  # per worker: a handful, not one per block
 
 
-def test_local_cluster_second_worker_loads_the_persistent_cache(cluster_client):
-    client, cache = cluster_client
+def test_local_cluster_second_worker_loads_the_persistent_cache(local_cluster):
+    client, _, cache = local_cluster
     first, second = sorted(client.scheduler_info()["workers"])
     f = jk.jit(lambda a, b: np.tanh(a @ b))
     a, b = da.from_array(X, chunks=(4, 3)), da.from_array(W, chunks=(3, 7))
@@ -530,7 +508,6 @@ def test_random_chunkings_match_numpy(data, name):
     ref = f(value)
     for g, r in zip(computed(out if isinstance(out, tuple) else (out,)), ref if isinstance(ref, tuple) else (ref,)):
         assert_same(g, r, rtol=1e-4, atol=1e-5)
-
 
 
 def test_benchmark_script_runs_and_checks_results(capsys):

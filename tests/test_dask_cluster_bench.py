@@ -1,4 +1,4 @@
-"""benchmarks/dask_cluster.py (issue 11, section 4) and the one-thread rule of Dask block tasks.
+"""benchmarks/dask_cluster.py and the one-thread rule of Dask block tasks.
 
 The smoke test runs the benchmark's --quick mode on real LocalClusters (loopback, temporary
 compile cache) without the Numba peer; no timing is asserted (timings on a shared machine mean

@@ -15,16 +15,15 @@ da = pytest.importorskip("dask.array")
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
 import jitkernel as jk  # noqa: E402
+from helpers import local_cluster  # noqa: E402
 from jitkernel.distributed import RechunkWarning, explain, partitions  # noqa: E402
 
 RNG = np.random.default_rng(23)
 X = RNG.standard_normal((13, 7)).astype(np.float32)
 
 
-@pytest.fixture(autouse=True)
-def threaded_scheduler():
-    with dask.config.set(scheduler="threads"):
-        yield
+# Dask's threaded scheduler for every test of the module (the fixture is in conftest.py).
+pytestmark = pytest.mark.usefixtures("threaded_scheduler")
 
 
 def run(f, *args, backend="cpu"):
@@ -332,25 +331,15 @@ def test_the_block_program_of_a_loop_survives_pickling():
 def test_a_blockwise_loop_on_a_local_cluster(tmp_path):
     """One real 1-process LocalCluster (loopback, a temporary compile cache for its worker): the
     block program with its loop reaches the worker process and runs there."""
-    import os
-    distributed = pytest.importorskip("distributed")
-    saved = dict(os.environ)  # distributed sets variables for its workers in this environment
-    os.environ["JITKERNEL_CACHE_DIR"] = str(tmp_path)
-    try:
-        with distributed.LocalCluster(n_workers=1, processes=True, threads_per_worker=1, host="127.0.0.1",
-                                      dashboard_address=None, protocol="tcp") as cluster, \
-                distributed.Client(cluster) as client:
-            (x, count), rechunks, text, _ = run(lambda x: fori_counter(x, 3), da.from_array(X, chunks=(5, (3, 4))))
-            ref = fori_counter_ref(X, 3)
-            assert_same(x, ref[0])
-            assert int(count) == int(ref[1])
-            blockwise(rechunks, text)
-            from jitkernel.distributed import worker
-            (stats,) = client.run(worker.stats).values()
-            assert stats["blocks"] == 6, stats  # 3 x 2 blocks ran in the worker process
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    with local_cluster(str(tmp_path), n_workers=1) as (client, _, _):
+        (x, count), rechunks, text, _ = run(lambda x: fori_counter(x, 3), da.from_array(X, chunks=(5, (3, 4))))
+        ref = fori_counter_ref(X, 3)
+        assert_same(x, ref[0])
+        assert int(count) == int(ref[1])
+        blockwise(rechunks, text)
+        from jitkernel.distributed import worker
+        (stats,) = client.run(worker.stats).values()
+        assert stats["blocks"] == 6, stats  # 3 x 2 blocks ran in the worker process
 
 
 @pytest.mark.parametrize("flag", [True, False])

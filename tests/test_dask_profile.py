@@ -1,4 +1,4 @@
-"""Per-worker profiles and faults of jitted functions over Dask arrays (issue 11, sections 2-3):
+"""Per-worker profiles and faults of jitted functions over Dask arrays:
 block records sent back by real workers (threaded scheduler, a real 2-process LocalCluster),
 a worker killed mid-computation, a worker that cannot compile."""
 from __future__ import annotations
@@ -70,25 +70,7 @@ def test_threaded_scheduler_publishes_one_block_event_per_block_task(no_subscrib
     assert 1 <= len(compiled) <= 2 and all(e.compile <= e.duration for e in compiled)  # two block shapes
 
 
-# -- a real LocalCluster (processes) ------------------------------------------------------------
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    distributed = pytest.importorskip("distributed")
-    cache = str(tmp_path_factory.mktemp("worker-cache"))
-    saved = dict(os.environ)  # distributed changes this process's environment for its workers
-    os.environ["JITKERNEL_CACHE_DIR"] = cache
-    lc = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
-                                  dashboard_address=None, protocol="tcp")
-    client = distributed.Client(lc)
-    try:
-        yield client, lc
-    finally:
-        client.close()
-        lc.close()
-        os.environ.clear()
-        os.environ.update(saved)
-
-
+# -- a real LocalCluster (processes): the local_cluster fixture (conftest.py) ------------------
 @pytest.fixture
 def session():
     profiler.start()
@@ -97,8 +79,8 @@ def session():
     profiler.stop()  # later test modules must not run with a subscriber listening
 
 
-def test_cluster_profile_has_one_track_per_worker_with_bytes_moved(cluster, session):
-    client, _ = cluster
+def test_cluster_profile_has_one_track_per_worker_with_bytes_moved(local_cluster, session):
+    client, _, _ = local_cluster
     f = jk.jit(lambda x: np.tanh(x) @ x.T)  # block (i, j) reads row blocks i and j: transfers
     xs = np.random.default_rng(0).random((400, 30))
     x = da.from_array(xs, chunks=(100, 30))
@@ -130,8 +112,8 @@ def test_cluster_profile_has_one_track_per_worker_with_bytes_moved(cluster, sess
     assert len([r for r in profiler.report(f).records() if r["phase"] == "block"]) == len(blocks)
 
 
-def test_cluster_profiling_off_records_nothing(cluster, no_subscribers):
-    client, _ = cluster
+def test_cluster_profiling_off_records_nothing(local_cluster, no_subscribers):
+    client, _, _ = local_cluster
     f = jk.jit(lambda x: np.cos(x) * 3)
     count = len(client.get_events(dprofile.TOPIC))
     x = da.from_array(np.arange(12.0), chunks=3)
@@ -149,8 +131,8 @@ def _wait_for_block(client, function: str, timeout: float = 60.0) -> dict:
     raise AssertionError(f"no block of {function} finished within {timeout} s")
 
 
-def test_worker_killed_mid_computation_reruns_blocks_identically(cluster, session):
-    client, lc = cluster
+def test_worker_killed_mid_computation_reruns_blocks_identically(local_cluster, session):
+    client, lc, _ = local_cluster
     workers_before = set(client.scheduler_info()["workers"])
 
     @jk.jit
@@ -180,8 +162,8 @@ def test_worker_killed_mid_computation_reruns_blocks_identically(cluster, sessio
 NO_LLVM = "import sys\nsys.modules['llvmlite'] = None  # this worker has no LLVM: import llvmlite fails\n"
 
 
-def test_worker_that_cannot_compile_names_itself_and_the_client_keeps_working(cluster, tmp_path):
-    client, _ = cluster
+def test_worker_that_cannot_compile_names_itself_and_the_client_keeps_working(local_cluster, tmp_path):
+    client, _, _ = local_cluster
     preload = tmp_path / "no_llvm.py"
     preload.write_text(NO_LLVM)
     proc = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", client.scheduler.address,

@@ -25,8 +25,9 @@ from hypothesis import given, settings, strategies as st  # noqa: E402
 
 import jitkernel as jk  # noqa: E402
 from jitkernel.distributed import RechunkWarning, explain  # noqa: E402
+from helpers import HOST_BACKENDS  # noqa: E402
 
-DRAWN_BACKENDS = ["cpu", "interpret"]
+DRAWN_BACKENDS = HOST_BACKENDS
 
 
 @pytest.fixture(autouse=True)

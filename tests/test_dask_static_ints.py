@@ -16,6 +16,7 @@ da = pytest.importorskip("dask.array")
 
 import jitkernel as jk  # noqa: E402
 from jitkernel.distributed import RechunkWarning  # noqa: E402
+from helpers import HOST_BACKENDS  # noqa: E402
 
 X = np.arange(24.0).reshape(4, 6)
 
@@ -40,7 +41,7 @@ def both(a, k, n):
 
 
 @pytest.mark.parametrize("chunks", [(4, 6), (2, 3), (1, (1, 0, 5)), ((3, 1), (4, 2))], ids=str)
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 def test_int_arguments_used_as_sizes_and_slice_bounds_with_dask_arrays(chunks, backend):
     for fn, ints in [(zeros_plus_sum, (3,)), (first_columns, (4,)), (both, (2, 5))]:
         f = jk.jit(fn, backend=backend)

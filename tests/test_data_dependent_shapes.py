@@ -1,4 +1,4 @@
-"""Data-dependent shapes (issue 8, item 4): x[mask], np.nonzero, np.flatnonzero, np.argwhere,
+"""Data-dependent shapes: x[mask], np.nonzero, np.flatnonzero, np.argwhere,
 np.where(cond), np.extract, np.compress, np.unique and slices with bounds read from arrays
 (CSR), traced once for every count, against NumPy on both backends (numpy/_datadep.py)."""
 from __future__ import annotations
@@ -15,8 +15,9 @@ from jitkernel import events
 from jitkernel.errors import UnsupportedOperationError
 from jitkernel.ir.symdim import SymbolicDimError
 import emulator_suite
+from helpers import HOST_BACKENDS
 
-BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
+BACKENDS = HOST_BACKENDS + emulator_suite.emulator_backends()  # cuda-emulator where g++ is
 DRAWN_BACKENDS = emulator_suite.DRAWN_BACKENDS
 DTYPES = [np.float64, np.float32, np.int32, np.bool_, np.complex128]
 

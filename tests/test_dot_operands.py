@@ -9,6 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 import jitkernel as jk
 from jitkernel.passes import dot_operands, optimize
+from helpers import HOST_BACKENDS
 
 # NumPy warns about the inf * 0 products of the special values; so may jitkernel's interpreter.
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered")
@@ -94,7 +95,7 @@ def test_batched_transposed_operands_hypothesis(m, k, n, b, t_lhs, t_rhs, dtype)
 # ----------------------------------------------------------------------------- outer products
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_batched_outer_product_is_a_multiply_with_matmuls_zero_signs(backend, dtype):
     rng = np.random.default_rng(4)

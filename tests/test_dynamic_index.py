@@ -12,9 +12,10 @@ from jitkernel.errors import UnsupportedOperationError
 from jitkernel.numpy._dynamic import dynamic_update
 from tests.helpers import assert_matches_numpy
 import emulator_suite
+from helpers import HOST_BACKENDS
 
 
-BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
+BACKENDS = HOST_BACKENDS + emulator_suite.emulator_backends()  # cuda-emulator where g++ is
 DRAWN_BACKENDS = emulator_suite.DRAWN_BACKENDS
 lax = jk.lax
 A = np.arange(30.0).reshape(5, 6)

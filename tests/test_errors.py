@@ -3,11 +3,16 @@ NumPy users expect (TypeError / ValueError / IndexError) or jitkernel's own docu
 from __future__ import annotations
 
 import operator
+import subprocess
+import sys
+import threading
+import warnings
 
 import numpy as np
 import pytest
 
 import jitkernel as jk
+from helpers import assert_matches_numpy, load
 
 CUDA_EMULATOR_SUITE = True  # the backend fixture adds "cuda-emulator" (tests/emulator_suite.py)
 
@@ -103,7 +108,7 @@ def test_int_conversion_message_names_function_and_line(backend):
 
 
 def test_asarray_of_tracer(backend):
-    # Issue 8: np.asarray / np.array of traced values, called on the user's line, are traced
+    # np.asarray / np.array of traced values, called on the user's line, are traced
     # (the same array / a new one, trace/creation.py); other conversions still need data.
     np.testing.assert_array_equal(jk.jit(lambda x: np.asarray(x) + 1, backend=backend)(X), X + 1)
     np.testing.assert_array_equal(jk.jit(lambda x: np.array([x[0], x[1]]), backend=backend)(X), X[:2])
@@ -234,3 +239,83 @@ def test_error_leaves_no_trace_state_behind(backend):
     assert jf.cache_size() == 0
     assert jk.trace.current_context() is None
     np.testing.assert_array_equal(jk.jit(f, static_argnums=1, backend=backend)(X, True), X + 1)
+
+
+@pytest.mark.usefixtures("no_static_int_fallback")
+def test_traced_size_suggests_static_argnames(tmp_path):
+    f = load(tmp_path, "def f(x, n):\n    return np.zeros(n) + x\n")
+    with pytest.raises(jk.TracerIntegerConversionError) as info:
+        jk.jit(f)(np.ones(3), 3)
+    assert 'static_argnames=("n",)' in str(info.value) and "--static n" in str(info.value)
+
+
+def test_at_says_what_to_use():
+    with pytest.raises(AttributeError, match="np.where"):
+        jk.jit(lambda x: x.at[0].set(1.0))(np.ones(3))
+    assert jk.jit(lambda x: np.float64(hasattr(x, "at")))(np.ones(3)) == 0
+
+
+def test_list_argument_says_pass_an_array():
+    with pytest.raises(jk.TracerArrayConversionError, match=r"pass an array \(np.asarray"):
+        jk.jit(lambda x: np.sin(x))([1.0, 2.0])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int64", "bool", "float32"])
+def test_storing_into_a_numpy_array_names_the_cause(tmp_path, dtype):
+    # An array made inside the function is traced and takes the value...
+    f = load(tmp_path, f"def f(x):\n    out = np.zeros(3, '{dtype}')\n    out[0] = x.sum()\n    return out\n")
+    assert_matches_numpy(jk.jit(f)(np.ones(3)), f(np.ones(3)))
+    # ... while a NumPy array captured from outside cannot: the error names the cause and line.
+    g = load(tmp_path, f"OUT = np.zeros(3, '{dtype}')\ndef f(x):\n    OUT[0] = x.sum()\n    return OUT\n")
+    with pytest.raises(jk.TracerArrayConversionError, match="stored into a NumPy array") as info:
+        jk.jit(g)(np.ones(3))
+    assert "probably not supported" not in str(info.value) and "OUT[0] = x.sum()" in str(info.value)
+
+
+def test_warnings_while_tracing_point_at_the_user_line(tmp_path):
+    f = load(tmp_path, "def f(x):\n    return x + 1e300\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        jk.jit(f)(np.ones(2, np.float32))
+    runtime = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert runtime and all(w.filename == f.__code__.co_filename and w.lineno == 3 for w in runtime), \
+        [(w.filename, w.lineno, str(w.message)) for w in caught]
+
+
+def test_trace_stack_is_per_thread():
+    """Two threads tracing at once each record into their own program (jnp.stack of Python
+    scalars has no Tracer argument: it finds the trace through current_context())."""
+    import jitkernel.numpy as jnp
+    barrier = threading.Barrier(2)
+    results: dict = {}
+
+    def work(i: int) -> None:
+        def fn(x):
+            barrier.wait(timeout=10)
+            c = jnp.stack([float(i), float(i)])
+            barrier.wait(timeout=10)
+            return c + x
+        try:
+            results[i] = jk.jit(fn, backend="interpret")(np.ones(2))
+        except Exception as e:  # noqa: BLE001
+            results[i] = e
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert_matches_numpy(results[1], np.ones(2) + 1)
+    assert_matches_numpy(results[2], np.ones(2) + 2)
+
+
+def test_numpy_warning_while_tracing_a_python_dash_c_program():
+    # The warning points at the user's line; the loader of `python -c`'s __main__ cannot give
+    # source lines, which used to raise ImportError out of the warning itself.
+    code = ("import numpy as np, jitkernel as jk\n"
+            "a = np.ones(3, np.float16)\n"
+            "print(jk.jit(lambda x: x * 1e300)(a))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[inf inf inf]"
+    assert "<string>:3: RuntimeWarning: overflow encountered" in proc.stderr

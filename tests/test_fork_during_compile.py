@@ -1,7 +1,7 @@
 """`os.fork` while another thread compiles. The child inherited the import lock
 of a module that the compiling thread was importing at that instant (jitkernel imports most of
 its pipeline on first use), held by a thread that does not exist there: its own compile waited
-for ever (1 child in 10 under load in test_issue7_runtime's loop). jitkernel/forking.py makes
+for ever (1 child in 10 under load in tests/test_fork.py's loop). jitkernel/forking.py makes
 fork wait until no other thread is inside a compile.
 
 Here the window is made certain instead of likely: the traced function imports a module whose

@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cuda_corpus import needs_nvcc
 from jitkernel.backends.cuda import nvcc
 
 REPO = Path(__file__).resolve().parent.parent
-needs_nvcc = pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc is not on PATH (set NVCC=/path/to/nvcc)")
 
 
 def _load(name: str, path: Path):

@@ -20,14 +20,6 @@ JAX_LOOP_MESSAGE = ("Reverse-mode differentiation does not work for lax.while_lo
                     "start/stop values. Try using lax.scan, or using fori_loop with static start/stop.")
 
 
-@pytest.fixture
-def interpret():
-    saved = jk.config.default_backend
-    jk.config.update("default_backend", "interpret")
-    yield
-    jk.config.update("default_backend", saved)
-
-
 def _prims(program) -> set[str]:
     from jitkernel.ir.control_flow import sub_programs
     found = set()

@@ -17,14 +17,6 @@ from jitkernel.errors import UnsupportedOperationError
 from jitkernel.transforms import ad, ops
 
 
-@pytest.fixture
-def interpret():
-    saved = jk.config.default_backend
-    jk.config.update("default_backend", "interpret")
-    yield
-    jk.config.update("default_backend", saved)
-
-
 class _Interpret:
     """The interpret backend inside a hypothesis test (fixtures run once per test, not example)."""
 

@@ -9,6 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 import jitkernel as jk
 from jitkernel.passes import identities, optimize
+from helpers import HOST_BACKENDS
 
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered", "ignore:overflow encountered")
 
@@ -49,7 +50,7 @@ IDENTITIES = {
 }
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 @pytest.mark.parametrize("name", sorted(IDENTITIES))
 def test_float_identities_vanish_and_keep_every_bit(name, backend):
     fun = IDENTITIES[name]
@@ -115,7 +116,7 @@ def test_identities_hypothesis(name, dtype, elements):
     assert same_bits(jk.jit(fun, backend="interpret")(x), fun(x))
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 def test_an_output_that_became_the_input_is_still_a_new_array(backend):
     """`x * 1` is `x` in the program; the caller still gets a fresh array, as from NumPy."""
     x = np.arange(4.0)

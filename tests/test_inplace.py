@@ -1,4 +1,4 @@
-"""Issue 8, item 1: in-place semantics, exactly NumPy's. `x[idx] = v`, augmented operators,
+"""In-place semantics, exactly NumPy's. `x[idx] = v`, augmented operators,
 ufunc `out=`, np.copyto, fill, np.put, on arguments, views and arrays made inside the function;
 arguments written back to the caller; read-only, aliased and captured arrays; a generator of
 random in-place programs with views, run by NumPy and jitted."""
@@ -13,7 +13,6 @@ import jitkernel as jk
 from helpers import assert_matches_numpy, load, run_on_copies
 
 CUDA_EMULATOR_SUITE = True  # the backend fixture adds "cuda-emulator" (tests/emulator_suite.py)
-
 
 
 def same_as_numpy(fn, *args, backend):

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -75,3 +78,85 @@ def test_jitkernel_lab_really_starts_jupyterlab(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+def _run(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=timeout, env=env,
+                          cwd=ROOT)
+
+
+def test_python_dash_m_jitkernel_is_the_command_line():
+    done = _run("-m", "jitkernel", "--help")
+    assert done.returncode == 0, done.stderr
+    for command in ("demo", "install-kernel", "lab"):
+        assert command in done.stdout
+    assert _run("-m", "jitkernel", "install-kernel", "--help").returncode == 0
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jupyterlab") is not None,
+                    reason="JupyterLab is installed here: `jitkernel lab` would open it")
+def test_lab_without_jupyterlab_says_how_to_install_it():
+    done = _run("-m", "jitkernel", "lab", timeout=60)
+    assert done.returncode == 2
+    assert "JupyterLab is not installed" in done.stderr
+    assert "pip install -e '.[notebook]'" in done.stderr and "make lab" in done.stderr
+    assert "jitkernel install-kernel --user" in done.stderr
+
+
+def test_lab_starts_jupyterlab_on_the_notebooks_with_the_arguments_given(tmp_path):
+    # JupyterLab is an optional extra, not installed for the tests: a stand-in `jupyterlab`
+    # package that prints the command line it got shows what `jitkernel lab` starts.
+    stub = tmp_path / "jupyterlab"
+    stub.mkdir()
+    (stub / "__init__.py").write_text("")
+    (stub / "__main__.py").write_text("import json, sys\nprint('JUPYTERLAB', json.dumps(sys.argv[1:]))\n")
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
+    done = subprocess.run([sys.executable, "-m", "jitkernel", "lab", "--no-browser", "--port", "8899"],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    argv = __import__("json").loads(done.stdout.split("JUPYTERLAB", 1)[1])
+    as_root = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []  # tests/test_lab_command.py
+    assert argv == [f"--ServerApp.root_dir={ROOT / 'notebooks'}", *as_root, "--no-browser", "--port", "8899"]
+    assert "kernel: jitkernel" in done.stdout
+    wrong = _run("-m", "jitkernel", "demo", "--no-browser")
+    assert wrong.returncode == 2 and "unrecognized arguments: --no-browser" in wrong.stderr
+
+
+def test_notebook_extra_is_optional_and_not_part_of_test():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(r.startswith("jupyterlab") for r in extras["notebook"])
+    assert not any("jupyter" in r for r in extras["test"])
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_lab_installs_the_extra_and_make_test_does_not(tmp_path):
+    # The recipes as a fresh clone runs them: a virtual environment that does not exist yet (in
+    # .venv, `make -n lab` printed no install once `make lab` had run there).
+    fresh = [f"VENV={tmp_path / 'venv'}"]
+    lab = subprocess.run(["make", "-n", "lab", *fresh], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert lab.returncode == 0, lab.stderr
+    assert "-e '.[notebook]'" in lab.stdout and re.search(r"\bjitkernel lab\b", lab.stdout)
+    test = subprocess.run(["make", "-n", "test", *fresh], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert test.returncode == 0 and "-e '.[test]'" in test.stdout and "notebook" not in test.stdout
+
+
+def test_readme_says_how_to_open_the_notebooks():
+    readme = (ROOT / "README.md").read_text()
+    assert "make lab" in readme and "pip install -e '.[notebook]'" in readme
+    assert ".venv/bin/jitkernel" in readme and "python -m jitkernel" in readme
+    assert "jitkernel install-kernel --user" in readme
+
+
+def test_nothing_advertises_a_gpu_backend_that_does_not_exist():
+    """The GPU backend the description and the `gpu` extra name exists (backend "cuda", through
+    PyCUDA), and the README says it has not run on a real GPU until a GPU run is recorded."""
+    from jitkernel.backends import backend_names
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    if "cuda" in project["description"].lower():
+        assert "cuda" in backend_names()  # known; needs PyCUDA + a GPU
+    assert project.get("optional-dependencies", {}).get("gpu", ["pycuda"])[0].startswith("pycuda")
+    readme = (ROOT / "README.md").read_text()
+    assert "accelerators" not in readme.lower()
+    if "not yet measured on a GPU" in (ROOT / "docs" / "gpu.md").read_text():
+        assert "has not yet run on a real GPU" in readme

@@ -12,15 +12,12 @@ import jitkernel as jk
 from jitkernel.errors import TracerBoolConversionError, UnsupportedOperationError
 from tests.helpers import assert_matches_numpy, check
 import emulator_suite
+from helpers import HOST_BACKENDS, primitive_names
 
 
-BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
+BACKENDS = HOST_BACKENDS + emulator_suite.emulator_backends()  # cuda-emulator where g++ is
 DRAWN_BACKENDS = emulator_suite.DRAWN_BACKENDS
 lax = jk.lax
-
-
-def _prims(program) -> list[str]:
-    return [e.prim for e in program.eqns]
 
 
 # ----------------------------------------------------------------------------- fori_loop
@@ -54,7 +51,7 @@ def test_fori_loop_with_traced_bounds(backend):
         assert_matches_numpy(jk.jit(f, backend=backend)(a0, n), expected)
     # n is a Python int argument (a run-time value): one trace for every value
     program = jk.make_ir(f)(np.arange(3.0), 5)
-    assert _prims(program).count("fori_loop") == 1
+    assert primitive_names(program).count("fori_loop") == 1
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -86,7 +83,7 @@ def test_ten_thousand_iterations_compile_like_one(backend):
 
     a = np.random.default_rng(0).random(64)
     program = jk.make_ir(f, static_argnums=1)(a, 10_000)
-    assert _prims(program).count("fori_loop") == 1 and len(program.eqns) < 6
+    assert primitive_names(program).count("fori_loop") == 1 and len(program.eqns) < 6
     g = jk.jit(f, static_argnums=1, backend=backend)
     got = g(a, 10_000)
     expected = np.zeros_like(a)

@@ -1,4 +1,4 @@
-"""The library functions of issue 8 item 5 (first half) against NumPy called directly, on the
+"""Library functions against NumPy called directly, on the
 compiled and the interpreter backends: np.linalg, sorting, cumulative functions, diff,
 histogram / bincount / digitize, ufunc methods, einsum and np.fft. Library steps run NumPy's
 own function on both backends, so these tests also compare with NumPy outside jit (dtype, shape,
@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 import jitkernel as jk
 from jitkernel.errors import UnsupportedOperationError
 
-from helpers import assert_matches_numpy, check
+from helpers import assert_matches_numpy, check, HOST_BACKENDS
 import emulator_suite
 
-BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
+BACKENDS = HOST_BACKENDS + emulator_suite.emulator_backends()  # cuda-emulator where g++ is
 SETTINGS = settings(max_examples=30, deadline=None, derandomize=True, database=None, print_blob=False,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                            HealthCheck.data_too_large, HealthCheck.filter_too_much])

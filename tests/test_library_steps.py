@@ -6,6 +6,7 @@ import pytest
 import jitkernel as jk
 from jitkernel.ir import AType, primitives
 from jitkernel.trace import current_context
+from helpers import HOST_BACKENDS
 
 NAME = "test_only_eigh"
 
@@ -24,7 +25,7 @@ def _f(a):
     return w * 2, v.T + 1, (v * v).sum(axis=0)
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 def test_multi_output_library_step_feeds_kernels(eigh_primitive, backend):
     rng = np.random.default_rng(0)
     a = rng.standard_normal((5, 5))
@@ -58,7 +59,7 @@ def wrong_result_primitive(request):
     del primitives.PRIMITIVES[BAD]
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 def test_a_library_result_unlike_its_rule_raises_instead_of_being_converted(wrong_result_primitive, backend):
     # The CPU runtime used to cast and reshape such a result into the buffer, which hid a
     # complex reduction packed as (1, 2) instead of (2,): a bug must not become an answer.

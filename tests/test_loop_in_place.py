@@ -1,4 +1,4 @@
-"""Arrays updated in place inside native loops and branches (issue 8, items 2 and 6): a
+"""Arrays updated in place inside native loops and branches: a
 slice assignment in a loop body (a stencil) and a DP cell written in either branch of an `if`
 on array values reuse the carry's buffer instead of copying the whole array per iteration.
 Correctness first: whenever the new value reads the old array at other elements, the update
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import jitkernel as jk
-from helpers import load
+from helpers import HOST_BACKENDS, load
 from test_inplace import same_as_numpy
 
 STENCIL = """
@@ -49,7 +49,7 @@ def _loop_kernels(fn, *args) -> str:
     return jk.jit(fn).lower(*args).as_text("kernels")
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 def test_stencil_updates_its_carries_in_place(tmp_path, backend):
     f = load(tmp_path, STENCIL)
     rng = np.random.default_rng(0)
@@ -59,7 +59,7 @@ def test_stencil_updates_its_carries_in_place(tmp_path, backend):
     assert text.count("in place)") == 2, text
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 def test_dp_cell_written_in_both_branches_is_updated_in_place(tmp_path, backend):
     f = load(tmp_path, LCS)
     rng = np.random.default_rng(1)
@@ -68,7 +68,7 @@ def test_dp_cell_written_in_both_branches_is_updated_in_place(tmp_path, backend)
     assert "update_copy" not in text, text  # no copy of the table per cell
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 def test_a_slice_update_reading_its_own_array_is_not_in_place(tmp_path, backend):
     f = load(tmp_path, SELF_READING_SLICE)
     same_as_numpy(f, np.arange(10.0) ** 1.5, 5, backend=backend)
@@ -103,7 +103,7 @@ def dp_programs(draw):
 
 @settings(max_examples=40, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(src=dp_programs(), backend=st.sampled_from(["cpu", "interpret"]))
+@given(src=dp_programs(), backend=st.sampled_from(HOST_BACKENDS))
 def test_random_branch_updates_in_loops_match_numpy(tmp_path_factory, src, backend):
     f = load(tmp_path_factory.mktemp("dp"), src)
     rng = np.random.default_rng(2)
@@ -132,7 +132,7 @@ def f(a):
 """
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 def test_a_constant_offset_past_the_end_inside_a_branch_still_raises(tmp_path, backend):
     f = load(tmp_path, OUT_OF_BOUNDS_IN_BRANCH)
     same_as_numpy(f, np.array([1.0, -1.0, 2.0]), backend=backend)  # a[3]: IndexError in NumPy

@@ -181,7 +181,7 @@ def test_user_error_fails_the_cell_and_points_at_the_cell_line(ip):
     assert re.search(r"^Cell In\[\d+\], line 3$", out, re.M) and "----> 3 z = y.no_such_attribute" in out
     assert "      2 y = np.sin(x)" in out
     assert "jitkernel/api.py" not in out  # the engine's plumbing frames are pruned
-    # (an `if` on a traced value compiles since issue 8, jitkernel/autograph; a `raise` inside one cannot)
+    # (an `if` on a traced value compiles (jitkernel/autograph); a `raise` inside one cannot)
     result, out, _ = run(ip, "%%jit\ndef g(v):\n    if v.sum() > 0:\n        raise ValueError('no')\n    return -v\ng(x)")
     assert type(result.error_in_exec).__name__ == "UnsupportedOperationError"
     assert re.search(r"Cell In\[\d+\], line 3, in g", out) and "----> 3     if v.sum() > 0:" in out

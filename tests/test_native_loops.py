@@ -312,8 +312,9 @@ def test_fori_random_affine_updates(lo, n, shape, dtype, seed):
 # -- through jk.lax: traced indices in native loops --------------------------------------------
 
 from jitkernel.numpy._dynamic import dynamic_update  # noqa: E402
+from helpers import HOST_BACKENDS  # noqa: E402
 
-BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
+BACKENDS = HOST_BACKENDS + emulator_suite.emulator_backends()  # cuda-emulator where g++ is
 
 
 def _lcs_lax(a, b):

@@ -18,8 +18,9 @@ import jitkernel as jk
 from jitkernel.errors import UnsupportedAttributeError, UnsupportedOperationError
 from jitkernel.ir.symdim import SymbolicDimError
 import emulator_suite
+from helpers import HOST_BACKENDS
 
-BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()
+BACKENDS = HOST_BACKENDS + emulator_suite.emulator_backends()
 
 
 def _x(n=20, seed=0):
@@ -107,7 +108,7 @@ def test_the_length_of_a_data_dependent_value_is_a_traced_int(fn, backend):
         _check(fn, _x(seed=seed), backend=backend)
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 def test_returning_the_size_of_unique_gives_an_intp_like_a_static_size(backend):
     x = _x()
     got = jk.jit(lambda x: np.unique(x).size, backend=backend)(x)
@@ -125,7 +126,7 @@ def test_the_length_used_as_a_concrete_int_still_names_the_cause():
 
 # ----------------------------------------------------------------------------- atleast_Nd
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 @pytest.mark.parametrize("name", ["atleast_1d", "atleast_2d", "atleast_3d"])
 def test_atleast_nd_of_several_arrays_is_a_tuple(name, backend):
     fn = getattr(np, name)
@@ -233,7 +234,7 @@ def sort_transposed(a):
     return b
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 @pytest.mark.parametrize("fn", [sort_all, sort_rows_of_a_view, sort_columns, sort_transposed], ids=lambda f: f.__name__)
 def test_sort_in_place_as_numpy(fn, backend):
     x = np.random.default_rng(3).integers(0, 9, (4, 5)).astype(np.float64)
@@ -267,7 +268,7 @@ LAYOUT_CASES = {
 }
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 @pytest.mark.parametrize("case", list(LAYOUT_CASES))
 @pytest.mark.parametrize("fn_name", ["ascontiguousarray", "asfortranarray", "asanyarray"])
 def test_as_layout_array_is_a_view_exactly_when_numpy_returns_one(fn_name, case, backend):
@@ -399,7 +400,7 @@ def test_outside_a_trace_numpy_runs_unchanged():
     assert np.indices is getattr(np.indices, "__jitkernel_original__", np.indices)
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 def test_functions_of_shapes_only_are_numpys_constants(backend):
     """np.indices, np.tril_indices, the windows and fftfreq take no array: they run at trace time
     (a constant, NumPy's exact values) rather than being refused."""

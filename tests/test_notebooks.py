@@ -118,8 +118,7 @@ def test_recompilation(kernels_dir, tmp_path):
     assert _count(nb, "image/png") == 1
 
 
-def test_demo_writes_notebook_and_html_and_prints_the_profile(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(tmp_path / "cache"))
+def test_demo_writes_notebook_and_html_and_prints_the_profile(tmp_path, capsys, temp_cache_dir):
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
@@ -133,7 +132,7 @@ def test_demo_writes_notebook_and_html_and_prints_the_profile(tmp_path, capsys, 
 
 
 def test_numpy_as_written(kernels_dir, tmp_path):
-    """Issue 8: a stencil time loop, a triangular solve and a masked update of an argument, as
+    """NumPy code as written: a stencil time loop, a triangular solve and a masked update of an argument, as
     NumPy users write them, each checked against NumPy running the same function and timed."""
     nb = _execute("numpy-as-written", kernels_dir, tmp_path)
     text = _text(nb)

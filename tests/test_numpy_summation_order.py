@@ -24,11 +24,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jitkernel as jk
-from helpers import outcome
+from helpers import HOST_BACKENDS, outcome
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None, print_blob=False,
                     suppress_health_check=list(HealthCheck))
-BACKENDS = ["cpu", "interpret"]  # cuda-emulator sums in a tree: a documented difference (docs/gpu.md)
+BACKENDS = HOST_BACKENDS  # cuda-emulator sums in a tree: a documented difference (docs/gpu.md)
 FLOATS = [np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)]
 # Lengths around NumPy's pairwise structure: 8 accumulators, leaves of 128, halving above.
 PAIRWISE_LENGTHS = [7, 8, 9, 15, 16, 17, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1000, 1023, 1024, 1025,
@@ -120,7 +120,7 @@ def test_reductions_over_shapes_with_unit_axes_are_numpys_bit_for_bit(backend, c
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_column_of_a_million_sums_pairwise(backend):
-    """The issue's example: float32 (10**6, 1).sum(axis=0) was 500373.62, NumPy's 500387.7."""
+    """The reported example: float32 (10**6, 1).sum(axis=0) was 500373.62, NumPy's 500387.7."""
     y = np.random.default_rng(0).random((10**6, 1), dtype=np.float32)
     for f in (lambda a: a.sum(axis=0), lambda a: a.mean(axis=0), lambda a: a.sum(axis=-2, keepdims=True),
               lambda a: a[None].sum(axis=(0, 1))):
@@ -197,7 +197,7 @@ def test_reductions_of_selected_rows_are_numpys_bit_for_bit(backend, dtype, case
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_selection_sums_of_the_issue(backend):
+def test_reported_selection_sums(backend):
     """Cancellation and overflow that NumPy's pairwise sum of the selection gives and the sum
     of the zero-filled array did not (found by the generator above)."""
     cases = [np.array([1e16, 3.0, 3.0, 1e308, 1e308, 0.0, -1e16, -1.0, -1e308, 3.0, 1.0, 1e-300, 3.0]),

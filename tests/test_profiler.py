@@ -10,11 +10,11 @@ import jitkernel as jk
 from jitkernel import profiler
 from jitkernel import events
 from jitkernel.profiler.collector import Collector
+from helpers import HOST_BACKENDS
 
 
 @pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(tmp_path / "cache"))
+def _isolated(temp_cache_dir):
     saved = list(events.SUBSCRIBERS)
     yield
     profiler.stop()
@@ -159,7 +159,7 @@ def test_plots_are_single_pngs():
         r.plot("pie")
 
 
-# -- issue 7 item 21: failed traces, same-named functions, plot readability ----------------------
+# -- failed traces, same-named functions, plot readability ----------------------
 def _bad(x):
     return np.zeros(x.shape[0] + x)  # a traced size: the trace fails
 
@@ -183,7 +183,7 @@ def _raises(f, *args):
     return call
 
 
-@pytest.mark.parametrize("backend", ["interpret", "cpu"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 def test_a_failed_trace_is_not_a_compile(backend):
     bad = jk.jit(_bad, backend=backend)
     good = jk.jit(_step, backend=backend)
@@ -363,7 +363,6 @@ def _namesakes():
             raise ValueError("the trace fails")
         return x + 1.0
     return first, jk.jit(f, static_argnames="fail", backend="interpret")
-
 
 
 def test_profile_counts_follow_a_model_of_the_calls():

@@ -14,8 +14,9 @@ from hypothesis import given, settings, strategies as st
 
 import jitkernel as jk
 from emulator_suite import DRAWN_BACKENDS, emulator_backends
+from helpers import HOST_BACKENDS
 
-BACKENDS = ["cpu", "interpret"] + emulator_backends()
+BACKENDS = HOST_BACKENDS + emulator_backends()
 SETTINGS = settings(max_examples=400, deadline=None, derandomize=True, database=None, print_blob=False)
 MIN, MAX = -2**63, 2**63 - 1
 

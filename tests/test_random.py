@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
+import threading
 import time
 
 import numpy as np
@@ -13,6 +15,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import jitkernel as jk
+from helpers import HOST_BACKENDS
 from jitkernel.random._special import next_up
 
 REFERENCE = json.load(open(os.path.join(os.path.dirname(__file__), "data", "jax_random_reference.json")))
@@ -310,7 +313,7 @@ def test_warm_call_of_jitted_uniform():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 def test_next_up_matches_nextafter(dtype, backend):
     info = np.finfo(dtype)
     x = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, 3.0, -3.0, 1e-3, -7.25, info.max, -info.max, info.tiny,
@@ -392,3 +395,54 @@ def test_key_threaded_through_a_compiled_loop():
         expected = expected + jk.random.normal(sub, (3,))
     np.testing.assert_array_equal(x, expected)
     np.testing.assert_array_equal(key_out, key)
+
+
+rng_global = np.random.default_rng(0)
+legacy_global = np.random.RandomState(0)
+from numpy.random import rand as imported_rand  # noqa: E402
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x + np.random.rand(3), lambda x: x + np.random.normal(size=3),
+    lambda x: x + np.random.uniform(size=3), lambda x: x + np.random.randint(0, 5, 3),
+    lambda x: x + np.random.choice(3, 3), lambda x: x + np.random.permutation(3),
+    lambda x: (np.random.shuffle(np.arange(3)), x)[1], lambda x: (np.random.seed(0), x)[1],
+    lambda x: x + np.random.default_rng().normal(size=3), lambda x: x + np.random.default_rng(1).normal(size=3),
+    lambda x: x + rng_global.normal(size=3), lambda x: x + rng_global.integers(0, 3, 3),
+    lambda x: x + legacy_global.rand(3), lambda x: x + imported_rand(3),
+    lambda x: x + random.random(), lambda x: x + random.gauss(0, 1),
+], ids=["rand", "normal", "uniform", "randint", "choice", "permutation", "shuffle", "seed", "default_rng",
+        "seeded_default_rng", "generator_global", "generator_integers", "randomstate_global",
+        "from_import", "stdlib_random", "stdlib_gauss"])
+def test_random_while_tracing_raises(fn):
+    with pytest.raises(jk.TracedRandomError, match="frozen"):
+        jk.jit(fn)(np.ones(3))
+
+
+def test_random_modules_restored_and_other_threads_unaffected():
+    original = np.random.rand
+    stop = threading.Event()
+    errors: list = []
+
+    def draw() -> None:
+        while not stop.is_set():
+            try:
+                assert np.random.rand(2).shape == (2,)
+                random.random()
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+
+    t = threading.Thread(target=draw)
+    t.start()
+    try:
+        for i in range(20):
+            f = jk.jit(lambda x: np.sin(x) + 1)
+            f(np.ones(i + 1))
+            with pytest.raises(jk.TracedRandomError):
+                jk.jit(lambda x: x + np.random.rand())(np.ones(2))
+    finally:
+        stop.set()
+        t.join()
+    assert not errors
+    assert np.random.rand == original and np.random.rand.__self__ is np.random.mtrand._rand
+    assert random.random.__self__ is random._inst

@@ -224,3 +224,17 @@ def test_disk_cache_can_be_turned_off(tmp_path, monkeypatch, recorded):
     jk.jit(lambda x: x * 3, disk_cache=False)(np.ones(3))
     assert not list(tmp_path.glob("*.jko"))
     assert not [e for e in kinds(recorded, events.CacheEvent) if e.level == "disk"]
+
+
+def test_recompilation_records_are_bounded(monkeypatch):
+    # A function recompiled in a loop keeps only the latest records (memory stays flat).
+    import collections
+    import jitkernel.api as api
+    f = jk.jit(lambda x, n: x + n, static_argnums=1, backend="interpret")
+    f._recompilations = collections.deque(maxlen=3)
+    for n in range(6):
+        f(np.zeros(2), n)
+    recs = f.recompilations()
+    assert len(recs) == 3 and recs[-1].reasons == ["n: static value 4 -> 5"]
+    assert api.MAX_RECOMPILATION_RECORDS >= 100
+    assert jk.jit(lambda x: x)._recompilations.maxlen == api.MAX_RECOMPILATION_RECORDS

@@ -169,7 +169,7 @@ def test_index_error_message(backend):
     np.array([0, 2]), [0, 1], np.array([True, False, True, False, True]), (slice(None), np.array([1])),
 ], ids=["int-array", "list", "bool-mask", "mixed-advanced"])
 def test_static_advanced_indexing_matches_numpy(index, backend):
-    # Advanced indexing is compiled since issue 8 (tests/test_advanced_indexing.py has the rest).
+    # Advanced indexing is compiled (tests/test_advanced_indexing.py has the rest).
     x = np.arange(25, dtype=np.float32).reshape(5, 5)
     np.testing.assert_array_equal(jk.jit(lambda x: x[index], backend=backend)(x), x[index])
 
@@ -186,7 +186,7 @@ def test_setitem_writes_the_argument(backend):
         return x
     x = np.ones(5)
     np.testing.assert_array_equal(jk.jit(f, backend=backend)(x), f(np.ones(5)))
-    np.testing.assert_array_equal(x, f(np.ones(5)))  # issue 8: the caller's array is written
+    np.testing.assert_array_equal(x, f(np.ones(5)))  # the caller's array is written back
 
 
 # ----------------------------------------------------------------------------- input layouts
@@ -355,7 +355,7 @@ def test_non_native_byte_order_inputs(backend):
     check(lambda a, i: (a * 2 + i, a.sum(axis=0), np.maximum(a, 3.0), i.astype(np.float32)), swapped, i,
           backend=backend)
     got = jk.jit(lambda a: (a.T, a[::-1]), backend=backend)(swapped)
-    # Views of an input keep its byte order in NumPy (issue 7 item 6): '>f4' stays '>f4'.
+    # Views of an input keep its byte order in NumPy: '>f4' stays '>f4'.
     assert_matches_numpy(got, (swapped.T, swapped[::-1]))
 
 

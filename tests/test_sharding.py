@@ -1,4 +1,4 @@
-"""jk.sharding (issue 11, section 2): meshes, partition specs, sharded arrays, visualize_sharding.
+"""jk.sharding: meshes, partition specs, sharded arrays, visualize_sharding.
 
 The expected `devices_indices_map` results are JAX 0.10.2's, measured with
 `XLA_FLAGS=--xla_force_host_platform_device_count=8` (jax.devices() = CpuDevice(id=0..7);

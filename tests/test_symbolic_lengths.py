@@ -13,8 +13,9 @@ from hypothesis import given, settings, strategies as st
 import jitkernel as jk
 from jitkernel.errors import UnsupportedOperationError
 from tests.helpers import assert_matches_numpy
+from helpers import HOST_BACKENDS
 
-BACKENDS = ["cpu", "interpret"]
+BACKENDS = HOST_BACKENDS
 lax = jk.lax
 RNG = np.random.default_rng(7)
 

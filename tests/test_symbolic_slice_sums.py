@@ -8,6 +8,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 import jitkernel as jk
+from helpers import HOST_BACKENDS
 
 
 def prefix_sums(x, n, k):
@@ -42,7 +43,7 @@ def _values(draw_seed: int, shape: tuple, dtype: str) -> np.ndarray:
 @given(fn=st.sampled_from([prefix_sums, row_prefix_sums, prefix_means]),
        length=st.sampled_from([9, 127, 128, 129, 200, 257, 300]), k=st.integers(0, 140),
        dtype=st.sampled_from(["float16", "float32", "float64"]), seed=st.integers(0, 2**16),
-       backend=st.sampled_from(["cpu", "interpret"]))
+       backend=st.sampled_from(HOST_BACKENDS))
 def test_loop_dependent_slice_sums_are_numpys_bit_for_bit(fn, length, k, dtype, seed, backend):
     shape = (3, length) if fn is row_prefix_sums else (length,)
     x = _values(seed, shape, dtype)

@@ -1,4 +1,4 @@
-"""Transformations in a real IPython shell (issue 10, section 3): functions from %%jit cells
+"""Transformations in a real IPython shell: functions from %%jit cells
 passed to jk.grad / jk.vmap, jk.grad used inside %%jit cells, and the line magics on transformed
 functions (%jit_profile names them grad(loss), vmap(loss); %jit_explain and %jit_ir find them)."""
 from __future__ import annotations

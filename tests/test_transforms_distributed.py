@@ -1,4 +1,4 @@
-"""grad and vmap over Dask arrays and ShardedArrays (issue 11 meets issue 10).
+"""grad and vmap over Dask arrays and ShardedArrays (distribution meets transformations).
 
 A transformed function outside a trace is `jk.jit` of itself (transforms/core.py), so Dask and
 sharded arguments take the same route as for any jitted function: the one traced program (here

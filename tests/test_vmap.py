@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 import jitkernel as jk
 from jitkernel.errors import UnsupportedOperationError
 from jitkernel.transforms import BatchingError
-from helpers import assert_matches_numpy
+from helpers import assert_matches_numpy, HOST_BACKENDS
 
 SWEEP = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 F64, F32, I64, I32 = (np.dtype(n) for n in ("float64", "float32", "int64", "int32"))
@@ -380,7 +380,7 @@ def test_rule_on_cpu(name):
         run_case(f, examples, [False] + [True] * (n - 1), [0] * n, "cpu", **_tolerance(name, dtypes[0]))
 
 
-@pytest.mark.parametrize("backend", ["interpret", "cpu"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 def test_cond_with_a_shared_predicate_keeps_one_cond(backend):
     x = np.arange(6.0).reshape(3, 2)
     f = jk.jit(jk.vmap(_cond, in_axes=(0, None)), backend=backend)

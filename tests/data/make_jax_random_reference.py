@@ -1,7 +1,7 @@
 """Regenerate tests/data/jax_random_reference.json from JAX (run with a Python that has JAX;
 the tests themselves never import JAX):
 
-    /work/venv-peers/bin/python tests/data/make_jax_random_reference.py
+    python tests/data/make_jax_random_reference.py   # a Python with jax installed
 
 Every case is measured twice: with jax_enable_x64 off (JAX's default: float32 / int32 defaults)
 and on (float64 / int64), always with jax_threefry_partitionable=True (JAX's default since 0.5).

@@ -1,4 +1,4 @@
-"""Issue 7, item 9: long programs compile without recursion proportional to their length, in time
+"""Long programs compile without recursion proportional to their length, in time
 linear in their length, and kernels too large for one LLVM function are split.
 
 Each reproducer runs with the recursion limit lowered to `HEADROOM` frames above the caller's
@@ -14,12 +14,11 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, note, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, note, settings, strategies as st
 
 import jitkernel as jk
 import jitkernel.fusion.split as split
-from helpers import assert_matches_numpy
+from helpers import assert_matches_numpy, HOST_BACKENDS
 from jitkernel.backends.cpu.render import render_module
 from jitkernel.fusion import schedule
 from jitkernel.fusion.params import constants
@@ -63,7 +62,7 @@ def nested_sin(x: Any, depth: int) -> Any:
     return x
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 def test_unrolled_3000_step_accumulation(backend: str) -> None:
     a = np.random.default_rng(1).standard_normal((7, 5))
     expected = unrolled_tanh_sum(a)
@@ -74,7 +73,7 @@ def test_unrolled_3000_step_accumulation(backend: str) -> None:
 
 
 @pytest.mark.parametrize("depth", [200, 2000])
-@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
 def test_nested_sin(depth: int, backend: str) -> None:
     x = np.linspace(-3.0, 3.0, 33).astype(np.float32)
     f = jk.jit(lambda x: nested_sin(x, depth), backend=backend, disk_cache=False)
@@ -237,7 +236,7 @@ def test_alternating_reshape_transpose_index_maps_stay_small() -> None:
     assert_matches_numpy(got, f(x))
 
 
-def test_split_kernels_are_shape_generic(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_split_kernels_are_shape_generic(monkeypatch: pytest.MonkeyPatch, compiles) -> None:
     """A split program's temporaries take the dynamic sizes too: sizes 4..7 compile twice."""
     monkeypatch.setattr(split, "MAX_KERNEL_COMPUTES", 50)
 
@@ -245,14 +244,9 @@ def test_split_kernels_are_shape_generic(monkeypatch: pytest.MonkeyPatch) -> Non
         for i in range(300):
             x = np.sin(x) if i % 2 else x * 0.9 + 0.01
         return x.sum(axis=1), x
-    compiles = []
-    unsubscribe = jk.events.subscribe(lambda e: compiles.append(e) if isinstance(e, jk.events.CompileEvent) else None)
-    try:
-        g = jk.jit(f, disk_cache=False, autograph=False)  # a long unrolled program, as written
-        for n in (4, 5, 6, 7):
-            x = np.linspace(-1.0, 1.0, n * 3).reshape(n, 3)
-            assert_matches_numpy(g(x), f(x))
-        assert "_part" in g.lower(x).as_text("kernels")
-    finally:
-        unsubscribe()
+    g = jk.jit(f, disk_cache=False, autograph=False)  # a long unrolled program, as written
+    for n in (4, 5, 6, 7):
+        x = np.linspace(-1.0, 1.0, n * 3).reshape(n, 3)
+        assert_matches_numpy(g(x), f(x))
+    assert "_part" in g.lower(x).as_text("kernels")
     assert len(compiles) == 2

@@ -1,25 +1,29 @@
-"""Issue 7 follow-up of the differential soak (/work/soak-findings.md N1, N2, N4, N5, N7):
-NumPy's `**` operator and power fast paths, np.where with Python ints of 64 bits, np.clip's
-three-operand dtype resolution. NumPy (the installed NumPy 2) is the reference everywhere,
-bit for bit where NumPy's result is exact (sqrt, x * x, 1 / x)."""
+"""NumPy's `**` operator and power fast paths, np.where with Python ints of 64 bits, np.clip's
+three-operand dtype resolution, *_like fills. NumPy (the installed NumPy 2) is the reference
+everywhere, bit for bit where NumPy's result is exact (sqrt, x * x, 1 / x)."""
 from __future__ import annotations
 
 import itertools
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-import jitkernel as jk
 import emulator_suite
-from helpers import outcome
+import jitkernel as jk
+from helpers import HOST_BACKENDS, outcome
 
-pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's own, on the reference side
+
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None, print_blob=False,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-BACKENDS = ["cpu", "interpret"] + emulator_suite.emulator_backends()  # cuda-emulator where g++ is (tests/emulator_suite.py)
+
+
+BACKENDS = HOST_BACKENDS + emulator_suite.emulator_backends()  # cuda-emulator where g++ is
+
+
 DRAWN_BACKENDS = emulator_suite.DRAWN_BACKENDS
+
+
 SPECIAL = [-np.inf, -0.0, -4.0, 0.0, 4.0, np.nan, 3.7, -2.5, 1e300, 1e-300, np.inf, 0.3]
 
 
@@ -62,23 +66,14 @@ def base_array(dtype: str) -> np.ndarray:
 # Exponents whose NumPy result is exact (a fast path or an integer power) for every base.
 FAST_EXPONENTS = [2, -1, 0.5, 0, 1, 2.0, -1.0, 0.0, 1.0, True, False, np.float32(2), np.float64(0.5),
                   np.float16(0.5), np.int64(2), np.int8(-1), np.array(0.5), np.array([0.5]), np.array([[2.0]])]
+
+
 POWER_FORMS = {
     "operator": lambda x, e: x ** e,
     "np.power": lambda x, e: np.power(x, e),
     "in-place": None,  # below: a fresh array updated with **=
 }
 
-
-def _inplace_power(x, e):
-    y = x.copy()
-    y **= e
-    return y
-
-
-POWER_FORMS["in-place"] = _inplace_power
-
-
-# ------------------------------------------------------------------------- N7 + N5: power
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("form", sorted(POWER_FORMS))
@@ -93,7 +88,7 @@ def test_power_matches_numpy_dispatch_bit_for_bit(backend, form, dtype):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_soak_n7_sqrt_semantics_of_half_power(backend):
+def test_half_power_has_sqrt_semantics(backend):
     x = np.array([-np.inf, -0.0])
     got = jk.jit(lambda a: a ** 0.5, backend=backend)(x)
     assert np.isnan(got[0]) and got[1] == 0 and np.signbit(got[1])
@@ -106,7 +101,7 @@ def test_soak_n7_sqrt_semantics_of_half_power(backend):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("fn", [lambda x: x ** 2.0, lambda x: x ** 0.5, lambda x: np.power(x, 2.0),
                                 lambda x: x ** -1, lambda x: np.power(x, np.float32(0.5))])
-def test_soak_n5_interpret_power_is_exact(backend, fn):
+def test_interpret_power_is_exact(backend, fn):
     """The interpreter broadcast the exponent into a contiguous array, so NumPy took SVML's pow
     (an ulp off x * x and sqrt) instead of its stride-0 fast path."""
     x = np.abs(np.random.default_rng(0).uniform(-10, 10, 1000))
@@ -204,8 +199,6 @@ def _exact(exponent) -> bool:
     return bool(np.all(np.isin(np.asarray(exponent, np.float64), [-1.0, 0.0, 0.5, 1.0, 2.0])))
 
 
-# ----------------------------------------------------------------- N1: where with big ints
-
 BIG_INTS = [2**64 - 1, 2**63, 2**63 + 5, 2**64 - 256, -2**63, -5, 2**64, -2**63 - 1]
 WHERE_OTHERS = [7, True, 2.5, np.arange(3, dtype=np.uint8), np.arange(3, dtype=np.int8),
                 np.arange(3, dtype=np.uint64), np.arange(3, dtype=np.int32), np.arange(3, dtype=np.float32),
@@ -224,7 +217,7 @@ def test_where_converts_python_ints_as_numpy(backend, value):
         check(lambda a, v=value, o=other: np.where(a > 0, o, v), a, backend=backend)
 
 
-def test_soak_n1_where_uint64_max():
+def test_where_uint64_max():
     a = np.arange(3, dtype=np.uint8)
     got = jk.jit(lambda a: np.where(a > 0, 2**64 - 1, 7))(a)
     assert got.dtype == np.int64 and got.tolist() == [7, -1, -1]
@@ -249,8 +242,6 @@ def test_generated_where_with_python_ints(value, other, first):
     check(fn, np.arange(3, dtype=np.uint8))
 
 
-# ------------------------------------------------------------------- N2: clip's dtype
-
 CLIP_ARRAYS = {"bool": np.array([True, False, True]), "int8": np.array([-3, 0, 5], np.int8),
                "uint8": np.array([0, 3, 250], np.uint8), "int64": np.array([-3, 0, 5]),
                "uint64": np.array([0, 3, 2**63], np.uint64), "float16": np.array([-1.5, np.nan, 3], np.float16),
@@ -271,7 +262,7 @@ def test_clip_resolves_dtype_over_three_operands(array):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_soak_n2_examples(backend):
+def test_clip_dtype_examples(backend):
     f = jk.jit(lambda a: np.clip(a, 0, np.float32(2)), backend=backend)
     assert f(np.array([True, False])).dtype == np.float32
     g = jk.jit(lambda a, b: np.clip(a < b, -5, b), backend=backend)
