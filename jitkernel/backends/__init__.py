@@ -67,6 +67,11 @@ def backend_class(name: str) -> type[Backend]:
     return getattr(importlib.import_module(module), cls)
 
 
+def device_stages() -> tuple[str, ...]:
+    """The `as_text` stages the registered backends add (`Backend.device_stages`)."""
+    return tuple(dict.fromkeys(s for n in backend_names() for s in backend_class(n).device_stages))
+
+
 class _WithCapability:
     """`name in SHAPE_GENERIC`: whether the backend `name` has a capability (a class attribute of
     its Backend), for the places that test a name."""

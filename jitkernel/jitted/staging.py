@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..backends import device_stages
 from ..pipeline import Compiled
 from ..tracebacks import hide_engine_frames
 
@@ -13,8 +14,6 @@ class Lowered:
     """A traced, optimised and compiled function for one signature; `as_text(stage)` shows it."""
 
     STAGES = ("ir", "optimized", "kernels", "llvm", "asm", "cuda")
-    # Needs nvcc, so not among the stages every lowered function shows (docs/gpu.md).
-    DEVICE_STAGES = ("ptx",)
 
     def __init__(self, compiled: Compiled) -> None:
         self.compiled = compiled
@@ -22,7 +21,9 @@ class Lowered:
     def as_text(self, stage: str = "optimized") -> str:
         """Text of a stage: "ir" (traced), "optimized", "kernels" (fused), "llvm", "asm" (CPU
         backend), "cuda" (the CUDA translation unit, any backend), "ptx" (nvcc's PTX of it)."""
-        if stage not in self.STAGES and stage not in self.DEVICE_STAGES:
+        # A backend's own stages (`Backend.device_stages`: "ptx" needs nvcc, docs/gpu.md) are
+        # accepted too, though not among the stages every lowered function shows.
+        if stage not in self.STAGES and stage not in device_stages():
             raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(self.STAGES)}")
         return self.compiled.text(stage)
 
