@@ -28,10 +28,6 @@ from ..passes.loops import hoist_loop_invariants, scans_to_fori
 from ..passes.native_loops import CONTROL_FLOW, body_library_prims, native_ok
 from . import dynamic, loops
 
-# Relative cost of recomputing one element; movement ops are free (index maps).
-_EXPENSIVE = {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
-              "arccosh", "arctanh", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10",
-              "power", "arctan2", "hypot", "cbrt", "sqrt", "divide", "floor_divide", "remainder", "fmod"}
 RECOMPUTE_LIMIT = 3
 
 _REDUCE_OPS = {"reduce_sum": "sum", "reduce_prod": "prod", "reduce_max": "max", "reduce_min": "min",
@@ -71,10 +67,12 @@ def _merge_roots(a: Any, b: Any) -> Any:
 
 
 def _op_cost(eqn: Eqn) -> int:
+    """Relative cost of recomputing one element (`Primitive.expensive`); movement ops are free
+    (index maps)."""
     kind = _prim_kind(eqn.prim)
     if kind == "movement":
         return 0
-    return 8 if eqn.prim in _EXPENSIVE else 1
+    return 8 if primitives.get(eqn.prim).expensive else 1
 
 
 class _Scheduler:

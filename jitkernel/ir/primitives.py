@@ -39,6 +39,9 @@ class Primitive:
     # whose target index is checked when it is applied): not hoisted out of a loop that may run
     # zero times, not run on an example that would not run it under vmap.
     checks_data: bool = False
+    # An element costs several simple operations (a libm call, a division): fusion recomputes
+    # such a value in each consumer only up to a limit (fusion/schedule.py RECOMPUTE_LIMIT).
+    expensive: bool = False
 
     @property
     def may_raise(self) -> bool:
@@ -132,10 +135,16 @@ def _power_impl(x: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
     return [np.asarray(out.reshape(np.shape(x)))]
 
 
+# Elementwise primitives whose element is a libm call or a division (Primitive.expensive).
+_EXPENSIVE_UFUNCS = frozenset({
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
+    "arctanh", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "power", "arctan2", "hypot", "cbrt",
+    "sqrt", "divide", "floor_divide", "remainder", "fmod"})
+
 for _name in UNARY_UFUNCS + BINARY_UFUNCS:
     _uf = getattr(np, _name)
     _impl = _power_impl if _name == "power" else _elementwise_impl(_uf)
-    register(Primitive(_name, "elementwise", _elementwise_rule(_uf), _impl, _uf))
+    register(Primitive(_name, "elementwise", _elementwise_rule(_uf), _impl, _uf, expensive=_name in _EXPENSIVE_UFUNCS))
 
 
 def _convert_rule(in_avals: list[AType], *, dtype: np.dtype) -> list[AType]:
