@@ -193,7 +193,11 @@ def _build(family: tuple, shapes: tuple, make_program: Any, probe: tuple | None,
     program = make_program(shapes)
     members = _FAMILIES.setdefault(family, [])
     previous = None
-    if backend in SHAPE_GENERIC and config.dynamic_shapes:
+    try:
+        generic = backend in SHAPE_GENERIC  # imports the backend: fails on a worker without LLVM
+    except Exception as e:  # noqa: BLE001 - say which worker and why
+        raise _worker_error(name, e) from e
+    if generic and config.dynamic_shapes:
         related = [old for old_shapes, old in reversed(members) if _sizes_only(old_shapes, shapes)]
         for old in related:
             template = getattr(old.executable, "template", None)
@@ -236,8 +240,7 @@ def _compile(program: Program, n_outputs: int, backend: str, name: str, fastmath
     except UnsupportedOperationError:
         raise  # about the program, not the worker
     except Exception as e:  # a worker without LLVM, a wrong CPU, ...: say which worker and why
-        from .profile import where
-        raise WorkerCompileError(f"{where()} could not compile block program {name}: {type(e).__name__}: {e}") from e
+        raise _worker_error(name, e) from e
     finally:
         unsubscribe()
     log = compile_log()  # read and cleared by profile.recorded_run_block; bounded without it
@@ -265,6 +268,11 @@ def compile_log() -> list[tuple[float, float, bool]]:
 class WorkerCompileError(CompileError):
     """A block program a worker could not compile (no LLVM, a wrong CPU, ...): the message names
     the worker (address, pid) and the cause."""
+
+
+def _worker_error(name: str, e: Exception) -> WorkerCompileError:
+    from .profile import where
+    return WorkerCompileError(f"{where()} could not compile block program {name}: {type(e).__name__}: {e}")
 
 
 def stats() -> dict[str, int]:
