@@ -217,11 +217,12 @@ def batch_build(disk_cache: bool = True, workers: int | None = None) -> Iterator
     built one by one by calling them again).
 
     >>> import numpy as np, jitkernel as jk
-    >>> fns = [jk.jit(lambda x, k=k: x * k, backend="cuda-emulator") for k in (2, 3)]
+    >>> fns = [jk.jit(lambda x: x * 1.75 + 0.5, backend="cuda-emulator"),
+    ...        jk.jit(lambda x: x * 2.25 - 0.5, backend="cuda-emulator")]  # two programs: two modules
     >>> with batch_build() as modules:
     ...     _ = [f(np.ones(3)) for f in fns]
     >>> len(modules), float(fns[1](np.ones(3)).sum())
-    (2, 9.0)
+    (2, 5.25)
     """
     with record_modules(stand_in=True) as modules:
         yield modules
