@@ -396,7 +396,8 @@ KNOWN = [
     ("reciprocal 0", lambda: _g(np.reciprocal, 0.0), -np.inf),
     ("sqrt -1", lambda: _g(np.sqrt, -1.0), np.nan),
     ("power 0**2", lambda: _pow_g(0.0, 2.0), (0.0, 0.0)),
-    ("power 0**0", lambda: _pow_g(0.0, 0.0), (np.nan, 0.0)),
+    # JAX 0.10.2: (nan, 0) (0 * inf); x ** 0 is the constant 1, so d/dx is 0 (tests/test_derivatives_at_special_points.py)
+    ("power 0**0", lambda: _pow_g(0.0, 0.0), (0.0, 0.0)),
     ("power 0**1", lambda: _pow_g(0.0, 1.0), (1.0, 0.0)),
     ("power 0**0.5", lambda: _pow_g(0.0, 0.5), (np.inf, 0.0)),
     ("power 0**-1", lambda: _pow_g(0.0, -1.0), (-np.inf, np.nan)),

@@ -18,6 +18,7 @@ from .index import Aff
 from . import split
 from .kernel_ir import (Buffer, Kernel, KernelProgram, LibraryCall, Load, RowKernel, Store, follows_numpy_blocks,
                         map_affs_by_buffer, rebuild)
+from .loops import touched_buffers
 from .split import kernel_computes
 
 # Stack bytes all scratch rows of one row kernel may take (threads have 8 MiB stacks here; rows
@@ -96,7 +97,7 @@ def _group_ok(group: list[Kernel], outer: tuple[int, ...], buffers: dict[int, Bu
 
 
 def _make_row_kernel(group: list[Kernel], outer: tuple[int, ...], kp_buffers: dict[int, Buffer],
-                     read_outside: set[int], outputs: set[int]) -> RowKernel:
+                     touched_outside: set[int], outputs: set[int]) -> RowKernel:
     rows = 1
     for n in outer:
         rows *= n
@@ -104,7 +105,7 @@ def _make_row_kernel(group: list[Kernel], outer: tuple[int, ...], kp_buffers: di
     scratch: dict[int, int] = {}
     for bid in written:
         buf = kp_buffers[bid]
-        if buf.role != "temp" or bid in read_outside or bid in outputs:
+        if buf.role != "temp" or bid in touched_outside or bid in outputs:
             continue
         row_size = AType(buf.shape, buf.dtype).size // max(rows, 1)
         used = sum(n * kp_buffers[b].dtype.itemsize for b, n in scratch.items())
@@ -131,14 +132,13 @@ def _drop_outer(kernel: Kernel, scratch: dict[int, int], n_outer: int) -> Kernel
 def fuse_rows(kp: KernelProgram) -> KernelProgram:
     """Group consecutive row-compatible kernels (see module doc) into RowKernels."""
     steps = kp.steps
-    readers: dict[int, set[int]] = {}
+    # Every step that reads or writes each buffer: a buffer another step touches is not the
+    # group's own, so it cannot shrink to row scratch (a concatenate writes its result in one
+    # kernel per operand; one of them may join a row kernel while the others stay outside).
+    touchers: dict[int, set[int]] = {}
     for i, step in enumerate(steps):
-        if isinstance(step, LibraryCall):
-            for b in step.inputs:
-                readers.setdefault(b, set()).add(i)
-        else:
-            for b in step.loads():
-                readers.setdefault(b, set()).add(i)
+        for b in touched_buffers(step):
+            touchers.setdefault(b, set()).add(i)
     outputs = set(kp.outputs)
     new_steps: list = []
     i = 0
@@ -156,8 +156,8 @@ def fuse_rows(kp: KernelProgram) -> KernelProgram:
                 j += 1
             if len(group) > 1:
                 inside = set(range(i, j))
-                read_outside = {b for b, rs in readers.items() if rs - inside}
-                new_steps.append(_make_row_kernel(group, outer, kp.buffers, read_outside, outputs))
+                touched_outside = {b for b, ts in touchers.items() if ts - inside}
+                new_steps.append(_make_row_kernel(group, outer, kp.buffers, touched_outside, outputs))
                 i = j
                 continue
         new_steps.append(k)

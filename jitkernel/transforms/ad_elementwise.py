@@ -204,15 +204,25 @@ def _abs_vjp(cts, primals, outs):
 Partial = Callable[[Tracer, Tracer, Tracer, Tracer], "Tracer | None"]
 
 
-def _balanced(which: Tracer, other: Tracer, out: Tracer) -> Tracer:
-    """JAX's `_balanced_eq` for maximum/minimum: 1 where `which` was chosen, halved where the
+# A partial derivative that is exactly 0 somewhere (the operand maximum did not choose, the base
+# of x ** 0) selects the (co)tangent away there, never multiplies it by 0: an infinite cotangent
+# (from 1 / x at x = 0 downstream) times 0 is NaN, where the derivative is 0 (finite differences,
+# and JAX's own select-based rules for where, fmin and power).
+
+def _only_where(mask: Tracer, g: Tracer) -> Tracer:
+    """`g` where `mask` holds, exactly 0 elsewhere (even where g is infinite or NaN)."""
+    return ops.select(mask, g, ops.zeros_like(g))
+
+
+def _balanced(g: Tracer, which: Tracer, other: Tracer, out: Tracer) -> Tracer:
+    """JAX's `_balanced_eq` for maximum/minimum: g where `which` was chosen, halved where the
     other operand was chosen too (a tie splits the gradient evenly), 0 elsewhere (NaN too)."""
-    chosen = _sel(_f("equal", which, out), out, 1, 0)
-    return ops.div(chosen, _sel(_f("equal", other, out), out, 2, 1))
+    halved = ops.div(g, _sel(_f("equal", other, out), out, 2, 1))
+    return _only_where(_f("equal", which, out), halved)
 
 
-def _picked(first_wins: Tracer, like: Tracer, first: bool) -> Tracer:
-    return _sel(first_wins, like, 1, 0) if first else _sel(first_wins, like, 0, 1)
+def _picked(g: Tracer, first_wins: Tracer, first: bool) -> Tracer:
+    return _only_where(first_wins if first else _f("logical_not", first_wins), g)
 
 
 def _fmax_first(a: Tracer, b: Tracer, prim: str) -> Tracer:
@@ -231,8 +241,9 @@ def _copysign_a(g, a, b, out):
 
 
 def _pow_a(g, a, b, out):
-    # y * x ** (y - 1), as JAX 0.10.2 (measured: at x = 0: y = 0 -> nan, 1 -> 1, 2 -> 0, 0.5 -> inf)
-    return ops.mul(g, ops.mul(b, _f("power", a, ops.sub(b, _c(b, 1)))))
+    # y * x ** (y - 1), and exactly 0 where y == 0 (x ** 0 is the constant 1; the product would be
+    # 0 * inf = nan at x = 0): JAX's rule (at x = 0: y = 0 -> 0, 1 -> 1, 2 -> 0, 0.5 -> inf)
+    return _only_where(_f("not_equal", b, _c(b, 0)), ops.mul(g, ops.mul(b, _f("power", a, ops.sub(b, _c(b, 1))))))
 
 
 def _pow_b(g, a, b, out):
@@ -245,14 +256,14 @@ BINARY_PARTIALS: dict[str, tuple[Partial, Partial]] = {
     "divide": (lambda g, a, b, out: ops.div(g, b),
                lambda g, a, b, out: ops.neg(ops.div(ops.mul(g, a), ops.mul(b, b)))),
     "power": (_pow_a, _pow_b),
-    "maximum": (lambda g, a, b, out: ops.mul(g, _balanced(a, b, out)),
-                lambda g, a, b, out: ops.mul(g, _balanced(b, a, out))),
-    "minimum": (lambda g, a, b, out: ops.mul(g, _balanced(a, b, out)),
-                lambda g, a, b, out: ops.mul(g, _balanced(b, a, out))),
-    "fmax": (lambda g, a, b, out: ops.mul(g, _picked(_fmax_first(a, b, "greater"), a, True)),
-             lambda g, a, b, out: ops.mul(g, _picked(_fmax_first(a, b, "greater"), a, False))),
-    "fmin": (lambda g, a, b, out: ops.mul(g, _picked(_fmax_first(a, b, "less"), a, True)),
-             lambda g, a, b, out: ops.mul(g, _picked(_fmax_first(a, b, "less"), a, False))),
+    "maximum": (lambda g, a, b, out: _balanced(g, a, b, out),
+                lambda g, a, b, out: _balanced(g, b, a, out)),
+    "minimum": (lambda g, a, b, out: _balanced(g, a, b, out),
+                lambda g, a, b, out: _balanced(g, b, a, out)),
+    "fmax": (lambda g, a, b, out: _picked(g, _fmax_first(a, b, "greater"), True),
+             lambda g, a, b, out: _picked(g, _fmax_first(a, b, "greater"), False)),
+    "fmin": (lambda g, a, b, out: _picked(g, _fmax_first(a, b, "less"), True),
+             lambda g, a, b, out: _picked(g, _fmax_first(a, b, "less"), False)),
     "arctan2": (lambda g, a, b, out: ops.mul(g, ops.div(b, ops.add(ops.mul(a, a), ops.mul(b, b)))),
                 lambda g, a, b, out: ops.mul(g, ops.div(ops.neg(a), ops.add(ops.mul(a, a), ops.mul(b, b))))),
     "hypot": (lambda g, a, b, out: _hypot_partial(g, a, out),
