@@ -114,3 +114,64 @@ def test_power_base_derivative_is_zero_for_exponent_zero_whatever_the_cotangent(
         partial = 0.5 / np.sqrt(x) if y == 0.5 and not scalars else y * np.power(x, y - 1.0)
         expected = np.zeros(3) if y == 0 else c * partial
     _nan_equal(got, expected)
+
+
+# -- forward and reverse mode agree at every special point ----------------------------------------
+_UNARY = {"sqrt": np.sqrt, "abs": np.abs, "tanh": np.tanh, "exp": np.exp, "log": np.log, "sin": np.sin,
+          "cbrt": np.cbrt, "reciprocal": lambda x: 1 / x, "square": np.square, "sign": np.sign, "floor": np.floor,
+          "arctan": np.arctan, "expm1": np.expm1, "log1p": np.log1p, "sinh": np.sinh, "arcsin": np.arcsin}
+_BINARY = {"divide": lambda a, b: a / b, "power": np.power, "maximum": np.maximum, "minimum": np.minimum,
+           "fmax": np.fmax, "fmin": np.fmin, "hypot": np.hypot, "arctan2": np.arctan2, "multiply": np.multiply,
+           "copysign": np.copysign, "fmod": np.fmod, "remainder": np.remainder,
+           "where": lambda a, b: np.where(a > b, a, b)}
+
+
+def _same_derivative(forward, reverse):
+    """Equal, NaN and infinities exactly; finite values to the last bits (the two modes may run
+    a libm function vectorised in one and scalar in the other)."""
+    f, r = np.diag(np.atleast_2d(forward)), np.diag(np.atleast_2d(reverse))
+    assert np.array_equal(np.isnan(f), np.isnan(r)) and np.array_equal(np.isinf(f), np.isinf(r))
+    finite = np.isfinite(f)
+    np.testing.assert_array_equal(f[~finite & ~np.isnan(f)], r[~finite & ~np.isnan(r)])
+    np.testing.assert_allclose(f[finite], r[finite], rtol=1e-13, atol=0)
+
+
+@pytest.mark.parametrize("name", sorted(_UNARY))
+def test_jacfwd_and_jacrev_agree_at_special_points_unary(name):
+    f = _UNARY[name]
+    x = np.array(SPECIAL)
+    with np.errstate(all="ignore"):
+        _same_derivative(jk.jacfwd(lambda x: f(x))(x), jk.jacrev(lambda x: f(x))(x))
+
+
+@pytest.mark.parametrize("name", sorted(_BINARY))
+def test_jacfwd_and_jacrev_agree_at_special_points_binary(name):
+    f = _BINARY[name]
+    a = np.repeat(np.array(SPECIAL), len(SPECIAL))
+    b = np.tile(np.array(SPECIAL), len(SPECIAL))
+    with np.errstate(all="ignore"):
+        fwd = jk.jacfwd(lambda a, b: f(a, b), argnums=(0, 1))(a, b)
+        rev = jk.jacrev(lambda a, b: f(a, b), argnums=(0, 1))(a, b)
+    for forward, reverse in zip(fwd, rev):
+        _same_derivative(forward, reverse)
+
+
+# -- ties: the values JAX 0.10.2 gives (measured, x64), which are ours too -------------------------
+_X = np.array([3.0, 1.0, 3.0, 2.0, 1.0])
+_W = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
+
+
+@pytest.mark.parametrize("name,fn,x,expected", [
+    ("sort", lambda x: np.sum(np.sort(x) * _W), _X, [8, 1, 16, 4, 2]),  # stable: tied values keep their order
+    ("sort descending", lambda x: np.sum(-np.sort(-x) * _W), _X, [1, 8, 2, 4, 16]),
+    ("argsort gather", lambda x: np.sum(x[np.argsort(x)] * _W), _X, [8, 1, 16, 4, 2]),
+    ("partition", lambda x: np.sum(np.partition(x, 2) * _W), _X, [8, 1, 16, 4, 2]),
+    ("max", np.max, _X, [0.5, 0, 0.5, 0, 0]),
+    ("min", np.min, _X, [0, 0.5, 0, 0, 0.5]),
+    ("median", np.median, _X, [0, 0, 0, 1, 0]),
+    ("maximum.accumulate", lambda x: np.sum(np.maximum.accumulate(x) * _W), _X, [17, 0, 14, 0, 0]),
+    ("clip at its bounds", lambda x: np.sum(np.clip(x, 1.0, 2.0)), np.array([1.0, 2.0, 1.5, 0.5, 3.0]),
+     [0.5, 0.5, 1, 0, 0]),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_gradients_at_ties_are_jax_values(name, fn, x, expected):
+    np.testing.assert_array_equal(jk.grad(fn)(x), np.array(expected, dtype=np.float64))
