@@ -60,11 +60,18 @@ def canonical_name(name: str) -> str:
     return _ALIASES.get(name, name)
 
 
+_CLASSES: dict[str, type[Backend]] = {}  # registered name -> its class, once imported
+
+
 def backend_class(name: str) -> type[Backend]:
     """The class of a known backend (or alias), imported on first use."""
     check_backend_name(name)
-    module, cls = _REGISTRY[canonical_name(name)].target.split(":")
-    return getattr(importlib.import_module(module), cls)
+    registered = canonical_name(name)
+    cls = _CLASSES.get(registered)
+    if cls is None:
+        module, attribute = _REGISTRY[registered].target.split(":")
+        cls = _CLASSES[registered] = getattr(importlib.import_module(module), attribute)
+    return cls
 
 
 def device_stages() -> tuple[str, ...]:
@@ -78,10 +85,18 @@ class _WithCapability:
 
     def __init__(self, attribute: str) -> None:
         self.attribute = attribute
+        self._known: dict[str, bool] = {}  # a backend's class attributes never change: asked once
 
     def __contains__(self, name: object) -> bool:
-        return (isinstance(name, str) and canonical_name(name) in _REGISTRY
-                and bool(getattr(backend_class(name), self.attribute)))
+        # Read on every checked call (Compiled.__call__): one dict read after the first time.
+        if not isinstance(name, str):
+            return False
+        known = self._known.get(name)
+        if known is None:
+            if canonical_name(name) not in _REGISTRY:
+                return False  # not cached: it may be registered later
+            known = self._known[name] = bool(getattr(backend_class(name), self.attribute))
+        return known
 
     def __iter__(self):
         return iter(n for n in backend_names() if n in self)
