@@ -110,18 +110,9 @@ def jit_shell():
     """An IPython shell with the jitkernel extension loaded, on the suite's own compile cache
     (tests/ipython_shell.py's extension_shell gives each test a cache of its own instead); the
     default backend and the event subscribers are restored afterwards."""
-    from IPython.core.interactiveshell import InteractiveShell
-    import jitkernel as jk
-    from jitkernel import events
-    backend, subscribers = jk.config.default_backend, list(events.SUBSCRIBERS)
-    shell = InteractiveShell.instance()
-    assert shell.extension_manager.load_extension("jitkernel") is None
-    shell.run_cell("import numpy as np")
-    yield shell
-    shell.extension_manager.unload_extension("jitkernel")
-    InteractiveShell.clear_instance()
-    jk.config.update("default_backend", backend)
-    events.SUBSCRIBERS[:] = subscribers
+    from ipython_shell import loaded_shell  # here: pytester runs copy this conftest without it
+    with loaded_shell() as shell:
+        yield shell
 
 
 @pytest.fixture(scope="module")

@@ -21,16 +21,14 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @contextlib.contextmanager
-def extension_shell(tmp_path, monkeypatch, setup: str = "import numpy as np") -> Iterator[InteractiveShell]:
-    """The shell, with a temporary compile cache and working directory, after running `setup`."""
-    monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
+def loaded_shell(setup: str = "import numpy as np") -> Iterator[InteractiveShell]:
+    """The shell with the extension loaded, after running `setup`; the extension unloaded and
+    the default backend and event subscribers restored afterwards."""
     backend = jk.config.default_backend
     subscribers = list(events.SUBSCRIBERS)
     shell = InteractiveShell.instance()
     assert shell.extension_manager.load_extension("jitkernel") is None
     shell.run_cell(setup)
-    profiler.reset()
     try:
         yield shell
     finally:
@@ -38,6 +36,16 @@ def extension_shell(tmp_path, monkeypatch, setup: str = "import numpy as np") ->
         InteractiveShell.clear_instance()
         jk.config.update("default_backend", backend)
         events.SUBSCRIBERS[:] = subscribers
+
+
+@contextlib.contextmanager
+def extension_shell(tmp_path, monkeypatch, setup: str = "import numpy as np") -> Iterator[InteractiveShell]:
+    """`loaded_shell` with a temporary compile cache and working directory and a fresh profiler."""
+    monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    with loaded_shell(setup) as shell:
+        profiler.reset()
+        yield shell
 
 
 def run(ip: InteractiveShell, cell: str):

@@ -637,14 +637,9 @@ def test_converted_code_in_a_file_written_at_run_time(tmp_path, monkeypatch):
 
 @pytest.fixture
 def ip(tmp_path, monkeypatch):
-    from IPython.core.interactiveshell import InteractiveShell
-    monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(tmp_path / "cache"))
-    shell = InteractiveShell.instance()
-    assert shell.extension_manager.load_extension("jitkernel") is None
-    shell.run_cell("import numpy as np; import jitkernel as jk")
-    yield shell
-    shell.extension_manager.unload_extension("jitkernel")
-    InteractiveShell.clear_instance()
+    from ipython_shell import extension_shell
+    with extension_shell(tmp_path, monkeypatch, "import numpy as np; import jitkernel as jk") as shell:
+        yield shell
 
 
 def _run(ip, cell: str):
