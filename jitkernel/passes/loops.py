@@ -16,14 +16,8 @@ from typing import Any
 import numpy as np
 
 from ..ir import AType, Eqn, Program, Var, primitives
-from ..ir.program import may_raise  # the registry of raising steps (helpers add theirs)
+from ..ir.program import may_raise
 from .native_loops import CONTROL_FLOW, LOOP_PRIMS, native_ok
-
-# Primitives that may set a run-time error flag: never hoisted out of a loop, which would raise
-# for a loop that runs zero times. Integer power (negative exponent) is handled by dtype below.
-# (raise_if, the run-time check of NumPy's value errors, is a RAISING_STEP: `_may_raise` sees it.)
-_MAY_RAISE = ("dynamic_slice", "dynamic_update_slice", "dynamic_index", "gather", "scatter",
-              "scatter_ufunc", "put", "put_along_axis", "take_along_axis", "place")
 
 
 # -- loop-invariant code motion -----------------------------------------------------------
@@ -33,9 +27,10 @@ def _movement(eqn: Eqn) -> bool:
 
 
 def _may_raise(eqn: Eqn) -> bool:
-    if eqn.prim in _MAY_RAISE or eqn.prim in CONTROL_FLOW or may_raise(eqn):
-        return True
-    return eqn.prim == "power" and eqn.outputs[0].aval.dtype.kind in "iu"
+    """An equation that may raise on the data (Primitive.may_raise, integer power) or holds one:
+    never hoisted out of a loop, which would raise for a loop that runs zero times."""
+    return (eqn.prim in CONTROL_FLOW or may_raise(eqn)
+            or primitives.raises_on_data(eqn.prim, [o.aval for o in eqn.outputs]))
 
 
 def hoist_loop_invariants(program: Program) -> Program:
