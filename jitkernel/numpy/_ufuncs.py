@@ -2,7 +2,7 @@
 explicit in the IR, plus where / clip / round / positive built from them."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -13,15 +13,65 @@ from ..trace.operands import (WEAK_DEFAULT, broadcast_shapes, broadcast_to_shape
 
 
 
+def _loop_keys(args: tuple) -> list:
+    """The operands' dtypes as NumPy's loop resolution takes them: Python scalars stay weak
+    types (NEP 50) unless every operand is one (np.add(1, 2.0) is a float64 loop)."""
+    keys = [dtype_key(a) for a in args]
+    if all(isinstance(k, type) for k in keys):
+        keys = [WEAK_DEFAULT[k] for k in keys]
+    return keys
+
+
+def ufunc_operands(ufunc: np.ufunc, *args: Any) -> tuple[list[Tracer], tuple[np.dtype, ...]]:
+    """NumPy's inner loop for `ufunc(*args)`: the operands cast to the loop's input dtypes and
+    broadcast to one shape, and the loop's output dtypes (NumPy's TypeError when it has none).
+    A ufunc written over other operations (`composed_ufunc`) starts here, so its dtypes are
+    NumPy's: `np.ldexp(float32, int64)` is a float32 loop, `np.gcd(int8, uint8)` an int16 one.
+
+    (`np.heaviside(int8_array, 1)` is NumPy's float16 loop: both operands become float16.)
+    """
+    ctx = context_of(*args)
+    in_dts, out_dts = ufunc_loop(ufunc, _loop_keys(args))
+    shape = broadcast_shapes(*[shape_of(a) for a in args])
+    return [broadcast_to_shape(ctx, lift(ctx, a, dt), shape) for a, dt in zip(args, in_dts)], out_dts
+
+
+# Ufuncs written over other primitives (jitkernel/numpy/_ufuncs_*.py): name -> traced function.
+# Their reduce / accumulate / reduceat / outer / at methods work as a primitive ufunc's do
+# (numpy/_dispatch.py).
+COMPOSED_UFUNCS: dict[str, Callable[..., Any]] = {}
+
+
+def composed_ufunc(impl: Callable[..., Any]) -> Callable[..., Any]:
+    """Register `impl` as numpy.<impl.__name__> inside a trace: the ufunc's keyword arguments
+    are checked as a primitive ufunc's are (out= and where= go through the in-place machinery
+    before this is called), NumPy itself runs when no operand is traced, and `impl` gets the
+    operands as given (it calls `ufunc_operands` for NumPy's loop dtypes)."""
+    name = impl.__name__
+    uf = getattr(np, name)
+
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        from ..trace.operands import unsupported_kwargs
+        unsupported_kwargs(name, kwargs, out=None, where=True, casting="same_kind", order="K", dtype=None, subok=True)
+        if len(args) != uf.nin:
+            raise TypeError(f"{name}() takes from {uf.nin} to {uf.nin + uf.nout} positional arguments but {len(args)} were given")
+        if context_of(*args) is None:
+            return uf(*args)
+        return impl(*args)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = impl.__doc__
+    fn.__wrapped__ = impl
+    COMPOSED_UFUNCS[name] = fn
+    return fn
+
+
 def apply_ufunc(ufunc: np.ufunc, *args: Any) -> Any:
     """Trace `ufunc(*args)`: resolve NumPy's loop for the operand dtypes (weak Python scalars
     included), cast and broadcast operands explicitly, and bind the ufunc's primitive."""
     ctx = context_of(*args)
     if ctx is None:
         return ufunc(*args)
-    keys = [dtype_key(a) for a in args]
-    if all(isinstance(k, type) for k in keys):
-        keys = [WEAK_DEFAULT[k] for k in keys]
+    keys = _loop_keys(args)
     in_dts, out_dts = ufunc_loop(ufunc, keys)
     shape = broadcast_shapes(*[shape_of(a) for a in args])
     if ufunc.__name__ in _COMPARE_OUT_OF_RANGE:
@@ -202,10 +252,7 @@ def power(x1: Any, x2: Any, **kwargs: Any) -> Any:
     ctx = context_of(x1, x2)
     if ctx is None:
         return np.power(x1, x2)
-    keys = [dtype_key(a) for a in (x1, x2)]
-    if all(isinstance(k, type) for k in keys):
-        keys = [WEAK_DEFAULT[k] for k in keys]
-    dt = ufunc_loop(np.power, keys)[0][0]
+    dt = ufunc_loop(np.power, _loop_keys((x1, x2)))[0][0]
     shape = broadcast_shapes(shape_of(x1), shape_of(x2))
     if dt in (np.float32, np.float64) and _stride_zero_exponent(x2, shape):
         return _float_power_scalar_exponent(ctx, x1, x2, dt, shape)
