@@ -16,7 +16,7 @@ import numpy as np
 from ..trace.tracer import Tracer
 from ..transforms import ops
 from ._dispatch import run
-from ._special import erf, erfinv, fma, next_up
+from ._special import erf, erfinv, fma, log1p_as_xla, next_up
 from ._threefry import U32, U64, UINT_DTYPES, key_words, make_key, random_bits, stack_last, subkey, threefry2x32
 
 DEFAULT_FLOAT = np.dtype(np.float64)  # NumPy's default, = JAX with jax_enable_x64=True
@@ -330,26 +330,33 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Shape | None = Non
     else:
         _check_shape("truncated_normal", shape, _shape_of(lower), _shape_of(upper))
     static = dict(shape=tuple(shape), dtype=dtype)
-    if isinstance(lower, Tracer) or isinstance(upper, Tracer):
-        return run("truncated_normal", _truncated_normal_impl, (key, lower, upper), static)
-    # Constant bounds: XLA folds erf(bound / sqrt2) and nextafter(bound) at compile time (the C
-    # library's erf, not the kernel's approximation); do the same on the host.
-    return run("truncated_normal_const", _truncated_normal_const_impl, (key, *_host_bounds(lower, upper, dtype)), static)
+    if dtype == np.float64 and not isinstance(lower, Tracer) and not isinstance(upper, Tracer):
+        # XLA computes a float64 erf with the C library (float32 with its own polynomial, as
+        # _special.erf does): with constant bounds, do the same on the host. One ulp of
+        # erf(upper / sqrt2) moves samples near upper = 4 by hundreds of ulp.
+        return run("truncated_normal_const", _truncated_normal_const_impl, (key, *_host_bounds(lower, upper, dtype)),
+                   static)
+    return run("truncated_normal", _truncated_normal_impl, (key, lower, upper), static)
 
 
 def _host_bounds(lower: Any, upper: Any, dtype: np.dtype) -> tuple[np.ndarray, ...]:
+    """erf(bound / sqrt2) as XLA computes it for float64 bounds (a multiplication by the
+    reciprocal, then the C library's erf) and the bounds' inner neighbours."""
     lower, upper = np.asarray(lower, dtype=dtype), np.asarray(upper, dtype=dtype)
-    sqrt2 = _c(np.sqrt(2), dtype)
+    inv_sqrt2 = _c(1.0, dtype) / _c(np.sqrt(2), dtype)
     erf = np.vectorize(lambda v: math.erf(float(v)), otypes=[np.float64])
-    a, b = erf(lower / sqrt2).astype(dtype), erf(upper / sqrt2).astype(dtype)
+    a, b = erf(lower * inv_sqrt2).astype(dtype), erf(upper * inv_sqrt2).astype(dtype)
     return a, b, np.nextafter(lower, _c(np.inf, dtype)), np.nextafter(upper, _c(-np.inf, dtype))
 
 
 def _truncated_normal_impl(key: Tracer, lower: Tracer, upper: Tracer, *, shape: tuple[int, ...], dtype: np.dtype) -> Tracer:
     from ..transforms import stop_gradient
-    sqrt2 = _c(np.sqrt(2), dtype)
+    # JAX divides by sqrt(2); XLA rewrites a division by a constant as a multiplication by its
+    # reciprocal (rounded in the dtype), and a bound one ulp off moves samples near 0 by
+    # thousands of ulp: multiply as XLA does.
+    inv_sqrt2 = _c(1.0, dtype) / _c(np.sqrt(2), dtype)
     lower, upper = _convert(lower, dtype), _convert(upper, dtype)
-    a, b = erf(lower / sqrt2), erf(upper / sqrt2)
+    a, b = erf(lower * inv_sqrt2), erf(upper * inv_sqrt2)
     low = next_up(stop_gradient(lower))
     high = -next_up(-stop_gradient(upper))
     return _truncated_normal_between(key, a, b, low, high, shape, dtype)
@@ -416,7 +423,7 @@ def _gumbel(k0: Tracer, k1: Tracer, shape: tuple[int, ...], dtype: np.dtype, mod
         high = _uniform_in(k0, k1, shape, dtype, zero, one)
         low = _uniform_in(k0, k1, shape, dtype, zero, one, offset=math.prod(shape))
         x = np.where(high >= _c(0.5, dtype), high, high + _c(2.0 ** -info.nmant, dtype) * low + _c(info.tiny, dtype))
-        return -np.log(-np.log1p(-x))
+        return -np.log(-log1p_as_xla(-x))
     u = _uniform_in(k0, k1, shape, dtype, ops.const(info.tiny, dtype), ops.const(1.0, dtype))
     return -np.log(-np.log(u))
 

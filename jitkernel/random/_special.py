@@ -97,10 +97,34 @@ def _horner(x: Tracer, coefficients: Sequence[float]) -> Tracer:
     return p
 
 
+# XLA's log1p for |x| < sqrt(2) - 1: Cephes' rational approximation (numerator and denominator
+# highest degree first). JAX's numbers go through it, and it is not the C library's log1p: up
+# to 128 ulp apart in float64 near x = -0.41, which moved normal samples by up to 30 ulp.
+_LOG1P_NUM = (4.5270000862445199635215e-5, 4.9854102823193375972212e-1, 6.5787325942061044846969e0,
+              2.9911919328553073277375e1, 6.0949667980987787057556e1, 5.7112963590585538103336e1,
+              2.0039553499201281259648e1)
+_LOG1P_DEN = (1.0, 1.5062909083469192043167e1, 8.3047565967967209469434e1, 2.2176239823732856465394e2,
+              3.0909872225312059774938e2, 2.1642788614495947685003e2, 6.0118660497603843919306e1)
+_LOG1P_SMALL = 0.41421356237309504880  # sqrt(2) - 1
+
+
+def log1p_as_xla(x: Tracer) -> Tracer:
+    """log(1 + x) computed as XLA's CPU code computes it (its elemental emitter): for |x| below
+    sqrt(2) - 1, x - x^2/2 + x^3 P(x)/Q(x) with fused multiply-adds; elsewhere log(1 + x).
+    Measured against JAX 0.10.2 on the CPU over 200,000 points of (-1, 0]: bit for bit in the
+    rational branch (float32 and float64); log(1 + x) differs by at most an ulp (float64) or
+    two (float32: XLA's own logf), where XLA does not call the C library."""
+    dtype = x.dtype
+    x2 = x * x
+    ratio = _horner(x, _LOG1P_NUM) / _horner(x, _LOG1P_DEN)
+    small = x + fma(_c(-0.5, dtype) * np.ones_like(x2), x2, (x * x2) * ratio)
+    return np.where(np.abs(x) < _c(_LOG1P_SMALL, dtype), small, np.log(x + _c(1.0, dtype)))
+
+
 def erfinv(x: Tracer) -> Tracer:
     """The inverse error function (float32 or float64); +-1 -> +-inf (as the largest float times x)."""
     dtype = x.dtype
-    w = -np.log1p(-x * x)
+    w = -log1p_as_xla(-x * x)
     if dtype == np.float32:
         small = w < _c(5.0, dtype)
         p_small = _horner(w - _c(2.5, dtype), _ERFINV32_W_LT_5)
