@@ -198,8 +198,8 @@ def _scalbn(y: Tracer, n: Tracer) -> Tracer:
 
 @composed_ufunc
 def nextafter(x1: Any, x2: Any) -> Any:
-    """numpy.nextafter: the next float after x1 toward x2 (x2 when they are equal; nan when
-    either is nan). Its derivative is 1 in x1, 0 in x2 (custom_jvp, see docs/ufuncs.md)."""
+    """numpy.nextafter: the next float after x1 toward x2 (x2 when they are equal, x1 for
+    float16 as NumPy's half loop; nan when either is nan). Its derivative is 1 in x1, 0 in x2 (custom_jvp, see docs/ufuncs.md)."""
     (a, b), _ = ufunc_operands(np.nextafter, x1, x2)
     if not _custom_jvp_ok(a, b):
         return _nextafter(a, b)
@@ -218,7 +218,9 @@ def _nextafter(a: Tracer, b: Tracer) -> Tracer:
     y = _next_away(a, away)
     tiny = _c(info.smallest_subnormal, dtype)
     y = np.where(a == zero, np.where(b > zero, tiny, -tiny), y)
-    y = np.where(a == b, b, y)
+    # Equal operands (0.0 and -0.0 too): C's nextafter returns y; NumPy's float16 loop
+    # (npy_half_nextafter) returns x.
+    y = np.where(a == b, a if dtype == _F16 else b, y)
     return np.where(np.isnan(a) | np.isnan(b), a + b, y)
 
 
