@@ -305,6 +305,15 @@ def test_mixed_with_arithmetic(backend):
         assert_matches_numpy(got[4:], want[4:], rtol=1e-6 if dt == np.float32 else 1e-14, atol=0)
 
 
+def test_mixed_fuses_into_one_kernel():
+    """Composed of elementwise primitives, the ufuncs fuse with the arithmetic around them."""
+    def f(x, n):
+        m, e = np.frexp(x * 2 + 1)
+        return np.ldexp(m, e + n) - np.spacing(x) * np.logaddexp(x, 1.0) + np.modf(np.deg2rad(x))[0]
+    x, n = np.linspace(-5, 5, 64), np.arange(64, dtype=np.int32)
+    assert len(jk.jit(f, disk_cache=False).lower(x, n).compiled.executable.kp.steps) == 1
+
+
 @pytest.mark.parametrize("backend", EMULATOR_BACKENDS)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
 def test_exact_ufuncs_on_the_emulator(dtype, backend):

@@ -37,7 +37,8 @@ def _halvings(dtype: np.dtype) -> list[int]:
 
 
 def _custom_jvp_ok(*ts: Tracer) -> bool:
-    """custom_jvp needs concrete shapes (as select_by_exponent in _ufuncs.py)."""
+    """Operands of data-dependent size take the plain composition, as select_by_exponent in
+    _ufuncs.py does: jitkernel refuses to differentiate them, so no derivative comes from it."""
     return not any(isinstance(t, Tracer) and t.aval.is_symbolic for t in ts)
 
 
