@@ -1,4 +1,4 @@
-"""erf, erfinv and nextafter(x, +inf) on float Tracers, from elementary operations, for the
+"""erf and erfinv on float Tracers, from elementary operations, for the
 samplers (normal, truncated_normal). They follow the approximations XLA uses for JAX's
 `lax.erf_inv` / `lax.erf` (so normal agrees with JAX within a few ulp):
 
@@ -9,6 +9,8 @@ samplers (normal, truncated_normal). They follow the approximations XLA uses for
   XLA's CPU and GPU code; float64, the Cephes rational approximations (erf for |x| < 1,
   1 - erfc otherwise; XLA calls the C library's erf, so float64 results may differ by an ulp
   or a few).
+
+next_up (nextafter(x, +inf)) is numpy.nextafter's, from jitkernel/numpy/_ufuncs_float.py.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..numpy._ufuncs_float import next_up as next_up  # noqa: F401 - the samplers' import
 from ..trace.tracer import Tracer
 from ..transforms import ops
 
@@ -160,24 +163,3 @@ def erf(x: Tracer) -> Tracer:
     y = np.where(-z < _c(-_MAXLOG64, dtype), _c(0.0, dtype), y)
     erfc = np.where(x < _c(0.0, dtype), _c(2.0, dtype) - y, y)
     return np.where(ax < one, small, one - erfc)
-
-
-def next_up(x: Tracer) -> Tracer:
-    """`np.nextafter(x, +inf)` from arithmetic (the IR has no bit casts): the spacing of x's
-    binade is found from floor(log2|x|), corrected by exact power-of-two comparisons; moving
-    up from a negative power of two enters the finer binade below it."""
-    dtype = x.dtype
-    info = np.finfo(dtype)
-    minexp, maxexp, nmant = float(info.minexp), float(info.maxexp), int(info.nmant)
-    ax = np.abs(x)
-    e = np.clip(np.floor(np.log2(ax)), _c(minexp, dtype), _c(maxexp - 1, dtype))
-    e = np.where(np.exp2(e) > ax, e - _c(1.0, dtype), e)           # log2 rounded up
-    e = np.where(np.exp2(e) * _c(2.0, dtype) <= ax, e + _c(1.0, dtype), e)  # log2 rounded down
-    e = np.maximum(e, _c(minexp, dtype))                            # subnormals share the lowest spacing
-    power = np.exp2(e)
-    ulp = power * _c(2.0 ** -nmant, dtype)                          # exact: a power of two times a power of two
-    toward_zero = np.where((ax == power) & (e > _c(minexp, dtype)), ulp * _c(0.5, dtype), ulp)
-    y = np.where(x < _c(0.0, dtype), x + toward_zero, x + ulp)
-    y = np.where(x == _c(0.0, dtype), _c(info.smallest_subnormal, dtype), y)
-    y = np.where(x == _c(-np.inf, dtype), _c(-info.max, dtype), y)
-    return np.where(x == _c(np.inf, dtype), x, y)
