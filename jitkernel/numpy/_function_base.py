@@ -149,11 +149,12 @@ def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, ne
     if ctx is None:
         return np.nan_to_num(x, copy=copy, nan=nan, posinf=posinf, neginf=neginf)
     in_place = not copy
-    if in_place and (not isinstance(x, Tracer) or x.weak is not None):
+    if in_place and (not isinstance(x, Tracer) or x.weak is not None or (x.ndim == 0 and x.scalar)):
         if isinstance(x, np.ndarray):
             raise UnsupportedOperationError("numpy.nan_to_num(copy=False) of a NumPy array with traced "
                                             "replacement values: pass the array as an argument")
-        np.array(weak_type(x)(0) if isinstance(x, Tracer) else x, copy=False)  # NumPy's ValueError
+        # A Python or NumPy scalar (x[0], a reduction) cannot be written: NumPy's ValueError.
+        np.array(x.dtype.type(0) if isinstance(x, Tracer) else x, copy=False)
     t = _asanyarray(ctx, x)
     if t.dtype.kind not in "fc":
         return t
