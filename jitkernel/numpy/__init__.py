@@ -57,6 +57,9 @@ from . import _signal  # noqa: E402
 from . import _complex  # noqa: E402
 from . import _datadep  # noqa: E402
 from . import _ufuncs_float  # noqa: E402
+from . import _ufuncs_integer  # noqa: E402
+from . import _vector_products  # noqa: E402
+from . import _function_base  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
@@ -73,6 +76,9 @@ _EXTENSION_MODULES = (
     _complex,
     _datadep,
     _ufuncs_float,
+    _ufuncs_integer,
+    _vector_products,
+    _function_base,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})
