@@ -429,7 +429,7 @@ def test_ufunc_reduce_accumulate_outer(backend):
     check(lambda x: (np.minimum.accumulate(x), np.fmax.accumulate(x, axis=1), np.multiply.outer(x[0], x[:, 1]),
                      np.subtract.outer(x[0], x[1]), np.hypot.reduce(x, axis=1)), xf, backend=backend)
     check(lambda x: np.sin.accumulate(x), xf, backend=backend)  # NumPy's ValueError
-    with pytest.raises(UnsupportedOperationError, match="numpy.ldexp.accumulate"):
+    with pytest.raises(TypeError, match="ldexp.accumulate"):  # NumPy's own: no (float, int) -> float loop to chain
         jk.jit(lambda x: np.ldexp.accumulate(x), backend=backend)(xi)
     with pytest.raises(ValueError, match="no identity"):
         jk.jit(lambda x: np.subtract.reduce(x, axis=0), backend=backend)(np.zeros((0, 3)))

@@ -194,3 +194,13 @@ def test_on_the_emulated_gpu(backend):
         x = SPECIAL.astype(np.float32)
     check(lambda v: (np.sinc(v), np.nan_to_num(v), np.polyval(v[2:5], v), np.trapezoid(v[2:6])), x,
           backend=backend)
+
+
+def test_nan_to_num_copy_false_result_is_the_array_itself():
+    """NumPy returns `x` itself when copy=False: later writes through the result reach `x`."""
+    def f(x):
+        y = np.nan_to_num(x, copy=False)
+        y[0] = 7.0
+        return x
+    x = np.array([np.nan, 1.0, np.inf])
+    np.testing.assert_array_equal(jk.jit(f)(x.copy()), f(x.copy()))

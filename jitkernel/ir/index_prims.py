@@ -23,8 +23,6 @@ from .types import AType
 
 Index = tuple[tuple, ...]
 
-# ufuncs allowed in `ufunc.at` (scatter_ufunc): the elementwise primitives' ufuncs.
-from .primitives import BINARY_UFUNCS, UNARY_UFUNCS  # noqa: E402
 
 
 def decode_index(index: Index, arrays: Sequence[Any]) -> tuple:
@@ -144,8 +142,9 @@ def _scatter_rule(in_avals: list[AType], *, index: Index, weak: str | None) -> l
 
 def _scatter_ufunc_rule(in_avals: list[AType], *, ufunc: str, index: Index, has_value: bool,
                         weak: str | None) -> list[AType]:
-    if ufunc not in UNARY_UFUNCS + BINARY_UFUNCS:
-        raise ValueError(f"scatter_ufunc: {ufunc} is not an elementwise primitive")
+    uf = getattr(np, ufunc, None)
+    if not isinstance(uf, np.ufunc) or uf.nout != 1:
+        raise ValueError(f"scatter_ufunc: {ufunc} is not a NumPy ufunc with one output")
     idx = in_avals[1:len(in_avals) - (1 if has_value else 0)]
     _check_integer_indices(idx)
     return [in_avals[0]]

@@ -296,6 +296,23 @@ def _ufunc_reduce_rule(in_avals: list[AType], *, ufunc: str, axes: Any, dtype: n
 _library("ufunc_reduce", _ufunc_reduce_rule,
          lambda a, *, ufunc, axes, dtype, keepdims: getattr(np, ufunc).reduce(a, axis=axes, dtype=dtype, keepdims=keepdims))
 
+
+
+def _ufunc_reduceat_rule(in_avals: list[AType], *, ufunc: str, axis: int, dtype: np.dtype) -> list[AType]:
+    a, indices = in_avals
+    if indices.ndim != 1 or indices.dtype.kind not in "iu":
+        raise TypeError(f"ufunc_reduceat: indices must be a 1-D integer array, got {indices}")
+    shape = list(a.shape)
+    shape[axis] = indices.shape[0]
+    return [AType(tuple(shape), dtype)]
+
+
+# `ufunc.reduceat(a, indices, axis)`: NumPy's own method (its order of operations, its
+# IndexError for an index outside [0, n) when the indices are traced).
+_library("ufunc_reduceat", _ufunc_reduceat_rule,
+         lambda a, indices, *, ufunc, axis, dtype: getattr(np, ufunc).reduceat(a, indices, axis=axis, dtype=dtype),
+         unread=RAISES)
+
 # ----------------------------------------------------------------------------- histograms
 
 

@@ -7,7 +7,7 @@ dtype('float32')
 """
 import sys as _sys
 
-from ._ufuncs import UFUNC_FUNCTIONS as _UFUNCS, apply_ufunc as apply_ufunc, around, clip, positive, round, where
+from ._ufuncs import UFUNC_FUNCTIONS as _UFUNCS, apply_ufunc as apply_ufunc, around, clip, isnat, positive, round, where
 from ._reductions import all, amax, amin, any, argmax, argmin, max, mean, min, prod, std, sum, var
 from ._shape import (astype, atleast_1d, atleast_2d, atleast_3d, broadcast_arrays, broadcast_to,
                      concat, concatenate, expand_dims, flip, hstack, moveaxis, permute_dims, ravel, reshape,
@@ -29,7 +29,7 @@ bitwise_left_shift, bitwise_right_shift = _UFUNCS["left_shift"], _UFUNCS["right_
 __all__ = [
         "abs", "true_divide", "pow", "mod", "acos", "asin", "atan", "atan2", "acosh", "asinh",
         "atanh", "bitwise_not", "bitwise_invert", "bitwise_left_shift", "bitwise_right_shift",
-        "around", "clip", "positive", "round", "where",
+        "around", "clip", "isnat", "positive", "round", "where",
         "all", "amax", "amin", "any", "argmax", "argmin", "max", "mean", "min", "prod", "std",
         "sum", "var",
         "astype", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays", "broadcast_to",

@@ -562,12 +562,14 @@ def place(arr: Any, mask: Any, vals: Any) -> None:
 def ufunc_at_result(ufunc: np.ufunc, a: Any, indices: Any, b: Any = None) -> Tracer:
     """The array `ufunc.at(a, indices, b)` leaves in `a`, as a new array: unbuffered, so
     repeated indices apply once each (np.add.at accumulates, where `a[idx] += b` does not)."""
-    from ..ir.primitives import BINARY_UFUNCS, UNARY_UFUNCS
+    from .. import numpy as jnp
     ctx = context_of(a, indices, b)
     name = ufunc.__name__
     if ctx is None:
         return _numpy_update(lambda out: ufunc.at(out, indices) if b is None else ufunc.at(out, indices, b), a)
-    if name not in UNARY_UFUNCS + BINARY_UFUNCS:
+    # The step runs NumPy's own ufunc.at (repeated indices apply in order): any one-output
+    # ufunc that jitkernel computes, primitive or composed.
+    if ufunc.nout != 1 or ufunc.signature is not None or not hasattr(jnp, name):
         raise UnsupportedOperationError(f"numpy.{name}.at is not supported inside a jitted function")
     has_value = ufunc.nin == 2
     if has_value and b is None:

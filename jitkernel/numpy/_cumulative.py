@@ -25,12 +25,15 @@ from ._ufuncs import apply_ufunc
 __all__ = ["cumsum", "cumprod", "nancumsum", "nancumprod", "cumulative_sum", "cumulative_prod", "diff", "histogram",
            "bincount", "digitize"]
 
-# ufunc.accumulate is a library step for these (binary ufuncs with an identity-free,
-# well-defined running result); others raise UnsupportedOperationError.
-ACCUMULATE_UFUNCS = frozenset({"add", "multiply", "maximum", "minimum", "fmax", "fmin", "logical_and",
-                               "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
-                               "subtract", "divide", "true_divide", "floor_divide", "remainder", "power",
-                               "hypot", "arctan2", "copysign", "left_shift", "right_shift"})
+def has_binary_methods(ufunc: np.ufunc) -> bool:
+    """Whether `ufunc.reduce` / `accumulate` / `reduceat` trace, as library steps running NumPy's
+    own method: a binary ufunc with one output that jitkernel computes (an elementwise
+    primitive, or a ufunc composed of them, numpy/_ufuncs.py)."""
+    from ..ir.primitives import PRIMITIVES
+    from ._ufuncs import COMPOSED_UFUNCS
+    name = ufunc.__name__
+    return ufunc.nin == 2 and ufunc.nout == 1 and (name in COMPOSED_UFUNCS or (
+        name in PRIMITIVES and PRIMITIVES[name].kind == "elementwise"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -68,7 +71,7 @@ def ufunc_method(ufunc: np.ufunc, method: str, a: Any, kwargs: dict) -> Any:
     name = ufunc.__name__
     if ufunc.nin != 2:
         raise ValueError(f"{method} only supported for binary functions")  # NumPy's own error
-    if ufunc.nout != 1 or name not in ACCUMULATE_UFUNCS:
+    if not has_binary_methods(ufunc):
         raise UnsupportedOperationError(f"numpy.{name}.{method} is not supported inside a jitted function")
     kwargs = dict(kwargs)
     axis, dtype = kwargs.pop("axis", 0), kwargs.pop("dtype", None)
@@ -90,6 +93,46 @@ def ufunc_method(ufunc: np.ufunc, method: str, a: Any, kwargs: dict) -> Any:
     sample = np.ones((1,) * t.ndim, t.dtype)
     out_dt = ufunc.reduce(sample, axis=axes, dtype=requested).dtype
     return ctx.bind1("ufunc_reduce", t, ufunc=name, axes=axes, dtype=out_dt, keepdims=bool(keepdims))
+
+
+def ufunc_reduceat(ufunc: np.ufunc, a: Any, indices: Any, axis: Any = 0, dtype: Any = None, out: Any = None) -> Any:
+    """`ufunc.reduceat(a, indices, axis=0, dtype=None)`: out[i] reduces a[indices[i]:indices[i+1]]
+    along the axis (the last slice runs to the end; a[indices[i]] alone where indices[i] >=
+    indices[i+1]), one library step running NumPy's own method. Constant indices are checked
+    now (NumPy's IndexError); traced ones when the step runs.
+
+    >>> import numpy as np, jitkernel as jk
+    >>> jk.jit(lambda x: np.add.reduceat(x, [0, 3, 1]))(np.arange(6.0))
+    array([ 3.,  3., 15.])
+    """
+    name = ufunc.__name__
+    if ufunc.nin != 2:
+        raise ValueError("reduceat only supported for binary functions")  # NumPy's own error
+    if not has_binary_methods(ufunc):
+        raise UnsupportedOperationError(f"numpy.{name}.reduceat is not supported inside a jitted function")
+    if out is not None and out != (None,):
+        raise UnsupportedOperationError(f"numpy.{name}.reduceat: out= is not supported inside jit")
+    ctx = context_of(a, indices)
+    t = lift(ctx, a)
+    if t.ndim == 0:
+        raise TypeError("cannot reduceat on a scalar")  # NumPy's own error
+    ax = normalize_axis(operator.index(axis), t.ndim)
+    requested = None if dtype is None else check_dtype(dtype, f"the dtype= of {name}.reduceat")
+    # NumPy's result dtype (add and multiply widen small integers) and, for constant indices,
+    # its errors, on a sample with the real length along the axis.
+    sample = np.ones(tuple(n if d == ax else 1 for d, n in enumerate(t.shape)), t.dtype)
+    if isinstance(indices, Tracer):
+        if indices.ndim != 1:
+            raise ValueError("index must be 1-dimensional")
+        if indices.dtype.kind not in "iu":
+            raise TypeError(f"numpy.{name}.reduceat: indices must be integers, got {indices.dtype}")
+        idx = indices if indices.dtype == np.int64 else ctx.bind1("convert", indices, dtype=np.dtype(np.int64))
+        out_dt = ufunc.reduceat(sample, [0] if t.shape[ax] else [], axis=ax, dtype=requested).dtype
+    else:
+        concrete = np.asarray(indices)
+        out_dt = ufunc.reduceat(sample, concrete, axis=ax, dtype=requested).dtype  # IndexError, ...
+        idx = ctx.const(np.asarray(concrete, dtype=np.int64).reshape(-1))
+    return ctx.bind1("ufunc_reduceat", t, idx, ufunc=name, axis=ax, dtype=out_dt)
 
 
 def cumsum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:

@@ -82,7 +82,7 @@ def apply_function_protocol(func: Any, args: tuple, kwargs: dict) -> Any:
 
 # NumPy functions that return their argument itself when `copy` is False or None and nothing
 # needs converting (np.astype(a, a.dtype, copy=False) is a, np.array(a, copy=None) is a).
-NO_COPY_FUNCTIONS = frozenset({"astype", "array"})
+NO_COPY_FUNCTIONS = frozenset({"astype", "array", "nan_to_num"})
 # NumPy functions whose result has their first argument's dtype, byte order included (NumPy 2
 # returns '>f8' for a '>f8' argument; measured one by one): copies, gathers, sorts, padding,
 # `*_like` without dtype=. Every other function (ufuncs, reductions, concatenate, stack, where,
@@ -161,6 +161,9 @@ def apply_ufunc_protocol(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: di
     if method == "reduce" and name in _REDUCE_METHODS and len(inputs) == 1:
         kwargs.setdefault("axis", 0)
         return getattr(jnp, _REDUCE_METHODS[name])(inputs[0], **kwargs)
+    if method == "reduceat":
+        from ._cumulative import ufunc_reduceat
+        return ufunc_reduceat(ufunc, *inputs, **kwargs)
     if method in ("accumulate", "reduce") and len(inputs) == 1:
         from ._cumulative import ufunc_method  # other ufuncs' reduce and every accumulate
         return ufunc_method(ufunc, method, inputs[0], kwargs)

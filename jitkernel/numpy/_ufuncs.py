@@ -262,6 +262,15 @@ def power(x1: Any, x2: Any, **kwargs: Any) -> Any:
 UFUNC_FUNCTIONS["power"] = power
 
 
+def isnat(x: Any, **kwargs: Any) -> Any:
+    """numpy.isnat is defined for datetime64 and timedelta64 only, and a traced array is never
+    one (jitkernel traces numbers and bools): NumPy's own TypeError, saying so."""
+    if context_of(x) is None:
+        return np.isnat(x, **kwargs)
+    raise TypeError("ufunc 'isnat' is only defined for np.datetime64 and np.timedelta64 (jitkernel traces no "
+                    "datetime arrays: compute with them outside the jitted function)")
+
+
 def positive(x: Any) -> Any:
     """numpy.positive: a copy with the same dtype (bool is rejected, as NumPy does)."""
     ctx = context_of(x)

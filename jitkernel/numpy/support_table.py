@@ -137,7 +137,7 @@ def _probe(ufunc: np.ufunc, method: str) -> str:
     if method in ("reduce", "accumulate", "reduceat", "outer") and (ufunc.nin != 2 or ufunc.nout != 1):
         return "-"
     programs = {
-        "__call__": lambda x: ufunc(*[x] * ufunc.nin),
+        "__call__": lambda x: ufunc(*_call_operands(ufunc, x)),
         "reduce": lambda x: ufunc.reduce(x),
         "accumulate": lambda x: ufunc.accumulate(x),
         "reduceat": lambda x: ufunc.reduceat(x, [0, 2]),
@@ -164,6 +164,23 @@ def _probe(ufunc: np.ufunc, method: str) -> str:
         except Exception:
             continue
     return "no" if numpy_runs or method == "__call__" else "-"
+
+
+def _call_operands(ufunc: np.ufunc, x: Any) -> list:
+    """x for each operand of an elementwise ufunc; for a gufunc (matvec's "(m,n),(n)->(m)"),
+    operands with x's dtype and its core dimensions, each of length 3."""
+    if ufunc.signature is None:
+        return [x] * ufunc.nin
+    ins = ufunc.signature.split("->")[0]
+    dims = [part.strip("()").split(",") for part in ins.split("),(")]
+    return [np.ones(tuple(3 for d in core if d.strip()), x.dtype) for core in dims]
+
+
+# Ufuncs refused on purpose, with the reason the table gives.
+UFUNC_NOTES = {
+    "isnat": "refused: defined for datetime64/timedelta64 only, which jitkernel does not trace; "
+             "on every dtype it traces NumPy raises the same TypeError",
+}
 
 
 def _at(ufunc: np.ufunc, x: Any) -> Any:
@@ -224,12 +241,13 @@ def generate() -> str:
     body = ["## ufuncs and their methods", "",
             "Each method is probed by tracing it on small float64, int64 or bool arrays (`-`: NumPy has",
             "no such method for this ufunc).", "",
-            "| ufunc | " + " | ".join(f"`{m}`" for m in UFUNC_METHODS) + " |",
-            "|---|" + "---|" * len(UFUNC_METHODS)]
+            "| ufunc | " + " | ".join(f"`{m}`" for m in UFUNC_METHODS) + " | notes |",
+            "|---|" + "---|" * len(UFUNC_METHODS) + "---|"]
     aliases = ufunc_aliases()
     for name, methods in urows:
         also = "".join(f", `{a}`" for a in aliases.get(name, []))
-        body.append(f"| `numpy.{name}`{also} | " + " | ".join(_MARK[methods[m]] for m in UFUNC_METHODS) + " |")
+        body.append(f"| `numpy.{name}`{also} | " + " | ".join(_MARK[methods[m]] for m in UFUNC_METHODS)
+                    + f" | {UFUNC_NOTES.get(name, '')} |")
     sections.append("\n".join(body))
     total = sum(counts.values())
     summary = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("supported", "partly", "static", "unsupported"))

@@ -29,6 +29,8 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..ir import AType
+from ..ir.primitives import PRIMITIVES
+from ..trace.numpy_api import NUMPY
 from ..trace.tracer import Tracer
 from . import ops
 from .ad import differentiable, jvp_eval, register_jvp, register_vjp, vjp_eval
@@ -165,6 +167,14 @@ def _cumsum(x: Tracer, axis: int, dtype: np.dtype) -> Tracer:
     return ops.bind1("accumulate", x, ufunc="add", axis=axis, dtype=dtype)
 
 
+def _apply_binary_ufunc(ufunc: str, a: Tracer, b: Tracer) -> Tracer:
+    """`ufunc(a, b)` on two operands of the loop dtype: its elementwise primitive, or for a ufunc
+    composed of other primitives (logaddexp, gcd, ...) jitkernel.numpy's function of that name."""
+    if ufunc in PRIMITIVES:
+        return ops.bind1(ufunc, a, b)
+    return getattr(NUMPY.namespace, ufunc)(a, b)
+
+
 def _scan_accumulate(x: Tracer, ufunc: str, axis: int) -> Tracer:
     """`ufunc.accumulate(x, axis)` as a scan: out[0] = x[0], out[i] = ufunc(out[i-1], x[i])."""
     moved = ops.moveaxis(x, axis, 0)
@@ -179,7 +189,7 @@ def _scan_accumulate(x: Tracer, ufunc: str, axis: int) -> Tracer:
 
     def step(ins: list[Tracer]) -> list[Tracer]:
         carry, xi = ins
-        out = ops.bind1(ufunc, carry, xi)
+        out = _apply_binary_ufunc(ufunc, carry, xi)
         return [out, out]
 
     body, caps = trace_sub(step, [row, row], f"{ufunc}.accumulate.step")
@@ -784,6 +794,53 @@ def _fft_composed(x: Tracer, fn: str, n: Any, ax: list[int], norm: Any, out_shap
             y = _fft1(y, "ifft", out_shape[a], a, norm)
         return _fft1(y, "irfft", out_shape[ax[-1]], ax[-1], norm)
     raise UnsupportedOperationError(f"differentiation of numpy.fft.{fn} is not supported yet")
+
+
+# ----------------------------------------------------------------------------- ufunc.reduceat
+
+
+@register_jvp("ufunc_reduceat")
+def _ufunc_reduceat_jvp(primals, tangents, *, ufunc, axis, dtype):
+    x, indices = primals
+    out = ops.bind("ufunc_reduceat", x, indices, ufunc=ufunc, axis=axis, dtype=dtype)
+    if tangents[0] is None or not differentiable(out[0].aval):
+        return out, [None]
+    if ufunc != "add":
+        raise UnsupportedOperationError(
+            f"differentiation of numpy.{ufunc}.reduceat is not supported (numpy.add.reduceat is: it is linear); "
+            "with constant indices, reduce each slice instead")
+    return out, [ops.bind1("ufunc_reduceat", ops.convert(tangents[0], dtype), indices, ufunc="add", axis=axis,
+                           dtype=dtype)]
+
+
+@register_vjp("ufunc_reduceat")
+def _ufunc_reduceat_vjp(cts, primals, outs, *, ufunc, axis, dtype):
+    """add.reduceat is linear: x[j] reaches out[i] when j lies in segment i, [indices[i],
+    indices[i+1]) (to the end for the last; [indices[i], indices[i] + 1) when indices[i] >=
+    indices[i+1]). The cotangent is ct contracted with that (segments x n) membership mask."""
+    (x, indices), (ct,) = primals, cts
+    if not differentiable(x.aval) or not differentiable(outs[0].aval):
+        return [None, None]
+    if ufunc != "add":
+        raise UnsupportedOperationError(f"differentiation of numpy.{ufunc}.reduceat is not supported "
+                                        "(numpy.add.reduceat is: it is linear)")
+    n, m = x.shape[axis], indices.shape[0]
+    i64 = np.dtype(np.int64)
+    lo = ops.convert(indices, i64)
+    following = ops.bind1("concatenate", ops.bind1("slice", lo, starts=(1,), steps=(1,), shape=(m - 1,)),
+                          ops.full((1,), n, i64), axis=0) if m else lo
+    hi = ops.select(ops.bind1("less", lo, following), following, ops.add(lo, ops.full((m,), 1, i64)))
+    j = ops.bind1("iota", shape=(m, n), dimension=1, dtype=i64)
+    lo2, hi2 = (ops.broadcast_in_dim(v, (m, n), (0,)) for v in (lo, hi))
+    inside = ops.bind1("logical_and", ops.bind1("greater_equal", j, lo2), ops.bind1("less", j, hi2))
+    mask = ops.convert(inside, ct.dtype)
+    # ct: x's shape with axis -> m; contract its axis with the mask's first one, then put n back.
+    moved = ops.moveaxis(ct, axis, ct.ndim - 1)
+    summed = ops.bind1("dot_general", moved, mask, contracting=((moved.ndim - 1,), (0,)), batch=((), ()))
+    back = ops.moveaxis(summed, summed.ndim - 1, axis)
+    if x.dtype.kind == "f" and back.dtype.kind == "c":
+        back = ops.bind1("real", back)
+    return [ops.convert(back, x.dtype), None]
 
 
 # ----------------------------------------------------------------------------- no rule (yet)

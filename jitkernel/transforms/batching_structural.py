@@ -222,6 +222,18 @@ def _ufunc_reduce(args, batched, size, *, ufunc, axes, dtype, keepdims):
     return [ops.bind1("ufunc_reduce", x, ufunc=ufunc, axes=new_axes, dtype=dtype, keepdims=keepdims)], [True]
 
 
+@register_batch("ufunc_reduceat")
+def _ufunc_reduceat(args, batched, size, *, ufunc, axis, dtype):
+    x, indices = args
+    if batched[1]:
+        raise UnsupportedOperationError(
+            f"vmap of numpy.{ufunc}.reduceat with batched indices is not supported (each example would have its "
+            "own segments); batch the array only, or loop over the examples")
+    if not batched[0]:
+        return [ops.bind1("ufunc_reduceat", x, indices, ufunc=ufunc, axis=axis, dtype=dtype)], [False]
+    return [ops.bind1("ufunc_reduceat", x, indices, ufunc=ufunc, axis=axis + 1, dtype=dtype)], [True]
+
+
 _ONE_D_FFT = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
 
 

@@ -35,6 +35,7 @@ import re
 import numpy as np
 
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
+from ...ir.primitives import PRIMITIVES
 from . import ctype, ops
 from .dynamic_params import Ext, _ll
 from .indexing import _unsupported, grid_stride, kernel_signature
@@ -54,6 +55,9 @@ EXACT_REGROUPING = {"add": "biu", "multiply": "biu", "maximum": "biuf", "minimum
 
 def _check(kp: KernelProgram, step: LibraryCall, n: int, xd: np.dtype, dt: np.dtype) -> None:
     ufunc = step.params["ufunc"]
+    if ufunc not in PRIMITIVES:
+        # A ufunc composed of other primitives (logaddexp, gcd, ...) has no scalar C expression.
+        raise _unsupported(kp, step, n, f" for numpy.{ufunc}, which jitkernel composes of other operations")
     if xd.kind == "c" or dt.kind == "c":
         raise _unsupported(kp, step, n, " for complex numbers")
     for d in (xd, dt):
