@@ -175,3 +175,65 @@ _W = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_gradients_at_ties_are_jax_values(name, fn, x, expected):
     np.testing.assert_array_equal(jk.grad(fn)(x), np.array(expected, dtype=np.float64))
+
+
+# ----------------------------------------------------------------------------- second derivatives of composed functions
+
+# Smooth functions written over other primitives, with a select at a special point (a tie, 0)
+# whose derivative must not stop at the first order.
+SMOOTH_COMPOSED = {
+    "logaddexp": lambda x, y: np.logaddexp(x, y),
+    "logaddexp2": lambda x, y: np.logaddexp2(x, y),
+    "sinc": lambda x, y: np.sinc(x) * y,
+    "float_power": lambda x, y: np.float_power(x * x + 0.5, y),
+    "deg2rad": lambda x, y: np.deg2rad(x) * np.rad2deg(y),
+    "ldexp": lambda x, y: np.ldexp(x * y, 3),
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(sorted(SMOOTH_COMPOSED)), st.floats(-3, 3), st.floats(-3, 3), st.sampled_from(["free", "tie", "zero"]))
+def test_hessian_of_composed_functions_is_the_derivative_of_the_gradient(name, x, y, where):
+    """jk.hessian at ties (x == y) and zeros equals the central difference of jk.grad: a select
+    of a constant (1/2 at a logaddexp tie, 1 at sinc's 0) once made the second derivative 0."""
+    f = SMOOTH_COMPOSED[name]
+    if where == "tie":
+        y = x
+    elif where == "zero":
+        x = 0.0
+    point = np.array([x, y])
+
+    def g(v):
+        return f(v[0], v[1])
+    hess = jk.hessian(g)(point)
+    grad = jk.grad(g)
+    h = 1e-5
+    numeric = np.stack([(grad(point + h * e) - grad(point - h * e)) / (2 * h) for e in np.eye(2)])
+    np.testing.assert_allclose(hess, numeric, rtol=1e-5, atol=1e-5)
+
+
+def test_sinc_derivatives_at_zero_to_fourth_order():
+    d = np.sinc
+    values = []
+    for _ in range(5):
+        values.append(float(d(0.0)) if not values else float(jk.jit(d)(0.0)))
+        d = jk.grad(d)
+    np.testing.assert_allclose(values, [1.0, 0.0, -np.pi ** 2 / 3, 0.0, np.pi ** 4 / 5], rtol=1e-12, atol=1e-12)
+
+
+def test_logaddexp_hessian_at_a_tie():
+    for v in (0.0, 1.5, -40.0):
+        h = jk.hessian(lambda p: np.logaddexp(p[0], p[1]))(np.array([v, v]))
+        np.testing.assert_allclose(h, [[0.25, -0.25], [-0.25, 0.25]], rtol=1e-12)
+        h2 = jk.hessian(lambda p: np.logaddexp2(p[0], p[1]))(np.array([v, v]))
+        np.testing.assert_allclose(h2, np.log(2) * np.array([[0.25, -0.25], [-0.25, 0.25]]), rtol=1e-12)
+
+
+def test_power_mixed_second_derivative_at_exponent_zero():
+    """d/dy d/dx x ** y = x ** (y-1) (1 + y log x) = 1/x at y = 0 (JAX: 0, its rule selects a
+    constant 0 for d/dx there); at x = 0 it stays 0, never nan."""
+    h = jk.hessian(lambda p: p[0] ** p[1])(np.array([2.0, 0.0]))
+    np.testing.assert_allclose(h, [[0.0, 0.5], [0.5, np.log(2.0) ** 2]], rtol=1e-13)
+    h0 = jk.hessian(lambda p: p[0] ** p[1])(np.array([0.0, 0.0]))
+    assert np.isfinite(h0[0, 0]) and h0[0, 1] == 0.0
+    assert jk.grad(lambda x: x ** 0.0)(0.0) == 0.0

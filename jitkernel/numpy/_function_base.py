@@ -5,9 +5,9 @@ _type_check_impl.py) with the traced ufuncs, so dtypes (NEP 50 weak Python scala
 NumPy's strong scalars and arrays), rounding steps and errors are NumPy's, and derivatives and
 batching come from the primitives they are made of:
 
-- sinc: `y = where(pi*x, pi*x, eps); sin(y) / y` with eps = finfo(dtype).eps for real floats
-  and 1e-20 otherwise (NumPy 2.4; earlier NumPy used 1e-20 for all). The derivative at 0 is
-  exactly 0 (the selected eps is a constant), which is the true derivative of sinc there.
+- sinc: NumPy's value (`sin(pi x) / (pi x)`, 1 at 0); at 0 the derivatives of every order
+  are sin(u)/u's Maclaurin coefficients (a custom_jvp, as JAX does), where NumPy's `where(x, x,
+  eps)` would give a second derivative of 0 instead of -pi**2/3.
 - trapezoid: `sum(d * (y[1:] + y[:-1]) / 2.0, axis)`, d = dx or diff(x).
 - polyval: Horner's loop `y = zeros_like(x); for pv in p: y = y * x + pv`, unrolled over p's
   first axis (its length is static), p a list, an array or traced.
@@ -46,14 +46,45 @@ def _asanyarray(ctx: Any, x: Any) -> Tracer:
 # ----------------------------------------------------------------------------- sinc
 
 def sinc(x: Any) -> Any:
-    """numpy.sinc: sin(pi x) / (pi x), 1 at 0 (ints and bool give float64; float16/32 stay)."""
+    """numpy.sinc: sin(pi x) / (pi x), 1 at 0 (ints and bool give float64; float16/32 stay).
+
+    The value is NumPy's (at 0 its formula gives exactly 1). The derivatives at 0 come from
+    sin(u)/u's Maclaurin series, to every order (JAX's construction): NumPy's `where(x, x, eps)`
+    would make the first derivative 0 by luck and the second 0 instead of -pi**2/3."""
     ctx = context_of(x)
     if ctx is None:
         return np.sinc(x)
     t = apply_ufunc(np.multiply, np.pi, _asanyarray(ctx, x))  # pi * x: a weak pi keeps float32
-    eps = np.finfo(t.dtype).eps if t.dtype.kind == "f" else 1e-20
-    y = where(apply_ufunc(np.not_equal, t, 0), t, eps)  # where(x, x, eps): NaN counts as nonzero
-    return apply_ufunc(np.divide, apply_ufunc(np.sin, y), y)
+    at_zero = apply_ufunc(np.equal, t, 0)
+    safe = where(at_zero, 1, t)
+    away = apply_ufunc(np.divide, apply_ufunc(np.sin, safe), safe)
+    if t.aval.is_symbolic:  # a data-dependent size: not differentiated (jitkernel refuses), plain value
+        return where(at_zero, 1, away)
+    return where(at_zero, _sinc_maclaurin(0)(t), away)
+
+
+_SINC_MACLAURIN: dict[int, Any] = {}
+
+
+def _sinc_maclaurin(k: int) -> Any:
+    """u -> the k-th derivative of sin(u)/u at u = 0 ((-1)**(k/2) / (k + 1) for even k, 0 for
+    odd), as a function of u whose derivative is the (k + 1)-th: selected where u == 0, it
+    gives sinc's derivatives there to any order (custom_jvp, built once per order)."""
+    if k not in _SINC_MACLAURIN:
+        from ..transforms.custom import custom_jvp
+        value = 0.0 if k % 2 else (-1) ** (k // 2) / (k + 1)
+
+        def at_zero(u: Tracer) -> Tracer:
+            return apply_ufunc(np.add, apply_ufunc(np.multiply, u, 0), value)
+        f = custom_jvp(at_zero)
+        f.__name__ = f"sinc_maclaurin_{k}"
+
+        def rule(primals: tuple, tangents: tuple) -> tuple:
+            (u,), (tu,) = primals, tangents
+            return f(u), apply_ufunc(np.multiply, _sinc_maclaurin(k + 1)(u), tu)
+        f.defjvp(rule)
+        _SINC_MACLAURIN[k] = f
+    return _SINC_MACLAURIN[k]
 
 
 # ----------------------------------------------------------------------------- trapezoid

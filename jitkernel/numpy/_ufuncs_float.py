@@ -370,5 +370,7 @@ def _logaddexp_weights(x: Tracer, y: Tracer, base2: bool) -> tuple[Tracer, Trace
     d = x - y
     wx = one / (one + grow(-d))
     wy = one / (one + grow(d))
-    tie = x == y
+    # Equal infinities (x - y is nan) split evenly. A finite tie needs no select: the logistic is
+    # 1/2 there, and its own derivative (a Hessian at the tie: 1/4) stays the math's.
+    tie = (x == y) & np.isinf(x)
     return np.where(tie, _c(0.5, dtype), wx), np.where(tie, _c(0.5, dtype), wy)

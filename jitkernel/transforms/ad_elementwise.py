@@ -241,9 +241,16 @@ def _copysign_a(g, a, b, out):
 
 
 def _pow_a(g, a, b, out):
-    # y * x ** (y - 1), and exactly 0 where y == 0 (x ** 0 is the constant 1; the product would be
-    # 0 * inf = nan at x = 0): JAX's rule (at x = 0: y = 0 -> 0, 1 -> 1, 2 -> 0, 0.5 -> inf)
-    return _only_where(_f("not_equal", b, _c(b, 0)), ops.mul(g, ops.mul(b, _f("power", a, ops.sub(b, _c(b, 1))))))
+    # y * x ** (y - 1), exactly 0 where y == 0 (x ** 0 is the constant 1; at x = 0 the product
+    # would be 0 * inf = nan): at x = 0, y = 0 -> 0, 1 -> 1, 2 -> 0, 0.5 -> inf, as JAX. The 0 at
+    # y == 0 stays the product y * x ** -1 where that is finite, so its derivative in y (the
+    # mixed second derivative, 1/x) is the math's; JAX selects a constant 0 there and gets 0.
+    # Only where x ** -1 or the (co)tangent is infinite or NaN is the 0 selected outright.
+    zero_exponent = _f("equal", b, _c(b, 0))
+    pw = _f("power", a, ops.sub(b, _c(b, 1)))
+    pw = ops.select(_f("logical_and", zero_exponent, _f("logical_not", _f("isfinite", pw))), ops.zeros_like(pw), pw)
+    finite_g = _f("logical_or", _f("logical_not", zero_exponent), _f("isfinite", g))
+    return _only_where(finite_g, ops.mul(g, ops.mul(b, pw)))
 
 
 def _pow_b(g, a, b, out):
