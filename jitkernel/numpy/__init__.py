@@ -62,6 +62,9 @@ from . import _vector_products  # noqa: E402
 from . import _function_base  # noqa: E402
 from . import _splitting  # noqa: E402
 from . import _joining  # noqa: E402
+from . import _index_grids  # noqa: E402
+from . import _flat_indices  # noqa: E402
+from . import _fill_diagonal  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
@@ -83,6 +86,9 @@ _EXTENSION_MODULES = (
     _function_base,
     _splitting,
     _joining,
+    _index_grids,
+    _flat_indices,
+    _fill_diagonal,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})
