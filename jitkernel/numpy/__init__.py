@@ -65,6 +65,10 @@ from . import _joining  # noqa: E402
 from . import _index_grids  # noqa: E402
 from . import _flat_indices  # noqa: E402
 from . import _fill_diagonal  # noqa: E402
+from . import _vector_algebra  # noqa: E402
+from . import _reshaping  # noqa: E402
+from . import _sequences  # noqa: E402
+from . import _conversion_checks  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
@@ -89,6 +93,10 @@ _EXTENSION_MODULES = (
     _index_grids,
     _flat_indices,
     _fill_diagonal,
+    _vector_algebra,
+    _reshaping,
+    _sequences,
+    _conversion_checks,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})
