@@ -99,3 +99,7 @@ def unravel_index(indices: Any, shape: Any, order: str = "C") -> tuple:
         c = apply_ufunc(np.remainder, apply_ufunc(np.floor_divide, flat, stride), n)
         coords.append(Tracer(ctx, lift(ctx, c, _INTP).ir_var))
     return tuple(coords)
+
+
+ravel_multi_index.__jk_support__ = "partly: dims must be static"
+unravel_index.__jk_support__ = "partly: shape must be static"

@@ -98,3 +98,7 @@ def _exact_ends(ctx: Any, result: Tracer, start: Tracer, stop: Tracer, num: int,
     if num == 1 or not endpoint:
         return concatenate([as_row(start), result[1:]], axis=0)
     return concatenate([as_row(start), result[1:-1], as_row(stop)], axis=0)
+
+
+vander.__jk_support__ = "partly: N must be static"
+geomspace.__jk_support__ = "partly: num must be static"

@@ -112,3 +112,7 @@ def unstack(x: Any, /, *, axis: int = 0) -> Any:
         raise ValueError("Input array must be at least 1-d.")
     moved = moveaxis(t, axis, 0)
     return tuple(moved[i] for i in range(moved.shape[0]))
+
+
+for _f in (split, array_split, hsplit, vsplit, dsplit):
+    _f.__jk_support__ = "partly: indices_or_sections must be static"
