@@ -54,3 +54,13 @@ def test_grad_and_vmap():
 def test_on_cuda_emulator(backend):
     check(lambda a: np.asarray_chkfinite(a / a[0]), np.arange(1.0, 4.0, dtype=np.float32), backend=backend)
     check(lambda a: np.asarray_chkfinite(a / a[0]), np.arange(0.0, 3.0, dtype=np.float32), backend=backend)
+
+
+@pytest.mark.parametrize("fn", [lambda a: np.asarray_chkfinite(a), lambda a: np.require(a),
+                                lambda a: np.require(a[1:], requirements="O"), lambda a: np.asarray_chkfinite(a, np.float32)],
+                         ids=["chkfinite", "require", "require-O", "chkfinite-f32"])
+def test_byte_order_as_numpy(fn):
+    a = np.arange(4.0).astype(">f8")
+    got, want = jk.jit(fn)(a), fn(a)
+    assert got.dtype.str == want.dtype.str
+    np.testing.assert_array_equal(got, want)

@@ -64,3 +64,13 @@ def test_derivatives_and_vmap():
 def test_on_cuda_emulator(backend):
     check(lambda a: np.resize(a, (3, 5)) + np.rollaxis(a[None], 1).sum(), np.arange(6.0, dtype=np.float32),
           backend=backend)
+
+
+@pytest.mark.parametrize("fn", [lambda a: np.resize(a, 5), lambda a: np.rollaxis(a, 1), lambda a: np.matrix_transpose(a)],
+                         ids=["resize", "rollaxis", "matrix_transpose"])
+def test_byte_order_as_numpy(fn):
+    """resize makes a native-order array; rollaxis and matrix_transpose are views ('>f8' stays)."""
+    a = np.arange(6.0).reshape(2, 3).astype(">f8")
+    got, want = jk.jit(fn)(a), fn(a)
+    assert got.dtype.str == want.dtype.str
+    np.testing.assert_array_equal(got, want)

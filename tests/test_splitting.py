@@ -153,3 +153,15 @@ def test_on_cuda_emulator(backend):
     a = _array((4, 6), np.float32)
     check(lambda x: np.block([[x[:2], x[2:]], [x[2:], x[:2]]]) + np.hsplit(x, 3)[1].sum(), a, backend=backend)
     check(lambda x: np.dstack(np.array_split(x, 3, axis=1)), a, backend=backend)
+
+
+@pytest.mark.parametrize("fn", [lambda a: np.split(a, 2, axis=1)[0], lambda a: np.unstack(a)[1], lambda a: np.dstack([a]),
+                                lambda a: np.block(a), lambda a: np.block([a]), lambda a: np.column_stack([a[0]]),
+                                lambda a: np.concatenate([a])],
+                         ids=["split", "unstack", "dstack-one", "block-array", "block-one", "column_stack-one", "concatenate-one"])
+def test_byte_order_as_numpy(fn):
+    """Pieces are views ('>f8' stays); a join of one array is a new native-order array, as in NumPy."""
+    a = np.arange(12.0).reshape(3, 4).astype(">f8")
+    got, want = jk.jit(fn)(a), fn(a)
+    assert got.dtype.str == want.dtype.str
+    np.testing.assert_array_equal(got, want)

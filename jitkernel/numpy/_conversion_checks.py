@@ -68,6 +68,8 @@ def asarray_chkfinite(a: Any, dtype: Any = None, order: Any = None) -> Any:
     bad = apply_ufunc(np.logical_not, _all(apply_ufunc(np.isfinite, t)))
     out = raise_if(t, bad, "ValueError", "array must not contain infs or NaNs")
     out.scalar = False
+    if isinstance(a, Tracer) and out.dtype == a.dtype:
+        out._ctx.keep_byteorder(out, a)  # NumPy returns the array itself: '>f8' stays '>f8'
     return out
 
 

@@ -44,7 +44,8 @@ def resize(a: Any, new_shape: Any) -> Any:
     if flat.size == 0 or new_size == 0:  # NumPy: zeros_like(a, shape=new_shape)
         return fresh(broadcast_to_shape(ctx, ctx.const(np.zeros((), flat.dtype)), tuple(new_shape)))
     repeats = (new_size + flat.size - 1) // flat.size
-    return reshape(tile(flat, repeats)[:new_size], tuple(new_shape))
+    out = reshape(tile(flat, repeats)[:new_size], tuple(new_shape))
+    return ctx.bind1("convert", out, dtype=out.dtype)  # a new array in native byte order, as NumPy's
 
 
 def rollaxis(a: Any, axis: int, start: int = 0) -> Any:

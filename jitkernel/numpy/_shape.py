@@ -230,7 +230,9 @@ def concatenate(arrays: Sequence[Any], axis: Any = 0, out: Any = None, dtype: An
         raise ValueError("all the input arrays must have same number of dimensions")
     ax = normalize_axis(axis, nd)
     if len(ts) == 1:
-        return ts[0]
+        # a new array in native byte order, as NumPy's (an identity convert: removed by
+        # simplify after the byte-order analysis)
+        return ctx.bind1("convert", ts[0], dtype=ts[0].dtype)
     return ctx.bind1("concatenate", *ts, axis=ax)
 
 
