@@ -60,6 +60,15 @@ from . import _ufuncs_float  # noqa: E402
 from . import _ufuncs_integer  # noqa: E402
 from . import _vector_products  # noqa: E402
 from . import _function_base  # noqa: E402
+from . import _splitting  # noqa: E402
+from . import _joining  # noqa: E402
+from . import _index_grids  # noqa: E402
+from . import _flat_indices  # noqa: E402
+from . import _fill_diagonal  # noqa: E402
+from . import _vector_algebra  # noqa: E402
+from . import _reshaping  # noqa: E402
+from . import _sequences  # noqa: E402
+from . import _conversion_checks  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
@@ -79,6 +88,15 @@ _EXTENSION_MODULES = (
     _ufuncs_integer,
     _vector_products,
     _function_base,
+    _splitting,
+    _joining,
+    _index_grids,
+    _flat_indices,
+    _fill_diagonal,
+    _vector_algebra,
+    _reshaping,
+    _sequences,
+    _conversion_checks,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})

@@ -230,7 +230,9 @@ def concatenate(arrays: Sequence[Any], axis: Any = 0, out: Any = None, dtype: An
         raise ValueError("all the input arrays must have same number of dimensions")
     ax = normalize_axis(axis, nd)
     if len(ts) == 1:
-        return ts[0]
+        # a new array in native byte order, as NumPy's (an identity convert: removed by
+        # simplify after the byte-order analysis)
+        return ctx.bind1("convert", ts[0], dtype=ts[0].dtype)
     return ctx.bind1("concatenate", *ts, axis=ax)
 
 
@@ -286,15 +288,15 @@ def atleast_3d(*arys: Any) -> Any:
     return _at_least(arys, _at_least_3d)
 
 
-def hstack(arrays: Sequence[Any], dtype: Any = None) -> Any:
+def hstack(arrays: Sequence[Any], *, dtype: Any = None, casting: str = "same_kind") -> Any:
     """numpy.hstack."""
     arrays = [atleast_1d(a) for a in arrays]
-    return concatenate(arrays, axis=0 if len(shape_of(arrays[0])) == 1 else 1, dtype=dtype)
+    return concatenate(arrays, axis=0 if len(shape_of(arrays[0])) == 1 else 1, dtype=dtype, casting=casting)
 
 
-def vstack(arrays: Sequence[Any], dtype: Any = None) -> Any:
-    """numpy.vstack."""
-    return concatenate([atleast_2d(a) for a in arrays], axis=0, dtype=dtype)
+def vstack(arrays: Sequence[Any], *, dtype: Any = None, casting: str = "same_kind") -> Any:
+    """numpy.vstack (np.row_stack calls it with casting=)."""
+    return concatenate([atleast_2d(a) for a in arrays], axis=0, dtype=dtype, casting=casting)
 
 
 def flip(m: Any, axis: Any = None) -> Any:

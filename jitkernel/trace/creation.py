@@ -139,8 +139,9 @@ def _bind(original: Callable, name: str, args: tuple, kwargs: dict) -> tuple | N
     return shape, fill[name], np.float64 if dtype is None else dtype
 
 
-# np.array and the as*array conversions take no __array_function__ on their first argument.
-_CONVERSIONS = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray")
+# np.array and the as*array conversions take no __array_function__ on their first argument
+# (nor do np.require and np.asarray_chkfinite, conversions with checks).
+_CONVERSIONS = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "require", "asarray_chkfinite")
 _NAMES = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like") + _CONVERSIONS
 _wrappers: dict[str, Callable] = {}
 
