@@ -60,6 +60,7 @@ from . import _ufuncs_float  # noqa: E402
 from . import _ufuncs_integer  # noqa: E402
 from . import _vector_products  # noqa: E402
 from . import _function_base  # noqa: E402
+from . import _closeness, _ufunclike, _choice  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
@@ -79,6 +80,7 @@ _EXTENSION_MODULES = (
     _ufuncs_integer,
     _vector_products,
     _function_base,
+    _closeness, _ufunclike, _choice,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})
