@@ -61,6 +61,8 @@ from . import _ufuncs_integer  # noqa: E402
 from . import _vector_products  # noqa: E402
 from . import _function_base  # noqa: E402
 from . import _closeness, _ufunclike, _choice  # noqa: E402
+from . import _differences  # noqa: E402
+from . import _bessel, _ordering  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
@@ -81,6 +83,8 @@ _EXTENSION_MODULES = (
     _vector_products,
     _function_base,
     _closeness, _ufunclike, _choice,
+    _differences,
+    _bessel, _ordering,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})
