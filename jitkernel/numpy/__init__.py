@@ -63,6 +63,8 @@ from . import _function_base  # noqa: E402
 from . import _closeness, _ufunclike, _choice  # noqa: E402
 from . import _differences  # noqa: E402
 from . import _bessel, _ordering  # noqa: E402
+from . import _nan_order_statistics  # noqa: E402
+from . import _histogram_edges  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
@@ -85,6 +87,8 @@ _EXTENSION_MODULES = (
     _closeness, _ufunclike, _choice,
     _differences,
     _bessel, _ordering,
+    _nan_order_statistics,
+    _histogram_edges,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})
