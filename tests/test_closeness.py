@@ -115,6 +115,17 @@ def test_isposinf_isneginf_fix(backend, dtype):
     check(lambda x: (np.isposinf(x[0]), np.fix(x[1]), np.fix(2.5), np.isneginf(-np.inf)), a, backend=backend)
 
 
+def test_fix_and_isposinf_into_out():
+    def f(x, o, b):
+        np.fix(x * 1.5, out=o)
+        np.isposinf(x, out=b)
+        return o, b
+    x = SPECIAL
+    got, expected = jk.jit(f)(x, np.zeros(x.size), np.zeros(x.size, bool)), f(x, np.zeros(x.size), np.zeros(x.size, bool))
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(g, e)
+
+
 def test_isposinf_of_complex_is_numpys_type_error():
     z = np.array([1 + 1j, np.inf])
     with pytest.raises(TypeError) as numpy_error:

@@ -53,6 +53,18 @@ def test_ediff1d_errors_are_numpys():
     _raises_like_numpy(lambda a: np.ediff1d(a), np.array([True, False]))         # bool subtract
 
 
+def test_ediff1d_derivatives():
+    """d ediff1d(a, to_begin=b)/d(a, b): the difference matrix below b's identity."""
+    a, b = np.array([1.0, 4.0, 2.0, 8.0]), np.array([0.5])
+    fn = lambda a, b: np.ediff1d(a, to_begin=b, to_end=a[0])  # noqa: E731
+    da = np.vstack([np.zeros((1, 4)), np.diff(np.eye(4), axis=0), np.eye(4)[:1]])
+    db = np.vstack([np.ones((1, 1)), np.zeros((4, 1))])
+    for jac in (jk.jacfwd, jk.jacrev):
+        got_a, got_b = jac(fn, argnums=(0, 1))(a, b)
+        np.testing.assert_array_equal(got_a, da)
+        np.testing.assert_array_equal(got_b, db)
+
+
 # ----------------------------------------------------------------------------- gradient
 
 F = np.array([[1.0, 2.0, 4.0, 7.0, 11.0], [0.5, -1.0, 3.0, 2.0, 2.5], [9.0, 1.0, 0.0, -4.0, 2.0]])

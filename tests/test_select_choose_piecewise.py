@@ -89,6 +89,14 @@ def test_choose_errors_are_numpys():
         jk.jit(lambda i, x: np.choose(i, [x, -x, 2.5]))(i, x)
 
 
+def test_choose_into_out():
+    def f(i, x, o):
+        np.choose(i, [x, -x], out=o)
+        return o
+    i, x = np.array([0, 1, 1, 0]), X[:4]
+    np.testing.assert_array_equal(jk.jit(f)(i, x, np.zeros(4)), f(i, x, np.zeros(4)))
+
+
 # ----------------------------------------------------------------------------- piecewise
 
 @pytest.mark.parametrize("backend", HOST_BACKENDS)

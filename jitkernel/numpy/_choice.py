@@ -196,5 +196,4 @@ def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> An
     return y
 
 
-choose.__jk_support__ = "partly: out= unsupported"
 piecewise.__jk_support__ = "partly: each function is traced once on the whole array (must work elementwise)"

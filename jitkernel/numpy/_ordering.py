@@ -103,3 +103,6 @@ def isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: 
     found = lift(ctx, found)
     found.scalar = False  # NumPy's isin returns an ndarray, 0-d included
     return found
+
+
+lexsort.__jk_support__ = "partly: keys a tuple or an array (NumPy does not dispatch a list of traced keys)"
