@@ -75,6 +75,19 @@ def test_allclose_is_a_traced_bool_scalar():
         jk.jit(lambda a: 1.0 if bool(np.allclose(a, a)) else 2.0, autograph=False)(a)
 
 
+def _branch_on_allclose(a, b):
+    if np.allclose(a, b):  # converted by jk.jit into a traced conditional
+        return a * 2
+    return a + b
+
+
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
+def test_if_on_allclose_in_converted_code(backend):
+    a = np.array([1.0, 2.0])
+    check(_branch_on_allclose, a, a + 1e-9, backend=backend)
+    check(_branch_on_allclose, a, a + 1.0, backend=backend)
+
+
 def test_isclose_nonfinite_tolerance_warns_as_numpy():
     with pytest.warns(RuntimeWarning, match="One of rtol or atol is not valid"):
         jk.jit(lambda a: np.isclose(a, a, atol=np.inf))(np.ones(2))

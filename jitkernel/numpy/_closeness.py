@@ -6,9 +6,10 @@ NaN and infinity handling are NumPy's:
 - isclose: `(|x - y| <= atol + rtol*|y|) & isfinite(y) | (x == y)`, y made inexact first
   (result_type(y, 1.0)); equal_nan adds `isnan(x) & isnan(y)`. A 0-d result is a scalar.
 - allclose, array_equal, array_equiv: NumPy returns a Python bool. Inside jit the answer is
-  a traced bool scalar (np.bool_ once returned from the jitted function): `bool(...)` or an
-  `if` on it raises TracerBoolConversionError (its value is not known while tracing); use it
-  in np.where or jk.lax.cond, or return it. What the shapes alone decide (array_equal of
+  a traced bool scalar (np.bool_ once returned from the jitted function). An `if` on it in
+  the jitted function's own code is converted to a traced conditional; `bool(...)` and an
+  `if` in code that is not converted raise TracerBoolConversionError (its value is not known
+  while tracing): use np.where or jk.lax.cond there, or return it. What the shapes alone decide (array_equal of
   different shapes, array_equiv of shapes that do not broadcast) is a constant False.
 
 >>> import numpy as np, jitkernel as jk
