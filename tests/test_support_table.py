@@ -20,7 +20,7 @@ def test_table_reflects_the_registry():
     assert rows["numpy.triu"][0] == "supported"
     assert rows["numpy.pad"][0] == "partly" and "linear_ramp" in rows["numpy.pad"][1]
     assert rows["numpy.eye"][0] == "static"
-    assert rows["numpy.nanmedian"][0] == "unsupported"
+    assert rows["numpy.nanmedian"][0] == "partly"
     # (np.nonzero, np.unique: data-dependent lengths, numpy/_datadep.py; set operations not yet)
     assert rows["numpy.unique"][0] == "partly" and "axis=" in rows["numpy.unique"][1]
     assert rows["numpy.intersect1d"][0] == "unsupported" and "data-dependent output shape" in rows["numpy.intersect1d"][1]

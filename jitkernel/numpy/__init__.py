@@ -69,6 +69,11 @@ from . import _vector_algebra  # noqa: E402
 from . import _reshaping  # noqa: E402
 from . import _sequences  # noqa: E402
 from . import _conversion_checks  # noqa: E402
+from . import _closeness, _ufunclike, _choice  # noqa: E402
+from . import _differences  # noqa: E402
+from . import _bessel, _ordering  # noqa: E402
+from . import _nan_order_statistics  # noqa: E402
+from . import _histogram_edges  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
@@ -97,6 +102,11 @@ _EXTENSION_MODULES = (
     _reshaping,
     _sequences,
     _conversion_checks,
+    _closeness, _ufunclike, _choice,
+    _differences,
+    _bessel, _ordering,
+    _nan_order_statistics,
+    _histogram_edges,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})

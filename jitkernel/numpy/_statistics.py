@@ -28,7 +28,7 @@ from ._ufuncs import apply_ufunc, where
 
 __all__ = ["average", "cov", "corrcoef", "ptp", "divmod", "nansum", "nanprod", "nanmax", "nanmin",
            "nanmean", "nanvar", "nanstd", "nanargmax", "nanargmin", "median", "percentile",
-           "quantile", "nanmedian", "nanpercentile", "nanquantile"]
+           "quantile"]
 
 
 def raise_if(value: Tracer, bad: Tracer, exception: str, message: str) -> Tracer:
@@ -502,22 +502,6 @@ def percentile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_inpu
 def _static_q(q: Any, fname: str) -> None:
     if isinstance(q, Tracer) or (isinstance(q, (list, tuple)) and any(isinstance(v, Tracer) for v in q)):
         raise UnsupportedOperationError(f"numpy.{fname}: a traced q is not supported inside jit (pass it as a static argument)")
-
-
-def _needs_nan_sort(name: str):
-    def fn(a: Any, *args: Any, **kwargs: Any) -> Any:
-        if context_of(a) is None:
-            return getattr(np, name)(a, *args, **kwargs)
-        raise UnsupportedOperationError(f"numpy.{name} is not supported inside a jitted function yet")
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"numpy.{name}: raises UnsupportedOperationError on traced arrays."
-    fn.__jk_support__ = "unsupported: not implemented (median/quantile/percentile are)"
-    return fn
-
-
-nanmedian = _needs_nan_sort("nanmedian")
-nanpercentile = _needs_nan_sort("nanpercentile")
-nanquantile = _needs_nan_sort("nanquantile")
 
 
 def _sort_note(partly: str | None) -> Any:

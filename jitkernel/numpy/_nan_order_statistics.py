@@ -1,0 +1,202 @@
+"""nanmedian, nanquantile and nanpercentile: the order statistics of the non-NaN elements.
+
+NumPy removes the NaNs of each slice and takes the median or quantile of what is left
+(numpy/lib/_nanfunctions_impl.py). Inside jit the slice keeps its length: it is sorted (NaNs
+sort last, numpy/_statistics.py's _sorted_along_front merges the reduced axes), the number k
+of non-NaN elements is counted, and the wanted positions, which depend on k, are gathered
+with traced indices. The arithmetic is NumPy's for a slice of k elements:
+
+- nanmedian: the middle element (k odd) or the mean of the middle two (k even).
+- nanquantile/nanpercentile ('linear' method, static q): NumPy's virtual index
+  `(k - 1) * q` in q's dtype, floor and clipping as _get_indexes, gamma
+  weak for a Python-scalar q, and NumPy's _lerp (`a + d*t`, `b - d*(1 - t)` where t >= 0.5).
+
+A slice with no non-NaN element gives NaN (NumPy also warns "All-NaN slice encountered";
+inside jit there is no warning: the values are not known while tracing). Arrays that cannot
+hold NaN take numpy.median/quantile/percentile, as NumPy's do; empty arrays take nanmean.
+One difference in dtype: NumPy gives an all-NaN slice the array's dtype (np.full(q.shape,
+nan, arr.dtype)) even where a non-empty slice's result is float64 (float32 data, a q that
+is an array), so its result dtype depends on the data; here it is always the non-empty one.
+
+>>> import numpy as np, jitkernel as jk
+>>> float(jk.jit(np.nanmedian)(np.array([3.0, np.nan, 1.0, 2.0, np.nan])))
+2.0
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import UnsupportedOperationError
+from ..trace.operands import context_of, lift, unsupported_kwargs
+from ..trace.tracer import Tracer
+from ._reductions import mean, sum as _sum
+from ._shape import reshape, stack
+from ._ufuncs import apply_ufunc, where
+
+__all__ = ["nanmedian", "nanquantile", "nanpercentile"]
+
+
+def _array(ctx: Any, a: Any) -> Tracer:
+    t = lift(ctx, a)
+    return lift(ctx, t, t.dtype) if t.weak is not None else t
+
+
+def _at(ordered: Tracer, index: Tracer) -> Tracer:
+    """ordered[index[...], ...] along axis 0, one traced index per kept position."""
+    taken = np.take_along_axis(ordered, reshape(index, (1,) + index.shape), axis=0)
+    return reshape(taken, index.shape)
+
+
+def _counted(ctx: Any, t: Tracer, axis: Any, fname: str) -> tuple[Tracer, Tracer, tuple]:
+    """(the data sorted along a new axis 0, the non-NaN count of each slice, reduced axes)."""
+    from ._statistics import _sorted_along_front
+    ordered, axes, _ = _sorted_along_front(ctx, t, axis, fname)
+    k = _sum(apply_ufunc(np.logical_not, apply_ufunc(np.isnan, ordered)), axis=0)
+    return ordered, k, axes
+
+
+def _keepdims(result: Tracer, t: Tracer, axes: tuple, lead: tuple, keepdims: Any) -> Tracer:
+    if keepdims is np._NoValue or not keepdims or not t.ndim:
+        return result
+    from ._statistics import _keepdims_shape
+    return reshape(result, _keepdims_shape(t.ndim, axes, t.shape, lead))
+
+
+def _nan_where_empty(ctx: Any, result: Tracer, k: Tracer) -> Tracer:
+    out = where(apply_ufunc(np.equal, k, 0), lift(ctx, np.nan, result.dtype), result)
+    out.scalar = result.scalar
+    return out
+
+
+def nanmedian(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False, keepdims: Any = np._NoValue) -> Any:
+    """numpy.nanmedian: the median of each slice's non-NaN elements."""
+    ctx = context_of(a)
+    if ctx is None:
+        return np.nanmedian(a, axis, out, overwrite_input, keepdims)
+    unsupported_kwargs("nanmedian", {"out": out}, out=None)
+    t = _array(ctx, a)
+    kw = {} if keepdims is np._NoValue else {"keepdims": keepdims}
+    if t.size == 0:
+        from ._statistics import nanmean
+        return nanmean(t, axis, **kw)
+    if t.dtype.kind not in "fc":
+        from ._statistics import median
+        return median(t, axis, keepdims=bool(keepdims) if keepdims is not np._NoValue else False)
+    ordered, k, axes = _counted(ctx, t, axis, "nanmedian")
+    lo_index = apply_ufunc(np.maximum, apply_ufunc(np.floor_divide, apply_ufunc(np.subtract, k, 1), 2), 0)
+    hi_index = apply_ufunc(np.floor_divide, k, 2)
+    hi_index = apply_ufunc(np.minimum, hi_index, max(ordered.shape[0] - 1, 0))
+    lo, hi = _at(ordered, lo_index), _at(ordered, hi_index)
+    middle = mean(stack([lo, hi]), axis=0)
+    result = where(apply_ufunc(np.equal, apply_ufunc(np.remainder, k, 2), 1), lift(ctx, lo, middle.dtype), middle)
+    result = _nan_where_empty(ctx, lift(ctx, result), k)
+    return _keepdims(result, t, axes, (), keepdims)
+
+
+def _weak_float(t: Tracer) -> Tracer:
+    """A float64 value standing for a Python float (weak under NEP 50)."""
+    out = Tracer(t._ctx, t.ir_var)
+    out.weak = float
+    return out
+
+
+def _lerp(a: Tracer, b: Tracer, t: Any) -> Tracer:
+    """NumPy's _lerp: a + (b - a)*t, and b - (b - a)*(1 - t) where t >= 0.5."""
+    diff = apply_ufunc(np.subtract, b, a)
+    low = apply_ufunc(np.add, a, apply_ufunc(np.multiply, diff, t))
+    one_minus = apply_ufunc(np.subtract, 1, t)
+    if isinstance(t, Tracer) and t.weak is float:
+        one_minus = _weak_float(one_minus)  # NumPy's 1 - t of a Python float t: a Python float
+    high = apply_ufunc(np.subtract, b, apply_ufunc(np.multiply, diff, one_minus))
+    return where(apply_ufunc(np.greater_equal, t, 0.5), lift(a._ctx, high, low.dtype), low)
+
+
+def _one_quantile(ctx: Any, ordered: Tracer, k: Tracer, q: np.ndarray, weak_q: bool) -> Tracer:
+    """NumPy's _quantile ('linear') of each slice's k non-NaN elements at one static q."""
+    last = max(ordered.shape[0] - 1, 0)
+    k_minus_1 = apply_ufunc(np.subtract, k, 1)
+    # NumPy's (n - 1) * quantiles with n a Python int: q's dtype decides
+    virtual = apply_ufunc(np.multiply, lift(ctx, k_minus_1, q.dtype), ctx.const(np.asarray(q)))
+    if np.issubdtype(q.dtype, np.integer):
+        index = apply_ufunc(np.minimum, apply_ufunc(np.maximum, lift(ctx, virtual, np.dtype(np.intp)), 0), last)
+        return _at(ordered, index)
+    floor = apply_ufunc(np.floor, virtual)
+    above = apply_ufunc(np.greater_equal, virtual, k_minus_1)
+    below = apply_ufunc(np.less, virtual, 0)
+    previous = lift(ctx, floor, np.dtype(np.intp))
+    nxt = apply_ufunc(np.add, previous, 1)
+    top = apply_ufunc(np.maximum, k_minus_1, 0)  # NumPy's -1: the last non-NaN element
+    previous = where(above, top, where(below, 0, previous))
+    nxt = where(above, top, where(below, 0, nxt))
+    clip = lambda i: apply_ufunc(np.minimum, apply_ufunc(np.maximum, i, 0), last)  # noqa: E731
+    lo, hi = _at(ordered, clip(previous)), _at(ordered, clip(nxt))
+    gamma = lift(ctx, apply_ufunc(np.subtract, virtual, lift(ctx, previous, virtual.dtype)))
+    if weak_q:
+        gamma = _weak_float(gamma)  # NumPy: gamma = float(gamma)
+    return _lerp(lo, hi, gamma)
+
+
+def _nan_quantile(fname: str, a: Any, q: np.ndarray, axis: Any, method: str, keepdims: Any, weak_q: bool) -> Any:
+    ctx = context_of(a)
+    t = _array(ctx, a)
+    if t.dtype.kind == "c":
+        raise TypeError("a must be an array of real numbers")
+    if method != "linear":
+        raise UnsupportedOperationError(f"numpy.{fname}: method={method!r} is not supported inside jit (only 'linear')")
+    if t.size == 0:
+        from ._statistics import nanmean
+        return nanmean(t, axis, **({} if keepdims is np._NoValue else {"keepdims": keepdims}))
+    if t.dtype.kind != "f":
+        from ._statistics import _quantile_unchecked
+        return _quantile_unchecked(fname, t, q, axis, method, bool(keepdims) if keepdims is not np._NoValue else False,
+                                   weak_q)
+    ordered, k, axes = _counted(ctx, t, axis, fname)
+    parts = [_one_quantile(ctx, ordered, k, qi, weak_q) for qi in q.reshape(-1)]
+    parts = [_nan_where_empty(ctx, lift(ctx, p), k) for p in parts]
+    result = parts[0] if q.ndim == 0 else reshape(stack(parts), q.shape + k.shape)
+    return _keepdims(result, t, axes, q.shape, keepdims)
+
+
+def _static_q(q: Any, fname: str) -> None:
+    if isinstance(q, Tracer) or (isinstance(q, (list, tuple)) and any(isinstance(v, Tracer) for v in q)):
+        raise UnsupportedOperationError(f"numpy.{fname}: a traced q is not supported inside jit (pass it as a static argument)")
+
+
+def nanquantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+                method: str = "linear", keepdims: Any = np._NoValue, *, weights: Any = None) -> Any:
+    """numpy.nanquantile with a static q and the default 'linear' method."""
+    ctx = context_of(a)
+    if ctx is None or not isinstance(a, Tracer):
+        return np.nanquantile(a, q, axis, out, overwrite_input, method, keepdims, weights=weights)
+    unsupported_kwargs("nanquantile", {"out": out, "weights": weights}, out=None, weights=None)
+    _static_q(q, "nanquantile")
+    weak_q = type(q) in (int, float)
+    qa = np.asanyarray(q)
+    from numpy.lib import _function_base_impl as fb
+    if not fb._quantile_is_valid(qa):
+        raise ValueError("Quantiles must be in the range [0, 1]")
+    return _nan_quantile("nanquantile", a, qa, axis, method, keepdims, weak_q)
+
+
+def nanpercentile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+                  method: str = "linear", keepdims: Any = np._NoValue, *, weights: Any = None) -> Any:
+    """numpy.nanpercentile with a static q and the default 'linear' method."""
+    ctx = context_of(a)
+    if ctx is None or not isinstance(a, Tracer):
+        return np.nanpercentile(a, q, axis, out, overwrite_input, method, keepdims, weights=weights)
+    unsupported_kwargs("nanpercentile", {"out": out, "weights": weights}, out=None, weights=None)
+    _static_q(q, "nanpercentile")
+    weak_q = type(q) in (int, float)
+    qa = np.true_divide(q, 100)
+    qa = np.asanyarray(qa)
+    from numpy.lib import _function_base_impl as fb
+    if not fb._quantile_is_valid(qa):
+        raise ValueError("Percentiles must be in the range [0, 100]")
+    return _nan_quantile("nanpercentile", a, qa, axis, method, keepdims, weak_q)
+
+
+nanmedian.__jk_support__ = "partly: out= unsupported; an all-NaN slice gives NaN without NumPy's warning"
+nanquantile.__jk_support__ = nanpercentile.__jk_support__ = \
+    "partly: static q, method='linear' only, no weights; an all-NaN slice gives NaN without NumPy's warning"
