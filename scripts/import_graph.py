@@ -34,7 +34,7 @@ LAYERS = [
     ("numpy", ("numpy",)),
     ("library", ("lax", "random", "autograph")),
     ("distributed", ("distributed", "sharding")),
-    ("api", ("api", "jitted", "benchmarking", "coverage", "cli", "__main__", "__init__")),
+    ("api", ("api", "jitted", "benchmarking", "coverage", "cli", "__main__", "__init__", "examples")),
 ]
 
 

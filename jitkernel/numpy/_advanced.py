@@ -25,6 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import UnsupportedOperationError
+from ..trace.numpy_api import NUMPY
 from ..trace.context import user_frame
 from ..trace.tracer import Tracer
 from ..trace.scalar_store import store_operand
@@ -176,15 +177,15 @@ def _static_masks(ctx: Any, enc: _Encoded) -> tuple:
 def advanced_getitem(x: Any, index: tuple) -> Any:
     """`x[index]` for an index holding integer arrays (gather) or a static boolean mask."""
     ctx = x._ctx
-    from . import _datadep
-    if any(_datadep.is_data_dependent(ix) for ix in index):
-        return _datadep.getitem(x, index)
+    from ._datadep import getitem as datadep_getitem, is_data_dependent, traced_mask_getitem
+    if any(is_data_dependent(ix) for ix in index):
+        return datadep_getitem(x, index)
     enc = _encode(ctx, index)
     enc.probe(x.shape)
     if enc.traced_mask:
         if len(index) == 1 and _in_augmented_subscript():
             return _MaskedSelection.of(x, enc.arrays[0])
-        return _datadep.traced_mask_getitem(x, index)  # a data-dependent length (numpy/_datadep.py)
+        return traced_mask_getitem(x, index)  # a data-dependent length (numpy/_datadep.py)
     entries = _static_masks(ctx, enc)
     out = ctx.bind1("gather", lift(ctx, x), *enc.arrays, index=entries)
     return out  # a copy, as in NumPy; a 0-d result is a NumPy scalar
@@ -233,9 +234,9 @@ def advanced_update(x: Any, index: tuple, value: Any) -> Any:
         x = lift(ctx, x)
     if isinstance(value, _MaskedSelection) and len(index) == 1 and value.mask_source is index[0]:
         return value.merged_into(x)
-    from . import _datadep
-    if _datadep.involved(index, value):
-        return _datadep.update(x, index, value)
+    from ._datadep import involved, update as datadep_update
+    if involved(index, value):
+        return datadep_update(x, index, value)
     enc = _encode(ctx, index)
     v, weak = _value_operand(ctx, store_operand(value, x.dtype), x.dtype)
     _check_value_shape(x, enc, v)
@@ -562,7 +563,7 @@ def place(arr: Any, mask: Any, vals: Any) -> None:
 def ufunc_at_result(ufunc: np.ufunc, a: Any, indices: Any, b: Any = None) -> Tracer:
     """The array `ufunc.at(a, indices, b)` leaves in `a`, as a new array: unbuffered, so
     repeated indices apply once each (np.add.at accumulates, where `a[idx] += b` does not)."""
-    from .. import numpy as jnp
+    jnp = NUMPY.namespace  # jitkernel.numpy, as it registered itself (no import of the package)
     ctx = context_of(a, indices, b)
     name = ufunc.__name__
     if ctx is None:

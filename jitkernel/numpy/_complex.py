@@ -78,14 +78,6 @@ def angle(z: Any, deg: bool = False) -> Any:
     return a
 
 
-def round_parts(t: Tracer, decimals: int) -> Tracer:
-    """numpy.round of a complex array with decimals != 0: NumPy rounds the real and imaginary
-    parts as float arrays (`part * 10**d`, rint, `/ 10**d`), not by complex arithmetic (a complex
-    division by 100 would multiply by a rounded 0.01)."""
-    from ._ufuncs import round as round_real
-    return t._ctx.bind1("make_complex", round_real(real(t), decimals), round_real(imag(t), decimals))
-
-
 def iscomplexobj(x: Any) -> bool:
     """numpy.iscomplexobj: whether the dtype is complex (known at trace time)."""
     if isinstance(x, Tracer):

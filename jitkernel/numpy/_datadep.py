@@ -47,6 +47,7 @@ from ..ir import semantics
 from ..errors import UnsupportedOperationError
 from ..ir.symdim import SymbolicDimError
 from ..trace.context import _traces, user_frame_location
+from ..trace.numpy_api import NUMPY
 from ..trace.tracer import Tracer
 from ..trace.operands import lift
 from ._dispatch import register_function
@@ -944,8 +945,7 @@ def _static_compress(condition: Any, a: Any, axis: Any) -> Any:
     if not isinstance(a, Tracer):
         return np.compress(condition, a, axis)
     idx = np.flatnonzero(np.asarray(condition))
-    from ._advanced import take
-    return take(a, idx, axis=axis)
+    return NUMPY.namespace.take(a, idx, axis=axis)
 
 
 # ----------------------------------------------------------------------------- indexing

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UnsupportedOperationError
+from ..trace.numpy_api import NUMPY
 
 _REDUCE_METHODS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
                    "logical_and": "all", "logical_or": "any"}
@@ -29,7 +30,7 @@ def register_function(np_func: Any, impl: Any) -> Any:
 
 
 def _table() -> dict:
-    from .. import numpy as jnp
+    jnp = NUMPY.namespace  # jitkernel.numpy, as it registered itself (no import of the package)
     table = {}
     for name in jnp.__all__:
         np_obj = getattr(np, name, None)
@@ -137,7 +138,7 @@ def _not_a_view(result: Any, args: tuple) -> Any:
 
 
 def apply_ufunc_protocol(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
-    from .. import numpy as jnp
+    jnp = NUMPY.namespace  # jitkernel.numpy, as it registered itself (no import of the package)
     if _holds_data_dependent(inputs):
         return NotImplemented  # DataDependent.__array_ufunc__ (numpy/_datadep.py) decides
     name = ufunc.__name__
@@ -156,8 +157,7 @@ def apply_ufunc_protocol(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: di
             raise UnsupportedOperationError(f"numpy.{name} is not supported inside a jitted function")
         return fn(*inputs, **kwargs)
     if method == "at":
-        from ._advanced import ufunc_at
-        return ufunc_at(ufunc, *inputs, **kwargs)
+        return NUMPY.ufunc_at(ufunc, *inputs, **kwargs)
     if method == "reduce" and name in _REDUCE_METHODS and len(inputs) == 1:
         kwargs.setdefault("axis", 0)
         return getattr(jnp, _REDUCE_METHODS[name])(inputs[0], **kwargs)

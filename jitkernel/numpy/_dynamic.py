@@ -25,7 +25,8 @@ from ..ir import Var
 from ..ir.symdim import SymDim
 from ..trace.context import current_context, user_frame_location
 from ..trace.tracer import Tracer
-from ._indexing import expand_index
+from ..trace.numpy_api import NUMPY
+from ..trace.operands import expand_index
 
 __all__: list[str] = []
 
@@ -281,8 +282,7 @@ def _strided_first(x: Any, axes: list[_Axis]) -> tuple[Any, list[_Axis]]:
     axis), leaving windows of step 1."""
     if not any(isinstance(a.start, slice) for a in axes):
         return x, axes
-    from ._indexing import getitem
-    x = getitem(x, tuple(a.start if isinstance(a.start, slice) else slice(None) for a in axes))
+    x = NUMPY.getitem(x, tuple(a.start if isinstance(a.start, slice) else slice(None) for a in axes))
     return x, [_Axis(0, a.size, False) if isinstance(a.start, slice) else a for a in axes]
 
 
@@ -327,7 +327,7 @@ def dynamic_update(x: Any, index: tuple, value: Any) -> Any:
     `value`); `x` itself is not changed."""
     from ..trace.operands import broadcast_to_shape, lift
     from ._shape import reshape
-    from . import astype
+    from ._shape import astype
     ctx = _context(x)
     axes, _ = _parse(x, index, allow_none=False)
     if any(isinstance(a.start, slice) for a in axes):

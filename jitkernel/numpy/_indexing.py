@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..trace.tracer import Tracer
-from ..trace.operands import lift
+from ..trace.operands import expand_index, lift
 from ._shape import reshape
 
 
@@ -39,23 +39,6 @@ def index_kind(index: tuple) -> str:
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and "
                              f"integer or boolean arrays are valid indices, got {type(ix).__name__}")
     return kind
-
-
-def expand_index(index: tuple, ndim: int) -> list[Any]:
-    """`index` with its Ellipsis (or the implicit trailing one) replaced by full slices, so
-    there is one entry per axis plus the None entries; NumPy's IndexErrors for two ellipses
-    and for more indices than axes."""
-    n_real = sum(1 for ix in index if ix is not None and ix is not Ellipsis)
-    if sum(1 for ix in index if ix is Ellipsis) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    if n_real > ndim:
-        raise IndexError(f"too many indices for array: array is {ndim}-dimensional, but {n_real} were indexed")
-    expanded: list[Any] = []
-    for ix in index:
-        expanded.extend([slice(None)] * (ndim - n_real) if ix is Ellipsis else [ix])
-    if Ellipsis not in index:
-        expanded.extend([slice(None)] * (ndim - n_real))
-    return expanded
 
 
 def _deferred_out_of_bounds(t: Tracer, index: tuple) -> Tracer | None:

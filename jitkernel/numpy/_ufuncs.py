@@ -407,8 +407,11 @@ def round(a: Any, decimals: int = 0, out: Any = None) -> Any:  # noqa: A001 - mi
     if decimals == 0:
         return apply_ufunc(np.rint, t)
     if t.dtype.kind == "c":
-        from ._complex import round_parts
-        return round_parts(t, decimals)
+        # NumPy rounds the real and imaginary parts as float arrays (`part * 10**d`, rint,
+        # `/ 10**d`), not by complex arithmetic (a complex division by 100 would multiply by a
+        # rounded 0.01).
+        parts = (ctx.bind1("real", t), ctx.bind1("imag", t))
+        return ctx.bind1("make_complex", *(round(p, decimals) for p in parts))
     if decimals > 0:
         f = 10.0 ** decimals
         return apply_ufunc(np.divide, apply_ufunc(np.rint, apply_ufunc(np.multiply, t, f)), f)

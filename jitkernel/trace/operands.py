@@ -139,3 +139,20 @@ def unsupported_kwargs(fname: str, kwargs: dict[str, Any], **defaults: Any) -> N
     for k, v in kwargs.items():
         if k not in defaults or not (v is defaults[k] or (isinstance(v, (bool, int, str)) and v == defaults[k])):
             raise UnsupportedOperationError(f"numpy.{fname}: argument {k}={v!r} is not supported inside jit")
+
+
+def expand_index(index: tuple, ndim: int) -> list[Any]:
+    """`index` with its Ellipsis (or the implicit trailing one) replaced by full slices, so
+    there is one entry per axis plus the None entries; NumPy's IndexErrors for two ellipses
+    and for more indices than axes."""
+    n_real = sum(1 for ix in index if ix is not None and ix is not Ellipsis)
+    if sum(1 for ix in index if ix is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if n_real > ndim:
+        raise IndexError(f"too many indices for array: array is {ndim}-dimensional, but {n_real} were indexed")
+    expanded: list[Any] = []
+    for ix in index:
+        expanded.extend([slice(None)] * (ndim - n_real) if ix is Ellipsis else [ix])
+    if Ellipsis not in index:
+        expanded.extend([slice(None)] * (ndim - n_real))
+    return expanded
