@@ -74,6 +74,7 @@ from . import _differences  # noqa: E402
 from . import _bessel, _ordering  # noqa: E402
 from . import _nan_order_statistics  # noqa: E402
 from . import _histogram_edges  # noqa: E402
+from . import _linalg_tensor  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
@@ -107,6 +108,7 @@ _EXTENSION_MODULES = (
     _bessel, _ordering,
     _nan_order_statistics,
     _histogram_edges,
+    _linalg_tensor,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})
