@@ -75,6 +75,7 @@ from . import _bessel, _ordering  # noqa: E402
 from . import _nan_order_statistics  # noqa: E402
 from . import _histogram_edges  # noqa: E402
 from . import _linalg_tensor  # noqa: E402
+from . import _bits  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
@@ -109,6 +110,7 @@ _EXTENSION_MODULES = (
     _nan_order_statistics,
     _histogram_edges,
     _linalg_tensor,
+    _bits,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})
