@@ -76,6 +76,7 @@ from . import _nan_order_statistics  # noqa: E402
 from . import _histogram_edges  # noqa: E402
 from . import _linalg_tensor  # noqa: E402
 from . import _bits  # noqa: E402
+from . import _apply  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
@@ -111,6 +112,7 @@ _EXTENSION_MODULES = (
     _histogram_edges,
     _linalg_tensor,
     _bits,
+    _apply,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})
