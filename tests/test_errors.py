@@ -145,6 +145,14 @@ def test_unsupported_function_message_format(backend):
         jk.jit(lambda x: np.linalg.eig(x[None]), backend=backend)(X)
 
 
+def test_unsupported_function_message_gives_the_tables_reason(backend):
+    """A function refused by nature says why and what to do instead."""
+    with pytest.raises(jk.UnsupportedOperationError, match=r"real_if_close.*result dtype depends on the values.*\.real"):
+        jk.jit(lambda x: np.real_if_close(x), backend=backend)(X)
+    with pytest.raises(jk.UnsupportedOperationError, match=r"numpy\.is_busday.*datetime"):
+        jk.jit(lambda x: np.is_busday(x), backend=backend)(X)
+
+
 # ----------------------------------------------------------------------------- shapes
 
 @pytest.mark.parametrize("fn,shapes", [

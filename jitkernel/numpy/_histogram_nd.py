@@ -201,3 +201,7 @@ def histogram2d(x: Any, y: Any, bins: Any = 10, range: Any = None, density: Any 
         bins = [xedges, yedges]
     hist, edges = histogramdd(pair, bins, range, density, weights)
     return hist, edges[0], edges[1]
+
+
+histogramdd.__jk_support__ = "partly: static bin counts (or arrays of edges); static range"
+histogram2d.__jk_support__ = "partly: static bin counts (or arrays of edges); static range"
