@@ -96,7 +96,7 @@ def test_errors_are_numpys():
 
 def test_derivatives_are_those_of_the_inverse():
     """d tensorinv(a)/d a = -A^-1 dA A^-1, reshaped; jacfwd == jacrev; tensorsolve's derivative
-    in b is the inverse itself."""
+    in b is the inverse itself, in a it is -A^-1 dA x."""
     rng = rng_for("tensor-grad")
     a = _well_conditioned(rng, (2, 2), (4,))
     b = rng.standard_normal((2, 2))
@@ -110,6 +110,12 @@ def test_derivatives_are_those_of_the_inverse():
     solve_b = lambda b: np.linalg.tensorsolve(a, b)  # noqa: E731
     np.testing.assert_allclose(jk.jacfwd(solve_b)(b).reshape(4, 4), Ai, rtol=1e-10)
     np.testing.assert_allclose(jk.jacrev(solve_b)(b).reshape(4, 4), Ai, rtol=1e-10)
+    solve_a = lambda a: np.linalg.tensorsolve(a, b)  # noqa: E731
+    x = np.linalg.solve(A, b.ravel())
+    fwd, rev = jk.jacfwd(solve_a)(a), jk.jacrev(solve_a)(a)
+    np.testing.assert_allclose(fwd, rev, rtol=1e-10, atol=1e-12)
+    analytic = -np.einsum("ik,l->ikl", Ai, x)  # dx_i / dA_kl = -(A^-1)_ik x_l
+    np.testing.assert_allclose(fwd.reshape(4, 4, 4), analytic, rtol=1e-10, atol=1e-12)
 
 
 def test_vmap():
