@@ -74,6 +74,10 @@ from . import _differences  # noqa: E402
 from . import _bessel, _ordering  # noqa: E402
 from . import _nan_order_statistics  # noqa: E402
 from . import _histogram_edges  # noqa: E402
+from . import _linalg_tensor  # noqa: E402
+from . import _bits  # noqa: E402
+from . import _apply  # noqa: E402
+from . import _histogram_nd  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
@@ -107,6 +111,10 @@ _EXTENSION_MODULES = (
     _bessel, _ordering,
     _nan_order_statistics,
     _histogram_edges,
+    _linalg_tensor,
+    _bits,
+    _apply,
+    _histogram_nd,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})

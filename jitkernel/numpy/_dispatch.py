@@ -63,9 +63,11 @@ def apply_function_protocol(func: Any, args: tuple, kwargs: dict) -> Any:
     impl = _FUNCTIONS.get(func)
     if impl is None:
         name = getattr(func, "__module__", "numpy").replace("numpy._core.", "numpy.") + "." + getattr(func, "__name__", str(func))
+        from .support_table import reason_of  # why it is refused, where the table says
+        why = reason_of(getattr(func, "__name__", ""))
         raise UnsupportedOperationError(
-            f"{name} is not supported inside a jitted function (jitkernel compiles a subset of NumPy; "
-            "see docs/numpy-support.md)")
+            f"{name} is not supported inside a jitted function ({why + '; ' if why else ''}jitkernel compiles "
+            "a subset of NumPy; see docs/numpy-support.md)")
     if kwargs.get("out") is not None:
         from ..trace.inplace import function_with_out
         return function_with_out(impl, getattr(func, "__name__", "function"), args, kwargs)

@@ -45,11 +45,22 @@ _REASONS = {
         "can_cast", "result_type", "promote_types", "min_scalar_type", "issubdtype", "isdtype",
         "mintypecode", "common_type", "isscalar", "iterable", "from_dlpack", "asmatrix", "bmat",
         "broadcast_shapes", "get_array_wrap", "ndindex"},
+    "the result dtype depends on the values (real when every imaginary part is within tol, else "
+    "complex), which a compiled function cannot have: inside jit take `x.real` after checking "
+    "`np.allclose(x.imag, 0)` outside it, or call real_if_close outside jit": {"real_if_close"},
+    "outside the compiled subset: datetime / Python objects / iterator objects": {
+        "busday_count", "busday_offset", "is_busday", "datetime_as_string", "datetime_data",
+        "frompyfunc", "nested_iters"},
     "polynomials: not implemented": {
         "poly", "polyadd", "polyder", "polydiv", "polyfit", "polyint", "polymul", "polysub",
         "polyval", "roots"},
 }
 _REASON_OF = {name: reason for reason, names in _REASONS.items() for name in names}
+
+
+def reason_of(name: str) -> str | None:
+    """Why the NumPy function `name` is not supported, when the table gives a reason."""
+    return _REASON_OF.get(name)
 
 # Functions whose implementation (in modules other helpers own) supports only part of
 # NumPy's signature; implementations may instead carry their own `__jk_support__`.
