@@ -126,6 +126,11 @@ def _unsupported_rows() -> list:
     return unsupported_rows()
 
 
+def _unsupported_reason(name: str) -> str | None:
+    from .support_table import reason_of  # why the table says a function is refused
+    return reason_of(name)
+
+
 # What the trace layer calls (a Tracer's ndarray methods, in-place updates, scalar stores):
 # registered here so that jitkernel.trace never imports jitkernel.numpy (trace/numpy_api.py).
 from . import _dispatch, _dynamic as _dynamic_mod, _indexing, _shape, _ufuncs  # noqa: E402
@@ -137,4 +142,4 @@ _TRACE_NUMPY.register(
     raise_if=_statistics.raise_if, apply_ufunc=_ufuncs.apply_ufunc, select_by_exponent=_ufuncs.select_by_exponent,
     ufunc_at=_advanced.ufunc_at,
     apply_ufunc_protocol=_dispatch.apply_ufunc_protocol, apply_function_protocol=_dispatch.apply_function_protocol,
-    unsupported_rows=_unsupported_rows)
+    unsupported_rows=_unsupported_rows, unsupported_reason=_unsupported_reason)

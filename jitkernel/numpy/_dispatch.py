@@ -63,8 +63,7 @@ def apply_function_protocol(func: Any, args: tuple, kwargs: dict) -> Any:
     impl = _FUNCTIONS.get(func)
     if impl is None:
         name = getattr(func, "__module__", "numpy").replace("numpy._core.", "numpy.") + "." + getattr(func, "__name__", str(func))
-        from .support_table import reason_of  # why it is refused, where the table says
-        why = reason_of(getattr(func, "__name__", ""))
+        why = NUMPY.unsupported_reason(getattr(func, "__name__", ""))  # the support table's reason
         raise UnsupportedOperationError(
             f"{name} is not supported inside a jitted function ({why + '; ' if why else ''}jitkernel compiles "
             "a subset of NumPy; see docs/numpy-support.md)")
