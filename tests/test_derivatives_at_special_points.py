@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 import jitkernel as jk
 
@@ -193,6 +193,7 @@ SMOOTH_COMPOSED = {
 
 @settings(max_examples=60, deadline=None)
 @given(st.sampled_from(sorted(SMOOTH_COMPOSED)), st.floats(-3, 3), st.floats(-3, 3), st.sampled_from(["free", "tie", "zero"]))
+@example("sinc", 5.1390488763649667e-70, 0.0, "free")  # the quotient's derivative lost to cancellation
 def test_hessian_of_composed_functions_is_the_derivative_of_the_gradient(name, x, y, where):
     """jk.hessian at ties (x == y) and zeros equals the central difference of jk.grad: a select
     of a constant (1/2 at a logaddexp tie, 1 at sinc's 0) once made the second derivative 0."""

@@ -55,7 +55,11 @@ def sinc(x: Any) -> Any:
     if ctx is None:
         return np.sinc(x)
     t = apply_ufunc(np.multiply, np.pi, _asanyarray(ctx, x))  # pi * x: a weak pi keeps float32
-    at_zero = apply_ufunc(np.equal, t, 0)
+    # Below sqrt(eps) NumPy's sin(u)/u is exactly 1 (u**2 / 6 is under half an ulp), so the
+    # series gives NumPy's value there, and derivatives that the quotient's would lose to
+    # cancellation (d/dx of sin(u)/u at x = 1e-70 came out near 1e53).
+    small = np.sqrt(np.finfo(t.dtype).eps) if t.dtype.kind in "fc" else 1e-8
+    at_zero = apply_ufunc(np.less, apply_ufunc(np.absolute, t), small)
     safe = where(at_zero, 1, t)
     away = apply_ufunc(np.divide, apply_ufunc(np.sin, safe), safe)
     if t.aval.is_symbolic:  # a data-dependent size: not differentiated (jitkernel refuses), plain value
