@@ -81,12 +81,21 @@ class Tracer:
 
     @shape.setter
     def shape(self, value: Any) -> None:
-        # NumPy changes the array object's shape in place; views already made from this Tracer
-        # are derived from its old shape, so that cannot be a rebinding here.
-        from ..errors import UnsupportedOperationError
-        raise UnsupportedOperationError(
-            f"setting the shape of a traced array in place (`x.shape = ...`) is not supported, at "
-            f"{user_frame_location()}: write `x = x.reshape(...)` instead")
+        """`x.shape = (2, 3)`: NumPy reshapes this array object in place (no copy). For an array
+        the function made and nothing else sees (no view of it, never written, not an argument)
+        this Tracer simply becomes its reshaped value; NumPy's errors for a size that does not fit.
+        An argument would change shape in the caller's hands, and views already made from this
+        Tracer are derived from its old shape: those stay refused."""
+        if self._mem is not None or self.weak is not None or (self.ndim == 0 and self.scalar):
+            from ..errors import UnsupportedOperationError
+            whose = ("an argument" if self._mem is not None and self._mem.argument
+                     else "an array with views or writes" if self._mem is not None else "a scalar")
+            raise UnsupportedOperationError(
+                f"setting the shape of {whose} in place (`x.shape = ...`) is not supported inside jit, at "
+                f"{user_frame_location()}: write `x = x.reshape(...)` instead")
+        reshaped = NUMPY.reshape(self, value)  # NumPy's size checks and -1; a view of our memory
+        self._var, self._mem, self._view, self._strides, self._version = reshaped.ir_var, None, None, None, 0
+        self.scalar = False
 
     @property
     def dtype(self) -> np.dtype:
