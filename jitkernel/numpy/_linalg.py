@@ -34,6 +34,11 @@ def matmul(a: Any, b: Any, **kwargs: Any) -> Any:
         raise ValueError(f"matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
                          f"(n?,k),(k,m?)->(n?,m?) (size {y.shape[-2]} is different from {x.shape[-1]})")
     batch = broadcast_shapes(x.shape[:-2], y.shape[:-2])
+    if x.ndim > 2 and y.ndim == 2 and not y1:
+        # A stack times one matrix (`A(r, q, 1, p) @ C(p, p)`): the stack's batch axes are rows
+        # of one product, never a broadcast copy of C per batch (NPBench's doitgen materialised
+        # 472 MB that way). The result's axes are already matmul's.
+        return ctx.bind1("dot_general", x, y, contracting=((x.ndim - 1,), (0,)), batch=((), ()))
     x = broadcast_to_shape(ctx, x, batch + x.shape[-2:])
     y = broadcast_to_shape(ctx, y, batch + y.shape[-2:])
     nb = len(batch)
