@@ -169,6 +169,7 @@ def polyint(p: Any, m: Any = 1, k: Any = None) -> Any:
     t = lift(ctx, p)
     if t.weak is not None:
         t = lift(ctx, t, t.dtype)
+    kt = lift(ctx, kt)  # a NumPy constant k with a traced p: a constant of the trace
     for i in range(m):
         y = apply_ufunc(np.true_divide, t, np.arange(len(t), 0, -1))
         t = concatenate([y, reshape(kt[i], (1,))])  # NumPy's [k[0]]: a 1-element array of k's dtype
@@ -292,11 +293,43 @@ def polyfit(x: Any, y: Any, deg: Any, rcond: Any = None, full: bool = False, w: 
         rhs = lift(ctx, apply_ufunc(np.multiply, rhs, column if rhs.ndim == 2 else wt), rhs.dtype)
     scale = apply_ufunc(np.sqrt, _sum(apply_ufunc(np.multiply, lhs, lhs), axis=0))
     lhs = lift(ctx, apply_ufunc(np.true_divide, lhs, scale), lhs.dtype)  # lhs /= scale
-    c, resids, rank, s = lstsq(lhs, rhs, rcond)
-    c = apply_ufunc(np.true_divide, c.T, scale).T  # broadcast scale coefficients
     if full:
-        return c, resids, rank, s, rcond
-    return c
+        c, resids, rank, s = lstsq(lhs, rhs, rcond)
+        return apply_ufunc(np.true_divide, c.T, scale).T, resids, rank, s, rcond
+    c = _least_squares()(lhs, rhs, float(rcond))
+    return apply_ufunc(np.true_divide, c.T, scale).T  # broadcast scale coefficients
+
+
+_LEAST_SQUARES: list = []
+
+
+def _least_squares() -> Any:
+    """(lhs, rhs, rcond) -> lstsq(lhs, rhs, rcond)[0], NumPy's value, with a derivative (the
+    lstsq library step has none): for a full column rank lhs (polyfit's scaled Vandermonde
+    matrix) c = A+ b moves by dc = A+ (db - dA c) + A+ A+^T dA^T (b - A c), with A+ the
+    pseudo-inverse at the same rcond. Only matmuls with A+ touch the tangents, so reverse mode
+    transposes the rule. Built once (custom_jvp)."""
+    if not _LEAST_SQUARES:
+        from ..transforms.custom import custom_jvp
+        from ._linalg import matmul
+        from ._linalg_lib import pinv
+
+        def solution(lhs: Tracer, rhs: Tracer, rcond: float) -> Tracer:
+            return lstsq(lhs, rhs, rcond)[0]
+        f = custom_jvp(solution, nondiff_argnums=(2,))
+        f.__name__ = "polyfit_least_squares"
+
+        def rule(rcond: float, primals: tuple, tangents: tuple) -> tuple:
+            (a, b), (da, db) = primals, tangents
+            c = f(a, b, rcond)
+            a_plus = pinv(a, rcond)
+            residual = apply_ufunc(np.subtract, b, matmul(a, c))
+            moved = apply_ufunc(np.subtract, db, matmul(da, c))
+            turned = matmul(a_plus.T, matmul(da.T, residual))
+            return c, matmul(a_plus, apply_ufunc(np.add, moved, turned))
+        f.defjvp(rule)
+        _LEAST_SQUARES.append(f)
+    return _LEAST_SQUARES[0]
 
 
 polyfit.__jk_support__ = ("partly: static deg and rcond, cov unsupported; NumPy's RankWarning is not "
