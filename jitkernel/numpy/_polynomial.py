@@ -11,7 +11,7 @@ errors are NumPy's and derivatives and batching come from the steps:
 - polydiv: NumPy's division loop (static lengths); the remainder's leading entries within 1e-8
   of zero are dropped (NumPy's `while allclose(r[0], 0, rtol=1e-14)`), a data-dependent length:
   the remainder is a traced slice `r[start:]` (see "Data-dependent shapes" in
-  docs/numpy-support.md).
+  docs/numpy-support.md), so a polydiv call is not differentiated (jitkernel refuses).
 - poly: NumPy's loop of convolutions over a 1-D sequence of roots. Refused: complex roots (NumPy
   returns real coefficients when the roots come in conjugate pairs, a value-dependent dtype) and
   a square matrix (its eigenvalues: np.linalg.eigvals is not supported).
@@ -337,6 +337,9 @@ polyfit.__jk_support__ = ("partly: static deg and rcond, cov unsupported; NumPy'
 polymul.__jk_support__ = ("partly: a traced operand with a leading zero coefficient raises ValueError when "
                           "the call runs (NumPy trims it: a value-dependent length)")
 polydiv.__jk_support__ = ("partly: the remainder has a data-dependent length (see \"Data-dependent shapes\" "
-                          "in docs/numpy-support.md)")
+                          "in docs/numpy-support.md); not differentiable")
 poly.__jk_support__ = ("partly: 1-D real roots; complex roots (value-dependent dtype) and a square matrix "
                        "(np.linalg.eigvals) unsupported")
+polyder.__jk_support__ = "partly: static m"
+polyint.__jk_support__ = ("partly: static m; a traced k needs a traced p (NumPy's dispatcher looks at p "
+                          "only, so with a NumPy p NumPy's own polyint runs on the traced k and raises)")
