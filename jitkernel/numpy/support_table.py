@@ -51,9 +51,9 @@ _REASONS = {
     "outside the compiled subset: datetime / Python objects / iterator objects": {
         "busday_count", "busday_offset", "is_busday", "datetime_as_string", "datetime_data",
         "frompyfunc", "nested_iters"},
-    "polynomials: not implemented": {
-        "poly", "polyadd", "polyder", "polydiv", "polyfit", "polyint", "polymul", "polysub",
-        "polyval", "roots"},
+    "needs the eigenvalues of the companion matrix (np.linalg.eigvals, unsupported: its result is "
+    "real or complex depending on the values), and the number of roots depends on the zero "
+    "coefficients": {"roots"},
 }
 _REASON_OF = {name: reason for reason, names in _REASONS.items() for name in names}
 
