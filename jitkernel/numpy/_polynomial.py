@@ -305,9 +305,10 @@ _LEAST_SQUARES: list = []
 
 def _least_squares() -> Any:
     """(lhs, rhs, rcond) -> lstsq(lhs, rhs, rcond)[0], NumPy's value, with a derivative (the
-    lstsq library step has none): for a full column rank lhs (polyfit's scaled Vandermonde
-    matrix) c = A+ b moves by dc = A+ (db - dA c) + A+ A+^T dA^T (b - A c), with A+ the
-    pseudo-inverse at the same rcond. Only matmuls with A+ touch the tangents, so reverse mode
+    lstsq library step has none): the minimum-norm solution c = A+ b moves by
+    dc = A+ (db - dA c) + A+ A+^T dA^T (b - A c) + (I - A+ A) dA^T A+^T c, with A+ the
+    pseudo-inverse at the same rcond (the last term vanishes at full column rank; where the
+    rank changes with A the derivative does not exist). Only matmuls with A+ touch the tangents, so reverse mode
     transposes the rule. Built once (custom_jvp)."""
     if not _LEAST_SQUARES:
         from ..transforms.custom import custom_jvp
@@ -326,7 +327,12 @@ def _least_squares() -> Any:
             residual = apply_ufunc(np.subtract, b, matmul(a, c))
             moved = apply_ufunc(np.subtract, db, matmul(da, c))
             turned = matmul(a_plus.T, matmul(da.T, residual))
-            return c, matmul(a_plus, apply_ufunc(np.add, moved, turned))
+            dc = matmul(a_plus, apply_ufunc(np.add, moved, turned))
+            # The minimum-norm solution's third term, (I - A+ A) dA^T A+^T c: zero for a full
+            # column rank A, needed where the fit is rank-deficient (Golub and Pereyra).
+            dt = matmul(da.T, matmul(a_plus.T, c))
+            null_part = apply_ufunc(np.subtract, dt, matmul(a_plus, matmul(a, dt)))
+            return c, apply_ufunc(np.add, dc, null_part)
         f.defjvp(rule)
         _LEAST_SQUARES.append(f)
     return _LEAST_SQUARES[0]
