@@ -78,6 +78,7 @@ from . import _linalg_tensor  # noqa: E402
 from . import _bits  # noqa: E402
 from . import _apply  # noqa: E402
 from . import _histogram_nd  # noqa: E402
+from . import _stride_tricks  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
@@ -115,6 +116,7 @@ _EXTENSION_MODULES = (
     _bits,
     _apply,
     _histogram_nd,
+    _stride_tricks,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})
