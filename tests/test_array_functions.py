@@ -354,8 +354,10 @@ def test_order_statistics_errors():
     a = np.arange(5.0)
     with pytest.raises(ValueError, match="Quantiles must be in the range"):
         jk.jit(lambda a: np.quantile(a, 1.5))(a)
-    with pytest.raises(UnsupportedOperationError, match="method"):
-        jk.jit(lambda a: np.quantile(a, 0.5, method="nearest"))(a)
+    with pytest.raises(ValueError, match="not a valid method"):
+        jk.jit(lambda a: np.quantile(a, 0.5, method="nearer"))(a)
+    with pytest.raises(UnsupportedOperationError, match="traced q"):
+        jk.jit(lambda a, q: np.quantile(a, q))(a, 0.5)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -79,6 +79,7 @@ from . import _bits  # noqa: E402
 from . import _apply  # noqa: E402
 from . import _histogram_nd  # noqa: E402
 from . import _polynomial  # noqa: E402
+from . import _stride_tricks  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
@@ -117,6 +118,7 @@ _EXTENSION_MODULES = (
     _apply,
     _histogram_nd,
     _polynomial,
+    _stride_tricks,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})

@@ -139,12 +139,14 @@ def tile(A: Any, reps: Any) -> Any:
 # ----------------------------------------------------------------------------- roll, flips
 
 def roll(a: Any, shift: Any, axis: Any = None) -> Any:
-    """numpy.roll with static shifts (int or tuple, several for one axis add up)."""
-    ctx = context_of(a)
-    if ctx is None or not isinstance(a, Tracer):
+    """numpy.roll (int or tuple shifts, several for one axis add up): static shifts become
+    two slices and a concatenation, traced ones a gather at (i - shift) mod n."""
+    ctx = context_of(a, shift) if _has_tracer(shift) else context_of(a)
+    if ctx is None:
         return np.roll(a, shift, axis)
-    _static(shift, "roll", "shift")
     t = _strong(ctx, a)
+    if _has_tracer(shift):
+        return _roll_traced(ctx, t, shift, axis)
     if axis is None:
         return reshape(roll(ravel(t), shift, 0), t.shape)
     from numpy.lib.array_utils import normalize_axis_tuple
@@ -162,6 +164,63 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
         if offset:
             out = concatenate([_along(out, ax, slice(n - offset, None)), _along(out, ax, slice(0, n - offset))], axis=ax)
     return _fresh(out) if out is t else out
+
+
+def _has_tracer(value: Any) -> bool:
+    return isinstance(value, Tracer) or (isinstance(value, (list, tuple)) and any(isinstance(v, Tracer) for v in value))
+
+
+def _roll_traced(ctx: Any, t: Tracer, shift: Any, axis: Any) -> Tracer:
+    """numpy.roll with at least one traced shift. NumPy's steps: the shifts broadcast against
+    the axes, `int(sh)` each (a float shift truncates), the shifts of one axis add up, and the
+    element at i comes from (i - offset) mod n. That index is computed at run time (int64, so
+    any shift of NumPy's int range works) and gathered with numpy.take, a permutation whose
+    derivative is the same gather / its scatter-add transpose."""
+    if axis is None:
+        return reshape(_roll_traced(ctx, ravel(t), shift, 0), t.shape)
+    from numpy.lib.array_utils import normalize_axis_tuple
+    axes = normalize_axis_tuple(axis, t.ndim, allow_duplicate=True)
+    elements = _shift_elements(ctx, shift)
+    pairs = np.broadcast(np.arange(len(elements)).reshape(np.shape(shift) if not isinstance(shift, Tracer)
+                                                          else shift.shape), axes)
+    if pairs.ndim > 1:
+        raise ValueError("'shift' and 'axis' should be scalars or 1D sequences")
+    totals: dict[int, Any] = {}
+    for k, ax in pairs:
+        sh = elements[int(k)]
+        totals[ax] = sh if ax not in totals else apply_ufunc(np.add, totals[ax], sh)
+    out = t
+    for ax, total in totals.items():
+        n = out.shape[ax]
+        if n == 0:
+            continue  # NumPy: "If `a` is empty, nothing matters."
+        if not isinstance(total, Tracer):
+            out = roll(out, total, ax)
+            continue
+        offset = apply_ufunc(np.remainder, total, n)
+        index = apply_ufunc(np.remainder, apply_ufunc(np.subtract, ctx.const(np.arange(n, dtype=np.int64)), offset), n)
+        out = np.take(out, index, axis=ax)
+    return _fresh(out) if out is t else out
+
+
+def _shift_elements(ctx: Any, shift: Any) -> list:
+    """The shifts as a flat list of Python ints and 0-d int64 Tracers (NumPy's int(sh))."""
+    if isinstance(shift, Tracer):
+        if shift.dtype.kind == "c":
+            raise TypeError("int() argument must be a string, a bytes-like object or a real number, not 'complex'")
+        flat = reshape(shift, (-1,))
+        return [_as_int64(ctx, flat[i]) for i in range(flat.shape[0])]
+    items = list(np.ravel(np.asarray(shift, dtype=object)))
+    return [_as_int64(ctx, v) if isinstance(v, Tracer) else int(v) for v in items]
+
+
+def _as_int64(ctx: Any, v: Tracer) -> Tracer:
+    """int(v) as an int64 at run time: floats truncate toward zero (the cast does)."""
+    if v.dtype.kind == "c":
+        raise TypeError("int() argument must be a string, a bytes-like object or a real number, not 'complex'")
+    if v.ndim:
+        raise ValueError("'shift' and 'axis' should be scalars or 1D sequences")
+    return lift(ctx, Tracer(ctx, v.ir_var), np.dtype(np.int64))
 
 
 def fliplr(m: Any) -> Any:
@@ -421,7 +480,6 @@ _register_fft_shifts()
 # What the generated support table (numpy/support_table.py) says beyond "supported".
 repeat.__jk_support__ = "partly: repeats must be static"
 tile.__jk_support__ = "partly: reps must be static"
-roll.__jk_support__ = "partly: shift must be static"
 delete.__jk_support__ = "partly: obj (the indices) must be static"
 insert.__jk_support__ = "partly: obj (the indices) must be static"
 pad.__jk_support__ = ("partly: modes constant, empty (zeros), edge, reflect, symmetric, wrap; "

@@ -113,28 +113,89 @@ def _lerp(a: Tracer, b: Tracer, t: Any) -> Tracer:
     return where(apply_ufunc(np.greater_equal, t, 0.5), lift(a._ctx, high, low.dtype), low)
 
 
-def _one_quantile(ctx: Any, ordered: Tracer, k: Tracer, q: np.ndarray, weak_q: bool) -> Tracer:
-    """NumPy's _quantile ('linear') of each slice's k non-NaN elements at one static q."""
-    last = max(ordered.shape[0] - 1, 0)
-    k_minus_1 = apply_ufunc(np.subtract, k, 1)
-    # NumPy's (n - 1) * quantiles with n a Python int: q's dtype decides
-    virtual = apply_ufunc(np.multiply, lift(ctx, k_minus_1, q.dtype), ctx.const(np.asarray(q)))
-    if np.issubdtype(q.dtype, np.integer):
-        index = apply_ufunc(np.minimum, apply_ufunc(np.maximum, lift(ctx, virtual, np.dtype(np.intp)), 0), last)
-        return _at(ordered, index)
-    floor = apply_ufunc(np.floor, virtual)
-    above = apply_ufunc(np.greater_equal, virtual, k_minus_1)
-    below = apply_ufunc(np.less, virtual, 0)
-    previous = lift(ctx, floor, np.dtype(np.intp))
+# Each method's virtual index as NumPy computes it (numpy/lib/_function_base_impl.py's
+# _QuantileMethods) for a slice of n = k non-NaN elements, k traced: (alpha, beta) of
+# _compute_virtual_index for the continuous methods.
+_ALPHA_BETA = {"interpolated_inverted_cdf": (0, 1), "hazen": (0.5, 0.5), "weibull": (0, 0),
+               "median_unbiased": (1 / 3.0, 1 / 3.0), "normal_unbiased": (3 / 8.0, 3 / 8.0)}
+
+
+def _const(ctx: Any, value: Any) -> Tracer:
+    return ctx.const(np.asarray(value))
+
+
+def _virtual_index(ctx: Any, method: str, k: Tracer, q: np.ndarray) -> Tracer:
+    """NumPy's get_virtual_index(n, q) with n = k traced: n a Python int there, so q's dtype
+    decides (k is cast to it), and the constants are NumPy's own values computed here."""
+    n = lift(ctx, k, np.result_type(0, q))  # a Python int (weak) times q
+    qc = _const(ctx, q)
+    nq = apply_ufunc(np.multiply, n, qc)
+    if method in _ALPHA_BETA:
+        alpha, beta = _ALPHA_BETA[method]
+        return apply_ufunc(np.subtract, apply_ufunc(np.add, nq, _const(ctx, alpha + q * (1 - alpha - beta))), 1)
+    if method == "inverted_cdf":
+        return _discrete_boundaries(ctx, apply_ufunc(np.subtract, nq, 1), closest=False)
+    if method == "closest_observation":
+        return _discrete_boundaries(ctx, apply_ufunc(np.subtract, apply_ufunc(np.subtract, nq, 1), 0.5), closest=True)
+    if method == "averaged_inverted_cdf":
+        return apply_ufunc(np.subtract, nq, 1)
+    linear = apply_ufunc(np.multiply, apply_ufunc(np.subtract, n, 1), qc)  # (n - 1) * quantiles
+    if method == "linear":
+        return linear
+    intp = np.dtype(np.intp)
+    if method in ("lower", "higher", "nearest"):
+        ufunc = {"lower": np.floor, "higher": np.ceil, "nearest": np.rint}[method]  # np.around(x) is rint
+        return lift(ctx, apply_ufunc(ufunc, linear), intp)
+    assert method == "midpoint"
+    return apply_ufunc(np.multiply, 0.5, apply_ufunc(np.add, apply_ufunc(np.floor, linear), apply_ufunc(np.ceil, linear)))
+
+
+def _discrete_boundaries(ctx: Any, index: Tracer, closest: bool) -> Tracer:
+    """NumPy's _discrete_interpolation_to_boundaries: the previous or next integer position
+    (previous where the fraction is 0, and for closest_observation the floor is odd), >= 0."""
+    previous = apply_ufunc(np.floor, index)
     nxt = apply_ufunc(np.add, previous, 1)
-    top = apply_ufunc(np.maximum, k_minus_1, 0)  # NumPy's -1: the last non-NaN element
-    previous = where(above, top, where(below, 0, previous))
-    nxt = where(above, top, where(below, 0, nxt))
+    gamma = apply_ufunc(np.subtract, index, previous)
+    cond = apply_ufunc(np.equal, gamma, 0)
+    if closest:
+        cond = apply_ufunc(np.logical_and, cond, apply_ufunc(np.equal, apply_ufunc(np.remainder, previous, 2), 1))
+    # np.full(shape, next) (float64) with previous copied in: then astype(intp)
+    res = lift(ctx, where(cond, previous, lift(ctx, nxt, np.dtype(np.float64))), np.dtype(np.intp))
+    return apply_ufunc(np.maximum, res, 0)
+
+
+def _fixed_gamma(ctx: Any, method: str, gamma: Tracer, virtual: Tracer) -> Tracer:
+    """NumPy's fix_gamma of the method, cast to the virtual index's dtype (_get_gamma)."""
+    if method == "averaged_inverted_cdf":
+        gamma = where(apply_ufunc(np.equal, gamma, 0), 0.5, 1.0)
+    elif method == "midpoint":
+        gamma = where(apply_ufunc(np.equal, apply_ufunc(np.remainder, virtual, 1), 0), 0.0, 0.5)
+    return lift(ctx, gamma, virtual.dtype)
+
+
+def _one_quantile(ctx: Any, ordered: Tracer, k: Tracer, q: np.ndarray, weak_q: bool, method: str) -> Tracer:
+    """NumPy's _quantile of each slice's k non-NaN elements at one static q."""
+    from ._statistics import method_properties
+    props = method_properties(method)
+    last = max(ordered.shape[0] - 1, 0)
     clip = lambda i: apply_ufunc(np.minimum, apply_ufunc(np.maximum, i, 0), last)  # noqa: E731
-    lo, hi = _at(ordered, clip(previous)), _at(ordered, clip(nxt))
-    gamma = lift(ctx, apply_ufunc(np.subtract, virtual, lift(ctx, previous, virtual.dtype)))
+    k_minus_1 = apply_ufunc(np.subtract, k, 1)
+    top = apply_ufunc(np.maximum, k_minus_1, 0)  # NumPy's index -1: the last non-NaN element
+    virtual = _virtual_index(ctx, method, k, q)
+    if props["fix_gamma"] is None or (method == "linear" and virtual.dtype.kind in "iu"):
+        return _at(ordered, clip(virtual))  # np.take; these indices lie in [0, k - 1]
+    # NumPy's _get_indexes: floor, +1, -1 (the last) above n - 1, 0 below 0, as intp
+    floor = apply_ufunc(np.floor, virtual)
+    above = apply_ufunc(np.greater_equal, virtual, lift(ctx, k_minus_1, np.dtype(np.intp)))
+    below = apply_ufunc(np.less, virtual, 0)
+    intp = np.dtype(np.intp)
+    previous = where(above, -1, where(below, 0, lift(ctx, floor, intp)))
+    nxt = where(above, -1, where(below, 0, lift(ctx, apply_ufunc(np.add, floor, 1), intp)))
+    at = lambda i: _at(ordered, clip(where(apply_ufunc(np.equal, i, -1), top, i)))  # noqa: E731
+    lo, hi = at(previous), at(nxt)
+    gamma = _fixed_gamma(ctx, method, apply_ufunc(np.subtract, virtual, previous), virtual)
     if weak_q:
-        gamma = _weak_float(gamma)  # NumPy: gamma = float(gamma)
+        gamma = _weak_float(lift(ctx, gamma, np.dtype(np.float64)))  # NumPy: gamma = float(gamma)
     return _lerp(lo, hi, gamma)
 
 
@@ -143,8 +204,8 @@ def _nan_quantile(fname: str, a: Any, q: np.ndarray, axis: Any, method: str, kee
     t = _array(ctx, a)
     if t.dtype.kind == "c":
         raise TypeError("a must be an array of real numbers")
-    if method != "linear":
-        raise UnsupportedOperationError(f"numpy.{fname}: method={method!r} is not supported inside jit (only 'linear')")
+    from ._statistics import method_properties
+    method_properties(method)  # NumPy's ValueError for an unknown method
     if t.size == 0:
         from ._statistics import nanmean
         return nanmean(t, axis, **({} if keepdims is np._NoValue else {"keepdims": keepdims}))
@@ -153,7 +214,7 @@ def _nan_quantile(fname: str, a: Any, q: np.ndarray, axis: Any, method: str, kee
         return _quantile_unchecked(fname, t, q, axis, method, bool(keepdims) if keepdims is not np._NoValue else False,
                                    weak_q)
     ordered, k, axes = _counted(ctx, t, axis, fname)
-    parts = [_one_quantile(ctx, ordered, k, qi, weak_q) for qi in q.reshape(-1)]
+    parts = [_one_quantile(ctx, ordered, k, qi, weak_q, method) for qi in q.reshape(-1)]
     parts = [_nan_where_empty(ctx, lift(ctx, p), k) for p in parts]
     result = parts[0] if q.ndim == 0 else reshape(stack(parts), q.shape + k.shape)
     return _keepdims(result, t, axes, q.shape, keepdims)
@@ -164,29 +225,48 @@ def _static_q(q: Any, fname: str) -> None:
         raise UnsupportedOperationError(f"numpy.{fname}: a traced q is not supported inside jit (pass it as a static argument)")
 
 
+def _weighted(fname: str, ctx: Any, a: Any, q: np.ndarray, axis: Any, method: str, keepdims: Any,
+              weights: Any) -> Tracer:
+    """NumPy's weighted nanquantile ('inverted_cdf' only): each slice's NaNs and their weights
+    dropped, an all-NaN slice NaN; an empty array takes nanmean, as NumPy's does."""
+    if method != "inverted_cdf":
+        raise ValueError(f"Only method 'inverted_cdf' supports weights. Got: {method}.")
+    t = _array(ctx, a)
+    if t.dtype.kind == "c":
+        raise TypeError("a must be an array of real numbers")
+    if t.size == 0:
+        from ._statistics import nanmean
+        return nanmean(t, axis, **({} if keepdims is np._NoValue else {"keepdims": keepdims}))
+    from ._statistics import weighted_inverted_cdf
+    return weighted_inverted_cdf(ctx, t, q, axis, weights, bool(keepdims) if keepdims is not np._NoValue else False,
+                                 fname, skip_nan=True)
+
+
 def nanquantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
                 method: str = "linear", keepdims: Any = np._NoValue, *, weights: Any = None) -> Any:
-    """numpy.nanquantile with a static q and the default 'linear' method."""
-    ctx = context_of(a)
-    if ctx is None or not isinstance(a, Tracer):
+    """numpy.nanquantile with a static q: every method, weights= with 'inverted_cdf'."""
+    ctx = context_of(a, weights)
+    if ctx is None or not (isinstance(a, Tracer) or isinstance(weights, Tracer)):
         return np.nanquantile(a, q, axis, out, overwrite_input, method, keepdims, weights=weights)
-    unsupported_kwargs("nanquantile", {"out": out, "weights": weights}, out=None, weights=None)
+    unsupported_kwargs("nanquantile", {"out": out}, out=None)
     _static_q(q, "nanquantile")
     weak_q = type(q) in (int, float)
     qa = np.asanyarray(q)
     from numpy.lib import _function_base_impl as fb
     if not fb._quantile_is_valid(qa):
         raise ValueError("Quantiles must be in the range [0, 1]")
+    if weights is not None:
+        return _weighted("nanquantile", ctx, a, qa, axis, method, keepdims, weights)
     return _nan_quantile("nanquantile", a, qa, axis, method, keepdims, weak_q)
 
 
 def nanpercentile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
                   method: str = "linear", keepdims: Any = np._NoValue, *, weights: Any = None) -> Any:
-    """numpy.nanpercentile with a static q and the default 'linear' method."""
-    ctx = context_of(a)
-    if ctx is None or not isinstance(a, Tracer):
+    """numpy.nanpercentile with a static q: every method, weights= with 'inverted_cdf'."""
+    ctx = context_of(a, weights)
+    if ctx is None or not (isinstance(a, Tracer) or isinstance(weights, Tracer)):
         return np.nanpercentile(a, q, axis, out, overwrite_input, method, keepdims, weights=weights)
-    unsupported_kwargs("nanpercentile", {"out": out, "weights": weights}, out=None, weights=None)
+    unsupported_kwargs("nanpercentile", {"out": out}, out=None)
     _static_q(q, "nanpercentile")
     weak_q = type(q) in (int, float)
     qa = np.true_divide(q, 100)
@@ -194,9 +274,11 @@ def nanpercentile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_i
     from numpy.lib import _function_base_impl as fb
     if not fb._quantile_is_valid(qa):
         raise ValueError("Percentiles must be in the range [0, 100]")
+    if weights is not None:
+        return _weighted("nanpercentile", ctx, a, qa, axis, method, keepdims, weights)
     return _nan_quantile("nanpercentile", a, qa, axis, method, keepdims, weak_q)
 
 
 nanmedian.__jk_support__ = "partly: out= unsupported; an all-NaN slice gives NaN without NumPy's warning"
 nanquantile.__jk_support__ = nanpercentile.__jk_support__ = \
-    "partly: static q, method='linear' only, no weights; an all-NaN slice gives NaN without NumPy's warning"
+    "partly: q must be static (every method, weights= with 'inverted_cdf'); an all-NaN slice gives NaN without NumPy's warning"

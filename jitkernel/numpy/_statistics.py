@@ -418,17 +418,17 @@ def _quantile_unchecked(fname: str, a: Any, q: Any, axis: Any, method: str, keep
                         weak_q: bool) -> Any:
     ctx = context_of(a)
     from numpy.lib import _function_base_impl as fb
-    if method != "linear":
-        raise UnsupportedOperationError(f"numpy.{fname}: method={method!r} is not supported inside jit (only 'linear')")
+    props = method_properties(method)
     t = lift(ctx, a)
     ordered, axes, kept = _sorted_along_front(ctx, t, axis, fname)
     n = ordered.shape[0]
-    virtual = np.asanyarray(fb._QuantileMethods["linear"]["get_virtual_index"](n, q))
-    if np.issubdtype(virtual.dtype, np.integer):
+    # NumPy's _quantile: n is static, so its own helpers give the positions and weights.
+    virtual = np.asanyarray(props["get_virtual_index"](n, q))
+    if props["fix_gamma"] is None or (method == "linear" and np.issubdtype(virtual.dtype, np.integer)):
         result = _take_front(ctx, ordered, virtual)
     else:
         previous, nxt = fb._get_indexes(np.empty(0, t.dtype), virtual, n)
-        gamma = fb._get_gamma(virtual, previous, fb._QuantileMethods["linear"])
+        gamma = fb._get_gamma(virtual, previous, props)
         lo, hi = _take_front(ctx, ordered, previous), _take_front(ctx, ordered, nxt)
         if weak_q:
             g: Any = float(gamma)
@@ -440,6 +440,81 @@ def _quantile_unchecked(fname: str, a: Any, q: Any, axis: Any, method: str, keep
     if keepdims and t.ndim:
         result = reshape(result, _keepdims_shape(t.ndim, axes, t.shape, virtual.shape))
     return result
+
+
+def method_properties(method: str) -> dict:
+    """NumPy's table entry for a quantile method (its ValueError for an unknown one)."""
+    from numpy.lib import _function_base_impl as fb
+    try:
+        return fb._QuantileMethods[method]
+    except (KeyError, TypeError):
+        raise ValueError(f"{method!r} is not a valid method. Use one of: {fb._QuantileMethods.keys()}") from None
+
+
+def weighted_inverted_cdf(ctx: Any, t: Tracer, q: np.ndarray, axis: Any, weights: Any, keepdims: bool,
+                          fname: str, skip_nan: bool = False) -> Tracer:
+    """NumPy's weighted _quantile (method 'inverted_cdf'): the data sorted with its weights
+    (argsort), the float64 cumulative weights normalized by their total (cast to q's float
+    dtype) and, for each q, the first position whose cdf reaches q (searchsorted 'left' is the
+    count of cdf values below q). Zero cdf values count as -1, as NumPy sets them, so leading
+    zero weights are skipped at q = 0. NumPy's ValueErrors on data are run-time checks.
+    skip_nan: nanquantile's rule (NaNs and their weights dropped, an all-NaN slice is NaN)."""
+    from numpy.lib.array_utils import normalize_axis_tuple
+    if t.dtype.kind == "c":
+        raise TypeError("a must be an array of real numbers")
+    if axis is not None:
+        axis = normalize_axis_tuple(axis, t.ndim, argname="axis")
+    wgt = broadcast_to(_weights_are_valid(ctx, weights, t, axis), t.shape)
+    wgt = raise_if(wgt, apply_ufunc(np.less, wgt, 0), "ValueError", "Weights must be non-negative.")
+    axes = normalize_axes(axis, t.ndim)
+    kept = [d for d in range(t.ndim) if d not in axes]
+    kept_shape = tuple(t.shape[d] for d in kept)
+
+    def front(x: Tracer) -> Tracer:
+        moved = transpose(x, tuple(axes) + tuple(kept)) if x.ndim else x
+        return reshape(moved, (-1,) + kept_shape)
+
+    flat, wflat = front(t), front(wgt)
+    # Stable: NumPy's default argsort orders ties its own way, but tied values are equal, so the
+    # value found is the same (only the rounding of the cdf inside a run of ties could differ).
+    order = np.argsort(flat, axis=0, kind="stable")
+    arr = np.take_along_axis(flat, order, axis=0)
+    w = np.take_along_axis(wflat, order, axis=0)
+    n = arr.shape[0]
+    nan_last = apply_ufunc(np.isnan, arr[-1]) if t.dtype.kind == "f" else None
+    if skip_nan and nan_last is not None:
+        w = where(apply_ufunc(np.isnan, arr), np.asarray(0, w.dtype), w)
+        count = _sum(apply_ufunc(np.logical_not, apply_ufunc(np.isnan, arr)), axis=0)
+    from ._cumulative import cumsum
+    cdf = cumsum(w, axis=0, dtype=np.float64)
+    cdf = apply_ufunc(np.divide, cdf, cdf[-1])
+    bad = apply_ufunc(np.isnan, cdf[-1])
+    if skip_nan and nan_last is not None:
+        bad = apply_ufunc(np.logical_and, bad, apply_ufunc(np.greater, count, 0))
+    cdf = raise_if(cdf, bad, "ValueError", "Weights included NaN, inf or were all zero.")
+    if q.dtype.kind == "f":
+        cdf = lift(ctx, cdf, q.dtype)
+    cdf = where(apply_ufunc(np.equal, cdf, 0), np.asarray(-1, cdf.dtype), cdf)
+    last = (apply_ufunc(np.maximum, apply_ufunc(np.subtract, count, 1), 0)
+            if skip_nan and nan_last is not None else n - 1)
+    parts = []
+    for qi in q.reshape(-1):
+        index = _sum(apply_ufunc(np.less, cdf, ctx.const(np.asarray(qi))), axis=0, dtype=np.intp)
+        index = apply_ufunc(np.minimum, index, last)
+        taken = np.take_along_axis(arr, reshape(index, (1,) + index.shape), axis=0)
+        part = reshape(taken, index.shape)
+        if skip_nan and nan_last is not None:
+            part = where(apply_ufunc(np.equal, count, 0), np.asarray(np.nan, part.dtype), part)
+        elif nan_last is not None:
+            part = where(nan_last, arr[-1], part)  # a slice holding NaN gives that NaN
+        parts.append(part)
+    from ._shape import stack
+    result = parts[0] if q.ndim == 0 else reshape(stack(parts), q.shape + kept_shape)
+    if keepdims and t.ndim:
+        result = reshape(result, _keepdims_shape(t.ndim, axes, t.shape, q.shape))
+    out = lift(ctx, result)
+    out.scalar = result.ndim == 0
+    return out
 
 
 def _take_front(ctx: Any, ordered: Tracer, index: np.ndarray) -> Tracer:
@@ -467,35 +542,41 @@ def _lerp(a: Tracer, b: Tracer, t: Any, gamma: np.ndarray) -> Tracer:
 
 def quantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
              method: str = "linear", keepdims: bool = False, *, weights: Any = None, interpolation: Any = None) -> Any:
-    """numpy.quantile with a static q and the default 'linear' method."""
-    ctx = context_of(a)
-    if ctx is None or not isinstance(a, Tracer):
+    """numpy.quantile with a static q: every method, weights= with 'inverted_cdf'."""
+    ctx = context_of(a, weights)
+    if ctx is None or not (isinstance(a, Tracer) or isinstance(weights, Tracer)):
         return np.quantile(a, q, axis, out, overwrite_input, method, keepdims, weights=weights, interpolation=interpolation)
-    unsupported_kwargs("quantile", {"out": out, "weights": weights, "interpolation": interpolation},
-                       out=None, weights=None, interpolation=None)
+    unsupported_kwargs("quantile", {"out": out, "interpolation": interpolation}, out=None, interpolation=None)
     _static_q(q, "quantile")
     weak_q = type(q) in (int, float)
     qa = np.asanyarray(q)
     from numpy.lib import _function_base_impl as fb
     if not fb._quantile_is_valid(qa):
         raise ValueError("Quantiles must be in the range [0, 1]")
+    if weights is not None:
+        if method != "inverted_cdf":
+            raise ValueError(f"Only method 'inverted_cdf' supports weights. Got: {method}.")
+        return weighted_inverted_cdf(ctx, lift(ctx, a), qa, axis, weights, keepdims, "quantile")
     return _quantile_unchecked("quantile", a, qa, axis, method, keepdims, weak_q)
 
 
 def percentile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
                method: str = "linear", keepdims: bool = False, *, weights: Any = None, interpolation: Any = None) -> Any:
-    """numpy.percentile with a static q and the default 'linear' method."""
-    ctx = context_of(a)
-    if ctx is None or not isinstance(a, Tracer):
+    """numpy.percentile with a static q: every method, weights= with 'inverted_cdf'."""
+    ctx = context_of(a, weights)
+    if ctx is None or not (isinstance(a, Tracer) or isinstance(weights, Tracer)):
         return np.percentile(a, q, axis, out, overwrite_input, method, keepdims, weights=weights, interpolation=interpolation)
-    unsupported_kwargs("percentile", {"out": out, "weights": weights, "interpolation": interpolation},
-                       out=None, weights=None, interpolation=None)
+    unsupported_kwargs("percentile", {"out": out, "interpolation": interpolation}, out=None, interpolation=None)
     _static_q(q, "percentile")
     weak_q = type(q) in (int, float)
     qa = np.asanyarray(np.true_divide(q, 100))
     from numpy.lib import _function_base_impl as fb
     if not fb._quantile_is_valid(qa):
         raise ValueError("Percentiles must be in the range [0, 100]")
+    if weights is not None:
+        if method != "inverted_cdf":
+            raise ValueError(f"Only method 'inverted_cdf' supports weights. Got: {method}.")
+        return weighted_inverted_cdf(ctx, lift(ctx, a), qa, axis, weights, keepdims, "percentile")
     return _quantile_unchecked("percentile", a, qa, axis, method, keepdims, weak_q)
 
 
@@ -514,5 +595,5 @@ def _sort_note(partly: str | None) -> Any:
     return note
 
 
-quantile.__jk_support__ = percentile.__jk_support__ = _sort_note("partly: static q, method='linear' only, no weights")
+quantile.__jk_support__ = percentile.__jk_support__ = _sort_note("partly: q must be static (every method, weights= with 'inverted_cdf')")
 median.__jk_support__ = _sort_note(None)
