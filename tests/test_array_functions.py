@@ -187,10 +187,12 @@ def test_manipulation_errors(backend):
 @pytest.mark.usefixtures("no_static_int_fallback")
 def test_traced_layout_parameters_raise_clearly():
     a = np.arange(6.0)
-    for fn in [lambda a, n: np.repeat(a, n), lambda a, n: np.roll(a, n), lambda a, n: np.pad(a, n),
+    for fn in [lambda a, n: np.repeat(a, n), lambda a, n: np.pad(a, n),
                lambda a, n: np.tile(a, n), lambda a, n: np.delete(a, n), lambda a, n: np.insert(a, n, 0.0)]:
         with pytest.raises(UnsupportedOperationError, match="static"):
             jk.jit(fn)(a, 2)
+    # np.roll takes a traced shift (tests/test_roll_traced_shift.py)
+    np.testing.assert_array_equal(jk.jit(lambda a, n: np.roll(a, n))(a, 2), np.roll(a, 2))
     with pytest.raises(UnsupportedOperationError, match="linear_ramp"):
         jk.jit(lambda a: np.pad(a, 1, mode="linear_ramp"))(a)
 

@@ -37,14 +37,23 @@ def _execute(name: str, kernels_dir: Path, cwd: Path):
 
 
 def _text(nb) -> str:
-    """All stream and text/plain output of the notebook."""
+    """All stream and text/plain output of the notebook. Consecutive stream outputs of a cell are
+    one text: the kernel flushes stdout on a timer, so under load one print() can arrive as two
+    stream messages ("matches NumPy:" and " True ..."), and a newline between them would split it."""
     parts = []
     for cell in nb.cells:
+        streamed = ""
         for o in cell.get("outputs", []):
             if o["output_type"] == "stream":
-                parts.append(o["text"])
-            elif "data" in o and "text/plain" in o["data"]:
+                streamed += o["text"]
+                continue
+            if streamed:
+                parts.append(streamed)
+                streamed = ""
+            if "data" in o and "text/plain" in o["data"]:
                 parts.append(o["data"]["text/plain"])
+        if streamed:
+            parts.append(streamed)
     return _ANSI.sub("", "\n".join(parts))
 
 
