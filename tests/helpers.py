@@ -170,6 +170,18 @@ def check(fn: Callable[..., Any], *args: Any, backend: str, rtol: float | None =
     return got
 
 
+def raises_like_numpy(fn: Callable[..., Any], *args: Any, same_message: bool = False) -> None:
+    """NumPy raises on `fn(*args)`; `jk.jit(fn)(*args)` must raise the same built-in exception
+    type (`builtin_type`), and with `same_message` the same text."""
+    import pytest
+    with pytest.raises(Exception) as numpy_error:
+        fn(*args)
+    with pytest.raises(builtin_type(numpy_error.value)) as ours:
+        jk.jit(fn)(*args)
+    if same_message:
+        assert str(ours.value) == str(numpy_error.value)
+
+
 def sample(rng: np.random.Generator, dtype: Any, shape: tuple[int, ...], lo: float = -10.0,
            hi: float = 10.0) -> np.ndarray:
     """Random array of `dtype`: bools uniform; ints uniform over [lo, hi] clipped to the dtype's

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import jitkernel as jk
 from emulator_suite import emulator_backends
-from helpers import HOST_BACKENDS, builtin_type, check, sample
+from helpers import HOST_BACKENDS, check, raises_like_numpy, sample
 from jitkernel.numpy._apply import MAX_SLICES
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, database=None, print_blob=False,
@@ -27,13 +27,6 @@ def _first_call_differs(first, later):
         calls.append(None)
         return first(r) if len(calls) == 1 else later(r)
     return func1d
-
-
-def _raises_like_numpy(fn, *args):
-    with pytest.raises(Exception) as numpy_error:
-        fn(*args)
-    with pytest.raises(builtin_type(numpy_error.value)):
-        jk.jit(fn)(*args)
 
 
 FUNCS1D = {
@@ -94,12 +87,12 @@ def test_apply_over_axes(backend, fn):
 
 
 def test_errors_are_numpys():
-    _raises_like_numpy(lambda a: np.apply_along_axis(np.sum, 3, a), A)                  # AxisError
-    _raises_like_numpy(lambda a: np.apply_along_axis(np.sum, 1, a), np.zeros((0, 3)))   # empty iteration
-    _raises_like_numpy(lambda a: np.apply_along_axis(_first_call_differs(lambda r: r[:2], lambda r: r[:3]), 1, a),
+    raises_like_numpy(lambda a: np.apply_along_axis(np.sum, 3, a), A)                  # AxisError
+    raises_like_numpy(lambda a: np.apply_along_axis(np.sum, 1, a), np.zeros((0, 3)))   # empty iteration
+    raises_like_numpy(lambda a: np.apply_along_axis(_first_call_differs(lambda r: r[:2], lambda r: r[:3]), 1, a),
                        np.arange(6.0).reshape(2, 3))                                    # shapes do not broadcast
-    _raises_like_numpy(lambda a: np.apply_over_axes(lambda x, ax: np.sum(x), a, [0]), A)  # wrong rank
-    _raises_like_numpy(lambda a: np.apply_over_axes(np.sum, a, [5]), A)
+    raises_like_numpy(lambda a: np.apply_over_axes(lambda x, ax: np.sum(x), a, [0]), A)  # wrong rank
+    raises_like_numpy(lambda a: np.apply_over_axes(np.sum, a, [5]), A)
 
 
 def test_too_many_slices_are_refused_naming_vmap():

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import jitkernel as jk
-from helpers import HOST_BACKENDS, builtin_type, rng_for
+from helpers import HOST_BACKENDS, raises_like_numpy, rng_for
 
 SETTINGS = settings(max_examples=30, deadline=None, derandomize=True, database=None, print_blob=False,
                     suppress_health_check=list(HealthCheck))
@@ -37,13 +37,6 @@ def _same(got, want, density=False):
 
 def _check(fn, *args, backend="cpu", density=False):
     _same(jk.jit(fn, backend=backend)(*args), fn(*args), density)
-
-
-def _raises_like_numpy(fn, *args):
-    with pytest.raises(Exception) as numpy_error:
-        fn(*args)
-    with pytest.raises(builtin_type(numpy_error.value)):
-        jk.jit(fn)(*args)
 
 
 CASES = {
@@ -112,21 +105,21 @@ def test_histogramdd_matches_numpy(n, dims, seed, counts, dtype, ranged, weighte
 
 
 def test_errors_are_numpys():
-    _raises_like_numpy(lambda x, y: np.histogram2d(x, y), X, Y[:3])                        # lengths differ
-    _raises_like_numpy(lambda x, y: np.histogram2d(x, y, bins=0), X, Y)                    # not positive
-    _raises_like_numpy(lambda x, y: np.histogram2d(x, y, bins=2.5), X, Y)                  # not an int
-    _raises_like_numpy(lambda x, y: np.histogram2d(x, y, range=[[1, 0], [0, 1]]), X, Y)    # min > max
-    _raises_like_numpy(lambda x, y: np.histogram2d(x, y, range=[[0, np.inf], [0, 1]]), X, Y)
-    _raises_like_numpy(lambda x, y: np.histogramdd(np.stack([x, y], 1), bins=(2, 2, 2)), X, Y)
-    _raises_like_numpy(lambda x, y: np.histogramdd(np.stack([x, y], 1), range=[(0, 1)]), X, Y)
-    _raises_like_numpy(lambda x, y: np.histogram2d(x, y, bins=[[0, 2, 1], 2]), X, Y)       # not increasing
-    _raises_like_numpy(lambda x, y: np.histogram2d(x, y, bins=[np.ones((2, 2)), 2]), X, Y)
-    _raises_like_numpy(lambda x, y: np.histogram2d(x, y, weights=W[:5]), X, Y)
+    raises_like_numpy(lambda x, y: np.histogram2d(x, y), X, Y[:3])                        # lengths differ
+    raises_like_numpy(lambda x, y: np.histogram2d(x, y, bins=0), X, Y)                    # not positive
+    raises_like_numpy(lambda x, y: np.histogram2d(x, y, bins=2.5), X, Y)                  # not an int
+    raises_like_numpy(lambda x, y: np.histogram2d(x, y, range=[[1, 0], [0, 1]]), X, Y)    # min > max
+    raises_like_numpy(lambda x, y: np.histogram2d(x, y, range=[[0, np.inf], [0, 1]]), X, Y)
+    raises_like_numpy(lambda x, y: np.histogramdd(np.stack([x, y], 1), bins=(2, 2, 2)), X, Y)
+    raises_like_numpy(lambda x, y: np.histogramdd(np.stack([x, y], 1), range=[(0, 1)]), X, Y)
+    raises_like_numpy(lambda x, y: np.histogram2d(x, y, bins=[[0, 2, 1], 2]), X, Y)       # not increasing
+    raises_like_numpy(lambda x, y: np.histogram2d(x, y, bins=[np.ones((2, 2)), 2]), X, Y)
+    raises_like_numpy(lambda x, y: np.histogram2d(x, y, weights=W[:5]), X, Y)
     # data-dependent: raised when the call runs
     nan = X.copy()
     nan[3] = np.nan
-    _raises_like_numpy(lambda x, y: np.histogram2d(x, y), nan, Y)                           # range not finite
-    _raises_like_numpy(lambda x, y, e: np.histogram2d(x, y, bins=[e, 2]), X, Y, np.array([0.0, 2.0, 1.0]))
+    raises_like_numpy(lambda x, y: np.histogram2d(x, y), nan, Y)                           # range not finite
+    raises_like_numpy(lambda x, y, e: np.histogram2d(x, y, bins=[e, 2]), X, Y, np.array([0.0, 2.0, 1.0]))
 
 
 def test_traced_bin_count_is_refused():

@@ -9,18 +9,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import jitkernel as jk
 from emulator_suite import emulator_backends
-from helpers import HOST_BACKENDS, builtin_type, check, rng_for, sample
+from helpers import HOST_BACKENDS, check, raises_like_numpy, rng_for, sample
 
 SETTINGS = settings(max_examples=20, deadline=None, derandomize=True, database=None, print_blob=False,
                     suppress_health_check=list(HealthCheck))
 X = np.array([-3.0, -0.5, 0.0, 0.25, 1.0, 4.0, np.nan, np.inf])
-
-
-def _raises_like_numpy(fn, *args):
-    with pytest.raises(Exception) as numpy_error:
-        fn(*args)
-    with pytest.raises(builtin_type(numpy_error.value)):
-        jk.jit(fn)(*args)
 
 
 # ----------------------------------------------------------------------------- select
@@ -45,7 +38,7 @@ def test_select(backend, fn):
 def test_select_errors_are_numpys():
     for fn in (lambda x: np.select([x < 0], [x, x]), lambda x: np.select([], []),
                lambda x: np.select([x], [x]), lambda x: np.select([x < 0], [x[:3]])):
-        _raises_like_numpy(fn, X)
+        raises_like_numpy(fn, X)
 
 
 @SETTINGS
@@ -80,11 +73,11 @@ def test_choose(backend, fn):
 
 def test_choose_errors_are_numpys():
     i, x = np.array([0, 2, 1, 3, 0, 2, 2, 0]), X
-    _raises_like_numpy(lambda i, x: np.choose(i, [x, -x, 2.5]), i, x)       # run time: index 3
-    _raises_like_numpy(lambda i, x: np.choose(i - 1, [x, -x, 2.5, x]), i, x)  # run time: index -1
-    _raises_like_numpy(lambda i, x: np.choose(x, [x, -x]), i, x)            # float index: TypeError
-    _raises_like_numpy(lambda i, x: np.choose(i.astype(np.uint64), [x, -x]), i, x)
-    _raises_like_numpy(lambda i, x: np.choose(i, [x, -x], mode="nope"), i, x)
+    raises_like_numpy(lambda i, x: np.choose(i, [x, -x, 2.5]), i, x)       # run time: index 3
+    raises_like_numpy(lambda i, x: np.choose(i - 1, [x, -x, 2.5, x]), i, x)  # run time: index -1
+    raises_like_numpy(lambda i, x: np.choose(x, [x, -x]), i, x)            # float index: TypeError
+    raises_like_numpy(lambda i, x: np.choose(i.astype(np.uint64), [x, -x]), i, x)
+    raises_like_numpy(lambda i, x: np.choose(i, [x, -x], mode="nope"), i, x)
     with pytest.raises(ValueError, match="invalid entry in choice array"):
         jk.jit(lambda i, x: np.choose(i, [x, -x, 2.5]))(i, x)
 
@@ -117,7 +110,7 @@ def test_piecewise(backend, fn):
 
 
 def test_piecewise_wrong_number_of_functions():
-    _raises_like_numpy(lambda x: np.piecewise(x, [x < 0, x > 1], [np.sin]), X)
+    raises_like_numpy(lambda x: np.piecewise(x, [x < 0, x > 1], [np.sin]), X)
 
 
 # ----------------------------------------------------------------------------- derivatives, vmap
