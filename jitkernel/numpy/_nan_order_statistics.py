@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UnsupportedOperationError
 from ..trace.operands import context_of, lift, unsupported_kwargs
 from ..trace.tracer import Tracer
 from ._reductions import mean, sum as _sum
 from ._shape import reshape, stack
+from ._statistics import static_fraction
 from ._ufuncs import apply_ufunc, where
 
 __all__ = ["nanmedian", "nanquantile", "nanpercentile"]
@@ -220,11 +220,6 @@ def _nan_quantile(fname: str, a: Any, q: np.ndarray, axis: Any, method: str, kee
     return _keepdims(result, t, axes, q.shape, keepdims)
 
 
-def _static_q(q: Any, fname: str) -> None:
-    if isinstance(q, Tracer) or (isinstance(q, (list, tuple)) and any(isinstance(v, Tracer) for v in q)):
-        raise UnsupportedOperationError(f"numpy.{fname}: a traced q is not supported inside jit (pass it as a static argument)")
-
-
 def _weighted(fname: str, ctx: Any, a: Any, q: np.ndarray, axis: Any, method: str, keepdims: Any,
               weights: Any) -> Tracer:
     """NumPy's weighted nanquantile ('inverted_cdf' only): each slice's NaNs and their weights
@@ -249,12 +244,7 @@ def nanquantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_inp
     if ctx is None or not (isinstance(a, Tracer) or isinstance(weights, Tracer)):
         return np.nanquantile(a, q, axis, out, overwrite_input, method, keepdims, weights=weights)
     unsupported_kwargs("nanquantile", {"out": out}, out=None)
-    _static_q(q, "nanquantile")
-    weak_q = type(q) in (int, float)
-    qa = np.asanyarray(q)
-    from numpy.lib import _function_base_impl as fb
-    if not fb._quantile_is_valid(qa):
-        raise ValueError("Quantiles must be in the range [0, 1]")
+    qa, weak_q = static_fraction(q, "nanquantile", percent=False)
     if weights is not None:
         return _weighted("nanquantile", ctx, a, qa, axis, method, keepdims, weights)
     return _nan_quantile("nanquantile", a, qa, axis, method, keepdims, weak_q)
@@ -267,13 +257,7 @@ def nanpercentile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_i
     if ctx is None or not (isinstance(a, Tracer) or isinstance(weights, Tracer)):
         return np.nanpercentile(a, q, axis, out, overwrite_input, method, keepdims, weights=weights)
     unsupported_kwargs("nanpercentile", {"out": out}, out=None)
-    _static_q(q, "nanpercentile")
-    weak_q = type(q) in (int, float)
-    qa = np.true_divide(q, 100)
-    qa = np.asanyarray(qa)
-    from numpy.lib import _function_base_impl as fb
-    if not fb._quantile_is_valid(qa):
-        raise ValueError("Percentiles must be in the range [0, 100]")
+    qa, weak_q = static_fraction(q, "nanpercentile", percent=True)
     if weights is not None:
         return _weighted("nanpercentile", ctx, a, qa, axis, method, keepdims, weights)
     return _nan_quantile("nanpercentile", a, qa, axis, method, keepdims, weak_q)

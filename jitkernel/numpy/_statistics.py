@@ -547,12 +547,7 @@ def quantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input:
     if ctx is None or not (isinstance(a, Tracer) or isinstance(weights, Tracer)):
         return np.quantile(a, q, axis, out, overwrite_input, method, keepdims, weights=weights, interpolation=interpolation)
     unsupported_kwargs("quantile", {"out": out, "interpolation": interpolation}, out=None, interpolation=None)
-    _static_q(q, "quantile")
-    weak_q = type(q) in (int, float)
-    qa = np.asanyarray(q)
-    from numpy.lib import _function_base_impl as fb
-    if not fb._quantile_is_valid(qa):
-        raise ValueError("Quantiles must be in the range [0, 1]")
+    qa, weak_q = static_fraction(q, "quantile", percent=False)
     if weights is not None:
         if method != "inverted_cdf":
             raise ValueError(f"Only method 'inverted_cdf' supports weights. Got: {method}.")
@@ -567,17 +562,23 @@ def percentile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_inpu
     if ctx is None or not (isinstance(a, Tracer) or isinstance(weights, Tracer)):
         return np.percentile(a, q, axis, out, overwrite_input, method, keepdims, weights=weights, interpolation=interpolation)
     unsupported_kwargs("percentile", {"out": out, "interpolation": interpolation}, out=None, interpolation=None)
-    _static_q(q, "percentile")
-    weak_q = type(q) in (int, float)
-    qa = np.asanyarray(np.true_divide(q, 100))
-    from numpy.lib import _function_base_impl as fb
-    if not fb._quantile_is_valid(qa):
-        raise ValueError("Percentiles must be in the range [0, 100]")
+    qa, weak_q = static_fraction(q, "percentile", percent=True)
     if weights is not None:
         if method != "inverted_cdf":
             raise ValueError(f"Only method 'inverted_cdf' supports weights. Got: {method}.")
         return weighted_inverted_cdf(ctx, lift(ctx, a), qa, axis, weights, keepdims, "percentile")
     return _quantile_unchecked("percentile", a, qa, axis, method, keepdims, weak_q)
+
+
+def static_fraction(q: Any, fname: str, percent: bool) -> tuple[np.ndarray, bool]:
+    """A static q as the fraction NumPy's quantile code works with (q / 100 for the percentile
+    functions), NumPy's range check, and whether q was a Python scalar (it promotes weakly)."""
+    _static_q(q, fname)
+    qa = np.asanyarray(np.true_divide(q, 100) if percent else q)
+    from numpy.lib import _function_base_impl as fb
+    if not fb._quantile_is_valid(qa):
+        raise ValueError("Percentiles must be in the range [0, 100]" if percent else "Quantiles must be in the range [0, 1]")
+    return qa, type(q) in (int, float)
 
 
 def _static_q(q: Any, fname: str) -> None:
