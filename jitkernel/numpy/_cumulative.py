@@ -17,10 +17,11 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..ir import check_dtype
+from ..ir.primitives import PRIMITIVES
 from ..trace.tracer import Tracer
 from ..trace.operands import broadcast_to_shape, context_of, lift, normalize_axis, shape_of
 from ._shape import concatenate, ravel
-from ._ufuncs import apply_ufunc
+from ._ufuncs import COMPOSED_UFUNCS, apply_ufunc
 
 __all__ = ["cumsum", "cumprod", "nancumsum", "nancumprod", "cumulative_sum", "cumulative_prod", "diff", "histogram",
            "bincount", "digitize"]
@@ -29,8 +30,6 @@ def has_binary_methods(ufunc: np.ufunc) -> bool:
     """Whether `ufunc.reduce` / `accumulate` / `reduceat` trace, as library steps running NumPy's
     own method: a binary ufunc with one output that jitkernel computes (an elementwise
     primitive, or a ufunc composed of them, numpy/_ufuncs.py)."""
-    from ..ir.primitives import PRIMITIVES
-    from ._ufuncs import COMPOSED_UFUNCS
     name = ufunc.__name__
     return ufunc.nin == 2 and ufunc.nout == 1 and (name in COMPOSED_UFUNCS or (
         name in PRIMITIVES and PRIMITIVES[name].kind == "elementwise"))

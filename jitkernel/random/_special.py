@@ -120,7 +120,7 @@ def log1p_as_xla(x: Tracer) -> Tracer:
     dtype = x.dtype
     x2 = x * x
     ratio = _horner(x, _LOG1P_NUM) / _horner(x, _LOG1P_DEN)
-    small = x + fma(_c(-0.5, dtype) * np.ones_like(x2), x2, (x * x2) * ratio)
+    small = x + fma(x2, _c(-0.5, dtype), (x * x2) * ratio)  # -x^2/2 + x^3 P/Q, rounded once
     return np.where(np.abs(x) < _c(_LOG1P_SMALL, dtype), small, np.log(x + _c(1.0, dtype)))
 
 
