@@ -53,8 +53,11 @@ def layer_of(module: str) -> int:
     raise KeyError(f"jitkernel.{module} is in no layer: add it to LAYERS")
 
 
-def _resolve(module: str, is_package: bool, node: ast.ImportFrom | ast.Import) -> list[str]:
-    """The jitkernel modules (relative names) an import statement reads."""
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom | ast.Import, files=()) -> list[str]:
+    """The jitkernel modules (relative names) an import statement reads. `from pkg import sub`
+    reads the submodule `pkg.sub`, not the package's `__init__` (Python runs that file first
+    for any import under the package, but nothing is read from it); a name that is not a
+    submodule is read from the package itself."""
     if isinstance(node, ast.Import):
         return [a.name[len("jitkernel."):] for a in node.names if a.name.startswith("jitkernel.")]
     base = module.split(".") if module else []
@@ -67,7 +70,9 @@ def _resolve(module: str, is_package: bool, node: ast.ImportFrom | ast.Import) -
         return []
     target = ".".join(base + ([p for p in (node.module or "").split(".") if p and p != "jitkernel"]))
     names = [f"{target}.{a.name}" if target else a.name for a in node.names]
-    return [target] + names if target else names
+    if target and (not files or any(n not in files for n in names)):
+        return [target] + names
+    return names
 
 
 def graph() -> tuple[dict[str, set[str]], int]:
@@ -81,7 +86,7 @@ def graph() -> tuple[dict[str, set[str]], int]:
         for node in ast.walk(tree):
             if not isinstance(node, (ast.Import, ast.ImportFrom)):
                 continue
-            targets = {t for t in _resolve(module, is_package, node) if t in files and t != module}
+            targets = {t for t in _resolve(module, is_package, node, files) if t in files and t != module}
             if targets and id(node) not in top and not _under_type_checking(tree, node):
                 function_level += 1
             edges[module] |= targets
