@@ -10,6 +10,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # so tests can `import helpers`
 
 import emulator_suite  # noqa: E402  (the equivalence suite on cuda-emulator: emulator_suite.py)
+import tpu_suite  # noqa: E402  (the equivalence suite on tpu-interpret: tpu_suite.py)
 from helpers import HOST_BACKENDS, compile_events, local_cluster as _local_cluster  # noqa: E402
 
 # The NumPy reference interpreter first, then the engine's other host backends.
@@ -26,7 +27,8 @@ def pytest_generate_tests(metafunc) -> None:
     if "backend" not in metafunc.fixturenames or any(
             "backend" in _argnames(m.args[0]) for m in metafunc.definition.iter_markers("parametrize")):
         return
-    names = BACKENDS + ([emulator_suite.EMULATOR] if emulator_suite.module_opted_in(metafunc.module) else [])
+    names = BACKENDS + ([emulator_suite.EMULATOR] if emulator_suite.module_opted_in(metafunc.module) else []) \
+        + ([tpu_suite.TPU_INTERPRET] if tpu_suite.module_opted_in(metafunc.module) else [])
     metafunc.parametrize("backend", names, ids=names, indirect=True)
 
 

@@ -21,6 +21,7 @@ import numpy as np
 
 import jitkernel as jk
 from jitkernel.backends import backend_class, backend_names
+from tpu_suite import TPU_BACKENDS
 
 # (rtol, atol) per float dtype, for results computed elementwise or over few elements.
 FLOAT_TOL = {
@@ -215,7 +216,9 @@ _module_counter = itertools.count()
 
 # The backends every machine runs: the engine's registry less those that need a device (cuda)
 # and the emulator, which needs g++ (tests add it with emulator_suite.emulator_backends()).
-HOST_BACKENDS = [b for b in backend_names() if not backend_class(b).device_arrays and b != "cuda-emulator"]
+# The TPU backends need JAX; modules add "tpu-interpret" by opting in (tests/tpu_suite.py).
+HOST_BACKENDS = [b for b in backend_names() if not backend_class(b).device_arrays and b != "cuda-emulator"
+                 and b not in TPU_BACKENDS]
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

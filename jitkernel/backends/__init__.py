@@ -48,6 +48,9 @@ register_backend("interpret", "jitkernel.backends.interpret:InterpretBackend")
 register_backend("cuda-emulator", "jitkernel.backends.cuda.emulator:CudaEmulatorBackend")
 register_backend("cuda", "jitkernel.backends.cuda.runtime:CudaBackend", aliases=("gpu",),
                  note="a CUDA GPU through PyCUDA")
+register_backend("tpu", "jitkernel.backends.tpu.backend:TpuBackend", note="a Google TPU through JAX's XLA")
+register_backend("tpu-interpret", "jitkernel.backends.tpu.backend:TpuInterpretBackend",
+                 note="the TPU lowering on this CPU")
 
 
 def backend_names() -> tuple[str, ...]:

@@ -1,0 +1,102 @@
+"""The TPU backends: `tpu` (a Google TPU through JAX's XLA) and `tpu-interpret` (the same
+lowering compiled by XLA for JAX's CPU platform, so that CI, which has no accelerator, runs the
+equivalence suite on it).
+
+A program is lowered once to a JAX function (backends/tpu/lowering.py), traced and compiled
+ahead of time with 64-bit types enabled for that computation only (`jax.enable_x64`: NumPy's
+float64 and int64 are never narrowed, and JAX's own default, elsewhere in the process, is left
+as the user set it). A call transfers the arguments, runs the executable, raises NumPy's
+exception for a failed check, and returns NumPy arrays.
+
+This module imports JAX only when a backend is compiled for, so that `jk.jit(backend="tpu")`
+without JAX says what is missing (`check_available`).
+"""
+from __future__ import annotations
+
+import importlib.util
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ... import events
+from ...errors import BackendUnavailableError
+from ...ir import Program
+from ..base import Backend
+
+
+def _missing_jax(name: str) -> str | None:
+    if importlib.util.find_spec("jax") is None:
+        return (f"backend {name!r} is not available: it compiles through JAX's XLA, and JAX is not installed "
+                "here. Install the `tpu` extra (`pip install 'jitkernel[tpu]'`, which brings jax; on a TPU "
+                "machine jax[tpu]); docs/tpu.md")
+    return None
+
+
+class TpuBackend(Backend):
+    """The graph IR of a program as one XLA computation on a TPU (docs/tpu.md)."""
+
+    name = "tpu"
+    platform: ClassVar[str] = "tpu"  # JAX's platform the executable runs on
+    device_stages = ("hlo",)
+
+    @classmethod
+    def check_available(cls, name: str) -> None:
+        missing = _missing_jax(name)
+        if missing:
+            raise BackendUnavailableError(missing)
+        if cls.platform != "cpu":
+            import jax  # optional dependency
+            try:
+                found = jax.devices(cls.platform)
+            except RuntimeError:
+                found = []
+            if not found:
+                raise BackendUnavailableError(
+                    f"backend {name!r} is not available: JAX {jax.__version__} finds no TPU on this machine "
+                    f"(its devices: {', '.join(str(d) for d in jax.devices())}). Use backend='tpu-interpret' "
+                    "(the same lowering, compiled by XLA for this CPU) or backend='cpu'; docs/tpu.md")
+
+    def device(self) -> Any:
+        import jax  # optional dependency
+        return jax.devices(self.platform)[0]
+
+    def compile(self, program: Program, *, name: str, fastmath: bool = False, disk_cache: bool = True,
+                previous: Any = None) -> tuple[Any, dict]:
+        import jax  # optional dependency
+        from .lowering import lower
+        t0 = events.clock()
+        lowered_program = lower(program)
+        device = self.device()
+        specs = [jax.ShapeDtypeStruct(tuple(int(d) for d in v.aval.shape), v.aval.dtype) for v in program.invars]
+        with jax.enable_x64(True), jax.default_device(device):
+            staged = jax.jit(lowered_program.fn).lower(*specs)
+            executable = staged.compile()
+        if events.SUBSCRIBERS:
+            events.publish(events.CodegenEvent(name, t0, events.clock() - t0, self.name))
+        run = TpuExecutable(executable, lowered_program.lowering, device)
+        hlo = staged.as_text()
+        return run, {"hlo": lambda: hlo}
+
+
+class TpuInterpretBackend(TpuBackend):
+    """The TPU lowering on JAX's CPU platform: what CI runs instead of a TPU."""
+
+    name = "tpu-interpret"
+    platform = "cpu"
+
+
+class TpuExecutable:
+    """One compiled program: NumPy arrays in, NumPy arrays out, NumPy's exceptions raised."""
+
+    def __init__(self, executable: Any, lowering: Any, device: Any) -> None:
+        self.executable, self.lowering, self.device = executable, lowering, device
+        self.host_steps = tuple(lowering.host_steps)  # primitives run on the host (docs/tpu.md)
+
+    def __call__(self, arrays: list | tuple) -> list[np.ndarray]:
+        import jax  # optional dependency
+        self.lowering.exception_slots.clear()
+        with jax.enable_x64(True):
+            inputs = jax.device_put([np.asarray(a) for a in arrays], self.device)
+            outs, state = self.executable(*inputs)
+            self.lowering.checks.raise_for(state)
+            return [np.array(o) for o in outs]

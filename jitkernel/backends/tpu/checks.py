@@ -1,0 +1,68 @@
+"""NumPy's run-time errors inside one XLA computation: a small *check state* threaded through the
+lowered program in program order, returned with the outputs, and raised on the host after the
+call (an XLA computation cannot raise).
+
+The state is five scalars: the status word of backends/status.py (`STATUS_*` codes OR-ed in),
+the index detail of the first out-of-bounds index (value, axis, length: NumPy's message), and
+the id of the first failed *site*, a check whose exception is built on the host (`raise_if`'s
+exception and message, or the exception a host step raised). Loops carry the state; because
+every check reads the state the previous one left, the first failure in program order is the
+one raised, as NumPy raises the first.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax.numpy as jnp
+import numpy as np
+
+from ..status import STATUS_INDEX, STATUS_MESSAGES
+
+_WORD, _SITE, _INDEX, _AXIS, _SIZE = range(5)
+
+
+def initial_state() -> tuple:
+    return (jnp.int32(0), jnp.int32(0), jnp.int64(0), jnp.int64(0), jnp.int64(0))
+
+
+class Checks:
+    """The check state of one lowering and the host side of its sites."""
+
+    def __init__(self) -> None:
+        self.state: tuple = ()  # set by `start`, inside the traced computation
+        self.sites: list[Callable[[], Exception]] = []  # site id - 1 -> builds its exception
+
+    def start(self) -> None:
+        self.state = initial_state()
+
+    def status(self, bad: Any, code: int) -> None:
+        """OR `code` into the status word where any element of `bad` holds."""
+        word = self.state[_WORD] | jnp.where(jnp.any(bad), jnp.int32(code), jnp.int32(0))
+        self.state = (word,) + self.state[1:]
+
+    def index(self, bad: Any, index: Any, axis: int, size: int) -> None:
+        """An out-of-bounds index (0-d `bad`): sets STATUS_INDEX and, if it is the first,
+        keeps the index the user wrote, the axis and its length for NumPy's message."""
+        first = bad & ((self.state[_WORD] & STATUS_INDEX) == 0)
+        word = self.state[_WORD] | jnp.where(bad, jnp.int32(STATUS_INDEX), jnp.int32(0))
+        keep = lambda new, old: jnp.where(first, jnp.asarray(new, jnp.int64), old)  # noqa: E731
+        self.state = (word, self.state[_SITE], keep(index, self.state[_INDEX]),
+                      keep(axis, self.state[_AXIS]), keep(size, self.state[_SIZE]))
+
+    def site(self, bad: Any, exception: Callable[[], Exception]) -> None:
+        """A check raising `exception()` on the host when the 0-d `bad` holds (the first only)."""
+        self.sites.append(exception)
+        site = jnp.int32(len(self.sites))
+        first = bad & (self.state[_SITE] == 0)
+        self.state = (self.state[_WORD], jnp.where(first, site, self.state[_SITE])) + self.state[2:]
+
+    def raise_for(self, values: Any) -> None:
+        """On the host, after the call: NumPy's exception for the first failure, if any."""
+        word, site, index, axis, size = (int(np.asarray(v)) for v in values)
+        if site:
+            raise self.sites[site - 1]()
+        for bit, (exc, msg) in STATUS_MESSAGES.items():
+            if word & bit:
+                if bit == STATUS_INDEX:
+                    msg = f"index {index} is out of bounds for axis {axis} with size {size}"
+                raise exc(msg)

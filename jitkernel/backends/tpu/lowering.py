@@ -1,0 +1,71 @@
+"""An optimised graph-IR Program as one traceable JAX function: each equation lowered by its rule
+in backends/tpu/rules.py (a host step when it has none), the check state threaded through in
+program order (backends/tpu/checks.py).
+
+`lower(program)` returns a `LoweredProgram`: `fn(*arrays) -> (outputs, check state)`, ready for
+`jax.jit`, plus what the runtime needs after a call (the checks' host side, the host steps).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import jax.numpy as jnp
+
+from ...ir import Program
+from . import rules_arrays, rules_control, rules_elementwise  # noqa: F401  (register the rules)
+from .checks import Checks
+from .host_steps import ExceptionSlots, lower_host_step
+from .rules import LAX_RULES
+
+
+@dataclass
+class Lowering:
+    """The state of lowering one program: its checks, its host steps, their exception slots."""
+
+    checks: Checks = field(default_factory=Checks)
+    exception_slots: ExceptionSlots = field(default_factory=ExceptionSlots)
+    host_steps: list[str] = field(default_factory=list)
+
+    def run(self, program: Program, args: Sequence[Any]) -> list:
+        """The jax values of `program`'s outputs for jax values `args` of its inputs, inside
+        the current trace (a sub-program: a loop or branch body)."""
+        env: dict = dict(zip(program.invars, args))
+        for v, c in zip(program.constvars, program.consts):
+            env[v] = jnp.asarray(c)
+        for eqn in program.eqns:
+            rule = LAX_RULES.get(eqn.prim, lower_host_step)
+            outs = rule(self, eqn, *[env[v] for v in eqn.inputs])
+            for v, o in zip(eqn.outputs, outs):
+                env[v] = o
+        return [env[v] for v in program.outvars]
+
+    def body(self, program: Program, n_extra_in: int = 0) -> Callable[..., tuple]:
+        """`program` as a function of (check state, *inputs) -> (check state, outputs), for a
+        loop or branch body traced by lax (the state is part of its carry or operands)."""
+        def fn(state: tuple, *args: Any) -> tuple:
+            outer, self.checks.state = self.checks.state, state
+            try:
+                outs = self.run(program, args)
+                return self.checks.state, outs
+            finally:
+                self.checks.state = outer
+        return fn
+
+
+@dataclass
+class LoweredProgram:
+    fn: Callable[..., tuple]  # (*arrays) -> (outputs, check state)
+    lowering: Lowering
+
+
+def lower(program: Program) -> LoweredProgram:
+    lowering = Lowering()
+
+    def fn(*arrays: Any) -> tuple:
+        # a fresh trace (jax.jit traces once per signature) starts with no sites or host steps
+        lowering.checks, lowering.host_steps = Checks(), []
+        lowering.checks.start()
+        outs = lowering.run(program, arrays)
+        return outs, lowering.checks.state
+    return LoweredProgram(fn, lowering)

@@ -1,0 +1,140 @@
+"""Lowering of the elementwise primitives to `jax.lax` / `jax.numpy`.
+
+The graph IR's elementwise inputs already have the dtypes of NumPy's inner loop (tracing
+inserted the casts), so each ufunc is `jax.numpy`'s function of the same name on operands of
+one dtype; where NumPy's answer differs from XLA's (integer division by zero, shifts by the bit
+width, float maximum's signed zeros, integer power, sign, integer reciprocal) the rule is
+backends/semantic_rules.py's, translated by `LaxOps`. Float-to-integer casts follow x86's C
+casts as NumPy does (ir/semantics.float_to_int_plan), never XLA's saturation.
+"""
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ...ir import semantics
+from ...ir.primitives import BINARY_UFUNCS, UNARY_UFUNCS
+from ..semantic_rules import rule_for
+from .rules import lax_rule, out_dtype
+from .semantic_lax import LaxOps
+
+# ufuncs whose jax.numpy function has another name
+_JNP_NAME = {"absolute": "abs", "conjugate": "conj"}
+
+
+def _semantic(prim: str):
+    def lower(ctx, eqn, *xs):
+        dt = np.dtype(xs[0].dtype)
+        rule = rule_for(prim, dt)
+        if rule is None:
+            return [getattr(jnp, _JNP_NAME.get(prim, prim))(*xs)]
+        g = LaxOps(dt, ctx.checks)
+        operands = [x.astype(g.compute) for x in xs] if g.compute != dt else xs
+        return [jnp.asarray(rule(g, *operands)).astype(out_dtype(eqn))]
+    return lower
+
+
+_RULED = {"floor_divide", "remainder", "fmod", "left_shift", "right_shift", "power", "sign", "reciprocal",
+          "maximum", "minimum", "fmax", "fmin"}
+
+for _name in UNARY_UFUNCS + BINARY_UFUNCS:
+    if _name in _RULED:
+        lax_rule(_name)(_semantic(_name))
+    elif _name not in ("invert", "isnan", "isinf", "isfinite", "signbit", "square"):
+        lax_rule(_name)(lambda ctx, eqn, *xs, _f=getattr(jnp, _JNP_NAME.get(_name, _name)): [_f(*xs)])
+
+
+@lax_rule("invert")
+def _invert(ctx, eqn, x):
+    return [jnp.logical_not(x) if x.dtype == jnp.bool_ else lax.bitwise_not(x)]
+
+
+@lax_rule("square")
+def _square(ctx, eqn, x):
+    return [x * x]
+
+
+@lax_rule("isnan", "isinf", "isfinite", "signbit")
+def _float_tests(ctx, eqn, x):
+    name = eqn.prim
+    if not jnp.issubdtype(x.dtype, jnp.inexact):  # integers and bools are never NaN or infinite
+        value = {"isnan": False, "isinf": False, "isfinite": True}.get(name)
+        return [jnp.full(x.shape, value, bool) if value is not None else x < 0]
+    return [getattr(jnp, name)(x)]
+
+
+@lax_rule("conjugate", "real", "imag")
+def _complex_parts(ctx, eqn, x):
+    return [getattr(jnp, _JNP_NAME.get(eqn.prim, eqn.prim))(x)]
+
+
+@lax_rule("make_complex")
+def _make_complex(ctx, eqn, re, im):
+    return [lax.complex(re, im)]
+
+
+@lax_rule("fma")
+def _fma(ctx, eqn, a, b, c):
+    return [a * b + c]
+
+
+@lax_rule("select")
+def _select(ctx, eqn, pred, a, b):
+    return [lax.select(pred, a, b)]
+
+
+@lax_rule("pad_fill")
+def _pad_fill(ctx, eqn, mask, x, fill):
+    return [lax.select(*jnp.broadcast_arrays(mask, x, fill))]
+
+
+@lax_rule("where_valid")
+def _where_valid(ctx, eqn, mask, x):
+    return [jnp.where(mask, x, jnp.zeros((), x.dtype))]
+
+
+@lax_rule("stop_gradient")
+def _identity(ctx, eqn, x):
+    return [x]
+
+
+@lax_rule("convert")
+def _convert(ctx, eqn, x):
+    return [convert(x, np.dtype(x.dtype), out_dtype(eqn))]
+
+
+def convert(x, src: np.dtype, dst: np.dtype):
+    """NumPy's astype: bool of a value is `value != 0` (NaN is True), complex to real drops the
+    imaginary part, float to integer is x86's truncating conversion (semantics.float_to_int_plan)."""
+    if src == dst:
+        return x
+    if dst.kind == "b":
+        return x != jnp.zeros((), x.dtype)
+    if src.kind == "c" and dst.kind != "c":
+        x, src = jnp.real(x), np.dtype(np.float32 if src == np.complex64 else np.float64)
+    if src.kind != "f" or dst.kind not in "iu":
+        return lax.convert_element_type(x, dst)
+    plan = semantics.float_to_int_plan(src, dst)
+    if src.itemsize == 2:
+        x, src = x.astype(jnp.float32), np.dtype(np.float32)
+    if plan[0] == "u64":
+        two63 = jnp.asarray(2.0 ** 63, src)
+        high = _signed_conversion(x - two63, src, 64) ^ jnp.asarray(np.int64(-(1 << 63)))
+        wide = jnp.where(x >= two63, high, _signed_conversion(x, src, 64))
+    elif plan[0] == "u32":
+        wide = jnp.where(x >= jnp.asarray(2.0 ** 31, src), _signed_conversion(x, src, 64),
+                         _signed_conversion(x, src, 32).astype(jnp.int64))
+    else:
+        wide = _signed_conversion(x, src, plan[1])
+    return lax.convert_element_type(wide, dst)  # integer narrowing keeps the low bits
+
+
+def _signed_conversion(x, src: np.dtype, width: int):
+    """x86's truncating conversion to a signed `width`-bit integer: NaN and values outside the
+    range give its minimum (XLA would saturate and give 0 for NaN)."""
+    low, strict, high = semantics.signed_conversion_bounds(width, src)
+    ok = ((x > low) if strict else (x >= low)) & (x < high)
+    ity = jnp.dtype(f"int{width}")
+    safe = jnp.where(ok, x, jnp.zeros((), x.dtype))
+    return jnp.where(ok, lax.convert_element_type(safe, ity), jnp.asarray(-(1 << (width - 1)), ity))

@@ -1,0 +1,26 @@
+"""The NumPy-equivalence suite on backend="tpu-interpret": the TPU backend's lowering compiled by
+XLA for JAX's CPU platform (docs/tpu.md), where JAX is installed (the test extra brings it).
+
+A test module opts in with `TPU_SUITE = True`; its tests that take the `backend` fixture then
+also run with backend="tpu-interpret" (tests/conftest.py). `JITKERNEL_TPU_SUITE=all` runs every
+module's backend tests on it (how the opted-in list was chosen), `=none` none.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+
+TPU_INTERPRET = "tpu-interpret"
+SWITCH = "TPU_SUITE"
+TPU_BACKENDS = ("tpu", TPU_INTERPRET)  # never in HOST_BACKENDS: they need JAX (and "tpu" a TPU)
+
+
+def have_jax() -> bool:
+    return importlib.util.find_spec("jax") is not None
+
+
+def module_opted_in(module) -> bool:
+    mode = os.environ.get("JITKERNEL_TPU_SUITE", "")
+    if mode == "none" or not have_jax():
+        return False
+    return mode == "all" or bool(getattr(module, SWITCH, False))
