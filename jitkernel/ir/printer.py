@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .program import Program, Var
+from .program import Program, Var, register_text_form
 
 
 def _format_param(value: object) -> str:
@@ -62,3 +62,6 @@ def format_program(program: Program) -> str:
     lines.append(f"  return ({', '.join(name(v) for v in program.outvars)})")
     lines.append("}")
     return "\n".join(lines)
+
+
+register_text_form(format_program)
