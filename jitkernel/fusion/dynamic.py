@@ -8,7 +8,7 @@ kernel** emitted where the equation stands: NumPy's rule as `lax` decided it (ir
 reference implementation): a negative start wraps by adding the axis length, and a start outside
 `[0, n - size]` after that sets the IndexError flag of the status word (backends/cpu/ops.py) and is
 replaced by 0, so no access ever leaves the array. A start that is a literal is checked here and
-becomes a constant offset. Inside a loop the checked start is a register (fusion/loops.py).
+becomes a constant offset. Inside a loop the checked start is a register (fusion/schedule_control.py).
 
 In-place updates: `in_place_operand` names the operand whose buffer an equation's output may
 take (the updated array of `dynamic_update_slice`, the initial carry of a loop); a loop carry
@@ -89,7 +89,7 @@ def emit_checks(sched: Any, eqn: Eqn, steps: list) -> None:
                                           Literal(d, INT64)), (), INT64)
         # Role "check": a 0-d temporary that dead-store removal never drops, because the check
         # has an effect (the status flag) even where nothing reads the start any more (a size-1
-        # axis, whose index maps are 0). Inside a loop body it becomes a register (loops.py);
+        # axis, whose index maps are 0). Inside a loop body it becomes a register (schedule_control.py);
         # at the top level it is memory: its readers may be in another native segment.
         bid = sched.new_buffer(AType((), INT64), "check")
         stores.append(Store(bid, ix.const(0), checked))

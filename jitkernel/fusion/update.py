@@ -87,7 +87,7 @@ def _can_raise(eqns: list) -> bool:
     """Whether some step of `eqns` (or of a sub-program) may raise after earlier kernels ran:
     then no argument is written in place, so a call that raises leaves its arguments unchanged."""
     for e in eqns:
-        if may_raise(e) or (e.prim == "power" and e.outputs[0].aval.dtype.kind in "iu"):
+        if may_raise(e) or primitives.raises_on_data(e.prim, [o.aval for o in e.outputs]):  # integer power too
             return True
         if e.prim in WITH_SUB_PROGRAMS:
             for value in e.params.values():
