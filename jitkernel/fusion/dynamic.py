@@ -39,7 +39,11 @@ _FUSION_KIND = {SLICE: "movement", UPDATE: "structural"}
 
 def fusion_kind(name: str) -> str:
     """The kind fusion schedules a primitive as: the registry's, but for the dynamic-offset
-    primitives (`_FUSION_KIND`)."""
+    primitives (`_FUSION_KIND`).
+
+    >>> fusion_kind("dynamic_slice"), fusion_kind("sin"), fusion_kind("cond")
+    ('movement', 'elementwise', 'library')
+    """
     return _FUSION_KIND.get(name) or primitives.get(name).kind
 
 

@@ -10,7 +10,11 @@ from .split import split_large_kernels
 
 def fuse_kernels(kp: KernelProgram) -> KernelProgram:
     """Row kernels and merged siblings, collapsed loop nests, split full reductions and bounded
-    kernel sizes."""
+    kernel sizes.
+
+    >>> fuse_kernels(KernelProgram("empty", {}, [], [], [], [])).steps
+    []
+    """
     kp = fuse_rows(merge_siblings(kp))
     kp.steps = [collapse_step(step) for step in kp.steps]
     kp = merge_siblings(kp)  # loops that only became equal once collapsed (x.sum() with argmin)

@@ -51,7 +51,14 @@ SOURCE_INDEX: dict[str, Callable[[Any, Eqn, Index, tuple[int, ...]], Index]] = {
 
 def source_index(sched: Any, eqn: Eqn, index: Index, extents: tuple[int, ...]) -> Index:
     """The index into `eqn`'s input read by its output at `index` (`extents`: the loop extents
-    of the kernel, which bound the `//` and `%` of a reshape's map)."""
+    of the kernel, which bound the `//` and `%` of a reshape's map).
+
+    >>> from jitkernel.ir import AType, Eqn, Var
+    >>> x, y = Var(AType((2, 3), "float32")), Var(AType((3, 2), "float32"))
+    >>> flip = Eqn("transpose", [x], [y], {"permutation": (1, 0)})
+    >>> source_index(None, flip, (ix.var(0), ix.var(1)), (3, 2)) == (ix.var(1), ix.var(0))
+    True
+    """
     rule = SOURCE_INDEX.get(eqn.prim)
     if rule is None:
         raise AssertionError(f"cannot fuse {eqn.prim} as an expression")
