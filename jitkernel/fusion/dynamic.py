@@ -8,7 +8,7 @@ kernel** emitted where the equation stands: NumPy's rule as `lax` decided it (ir
 reference implementation): a negative start wraps by adding the axis length, and a start outside
 `[0, n - size]` after that sets the IndexError flag of the status word (backends/cpu/ops.py) and is
 replaced by 0, so no access ever leaves the array. A start that is a literal is checked here and
-becomes a constant offset. Inside a loop the checked start is a register (fusion/loops.py).
+becomes a constant offset. Inside a loop the checked start is a register (fusion/schedule_control.py).
 
 In-place updates: `in_place_operand` names the operand whose buffer an equation's output may
 take (the updated array of `dynamic_update_slice`, the initial carry of a loop); a loop carry
@@ -18,17 +18,33 @@ a loop costs one store per trip, not a copy of the table.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from ..ir import AType, Eqn, Program, Var
+from ..ir import AType, Eqn, Program, Var, primitives
 from . import index as ix
-from .kernel_ir import Compute, Literal, Store
+from .kernel_ir import Compute, Literal, Load, Store
 
 SLICE, UPDATE = "dynamic_slice", "dynamic_update_slice"
 PRIMS = (SLICE, UPDATE)
+REGION_UPDATES = (UPDATE, "update_slice")  # writes into a window of their base (fusion/update.py)
 INT64 = np.dtype(np.int64)
+
+# How the dynamic-offset primitives fuse (the registry has them as library steps): a dynamic
+# slice is a movement (an index map reading the checked starts), an update a structural op (a
+# copy, skipped in place, and a kernel storing the window).
+_FUSION_KIND = {SLICE: "movement", UPDATE: "structural"}
+
+
+def fusion_kind(name: str) -> str:
+    """The kind fusion schedules a primitive as: the registry's, but for the dynamic-offset
+    primitives (`_FUSION_KIND`).
+
+    >>> fusion_kind("dynamic_slice"), fusion_kind("sin"), fusion_kind("cond")
+    ('movement', 'elementwise', 'library')
+    """
+    return _FUSION_KIND.get(name) or primitives.get(name).kind
 
 
 def starts_of(eqn: Eqn) -> list[Var]:
@@ -77,7 +93,7 @@ def emit_checks(sched: Any, eqn: Eqn, steps: list) -> None:
                                           Literal(d, INT64)), (), INT64)
         # Role "check": a 0-d temporary that dead-store removal never drops, because the check
         # has an effect (the status flag) even where nothing reads the start any more (a size-1
-        # axis, whose index maps are 0). Inside a loop body it becomes a register (loops.py);
+        # axis, whose index maps are 0). Inside a loop body it becomes a register (schedule_control.py);
         # at the top level it is memory: its readers may be in another native segment.
         bid = sched.new_buffer(AType((), INT64), "check")
         stores.append(Store(bid, ix.const(0), checked))
@@ -89,7 +105,6 @@ def emit_checks(sched: Any, eqn: Eqn, steps: list) -> None:
 
 def _affine_of(sched: Any, nd: Any) -> tuple[int, int, int] | None:
     """(buffer, c, (lo, hi)) when `nd` is `buffer[0] + c` for a 0-d int64 buffer of known range."""
-    from .kernel_ir import Load
     if isinstance(nd, Load) and nd.dtype == INT64 and not nd.offset.terms and nd.buffer in sched.ranges:
         return nd.buffer, 0, sched.ranges[nd.buffer]
     if isinstance(nd, Compute) and nd.prim in ("add", "subtract") and nd.dtype == INT64 and len(nd.args) == 2:
@@ -157,15 +172,8 @@ def update_steps(sched: Any, eqn: Eqn, v: Var, n: int) -> list:
 
 def in_place_operand(eqn: Eqn, out_index: int) -> int | None:
     """The input position whose buffer output `out_index` of `eqn` may reuse, if any."""
-    if eqn.prim in (UPDATE, "update_slice"):  # a region write: fusion/update.py skips the copy
-        return 0
-    if eqn.prim == "fori_loop":
-        return 2 + eqn.params["nconsts"] + out_index
-    if eqn.prim == "while_loop":
-        return eqn.params["cond_nconsts"] + eqn.params["body_nconsts"] + out_index
-    if eqn.prim == "cond":
-        return _cond_in_place_operand(eqn, out_index)
-    return None
+    rule = _IN_PLACE_OPERAND.get(eqn.prim)
+    return None if rule is None else rule(eqn, out_index)
 
 
 def _cond_in_place_operand(eqn: Eqn, out_index: int) -> int | None:
@@ -188,6 +196,17 @@ def _cond_in_place_operand(eqn: Eqn, out_index: int) -> int | None:
         if ok and any(br.outvars[out_index] is not br.invars[k - 1] for br in branches):
             return k
     return None
+
+
+# Per primitive whose output may take an operand's buffer: (eqn, output index) -> that operand's
+# input position, or None. Region writes update their base (fusion/update.py skips the copy); a
+# loop's carry is its initial value; a branch's output one operand every branch updates.
+_IN_PLACE_OPERAND: dict[str, Callable[[Eqn, int], int | None]] = {
+    **{prim: (lambda eqn, k: 0) for prim in REGION_UPDATES},
+    "fori_loop": lambda eqn, k: 2 + eqn.params["nconsts"] + k,
+    "while_loop": lambda eqn, k: eqn.params["cond_nconsts"] + eqn.params["body_nconsts"] + k,
+    "cond": _cond_in_place_operand,
+}
 
 
 def can_update_in_place(body: Program, x: Var, result: Var) -> bool:
@@ -255,7 +274,7 @@ def _link_in_place(body: Program, x: Var, producer: Eqn, out: Var) -> bool:
         if id(e) not in anc:
             return False
         tainted.update(e.outputs)
-    if (producer.prim in (UPDATE, "update_slice") and int(np.prod(window(producer))) != 1
+    if (producer.prim in REGION_UPDATES and int(np.prod(window(producer))) != 1
             and _fused_reads(body, producer.inputs[1], x, producer)):
         return False
     return True
@@ -268,7 +287,6 @@ def _fused_reads(body: Program, v: Var, x: Var, update: Eqn | None = None) -> bo
     (the same starts and sizes as `update`) reached through elementwise operations only reads
     each element where it is then written: the masked write of a window of symbolic length,
     `select(mask, new, old)` (passes/lower_symbolic.py), is such a read."""
-    from ..ir import primitives
     producer = {o: e for e in body.eqns for o in e.outputs}
     stack, seen = [(v, True)], set()
     while stack:
@@ -282,8 +300,8 @@ def _fused_reads(body: Program, v: Var, x: Var, update: Eqn | None = None) -> bo
         if (pointwise and update is not None and update.prim == UPDATE and e.prim == SLICE and e.inputs[0] is x
                 and e.inputs[1:] == update.inputs[2:] and tuple(e.params["sizes"]) == window(update)):
             continue
-        kind = primitives.get(e.prim).kind
-        if e.prim == SLICE or kind in ("elementwise", "movement"):
+        kind = fusion_kind(e.prim)
+        if kind in ("elementwise", "movement"):
             same_order = kind == "elementwise" or (e.prim == "reshape" and _unit_axes_only(e))
             stack.extend((w, pointwise and same_order) for w in e.inputs)
     return False

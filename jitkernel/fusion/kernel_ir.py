@@ -329,5 +329,18 @@ class KernelProgram:
     complex_views: dict[int, np.dtype] = field(default_factory=dict)
 
     def __str__(self) -> str:
-        from .printer import format_kernel_program
-        return format_kernel_program(self)
+        return _text_form(self)
+
+
+def _no_text_form(kp: KernelProgram) -> str:
+    raise RuntimeError("fusion/printer.py registers the text form of a KernelProgram when jitkernel.fusion is imported")
+
+
+_text_form: Callable[[KernelProgram], str] = _no_text_form
+
+
+def register_text_form(format_kernel_program: Callable[[KernelProgram], str]) -> None:
+    """Set what `str(kernel_program)` returns. fusion/printer.py registers itself here: it reads
+    these classes, so this module cannot import it."""
+    global _text_form
+    _text_form = format_kernel_program

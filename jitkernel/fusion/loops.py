@@ -18,14 +18,16 @@ whole loop, no Python per iteration (docs/architecture.md, "Native loops").
   loops are host-driven anyway: backends/cuda/flow.py).
 - Which equations qualify is `passes/native_loops.native_ok`; the graph passes run before
   scheduling (`scans_to_fori`, `hoist_loop_invariants`) are in `passes/loops.py`.
+
+This module holds the steps themselves (`LoopStep`, `BranchStep`), their text and their work
+estimate; it imports no other fusion module, so the renderers, the printer and the fusion passes
+all read it. Scheduling an equation into these steps is fusion/schedule_control.py.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..ir import Eqn, Program, Var
-from ..passes.loops import hoist_loop_invariants
 
 @dataclass
 class Carry:
@@ -151,156 +153,6 @@ def all_steps(steps: list) -> list:
         if is_control(s):
             stack.extend(reversed(s.substeps()))
     return out
-
-
-# -- scheduling ---------------------------------------------------------------------------
-
-def register_buffer(sched: Any, aval: Any) -> int:
-    """A 0-d value of a loop: a stack slot of the segment (promoted to a register)."""
-    return sched.new_buffer(aval, "register")
-
-
-def alias_buffer(sched: Any, aval: Any) -> int:
-    """A name the body reads or writes a carry through; the renderer binds it to real memory."""
-    return sched.new_buffer(aval, "alias")
-
-
-def _carry(sched: Any, init_var: Var, out_var: Var, in_place: bool = False) -> Carry:
-    init, out = sched.buf_of[init_var], sched.buf_of[out_var]
-    aval = out_var.aval
-    if aval.ndim == 0:
-        return Carry(register_buffer(sched, aval), register_buffer(sched, aval), init, out, None)
-    if in_place:
-        cur = alias_buffer(sched, aval)
-        return Carry(cur, cur, init, out, None, True)
-    return Carry(alias_buffer(sched, aval), alias_buffer(sched, aval), init, out, sched.new_buffer(aval, "temp"))
-
-
-def _carries(sched: Any, init: list[Var], outs: list[Var], body: Program, n_lead: int) -> list[Carry]:
-    """The carries of a loop; those the body updates in place (a DP table, a stencil's interior)
-    share one buffer between the old and the new value."""
-    from .dynamic import can_update_in_place
-    carry_in = body.invars[n_lead:]
-    return [_carry(sched, v, o, can_update_in_place(body, x, r))
-            for v, o, x, r in zip(init, outs, carry_in, body.outvars)]
-
-
-def schedule_control(sched: Any, eqn: Eqn, n: int) -> list:
-    """The step of a control-flow equation whose inputs and outputs have buffers."""
-    text = [sched._eqn_text(sched.eqn_index[id(eqn)])]
-    buf = sched.buf_of
-    if eqn.prim == "cond":
-        index, operands = eqn.inputs[0], eqn.inputs[1:]
-        outs = [buf[v] for v in eqn.outputs]
-        branches = [sub_steps(sched, br, [buf[v] for v in operands], outs) for br in eqn.params["branches"]]
-        for j, br in enumerate(branches):
-            _prefix_names(br, f"k{n}_cond_b{j}_")
-        for b in outs:  # several branches write these: a range proved in one is no proof
-            sched.ranges.pop(b, None)
-        return [BranchStep(f"k{n}_cond", buf[index], branches, outs, [buf[v] for v in operands], text)]
-    if eqn.prim == "fori_loop":
-        nconsts = eqn.params["nconsts"]
-        lower, upper = eqn.inputs[:2]
-        consts, init = eqn.inputs[2:2 + nconsts], eqn.inputs[2 + nconsts:]
-        body: Program = eqn.params["body"]
-        carries = _carries(sched, init, eqn.outputs, body, 1 + nconsts)
-        index = register_buffer(sched, body.invars[0].aval)
-        if sched._is_literal(lower) and sched._is_literal(upper):
-            lo, hi = (int(sched.const_value[v].reshape(()).item()) for v in (lower, upper))
-            if hi > lo:
-                sched.ranges[index] = (lo, hi - 1)
-        ins = [index] + [buf[v] for v in consts] + [c.cur for c in carries]
-        steps = sub_steps(sched, body, ins, [c.nxt for c in carries])
-        _prefix_names(steps, f"k{n}_fori_")
-        return [LoopStep(f"k{n}_fori_loop", "fori", carries, steps, index=index, lower=buf[lower],
-                         upper=buf[upper], graph_ops=text)]
-    # while_loop
-    cn, bn = eqn.params["cond_nconsts"], eqn.params["body_nconsts"]
-    cconsts, bconsts, init = eqn.inputs[:cn], eqn.inputs[cn:cn + bn], eqn.inputs[cn + bn:]
-    carries = _carries(sched, init, eqn.outputs, eqn.params["body"], bn)
-    cur = [c.cur for c in carries]
-    cond_prog: Program = eqn.params["cond"]
-    cond_out = register_buffer(sched, cond_prog.outvars[0].aval)
-    cond = sub_steps(sched, cond_prog, [buf[v] for v in cconsts] + cur, [cond_out])
-    body = sub_steps(sched, eqn.params["body"], [buf[v] for v in bconsts] + cur, [c.nxt for c in carries])
-    _prefix_names(cond, f"k{n}_while_c_")
-    _prefix_names(body, f"k{n}_while_")
-    return [LoopStep(f"k{n}_while_loop", "while", carries, body, cond=cond, cond_out=cond_out, graph_ops=text)]
-
-
-def _prefix_names(steps: list, prefix: str) -> None:
-    """Kernels of sub-programs become functions of the same LLVM module: names must be unique
-    (nested steps were prefixed by their own loop already, so prefixing every step suffices)."""
-    for s in all_steps(steps):
-        s.name = prefix + s.name
-
-
-def _bind_update_chain(sub: Any, program: Program, v: Var, b: int) -> None:
-    """An output computed in place by a chain of updates of an input that has the output's
-    buffer (an in-place carry, fusion/dynamic.py update_chain): every link writes that buffer."""
-    from .dynamic import update_chain
-    for x in program.invars:
-        if sub.buf_of.get(x) == b:
-            chain = update_chain(program, x, v)
-            for _, link_out in (chain or [])[:-1]:
-                sub.buf_of.setdefault(link_out, b)
-            return
-
-
-def sub_steps(parent: Any, program: Program, in_bufs: list[int], out_bufs: list[int]) -> list:
-    """Schedule a sub-program whose inputs are `in_bufs` and whose outputs go to `out_bufs`,
-    with the fusion passes of a whole program. Buffers are allocated in the parent's table."""
-    from .schedule import collapse_step, _Scheduler
-    from .rows import fuse_rows, merge_siblings, split_full_reductions
-    from .split import split_large_kernels
-    from .kernel_ir import KernelProgram
-
-    sub = _Scheduler(hoist_loop_invariants(program), buffers=parent.buffers, const_sink=parent.const_sink,
-                     ranges=parent.ranges)
-    program = sub.program
-    first_new = len(parent.buffers)
-    mat = sub.materialized()
-    sub.buf_of.update(zip(program.invars, in_bufs))
-    for v, c in zip(program.constvars, program.consts):
-        if not sub._is_literal(v) or v in mat:
-            b = sub.new_buffer(v.aval, "const")
-            sub.buf_of[v] = b
-            parent.const_sink.append((b, c))
-    copies: list[tuple[Var, int]] = []
-    seen: set[Var] = set()
-    for v, b in zip(program.outvars, out_bufs):
-        if v in sub.leaves and v not in seen and sub.buf_of.get(v) == b:
-            seen.add(v)  # an operand returned unchanged into its own buffer (an in-place branch)
-            continue
-        if v in sub.leaves or v in seen:
-            copies.append((v, b))
-        else:
-            sub.buf_of[v] = b
-            _bind_update_chain(sub, program, v, b)
-        seen.add(v)
-    steps: list = []
-    sub.emit_equations(mat, steps)
-    for v, b in copies:
-        sub._emit(steps, lambda k, v=v, b=b: [sub._copy_kernel(v, b, k)])
-    # The fusion passes, on a private copy of the buffer table: their dead-buffer removal must
-    # neither see the enclosing program's temporaries nor drop the stores of the sub-program's
-    # outputs (marked as outputs here).
-    keep = set(out_bufs)
-    table = {bid: (replace(b, role="output") if bid in keep else b) for bid, b in parent.buffers.items()}
-    kp = KernelProgram(program.name, table, [], [], list(out_bufs), steps)
-    kp = fuse_rows(merge_siblings(kp))
-    kp.steps = [collapse_step(s) for s in kp.steps]
-    kp = merge_siblings(kp)
-    kp = split_full_reductions(kp)
-    kp = split_large_kernels(kp)
-    for bid, b in kp.buffers.items():
-        if bid in keep:
-            continue
-        if bid >= first_new and b.role in ("temp", "check") and not b.shape:
-            b = replace(b, role="register")  # a body's 0-d temporary lives in a register
-        parent.buffers[bid] = b
-    steps = kp.steps
-    return steps
 
 
 # -- text ---------------------------------------------------------------------------------

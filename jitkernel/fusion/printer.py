@@ -1,8 +1,13 @@
 """Readable text of a KernelProgram (the `kernels` stage)."""
 from __future__ import annotations
 
+from ..ir.control_flow import sub_programs
+from ..ir.datadep_prims import describe_split
+from ..ir.printer import format_param
 from ..ir.types import short_dtype
-from .kernel_ir import IndexValue, Kernel, KernelProgram, Literal, Load, Node, RowKernel, postorder
+from .kernel_ir import (IndexValue, Kernel, KernelProgram, Literal, Load, Node, RowKernel, postorder,
+                        register_text_form)
+from .loops import format_control, is_control
 
 
 def _node_text(root: Node, names: dict, lines: list[str], bufs: dict) -> str:
@@ -72,7 +77,6 @@ def format_kernel_program(kp: KernelProgram) -> str:
 
 def format_steps(steps: list, buffers: dict, indent: str = "  ") -> list[str]:
     """The text of a step list; `indent` (two spaces at top level) grows inside loops."""
-    from .loops import format_control, is_control
     pad = indent[2:]
     lines: list[str] = []
     for step in steps:
@@ -94,7 +98,6 @@ def format_steps(steps: list, buffers: dict, indent: str = "  ") -> list[str]:
             ins = ", ".join(f"%{b}" for b in step.inputs)
             outs = ", ".join(f"%{b}" for b in step.outputs)
             if step.prim in ("datadep_call", "datadep_pure"):  # a data-dependent length (numpy/_datadep.py): the split point
-                from ..ir.datadep_prims import describe_split
                 lines.append(f"{indent}library {step.name}: {outs} = {step.prim}({ins}) {describe_split(step.params)}")
                 continue
             lines.append(f"{indent}library {step.name}: {outs} = {step.prim}({ins}) {_format_params(step.params)}")
@@ -103,8 +106,9 @@ def format_steps(steps: list, buffers: dict, indent: str = "  ") -> list[str]:
 
 def _format_params(params: dict) -> str:
     """A library step's params; sub-programs of control flow as readable IR, not their repr."""
-    from ..ir.control_flow import sub_programs
     if not sub_programs(params):
         return str(params)
-    from ..ir.printer import _format_param
-    return "{" + ", ".join(f"{k!r}: {_format_param(v)}" for k, v in sorted(params.items())).replace("\n", "\n  ") + "}"
+    return "{" + ", ".join(f"{k!r}: {format_param(v)}" for k, v in sorted(params.items())).replace("\n", "\n  ") + "}"
+
+
+register_text_form(format_kernel_program)

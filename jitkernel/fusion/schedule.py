@@ -11,22 +11,22 @@ that several kernels would otherwise each recompute at a real cost.
 """
 from __future__ import annotations
 
-from typing import Any
-
+from typing import Any, Callable
 
 from ..ir import AType, Eqn, Program, Var, primitives, semantics
+from ..ir.datadep_prims import describe_split
 from ..passes.complex_lower import lower_complex
-from . import index as ix
+from ..passes.loops import hoist_loop_invariants, scans_to_fori
+from ..passes.native_loops import CONTROL_FLOW, body_library_prims, native_ok
+from . import dynamic, index as ix, loops
 from .index import Aff
 from .kernel_ir import (Buffer, Compute, IndexValue, Kernel, KernelProgram, LibraryCall, Literal,
                         Load, Node, RowKernel, Store)
-from .kernel_ir import Interner, map_affs_by_buffer, postorder
-from .rows import fuse_rows, merge_siblings, split_full_reductions
-from .split import split_large_kernels
+from .kernel_ir import Interner
+from .kernel_passes import fuse_kernels
+from .movement import source_index
+from .schedule_control import schedule_control
 from .update import adopt_argument_buffers, chain_end, in_place_arguments, in_place_chains, update_slice_steps
-from ..passes.loops import hoist_loop_invariants, scans_to_fori
-from ..passes.native_loops import CONTROL_FLOW, body_library_prims, native_ok
-from . import dynamic, loops
 
 RECOMPUTE_LIMIT = 3
 
@@ -50,16 +50,6 @@ class _IndexTooDeep(Exception):
         self.var = var
 
 
-def _prim_kind(name: str) -> str:
-    """The registry's kind, except for the dynamic-offset primitives, which fuse here
-    (fusion/dynamic.py): a dynamic slice is a movement, an update a structural op."""
-    if name == dynamic.SLICE:
-        return "movement"
-    if name == dynamic.UPDATE:
-        return "structural"
-    return primitives.get(name).kind
-
-
 def _merge_roots(a: Any, b: Any) -> Any:
     if a is None or a is b:
         return b
@@ -69,7 +59,7 @@ def _merge_roots(a: Any, b: Any) -> Any:
 def _op_cost(eqn: Eqn) -> int:
     """Relative cost of recomputing one element (`Primitive.expensive`); movement ops are free
     (index maps)."""
-    kind = _prim_kind(eqn.prim)
+    kind = dynamic.fusion_kind(eqn.prim)
     if kind == "movement":
         return 0
     return 8 if primitives.get(eqn.prim).expensive else 1
@@ -92,6 +82,11 @@ class _Scheduler:
         self.buf_of: dict[Var, int] = {}
         self.checked: dict[int, list] = {}  # id(dynamic eqn) -> start offsets (fusion/dynamic.py)
 
+    def nested(self, program: Program) -> _Scheduler:
+        """The scheduler of a loop body or branch (fusion/schedule_control.py): it allocates in
+        this one's buffer table, constants and known ranges."""
+        return _Scheduler(program, buffers=self.buffers, const_sink=self.const_sink, ranges=self.ranges)
+
     # -- which variables get buffers ------------------------------------------------
     def _is_literal(self, v: Var) -> bool:
         return v in self.const_value and v.aval.size == 1
@@ -99,13 +94,11 @@ class _Scheduler:
     def materialized(self) -> set[Var]:
         mat = set(self.program.outvars)
         for eqn in self.program.eqns:
-            kind = _prim_kind(eqn.prim)
-            if kind in ("reduce", "structural", "library"):
+            kind = dynamic.fusion_kind(eqn.prim)
+            if kind in ("reduce", "structural", "library"):  # control flow is of kind "library" too
                 mat.update(eqn.outputs)
-            if kind == "library" or eqn.prim in CONTROL_FLOW:
+            if kind == "library":
                 mat.update(eqn.inputs)
-            if eqn.prim in CONTROL_FLOW:
-                mat.update(eqn.outputs)
         cost = self._costs(mat)
         # A virtual value that the kernels of two or more materialised values would each
         # recompute, at a cost of RECOMPUTE_LIMIT or more, gets a buffer. Deciding the latest
@@ -193,7 +186,7 @@ class _Scheduler:
                         stack.append((k, None))
                 continue
             eqn = self.producer[key[0]]
-            if _prim_kind(eqn.prim) == "elementwise":
+            if dynamic.fusion_kind(eqn.prim) == "elementwise":
                 node = intern(Compute(eqn.prim, tuple(memo[k] for k in plan), (), eqn.outputs[0].aval.dtype))
             else:  # movement: the input's expression at the mapped index
                 node = memo[plan[0]]
@@ -212,31 +205,15 @@ class _Scheduler:
 
     def _plan(self, eqn: Eqn, index: tuple[Aff, ...], extents: tuple[int, ...]) -> Any:
         """The (var, index) keys `eqn`'s output at `index` is made of, or ("node", node)."""
-        p, out, x = eqn.params, eqn.outputs[0], (eqn.inputs[0] if eqn.inputs else None)
-        if _prim_kind(eqn.prim) == "elementwise":
+        out = eqn.outputs[0]
+        if dynamic.fusion_kind(eqn.prim) == "elementwise":
             return [self._key(a, index) for a in eqn.inputs]
         if eqn.prim == "iota":
-            return ("node", IndexValue(index[p["dimension"]], out.aval.dtype))
-        if eqn.prim == "broadcast_in_dim":
-            src = tuple(ix.const(0) if x.aval.shape[s] == 1 else index[d]
-                        for s, d in enumerate(p["broadcast_dimensions"]))
-        elif eqn.prim == "transpose":
-            src = [None] * x.aval.ndim
-            for j, pj in enumerate(p["permutation"]):
-                src[pj] = index[j]
-            src = tuple(src)
-        elif eqn.prim == "slice":
-            src = tuple(ix.add(ix.const(s), ix.scale(i, st)) for s, st, i in zip(p["starts"], p["steps"], index))
-        elif eqn.prim == dynamic.SLICE:
-            src = dynamic.slice_source(self, eqn, index)
-        elif eqn.prim == "reshape":
-            linear = ix.linearize(index, out.aval.shape)
-            src = tuple(ix.unravel(linear, x.aval.shape, extents))
-        else:
-            raise AssertionError(f"cannot fuse {eqn.prim} as an expression")
+            return ("node", IndexValue(index[eqn.params["dimension"]], out.aval.dtype))
+        src = source_index(self, eqn, index, extents)  # a movement: fusion/movement.py
         if any(a.depth > MAX_INDEX_DEPTH for a in src):
             raise _IndexTooDeep(out)
-        return [self._key(x, src)]
+        return [self._key(eqn.inputs[0], src)]
 
     # -- kernels ---------------------------------------------------------------------
     def _eqn_text(self, i: int) -> str:
@@ -283,12 +260,7 @@ class _Scheduler:
         for v, b in copies:
             self._emit(steps, lambda n, v=v, b=b: [self._copy_kernel(v, b, n)])
         steps = adopt_argument_buffers(steps, inputs, outputs, program, in_place)  # fusion/update.py
-        kp = KernelProgram(program.name, self.buffers, inputs, consts + self.const_sink, outputs, steps)
-        kp = fuse_rows(merge_siblings(kp))
-        kp.steps = [collapse_step(step) for step in kp.steps]
-        kp = merge_siblings(kp)  # loops that only became equal once collapsed (x.sum() with argmin)
-        kp = split_full_reductions(kp)
-        kp = split_large_kernels(kp)  # bound the size of one LLVM function
+        kp = fuse_kernels(KernelProgram(program.name, self.buffers, inputs, consts + self.const_sink, outputs, steps))
         kp.consts = _read_consts(kp)
         kp.fusion_record = fusion_record(program, kp)
         return kp
@@ -300,7 +272,7 @@ class _Scheduler:
         for eqn in self.program.eqns:
             if eqn.prim in dynamic.PRIMS:
                 dynamic.emit_checks(self, eqn, steps)
-            library = _prim_kind(eqn.prim) == "library" or eqn.prim in CONTROL_FLOW
+            library = dynamic.fusion_kind(eqn.prim) == "library"  # control flow included
             for v in eqn.outputs:
                 if v not in mat:
                     continue
@@ -343,12 +315,12 @@ class _Scheduler:
         return self._kernel(f"k{n}_copy", shape, 0, [Store(b, ix.linearize(index, shape), value)], ops)
 
     def _steps_for(self, eqn: Eqn, v: Var, n: int) -> list[Any]:
-        kind = _prim_kind(eqn.prim)
+        kind = dynamic.fusion_kind(eqn.prim)
         out = self.buf_of[v]
         ops = {self.eqn_index[id(eqn)]}
         if eqn.prim in CONTROL_FLOW and native_ok(eqn):
-            return loops.schedule_control(self, eqn, n)
-        if kind == "library" or eqn.prim in CONTROL_FLOW:
+            return schedule_control(self, eqn, n)
+        if kind == "library":  # control flow that does not run natively included
             return [LibraryCall(f"k{n}_{eqn.prim}", eqn.prim, dict(eqn.params),
                                 [self.buf_of[u] for u in eqn.inputs], [self.buf_of[u] for u in eqn.outputs],
                                 [self._eqn_text(min(ops))])]
@@ -378,105 +350,39 @@ class _Scheduler:
             block = "free" if eqn.prim == "dot_sum" else semantics.reduction_block(x.aval.shape, axes)
             return [self._kernel(f"k{n}_{eqn.prim}", domain, len(axes),
                                  [Store(out, offset, value, op, red_index, block)], ops)]
-        if eqn.prim == "update_slice":
-            return update_slice_steps(self, eqn, v, n, ops)
-        if eqn.prim == dynamic.UPDATE:
-            return dynamic.update_steps(self, eqn, v, n)
-        if eqn.prim == "concatenate":
-            axis = eqn.params["axis"]
-            steps, start = [], 0
-            for part in eqn.inputs:
-                shape = part.aval.shape
-                index = tuple(ix.var(d) for d in range(len(shape)))
-                dst = tuple(ix.add(i, ix.const(start)) if d == axis else i for d, i in enumerate(index))
-                part_ops = set(ops)
-                value = self.expr(part, index, shape, {}, part_ops)
-                steps.append(self._kernel(f"k{n + len(steps)}_concatenate", shape, 0,
-                                          [Store(out, ix.linearize(dst, v.aval.shape), value)], part_ops))
-                start += shape[axis]
-            return steps
+        region_writes = _REGION_WRITES.get(eqn.prim)
+        if region_writes is not None:
+            return region_writes(self, eqn, v, n, ops)
         shape = v.aval.shape
         index = tuple(ix.var(d) for d in range(len(shape)))
         value = self.expr(v, index, shape, {}, ops, expand=True)  # v's own buffer is the destination
         return [self._kernel(f"k{n}_{eqn.prim}", shape, 0, [Store(out, ix.linearize(index, shape), value)], ops)]
 
 
-# -- loop-nest simplification ------------------------------------------------------------
+def _concatenate_steps(sched: _Scheduler, eqn: Eqn, v: Var, n: int, ops: set[int]) -> list[Any]:
+    """One kernel per part, each storing into its region of v's buffer."""
+    axis = eqn.params["axis"]
+    out = sched.buf_of[v]
+    steps, start = [], 0
+    for part in eqn.inputs:
+        shape = part.aval.shape
+        index = tuple(ix.var(d) for d in range(len(shape)))
+        dst = tuple(ix.add(i, ix.const(start)) if d == axis else i for d, i in enumerate(index))
+        part_ops = set(ops)
+        value = sched.expr(part, index, shape, {}, part_ops)
+        steps.append(sched._kernel(f"k{n + len(steps)}_concatenate", shape, 0,
+                                   [Store(out, ix.linearize(dst, v.aval.shape), value)], part_ops))
+        start += shape[axis]
+    return steps
 
 
-def _map_affs(kernel: Kernel, f) -> Kernel:
-    return map_affs_by_buffer(kernel, lambda _bid, a: f(a))
-
-
-def _all_affs(kernel: Kernel) -> list[Aff]:
-    out: list[Aff] = []
-    for st in kernel.stores:
-        out.append(st.offset)
-        if st.reduce_index is not None:
-            out.append(st.reduce_index)
-    for nd in postorder(st.value for st in kernel.stores):
-        if isinstance(nd, Load):
-            out.append(nd.offset)
-        elif isinstance(nd, IndexValue):
-            out.append(nd.index)
-    return out
-
-
-def _nonlinear_count(kernel: Kernel) -> int:
-    return sum(len([t for t in a.terms if t[0][0] != "i"]) for a in _all_affs(kernel))
-
-
-def collapse_step(step: Any) -> Any:
-    if isinstance(step, Kernel):
-        return collapse_kernel(step)
-    if isinstance(step, RowKernel):
-        step.phases = [collapse_kernel(p, first=len(step.outer)) for p in step.phases]
-    return step
-
-
-def collapse_kernel(kernel: Kernel, first: int = 0) -> Kernel:
-    """Drop size-1 loops and merge adjacent loops of the same kind (kept/reduced) whenever every
-    index map stays as simple: `(a, b)` contiguous loops become one loop of `a*b`. Loops before
-    `first` (a row kernel's shared outer loops) are left alone."""
-    # 1. size-1 loops vanish.
-    while True:
-        # Inside a row kernel a reduction keeps at least one reduced loop: without one it would
-        # become a memory-accumulated reduction, whose fill pass covers the whole buffer.
-        ones = [d for d, n in enumerate(kernel.domain) if n == 1 and d >= first
-                and not (first and kernel.n_reduce == 1 and d >= len(kernel.kept))]
-        if not ones:
-            break
-        d = ones[0]
-        domain = kernel.domain[:d] + kernel.domain[d + 1:]
-        n_reduce = kernel.n_reduce - (1 if d >= len(kernel.kept) else 0)
-        mapping = {j: (ix.const(0) if j == d else ix.var(j - 1 if j > d else j)) for j in range(len(kernel.domain))}
-        kernel = _map_affs(Kernel(kernel.name, domain, n_reduce, kernel.stores, kernel.graph_ops),
-                           lambda a, m=mapping, e=domain: ix.substitute(a, m, e))
-    # 2. merge neighbours, innermost pairs first.
-    changed = True
-    while changed:
-        changed = False
-        n_kept = len(kernel.kept)
-        for d in range(len(kernel.domain) - 2, first - 1, -1):
-            if (d < n_kept) != (d + 1 < n_kept):
-                continue
-            inner = kernel.domain[d + 1]
-            domain = kernel.domain[:d] + (kernel.domain[d] * inner,) + kernel.domain[d + 2:]
-            mapping = {}
-            for j in range(len(kernel.domain)):
-                if j == d:
-                    mapping[j] = ix.floordiv(ix.var(d), inner, domain)
-                elif j == d + 1:
-                    mapping[j] = ix.mod(ix.var(d), inner, domain)
-                elif j > d + 1:
-                    mapping[j] = ix.var(j - 1)
-            n_reduce = kernel.n_reduce - (1 if d >= n_kept else 0)
-            candidate = _map_affs(Kernel(kernel.name, domain, n_reduce, kernel.stores, kernel.graph_ops),
-                                  lambda a, m=mapping, e=domain: ix.substitute(a, m, e))
-            if _nonlinear_count(candidate) <= _nonlinear_count(kernel):
-                kernel, changed = candidate, True
-                break
-    return kernel
+# The structural primitives that write regions of their output buffer, each by its own kernels:
+# (scheduler, eqn, output var, step number, graph-op indices) -> steps.
+_REGION_WRITES: dict[str, Callable[[_Scheduler, Eqn, Var, int, set[int]], list[Any]]] = {
+    "update_slice": update_slice_steps,  # fusion/update.py
+    dynamic.UPDATE: lambda sched, eqn, v, n, ops: dynamic.update_steps(sched, eqn, v, n),
+    "concatenate": _concatenate_steps,
+}
 
 
 # -- fusion record -----------------------------------------------------------------------
@@ -506,7 +412,6 @@ def fusion_record(program: Program, kp: KernelProgram) -> list[dict[str, Any]]:
                        "bytes_read": sum(kp.buffers[b].nbytes for b in reads),
                        "bytes_written": sum(kp.buffers[b].nbytes for b in writes)})
         if getattr(step, "prim", None) in ("datadep_call", "datadep_pure"):  # a data-dependent length: the split point
-            from ..ir.datadep_prims import describe_split
             if step.params.get("split"):
                 record[-1]["split"] = describe_split(step.params, short=True)
     return record
@@ -516,7 +421,7 @@ def unfused_bytes(program: Program) -> int:
     """Bytes an op-by-op execution (one pass per non-movement equation) would move."""
     total = 0
     for eqn in program.eqns:
-        if _prim_kind(eqn.prim) == "movement":
+        if dynamic.fusion_kind(eqn.prim) == "movement":
             continue
         total += sum(v.aval.size * v.aval.dtype.itemsize for v in eqn.inputs + eqn.outputs)
     return total

@@ -17,11 +17,14 @@ element of the region, and the written value is computed inside the kernel that 
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from ..ir import Program, Var
+from ..ir import Program, Var, primitives
+from ..ir.program import WITH_SUB_PROGRAMS, may_raise
 from . import index as ix
-from .kernel_ir import Store
+from .kernel_ir import Kernel, LibraryCall, Load, Store, rebuild
+from .loops import is_control
 
 
 def _use_counts(program: Program) -> dict[Var, int]:
@@ -83,10 +86,8 @@ _NEVER_RAISING_KINDS = ("elementwise", "movement", "reduce", "creation", "struct
 def _can_raise(eqns: list) -> bool:
     """Whether some step of `eqns` (or of a sub-program) may raise after earlier kernels ran:
     then no argument is written in place, so a call that raises leaves its arguments unchanged."""
-    from ..ir import primitives
-    from ..ir.program import WITH_SUB_PROGRAMS, may_raise
     for e in eqns:
-        if may_raise(e) or (e.prim == "power" and e.outputs[0].aval.dtype.kind in "iu"):
+        if may_raise(e) or primitives.raises_on_data(e.prim, [o.aval for o in e.outputs]):  # integer power too
             return True
         if e.prim in WITH_SUB_PROGRAMS:
             for value in e.params.values():
@@ -139,8 +140,6 @@ def adopt_argument_buffers(steps: list[Any], inputs: list[int], outputs: list[in
     held exactly X's values, so the results are the same; the caller's C-contiguous native
     array is then written by the kernels and Compiled.write_back copies nothing. `outputs` is
     updated; programs that can raise after their kernels are left alone."""
-    from .kernel_ir import Kernel, Load
-    from .loops import is_control
     written = getattr(program, "written_args", ())
     if not written or _can_raise(program.eqns) or any(is_control(st) for st in steps):
         return steps  # (a native loop or branch: its carries have buffers of their own)
@@ -174,7 +173,6 @@ def _elementwise_in_place(step: Any, x: int, o: int) -> bool:
     """Whether kernel `step` (the first to write `o`) may store into `x` instead: an elementwise
     kernel (no reduction) with one store to `o`, that reads `x` only at the offset it stores to
     (`x += 1`, `x *= y`: each element is read before it is written, by the same iteration)."""
-    from .kernel_ir import Kernel
     if not isinstance(step, Kernel) or step.n_reduce or any(s.reduce is not None for s in step.stores):
         return False
     to_o = [s for s in step.stores if s.buffer == o]
@@ -184,12 +182,10 @@ def _elementwise_in_place(step: Any, x: int, o: int) -> bool:
 
 
 def _step_reads(step: Any) -> set[int]:
-    from .kernel_ir import LibraryCall
     return set(step.inputs) if isinstance(step, LibraryCall) else set(step.loads())
 
 
 def _step_buffers(step: Any) -> set[int]:
-    from .kernel_ir import LibraryCall
     if isinstance(step, LibraryCall):
         return set(step.inputs) | set(step.outputs)
     return set(step.buffers())
@@ -197,8 +193,6 @@ def _step_buffers(step: Any) -> set[int]:
 
 def _rename(step: Any, old: int, new: int) -> Any:
     """`step` with buffer `old` replaced by `new` (loads and stores; library inputs and outputs)."""
-    import dataclasses
-    from .kernel_ir import Kernel, LibraryCall, Load, rebuild
     if isinstance(step, LibraryCall):
         return dataclasses.replace(step, inputs=[new if b == old else b for b in step.inputs],
                                    outputs=[new if b == old else b for b in step.outputs])

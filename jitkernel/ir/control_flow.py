@@ -30,6 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .evaluate import eval_program
 from .primitives import Primitive, register
 from .program import WITH_SUB_PROGRAMS, Program
 from .types import AType
@@ -79,18 +80,13 @@ def _cond_rule(in_avals: list[AType], *, branches: tuple[Program, ...]) -> list[
     return list(outs)
 
 
-def _run(program: Program, args: Sequence[np.ndarray]) -> list[np.ndarray]:
-    from ..interpreter import eval_program  # the interpreter imports the registry
-    return eval_program(program, args)
-
-
 def branch_index(index: np.ndarray, n: int) -> int:
     """lax.switch's rule: the index is clamped to the branch range."""
     return int(min(max(int(index), 0), n - 1))
 
 
 def _cond_impl(index: np.ndarray, *operands: np.ndarray, branches: tuple[Program, ...]) -> list[np.ndarray]:
-    return _run(branches[branch_index(index, len(branches))], operands)
+    return eval_program(branches[branch_index(index, len(branches))], operands)
 
 
 register(Primitive("cond", "library", _cond_rule, _cond_impl))
@@ -115,8 +111,8 @@ def _while_impl(*args: np.ndarray, cond: Program, body: Program, cond_nconsts: i
     cconsts = list(args[:cond_nconsts])
     bconsts = list(args[cond_nconsts:cond_nconsts + body_nconsts])
     carry = list(args[cond_nconsts + body_nconsts:])
-    while bool(_run(cond, cconsts + carry)[0]):
-        carry = _run(body, bconsts + carry)
+    while bool(eval_program(cond, cconsts + carry)[0]):
+        carry = eval_program(body, bconsts + carry)
     return carry
 
 
@@ -140,7 +136,7 @@ def _fori_rule(in_avals: list[AType], *, body: Program, nconsts: int) -> list[AT
 def _fori_impl(lower: np.ndarray, upper: np.ndarray, *args: np.ndarray, body: Program, nconsts: int) -> list[np.ndarray]:
     consts, carry = list(args[:nconsts]), list(args[nconsts:])
     for i in range(int(lower), int(upper)):
-        carry = _run(body, [np.asarray(i, lower.dtype)] + consts + carry)
+        carry = eval_program(body, [np.asarray(i, lower.dtype)] + consts + carry)
     return carry
 
 
@@ -172,7 +168,7 @@ def _scan_impl(*args: np.ndarray, body: Program, nconsts: int, ncarry: int, leng
     y_avals = body.out_avals[ncarry:]
     ys = [np.empty((length,) + y.shape, y.dtype) for y in y_avals]
     for t in (range(length - 1, -1, -1) if reverse else range(length)):
-        outs = _run(body, consts + carry + [x[t] for x in xs])
+        outs = eval_program(body, consts + carry + [x[t] for x in xs])
         carry = outs[:ncarry]
         for y, value in zip(ys, outs[ncarry:]):
             y[t] = value

@@ -17,6 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .evaluate import eval_program
 from .primitives import Primitive, register
 from .program import WITH_SUB_PROGRAMS, Program
 from .types import AType
@@ -42,7 +43,6 @@ def _rule(prim: str):
 
 def _impl(prim: str):
     def impl(*args: np.ndarray, **params) -> list[np.ndarray]:
-        from ..interpreter import eval_program  # the interpreter imports the registry
         return eval_program(params["fun"], fun_operands(prim, params, args))
     return impl
 

@@ -34,6 +34,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .control_flow import sub_programs
 from .primitives import Primitive, register
 from .types import AType
 
@@ -189,7 +190,6 @@ def describe_split(params: dict, short: bool = False) -> str:
 def split_points(program: Any) -> list[str]:
     """One line per `datadep_call` step of `program` and its sub-programs (loop bodies,
     branches): where a data-dependent length becomes known, for `%jit_explain`."""
-    from .control_flow import sub_programs
     found: list[str] = []
     work = [program]
     while work:

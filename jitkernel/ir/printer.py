@@ -3,14 +3,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .program import Program, Var
+from .program import Program, Var, register_text_form
 
 
-def _format_param(value: object) -> str:
+def format_param(value: object) -> str:
+    """The text of one equation param (a sub-Program as its indented text form)."""
     if isinstance(value, np.dtype):
         return str(value)
     if isinstance(value, tuple):
-        return "(" + ",".join(_format_param(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+        return "(" + ",".join(format_param(v) for v in value) + ("," if len(value) == 1 else "") + ")"
     if isinstance(value, Program):
         return "{ " + format_program(value).replace("\n", "\n    ") + " }"
     return repr(value)
@@ -56,9 +57,12 @@ def format_program(program: Program) -> str:
         lines.append(f"  const {typed(v)} = {_format_const(c)}")
     for eqn in program.eqns:
         outs = ", ".join(typed(o) for o in eqn.outputs)
-        params = " ".join(f"{k}={_format_param(p)}" for k, p in sorted(eqn.params.items()))
+        params = " ".join(f"{k}={format_param(p)}" for k, p in sorted(eqn.params.items()))
         args = " ".join(name(v) for v in eqn.inputs)
         lines.append(f"  {outs} = {eqn.prim}" + (f"[{params}]" if params else "") + (f" {args}" if args else ""))
     lines.append(f"  return ({', '.join(name(v) for v in program.outvars)})")
     lines.append("}")
     return "\n".join(lines)
+
+
+register_text_form(format_program)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -91,8 +91,21 @@ class Program:
         return {o: eqn for eqn in self.eqns for o in eqn.outputs}
 
     def __str__(self) -> str:
-        from .printer import format_program
-        return format_program(self)
+        return _text_form(self)
+
+
+def _no_text_form(program: Program) -> str:
+    raise RuntimeError("ir/printer.py registers the text form of a Program when jitkernel.ir is imported")
+
+
+_text_form: Callable[[Program], str] = _no_text_form
+
+
+def register_text_form(format_program: Callable[[Program], str]) -> None:
+    """Set what `str(program)` returns. ir/printer.py registers itself here: it reads Programs
+    (their sub-Programs in params), so this module cannot import it."""
+    global _text_form
+    _text_form = format_program
 
 
 # Primitives whose params hold sub-Programs (control flow, ir/control_flow.py).

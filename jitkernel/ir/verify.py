@@ -2,8 +2,6 @@
 equal its primitive's shape rule applied to its inputs)."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..errors import IRVerificationError
 from . import control_flow, primitives
 from .program import Program, Var
@@ -47,8 +45,3 @@ def verify_program(program: Program) -> Program:
         if v not in defined:
             raise IRVerificationError(f"{program.name}: output {v} is never defined")
     return program
-
-
-def check_array_matches(value: np.ndarray, v: Var) -> None:
-    if tuple(value.shape) != v.aval.shape or value.dtype != v.aval.dtype:
-        raise IRVerificationError(f"value {value.dtype}{list(value.shape)} does not match {v.aval}")
