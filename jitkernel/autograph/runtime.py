@@ -494,7 +494,7 @@ def _tracers_in(value: Any) -> list[Tracer]:
 
 
 def _same_memory(a: Tracer, b: Tracer) -> bool:
-    """Whether two traced arrays are views of one memory (trace/tracer.py Memory)."""
+    """Whether two traced arrays are views of one memory (trace/memory.py Memory)."""
     ma, mb = getattr(a, "_mem", None), getattr(b, "_mem", None)
     return ma is not None and ma is mb
 

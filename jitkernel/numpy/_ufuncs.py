@@ -85,7 +85,7 @@ def apply_ufunc(ufunc: np.ufunc, *args: Any) -> Any:
     ins = [broadcast_to_shape(ctx, lift(ctx, a, dt), shape) for a, dt in zip(args, in_dts)]
     # The result of a NumPy function is a strong array even when every operand was a Python
     # scalar (NEP 50): np.add(1, 2) is an int64. Tracer operators on Python scalars mark their
-    # results weak themselves (trace/tracer.py).
+    # results weak themselves (trace/operators.py).
     outs = ctx.bind(ufunc.__name__, ins)
     return outs[0] if len(outs) == 1 else tuple(outs)
 

@@ -5,11 +5,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..errors import UnsupportedOperationError
 from ..forking import compile_section
 from ..ir import AType, Program, Var, live_variables, primitives
 from ..tree import TreeDef, tree_flatten
 from .context import TraceContext, current_context, user_line_warnings
 from . import creation, random_guard, unsupported
+from . import inplace, operators  # noqa: F401  (attach the Tracer's writes and operators)
 from .tracer import Tracer, conversion_error
 from .views import argument_view_chain
 
@@ -53,7 +55,6 @@ def trace_program(fun: Callable[..., Any], name: str,
                         views.append((len(outvars), *chain))
                     outvars.append(leaf.ir_var)
                 elif isinstance(leaf, Tracer):
-                    from ..errors import UnsupportedOperationError
                     raise UnsupportedOperationError(f"{name}: returned a value traced by another function")
                 else:
                     try:

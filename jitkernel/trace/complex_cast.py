@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from .context import user_frame
+from .frames import user_frame
 
 
 def warn_complex_cast(t: object, dtype: np.dtype) -> None:

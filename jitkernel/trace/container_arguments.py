@@ -15,10 +15,10 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from ..errors import ContainerMutationError
+from .frames import user_frame_location
 
 
 def _refuse(container: Any, operation: str) -> NoReturn:
-    from .context import user_frame_location
     kind = "dict" if isinstance(container, dict) else "list"
     raise ContainerMutationError(
         f"in jitted function {container._jk_function!r} at {user_frame_location()}: `{operation}` mutates the "

@@ -1,21 +1,18 @@
 """Trace contexts: record primitive applications on Tracers into a Program."""
 from __future__ import annotations
 
-import ast
-import os
-import sys
 import threading
-from typing import TYPE_CHECKING, Any, Sequence
+import warnings
+from typing import Any, Sequence
 
 import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..ir import AType, Eqn, Program, Var, check_dtype, primitives, symdim
-
-if TYPE_CHECKING:  # the annotations' Tracer; imported where used at run time (tracer.py imports this module)
-    from .tracer import Tracer
-
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The user's line (frames.py); the layers above the trace read it here.
+from .frames import user_frame, user_frame_location
+from .memory import Memory
+from .tracer import Tracer
 
 
 class _ThreadTraces(threading.local):
@@ -38,75 +35,6 @@ def current_context() -> "TraceContext | None":
 def is_tracing() -> bool:
     """Whether this thread is inside a trace."""
     return bool(_traces.stack)
-
-
-_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
-_ENGINE_DIRS = (_PACKAGE_DIR + os.sep, _NUMPY_DIR + os.sep)
-
-
-def _is_engine_file(filename: str) -> bool:
-    """jitkernel's own files and NumPy's Python layer (np.sum -> fromnumeric.py): never the
-    user's line."""
-    return os.path.abspath(filename).startswith(_ENGINE_DIRS)
-
-
-def user_frame(depth: int = 1) -> Any:
-    """The innermost frame outside jitkernel (the user's code), or None."""
-    frame = sys._getframe(depth)
-    while frame is not None and _is_engine_file(frame.f_code.co_filename):
-        frame = frame.f_back
-    return frame
-
-
-def user_frame_location() -> str:
-    """`file:line: source` of the innermost frame outside jitkernel (the user's code)."""
-    import linecache
-    frame = user_frame(2)
-    if frame is None:
-        return "<unknown location>"
-    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}" + (f": {line}" if line else "")
-
-
-def user_instruction(following: bool = False) -> tuple[str, str]:
-    """(opname, argrepr) of the instruction the user's frame is executing, e.g. ("BINARY_OP",
-    "+=") inside `x += y` or ("STORE_SUBSCR", "") inside `out[0] = v`; with `following`, of the
-    instruction after it (the store of an augmented assignment: STORE_FAST for a local);
-    ("", "") if unknown."""
-    import dis
-    frame = user_frame(2)
-    if frame is None:
-        return "", ""
-    found = False
-    for ins in dis.get_instructions(frame.f_code):
-        if found:
-            return ins.opname, ins.argrepr
-        if ins.offset == frame.f_lasti:
-            if not following:
-                return ins.opname, ins.argrepr
-            found = True
-    return "", ""
-
-
-def user_statement_target() -> str | None:
-    """The target of the augmented assignment the user's frame is executing (`x1` in
-    `x1 += A @ y`, `s.acc` in `s.acc *= 2`), read from the source; None if unknown."""
-    import linecache
-    frame = user_frame(2)
-    if frame is None:
-        return None
-    try:
-        positions = list(frame.f_code.co_positions())[frame.f_lasti // 2]
-        start, end, col, end_col = positions
-        lines = [linecache.getline(frame.f_code.co_filename, n) for n in range(start, end + 1)]
-        if not lines or None in positions:
-            return None
-        lines[-1] = lines[-1][:end_col]
-        lines[0] = lines[0][col:]
-        node = ast.parse("".join(lines).strip()).body[0]
-    except (IndexError, ValueError, SyntaxError, TypeError):
-        return None
-    return ast.unparse(node.target) if isinstance(node, ast.AugAssign) else None
 
 
 # Movement primitives whose NumPy counterparts (reshape, transpose, basic slicing,
@@ -159,7 +87,6 @@ def check_array_subclass(cls: type, where: str) -> None:
 def _warn_at_user_line(err: str, flag: int) -> None:
     """np.errstate(call=...) callback while tracing: NumPy's floating-point warning, attributed
     to the user's line (NumPy warns from the innermost Python frame, often a jitkernel file)."""
-    import warnings
     frame = user_frame(1)
     message = f"{err} encountered (NumPy, while tracing)"  # NumPy passes "overflow", "divide by zero", ...
     if frame is None:
@@ -214,7 +141,6 @@ class TraceContext:
         _traces.stack.remove(self)
 
     def new_input(self, aval: AType, weak: type | None = None) -> "Tracer":
-        from .tracer import Memory, Tracer
         v = Var(aval)
         self._input_index[v] = len(self.invars)
         self.invars.append(v)
@@ -229,7 +155,6 @@ class TraceContext:
 
     def const(self, value: Any, dtype: np.dtype | None = None) -> "Tracer":
         """Lift a concrete value (NumPy array or scalar) into the program as a constant."""
-        from .tracer import Tracer
         if isinstance(value, Tracer):
             raise TypeError("const() of a Tracer")
         if isinstance(value, np.ndarray) and type(value) is not np.ndarray:
@@ -269,7 +194,6 @@ class TraceContext:
 
     def bind(self, prim: str, inputs: Sequence["Tracer"], **params: Any) -> list["Tracer"]:
         """Append `prim(*inputs, **params)`; the shape rule raises NumPy-style errors."""
-        from .tracer import Tracer
         innermost = _traces.stack[-1] if _traces.stack else self
         if innermost is not self and innermost.encloses(self):
             # Inside a jk.lax sub-function every operation is recorded there, even one whose
@@ -324,7 +248,6 @@ class TraceContext:
         gather, sort, `zeros_like`, ... of a '>f8' argument is '>f8'; arithmetic is native).
         Kernels compute in native order; the call restores the order (_byteorder_sources).
         Returns `result`; tuples keep it in their first element (np.unique's values)."""
-        from .tracer import Tracer
         if isinstance(result, tuple) and result:
             self.keep_byteorder(result[0], source)
             return result

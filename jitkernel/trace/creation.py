@@ -10,25 +10,26 @@ uninitialised memory. Installed and restored like trace/random_guard.py (trace/p
 """
 from __future__ import annotations
 
+import ast
 import functools
+import linecache
+import operator
 import sys
 from typing import Any, Callable
 
 import numpy as np
 
-from .context import _is_engine_file, current_context
-from .patching import ModulePatches
+from ..ir import check_dtype
+from .context import current_context
+from .frames import _is_engine_file
 from .numpy_api import NUMPY
-
+from .operands import broadcast_to_shape, lift
+from .patching import ModulePatches
+from .tracer import Tracer, fresh
 
 
 def _traced_full(shape: Any, fill: Any, dtype: Any) -> Any:
-    from ..ir import check_dtype
-    from .operands import broadcast_to_shape, lift
-    from .tracer import Tracer
-    from .views import fresh
     ctx = current_context()
-    import operator
     # operator.index: a traced size raises the Tracer's own error (make the argument static)
     shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(operator.index(n) for n in shape)
     if any(n < 0 for n in shape):
@@ -66,8 +67,6 @@ def _called_by_user(frame: Any, name: str) -> bool:
 
 
 def _expression_calls(frame: Any, name: str) -> bool:
-    import ast
-    import linecache
     try:
         start, end, col, end_col = list(frame.f_code.co_positions())[frame.f_lasti // 2]
         lines = [linecache.getline(frame.f_code.co_filename, n) for n in range(start, end + 1)]
@@ -89,7 +88,6 @@ def _creator(name: str, original: Callable) -> Callable:
     def create(*args: Any, **kwargs: Any) -> Any:
         if current_context() is None or kwargs.get("like") is not None or not _called_by_user(sys._getframe(1), name):
             return original(*args, **kwargs)
-        from .tracer import Tracer
         if name in _CONVERSIONS:
             return _converted(name, original, args, kwargs)
         if like and isinstance(args[0] if args else kwargs.get("a", kwargs.get("prototype")), Tracer):
@@ -107,7 +105,6 @@ def _converted(name: str, original: Callable, args: tuple, kwargs: dict) -> Any:
     """np.array / np.asarray / np.ascontiguousarray ... of a traced value (not dispatched by
     NumPy: they take no __array_function__) go to jitkernel.numpy's: a new traced array (array)
     or the same one."""
-    from .tracer import Tracer
     a = args[0] if args else kwargs.get("object", kwargs.get("a"))
     if isinstance(a, Tracer) or (isinstance(a, (list, tuple)) and any(isinstance(v, Tracer) for v in a)):
         jnp = NUMPY.namespace
@@ -192,7 +189,6 @@ def traced_creation(f: Any, args: tuple, kwargs: dict) -> Any:
     if name is None or kwargs.get("like") is not None:
         return NotImplemented
     original = getattr(f, "__jitkernel_original__", f)
-    from .tracer import Tracer
     if name in _CONVERSIONS:
         return _converted(name, original, args, kwargs)
     if name.endswith("_like") and isinstance(args[0] if args else kwargs.get("a", kwargs.get("prototype")), Tracer):

@@ -21,11 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InPlaceUpdateError
-from .context import user_frame_location, user_instruction, user_statement_target
-from .scalar_store import numpy_stored, store_operand, stored_scalar
-from .views import check_writeable, same_view, write
+from ..errors import InPlaceUpdateError, TracerArrayConversionError, UnsupportedOperationError
+from .frames import user_frame_location, user_instruction, user_statement_target
+from .memory import emit
 from .numpy_api import NUMPY
+from .operands import broadcast_shapes, broadcast_to_shape, context_of, dtype_key, lift
+from .scalar_store import numpy_stored, store_operand, stored_scalar
+from .tracer import Tracer
+from .views import check_writeable, same_view, write
 
 # operator-method stem -> (symbol, NumPy ufunc name or "matmul")
 INPLACE_OPERATORS = {
@@ -76,7 +79,6 @@ def _error(ctx_name: str, symbol: str, why: str) -> InPlaceUpdateError:
 def _dummy(x: Any, ndim_limit: int | None = None) -> Any:
     """A one-element stand-in with x's dtype (or x itself for Python scalars), for asking NumPy
     which error an in-place operation raises."""
-    from .tracer import Tracer
     if isinstance(x, Tracer):
         if x.weak is not None:
             return _DUMMY_WEAK[x.weak]
@@ -110,7 +112,6 @@ def _numpy_shape(shape: tuple) -> str:
 def _finish(result: Any, dtype: np.dtype, shape: tuple, stem: str) -> Any:
     """The in-place result: NumPy's shape rule (the output keeps the target's shape) and cast
     (the target keeps its dtype)."""
-    from .tracer import Tracer
     if tuple(result.shape) != tuple(shape):
         if stem == "matmul" and len(result.shape) == len(shape):
             d = next(i for i, (a, b) in enumerate(zip(shape, result.shape)) if a != b)
@@ -119,7 +120,6 @@ def _finish(result: Any, dtype: np.dtype, shape: tuple, stem: str) -> Any:
         raise ValueError(f"non-broadcastable output operand with shape {_numpy_shape(shape)} doesn't match the "
                          f"broadcast shape {_numpy_shape(result.shape)}")
     if result.dtype != dtype or result.weak is not None:
-        from .operands import lift
         result = lift(result._ctx, result, dtype)
     if result.ndim == 0 and isinstance(result, Tracer):
         result = Tracer(result._ctx, result.ir_var)
@@ -130,7 +130,6 @@ def _finish(result: Any, dtype: np.dtype, shape: tuple, stem: str) -> Any:
 def augmented_assign(target: Any, other: Any, stem: str) -> Any:
     """`target OP= other` for a Tracer target (Tracer.__iadd__ and friends): NumPy's
     `ufunc(target, other, out=target)` with same_kind casting, written through the view."""
-    from .tracer import Tracer
     binary = getattr(Tracer, f"__{stem}__")
     if target.weak is not None or (target.ndim == 0 and target.scalar):
         return binary(target, other)  # Python and NumPy scalars are immutable: NumPy rebinds too
@@ -157,14 +156,11 @@ def assignment_value(target: Any, value: Any, shape: tuple[int, ...], as_setitem
     arrays cast unsafely, scalars by NumPy's scalar rule (trace/scalar_store.py; `as_setitem`
     False: np.copyto, which casts a scalar as an array), leading size-1 dimensions dropped,
     broadcast."""
-    from .operands import broadcast_to_shape, lift
-    from .tracer import Tracer
     ctx = target._ctx
     if isinstance(value, Tracer):
         if value._ctx is not ctx and hasattr(ctx, "localize"):
             value = ctx.localize(value)  # a loop body or branch reading an enclosing trace's value
         if value._ctx is not ctx:
-            from ..errors import UnsupportedOperationError
             raise UnsupportedOperationError(f"{ctx.name}: a value traced by another jitted function leaked into this one")
         t = lift(ctx, stored_scalar(value, target.dtype) if as_setitem else value, target.dtype)
     elif as_setitem and np.ndim(value) == 0 and not isinstance(value, np.ndarray):
@@ -177,8 +173,8 @@ def assignment_value(target: Any, value: Any, shape: tuple[int, ...], as_setitem
     if vshape != t.shape:
         reshape = NUMPY.reshape
         t = reshape(t, vshape)
-    from .operands import broadcast_shapes  # NumPy's, and structural for symbolic lengths
     try:
+        # (NumPy's broadcast_shapes, and structural for symbolic lengths)
         if len(vshape) > len(shape) or broadcast_shapes(vshape, shape) != tuple(shape):
             raise ValueError
     except ValueError:
@@ -188,7 +184,6 @@ def assignment_value(target: Any, value: Any, shape: tuple[int, ...], as_setitem
 
 
 def value_shape(value: Any) -> tuple[int, ...]:
-    from .tracer import Tracer
     return value.shape if isinstance(value, Tracer) else np.shape(value)
 
 
@@ -210,7 +205,6 @@ def setitem(target: Any, index: Any, value: Any) -> None:
             return  # x[i] op= v: the augmented operator already wrote through the view x[i]
         write(region, assignment_value(target, value, region.shape))
         return
-    from .tracer import Tracer
     if kind == "dynamic":  # a traced integer or slice bound: to NumPy a basic store (by value)
         value = stored_scalar(value, target.dtype)
     else:  # an index array or mask: NumPy makes an array of a NumPy scalar first
@@ -245,7 +239,6 @@ def _out_tuple(out: Any) -> tuple:
 
 
 def _captured_out(ctx: Any, what: str) -> Exception:
-    from ..errors import TracerArrayConversionError
     return TracerArrayConversionError(
         f"in jitted function {ctx.name!r} at {user_frame_location()}: {what} is a NumPy array made outside the "
         "jitted function (a closure or a global): it is a constant of the compiled program and cannot receive "
@@ -255,8 +248,6 @@ def _captured_out(ctx: Any, what: str) -> Exception:
 
 def _write_out(out: Any, result: Any, where: Any, casting: str | None, what: str) -> None:
     """Store `result` into Tracer `out` (shape checked, cast, `where` applied)."""
-    from .operands import broadcast_to_shape, lift
-    from .tracer import Tracer
     if not isinstance(out, Tracer):
         raise _captured_out(result._ctx, what)
     check_writeable(out)
@@ -312,7 +303,6 @@ def function_with_out(impl: Any, name: str, args: tuple, kwargs: dict) -> Any:
     reductions use the output dtype when no dtype= is given)."""
     kwargs = dict(kwargs)
     out = kwargs.pop("out")
-    from .tracer import Tracer
     if isinstance(out, tuple) and len(out) == 1:
         out = out[0]
     if isinstance(out, Tracer) and name in ("sum", "prod") and kwargs.get("dtype") is None:
@@ -329,7 +319,6 @@ def function_with_out(impl: Any, name: str, args: tuple, kwargs: dict) -> Any:
 
 
 def _ctx_of(args: tuple) -> Any:
-    from .operands import context_of
     return context_of(*args)
 
 
@@ -338,8 +327,6 @@ def _ctx_of(args: tuple) -> Any:
 
 def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
     """numpy.copyto on traced arrays: `casting` checked as NumPy does, `src` broadcast to dst."""
-    from .operands import dtype_key, lift
-    from .tracer import Tracer
     if not isinstance(dst, Tracer):
         raise _captured_out(_ctx_of((src, where)), "the destination of np.copyto")
     check_writeable(dst)
@@ -373,10 +360,7 @@ _PUT_MAX_TRACED = 1024  # a traced `v`: one region write per index
 def put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
     """numpy.put with static indices: `a.flat[ind] = v`, v repeated to the length of ind (the
     last write to a position wins), out-of-range indices raising, wrapping or clipping by mode."""
-    from ..errors import UnsupportedOperationError
-    from .operands import lift
     reshape = NUMPY.reshape
-    from .tracer import Tracer
     if not isinstance(a, Tracer):
         raise TypeError("put: first argument must be an array (a traced array inside jit)")
     if isinstance(ind, Tracer):  # a traced index array: one library step (numpy/_advanced.py)
@@ -427,7 +411,6 @@ def put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
             raise UnsupportedOperationError(f"numpy.put of traced values at more than {_PUT_MAX_TRACED} positions "
                                             f"is not supported inside jit ({user_frame_location()})")
         src = reshape(lift(ctx, vals, a.dtype), (-1,))
-        from .views import emit
         var = flat_var
         for p, j in last.items():
             piece = emit(ctx, "slice", [src.ir_var], {"starts": (j,), "steps": (1,), "shape": (1,)})
@@ -437,7 +420,6 @@ def put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
 
 
 def _snapshot(ctx: Any, var: Any) -> Any:
-    from .tracer import Tracer
     t = Tracer(ctx, var)
     t.scalar = False
     return t
@@ -480,3 +462,9 @@ def concrete_augmented_assign(ctx: Any, stem: str, inputs: tuple, refs: int) -> 
     fn = jnp.matmul if stem == "matmul" else getattr(jnp, INPLACE_OPERATORS[stem][1])
     result = fn(array, other)
     return _finish(result, array.dtype, array.shape, stem)
+
+
+# The Tracer's writes are this module's: tracer.py knows nothing of them (the augmented
+# operators, `x += y`, are attached with the others by trace/operators.py).
+Tracer.__setitem__ = setitem
+Tracer.fill = fill

@@ -20,9 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from .context import user_frame_location
-from .tracer import Tracer
+from .context import current_context
+from .frames import user_frame_location
 from .numpy_api import NUMPY
+from .subtrace import in_loop
+from .tracer import Tracer
 
 INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
 _I64, _F64, _BOOL = np.dtype(np.int64), np.dtype(np.float64), np.dtype(np.bool_)
@@ -197,8 +199,6 @@ def _raise_where(value: Tracer, bad: Any, exception: str, message: str) -> Trace
 def checked_python_int_op(name: str, a: Any, b: Any, result: Tracer) -> Tracer:
     """`result` (= `a OP b`, both Python ints, one traced, computed in int64), raising what
     Python would where int64 cannot hold its exact value. `b` is None for unary operators."""
-    from .context import current_context
-    from .subtrace import in_loop
     if in_loop(current_context()):
         # A raise_if step keeps a loop out of the CPU backend's native loops (one Python-driven
         # call per iteration, ~500x slower): loop bodies are not checked (docs/numpy-support.md).

@@ -30,7 +30,10 @@ from typing import Any
 
 import numpy as np
 
+from ..ir.arrayfn_prims import NUMPY_STORE
 from .numpy_api import NUMPY
+from .operands import lift
+from .tracer import Tracer
 
 _FLOAT64 = np.dtype(np.float64)
 _BOOL = np.dtype(np.bool_)
@@ -57,7 +60,6 @@ def store_operand(value: Any, dtype: np.dtype) -> Any:
 def is_stored_scalar(value: Any) -> bool:
     """A traced value that NumPy's setitem converts as a scalar: a Python scalar (weak) or a
     NumPy scalar (a 0-d value NumPy would hold as np.float64 & co.); 0-d arrays are cast."""
-    from .tracer import Tracer
     return isinstance(value, Tracer) and value.ndim == 0 and (value.weak is not None or value.scalar)
 
 
@@ -65,7 +67,6 @@ def stored_scalar(value: Any, dtype: np.dtype, numpy_scalars_by_value: bool = Tr
     """`value` (a Tracer) converted to `dtype` as NumPy's setitem stores it (module docstring;
     `numpy_scalars_by_value`: a basic-index store or fill); a value that is not a scalar
     (is_stored_scalar) is returned unchanged for the caller's cast."""
-    from .operands import lift
     if not is_stored_scalar(value):
         return value
     dtype = np.dtype(dtype)
@@ -102,8 +103,6 @@ def _check(value: Any, bad: Any, dtype: np.dtype, kind: str) -> Any:
     """`value`, after one run-time check (a `raise_if` step): where `bad`, the call raises what
     NumPy raises when it stores the value as a Python `kind` ("float" or "int") into `dtype`,
     NumPy's own exception and message (ir/arrayfn_prims.check_error replays NumPy)."""
-    from ..ir.arrayfn_prims import NUMPY_STORE
-    from .operands import lift
     raise_if = NUMPY.raise_if
     return raise_if(value, lift(value._ctx, bad, _BOOL), NUMPY_STORE, f"{dtype}:{kind}")
 
@@ -125,7 +124,6 @@ def _checked_float_to_int(f: Any, dtype: np.dtype) -> Any:
 
 def _checked_int_bounds(value: Any, dtype: np.dtype) -> Any:
     """An integer scalar that must fit `dtype` (NumPy's OverflowError naming the value)."""
-    from .operands import lift
     apply_ufunc = NUMPY.apply_ufunc
     ctx = value._ctx
     source = np.dtype(np.int64) if value.weak is not None else value.dtype

@@ -17,9 +17,12 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..ir import AType, Eqn, Program, Var
+from ..passes.lower_symbolic import lower_symbolic, lowering_rule
 from .context import TraceContext, _traces
-from .tracer import Tracer
+from .frames import user_frame_location
 from .numpy_api import NUMPY
+from .operands import lift
+from .tracer import Tracer
 
 
 class SubTraceContext(TraceContext):
@@ -90,8 +93,6 @@ class SubTraceContext(TraceContext):
     def _note_symbolic(self, eqn: Eqn) -> None:
         """An equation on a value of symbolic length: remember the user's line, and refuse a
         primitive the lowering cannot handle now, while that line is known."""
-        from ..passes.lower_symbolic import lowering_rule
-        from .context import user_frame_location
         where = user_frame_location()
         self.symbolic_where[id(eqn)] = where
         if lowering_rule(eqn.prim) is None:
@@ -155,7 +156,6 @@ class SubTraceContext(TraceContext):
 
     def output_var(self, leaf: Any, dtype: np.dtype | None = None) -> Var:
         """The variable of one output leaf: a local Tracer, a captured outer one, or a constant."""
-        from .operands import lift
         if isinstance(leaf, Tracer):
             t = self.localize(leaf)
         else:
@@ -215,5 +215,4 @@ def finish(ctx: SubTraceContext, leaves: Sequence[Any], dtypes: Sequence[np.dtyp
     finally:
         _traces.stack.remove(ctx)
     ctx.closed = True
-    from ..passes.lower_symbolic import lower_symbolic
     return lower_symbolic(ctx.program(outvars), ctx.symbolic_where)

@@ -1,5 +1,7 @@
-"""Tracer: the stand-in for an array while a function is traced. Operators, methods,
-`__array_ufunc__` and `__array_function__` all record primitives via `jitkernel.numpy`."""
+"""Tracer: the stand-in for an array while a function is traced. Its methods, `__array_ufunc__`
+and `__array_function__` record primitives via `jitkernel.numpy` (trace/numpy_api.py); its
+operators (`x + y`, `x += y`) are attached by trace/operators.py, `x[i] = v` and `fill` by
+trace/inplace.py, and more ndarray methods by jitkernel.numpy's modules (sort, take, ...)."""
 from __future__ import annotations
 
 from typing import Any
@@ -7,11 +9,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import (TracerArrayConversionError, TracerBoolConversionError, TracerError,
-                      TracerIntegerConversionError)
+                      TracerIntegerConversionError, UnsupportedAttributeError, UnsupportedOperationError)
 from ..ir import AType, Var
-from .context import TraceContext, user_frame, user_frame_location, user_instruction
+from .frames import user_frame, user_frame_location, user_instruction
+from .memory import make_view, refresh
 from .numpy_api import NUMPY
-from .views import Memory as Memory, fresh, make_view, refresh  # Memory: trace/context.py imports it from here
 
 
 def _jnp():
@@ -23,7 +25,7 @@ _NUMPY_REPLACEMENTS = ("setting an array element with a sequence", "expected a s
                        "cannot be interpreted as an integer", "must be a string, a bytes-like object or a real number")
 
 
-def conversion_error(ctx: TraceContext, e: BaseException) -> BaseException | None:
+def conversion_error(ctx: Any, e: BaseException) -> BaseException | None:
     """The Tracer's own error behind NumPy's error `e` (see Tracer._raise_pending), if any."""
     pending, ctx.pending_conversion_error = ctx.pending_conversion_error, None
     if pending is None or isinstance(e, TracerError):
@@ -48,7 +50,9 @@ class Tracer:
     __slots__ = ("_ctx", "_var", "weak", "scalar", "_mem", "_view", "_strides", "_version")
     __array_priority__ = 1000
 
-    def __init__(self, ctx: TraceContext, var: Var, weak: type | None = None) -> None:
+    # `ctx` is a TraceContext (trace/context.py, which makes Tracers and so imports this module:
+    # not imported here, not even for the annotation, so the two do not form a circle).
+    def __init__(self, ctx: Any, var: Var, weak: type | None = None) -> None:
         self._ctx = ctx
         self._var = var
         self.weak = weak
@@ -87,7 +91,6 @@ class Tracer:
         An argument would change shape in the caller's hands, and views already made from this
         Tracer are derived from its old shape: those stay refused."""
         if self._mem is not None or self.weak is not None or (self.ndim == 0 and self.scalar):
-            from ..errors import UnsupportedOperationError
             whose = ("an argument" if self._mem is not None and self._mem.argument
                      else "an array with views or writes" if self._mem is not None else "a scalar")
             raise UnsupportedOperationError(
@@ -243,18 +246,13 @@ class Tracer:
         getitem = NUMPY.getitem
         return self._ctx.keep_byteorder(getitem(self, index), self)  # views and gathers: NumPy keeps the dtype
 
-    def __setitem__(self, index: Any, value: Any) -> None:
-        from .inplace import setitem
-        setitem(self, index, value)
-
-    def fill(self, value: Any) -> None:
-        from .inplace import fill
-        fill(self, value)
+    # `x[i] = v` and `x.fill(v)` are attached by trace/inplace.py, the operators (`x + y`,
+    # `x += y`) by trace/operators.py, when trace/__init__.py imports them: this class knows
+    # nothing of writes or of the checks of Python-int arithmetic.
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for attributes a Tracer does not have. An AttributeError (the
         # UnsupportedAttributeError is one) keeps hasattr() working.
-        from ..errors import UnsupportedAttributeError
         if not name.startswith("_"):
             # jitkernel.numpy's modules attach ndarray methods (sort, cumsum, take, nonzero, ...)
             # when they are imported, which a trace may not have needed yet.
@@ -270,7 +268,6 @@ class Tracer:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _unsupported_attribute(self, name: str) -> Exception:
-        from ..errors import UnsupportedAttributeError
         why = _UNSUPPORTED_ATTRIBUTES.get(name, "see docs/numpy-support.md for what is")
         return UnsupportedAttributeError(
             f"ndarray.{name} is not supported on traced arrays inside jit ({self._where()}); {why}")
@@ -414,164 +411,15 @@ _UNSUPPORTED_ATTRIBUTES = {
 }
 
 
-def _is_python_scalar(x: Any) -> bool:
-    """A Python scalar, or a Tracer standing for one (np.float64 is a float subclass: excluded)."""
-    return type(x) in (bool, int, float, complex) or (isinstance(x, Tracer) and x.weak is not None)
-
-
-# Python promotes bool to int for arithmetic (True + True == 2); NumPy's bool loops would not.
-_BOOL_STAYS_BOOL = {"bitwise_and", "bitwise_or", "bitwise_xor", "equal", "not_equal", "less",
-                    "less_equal", "greater", "greater_equal"}
-
-
-def _weak_result(t: Any) -> Any:
-    """Mark a result as a Python scalar (an operator applied to Python scalars only)."""
-    if not isinstance(t, Tracer):
-        return t
-    kind = {"b": bool, "i": int, "u": int, "f": float, "c": complex}[t.dtype.kind]
-    return Tracer(t._ctx, t.ir_var, kind)
-
-
-def _python_int(x: Any) -> Any:
-    if type(x) is bool:
-        return int(x)
-    if isinstance(x, Tracer) and x.weak is bool:
-        return Tracer(x._ctx, _jnp().astype(x, np.int64).ir_var, int)
-    return x
-
-
-def _python_scalar_op(name: str, a: Any, b: Any) -> Any:
-    """`a OP b` where both stand for Python scalars: the result is a Python scalar too, with
-    Python's bool -> int promotion. Between two Python ints the int64 result is checked at run
-    time where Python's unbounded int could leave int64 (trace/python_int.py); floats follow
-    float64 (ZeroDivisionError of `/` is not modelled; see docs/numpy-support.md)."""
-    if name not in _BOOL_STAYS_BOOL or not (dtype_is_bool(a) and dtype_is_bool(b)):
-        a, b = _python_int(a), _python_int(b)
-    result = _weak_result(getattr(_jnp(), name)(a, b))
-    if _both_python_ints(a, b) and isinstance(result, Tracer) and result.weak is int:
-        from .python_int import CHECKED_OPERATIONS, checked_python_int_op
-        if name in CHECKED_OPERATIONS:
-            return checked_python_int_op(name, a, b, result)
-    return result
-
-
-def _both_python_ints(*xs: Any) -> bool:
-    return all(type(x) is int or (isinstance(x, Tracer) and x.weak is int) for x in xs)
-
-
-def dtype_is_bool(x: Any) -> bool:
-    return type(x) is bool or (isinstance(x, Tracer) and x.weak is bool)
+def fresh(t: Any) -> Tracer:
+    """A new array with t's current values (a copy: its own identity, nothing shared)."""
+    out = Tracer(t._ctx, t.ir_var)
+    out.scalar = False
+    return out
 
 
 def _scalar_type_name(x: Any) -> str:
+    """The type NumPy's and Python's messages name for scalar `x` ("int", "numpy.float32")."""
     if isinstance(x, Tracer):
         return {bool: "bool", int: "int", float: "float", complex: "complex"}[x.weak] if x.weak else f"numpy.{x.dtype.name}"
     return type(x).__name__ if type(x) in (bool, int, float, complex) else f"numpy.{np.dtype(type(x)).name}"
-
-
-def _is_numpy_scalar(x: Any) -> bool:
-    return (isinstance(x, Tracer) and x.ndim == 0 and x.scalar) or type(x) in (bool, int, float, complex) \
-        or isinstance(x, np.generic)
-
-
-def _binary(name: str, reflected: bool = False):
-    def method(self: Tracer, other: Any) -> Any:
-        if isinstance(other, (list, tuple)):
-            other = np.asarray(other)
-        elif not isinstance(other, (Tracer, np.ndarray, np.generic, bool, int, float, complex)):
-            return NotImplemented
-        a, b = (other, self) if reflected else (self, other)
-        if name == "matmul" and _is_numpy_scalar(a) and _is_numpy_scalar(b):
-            # NumPy scalars have no `@` (0-d arrays raise ValueError in np.matmul instead).
-            raise TypeError(f"unsupported operand type(s) for @: '{_scalar_type_name(a)}' and '{_scalar_type_name(b)}'")
-        if self.weak is not None and _is_python_scalar(other):
-            return _python_scalar_op(name, a, b)
-        if name == "power":
-            return _power_operator(a, b)
-        return getattr(_jnp(), name)(a, b)
-    return method
-
-
-def _power_operator(base: Any, exponent: Any) -> Any:
-    """`base ** exponent` as NumPy's operator computes it. ndarray.__pow__ and __ipow__ (number.c,
-    fast_scalar_power, NumPy 2.4) take a Python int 2 as np.square for every dtype (bool ** 2 is
-    int8), and for float arrays a Python int -1 as np.reciprocal and a Python float 0.5 as
-    np.sqrt (-inf ** 0.5 is nan); anything else (NumPy scalars, bools, other values) is
-    np.power. Between NumPy (or Python) scalars it is NumPy's scalar math: C pow, no fast path."""
-    jnp = _jnp()
-    if _is_numpy_scalar(base) and _is_numpy_scalar(exponent):
-        apply_ufunc = NUMPY.apply_ufunc
-        return apply_ufunc(np.power, base, exponent)
-    if not isinstance(base, Tracer):  # 2 ** array: the array's __rpow__, never a fast scalar power
-        return jnp.power(base, exponent)
-    is_float = base.dtype.kind in "fc"  # NumPy's fast paths take complex arrays as well
-    if type(exponent) is int and -2**63 <= exponent < 2**63:
-        if exponent == 2:
-            return jnp.square(base)
-        if exponent == -1 and is_float:
-            return jnp.reciprocal(base)
-    elif type(exponent) is float and exponent == 0.5 and is_float:
-        return jnp.sqrt(base)
-    elif isinstance(exponent, Tracer) and exponent.weak in (int, float):
-        return _power_by_traced_python_scalar(base, exponent)
-    return jnp.power(base, exponent)
-
-
-def _power_by_traced_python_scalar(base: "Tracer", exponent: "Tracer") -> Any:
-    """`array ** p` for a Python scalar argument `p`: NumPy picks square / reciprocal / sqrt by
-    p's value on every call, so the program selects on it."""
-    select_by_exponent = NUMPY.select_by_exponent
-    jnp = _jnp()
-    if base.dtype.kind == "b" and exponent.weak is int:
-        from ..errors import UnsupportedOperationError
-        raise UnsupportedOperationError(
-            "bool_array ** n with a Python int argument n: NumPy's result dtype depends on n's value "
-            "(int8 for n == 2, int64 otherwise); mark n static (static_argnames) or call np.power / np.square")
-    if base.dtype.kind not in "fc":
-        return jnp.power(base, exponent)  # int ** 2 is square in NumPy: the same values and dtype
-    if exponent.weak is int:
-        cases = [(2, jnp.square), (-1, jnp.reciprocal)]
-    else:
-        cases = [(0.5, jnp.sqrt)]
-    return select_by_exponent(exponent, base, cases, lambda b, e: jnp.power(b, e))
-
-
-def _inplace(stem: str):
-    def method(self: Tracer, other: Any) -> Any:
-        return augmented_assign(self, other, stem)
-    method.__name__ = f"__i{stem}__"
-    return method
-
-
-def _unary(name: str):
-    def method(self: Tracer) -> Any:
-        if self.weak is not None:
-            x = _python_int(self)
-            result = _weak_result(getattr(_jnp(), name)(x))
-            if result.weak is int and name in ("negative", "absolute"):  # -(-2**63) leaves int64
-                from .python_int import checked_python_int_op
-                return checked_python_int_op(name, x, None, result)
-            return result
-        return getattr(_jnp(), name)(self)
-    return method
-
-
-from .inplace import INPLACE_OPERATORS, augmented_assign  # noqa: E402
-
-for _op, _fn in {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
-                 "floordiv": "floor_divide", "mod": "remainder", "pow": "power",
-                 "matmul": "matmul", "and": "bitwise_and", "or": "bitwise_or",
-                 "xor": "bitwise_xor", "lshift": "left_shift", "rshift": "right_shift"}.items():
-    setattr(Tracer, f"__{_op}__", _binary(_fn))
-    setattr(Tracer, f"__r{_op}__", _binary(_fn, reflected=True))
-for _op in INPLACE_OPERATORS:
-    setattr(Tracer, f"__i{_op}__", _inplace(_op))
-for _op, _fn in {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
-                 "gt": "greater", "ge": "greater_equal"}.items():
-    setattr(Tracer, f"__{_op}__", _binary(_fn))
-Tracer.__neg__ = _unary("negative")
-Tracer.__pos__ = _unary("positive")
-Tracer.__abs__ = _unary("absolute")
-Tracer.__invert__ = _unary("invert")
-Tracer.__divmod__ = lambda self, o: (self // o, self % o)
-Tracer.__rdivmod__ = lambda self, o: (o // self, o % self)
