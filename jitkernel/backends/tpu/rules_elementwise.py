@@ -111,6 +111,11 @@ def convert(x, src: np.dtype, dst: np.dtype):
         return x
     if dst.kind == "b":
         return x != jnp.zeros((), x.dtype)
+    if src.kind == "b" and dst.kind in "fc":
+        # select, not convert: XLA's algebraic simplifier rewrites convert(bool) * x into
+        # select(bool, x, 0) and convert(bool) / x into select(bool, 1 / x, 0), which loses
+        # NumPy's False * inf == nan and False / False == nan (measured, JAX 0.10.2).
+        return jnp.where(x, jnp.ones((), dst), jnp.zeros((), dst))
     if src.kind == "c" and dst.kind != "c":
         x, src = jnp.real(x), np.dtype(np.float32 if src == np.complex64 else np.float64)
     if src.kind != "f" or dst.kind not in "iu":
