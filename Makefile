@@ -19,7 +19,8 @@ demo: $(BIN)/.installed
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q
 
-# JupyterLab is an optional extra (`notebook`): only `make lab` installs it, never `make test`.
+# JupyterLab is the optional `notebook` extra. The `test` extra includes it (tests/test_browser.py runs the
+# quickstart in JupyterLab in Chromium), so after `make test` or `make demo` this installs nothing new.
 $(BIN)/.installed-notebook: $(BIN)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[notebook]'
 	touch $@

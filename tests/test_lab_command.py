@@ -94,10 +94,18 @@ def test_python_dash_m_jitkernel_is_the_command_line():
     assert _run("-m", "jitkernel", "install-kernel", "--help").returncode == 0
 
 
-@pytest.mark.skipif(importlib.util.find_spec("jupyterlab") is not None,
-                    reason="JupyterLab is installed here: `jitkernel lab` would open it")
+# `jitkernel lab` in an environment without JupyterLab (the test extra installs it, so the test hides it).
+_WITHOUT_JUPYTERLAB = """
+import importlib.util, sys
+find_spec = importlib.util.find_spec
+importlib.util.find_spec = lambda name, *args: None if name == "jupyterlab" else find_spec(name, *args)
+from jitkernel.cli import main
+sys.exit(main(["lab"]))
+"""
+
+
 def test_lab_without_jupyterlab_says_how_to_install_it():
-    done = _run("-m", "jitkernel", "lab", timeout=60)
+    done = _run("-c", _WITHOUT_JUPYTERLAB, timeout=60)
     assert done.returncode == 2
     assert "JupyterLab is not installed" in done.stderr
     assert "pip install -e '.[notebook]'" in done.stderr and "make lab" in done.stderr
@@ -105,8 +113,8 @@ def test_lab_without_jupyterlab_says_how_to_install_it():
 
 
 def test_lab_starts_jupyterlab_on_the_notebooks_with_the_arguments_given(tmp_path):
-    # JupyterLab is an optional extra, not installed for the tests: a stand-in `jupyterlab`
-    # package that prints the command line it got shows what `jitkernel lab` starts.
+    # A stand-in `jupyterlab` package that prints the command line it got shows what `jitkernel lab`
+    # starts (the real one starts in test_jitkernel_lab_really_starts_jupyterlab and tests/test_browser.py).
     stub = tmp_path / "jupyterlab"
     stub.mkdir()
     (stub / "__init__.py").write_text("")
@@ -123,14 +131,18 @@ def test_lab_starts_jupyterlab_on_the_notebooks_with_the_arguments_given(tmp_pat
     assert wrong.returncode == 2 and "unrecognized arguments: --no-browser" in wrong.stderr
 
 
-def test_notebook_extra_is_optional_and_not_part_of_test():
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+def test_notebook_extra_is_optional_and_the_test_extra_brings_it():
+    """JupyterLab is not a dependency of the package; the tests need it (and Playwright) for the
+    notebook UI test, so the test extra includes the notebook extra."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
     assert any(r.startswith("jupyterlab") for r in extras["notebook"])
-    assert not any("jupyter" in r for r in extras["test"])
+    assert not any("jupyter" in r for r in project["dependencies"])
+    assert "jitkernel[notebook]" in extras["test"] and any(r.startswith("playwright") for r in extras["test"])
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
-def test_make_lab_installs_the_extra_and_make_test_does_not(tmp_path):
+def test_make_lab_installs_the_notebook_extra_and_make_test_the_test_extra(tmp_path):
     # The recipes as a fresh clone runs them: a virtual environment that does not exist yet (in
     # .venv, `make -n lab` printed no install once `make lab` had run there).
     fresh = [f"VENV={tmp_path / 'venv'}"]

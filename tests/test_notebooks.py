@@ -82,6 +82,8 @@ def test_quickstart(kernels_dir, tmp_path):
     assert "results match NumPy: float32 (512,)" in text
     assert "program layer(a: f32[512,256], b: f32[256,128], c: f32[128])" in text
     assert "kernels layer:" in text and "library k0_dot_general" in text
+    assert re.search(_reason("layer", "x", "(512, 256)", "(256, 256)"), text, re.M), text  # a new shape
+    assert "rows: 256" in text
     assert "extension is already loaded" not in text  # the kernelspec loaded it; no %load_ext needed
     # warm calls against NumPy: medians after a warm-up; the fused elementwise + reduction wins
     timings = dict(re.findall(r"^(layer|row_loss)\s+jitkernel\s+[\d.]+ ms\s+NumPy\s+[\d.]+ ms\s+"
