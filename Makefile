@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test setup lab clean
+.PHONY: demo test setup lab clean tpu-check
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,3 +48,13 @@ gpu-prepare: $(BIN)/.installed
 
 gpu-check:
 	$(GPU_PYTHON) scripts/gpu_check.py --budget $(GPU_BUDGET)
+
+# On the TPU machine (docs/tpu.md): JAX, jaxlib and libtpu are already on PYTHONPATH and the only
+# package index is the machine's own; the project's other dependencies go into .tpu-deps, added at
+# the end of PYTHONPATH. Runs tests/tpu on the chip, then the benchmark against JAX (JSON lines to
+# benchmarks/results/tpu-check.jsonl, the table last).
+TPU_INDEX ?= file:///opt/pypi/simple
+tpu-check:
+	python3 -m pip install --quiet --target .tpu-deps --index-url $(TPU_INDEX) \
+		llvmlite ipython ipykernel matplotlib nbclient nbformat hypothesis pytest
+	PYTHONPATH="$$PYTHONPATH:$(CURDIR)/.tpu-deps:$(CURDIR)" timeout 1500 python3 scripts/tpu_check.py $(TPU_CHECK_ARGS)

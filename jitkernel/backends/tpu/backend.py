@@ -21,6 +21,7 @@ import numpy as np
 from ... import events
 from ...errors import BackendUnavailableError
 from ...ir import Program
+from ...passes.complex_lower import Packed, lower_complex
 from ..base import Backend
 
 
@@ -65,6 +66,10 @@ class TpuBackend(Backend):
         import jax  # optional dependency
         from .lowering import lower
         t0 = events.clock()
+        # Complex values as (real, imag) float pairs, the CPU backend's own expansion: NumPy's
+        # complex semantics decided once (passes/complex_lower.py), complex transcendental
+        # functions as NumPy's loops (host steps here), and no complex128 on the chip.
+        program, packed = lower_complex(program)
         lowered_program = lower(program)
         device = self.device()
         specs = [jax.ShapeDtypeStruct(tuple(int(d) for d in v.aval.shape), v.aval.dtype) for v in program.invars]
@@ -73,7 +78,7 @@ class TpuBackend(Backend):
             executable = staged.compile()
         if events.SUBSCRIBERS:
             events.publish(events.CodegenEvent(name, t0, events.clock() - t0, self.name))
-        run = TpuExecutable(executable, lowered_program.lowering, device)
+        run = TpuExecutable(executable, lowered_program.lowering, device, packed)
         hlo = staged.as_text()
         return run, {"hlo": lambda: hlo}
 
@@ -88,15 +93,22 @@ class TpuInterpretBackend(TpuBackend):
 class TpuExecutable:
     """One compiled program: NumPy arrays in, NumPy arrays out, NumPy's exceptions raised."""
 
-    def __init__(self, executable: Any, lowering: Any, device: Any) -> None:
+    def __init__(self, executable: Any, lowering: Any, device: Any, packed: Packed) -> None:
         self.executable, self.lowering, self.device = executable, lowering, device
+        self.packed = packed  # complex arguments and results cross as float (..., 2) views
         self.host_steps = tuple(lowering.host_steps)  # primitives run on the host (docs/tpu.md)
 
     def __call__(self, arrays: list | tuple) -> list[np.ndarray]:
         import jax  # optional dependency
         self.lowering.exception_slots.clear()
+        inputs = [np.asarray(a) for a in arrays]
+        for k in self.packed.inputs:
+            z = np.ascontiguousarray(inputs[k])
+            inputs[k] = z.view(z.real.dtype).reshape(z.shape + (2,))
         with jax.enable_x64(True):
-            inputs = jax.device_put([np.asarray(a) for a in arrays], self.device)
-            outs, state = self.executable(*inputs)
+            outs, state = self.executable(*jax.device_put(inputs, self.device))
             self.lowering.checks.raise_for(state)
-            return [np.array(o) for o in outs]
+            results = [np.array(o) for o in outs]
+        for k, dtype in self.packed.outputs.items():
+            results[k] = results[k].view(dtype).reshape(results[k].shape[:-1])
+        return results

@@ -76,6 +76,13 @@ def _make_complex(ctx, eqn, re, im):
 
 @lax_rule("fma")
 def _fma(ctx, eqn, a, b, c):
+    """a * b + c rounded once (complex multiply after passes/complex_lower.py, as NumPy's
+    AVX-512 loops compute it). lax has no fused multiply-add: float32 goes through float64,
+    where the product is exact (one rounding there, then to float32: a tie can round twice);
+    float64 rounds the product and the sum separately (within an ulp)."""
+    if a.dtype == jnp.float32:
+        wide = a.astype(jnp.float64) * b.astype(jnp.float64) + c.astype(jnp.float64)
+        return [wide.astype(jnp.float32)]
     return [a * b + c]
 
 

@@ -1,0 +1,173 @@
+"""jitkernel's TPU backend against `jax.jit` of the same code written with `jax.numpy`, on the same
+chip, in one process (docs/performance.md, "TPU").
+
+    python -m benchmarks.tpu_vs_jax [--backend tpu] [--quick] [--json-lines PATH]
+
+Each row times the compiled computation on inputs already on the chip (device time: the XLA
+executable jitkernel built, called with device-resident jax arrays, against JAX's), median of
+`--repeat` synchronised runs after warm-up, float32. Two rows time jitkernel's whole call
+instead: the first call of W1 (trace, optimise, lower, XLA compile, transfer and run; the
+chip's one-time open is excluded) and the warm call of a tiny function (dispatch, transfers of
+a few bytes). Prints one JSON line per row as it goes and a table last.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+
+def _median_time(run: Callable[[], Any], repeat: int) -> float:
+    import jax
+    jax.block_until_ready(run())  # warm-up
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        jax.block_until_ready(run())
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _workloads(quick: bool) -> list[tuple[str, Callable, Callable, Callable[[], list]]]:
+    """(name, NumPy-as-written function for jitkernel, the jax.numpy function, inputs)."""
+    import jax
+    import jax.numpy as jnp
+
+    import jitkernel as jk
+    n = 1 << (20 if quick else 26)
+    rows, cols = (1024, 1024) if quick else (16384, 4096)
+    rng = np.random.default_rng(0)
+
+    def vec() -> list:
+        return [rng.random(n, dtype=np.float32)]
+
+    def mat() -> list:
+        return [rng.random((rows, cols), dtype=np.float32)]
+
+    def softmax(np_):
+        def f(x):
+            e = np_.exp(x - x.max(axis=1, keepdims=True))
+            return e / e.sum(axis=1, keepdims=True)
+        return f
+
+    def layer_norm(np_):
+        def f(x):
+            mu = x.mean(axis=1, keepdims=True)
+            var = ((x - mu) ** 2).mean(axis=1, keepdims=True)
+            return (x - mu) / np_.sqrt(var + 1e-5)
+        return f
+
+    batch = 128
+    sizes = [784, 512, 512, 10]
+
+    def mlp_params() -> list:
+        ps = []
+        for a, b in zip(sizes[:-1], sizes[1:]):
+            ps += [(rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32), np.zeros(b, np.float32)]
+        return ps
+
+    def mlp_inputs() -> list:
+        return mlp_params() + [rng.random((batch, 784), dtype=np.float32),
+                               np.eye(10, dtype=np.float32)[rng.integers(0, 10, batch)]]
+
+    def loss(np_):
+        def f(w1, b1, w2, b2, w3, b3, x, y):
+            h = np_.tanh(x @ w1 + b1)
+            h = np_.tanh(h @ w2 + b2)
+            out = h @ w3 + b3
+            return ((out - y) ** 2).mean()
+        return f
+
+    def step(grad_fn, np_):
+        value_and_grad = grad_fn(loss(np_), argnums=tuple(range(6)))
+
+        def f(w1, b1, w2, b2, w3, b3, x, y):
+            value, grads = value_and_grad(w1, b1, w2, b2, w3, b3, x, y)
+            return (value,) + tuple(p - 0.01 * g for p, g in zip((w1, b1, w2, b2, w3, b3), grads))
+        return f
+
+    def per_example(grad_fn, vmap_fn, np_):
+        def one(w1, b1, w2, b2, w3, b3, x, y):
+            return loss(np_)(w1, b1, w2, b2, w3, b3, x[None], y[None])
+        g = grad_fn(one, argnums=0)
+        return vmap_fn(g, in_axes=(None, None, None, None, None, None, 0, 0))
+
+    return [
+        ("copy x * 2", lambda x: x * 2, lambda x: x * 2, vec),
+        ("W1 sin*cos+sin**2", lambda x: np.sin(x) * np.cos(x) + np.sin(x) ** 2,
+         lambda x: jnp.sin(x) * jnp.cos(x) + jnp.sin(x) ** 2, vec),
+        ("W2 tanh(a*b+c).sum()", lambda a, b, c: np.tanh(a * b + c).sum(),
+         lambda a, b, c: jnp.tanh(a * b + c).sum(), lambda: vec() + vec() + vec()),
+        ("W3 softmax", softmax(np), softmax(jnp), mat),
+        ("W4 layer norm", layer_norm(np), layer_norm(jnp), mat),
+        ("MLP training step", step(jk.value_and_grad, np), step(jax.value_and_grad, jnp), mlp_inputs),
+        ("per-example grads", per_example(jk.grad, jk.vmap, np), per_example(jax.grad, jax.vmap, jnp), mlp_inputs),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default="tpu")
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--json-lines", default=None, help="also append the JSON lines to this file")
+    args = parser.parse_args()
+
+    import jax
+
+    import jitkernel as jk
+    device = jk.backends.get_backend(args.backend).device()
+    sink = open(args.json_lines, "a") if args.json_lines else None
+    table = []
+
+    def emit(row: dict) -> None:
+        line = json.dumps(row)
+        print(line, flush=True)
+        if sink:
+            sink.write(line + "\n")
+            sink.flush()
+        table.append(row)
+
+    for name, ours, theirs, make in _workloads(args.quick):
+        inputs = make()
+        lowered = jk.jit(ours, backend=args.backend).lower(*inputs)
+        executable = lowered.compiled.executable.executable
+        with jax.enable_x64(True):
+            on_chip = jax.device_put(inputs, device)
+            t_ours = _median_time(lambda: executable(*on_chip)[0], args.repeat)
+        on_chip32 = jax.device_put(inputs, device)
+        peer = jax.jit(theirs)
+        t_jax = _median_time(lambda: peer(*on_chip32), args.repeat)
+        emit({"workload": name, "jax_ms": round(t_jax * 1e3, 4), "jitkernel_ms": round(t_ours * 1e3, 4),
+              "ratio": round(t_ours / t_jax, 3), "what": "device time, inputs on the chip"})
+
+    x = np.random.default_rng(1).random(1 << (20 if args.quick else 26), dtype=np.float32)
+    w1 = jk.jit(lambda x: np.sin(x) * np.cos(x) + np.sin(x) ** 2, backend=args.backend)
+    t0 = time.perf_counter()
+    w1(x)
+    emit({"workload": "first call of W1", "jitkernel_ms": round((time.perf_counter() - t0) * 1e3, 1),
+          "what": "trace + compile + transfer + run, host arrays"})
+    tiny = jk.jit(lambda a: a + 1, backend=args.backend)
+    a = np.ones(4, np.float32)
+    tiny(a)
+    times = []
+    for _ in range(200):
+        t0 = time.perf_counter()
+        tiny(a)
+        times.append(time.perf_counter() - t0)
+    emit({"workload": "warm call of a tiny function", "jitkernel_ms": round(statistics.median(times) * 1e3, 4),
+          "what": "whole call with host arrays (dispatch + transfers)"})
+
+    print(f"\n{'workload':32} {'JAX ms':>10} {'jitkernel ms':>13} {'ratio':>7}")
+    for row in table:
+        print(f"{row['workload']:32} {row.get('jax_ms', ''):>10} {row['jitkernel_ms']:>13} {row.get('ratio', ''):>7}")
+    if sink:
+        sink.close()
+
+
+if __name__ == "__main__":
+    main()
