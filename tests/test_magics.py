@@ -281,6 +281,26 @@ def test_jit_cache_info_and_clear(ip):
     if "entries" in out:
         assert re.search(r"disk cache: .*: 0 entries", out), out
     assert "either --info or --clear" in usage_error(ip, "%jit_cache --info --clear")
+    assert "--all goes with --clear" in usage_error(ip, "%jit_cache --all")
+
+
+def test_jit_cache_clear_keeps_other_processes_entries_unless_all(ip):
+    """The disk cache is shared: --clear removes this process's functions' entries only; --all
+    removes the rest too and says how many of other functions it removed."""
+    from jitkernel import cache
+    cache.store("0" * 64, b"object code", "another process's function", owner="somebody_else")
+    cache.store("1" * 64, b"object code", "an earlier session's function")
+    _three_sizes(ip)
+    mine = len(cache.keys_of(["step"]))
+    assert mine >= 1 and cache.disk_cache_info()["entries"] == mine + 2
+    _, out, _ = ok(ip, "%jit_cache --clear")
+    assert f"{mine} disk entries of theirs (other disk entries kept: the disk cache is shared; " \
+           "--clear --all empties it)" in out, out
+    assert cache.disk_cache_info()["entries"] == 2
+    ok(ip, "step(np.ones((5, 4), np.float32))")  # compiles again: one entry of this process
+    _, out, _ = ok(ip, "%jit_cache --clear --all")
+    assert "1 disk entries of theirs; --all: 2 disk entries of other functions removed" in out, out
+    assert cache.disk_cache_info()["entries"] == 0
 
 
 def test_jit_backend_show_and_set(ip):
@@ -294,6 +314,19 @@ def test_jit_backend_show_and_set(ip):
     assert jk.config.default_backend == "cpu"
     assert "%jit_backend: cuda: " in usage_error(ip, "%jit_backend cuda")
     assert "invalid choice" in usage_error(ip, "%jit_backend tpu")
+
+
+def test_docs_list_every_line_magic_and_count_them(ip):
+    """docs/magics.md names each line magic the extension registers, in its table and its own
+    section, and says how many there are."""
+    from pathlib import Path
+    from jitkernel.magics.extension import MAGIC_CLASSES
+    names = sorted(n for cls in MAGIC_CLASSES for n in cls.magics["line"])
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "magics.md").read_text()
+    words = {5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
+    assert f"one cell magic and {words[len(names)]} line magics" in doc
+    for name in names:
+        assert f"| `%{name}" in doc and f"## `%{name}" in doc, name
 
 
 def test_unload_removes_the_magics_and_subscriptions(ip):
