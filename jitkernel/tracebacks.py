@@ -4,7 +4,9 @@ An error in a jitted function passes through the engine (the call plumbing in `a
 tracing, the NumPy implementations under `jitkernel/numpy/`, the backends) before it reaches
 the user. Those frames say nothing about the user's mistake, so the public entry points remove
 them from the exception's traceback before it propagates: what is left is the caller's line and
-the lines of the traced function. The exception's type and message are untouched.
+the lines of the traced function. NumPy's Python layer (`fromnumeric.py`, `numeric.py`: the
+user's `np.sum(x, axis=1)` on a traced array goes through it) is removed too; the user's line
+that called NumPy stays. The exception's type and message are untouched.
 `jk.config.update("traceback", "full")` keeps every frame (for debugging jitkernel itself).
 
 >>> import numpy as np, jitkernel as jk, traceback
@@ -23,9 +25,12 @@ import sys
 from types import TracebackType
 from typing import Iterable
 
+import numpy as np
+
 from .config import config
 
 ENGINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
 # Example programs shipped with the package are user code as far as a traceback is concerned.
 _USER_DIRS = (os.path.join(ENGINE_DIR, "examples") + os.sep,)
 # Code the engine generates at run time (the CPU runtime's per-program call functions) is
@@ -43,8 +48,8 @@ def is_engine_file(filename: str, extra_dirs: Iterable[str] = ()) -> bool:
 
 
 def user_entries(tb: TracebackType | None, extra_dirs: Iterable[str] = ()) -> list[TracebackType]:
-    """The traceback entries of `tb` whose frames are not the engine's, in order."""
-    extra = tuple(extra_dirs)
+    """The traceback entries of `tb` whose frames are neither the engine's nor NumPy's, in order."""
+    extra = (NUMPY_DIR, *extra_dirs)
     kept = []
     while tb is not None:
         if not is_engine_file(tb.tb_frame.f_code.co_filename, extra):

@@ -187,6 +187,24 @@ def test_user_error_fails_the_cell_and_points_at_the_cell_line(ip):
     assert re.search(r"Cell In\[\d+\], line 3, in g", out) and "----> 3     if v.sum() > 0:" in out
 
 
+@pytest.mark.parametrize("cell, error", [
+    ("import jitkernel as jk\njk.jit(lambda x: x.sum())([1, 2, 3])", "AttributeError"),
+    ("import jitkernel as jk\njk.jit(lambda x: np.sum(x))([1, 2, 3])", "TracerArrayConversionError"),
+    ("%%jit\ndef total(x):\n    return np.sum(x, axis=1)\ntotal(np.ones(3))", "AxisError"),
+])
+def test_tracebacks_show_the_cells_lines_not_numpys(ip, cell, error):
+    """In a shell as in a script: NumPy's internal frames are hidden like the engine's, and a
+    Python list argument's error starts with what to do."""
+    result, out, _ = run(ip, cell)
+    assert type(result.error_in_exec).__name__ == error, out
+    assert re.search(r"^Cell In\[\d+\], line \d", out, re.M), out
+    for hidden in ("fromnumeric.py", "numeric.py", "jitkernel/jitted", "site-packages/numpy"):
+        assert hidden not in out, out
+    if "[1, 2, 3]" in cell:
+        assert re.search(rf"^\w*{error}: jitted functions take arrays, not Python lists: pass np\.asarray\(x\)$",
+                         out, re.M), out
+
+
 def test_syntax_error_is_reported_at_the_cell_line(ip):
     result, out, _ = run(ip, "%%jit\ndef k(:\n    pass\n")
     assert not result.success
