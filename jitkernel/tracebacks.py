@@ -87,6 +87,34 @@ def hide_engine_frames(exc: BaseException, extra_dirs: Iterable[str] = ()) -> Ba
     return exc
 
 
+def cell_name(filename: str) -> str | None:
+    """`Cell In[2]` when `filename` is the code of a notebook or IPython cell (ipykernel compiles
+    cells into temporary files, `<tempdir>/ipykernel_<pid>/<hash>.py`; a terminal IPython names
+    them `<ipython-input-2-...>`), else None. IPython keeps that mapping in its compiler
+    (`shell.compile.format_code_name`, what its own tracebacks use). IPython is asked only when
+    it is already imported: the engine never imports it."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return None
+    try:
+        shell = ipython.get_ipython()
+        label = shell.compile.format_code_name(filename) if shell is not None else None
+    except Exception:  # an IPython without the compiler cache, or a shell being torn down
+        return None
+    return f"{label[0]} {label[1]}" if label else None
+
+
+def describe_location(filename: str, lineno: int) -> str:
+    """Where a user's line is, for messages: `file.py:3`, or `Cell In[2], line 3` for a cell's
+    code (as IPython's tracebacks name it).
+
+    >>> describe_location("/home/me/model.py", 3)
+    '/home/me/model.py:3'
+    """
+    cell = cell_name(filename)
+    return f"{cell}, line {lineno}" if cell is not None else f"{filename}:{lineno}"
+
+
 def user_stacklevel() -> int:
     """The `stacklevel` that makes a warning issued by the caller of this function point at the
     first frame outside the engine (the user's line)."""

@@ -59,13 +59,15 @@ def user_frame(depth: int = 1) -> Any:
 
 
 def user_frame_location() -> str:
-    """`file:line: source` of the innermost frame outside jitkernel (the user's code)."""
+    """`file:line: source` of the innermost frame outside jitkernel (the user's code); in a
+    notebook `Cell In[2], line 3: source`."""
     import linecache
     frame = user_frame(2)
     if frame is None:
         return "<unknown location>"
+    from ..tracebacks import describe_location
     line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}" + (f": {line}" if line else "")
+    return describe_location(frame.f_code.co_filename, frame.f_lineno) + (f": {line}" if line else "")
 
 
 def user_instruction(following: bool = False) -> tuple[str, str]:
