@@ -15,6 +15,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from jitkernel.startup import STARTUP as STARTUP_ROW  # the start-up's own timeline row
+
 from .report import format_bytes
 from .stats import CallRecord
 from .workers import track, worker_notes
@@ -31,7 +33,8 @@ COLORS = {"trace": "#4c72b0", "optimize": "#8172b2", "fuse": "#937860", "codegen
           "compile": "#dd8452", "first run": "#55a868", "warm run": "#8c8c8c", "recompile": "#c44e52",
           "failed": "#000000", "block": "#64b5cd", "block compile": "#dd8452", "kernels": "#2a9d8f",
           "transfers": "#e9c46a", "kernel": "#2a9d8f", "transfer": "#e9c46a",
-          "worker transfer": "#ccb974"}
+          "worker transfer": "#ccb974", "start-up": "#b0b0b0"}
+
 
 
 class ProfileFigure(Figure):
@@ -210,6 +213,8 @@ def timeline(report: Report) -> ProfileFigure:
     full under the plot. The axis zooms to activity: long idle gaps are collapsed and marked."""
     all_names = [st.function for st in report.functions]
     names, hidden = _busiest(report, all_names, MAX_TIMELINE_ROWS)
+    if report.snapshot.startup() is not None:
+        names = [STARTUP_ROW, *names]  # the process's one-time start-up: its own row, first
     recs = [r for r in report.records() if r["function"] in names and r["phase"] != "cache"]
     if not recs:
         return _empty("timeline", "no jitted calls recorded")

@@ -116,7 +116,9 @@ def function_stats(snap: Snapshot) -> list[FunctionStats]:
     traced = dict.fromkeys(table, False)  # whether the current miss got past its trace
     for e in snap.events:
         key = key_of(e)
-        st = table[key]
+        st = table.get(key)
+        if st is None:
+            continue  # the process's start-up (a StartupEvent) belongs to no function
         cls = e.__class__
         if cls is events.RunEvent:
             st.calls += 1

@@ -408,3 +408,39 @@ def test_profile_counts_follow_a_model_of_the_calls():
             assert all(f.stage == "trace" for f in st.failures)
 
     check()
+
+
+def test_the_process_start_up_is_its_own_row_not_the_first_functions_trace(monkeypatch):
+    """The one-time start-up of tracing (jitkernel/startup.py) is published once, before the
+    first trace starts: it is never inside a function's trace time, and the profile shows it
+    apart (a line under the table, a `start-up` record, its own timeline row)."""
+    from jitkernel import startup
+    from jitkernel.profiler.report import Report
+    monkeypatch.setattr(startup, "_seconds", None)  # as in a fresh process
+    c = Collector()
+    c.start()
+    first, second = jk.jit(lambda x: x * 2.0 + 1.0), jk.jit(lambda x: x * 2.0 + 1.0)
+    first(np.ones(5))
+    second(np.ones(5))
+    c.stop()
+    snap = c.snapshot()
+    starts = [e for e in snap.events if isinstance(e, events.StartupEvent)]
+    traces = [e for e in snap.events if isinstance(e, events.TraceEvent)]
+    assert len(starts) == 1 and len(traces) == 2
+    assert starts[0].function == "start-up" and starts[0].first_function == "<lambda>"
+    assert starts[0].start + starts[0].duration <= traces[0].start  # not inside the first trace
+    assert startup.seconds() == starts[0].duration
+    report = Report(snap)
+    assert [st.function for st in report.functions] == ["<lambda>", "<lambda> (2)"]
+    line = next(l for l in str(report).splitlines() if l.startswith("start-up: "))
+    assert line.endswith("ms, once per process before its first trace (not in any function's trace ms)")
+    assert "class='jitkernel-startup'" in report._repr_html_()
+    assert [r["function"] for r in report.records() if r["phase"] == "start-up"] == ["start-up"]
+    fig = report.plot("timeline")
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()][0] == "start-up"
+    c2 = Collector()
+    c2.start()
+    jk.jit(lambda x: x - 1.0)(np.ones(5))  # later functions: no start-up again
+    c2.stop()
+    assert not any(isinstance(e, events.StartupEvent) for e in c2.snapshot().events)
+    assert "start-up" not in str(Report(c2.snapshot()))
