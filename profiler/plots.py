@@ -131,24 +131,27 @@ def breakdown(report: Report) -> ProfileFigure:
         idx, calls = _select_calls(all_calls)
         phases = [_call_phases(c) for c in calls]
         present = [p for p in BREAKDOWN_PHASES if any(ph[p] for ph in phases)]
-        width = 0.8 / max(len(present), 1)
         label_all = len(calls) < LABEL_ALL_BELOW
         tops = [max([v for v in ph.values()] + [0.0]) for ph in phases]
-        for j, phase in enumerate(present):
-            offset = -0.4 + width * (j + 0.5)
-            bars = [(xi + offset, ph[phase], c) for xi, (ph, c) in enumerate(zip(phases, calls)) if ph[phase] > 0]
-            ax.bar([b[0] for b in bars], [b[1] for b in bars], width=width, color=COLORS[phase], label=phase)
-            for xb, value, c in bars:
+        bars: dict[str, list[tuple[float, float, float, CallRecord]]] = {p: [] for p in present}
+        for xi, (ph, c) in enumerate(zip(phases, calls)):
+            own = [p for p in present if ph[p] > 0]  # a warm call's one bar takes the whole slot
+            width = 0.8 / max(len(own), 1)
+            for j, phase in enumerate(own):
+                bars[phase].append((xi - 0.4 + width * (j + 0.5), ph[phase], width, c))
+        for phase, group in bars.items():
+            ax.bar([b[0] for b in group], [b[1] for b in group], width=[b[2] for b in group],
+                   color=COLORS[phase], label=phase)
+            for xb, value, width, c in group:
                 if label_all or c.first:
                     ax.annotate(_format_value(value), (xb, value), textcoords="offset points", xytext=(0, 2),
-                                ha="center", va="bottom", fontsize=6, rotation=90 if len(present) > 2 else 0)
+                                ha="center", va="bottom", fontsize=6, rotation=90)
+        generic = [(xi, top * 12) for xi, (c, top) in enumerate(zip(calls, tops)) if c.shape_generic]
+        if generic:
+            ax.plot([g[0] for g in generic], [g[1] for g in generic], marker="D", markersize=6, linestyle="none",
+                    color=COLORS["shape-generic"], label="shape-generic (no compile)")
         for xi, (c, top) in enumerate(zip(calls, tops)):
-            if c.shape_generic:
-                ax.plot([xi], [top * 12], marker="D", markersize=6, color=COLORS["shape-generic"], linestyle="none",
-                        label="shape-generic (no compile)")  # one legend entry: duplicates dropped below
-                ax.annotate("shape-generic", (xi, top * 12), textcoords="offset points", xytext=(0, 6),
-                            ha="center", fontsize=7, color=COLORS["shape-generic"])
-            elif c.reasons:
+            if c.reasons and not c.shape_generic:
                 ax.annotate("recompile", (xi, top * 12), textcoords="offset points", xytext=(0, 3), ha="center",
                             fontsize=7, color=COLORS["recompile"])
         ax.set_yscale("log")
