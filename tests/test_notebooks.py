@@ -91,6 +91,11 @@ def test_quickstart(kernels_dir, tmp_path):
     table = [o for c in nb.cells if "jitkernel-profile" in c.metadata.get("tags", []) for o in c.outputs
              if "text/html" in o.get("data", {})]
     assert len(table) == 1 and ">layer</td>" in table[0]["data"]["text/html"]
+    # iterating on shapes: the first new size recompiles (said under the cell), later ones reuse it
+    assert re.search(_reason("row_loss", "x", "(2048, 1024)", "(256, 1024)"), text, re.M), text
+    assert "row_loss on 1024 rows; recompilations: 1" in text, text
+    row = next(line.split() for line in table[0]["data"]["text/plain"].splitlines() if line.startswith("row_loss"))
+    assert row[4:6] == ["3", "1"], table[0]["data"]["text/plain"]  # shape-generic, recompiles
     assert _count(nb, "image/png") == 2
     assert 'extern "C" __global__ void jk_' in text  # the CUDA C of softmax, shown on every machine
     from jitkernel.backends.cuda import missing_for_cuda
