@@ -64,13 +64,14 @@ class BenchmarkRecord:
     name: str
     backend: str
     args: list[str]
-    first_call: float  # seconds of the first call (trace + compile + run)
+    first_call: float  # seconds of the first call (trace + compile + run, or a cached run)
     compiled: Timing
     eager: Timing | None
     max_abs_difference: float | None
     max_rel_difference: float | None
     environment: dict[str, Any] = field(default_factory=dict)
     note: str = ""
+    first_call_cached: bool = False  # the signature was compiled before: the first call only ran
 
     @property
     def speedup(self) -> float | None:
@@ -98,7 +99,8 @@ class BenchmarkRecord:
             return f"{s * 1e3:.4g} ms" if s >= 1e-4 else f"{s * 1e6:.4g} us"
         lo, hi = self.compiled.spread
         rows = [("function", self.name), ("backend", self.backend), ("arguments", ", ".join(self.args) or "-"),
-                ("first call (trace + compile + run)", ms(self.first_call)),
+                ("first call", f"cached (compiled before for these arguments): {ms(self.first_call)}")
+                if self.first_call_cached else ("first call (trace + compile + run)", ms(self.first_call)),
                 ("compiled, median", f"{ms(self.compiled.median)}  (min {ms(lo)}, max {ms(hi)}, "
                                      f"{len(self.compiled.per_call)} x {self.compiled.number} calls)")]
         if self.eager is not None:
@@ -253,9 +255,7 @@ def benchmark(f: Callable[..., Any], *args: Any, repeat: int = 7, number: int | 
     eager = python if baseline == "numpy" else (baseline if callable(baseline) else None)
     backend = getattr(compiled, "backend", None) or config.default_backend
     mine = copy.deepcopy((args, kwargs))
-    t0 = time.perf_counter()
-    first = _synchronise(compiled(*mine[0], **mine[1]))
-    first_call = time.perf_counter() - t0
+    first, first_call, cached = _first_call(compiled, mine)
     timing = _time(lambda: compiled(*mine[0], **mine[1]), repeat, number)
     eager_timing = max_abs = max_rel = None
     if eager is not None:
@@ -265,4 +265,24 @@ def benchmark(f: Callable[..., Any], *args: Any, repeat: int = 7, number: int | 
         eager_timing = _time(lambda: eager(*theirs[0], **theirs[1]), repeat, number)
     leaves = tree_flatten((args, kwargs))[0]
     return BenchmarkRecord(getattr(compiled, "__name__", "function"), backend, [_describe(l) for l in leaves],
-                           first_call, timing, eager_timing, max_abs, max_rel, environment(backend), note)
+                           first_call, timing, eager_timing, max_abs, max_rel, environment(backend), note,
+                           first_call_cached=cached)
+
+
+def _first_call(compiled: Callable[..., Any], arguments: tuple[tuple, dict]) -> tuple[Any, float, bool]:
+    """(result, seconds, cached) of the first call: `cached` when it compiled nothing (every
+    memory-cache lookup it made hit: the signature was compiled before the benchmark)."""
+    from . import events
+    lookups: list[bool] = []
+
+    def listen(e: events.Event) -> None:
+        if type(e) is events.CacheEvent and e.level == "memory":
+            lookups.append(e.hit)
+    unsubscribe = events.subscribe(listen)
+    try:
+        t0 = time.perf_counter()
+        first = _synchronise(compiled(*arguments[0], **arguments[1]))
+        seconds = time.perf_counter() - t0
+    finally:
+        unsubscribe()
+    return first, seconds, bool(lookups) and all(lookups)

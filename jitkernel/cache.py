@@ -24,6 +24,7 @@ import tempfile
 import threading
 import warnings
 from pathlib import Path
+from typing import Iterable
 
 from .tracebacks import user_stacklevel
 
@@ -36,6 +37,9 @@ KEY_BYTES = 64  # a hex SHA-256
 _DIRECTORY_ERRORS = {errno.ENOTDIR, errno.EEXIST, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC,
                      errno.EDQUOT, errno.EFBIG, errno.ENAMETOOLONG, errno.ELOOP}
 _disabled: dict[str, str] = {}  # cache directory -> why it is off in this process
+# key -> names of this process's functions that stored or loaded it (what `%jit_cache --clear`
+# removes without touching other processes' entries: keys_of)
+_owners: dict[str, set[str]] = {}
 _lock = threading.Lock()
 
 
@@ -122,10 +126,27 @@ def decode(key: str, blob: bytes) -> tuple[bytes, str] | None:
         return None
 
 
-def store(key: str, objects: bytes, text: str) -> None:
-    """Save object code and its optimised IR text under `key` (atomically). A directory that
-    cannot be written (a file, read-only, full) turns the cache off with one warning; other
-    failures only cost a recompile next time."""
+def _own(key: str, owner: str | None) -> None:
+    if owner is not None:
+        _owners.setdefault(key, set()).add(owner)
+
+
+def keys_of(names: Iterable[str]) -> set[str]:
+    """The keys this process's functions called `names` stored or loaded (`store`/`load` with
+    `owner=`): the disk entries that are theirs.
+
+    >>> keys_of(["no function of this name"])
+    set()
+    """
+    wanted = set(names)
+    return {key for key, owners in _owners.items() if owners & wanted}
+
+
+def store(key: str, objects: bytes, text: str, owner: str | None = None) -> None:
+    """Save object code and its optimised IR text under `key` (atomically), for the function
+    `owner` (recorded for `keys_of`). A directory that cannot be written (a file, read-only,
+    full) turns the cache off with one warning; other failures only cost a recompile next time."""
+    _own(key, owner)
     directory = disk_cache_dir()
     if str(directory) in _disabled:
         return
@@ -148,9 +169,9 @@ def store(key: str, objects: bytes, text: str) -> None:
                 pass
 
 
-def load(key: str) -> tuple[bytes, str] | None:
+def load(key: str, owner: str | None = None) -> tuple[bytes, str] | None:
     """(object code, optimised IR text) for `key`, or None when absent, corrupt or recorded
-    under another key (such a file is deleted)."""
+    under another key (such a file is deleted). A hit is recorded as the function `owner`'s."""
     path = _path(key)
     try:
         blob = path.read_bytes()
@@ -162,6 +183,8 @@ def load(key: str) -> tuple[bytes, str] | None:
             path.unlink()
         except OSError:
             pass
+    else:
+        _own(key, owner)
     return hit
 
 
@@ -173,15 +196,18 @@ def disk_cache_info() -> dict:
     return {"path": str(directory), "entries": len(files), "bytes": sum(f.stat().st_size for f in files)}
 
 
-def clear_disk_cache() -> int:
-    """Delete every entry; returns how many were removed."""
+def clear_disk_cache(keys: Iterable[str] | None = None) -> int:
+    """Delete every entry, or only those of `keys` (`keys_of(...)`: one process's functions;
+    the directory is shared by every process); returns how many were removed."""
     directory = disk_cache_dir()
     removed = 0
-    if directory.is_dir():
-        for f in directory.glob(f"*{SUFFIX}"):
-            try:
-                f.unlink()
-                removed += not f.name.startswith(".tmp-")
-            except OSError:
-                pass
+    if not directory.is_dir():
+        return 0
+    files = directory.glob(f"*{SUFFIX}") if keys is None else (_path(k) for k in keys)
+    for f in files:
+        try:
+            f.unlink()
+            removed += not f.name.startswith(".tmp-")
+        except OSError:
+            pass
     return removed

@@ -7,6 +7,7 @@
   for a Jupyter installed elsewhere).
 - `jitkernel lab`: opens notebooks/ in JupyterLab with that kernel (JupyterLab comes with the
   optional `notebook` extra: `pip install -e '.[notebook]'`, or `make lab`).
+- `jitkernel --version`: prints `jitkernel <version>` (jitkernel/_version.py).
 
 `python -m jitkernel ...` runs the same command line (jitkernel/__main__.py).
 
@@ -143,7 +144,10 @@ def lab(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from jitkernel._version import __version__
+
     parser = argparse.ArgumentParser(prog="jitkernel", description="NumPy traced, fused and compiled with LLVM.")
+    parser.add_argument("--version", action="version", version=f"jitkernel {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p_demo = sub.add_parser("demo", help="run the quickstart notebook headless; write it as .ipynb and .html "
                                          "and print the profile table")

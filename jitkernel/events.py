@@ -104,6 +104,15 @@ class CompileFailedEvent(Event):
 
 
 @dataclass
+class StartupEvent(Event):
+    """The process's one-time start-up of tracing (jitkernel/startup.py), published once, before
+    the first trace starts, with `function` "start-up": not part of any function's trace time.
+    `first_function`: the function whose first call triggered it."""
+
+    first_function: str = ""
+
+
+@dataclass
 class RunEvent(Event):
     first: bool = False
     backend: str = ""

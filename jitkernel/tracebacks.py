@@ -4,7 +4,9 @@ An error in a jitted function passes through the engine (the call plumbing in `a
 tracing, the NumPy implementations under `jitkernel/numpy/`, the backends) before it reaches
 the user. Those frames say nothing about the user's mistake, so the public entry points remove
 them from the exception's traceback before it propagates: what is left is the caller's line and
-the lines of the traced function. The exception's type and message are untouched.
+the lines of the traced function. NumPy's Python layer (`fromnumeric.py`, `numeric.py`: the
+user's `np.sum(x, axis=1)` on a traced array goes through it) is removed too; the user's line
+that called NumPy stays. The exception's type and message are untouched.
 `jk.config.update("traceback", "full")` keeps every frame (for debugging jitkernel itself).
 
 >>> import numpy as np, jitkernel as jk, traceback
@@ -23,9 +25,12 @@ import sys
 from types import TracebackType
 from typing import Iterable
 
+import numpy as np
+
 from .config import config
 
 ENGINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
 # Example programs shipped with the package are user code as far as a traceback is concerned.
 _USER_DIRS = (os.path.join(ENGINE_DIR, "examples") + os.sep,)
 # Code the engine generates at run time (the CPU runtime's per-program call functions) is
@@ -43,8 +48,8 @@ def is_engine_file(filename: str, extra_dirs: Iterable[str] = ()) -> bool:
 
 
 def user_entries(tb: TracebackType | None, extra_dirs: Iterable[str] = ()) -> list[TracebackType]:
-    """The traceback entries of `tb` whose frames are not the engine's, in order."""
-    extra = tuple(extra_dirs)
+    """The traceback entries of `tb` whose frames are neither the engine's nor NumPy's, in order."""
+    extra = (NUMPY_DIR, *extra_dirs)
     kept = []
     while tb is not None:
         if not is_engine_file(tb.tb_frame.f_code.co_filename, extra):
@@ -80,6 +85,34 @@ def hide_engine_frames(exc: BaseException, extra_dirs: Iterable[str] = ()) -> Ba
         e.__traceback__ = relink(user_entries(e.__traceback__, extra))
         todo += [e.__cause__, e.__context__]
     return exc
+
+
+def cell_name(filename: str) -> str | None:
+    """`Cell In[2]` when `filename` is the code of a notebook or IPython cell (ipykernel compiles
+    cells into temporary files, `<tempdir>/ipykernel_<pid>/<hash>.py`; a terminal IPython names
+    them `<ipython-input-2-...>`), else None. IPython keeps that mapping in its compiler
+    (`shell.compile.format_code_name`, what its own tracebacks use). IPython is asked only when
+    it is already imported: the engine never imports it."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return None
+    try:
+        shell = ipython.get_ipython()
+        label = shell.compile.format_code_name(filename) if shell is not None else None
+    except Exception:  # an IPython without the compiler cache, or a shell being torn down
+        return None
+    return f"{label[0]} {label[1]}" if label else None
+
+
+def describe_location(filename: str, lineno: int) -> str:
+    """Where a user's line is, for messages: `file.py:3`, or `Cell In[2], line 3` for a cell's
+    code (as IPython's tracebacks name it).
+
+    >>> describe_location("/home/me/model.py", 3)
+    '/home/me/model.py:3'
+    """
+    cell = cell_name(filename)
+    return f"{cell}, line {lineno}" if cell is not None else f"{filename}:{lineno}"
 
 
 def user_stacklevel() -> int:

@@ -8,6 +8,7 @@ from jitkernel import events
 
 from .bench import JitBenchMagics
 from .cell import JitCellMagics
+from .cellwarnings import CellWarningFormat
 from .diagnostics import Diagnostics
 from .line import JitLineMagics
 from .progress import CompileProgress
@@ -25,6 +26,7 @@ class Extension:
         self.registry = Registry()
         self.diagnostics = Diagnostics(self.registry)
         self.progress = CompileProgress(shell)  # compile progress lines in a notebook (progress.py)
+        self.warning_format = CellWarningFormat()  # warnings name `Cell In[2], line 3` (cellwarnings.py)
         self._unsubscribe = None
         self._unsubscribe_progress = None
         self._started_profiler = False
@@ -34,6 +36,7 @@ class Extension:
             self.shell.register_magics(cls(self.shell, self))
         self._unsubscribe = events.subscribe(self.diagnostics)
         self._unsubscribe_progress = events.subscribe(self.progress)
+        self.warning_format.install()
         self._started_profiler = not profiler.session().running
         profiler.start()
 
@@ -50,6 +53,7 @@ class Extension:
         if self._unsubscribe_progress is not None:
             self._unsubscribe_progress()
             self._unsubscribe_progress = None
+        self.warning_format.uninstall()
         if self._started_profiler:
             profiler.stop()
         self.registry.clear()

@@ -133,23 +133,27 @@ class JitLineMagics(Magics):
     @magic_arguments.magic_arguments()
     @magic_arguments.argument("--info", action="store_true", help="show the caches (default)")
     @magic_arguments.argument("--clear", action="store_true",
-                              help="empty the disk cache and the in-memory caches of known jitted functions")
+                              help="empty the caches of this process's jitted functions (in memory and their "
+                                   "disk entries)")
+    @magic_arguments.argument("--all", action="store_true",
+                              help="with --clear: also every other entry of the shared disk cache (other "
+                                   "processes' and earlier sessions' functions)")
     @no_var_expand
     @line_magic
     def jit_cache(self, line: str) -> None:
-        """Show (`--info`, the default) or empty (`--clear`) the persistent disk cache and the
-        in-memory caches of the jitted functions in the namespace and from %%jit cells."""
+        """Show (`--info`, the default) or empty (`--clear`) the caches of the jitted functions
+        in the namespace and from %%jit cells: their in-memory compiled entries and the disk
+        entries they stored or loaded. The disk cache is shared by every process: `--clear
+        --all` empties it whole."""
         args = magic_arguments.parse_argstring(self.jit_cache, line)
         if args.info and args.clear:
             raise UsageError("%jit_cache: use either --info or --clear")
+        if args.all and not args.clear:
+            raise UsageError("%jit_cache: --all goes with --clear (%jit_cache --clear --all)")
         disk = _disk_cache()
         known = self._known()
         if args.clear:
-            entries = sum(f.cache_size() for f in known.values())
-            for f in known.values():
-                f.clear_cache()
-            removed = disk.clear_disk_cache() if disk is not None else 0
-            print(f"jit cache cleared: {removed} disk entries, {entries} in-memory entries of {len(known)} functions")
+            print(_clear(known, disk, everything=args.all))
             return
         if disk is None:
             print("disk cache: not available in this jitkernel version")
@@ -180,12 +184,27 @@ class JitLineMagics(Magics):
         print(f"jit backend: {backend} (was {current}); applies to compiles from now on")
 
 
+def _clear(known: dict[int, Jitted], disk: Any, everything: bool) -> str:
+    """Empty the caches of the `known` functions (and with `everything` the whole disk cache);
+    returns what was removed, as one line."""
+    entries = sum(f.cache_size() for f in known.values())
+    for f in known.values():
+        f.clear_cache()
+    mine = disk.clear_disk_cache(disk.keys_of(f.__name__ for f in known.values())) if disk is not None else 0
+    line = (f"jit cache cleared: {entries} in-memory entries of {len(known)} functions, "
+            f"{mine} disk entries of theirs")
+    if not everything:
+        return line + " (other disk entries kept: the disk cache is shared; --clear --all empties it)"
+    others = disk.clear_disk_cache() if disk is not None else 0
+    return line + f"; --all: {others} disk entries of other functions removed (the whole shared disk cache)"
+
+
 def _disk_cache() -> Any:
     try:
         from jitkernel import cache
     except ImportError:
         return None
-    return cache if hasattr(cache, "disk_cache_info") and hasattr(cache, "clear_disk_cache") else None
+    return cache if hasattr(cache, "disk_cache_info") and hasattr(cache, "keys_of") else None
 
 
 def explain(f: Jitted) -> str:

@@ -23,6 +23,7 @@ from jitkernel import events
 
 _RUN = events.RunEvent
 _CACHE = events.CacheEvent
+_STARTUP = events.StartupEvent
 
 FunctionKey = tuple[str, int]  # (name, function_id): one jitted function object
 Selector = Union[str, FunctionKey]  # a name (every function of that name) or one key
@@ -62,13 +63,20 @@ class Snapshot:
     warm: dict[FunctionKey, WarmColumns]
 
     def functions(self) -> list[FunctionKey]:
-        """Function keys in order of first appearance."""
+        """Function keys in order of first appearance (the process's start-up is no function)."""
         seen: dict[FunctionKey, None] = {}
         for e in self.events:
-            seen.setdefault(key_of(e), None)
+            if e.__class__ is not _STARTUP:
+                seen.setdefault(key_of(e), None)
         for key in self.warm:
             seen.setdefault(key, None)
         return list(seen)
+
+    def startup(self) -> float | None:
+        """Seconds of the process's one-time start-up (jitkernel/startup.py) if it happened in
+        this snapshot's window, else None."""
+        found = [e.duration for e in self.events if e.__class__ is _STARTUP]
+        return sum(found) if found else None
 
     def labels(self) -> dict[FunctionKey, str]:
         """The name each function is shown under: its name, and `name (2)`, `name (3)`, ... for

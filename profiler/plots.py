@@ -15,6 +15,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from jitkernel.startup import STARTUP as STARTUP_ROW  # the start-up's own timeline row
+
 from .report import format_bytes
 from .stats import CallRecord
 from .workers import track, worker_notes
@@ -26,12 +28,14 @@ MAX_FUNCTIONS = 6  # subplots per figure (breakdown, fusion); the busiest functi
 MAX_TIMELINE_ROWS = 14  # rows of the timeline
 MAX_CALLS = 60  # bars per function in the breakdown
 MAX_NOTES = 24  # recompilation / failure notes listed under the timeline
-NOTE_WIDTH = 140  # characters per line of a note (wrapped, never cut)
+NOTE_WIDTH = 140  # characters per line of a note (recompilation reasons: wrapped, never cut)
+FAILURE_WIDTH = 120  # a failure's message is cut to one line of this many characters (whole in the table)
 COLORS = {"trace": "#4c72b0", "optimize": "#8172b2", "fuse": "#937860", "codegen": "#da8bc3",
           "compile": "#dd8452", "first run": "#55a868", "warm run": "#8c8c8c", "recompile": "#c44e52",
           "failed": "#000000", "block": "#64b5cd", "block compile": "#dd8452", "kernels": "#2a9d8f",
           "transfers": "#e9c46a", "kernel": "#2a9d8f", "transfer": "#e9c46a",
-          "worker transfer": "#ccb974"}
+          "worker transfer": "#ccb974", "start-up": "#b0b0b0", "shape-generic": "#17becf"}
+
 
 
 class ProfileFigure(Figure):
@@ -90,50 +94,80 @@ def _select_calls(calls: list[CallRecord]) -> tuple[list[int], list[CallRecord]]
     return idx, [calls[i] for i in idx]
 
 
+BREAKDOWN_PHASES = ("trace", "compile", "first run", "warm run", "kernels", "transfers")
+LABEL_ALL_BELOW = 12  # with fewer calls every bar gets its value; else the compiling calls' bars
+
+
+def _call_phases(c: CallRecord) -> dict[str, float]:
+    """A call's phases in ms. The device phases (backend "cuda") are taken out of its run; a
+    shape-generic reuse made no machine code, so it has no compile (its trace and fusion are
+    its trace bar and its marker)."""
+    host = max(0.0, c.run - c.kernels - c.transfers) * 1e3
+    return {"trace": c.trace * 1e3, "compile": 0.0 if c.shape_generic else c.compile * 1e3,
+            "first run": host if c.first else 0.0, "warm run": 0.0 if c.first else host,
+            "kernels": c.kernels * 1e3, "transfers": c.transfers * 1e3}
+
+
+def _format_value(ms: float) -> str:
+    return f"{ms:.0f}" if ms >= 100 else f"{ms:.3g}"
+
+
 def breakdown(report: Report) -> ProfileFigure:
-    """Stacked bars per call (log scale, ms): trace, compile, first run, warm run, and on a
-    device backend the kernels and host<->device transfers (taken out of the run bar)."""
+    """Per call, one bar per phase side by side on a log axis (ms): trace, compile, first run,
+    warm run, and on a device backend the kernels and host<->device transfers (taken out of the
+    run). Side by side, every phase's size is readable even when a compile is a thousand times
+    a run (stacked on a log axis, a 170 ms compile above a 134 ms trace looked like a sliver);
+    the bars of calls that compiled carry their values. Markers: `recompile`, and `shape-generic`
+    for a new size that reused machine code (no compile bar)."""
     names, hidden = _busiest(report, [st.function for st in report.functions if st.calls])
     if not names:
         return _empty("breakdown", "no jitted calls recorded")
-    fig = ProfileFigure("breakdown", figsize=(9, 1.0 + 2.3 * len(names)))
+    fig = ProfileFigure("breakdown", figsize=(10, 1.2 + 2.6 * len(names)))
     if hidden:
         fig.suptitle(f"time per call{_hidden_note(hidden)}", fontsize=10, x=0.01, ha="left")
     axes = fig.subplots(len(names), 1, squeeze=False)[:, 0]
     for ax, name in zip(axes, names):
         all_calls = report.calls(name)
         idx, calls = _select_calls(all_calls)
-        x = list(range(len(calls)))
-        # The device phases (backend "cuda") are shown apart; the run bars keep the host rest.
-        host = [max(0.0, c.run - c.kernels - c.transfers) for c in calls]
-        parts = {
-            "trace": [c.trace * 1e3 for c in calls],
-            "compile": [c.compile * 1e3 for c in calls],
-            "first run": [h * 1e3 if c.first else 0.0 for c, h in zip(calls, host)],
-            "warm run": [0.0 if c.first else h * 1e3 for c, h in zip(calls, host)],
-            "kernels": [c.kernels * 1e3 for c in calls],
-            "transfers": [c.transfers * 1e3 for c in calls],
-        }
-        bottom = [0.0] * len(calls)
-        for label, values in parts.items():
-            if any(values):
-                ax.bar(x, values, bottom=bottom, color=COLORS[label], label=label, width=0.8)
-                bottom = [b + v for b, v in zip(bottom, values)]
-        for xi, c, top in zip(x, calls, bottom):
-            if c.reasons:
-                ax.annotate("recompile", (xi, top), textcoords="offset points", xytext=(0, 3), ha="center",
+        phases = [_call_phases(c) for c in calls]
+        present = [p for p in BREAKDOWN_PHASES if any(ph[p] for ph in phases)]
+        label_all = len(calls) < LABEL_ALL_BELOW
+        tops = [max([v for v in ph.values()] + [0.0]) for ph in phases]
+        bars: dict[str, list[tuple[float, float, float, CallRecord]]] = {p: [] for p in present}
+        for xi, (ph, c) in enumerate(zip(phases, calls)):
+            own = [p for p in present if ph[p] > 0]  # a warm call's one bar takes the whole slot
+            width = 0.8 / max(len(own), 1)
+            for j, phase in enumerate(own):
+                bars[phase].append((xi - 0.4 + width * (j + 0.5), ph[phase], width, c))
+        for phase, group in bars.items():
+            ax.bar([b[0] for b in group], [b[1] for b in group], width=[b[2] for b in group],
+                   color=COLORS[phase], label=phase)
+            for xb, value, width, c in group:
+                if label_all or c.first:
+                    ax.annotate(_format_value(value), (xb, value), textcoords="offset points", xytext=(0, 2),
+                                ha="center", va="bottom", fontsize=6, rotation=90)
+        generic = [(xi, top * 12) for xi, (c, top) in enumerate(zip(calls, tops)) if c.shape_generic]
+        if generic:
+            ax.plot([g[0] for g in generic], [g[1] for g in generic], marker="D", markersize=6, linestyle="none",
+                    color=COLORS["shape-generic"], label="shape-generic (no compile)")
+        for xi, (c, top) in enumerate(zip(calls, tops)):
+            if c.reasons and not c.shape_generic:
+                ax.annotate("recompile", (xi, top * 12), textcoords="offset points", xytext=(0, 3), ha="center",
                             fontsize=7, color=COLORS["recompile"])
         ax.set_yscale("log")
-        positive = [v for vs in parts.values() for v in vs if v > 0]
+        positive = [ph[p] for ph in phases for p in present if ph[p] > 0]
         if positive:
-            ax.set_ylim(min(positive) / 2, max(bottom) * 4)
-        ax.set_ylabel("ms")
+            ax.set_ylim(min(positive) / 2, max(positive) * 60)  # room for the values and markers
+        ax.set_ylabel("ms (log)")
         shown = "" if len(calls) == len(all_calls) else f" ({len(calls)} of {len(all_calls)} calls shown)"
-        ax.set_title(f"{name}: time per call{shown}", fontsize=10, loc="left")
-        ticks = x if len(x) <= 30 else x[::max(1, len(x) // 15)]
+        ax.set_title(f"{name}: time per call, phases side by side{shown}", fontsize=10, loc="left")
+        ticks = list(range(len(calls))) if len(calls) <= 30 else list(range(0, len(calls), max(1, len(calls) // 15)))
         ax.set_xticks(ticks, [str(idx[t] + 1) for t in ticks], fontsize=8)
+        ax.set_xlim(-0.6, len(calls) - 0.4)
         ax.set_xlabel("call", fontsize=8)
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        handles, labels = ax.get_legend_handles_labels()
+        keep = dict(zip(labels, handles))
+        ax.legend(keep.values(), keep.keys(), fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     return fig
 
@@ -200,6 +234,11 @@ def _format_gap(ms: float) -> str:
     return f"{ms / 1e3:.2f} s" if ms >= 1e3 else f"{ms:.0f} ms"
 
 
+def _cut(text: str, width: int = FAILURE_WIDTH) -> str:
+    """The first line of `text`, cut to `width` characters (the table has it whole)."""
+    return textwrap.shorten(text, width=width, placeholder=" ... (whole: str(report))")
+
+
 def _wrap_note(text: str) -> str:
     return textwrap.fill(text, width=NOTE_WIDTH, subsequent_indent="     ", break_long_words=True)
 
@@ -210,6 +249,8 @@ def timeline(report: Report) -> ProfileFigure:
     full under the plot. The axis zooms to activity: long idle gaps are collapsed and marked."""
     all_names = [st.function for st in report.functions]
     names, hidden = _busiest(report, all_names, MAX_TIMELINE_ROWS)
+    if report.snapshot.startup() is not None:
+        names = [STARTUP_ROW, *names]  # the process's one-time start-up: its own row, first
     recs = [r for r in report.records() if r["function"] in names and r["phase"] != "cache"]
     if not recs:
         return _empty("timeline", "no jitted calls recorded")
@@ -279,8 +320,8 @@ def _timeline_notes(markers: list[dict[str, Any]]) -> list[str]:
             notes.append(_wrap_note(f"{k:>2}. {r['function']}: {reasons}"))
         else:
             details = r["details"]
-            notes.append(_wrap_note(f" x. {r['function']}: {details.get('stage', 'compile')} failed, not counted as "
-                                    f"a compile: {details.get('error', '')}"))
+            notes.append(_cut(f" x. {r['function']}: {details.get('stage', 'compile')} failed, not counted as "
+                              f"a compile: {details.get('error', '')}"))
     if len(notes) > MAX_NOTES:
         more = len(notes) - MAX_NOTES
         notes = notes[:MAX_NOTES] + [f"... and {more} more (str(report) lists every recompilation)"]

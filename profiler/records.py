@@ -17,12 +17,14 @@ PHASES = {
     events.RecompileEvent: "recompile", events.RunEvent: "run", events.CompileFailedEvent: "failed",
     # Dask moving blocks between workers; "transfer" is a host<->device copy (TransferEvent)
     events.WorkerTransferEvent: "worker transfer",
+    events.StartupEvent: "start-up",  # the process's one-time start-up: its own row, function "start-up"
 }
 _BASE_FIELDS = {"function", "start", "duration", "function_id"}
 
 
 def phase_name(event: events.Event) -> str:
-    """`trace`, `optimize`, `fuse`, `codegen`, `compile`, `cache`, `recompile`, `run`, `failed` (other
+    """`trace`, `optimize`, `fuse`, `codegen`, `compile`, `cache`, `recompile`, `run`, `failed`,
+    `start-up` (other
     event classes: their lower-cased name without `Event`)."""
     name = PHASES.get(type(event))
     return name if name is not None else type(event).__name__.removesuffix("Event").lower()
@@ -59,7 +61,7 @@ def records(snap: Snapshot) -> list[dict[str, Any]]:
             traced[key] = False
         elif isinstance(e, events.CompileFailedEvent):
             details["stage"] = "compile" if traced.get(key) else "trace"
-        out.append({"function": labels[key], "phase": phase_name(e), "start": start - snap.t0,
+        out.append({"function": labels.get(key, e.function), "phase": phase_name(e), "start": start - snap.t0,
                     "duration": e.duration, "details": details})
     for key, cols in snap.warm.items():
         name = labels[key]

@@ -120,6 +120,14 @@ class Report:
         return [(st.function, f"{f.stage} failed ({f.signature}): {f.error}" if f.signature else
                  f"{f.stage} failed: {f.error}") for st in self.functions for f in st.failures]
 
+    def _startup_line(self) -> str | None:
+        """The process's one-time start-up, shown once, apart from every function's trace."""
+        seconds = self.snapshot.startup()
+        if seconds is None:
+            return None
+        return (f"start-up: {format_ms(seconds)} ms, once per process before its first trace "
+                "(not in any function's trace ms)")
+
     def _device_lines(self) -> list[tuple[str, str]]:
         """(device, "function: kernels ...; transfers ...") for functions with device phases."""
         return [(st.device or "device", f"{st.function}: {_device_line(st)}") for st in self.functions
@@ -135,6 +143,9 @@ class Report:
             lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
             if k == 0:
                 lines.append("  ".join("-" * w for w in widths))
+        startup = self._startup_line()
+        if startup:
+            lines.append(startup)
         dev = self._device_lines()
         if dev:
             lines.append("device phases (kernel times from CUDA events; host<->device copies):")
@@ -169,6 +180,9 @@ class Report:
             body = f"<tr><td colspan='{len(COLUMNS)}'>no jitted calls recorded</td></tr>"
         out = [f"<div class='jitkernel-profile'><b>{esc(self.title)}</b>",
                f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"]
+        startup = self._startup_line()
+        if startup:
+            out.append(f"<p class='jitkernel-startup'>{esc(startup)}</p>")
         dev = self._device_lines()
         if dev:
             out.append("<p>device phases:</p><ul>" + "".join(

@@ -43,6 +43,7 @@ class CallRecord:
     signature: str = ""
     reasons: list[str] = field(default_factory=list)  # recompilation reasons, if it recompiled
     disk_hit: bool = False
+    shape_generic: bool = False  # a new size that ran on existing machine code (no compile)
     kernels: float = 0.0  # device kernel time of the call (KernelEvents)
     transfers: float = 0.0  # host<->device copies of the call (TransferEvents)
 
@@ -116,7 +117,9 @@ def function_stats(snap: Snapshot) -> list[FunctionStats]:
     traced = dict.fromkeys(table, False)  # whether the current miss got past its trace
     for e in snap.events:
         key = key_of(e)
-        st = table[key]
+        st = table.get(key)
+        if st is None:
+            continue  # the process's start-up (a StartupEvent) belongs to no function
         cls = e.__class__
         if cls is events.RunEvent:
             st.calls += 1
@@ -203,6 +206,8 @@ def call_records(snap: Snapshot, function: FunctionKey) -> list[CallRecord]:
                 pending = CallRecord(label, e.start, signature=e.signature)
             elif e.level == "disk" and e.hit and pending is not None:
                 pending.disk_hit = True
+            elif e.level == "dynamic" and e.hit and pending is not None:
+                pending.shape_generic = True
         elif cls is events.TraceEvent:
             if pending is None:  # collector started mid-call
                 pending = CallRecord(label, e.start, signature=e.signature)

@@ -26,7 +26,7 @@ LAYERS = [
     ("base", ("_version", "errors", "events", "config", "tree", "entry", "forking", "compile_progress", "tracebacks", "cache")),
     ("ir", ("ir", "interpreter")),  # the interpreter is the IR's reference semantics
     ("passes", ("passes",)),
-    ("trace", ("trace",)),
+    ("trace", ("trace", "startup")),  # startup: the one-time set-up of tracing
     ("fusion", ("fusion",)),
     ("backends", ("backends", "device_array")),
     ("pipeline", ("pipeline", "pickling")),

@@ -32,6 +32,15 @@ def pytest_generate_tests(metafunc) -> None:
     metafunc.parametrize("backend", names, ids=names, indirect=True)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _started_before_any_test():
+    """The process's one-time start-up of tracing (jitkernel/startup.py), done before the first
+    test: a profile never depends on which test happened to trace first (the start-up's own
+    test in test_profiler.py undoes it)."""
+    from jitkernel import startup
+    startup.ensure_started()
+
+
 def _argnames(spec) -> list[str]:
     return [n.strip() for n in spec.split(",")] if isinstance(spec, str) else list(spec)
 

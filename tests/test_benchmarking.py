@@ -72,6 +72,17 @@ def test_jit_bench_magic(ip, tmp_path):  # noqa: F811
     assert "could not evaluate" in usage_error(ip, "%jit_bench nothing_here(x)")
 
 
+def test_jit_bench_says_cached_when_the_signature_was_compiled_already(ip):  # noqa: F811
+    ok(ip, "import jitkernel as jk\n@jk.jit\ndef g(x):\n    return x * 2\nx = np.ones(50)")
+    first = [o.data["text/plain"] for o in ok(ip, "%jit_bench -r 2 -n 1 --no-plot g(x)")[2]]
+    assert "first call (trace + compile + run)" in first[0] and "cached" not in first[0]
+    again = [o.data["text/plain"] for o in ok(ip, "%jit_bench -r 2 -n 1 --no-plot g(x)")[2]]
+    assert "first call (trace" not in again[0]
+    assert "first call" in again[0] and "cached (compiled before for these arguments)" in again[0]
+    other = jk.benchmark(ip.user_ns["g"], np.ones(51), repeat=2, number=1)  # a new signature compiles
+    assert not other.first_call_cached and json.loads(json.dumps(other.to_dict()))["first_call_cached"] is False
+
+
 def test_dask_and_sharded_arguments_are_recorded_with_their_layout():
     da = pytest.importorskip("dask.array")
     from jitkernel.sharding import Mesh, NamedSharding, P, cpu_devices

@@ -145,7 +145,7 @@ def test_the_suite_caches_in_a_temporary_directory():
 
 
 def test_jit_cache_clear_touches_only_the_suite_cache(jit_shell, tmp_path, monkeypatch):
-    """Entries in the places a user's cache lives survive `%jit_cache --clear` run by a test."""
+    """Entries in the places a user's cache lives survive `%jit_cache --clear --all` run by a test."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     decoys = [tmp_path / "xdg" / "jitkernel" / "user.jko", tmp_path / "home" / ".cache" / "jitkernel" / "user.jko"]
@@ -155,6 +155,6 @@ def test_jit_cache_clear_touches_only_the_suite_cache(jit_shell, tmp_path, monke
     suite = Path(os.environ["JITKERNEL_CACHE_DIR"])
     jit_shell.run_cell("import jitkernel as jk\nr = jk.jit(lambda v: v * 5 - 2)(np.ones(4))")
     assert list(suite.glob("*.jko"))
-    _, out = run_cell(jit_shell, "%jit_cache --clear")
+    _, out = run_cell(jit_shell, "%jit_cache --clear --all")
     assert not list(suite.glob("*.jko")) and "jit cache cleared" in out, out
     assert all(p.read_bytes() == b"user entry" for p in decoys)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from IPython.core.error import UsageError
+from IPython.utils.capture import capture_output
 
 import jitkernel as jk
 from jitkernel import profiler
@@ -187,6 +190,56 @@ def test_user_error_fails_the_cell_and_points_at_the_cell_line(ip):
     assert re.search(r"Cell In\[\d+\], line 3, in g", out) and "----> 3     if v.sum() > 0:" in out
 
 
+@pytest.mark.parametrize("cell, error", [
+    ("import jitkernel as jk\njk.jit(lambda x: x.sum())([1, 2, 3])", "AttributeError"),
+    ("import jitkernel as jk\njk.jit(lambda x: np.sum(x))([1, 2, 3])", "TracerArrayConversionError"),
+    ("%%jit\ndef total(x):\n    return np.sum(x, axis=1)\ntotal(np.ones(3))", "AxisError"),
+])
+def test_tracebacks_show_the_cells_lines_not_numpys(ip, cell, error):
+    """In a shell as in a script: NumPy's internal frames are hidden like the engine's, and a
+    Python list argument's error starts with what to do."""
+    result, out, _ = run(ip, cell)
+    assert type(result.error_in_exec).__name__ == error, out
+    assert re.search(r"^Cell In\[\d+\], line \d", out, re.M), out
+    for hidden in ("fromnumeric.py", "numeric.py", "jitkernel/jitted", "site-packages/numpy"):
+        assert hidden not in out, out
+    if "[1, 2, 3]" in cell:
+        assert re.search(rf"^\w*{error}: jitted functions take arrays, not Python lists: pass np\.asarray\(x\)$",
+                         out, re.M), out
+
+
+def test_warnings_and_messages_name_the_cell(ip):
+    """jitkernel's own warnings, anyone's warnings and error messages that name a user's line
+    say `Cell In[N], line L` (IPython's name for the cell's code), not the code's file name;
+    unloading the extension restores Python's warning format."""
+    import warnings
+    ip.run_cell("import warnings, jitkernel as jk", store_history=True)
+    limit = jk.config.max_cache_entries
+    cells = ["jk.config.update('max_cache_entries', 2)\nf = jk.jit(lambda x: x + 1)\nfor n in range(4):\n    f(np.ones(n + 1))",
+             "warnings.warn('plain')",
+             "def g(x):\n    return x + np.random.rand(3)\njk.jit(g)(np.ones(3))"]
+    try:
+        outs = []
+        with warnings.catch_warnings():  # shown as Python shows them, not recorded by pytest
+            warnings.simplefilter("always")
+            warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: \
+                sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+            for cell in cells:
+                with capture_output() as cap:
+                    ip.run_cell(cell, store_history=True)
+                outs.append(cap.stdout + cap.stderr)
+    finally:
+        jk.config.update("max_cache_entries", limit)
+    numbers = re.findall(r"Cell In\[(\d+)\]", outs[0])
+    assert numbers and re.search(rf"^Cell In\[{numbers[0]}\], line 4: CacheLimitWarning: ", outs[0], re.M), outs[0]
+    assert re.search(r"^Cell In\[\d+\], line 1: UserWarning: plain\n  warnings.warn\('plain'\)$", outs[1], re.M), outs[1]
+    assert re.search(r"\(at Cell In\[\d+\], line 2: return x \+ np.random.rand\(3\)\)", outs[2]), outs[2]
+    assert "<ipython-input" not in "".join(outs)
+    ip.extension_manager.unload_extension("jitkernel")
+    assert warnings.formatwarning.__module__ == "warnings"
+    ip.extension_manager.load_extension("jitkernel")
+
+
 def test_syntax_error_is_reported_at_the_cell_line(ip):
     result, out, _ = run(ip, "%%jit\ndef k(:\n    pass\n")
     assert not result.success
@@ -281,6 +334,27 @@ def test_jit_cache_info_and_clear(ip):
     if "entries" in out:
         assert re.search(r"disk cache: .*: 0 entries", out), out
     assert "either --info or --clear" in usage_error(ip, "%jit_cache --info --clear")
+    assert "--all goes with --clear" in usage_error(ip, "%jit_cache --all")
+
+
+def test_jit_cache_clear_keeps_other_processes_entries_unless_all(ip):
+    """The disk cache is shared: --clear removes this process's functions' entries only; --all
+    removes the rest too and says how many of other functions it removed."""
+    from jitkernel import cache
+    cache.store("0" * 64, b"object code", "another process's function", owner="somebody_else")
+    cache.store("1" * 64, b"object code", "an earlier session's function")
+    _three_sizes(ip)
+    mine = cache.disk_cache_info()["entries"] - 2  # step's entries (keys_of holds earlier tests' too)
+    assert mine >= 1 and cache.keys_of(["step"]) >= {p.name.removesuffix(".jko") for p in
+                                                     Path(cache.disk_cache_dir()).glob("*.jko")} - {"0" * 64, "1" * 64}
+    _, out, _ = ok(ip, "%jit_cache --clear")
+    assert f"{mine} disk entries of theirs (other disk entries kept: the disk cache is shared; " \
+           "--clear --all empties it)" in out, out
+    assert cache.disk_cache_info()["entries"] == 2
+    ok(ip, "step(np.ones((5, 4), np.float32))")  # compiles again: one entry of this process
+    _, out, _ = ok(ip, "%jit_cache --clear --all")
+    assert "1 disk entries of theirs; --all: 2 disk entries of other functions removed" in out, out
+    assert cache.disk_cache_info()["entries"] == 0
 
 
 def test_jit_backend_show_and_set(ip):
@@ -294,6 +368,19 @@ def test_jit_backend_show_and_set(ip):
     assert jk.config.default_backend == "cpu"
     assert "%jit_backend: cuda: " in usage_error(ip, "%jit_backend cuda")
     assert "invalid choice" in usage_error(ip, "%jit_backend tpu")
+
+
+def test_docs_list_every_line_magic_and_count_them(ip):
+    """docs/magics.md names each line magic the extension registers, in its table and its own
+    section, and says how many there are."""
+    from pathlib import Path
+    from jitkernel.magics.extension import MAGIC_CLASSES
+    names = sorted(n for cls in MAGIC_CLASSES for n in cls.magics["line"])
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "magics.md").read_text()
+    words = {5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
+    assert f"one cell magic and {words[len(names)]} line magics" in doc
+    for name in names:
+        assert f"| `%{name}" in doc and f"## `%{name}" in doc, name
 
 
 def test_unload_removes_the_magics_and_subscriptions(ip):

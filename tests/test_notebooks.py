@@ -93,10 +93,41 @@ def test_quickstart(kernels_dir, tmp_path):
     table = [o for c in nb.cells if "jitkernel-profile" in c.metadata.get("tags", []) for o in c.outputs
              if "text/html" in o.get("data", {})]
     assert len(table) == 1 and ">layer</td>" in table[0]["data"]["text/html"]
+    # iterating on shapes: the first new size recompiles (said under the cell), later ones reuse it
+    assert re.search(_reason("row_loss", "x", "(2048, 1024)", "(256, 1024)"), text, re.M), text
+    assert "row_loss on 1024 rows; recompilations: 1" in text, text
+    row = next(line.split() for line in table[0]["data"]["text/plain"].splitlines() if line.startswith("row_loss"))
+    assert row[4:6] == ["3", "1"], table[0]["data"]["text/plain"]  # shape-generic, recompiles
     assert _count(nb, "image/png") == 2
     assert 'extern "C" __global__ void jk_' in text  # the CUDA C of softmax, shown on every machine
     from jitkernel.backends.cuda import missing_for_cuda
     assert ("No GPU here, so the %%jit -b cuda cell is not run." in text) == bool(missing_for_cuda()), text
+
+
+def test_messages_and_warnings_name_the_cell_not_the_kernels_file(kernels_dir, tmp_path):
+    """In a real kernel, cell code lives in ipykernel's temporary files
+    (`<tempdir>/ipykernel_<pid>/<hash>.py`); warnings (jitkernel's own CacheLimitWarning, NumPy's
+    complex-to-real cast warning while tracing, a plain one) and error messages that name a user's
+    line say `Cell In[N], line L` instead, as IPython's tracebacks do."""
+    import nbformat
+    cells = [
+        "import warnings\nimport numpy as np\nimport jitkernel as jk",
+        "jk.config.update('max_cache_entries', 2)\nf = jk.jit(lambda x: x + 1)\nfor n in range(4):\n    f(np.ones(n + 1))",
+        "def g(x):\n    return x + np.random.rand(3)\ntry:\n    jk.jit(g)(np.ones(3))\nexcept jk.TracedRandomError as e:\n"
+        "    print(e)",
+        "def real(z):\n    return z.astype(np.float64)\njk.jit(real)(np.ones(2, complex))",
+        "warnings.warn('a plain warning')",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    path = tmp_path / "cells.ipynb"
+    nbformat.write(nb, path)
+    from jitkernel.magics.nbrun import execute_notebook
+    text = _text(execute_notebook(path, KERNEL, kernels_dir, cwd=tmp_path, timeout=120))
+    assert "ipykernel_" not in text and ".py:" not in text, text
+    assert re.search(r"^Cell In\[2\], line 4: CacheLimitWarning: jitted function '<lambda>' reached 2", text, re.M), text
+    assert "(at Cell In[3], line 2: return x + np.random.rand(3))" in text, text
+    assert re.search(r"^Cell In\[4\], line 2: ComplexWarning: Casting complex values to real", text, re.M), text
+    assert re.search(r"^Cell In\[5\], line 1: UserWarning: a plain warning$", text, re.M), text
 
 
 def test_profiling(kernels_dir, tmp_path):

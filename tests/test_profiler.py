@@ -408,3 +408,91 @@ def test_profile_counts_follow_a_model_of_the_calls():
             assert all(f.stage == "trace" for f in st.failures)
 
     check()
+
+
+def test_the_process_start_up_is_its_own_row_not_the_first_functions_trace(monkeypatch):
+    """The one-time start-up of tracing (jitkernel/startup.py) is published once, before the
+    first trace starts: it is never inside a function's trace time, and the profile shows it
+    apart (a line under the table, a `start-up` record, its own timeline row)."""
+    from jitkernel import startup
+    from jitkernel.profiler.report import Report
+    monkeypatch.setattr(startup, "_seconds", None)  # as in a fresh process
+    c = Collector()
+    c.start()
+    first, second = jk.jit(lambda x: x * 2.0 + 1.0), jk.jit(lambda x: x * 2.0 + 1.0)
+    first(np.ones(5))
+    second(np.ones(5))
+    c.stop()
+    snap = c.snapshot()
+    starts = [e for e in snap.events if isinstance(e, events.StartupEvent)]
+    traces = [e for e in snap.events if isinstance(e, events.TraceEvent)]
+    assert len(starts) == 1 and len(traces) == 2
+    assert starts[0].function == "start-up" and starts[0].first_function == "<lambda>"
+    assert starts[0].start + starts[0].duration <= traces[0].start  # not inside the first trace
+    assert startup.seconds() == starts[0].duration
+    report = Report(snap)
+    assert [st.function for st in report.functions] == ["<lambda>", "<lambda> (2)"]
+    line = next(l for l in str(report).splitlines() if l.startswith("start-up: "))
+    assert line.endswith("ms, once per process before its first trace (not in any function's trace ms)")
+    assert "class='jitkernel-startup'" in report._repr_html_()
+    assert [r["function"] for r in report.records() if r["phase"] == "start-up"] == ["start-up"]
+    fig = report.plot("timeline")
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()][0] == "start-up"
+    c2 = Collector()
+    c2.start()
+    jk.jit(lambda x: x - 1.0)(np.ones(5))  # later functions: no start-up again
+    c2.stop()
+    assert not any(isinstance(e, events.StartupEvent) for e in c2.snapshot().events)
+    assert "start-up" not in str(Report(c2.snapshot()))
+
+
+def _bars_by_call(ax) -> dict[int, dict[str, float]]:
+    """{call position: {phase colour name: bar height}} of a breakdown subplot."""
+    from matplotlib.colors import to_hex
+    from matplotlib.patches import Rectangle
+    from jitkernel.profiler.plots import COLORS
+    names = {v: k for k, v in COLORS.items() if k in ("trace", "compile", "first run", "warm run")}
+    out: dict[int, dict[str, float]] = {}
+    for p in ax.patches:
+        if isinstance(p, Rectangle) and to_hex(p.get_facecolor()) in names:
+            assert p.get_y() == 0  # side by side from the axis, never stacked
+            out.setdefault(round(p.get_x() + p.get_width() / 2), {})[names[to_hex(p.get_facecolor())]] = p.get_height()
+    return out
+
+
+def test_breakdown_shows_each_phase_readably_and_marks_shape_generic_reuse():
+    """Phases side by side on a log axis, each bar its own value (a compile much longer than the
+    trace no longer hides it), the compiling calls' values written on the bars; a shape-generic
+    reuse has no compile bar and its own marker."""
+    f = jk.jit(_step)
+    sizes = (100, 100, 101, 102)  # compile, warm, recompile (dimension 0 becomes dynamic), reuse
+    r = _report_of(*[(lambda n=n: f(np.ones((n, 8), np.float32))) for n in sizes])
+    calls = r.calls("_step")
+    assert [(c.first, c.shape_generic) for c in calls] == [(True, False), (False, False), (True, False), (True, True)]
+    fig = r.plot("breakdown")
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "log"
+    bars = _bars_by_call(ax)
+    assert bars[0]["trace"] == pytest.approx(calls[0].trace * 1e3) and bars[0]["compile"] == pytest.approx(calls[0].compile * 1e3)
+    assert set(bars[1]) == {"warm run"} and "compile" in bars[2]
+    assert "compile" not in bars[3] and {"trace", "first run"} <= set(bars[3])
+    texts = [t.get_text() for t in ax.texts]
+    assert f"{calls[0].compile * 1e3:.3g}" in texts or f"{calls[0].compile * 1e3:.0f}" in texts
+    assert texts.count("recompile") == 1
+    generic = [line for line in ax.lines if line.get_label() == "shape-generic (no compile)"]
+    assert len(generic) == 1 and list(generic[0].get_xdata()) == [3]
+    assert "shape-generic (no compile)" in [t.get_text() for t in ax.get_legend().get_texts()]
+    fig.to_png()
+
+
+def test_long_failure_messages_are_cut_in_the_plot_and_whole_in_the_table():
+    message = "this trace fails " + "because of a very long explanation " * 12
+
+    def fails(x):
+        raise ValueError(message)
+    r = _report_of(_raises(jk.jit(fails, backend="interpret"), np.ones(3)))
+    from jitkernel.profiler import plots
+    note = next(t for t in _timeline_texts(r.plot("timeline")) if "failed" in t).splitlines()[-1]
+    assert len(note) <= plots.FAILURE_WIDTH and note.endswith("... (whole: str(report))"), note
+    first_line = "ValueError: " + message.strip()  # the event keeps the type and first line
+    assert first_line in str(r) and first_line.replace("  ", " ") in r._repr_html_()

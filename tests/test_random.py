@@ -94,6 +94,34 @@ def test_matches_jax(mode, case):
         np.testing.assert_array_equal(got, expected)
 
 
+def _reference_cases(mode: str, fn: str, dtype: str):
+    for case in REFERENCE[mode]["cases"]:
+        if case["fn"] == fn and case["kwargs"].get("dtype") == dtype and not any(
+                isinstance(v, dict) for v in case["kwargs"].values()):
+            yield case
+
+
+def test_default_dtypes_give_jax_x64_numbers_and_dtype_gives_its_32_bit_ones():
+    """What the README says: randint and normal called without dtype= (NumPy's int64/float64)
+    give JAX's numbers with x64 on; dtype=int32/float32 gives JAX's 32-bit defaults (x64 off).
+    randint bit for bit; normal within 3 ulp (the stored-sample test below bounds the share)."""
+    checked = 0
+    for mode, fn, dtype, explicit in (("x64_on", "randint", "int64", False), ("x64_on", "normal", "float64", False),
+                                      ("x64_off", "randint", "int32", True), ("x64_off", "normal", "float32", True)):
+        for case in _reference_cases(mode, fn, dtype):
+            kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in case["kwargs"].items()
+                      if explicit or k != "dtype"}
+            got = np.asarray(getattr(jk.random, fn)(np.array(case["key"], np.uint32), **kwargs))
+            expected = _arr(case["out"])
+            assert got.dtype == expected.dtype == np.dtype(dtype)
+            if fn == "randint":
+                np.testing.assert_array_equal(got, expected)
+            else:
+                assert _ulps(got, expected) <= 3
+            checked += 1
+    assert checked >= 10
+
+
 def test_prngkey_seeds_match_jax_x64():
     for seed, key in REFERENCE["x64_on"]["PRNGKey"].items():
         assert jk.random.PRNGKey(int(seed)).tolist() == key["values"], seed

@@ -71,6 +71,49 @@ def test_run_time_errors_on_the_fast_path_show_the_caller_only():
         assert len(_frames(info.value)) == 1
 
 
+def _no_numpy(exc):
+    from jitkernel.tracebacks import NUMPY_DIR
+    files = [f.filename for f in traceback.extract_tb(exc.__traceback__)]
+    assert not [f for f in files if f.startswith(NUMPY_DIR)], files
+
+
+def test_numpy_internal_frames_are_hidden_too():
+    """np.sum(x, axis=1) on a 1-D argument fails inside NumPy's Python layer (numeric.py):
+    the traceback ends at the user's line that called NumPy."""
+    with pytest.raises(np.exceptions.AxisError) as info:
+        jk.jit(lambda x: np.sum(x, axis=1))(np.ones(3))
+    _no_engine(info.value)
+    _no_numpy(info.value)
+    assert _frames(info.value)[-1][1] == "jk.jit(lambda x: np.sum(x, axis=1))(np.ones(3))"
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda: jk.jit(lambda x: x.sum())([1, 2, 3]), AttributeError),
+    (lambda: jk.jit(lambda x: np.sum(x))([1, 2, 3]), jk.TracerArrayConversionError),
+    (lambda: jk.jit(lambda x: x.shape[0])((1.0, 2.0)), AttributeError),
+    (lambda: jk.jit(lambda w, x: np.sum(x, axis=1) * w).lower(2.0, [[1, 2], [3, 4]]), jk.TracerArrayConversionError),
+])
+def test_a_list_argument_gets_a_first_line_saying_what_to_do(call, error):
+    with pytest.raises(error) as info:
+        call()
+    first, *detail = str(info.value).splitlines()
+    assert re.fullmatch(r"jitted functions take arrays, not Python (lists|tuples): pass np\.asarray\(x\)", first), first
+    assert detail and "ArgumentList" not in detail[0]  # the original message follows, naming `list`
+    _no_engine(info.value)
+    _no_numpy(info.value)
+
+
+def test_lists_of_arrays_and_unrelated_errors_get_no_list_hint():
+    f = jk.jit(lambda xs: xs[0] + xs[1])
+    np.testing.assert_array_equal(f([np.ones(2), np.ones(2)]), np.full(2, 2.0))  # a pytree, fine
+    with pytest.raises(AttributeError) as info:
+        jk.jit(lambda xs, n: xs.nope)(np.ones(2), [1, 2])
+    assert "jitted functions take arrays" not in str(info.value)  # the list is not what failed...
+    with pytest.raises(ValueError) as info:
+        jk.jit(lambda x, shape: x.reshape(7))(np.ones(3), [1, 2])
+    assert "jitted functions take arrays" not in str(info.value)  # ...nor a ValueError
+
+
 def test_full_tracebacks_on_request():
     f = jk.jit(user_reshape)
     jk.config.update("traceback", "full")

@@ -11,6 +11,7 @@ from ..device_array import DeviceArray as _DeviceArray
 from ..pipeline import DEVICE_ARRAY_BACKENDS, AliasedArguments, CheckedPathNeeded, Compiled, same_array_positions
 from ..tracebacks import hide_engine_frames
 from ..tree import tree_flatten
+from .sequence_hint import add_sequence_hint
 from .signature import _PY_SCALAR_DTYPES, Signature, _ndarray
 from .write_back import _guarded_by_globals, _restore_byteorder
 
@@ -58,6 +59,7 @@ class DispatchMixin:
         try:
             return self._call(args, kwargs)
         except BaseException as e:
+            add_sequence_hint(e, self.fun, args, kwargs)  # f([1, 2, 3]): "pass np.asarray(x)" first
             hide_engine_frames(e)  # the user's frames only (jk.config "traceback")
             raise  # a bare raise does not add this frame back
 

@@ -8,6 +8,7 @@ from typing import Any
 from ..backends import device_stages
 from ..pipeline import Compiled
 from ..tracebacks import hide_engine_frames
+from .sequence_hint import add_sequence_hint
 
 
 class Lowered:
@@ -41,6 +42,7 @@ class StagingMixin:
             if compiled.program.layout_guard:
                 compiled = self._layout_variant(sig, compiled, args, kwargs, self._dynamic_leaves(args, kwargs))
         except BaseException as e:
+            add_sequence_hint(e, self.fun, args, kwargs)
             hide_engine_frames(e)
             raise
         return Lowered(compiled)

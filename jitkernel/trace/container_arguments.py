@@ -95,6 +95,10 @@ class ArgumentList(list):
     def __copy__(self) -> list:
         return list(self)
 
+    def __getattr__(self, name: str) -> Any:
+        # Only for names a list lacks (`x.sum`, `x.shape`): the error names the user's type, list.
+        raise AttributeError(f"'list' object has no attribute {name!r}", name=name, obj=self)
+
     def __reduce_ex__(self, protocol: Any) -> Any:
         return (list, (list(self),))
 

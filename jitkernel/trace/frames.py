@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ..tracebacks import describe_location
+
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
 _ENGINE_DIRS = (_PACKAGE_DIR + os.sep, _NUMPY_DIR + os.sep)
@@ -33,12 +35,13 @@ def user_frame(depth: int = 1) -> Any:
 
 
 def user_frame_location() -> str:
-    """`file:line: source` of the innermost frame outside jitkernel (the user's code)."""
+    """`file:line: source` of the innermost frame outside jitkernel (the user's code); in a
+    notebook `Cell In[2], line 3: source`."""
     frame = user_frame(2)
     if frame is None:
         return "<unknown location>"
     line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}" + (f": {line}" if line else "")
+    return describe_location(frame.f_code.co_filename, frame.f_lineno) + (f": {line}" if line else "")
 
 
 def user_instruction(following: bool = False) -> tuple[str, str]:

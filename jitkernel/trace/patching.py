@@ -29,6 +29,12 @@ class ModulePatches:
                     self._saved.append((module, name, getattr(module, name)))
                     setattr(module, name, replacement)
 
+    def prepare(self) -> None:
+        """Build the targets now (their sources cache them), so that the first trace does not
+        pay for it (jitkernel/startup.py)."""
+        for _ in self._targets():
+            pass
+
     def uninstall(self) -> None:
         with self._lock:
             self._installed -= 1
@@ -39,6 +45,12 @@ class ModulePatches:
 
 
 _ALL: list[ModulePatches] = []
+
+
+def prepare_all() -> None:
+    """`prepare()` every patch set: the process's one-time start-up of tracing."""
+    for patches in list(_ALL):
+        patches.prepare()
 
 
 def _new_locks_in_child() -> None:

@@ -186,7 +186,8 @@ def _warn_written_inputs(name: str, inputs: list[Tracer]) -> None:
         from ..trace.context import user_frame
         what = ", ".join(f"input {k} ({inputs[k].aval})" for k in written)
         frame = user_frame()
-        where = f" (called at {frame.f_code.co_filename}:{frame.f_lineno})" if frame is not None else ""
+        from ..tracebacks import describe_location
+        where = f" (called at {describe_location(frame.f_code.co_filename, frame.f_lineno)})" if frame is not None else ""
         warnings.warn(f"{name}: the function writes {what} in place; under transformations the caller's array "
                       f"is not updated, only the function's result is transformed{where}",
                       ArgumentNotWrittenWarning, stacklevel=2)

@@ -80,7 +80,7 @@ class CpuBackend(Backend):
         symbols = [s.name for s in steps if isinstance(s, Segment)]
         t2 = events.clock()
         key = cache.cache_key(llvm_text, compiler.toolchain_fingerprint(), __version__, "O3")
-        hit = cache.load(key) if disk_cache and symbols else None
+        hit = cache.load(key, owner=name) if disk_cache and symbols else None
         if hit is not None:
             objects, optimized_text = hit
             if events.SUBSCRIBERS:
@@ -92,7 +92,7 @@ class CpuBackend(Backend):
             optimized_text = compiler.module_text(mod)
             objects = compiler.emit_object(mod) if symbols else b""
             if disk_cache and symbols:
-                cache.store(key, objects, optimized_text)
+                cache.store(key, objects, optimized_text, owner=name)
         t3 = events.clock()
         runtime = pairwise.addresses() if "jk_pairwise_" in llvm_text else None
         library = compiler.JitLibrary(objects, symbols, runtime) if symbols else None

@@ -62,7 +62,7 @@ def cubin_for(source: str, arch: str, name: str = "program", disk_cache: bool = 
 
     Publishes a disk `CacheEvent` (hit or miss) and, for an nvcc run, a `CompileEvent`."""
     key = cubin_key(source, arch)
-    entry = cache.load(key) if disk_cache else None
+    entry = cache.load(key, owner=name) if disk_cache else None
     if disk_cache and events.SUBSCRIBERS:
         events.publish(events.CacheEvent(name, events.clock(), 0.0, entry is not None, "disk"))
     if entry is not None:
@@ -75,7 +75,7 @@ def cubin_for(source: str, arch: str, name: str = "program", disk_cache: bool = 
     if not data.startswith(b"\x7fELF"):
         raise CompileError(f"nvcc produced no cubin for {name} (arch {arch})")
     if disk_cache:
-        cache.store(key, data, source)
+        cache.store(key, data, source, owner=name)
     return data
 
 
