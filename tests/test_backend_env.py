@@ -21,9 +21,9 @@ def test_the_environment_variable_sets_the_default_backend():
 
 
 def test_an_unknown_backend_name_fails_at_import_naming_the_variable():
-    out = _run("tpu", "import jitkernel")
+    out = _run("npu", "import jitkernel")
     assert out.returncode != 0
-    assert "environment variable JITKERNEL_BACKEND: unknown backend 'tpu'" in out.stderr
+    assert "environment variable JITKERNEL_BACKEND: unknown backend 'npu'" in out.stderr
 
 
 def test_cuda_without_a_gpu_raises_the_unavailable_error_at_the_first_call():

@@ -24,6 +24,8 @@ import jitkernel as jk
 
 from helpers import ALL_DTYPES, FLOAT_TOL, assert_matches_numpy
 
+TPU_SUITE = True  # the backend tests run on tpu-interpret too (tests/tpu_suite.py)
+
 MAX_ELEMENTS = 512
 _EPS = {np.dtype(np.float16): 9.8e-4, np.dtype(np.float32): 1.2e-7, np.dtype(np.float64): 2.3e-16}
 

@@ -15,6 +15,7 @@ import jitkernel as jk
 from helpers import assert_matches_numpy, load
 
 CUDA_EMULATOR_SUITE = True  # the backend fixture adds "cuda-emulator" (tests/emulator_suite.py)
+TPU_SUITE = True  # and on tpu-interpret (tests/tpu_suite.py)
 
 X = np.linspace(-1, 1, 6, dtype=np.float32)
 
@@ -217,7 +218,7 @@ def test_unsupported_dtypes_inside(fn, backend):
 
 def test_unknown_backend_valueerror():
     with pytest.raises(ValueError, match="backend"):
-        jk.jit(lambda x: x + 1, backend="tpu")(X)
+        jk.jit(lambda x: x + 1, backend="npu")(X)
 
 
 def test_leaked_tracer(backend):

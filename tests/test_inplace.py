@@ -13,6 +13,7 @@ import jitkernel as jk
 from helpers import assert_matches_numpy, load, run_on_copies
 
 CUDA_EMULATOR_SUITE = True  # the backend fixture adds "cuda-emulator" (tests/emulator_suite.py)
+TPU_SUITE = True  # and on tpu-interpret (tests/tpu_suite.py)
 
 
 def same_as_numpy(fn, *args, backend):

@@ -10,6 +10,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import jitkernel as jk
 from helpers import assert_matches_numpy, call_on_copies, load
 
+TPU_SUITE = True  # the backend tests run on tpu-interpret too (tests/tpu_suite.py)
+
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None, print_blob=False,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

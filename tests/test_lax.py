@@ -14,6 +14,8 @@ from tests.helpers import assert_matches_numpy, check
 import emulator_suite
 from helpers import HOST_BACKENDS, primitive_names
 
+TPU_SUITE = True  # the backend tests run on tpu-interpret too (tests/tpu_suite.py)
+
 
 BACKENDS = HOST_BACKENDS + emulator_suite.emulator_backends()  # cuda-emulator where g++ is
 DRAWN_BACKENDS = emulator_suite.DRAWN_BACKENDS

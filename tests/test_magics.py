@@ -367,7 +367,7 @@ def test_jit_backend_show_and_set(ip):
     ok(ip, "%jit_backend auto")
     assert jk.config.default_backend == "cpu"
     assert "%jit_backend: cuda: " in usage_error(ip, "%jit_backend cuda")
-    assert "invalid choice" in usage_error(ip, "%jit_backend tpu")
+    assert "invalid choice" in usage_error(ip, "%jit_backend npu")
 
 
 def test_docs_list_every_line_magic_and_count_them(ip):

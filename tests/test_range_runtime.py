@@ -12,6 +12,7 @@ import jitkernel as jk
 import emulator_suite
 
 CUDA_EMULATOR_SUITE = True  # the `backend` fixture also runs cuda-emulator (tests/emulator_suite.py)
+TPU_SUITE = True  # and on tpu-interpret (tests/tpu_suite.py)
 
 INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
 MAX_TRIPS = 64  # drawn ranges are kept short: the loop runs on every example

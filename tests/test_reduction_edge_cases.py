@@ -9,6 +9,8 @@ from hypothesis import given, settings, strategies as st
 import jitkernel as jk
 from helpers import assert_identical
 
+TPU_SUITE = True  # the backend tests run on tpu-interpret too (tests/tpu_suite.py)
+
 
 FLOAT_TYPES = [np.float16, np.float32, np.float64]
 

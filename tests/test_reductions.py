@@ -10,6 +10,7 @@ import jitkernel as jk
 from helpers import ALL_DTYPES, assert_matches_numpy, check, numpy_result, rng_for, sample
 
 CUDA_EMULATOR_SUITE = True  # the backend fixture adds "cuda-emulator" (tests/emulator_suite.py)
+TPU_SUITE = True  # and on tpu-interpret (tests/tpu_suite.py)
 
 DTYPE_IDS = [str(d) for d in ALL_DTYPES]
 _EPS = {np.dtype(np.float16): 1e-3, np.dtype(np.float32): 1.2e-7, np.dtype(np.float64): 2.3e-16}

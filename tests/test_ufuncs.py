@@ -19,6 +19,7 @@ from helpers import (ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, assert_matches_numpy,
                      rng_for, sample)
 
 CUDA_EMULATOR_SUITE = True  # tests/emulator_suite.py: the `backend` tests also run on cuda-emulator
+TPU_SUITE = True  # and on tpu-interpret (tests/tpu_suite.py)
 
 DTYPE_IDS = [str(d) for d in ALL_DTYPES]
 

@@ -16,6 +16,7 @@ import jitkernel as jk
 import emulator_suite
 
 CUDA_EMULATOR_SUITE = True  # the `backend` fixture also runs cuda-emulator (tests/emulator_suite.py)
+TPU_SUITE = True  # and on tpu-interpret (tests/tpu_suite.py)
 
 
 def target_after_loop(n):

@@ -12,6 +12,7 @@ from jitkernel.autograph import convert
 from tests.helpers import check
 
 CUDA_EMULATOR_SUITE = True  # the `backend` fixture also runs cuda-emulator (tests/emulator_suite.py)
+TPU_SUITE = True  # and on tpu-interpret (tests/tpu_suite.py)
 
 
 def while_test(x):

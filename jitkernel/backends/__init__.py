@@ -7,10 +7,10 @@ An unknown name is a `ValueError` listing the backends; a known backend that thi
 machine cannot run is a `jk.BackendUnavailableError` saying what is missing.
 
 >>> check_backend("cpu")
->>> check_backend("tpu")
+>>> check_backend("npu")
 Traceback (most recent call last):
     ...
-ValueError: unknown backend 'tpu'; backends are 'cpu', 'interpret', 'cuda-emulator' and 'cuda' (a CUDA GPU through PyCUDA)
+ValueError: unknown backend 'npu'; backends are 'cpu', 'interpret', 'cuda-emulator', 'cuda' (a CUDA GPU through PyCUDA), 'tpu' (a Google TPU through JAX's XLA) and 'tpu-interpret' (the TPU lowering on this CPU)
 """
 from __future__ import annotations
 

@@ -130,6 +130,16 @@ def test_first_error_in_program_order(backend):
         jk.jit(f, backend=backend)(np.arange(3.0), 5, 0)
 
 
+@pytest.mark.skipif("tpu" not in BACKENDS, reason="needs a TPU")
+def test_float64_runs_on_the_host_with_a_note():
+    """The TPU's float64 is float32 pairs with float32's exponent range: a float64 program runs
+    on the host CPU (the same XLA lowering), said once, and keeps NumPy's range."""
+    f = jk.jit(lambda x: x * 1e300, backend="tpu")
+    with pytest.warns(RuntimeWarning, match="float32's exponent range"):
+        out = f(np.array([3.0]))
+    assert out[0] == 3e300
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_hlo_stage_and_dtypes_kept(backend):
     """float64 stays float64 on the TPU (never JAX's 32-bit default), and `as_text("hlo")`

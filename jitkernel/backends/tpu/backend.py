@@ -14,6 +14,7 @@ without JAX says what is missing (`check_available`).
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -21,6 +22,7 @@ import numpy as np
 from ... import events
 from ...errors import BackendUnavailableError
 from ...ir import Program
+from ...ir.control_flow import sub_programs
 from ...passes.complex_lower import Packed, lower_complex
 from ..base import Backend
 
@@ -31,6 +33,26 @@ def _missing_jax(name: str) -> str | None:
                 "here. Install the `tpu` extra (`pip install 'jitkernel[tpu]'`, which brings jax; on a TPU "
                 "machine jax[tpu]); docs/tpu.md")
     return None
+
+
+# Measured on a TPU v5e (JAX 0.10.2): XLA's float64 on the TPU is a pair of float32 values, with
+# float32's exponent range (3e300 becomes inf, 1e-310 becomes 0) and about 48 bits of
+# precision: not NumPy's float64. A program holding float64 therefore runs on the host CPU
+# through the same XLA lowering, never silently narrowed (docs/tpu.md, "Dtypes on the TPU").
+FLOAT64_NOTE = ("jitkernel: {name} computes in float64, which the TPU only emulates with float32's exponent "
+                "range (1e300 overflows to inf); it runs on the host CPU through XLA instead. Pass float32 "
+                "arrays to run it on the TPU (docs/tpu.md)")
+
+
+def holds_float64(program: Program) -> bool:
+    """Whether any value of the program (sub-programs included) is float64."""
+    f64 = np.dtype(np.float64)
+    if any(v.aval.dtype == f64 for v in program.invars + program.constvars):
+        return True
+    for eqn in program.eqns:
+        if any(v.aval.dtype == f64 for v in eqn.outputs) or any(holds_float64(p) for p in sub_programs(eqn.params)):
+            return True
+    return False
 
 
 class TpuBackend(Backend):
@@ -72,6 +94,9 @@ class TpuBackend(Backend):
         program, packed = lower_complex(program)
         lowered_program = lower(program)
         device = self.device()
+        if self.platform == "tpu" and holds_float64(program):
+            device = jax.devices("cpu")[0]
+            warnings.warn(FLOAT64_NOTE.format(name=name), RuntimeWarning, stacklevel=2)
         specs = [jax.ShapeDtypeStruct(tuple(int(d) for d in v.aval.shape), v.aval.dtype) for v in program.invars]
         with jax.enable_x64(True), jax.default_device(device):
             staged = jax.jit(lowered_program.fn).lower(*specs)

@@ -41,23 +41,27 @@ def lower_host_step(ctx: Any, eqn: Any, *inputs: Any) -> list:
 
     def host(*arrays: np.ndarray) -> tuple:
         try:
-            outs = primitives.evaluate(prim, [np.asarray(a) for a in arrays], params)
+            operands = [_from_host_carrier(np.asarray(a), d) for a, d in zip(arrays, in_dtypes)]
+            outs = primitives.evaluate(prim, operands, params)
             results = tuple(_to_carrier(np.asarray(o, a.dtype).reshape(s)) for o, a, s in zip(outs, avals, shapes))
             return results + (np.bool_(False),)
         except Exception as e:  # noqa: BLE001  (raised on the host after the call: checks.py)
             slots.raised.setdefault(step, e.with_traceback(None))
             return tuple(np.zeros(c.shape, c.dtype) for c in carried) + (np.bool_(True),)
 
-    results = jax.pure_callback(host, tuple(carried) + (jax.ShapeDtypeStruct((), np.bool_),), *inputs)
+    in_dtypes = [np.dtype(v.aval.dtype) for v in eqn.inputs]
+    results = jax.pure_callback(host, tuple(carried) + (jax.ShapeDtypeStruct((), np.bool_),),
+                                *[_to_device_carrier(x, d) for x, d in zip(inputs, in_dtypes)])
     *outs, failed = results
     ctx.checks.site(failed, lambda: slots.raised[step])
     return [_from_carrier(o, np.dtype(a.dtype)) for o, a in zip(outs, avals)]
 
 
-# A callback's results pass through JAX's canonicalisation in the thread that runs it, where
+# A callback's operands and results pass through JAX's canonicalisation in a thread where
 # 64-bit types may be off (on the TPU the callback thread is not the caller's, and x64 is a
-# thread-local setting): a float64 result would arrive as float32. 64-bit results therefore
-# cross as their bytes (uint8) and are bit-cast back inside the computation.
+# thread-local setting): a float64 value would cross as float32 (measured on the chip: a sort
+# of float64 came back rounded to float32). 64-bit values therefore cross as their bytes
+# (uint8, a trailing axis of 8) and are bit-cast on the other side.
 _WIDE = frozenset(map(np.dtype, (np.float64, np.int64, np.uint64, np.complex128)))
 
 
@@ -84,3 +88,20 @@ def _from_carrier(y: "jax.Array", dtype: np.dtype) -> "jax.Array":
         parts = lax.bitcast_convert_type(y, jnp.float64)
         return lax.complex(parts[..., 0], parts[..., 1])
     return lax.bitcast_convert_type(y, dtype)
+
+
+def _to_device_carrier(x: "jax.Array", dtype: np.dtype) -> "jax.Array":
+    if dtype not in _WIDE:
+        return x
+    if dtype.kind == "c":
+        x = jnp.stack([jnp.real(x), jnp.imag(x)], axis=-1)
+    return lax.bitcast_convert_type(x, jnp.uint8)
+
+
+def _from_host_carrier(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    if dtype not in _WIDE:
+        return a
+    a = np.ascontiguousarray(a)
+    if dtype.kind == "c":
+        return a.view(np.float64).reshape(a.shape[:-2] + (2,)).view(dtype).reshape(a.shape[:-2])
+    return a.view(dtype).reshape(a.shape[:-1])
