@@ -1,0 +1,173 @@
+"""Run-time debugging inside compiled code (docs/debugging.md): `jk.debug.print` and
+`jk.debug.callback` run when the program runs, with the run's values, in program order, in
+loops, under grad and vmap; `debug_nans` names the user's line of the first NaN made inside."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitkernel as jk
+from emulator_suite import emulator_backends
+from helpers import HOST_BACKENDS
+
+BACKENDS = HOST_BACKENDS + emulator_backends()  # cuda-emulator where g++ is
+
+
+def _lines(capsys) -> list[str]:
+    return capsys.readouterr().out.splitlines()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_print_runs_each_call_with_its_values_in_program_order(backend, capsys):
+    @jk.jit(backend=backend)
+    def f(x):
+        y = np.sin(x)
+        jk.debug.print("first {}", x[0])
+        jk.debug.print("y = {}, total = {total:.1f}", y, total=x.sum())
+        jk.debug.print("first {}", x[0])  # equal to the first print: both run
+        return y * 2
+
+    capsys.readouterr()  # nothing printed while tracing
+    f(np.zeros(3))
+    f(np.ones(3))
+    assert _lines(capsys) == [
+        "first 0.0", "y = [0. 0. 0.], total = 0.0", "first 0.0",
+        "first 1.0", f"y = {np.sin(np.ones(3))}, total = 3.0", "first 1.0"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_callback_receives_host_arrays(backend):
+    seen = []
+
+    @jk.jit(backend=backend)
+    def f(x):
+        jk.debug.callback(lambda a, b, scale: seen.append((a, b, scale)), x, x.max(), scale=2)
+        return x + 1
+
+    np.testing.assert_array_equal(f(np.arange(4.0)), np.arange(4.0) + 1)
+    ((a, b, scale),) = seen
+    assert type(a) is np.ndarray and a.tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert b == 3.0 and np.ndim(b) == 0 and scale == 2
+
+
+def test_print_outside_a_trace_runs_at_once(capsys):
+    jk.debug.print("now {x}", x=np.arange(2))
+    assert _lines(capsys) == ["now [0 1]"]
+
+
+def test_print_of_an_unread_value_is_kept(capsys):
+    @jk.jit
+    def f(x):
+        jk.debug.print("unread {}", x * 3)
+        return x
+
+    f(np.float64(2.0))
+    assert _lines(capsys) == ["unread 6.0"]
+
+
+@pytest.mark.parametrize("backend", ["interpret", "cpu"])
+def test_print_in_every_iteration_of_lax_loops(backend, capsys):
+    def body(i, x):
+        jk.debug.print("i={} x={}", i, x)
+        return x * 2
+
+    def cond(v):
+        return v < 10
+
+    def wbody(v):
+        jk.debug.print("v={}", v)
+        return v * 3
+
+    @jk.jit(backend=backend)
+    def f(x):
+        return jk.lax.fori_loop(0, 3, body, x), jk.lax.while_loop(cond, wbody, x)
+
+    f(np.float64(1.0))
+    assert _lines(capsys) == ["i=0 x=1.0", "i=1 x=2.0", "i=2 x=4.0", "v=1.0", "v=3.0", "v=9.0"]
+
+
+def test_print_in_every_iteration_of_a_converted_python_loop(capsys):
+    @jk.jit
+    def f(x, n):
+        for i in range(n):
+            jk.debug.print("i={} x={}", i, x)
+            x = x + 1
+        return x
+
+    f(0.0, 3)
+    assert _lines(capsys) == ["i=0 x=0.0", "i=1 x=1.0", "i=2 x=2.0"]
+
+
+def test_print_invariant_in_a_loop_is_not_hoisted(capsys):
+    @jk.jit
+    def f(x, c):
+        def body(i, v):
+            jk.debug.print("c={}", c)
+            return v + c
+        return jk.lax.fori_loop(0, 2, body, x)
+
+    f(0.0, 5.0)
+    assert _lines(capsys) == ["c=5.0", "c=5.0"]
+
+
+def _g(x):
+    jk.debug.print("x={}", x)
+    y = np.sin(x)
+    jk.debug.print("y={:.4f}", y)
+    return y
+
+
+@pytest.mark.parametrize("wrap", [lambda f: f, jk.jit], ids=["eager", "jit"])
+def test_grad_prints_primals_once(wrap, capsys):
+    assert wrap(jk.grad(_g))(1.0) == pytest.approx(np.cos(1.0))
+    assert _lines(capsys) == ["x=1.0", f"y={np.sin(1.0):.4f}"]
+
+
+def test_jvp_prints_primals(capsys):
+    jk.jvp(_g, (1.0,), (1.0,))
+    assert _lines(capsys) == ["x=1.0", f"y={np.sin(1.0):.4f}"]
+
+
+def test_vmap_prints_once_with_the_batch(capsys):
+    def f(x, c):
+        jk.debug.print("x={} c={}", x, c)
+        return x * c
+
+    out = jk.jit(jk.vmap(f, in_axes=(0, None)))(np.arange(3.0), 2.0)
+    np.testing.assert_array_equal(out, [0.0, 2.0, 4.0])
+    assert _lines(capsys) == ["x=[0. 1. 2.] c=2.0"]
+
+
+def test_print_keeps_the_fusion_around_it():
+    """Only the printed value is materialised: `x + 1` and `* 2` stay one kernel."""
+    def f(x):
+        a = x + 1
+        jk.debug.print("s={}", x.sum())
+        return np.exp(a) * 2
+
+    with_print = jk.jit(f).lower(np.ones(8)).as_text("kernels")
+    assert "debug_callback" in with_print
+    fused = [line for line in with_print.splitlines() if "fuses:" in line and "add" in line]
+    assert len(fused) == 1 and "exp" in fused[0] and "multiply" in fused[0], with_print
+
+
+def test_two_equal_prints_are_not_merged_and_print_is_kept_by_the_passes():
+    def f(x):
+        jk.debug.print("{}", x)
+        jk.debug.print("{}", x)
+        return x
+
+    assert jk.jit(f).lower(np.ones(2)).as_text("optimized").count("debug_callback") == 2
+
+
+def test_print_needs_a_str_format_and_array_values():
+    with pytest.raises(TypeError, match="format must be a str"):
+        jk.debug.print(3)
+
+    @jk.jit
+    def f(x):
+        jk.debug.print("{}", "text")
+        return x
+
+    with pytest.raises(TypeError, match="must be an array or a number"):
+        f(1.0)
