@@ -17,6 +17,8 @@ PHASES = {
     events.RecompileEvent: "recompile", events.RunEvent: "run", events.CompileFailedEvent: "failed",
     # Dask moving blocks between workers; "transfer" is a host<->device copy (TransferEvent)
     events.WorkerTransferEvent: "worker transfer",
+    # debug_nans found a NaN or an infinity made inside a call (a marker on the timeline)
+    events.DebugNansEvent: "debug nans",
 }
 _BASE_FIELDS = {"function", "start", "duration", "function_id"}
 
