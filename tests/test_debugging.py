@@ -171,3 +171,116 @@ def test_print_needs_a_str_format_and_array_values():
 
     with pytest.raises(TypeError, match="must be an array or a number"):
         f(1.0)
+
+
+# -- debug_nans ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def debug_nans():
+    jk.config.update("debug_nans", True)
+    try:
+        yield
+    finally:
+        jk.config.update("debug_nans", False)
+
+
+def _log_of_shifted(x):
+    y = x * 2
+    z = np.log(y - 3)  # the line debug_nans names
+    return z + 1
+
+
+LOG_LINE = _log_of_shifted.__code__.co_firstlineno + 2
+
+
+def test_debug_nans_is_off_by_default():
+    assert jk.config.debug_nans is False
+    assert np.isnan(jk.jit(_log_of_shifted)(np.ones(3))).all()
+
+
+@pytest.mark.parametrize("backend", ["interpret", "cpu", *emulator_backends()])
+def test_debug_nans_names_the_operation_kernel_and_line(backend, debug_nans):
+    f = jk.jit(_log_of_shifted, backend=backend)
+    for _ in range(2):  # the checked path, then the warm entry
+        with pytest.raises(FloatingPointError) as info:
+            f(np.ones(3))
+        message = str(info.value)
+        assert "NaN produced by 'log' in _log_of_shifted" in message, message
+        assert f"{__file__}:{LOG_LINE}: z = np.log(y - 3)" in message, message
+        assert ("(kernel k" in message) == (backend != "interpret")  # the interpreter runs no kernels
+
+
+def test_debug_nans_is_silent_for_nan_in_the_inputs(debug_nans):
+    f = jk.jit(_log_of_shifted)
+    out = f(np.array([np.nan, 5.0]))
+    assert np.isnan(out[0]) and np.isfinite(out[1])
+    with pytest.raises(FloatingPointError, match="'log'"):  # one made inside, next to one passed in
+        f(np.array([np.nan, 1.0]))
+
+
+def test_debug_nans_reports_infinity_and_finds_the_line_in_a_loop_body(debug_nans):
+    @jk.jit
+    def f(x, n):
+        for i in range(n):
+            x = np.sqrt(x - 1.0)
+        return 1.0 / x
+
+    with pytest.raises(FloatingPointError, match=r"NaN produced by 'sqrt'.*x = np.sqrt\(x - 1.0\).*inside the"):
+        f(2.0, 3)
+    with pytest.raises(FloatingPointError, match=r"Inf produced by 'divide'.*return 1.0 / x"):
+        f(1.0, 1)
+
+
+def test_debug_nans_switched_on_after_warm_calls_checks_them():
+    f = jk.jit(_log_of_shifted)
+    f(np.ones(3))
+    f(np.ones(3))  # a warm entry now exists
+    jk.config.update("debug_nans", True)
+    try:
+        with pytest.raises(FloatingPointError):
+            f(np.ones(3))
+    finally:
+        jk.config.update("debug_nans", False)
+    assert np.isnan(f(np.ones(3))).all()  # off again: no check
+
+
+def test_debug_nans_publishes_an_event(debug_nans):
+    seen = []
+    unsubscribe = jk.events.subscribe(seen.append)
+    try:
+        with pytest.raises(FloatingPointError):
+            jk.jit(_log_of_shifted)(np.ones(2))
+    finally:
+        unsubscribe()
+    (event,) = [e for e in seen if isinstance(e, jk.events.DebugNansEvent)]
+    assert event.operation == "log" and event.function == "_log_of_shifted" and event.what == "NaN"
+    assert event.location.startswith(f"{__file__}:{LOG_LINE}:") and event.kernel
+
+
+def test_debug_nans_option_must_be_a_bool():
+    with pytest.raises(ValueError, match="True or False"):
+        jk.config.update("debug_nans", "on")
+
+
+def test_debug_nans_does_not_print_twice(debug_nans, capsys):
+    @jk.jit
+    def f(x):
+        jk.debug.print("x={}", x)
+        return np.log(x)
+
+    with pytest.raises(FloatingPointError):
+        f(-1.0)
+    assert _lines(capsys) == ["x=-1.0"]
+
+
+def test_jit_debug_magic_switches_debug_nans(tmp_path, monkeypatch):
+    from ipython_shell import extension_shell, ok
+    try:
+        with extension_shell(tmp_path, monkeypatch) as ip:
+            _, out, _ = ok(ip, "%jit_debug nans on")
+            assert out.strip() == "jit debug nans: on" and jk.config.debug_nans is True
+            _, out, _ = ok(ip, "%jit_debug nans off")
+            assert out.strip() == "jit debug nans: off" and jk.config.debug_nans is False
+    finally:
+        jk.config.update("debug_nans", False)
