@@ -138,17 +138,52 @@ def test_vmap_prints_once_with_the_batch(capsys):
     assert _lines(capsys) == ["x=[0. 1. 2.] c=2.0"]
 
 
+def _fuses(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if "fuses:" in line]
+
+
 def test_print_keeps_the_fusion_around_it():
-    """Only the printed value is materialised: `x + 1` and `* 2` stay one kernel."""
+    """Only the printed value is materialised: `x + 1`, exp and `* 2` stay one kernel."""
     def f(x):
         a = x + 1
         jk.debug.print("s={}", x.sum())
         return np.exp(a) * 2
 
-    with_print = jk.jit(f).lower(np.ones(8)).as_text("kernels")
-    assert "debug_callback" in with_print
-    fused = [line for line in with_print.splitlines() if "fuses:" in line and "add" in line]
-    assert len(fused) == 1 and "exp" in fused[0] and "multiply" in fused[0], with_print
+    text = jk.jit(f).lower(np.ones(8)).as_text("kernels")
+    assert "debug_callback" in text
+    fused = [line for line in _fuses(text) if "add" in line]
+    assert len(fused) == 1 and "exp" in fused[0] and "multiply" in fused[0], text
+
+
+def test_print_of_a_result_changes_no_kernel():
+    """A print of a value the program computes anyway adds a step and no kernel: the sum and the
+    elementwise result stay one loop with two stores (the print is sunk past them)."""
+    def with_print(x):
+        y = np.sin(x)
+        s = x.sum()
+        jk.debug.print("s={}", s)
+        return y * 2, s
+
+    def without(x):
+        y = np.sin(x)
+        s = x.sum()
+        return y * 2, s
+
+    x = np.ones(8)
+    printed = jk.jit(with_print).lower(x).as_text("kernels")
+    assert _fuses(printed) == _fuses(jk.jit(without).lower(x).as_text("kernels")), printed
+    assert len(_fuses(printed)) == 1 and "debug_callback" in printed
+
+
+def test_print_runs_before_a_later_check_raises(capsys):
+    @jk.jit
+    def f(x, i):
+        jk.debug.print("i={}", i)
+        return x[i]  # an IndexError at run time for i = 5
+
+    with pytest.raises(IndexError):
+        f(np.ones(3), 5)
+    assert _lines(capsys) == ["i=5"]
 
 
 def test_two_equal_prints_are_not_merged_and_print_is_kept_by_the_passes():
