@@ -319,3 +319,20 @@ def test_jit_debug_magic_switches_debug_nans(tmp_path, monkeypatch):
             assert out.strip() == "jit debug nans: off" and jk.config.debug_nans is False
     finally:
         jk.config.update("debug_nans", False)
+
+
+def test_print_over_dask_blocks_runs_in_the_block_tasks(capsys):
+    """docs/debugging.md, Dask: the print runs in the block tasks of its segment, with whole
+    values; the local scheduler runs them in this process, so the lines appear here."""
+    da = pytest.importorskip("dask.array")
+
+    @jk.jit
+    def f(x):
+        y = x * 2
+        jk.debug.print("sum={}", y.sum())
+        return y + 1
+
+    out = f(da.from_array(np.arange(8.0), chunks=4)).compute(scheduler="synchronous")
+    np.testing.assert_array_equal(out, np.arange(8.0) * 2 + 1)
+    lines = _lines(capsys)
+    assert lines and set(lines) == {"sum=56.0"}, lines

@@ -60,7 +60,9 @@ class HostCall:
         self.callback(*args, **kwargs)
 
     def __repr__(self) -> str:
-        return f"{self.callback!r}{self.treedef}"
+        name = repr(self.callback) if isinstance(self.callback, Printer) else \
+            f"callback({getattr(self.callback, '__qualname__', type(self.callback).__name__)})"
+        return f"{name}{self.treedef}"
 
 
 TOKEN = AType((), np.dtype(np.bool_))
