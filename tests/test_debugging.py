@@ -321,18 +321,38 @@ def test_jit_debug_magic_switches_debug_nans(tmp_path, monkeypatch):
         jk.config.update("debug_nans", False)
 
 
-def test_print_over_dask_blocks_runs_in_the_block_tasks(capsys):
-    """docs/debugging.md, Dask: the print runs in the block tasks of its segment, with whole
-    values; the local scheduler runs them in this process, so the lines appear here."""
+@pytest.mark.parametrize("scheduler", ["synchronous", "threads"])
+def test_print_over_dask_runs_once_per_compute_in_order(scheduler, capsys):
+    """docs/debugging.md, Dask: each print is one task over whole values, chained after the
+    previous print and before the results; the local schedulers run it in this process."""
+    da = pytest.importorskip("dask.array")
+    import dask
+
+    @jk.jit
+    def f(x):
+        y = x * 2
+        jk.debug.print("y={}", y)  # a chunked value: rechunked to one block for the print
+        jk.debug.print("max={}", y.max())
+        return y + 1, y.sum()
+
+    with pytest.warns(Warning, match="debug_callback is not partitioned"):
+        out, total = f(da.from_array(np.arange(8.0), chunks=4))
+    out, total = dask.compute(out, total, scheduler=scheduler)
+    np.testing.assert_array_equal(out, np.arange(8.0) * 2 + 1)
+    assert total == 56.0
+    assert _lines(capsys) == ["y=[ 0.  2.  4.  6.  8. 10. 12. 14.]", "max=14.0"]
+
+
+def test_print_of_a_reduction_over_dask_is_not_lost(capsys):
+    """A print in a segment whose values no result reads still runs (its token is tied to the
+    first output)."""
     da = pytest.importorskip("dask.array")
 
     @jk.jit
     def f(x):
         y = x * 2
         jk.debug.print("sum={}", y.sum())
-        return y + 1
+        return y
 
-    out = f(da.from_array(np.arange(8.0), chunks=4)).compute(scheduler="synchronous")
-    np.testing.assert_array_equal(out, np.arange(8.0) * 2 + 1)
-    lines = _lines(capsys)
-    assert lines and set(lines) == {"sum=56.0"}, lines
+    f(da.from_array(np.arange(8.0), chunks=4)).compute(scheduler="synchronous")
+    assert _lines(capsys) == ["sum=56.0"]

@@ -1,5 +1,6 @@
 """Sink `jk.debug.print` steps (`Primitive.effect`) as late as they may go: past every following
-equation up to the next one that may raise, holds sub-programs or is another effect.
+equation up to the next one that may raise, holds sub-programs, is another effect or reads the
+print's token.
 
 Nothing reads a print's result, so moving it later breaks no dependency, and it still runs
 before any error a later step raises (the print a user adds to find that error is shown) and
@@ -34,13 +35,15 @@ def sink_effects(program: Program) -> Program:
         return program
     out: list[Eqn] = []
     pending: list[Eqn] = []  # prints waiting for the next barrier, in program order
+    tokens: set = set()  # their results (read by nothing, except the Dask path's tie, distributed/effects.py)
     for eqn in program.eqns:
         if primitives.get(eqn.prim).effect:
             pending.append(eqn)
+            tokens.update(eqn.outputs)
             continue
-        if _barrier(eqn):
+        if pending and (_barrier(eqn) or any(v in tokens for v in eqn.inputs)):
             out += pending
-            pending = []
+            pending, tokens = [], set()
         out.append(eqn)
     out += pending
     return Program(program.invars, program.constvars, program.consts, out, program.outvars, program.name)
