@@ -65,7 +65,7 @@ def test_print_of_an_unread_value_is_kept(capsys):
     assert _lines(capsys) == ["unread 6.0"]
 
 
-@pytest.mark.parametrize("backend", ["interpret", "cpu"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_print_in_every_iteration_of_lax_loops(backend, capsys):
     def body(i, x):
         jk.debug.print("i={} x={}", i, x)
