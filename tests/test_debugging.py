@@ -123,6 +123,20 @@ def test_grad_prints_primals_once(wrap, capsys):
     assert _lines(capsys) == ["x=1.0", f"y={np.sin(1.0):.4f}"]
 
 
+def test_grad_through_loops_and_branches_prints_the_forward_pass_only(capsys):
+    """Reverse mode recomputes a loop's or branch's forward pass: that copy does not print."""
+    def body(i, v):
+        jk.debug.print("v={}", v)
+        return v * v
+
+    def f(x):
+        y = jk.lax.fori_loop(0, 2, body, x)
+        return jk.lax.cond(y > 0, lambda a: (jk.debug.print("pos {}", a), a * 3)[1], lambda a: a, y)
+
+    assert jk.jit(jk.grad(f))(1.5) == pytest.approx(3 * 4 * 1.5 ** 3)
+    assert _lines(capsys) == ["v=1.5", "v=2.25", "pos 5.0625"]
+
+
 def test_jvp_prints_primals(capsys):
     jk.jvp(_g, (1.0,), (1.0,))
     assert _lines(capsys) == ["x=1.0", f"y={np.sin(1.0):.4f}"]

@@ -22,7 +22,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ..tree import TreeDef, tree_unflatten
-from .primitives import Primitive, register
+from .primitives import PRIMITIVES, Primitive, register
+from .program import WITH_SUB_PROGRAMS, Eqn, Program
 from .types import AType
 
 
@@ -78,3 +79,21 @@ def _debug_impl(*values: np.ndarray, call: HostCall) -> list[np.ndarray]:
 
 
 register(Primitive("debug_callback", "library", _debug_rule, _debug_impl, unread="step", effect=True))
+
+
+def without_effects(program: Program) -> Program:
+    """`program` without its effects, in its sub-programs too: what reverse-mode differentiation
+    runs again to recompute a loop's or branch's forward pass, which must not print a second time
+    (the forward pass printed the primals already)."""
+    def strip(value: Any) -> Any:
+        if isinstance(value, Program):
+            return without_effects(value)
+        if isinstance(value, tuple) and any(isinstance(v, Program) for v in value):
+            return tuple(strip(v) for v in value)
+        return value
+
+    if not any(PRIMITIVES[e.prim].effect or e.prim in WITH_SUB_PROGRAMS for e in program.eqns):
+        return program
+    eqns = [e if e.prim not in WITH_SUB_PROGRAMS else Eqn(e.prim, e.inputs, e.outputs, {k: strip(v) for k, v in e.params.items()})
+            for e in program.eqns if not PRIMITIVES[e.prim].effect]
+    return Program(program.invars, program.constvars, program.consts, eqns, program.outvars, program.name)
