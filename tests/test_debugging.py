@@ -50,6 +50,18 @@ def test_callback_receives_host_arrays(backend):
     assert b == 3.0 and np.ndim(b) == 0 and scale == 2
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_print_of_complex_values(backend, capsys):
+    """The complex lowering packs complex values as float pairs: the print gets them complex."""
+    @jk.jit(backend=backend)
+    def f(z):
+        jk.debug.print("z={} a={}", z * 2, np.abs(z))
+        return z + 1
+
+    f(np.array([1 + 2j, 3 - 1j]))
+    assert _lines(capsys) == [f"z={np.array([1 + 2j, 3 - 1j]) * 2} a={np.abs(np.array([1 + 2j, 3 - 1j]))}"]
+
+
 def test_print_outside_a_trace_runs_at_once(capsys):
     jk.debug.print("now {x}", x=np.arange(2))
     assert _lines(capsys) == ["now [0 1]"]

@@ -66,14 +66,38 @@ class HostCall:
         return f"{name}{self.treedef}"
 
 
+@dataclass(frozen=True)
+class PackedComplex:
+    """The param of a `debug_callback` whose complex values the complex lowering pass packed as
+    float pairs (..., 2) (passes/complex_lower.py): unpacks them, then runs `call`. `dtypes`:
+    per value, its complex dtype, or None for a value that was not packed."""
+
+    call: HostCall
+    dtypes: tuple
+
+    def __call__(self, values: list[Any]) -> None:
+        unpacked = []
+        for v, dtype in zip(values, self.dtypes):
+            if dtype is not None:
+                pairs = np.asarray(v)
+                out = np.empty(pairs.shape[:-1], dtype)
+                out.real, out.imag = pairs[..., 0], pairs[..., 1]  # (inf * 1j would make a NaN)
+                v = out
+            unpacked.append(v)
+        self.call(unpacked)
+
+    def __repr__(self) -> str:
+        return repr(self.call)
+
+
 TOKEN = AType((), np.dtype(np.bool_))
 
 
-def _debug_rule(in_avals: list[AType], *, call: HostCall) -> list[AType]:
+def _debug_rule(in_avals: list[AType], *, call: HostCall | PackedComplex) -> list[AType]:
     return [TOKEN]
 
 
-def _debug_impl(*values: np.ndarray, call: HostCall) -> list[np.ndarray]:
+def _debug_impl(*values: np.ndarray, call: HostCall | PackedComplex) -> list[np.ndarray]:
     call(list(values))
     return [np.zeros((), np.bool_)]
 
