@@ -98,6 +98,22 @@ def test_print_in_every_iteration_of_lax_loops(backend, capsys):
     assert _lines(capsys) == ["i=0 x=1.0", "i=1 x=2.0", "i=2 x=4.0", "v=1.0", "v=3.0", "v=9.0"]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_print_without_values_in_a_loop_and_branch_whose_results_are_unread(backend, capsys):
+    def body(i, v):
+        jk.debug.print("i={}", i)
+        return v + 1
+
+    @jk.jit(backend=backend)
+    def f(x):
+        jk.lax.fori_loop(0, 2, body, x)
+        jk.lax.cond(x > 0, lambda a: (jk.debug.print("positive"), a)[1], lambda a: a, x)
+        return x
+
+    f(1.0)
+    assert _lines(capsys) == ["i=0", "i=1", "positive"]
+
+
 def test_print_in_every_iteration_of_a_converted_python_loop(capsys):
     @jk.jit
     def f(x, n):
