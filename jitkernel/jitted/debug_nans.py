@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import events
 from ..ir import Eqn, Program, primitives
+from ..ir.debug_prims import without_effects
 from ..trace.context import recording_locations
 from ..tree import tree_flatten
 
@@ -81,9 +82,7 @@ class _Finder:
         env.update(zip(program.constvars, program.consts))
         for eqn in program.eqns:
             ins = [env[v] for v in eqn.inputs]
-            if eqn.prim == "debug_callback":  # no second print while looking
-                outs, found = [np.zeros((), np.bool_)], None
-            elif eqn.prim in ("fori_loop", "while_loop"):
+            if eqn.prim in ("fori_loop", "while_loop"):
                 outs, found = self._loop(eqn, ins)
             else:
                 outs, found = primitives.evaluate(eqn.prim, ins, eqn.params), None
@@ -124,8 +123,8 @@ def find_culprit(trace: Callable[[], Program], args: Sequence[np.ndarray]) -> Cu
         program = trace()
     if len(program.invars) != len(args):
         return None
-    with np.errstate(all="ignore"):
-        return _Finder(locations).run(program, args)[1]
+    with np.errstate(all="ignore"):  # (without its prints: the call printed already)
+        return _Finder(locations).run(without_effects(program), args)[1]
 
 
 def _kernel_of(compiled: Any, eqn: Eqn) -> str:
