@@ -309,6 +309,24 @@ def test_debug_nans_reports_infinity_and_finds_the_line_in_a_loop_body(debug_nan
         f(1.0, 1)
 
 
+def test_debug_nans_finds_the_line_in_a_scan_body_and_a_branch(debug_nans):
+    def step(c, x):
+        return c + x, np.log(x)  # the scan's line
+
+    @jk.jit
+    def f(xs):
+        return jk.lax.scan(step, 0.0, xs)[1]
+
+    @jk.jit
+    def g(x):
+        return jk.lax.cond(x > 0, lambda a: a, lambda a: np.arccos(a), x)  # the branch's line
+
+    with pytest.raises(FloatingPointError, match=r"'log'.*the scan's line \(inside the scan at "):
+        f(np.array([1.0, -1.0]))
+    with pytest.raises(FloatingPointError, match=r"'arccos'.*the branch's line \(inside the cond at "):
+        g(-2.0)
+
+
 def test_debug_nans_switched_on_after_warm_calls_checks_them():
     f = jk.jit(_log_of_shifted)
     f(np.ones(3))

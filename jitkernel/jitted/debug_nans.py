@@ -5,8 +5,8 @@ the operation and the user's line that made it (docs/debugging.md).
 How (JAX's way, `jax_debug_nans`): the compiled program runs as always; its floating results are
 checked after the call. When one is not finite, the function is traced again with the user's line
 of every equation recorded (trace/context.py `recording_locations`) and that program is re-run,
-equation by equation, in the NumPy reference interpreter, into the bodies of `fori_loop` and
-`while_loop` (lax loops and converted Python loops): the first equation whose floating result is
+equation by equation, in the NumPy reference interpreter, into the bodies of `fori_loop`,
+`while_loop`, `scan` and `cond` (lax control flow and converted Python loops): the first equation whose floating result is
 not finite where its inputs are (per element for elementwise operations) is the culprit. NaN that
 only flowed from the inputs finds none, and the call returns normally.
 
@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import events
 from ..ir import Eqn, Program, primitives
+from ..ir.control_flow import branch_index
 from ..ir.debug_prims import without_effects
 from ..trace.context import recording_locations
 from ..tree import tree_flatten
@@ -82,8 +83,8 @@ class _Finder:
         env.update(zip(program.constvars, program.consts))
         for eqn in program.eqns:
             ins = [env[v] for v in eqn.inputs]
-            if eqn.prim in ("fori_loop", "while_loop"):
-                outs, found = self._loop(eqn, ins)
+            if eqn.prim in ("fori_loop", "while_loop", "scan", "cond"):
+                outs, found = self._control(eqn, ins)
             else:
                 outs, found = primitives.evaluate(eqn.prim, ins, eqn.params), None
                 what = _made_here(eqn, ins, outs)
@@ -94,10 +95,15 @@ class _Finder:
             env.update(zip(eqn.outputs, (np.asarray(o) for o in outs)))
         return [env[v] for v in program.outvars], None
 
-    def _loop(self, eqn: Eqn, ins: list[np.ndarray]) -> tuple[list[np.ndarray], Culprit | None]:
-        """A lax loop run trip by trip, its body equation by equation (the interpreter's impl)."""
+    def _control(self, eqn: Eqn, ins: list[np.ndarray]) -> tuple[list[np.ndarray], Culprit | None]:
+        """A lax loop run trip by trip, a branch chosen by its index, their bodies equation by
+        equation (the interpreter's impls, ir/control_flow.py)."""
         p = eqn.params
         where = f"inside the {eqn.prim} at {self.locations.get(eqn, '?')}"
+        if eqn.prim == "cond":
+            return self.run(p["branches"][branch_index(ins[0], len(p["branches"]))], ins[1:], where)
+        if eqn.prim == "scan":
+            return self._scan(ins, where, **p)
         if eqn.prim == "fori_loop":
             lower, upper, rest = ins[0], ins[1], ins[2:]
             consts, carry = list(rest[:p["nconsts"]]), list(rest[p["nconsts"]:])
@@ -115,6 +121,20 @@ class _Finder:
             carry, found = self.run(p["body"], bconsts + carry, where)
             if found is not None:
                 return carry, found
+
+
+    def _scan(self, ins: list[np.ndarray], where: str, *, body: Program, nconsts: int, ncarry: int, length: int,
+              reverse: bool) -> tuple[list[np.ndarray], Culprit | None]:
+        consts, carry, xs = list(ins[:nconsts]), list(ins[nconsts:nconsts + ncarry]), ins[nconsts + ncarry:]
+        ys = [np.empty((length,) + y.shape, y.dtype) for y in body.out_avals[ncarry:]]
+        for t in (range(length - 1, -1, -1) if reverse else range(length)):
+            outs, found = self.run(body, consts + carry + [x[t] for x in xs], where)
+            if found is not None:
+                return carry + ys, found
+            carry = outs[:ncarry]
+            for y, value in zip(ys, outs[ncarry:]):
+                y[t] = value
+        return carry + ys, None
 
 
 def find_culprit(trace: Callable[[], Program], args: Sequence[np.ndarray]) -> Culprit | None:
