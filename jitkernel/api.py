@@ -15,6 +15,7 @@ import weakref
 from typing import Any, Callable, Sequence
 
 from .backends import check_backend
+from .config import config
 from .entry import register_jitted
 from .ir import Program
 from .jitted.compile_cache import (MAX_RECOMPILATION_RECORDS, CacheLimitWarning, CompileCacheMixin,  # noqa: F401
@@ -45,6 +46,19 @@ def _new_locks_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_locks_in_child)
+
+
+def _debug_nans_switched(value: Any) -> None:
+    """`jk.config.update("debug_nans", ...)`: a bool; every function's warm entries are dropped,
+    so that the next calls take the checked path and register entries that check (or not)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"jitkernel option 'debug_nans' must be True or False, got {value!r}")
+    for jitted in list(_INSTANCES):
+        with jitted._lock:
+            jitted._fast.clear()
+
+
+config.register_check("debug_nans", _debug_nans_switched)
 
 
 class Jitted(DispatchMixin, CompileCacheMixin, TracingMixin, SignatureMixin, WriteBackMixin, StagingMixin):

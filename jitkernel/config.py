@@ -44,6 +44,10 @@ class Config:
         # Seconds an external compiler run (nvcc, the emulator's g++) lasts before a notebook with the
         # IPython extension loaded shows its progress (magics/progress.py); None: never.
         self.compile_progress_after = 1.0
+        # A call whose floating results hold a NaN or an infinity made inside raises
+        # FloatingPointError naming the operation and the user's line (docs/debugging.md); off,
+        # nothing is checked and the generated code is the same.
+        self.debug_nans = False
 
     def update(self, name: str, value: Any) -> None:
         if not hasattr(self, name):

@@ -118,6 +118,18 @@ class RunEvent(Event):
     backend: str = ""
 
 
+@dataclass
+class DebugNansEvent(Event):
+    """`debug_nans` found a NaN or an infinity made inside a call (jitted/debug_nans.py),
+    published just before its FloatingPointError: the operation, the kernel that ran it and the
+    user's `file:line: source` that made it."""
+
+    kernel: str = ""
+    operation: str = ""
+    location: str = ""
+    what: str = "NaN"
+
+
 def subscribe(callback: Callable[[Event], None]) -> Callable[[], None]:
     """Call `callback(event)` for every event from now on; returns a function that unsubscribes."""
     SUBSCRIBERS.append(callback)

@@ -1,4 +1,4 @@
-"""Line magics: `%jit_profile`, `%jit_explain`, `%jit_ir`, `%jit_cache`, `%jit_backend`."""
+"""Line magics: `%jit_profile`, `%jit_explain`, `%jit_ir`, `%jit_cache`, `%jit_backend`, `%jit_debug`."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -182,6 +182,21 @@ class JitLineMagics(Magics):
         backend = resolve_backend(args.name, "%jit_backend")
         jk.config.update("default_backend", backend)
         print(f"jit backend: {backend} (was {current}); applies to compiles from now on")
+
+    # -- %jit_debug ------------------------------------------------------------------------
+    @magic_arguments.magic_arguments()
+    @magic_arguments.argument("check", choices=("nans",), help="what to check: nans (NaN and infinity)")
+    @magic_arguments.argument("state", nargs="?", default=None, choices=("on", "off"), metavar="on|off",
+                              help="switch it on or off (default: show it)")
+    @no_var_expand
+    @line_magic
+    def jit_debug(self, line: str) -> None:
+        """Show or switch run-time checks: `%jit_debug nans on` raises FloatingPointError naming
+        the user's line that made a NaN or an infinity (`jk.config.debug_nans`, docs/debugging.md)."""
+        args = magic_arguments.parse_argstring(self.jit_debug, line)
+        if args.state is not None:
+            jk.config.update("debug_nans", args.state == "on")
+        print(f"jit debug nans: {'on' if jk.config.debug_nans else 'off'}")
 
 
 def _clear(known: dict[int, Jitted], disk: Any, everything: bool) -> str:

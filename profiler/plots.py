@@ -34,7 +34,8 @@ COLORS = {"trace": "#4c72b0", "optimize": "#8172b2", "fuse": "#937860", "codegen
           "compile": "#dd8452", "first run": "#55a868", "warm run": "#8c8c8c", "recompile": "#c44e52",
           "failed": "#000000", "block": "#64b5cd", "block compile": "#dd8452", "kernels": "#2a9d8f",
           "transfers": "#e9c46a", "kernel": "#2a9d8f", "transfer": "#e9c46a",
-          "worker transfer": "#ccb974", "start-up": "#b0b0b0", "shape-generic": "#17becf"}
+          "worker transfer": "#ccb974", "start-up": "#b0b0b0", "shape-generic": "#17becf",
+          "debug nans": "#9b2226"}
 
 
 
@@ -261,7 +262,7 @@ def timeline(report: Report) -> ProfileFigure:
     spans: dict[tuple[str, str], list[tuple[float, float]]] = {}
     markers = []
     for r in recs:
-        if r["phase"] in ("recompile", "failed"):
+        if r["phase"] in ("recompile", "failed", "debug nans"):
             markers.append(r)
             continue
         label = r["phase"] if r["phase"] != "run" else ("first run" if r["details"].get("first") else "warm run")
@@ -318,6 +319,11 @@ def _timeline_notes(markers: list[dict[str, Any]]) -> list[str]:
             k += 1
             reasons = "; ".join(r["details"].get("reasons", [])) or "recompiled"
             notes.append(_wrap_note(f"{k:>2}. {r['function']}: {reasons}"))
+        elif r["phase"] == "debug nans":
+            d = r["details"]
+            kernel = f" (kernel {d.get('kernel')})" if d.get("kernel") else ""
+            notes.append(_wrap_note(f" !. {r['function']}: {d.get('what', 'NaN')} made by {d.get('operation', '?')}"
+                                    f"{kernel} at {d.get('location') or 'an unknown line'}"))
         else:
             details = r["details"]
             notes.append(_cut(f" x. {r['function']}: {details.get('stage', 'compile')} failed, not counted as "
@@ -328,8 +334,12 @@ def _timeline_notes(markers: list[dict[str, Any]]) -> list[str]:
     if not notes:
         return []
     failed = any(r["phase"] == "failed" for r in markers)
-    return ["recompilations and failed compiles:" if failed and k else "failed compiles:" if failed
-            else "recompilations:"] + notes
+    nans = any(r["phase"] == "debug nans" for r in markers)
+    head = ("recompilations and failed compiles:" if failed and k else "failed compiles:" if failed
+            else "recompilations:" if k else "")
+    if nans:
+        head = (head[:-1] + "; " if head else "") + "debug_nans:"
+    return [head] + notes
 
 
 def _draw_markers(ax: Any, axis: _Axis, row: dict[str, int], markers: list[dict[str, Any]],
@@ -340,6 +350,11 @@ def _draw_markers(ax: Any, axis: _Axis, row: dict[str, int], markers: list[dict[
     last_x: dict[str, list[float]] = {}
     for r in markers:
         x, y = axis(r["start"] * 1e3), row[r["function"]]
+        if r["phase"] == "debug nans":  # a NaN or an infinity made inside the call (jk.config.debug_nans)
+            ax.plot([x], [y], marker="D", markersize=7, color=COLORS["debug nans"],
+                    label=None if "debug nans" in labelled else "debug nans", linestyle="none")
+            labelled.add("debug nans")
+            continue
         if r["phase"] == "failed":
             ax.plot([x], [y], marker="x", markersize=9, markeredgewidth=2, color=COLORS["failed"],
                     label=None if "failed compile" in labelled else "failed compile", linestyle="none")

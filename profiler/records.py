@@ -18,6 +18,8 @@ PHASES = {
     # Dask moving blocks between workers; "transfer" is a host<->device copy (TransferEvent)
     events.WorkerTransferEvent: "worker transfer",
     events.StartupEvent: "start-up",  # the process's one-time start-up: its own row, function "start-up"
+    # debug_nans found a NaN or an infinity made inside a call (a marker on the timeline)
+    events.DebugNansEvent: "debug nans",
 }
 _BASE_FIELDS = {"function", "start", "duration", "function_id"}
 

@@ -32,7 +32,7 @@ LAYERS = [
     ("pipeline", ("pipeline", "pickling")),
     ("transforms", ("transforms",)),
     ("numpy", ("numpy",)),
-    ("library", ("lax", "random", "autograph")),
+    ("library", ("lax", "random", "autograph", "debug")),
     ("distributed", ("distributed", "sharding")),
     ("api", ("api", "jitted", "benchmarking", "coverage", "cli", "__main__", "__init__", "examples")),
 ]

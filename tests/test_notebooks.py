@@ -160,6 +160,28 @@ def test_recompilation(kernels_dir, tmp_path):
     assert _count(nb, "image/png") == 1
 
 
+def test_debugging(kernels_dir, tmp_path):
+    """notebooks/debugging.ipynb: jk.debug.print at run time (calls, loops, grad, vmap), the
+    kernels a print leaves fused, and %jit_debug nans naming the notebook's line."""
+    nb = _execute("debugging", kernels_dir, tmp_path)
+    text = _text(nb)
+    assert text.count("plain print sees: Tracer") == 1, text  # trace time: once
+    assert "jk.debug.print sees: y = [0. 0. 0.], total = 0.00" in text, text
+    assert "jk.debug.print sees: y = [0.84147098 0.84147098 0.84147098], total = 3.00" in text, text
+    assert re.findall(r"^iteration (\d): x = ", text, re.M) == ["0", "1", "2"], text
+    assert "loss sees w = [1. 2.]" in text and "grad: [2. 4.]" in text, text
+    assert "loss sees w = [[0. 1.]\n [2. 3.]\n [4. 5.]]" in text, text  # vmap: once, batched
+    assert "the callback received: [np.float64(8.0)]" in text, text
+    fused = [line for line in text.splitlines() if "fuses:" in line]
+    assert len(fused) == 1 and "sin" in fused[0] and "reduce_sum" in fused[0], text
+    assert "jit debug nans: on" in text and "jit debug nans: off" in text, text
+    assert re.search(r"FloatingPointError: debug_nans: NaN produced by 'log' in model \(kernel k\w+\), "
+                     r"at \S+:4: z = np.log\(y - 3\)", text), text
+    assert re.search(r"NaN passed in is not an error: \[ +nan 2\.9459", text) and "off again: [nan nan nan]" in text, text
+    assert "Traceback" not in text, text
+    assert _count(nb, "image/png") == 1  # the timeline with the debug_nans marker
+
+
 def test_demo_writes_notebook_and_html_and_prints_the_profile(tmp_path, capsys, temp_cache_dir):
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out)]) == 0

@@ -349,6 +349,25 @@ def test_timeline_marks_a_failed_compile():
     assert any("trace failed, not counted as a compile" in t for t in _timeline_texts(fig))
 
 
+def _log_of_shifted(x):
+    return np.log(x - 2)
+
+
+def test_timeline_marks_a_debug_nans_finding():
+    f = jk.jit(_log_of_shifted)
+    jk.config.update("debug_nans", True)
+    try:
+        r = _report_of(_raises(f, np.ones(3)))
+    finally:
+        jk.config.update("debug_nans", False)
+    (rec,) = [x for x in r.records() if x["phase"] == "debug nans"]
+    assert rec["details"]["operation"] == "log" and rec["details"]["what"] == "NaN"
+    fig = r.plot("timeline")
+    texts = _timeline_texts(fig)
+    assert any("NaN made by log (kernel k0_" in t and "return np.log(x - 2)" in t for t in texts), texts
+    assert "debug nans" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+
+
 def _namesakes():
     """Two function objects named `f` (as two runs of a %%jit cell make); `fail=True` makes the
     trace raise, so that call is a failed compile every time."""

@@ -63,7 +63,9 @@ def _traced(jitted: Any, args: tuple, kwargs: dict) -> tuple[tuple, list[Any]]:
     if traced is None:
         from ..pipeline import _optimize
         program, out_tree = jitted._trace(sig, p_args, p_kwargs)
-        traced = per_function[sig.key] = (_optimize(program, jitted.__name__), out_tree, {})
+        from .effects import tie_effects_to_outputs
+        optimized = tie_effects_to_outputs(_optimize(program, jitted.__name__))
+        traced = per_function[sig.key] = (optimized, out_tree, {})
         traced[0].written_args, traced[0].written_names = program.written_args, program.written_names
         traced[0].trimmed_outputs, traced[0].int_arg_bounds = program.trimmed_outputs, program.int_arg_bounds
     return traced, leaves

@@ -591,6 +591,10 @@ class Planner:
                 seg.inputs, seg.letters = seg.inputs[:mark[0]], mark[1]
                 self.flush(i)
                 rule_for(eqn.prim)(self.segment, self.aliased(eqn))
+            if PRIMITIVES[eqn.prim].effect:
+                # A print closes its segment: one task over whole values prints once per compute
+                # (its token is tied to an output, distributed/effects.py), not once per block.
+                self.flush(i + 1)
         self.flush(len(self.program.eqns))
         return Plan(self.program, self.steps, self.chunks, self.notes, self.rechunked)
 

@@ -15,6 +15,7 @@ from . import complex_prims  # noqa: E402,F401  (registers the complex primitive
 from . import datadep_prims  # noqa: E402,F401  (registers datadep_call: data-dependent shapes)
 from . import transform_prims  # noqa: E402,F401  (registers stop_gradient)
 from . import custom_prims  # noqa: E402,F401  (registers custom_jvp_call / custom_vjp_call)
+from . import debug_prims  # noqa: E402,F401  (registers debug_callback: jk.debug.print)
 
 __all__ = ["AType", "Eqn", "Program", "Var", "live_variables", "SUPPORTED_DTYPES", "check_dtype", "format_program",
            "verify_program", "primitives"]

@@ -42,6 +42,10 @@ class Primitive:
     # An element costs several simple operations (a libm call, a division): fusion recomputes
     # such a value in each consumer only up to a limit (fusion/schedule.py RECOMPUTE_LIMIT).
     expensive: bool = False
+    # It runs for what it does, not for its result (jk.debug.print, ir/debug_prims.py): every
+    # equation runs, in program order, so common-subexpression elimination never merges two
+    # equal ones (dead-code elimination keeps it through `unread="step"`).
+    effect: bool = False
 
     @property
     def may_raise(self) -> bool:

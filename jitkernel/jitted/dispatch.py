@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..config import config
 from ..device_array import DeviceArray as _DeviceArray
 from ..pipeline import DEVICE_ARRAY_BACKENDS, AliasedArguments, CheckedPathNeeded, Compiled, same_array_positions
 from ..tracebacks import hide_engine_frames
 from ..tree import tree_flatten
 from .sequence_hint import add_sequence_hint
+from .debug_nans import check_call, checked_entry
 from .signature import _PY_SCALAR_DTYPES, Signature, _ndarray
 from .write_back import _guarded_by_globals, _restore_byteorder
 
@@ -93,6 +95,8 @@ class DispatchMixin:
         result = compiled(arrays, leaves)
         if getattr(compiled.program, "byteorder_sources", None):
             result = _restore_byteorder(result, compiled, leaves)
+        if config.debug_nans:
+            check_call(self, compiled, args, kwargs, result)
         if not kwargs and not self.static_argnums:
             self._register_fast(args, compiled, sig)
         return result
@@ -115,6 +119,8 @@ class DispatchMixin:
             else:
                 return
         entry = compiled.fast_entry(scalars, sig.describe())
+        if config.debug_nans:  # (switching the option clears every warm entry: api.py)
+            entry = checked_entry(self, compiled, entry)
         if compiled.program.layout_guard:
             entry = _guarded_by_layout(entry, compiled.program.layout_guard)
         if compiled.program.written_args and (self._captured.names or self._captured.cells):

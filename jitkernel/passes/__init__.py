@@ -10,8 +10,9 @@ from .dot_operands import dot_operands
 from .fold import fold_constants
 from .identities import identities
 from .simplify import simplify
+from .sink_effects import sink_effects
 
-PIPELINE = (fold_constants, simplify, identities, dot_operands, cse, dce)
+PIPELINE = (fold_constants, simplify, identities, dot_operands, cse, dce, sink_effects)
 
 # A shape-generic compile compares the kernel programs of two sizes and turns the constants
 # that differ into run-time parameters: a rewrite that depends on a constant's value would make
@@ -38,4 +39,4 @@ def optimize(program: Program, *, size_generic: bool = False) -> Program:
     return verify_program(program)
 
 
-__all__ = ["optimize", "fold_constants", "simplify", "identities", "dot_operands", "cse", "dce"]
+__all__ = ["optimize", "fold_constants", "simplify", "identities", "dot_operands", "cse", "dce", "sink_effects"]

@@ -38,6 +38,7 @@ import numpy as np
 
 from ..ir import Eqn, Program, Var
 from ..ir.complex_prims import component_dtype, is_complex, library_params, packed_aval
+from ..ir.debug_prims import PackedComplex
 from ..ir.primitives import infer_avals
 from ..ir.types import AType
 
@@ -298,6 +299,15 @@ def rule(*names: str):
             _RULES[n] = fn
         return fn
     return deco
+
+
+@rule("debug_callback")
+def _debug_callback(lw, args, eqn):
+    """jk.debug.print of complex values: the step itself on the packed pairs (a complex_library
+    step would be dropped as unread), unpacked to complex again on the host."""
+    inputs = [lw.pack(a) if isinstance(a, tuple) else a for a in args]
+    dtypes = tuple(str(v.aval.dtype) if is_complex(v.aval.dtype) else None for v in eqn.inputs)
+    return lw.emit("debug_callback", inputs, call=PackedComplex(eqn.params["call"], dtypes))
 
 
 @rule("add", "subtract")

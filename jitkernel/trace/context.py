@@ -1,9 +1,10 @@
 """Trace contexts: record primitive applications on Tracers into a Program."""
 from __future__ import annotations
 
+import contextlib
 import threading
 import warnings
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -25,6 +26,28 @@ class _ThreadTraces(threading.local):
 
 
 _traces = _ThreadTraces()
+
+
+class _EquationLocations(threading.local):
+    """While `recording_locations()` runs in this thread: the user's `file:line: source` of every
+    equation any trace records (debug_nans names the line that made a NaN, jitted/debug_nans.py).
+    None otherwise: ordinary traces record nothing."""
+
+    def __init__(self) -> None:
+        self.table: dict[Eqn, str] | None = None
+
+
+_locations = _EquationLocations()
+
+
+@contextlib.contextmanager
+def recording_locations() -> Iterator[dict[Eqn, str]]:
+    """Record the user's line of each equation traced inside the block (nested traces too)."""
+    saved, _locations.table = _locations.table, {}
+    try:
+        yield _locations.table
+    finally:
+        _locations.table = saved
 
 
 def current_context() -> "TraceContext | None":
@@ -208,7 +231,10 @@ class TraceContext:
         in_vars = [t.ir_var for t in inputs]
         out_avals = primitives.infer_avals(prim, [v.aval for v in in_vars], params)
         outs = [Var(a) for a in out_avals]
-        self.eqns.append(Eqn(prim, in_vars, outs, dict(params)))
+        eqn = Eqn(prim, in_vars, outs, dict(params))
+        self.eqns.append(eqn)
+        if _locations.table is not None:
+            _locations.table[eqn] = user_frame_location()
         results = [Tracer(self, o) for o in outs]
         if prim in VIEW_PRIMITIVES:
             # NumPy returns a view here: the result is a view of its input's base (writes

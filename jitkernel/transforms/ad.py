@@ -40,7 +40,11 @@ VJP_RULES: dict[str, VjpRule] = {}
 # Primitives whose outputs carry no tangent, with the reason (the coverage table prints it):
 # piecewise constant float functions (floor, sign, ...), integer or bool results (comparisons,
 # argmax, ...; jvp_eval and vjp_eval also skip any equation without a float output), no operands.
-ZERO_DERIVATIVE: dict[str, str] = {"stop_gradient": "zero tangent: the identity whose derivative is cut"}
+ZERO_DERIVATIVE: dict[str, str] = {
+    "stop_gradient": "zero tangent: the identity whose derivative is cut",
+    # jk.debug.print (ir/debug_prims.py): it runs on the primal values in the forward pass, as JAX
+    # prints primals; its one result is a bool token, so there is nothing to transpose.
+    "debug_callback": "an effect on the primal values (jk.debug.print): its bool token has no tangent"}
 # Primitives that differentiation refuses, with the reason (in the error and the coverage table).
 REFUSED: dict[str, str] = {}
 # Primitives whose VJP rule also takes `active=` (per input: whether a cotangent is wanted), so

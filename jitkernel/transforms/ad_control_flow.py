@@ -29,6 +29,7 @@ import numpy as np
 from ..errors import UnsupportedOperationError
 from ..ir import AType, Program, Var
 from ..ir import primitives as _prims
+from ..ir.debug_prims import without_effects
 from ..trace.tracer import Tracer
 from . import ops
 from .ad import VJP_WANTS_ACTIVE, differentiable, jvp_eval, register_jvp, register_vjp, vjp_eval
@@ -147,6 +148,7 @@ def _cond_vjp(cts, primals, outs, *, branches, active=None):
         return [None] * len(primals)
     in_avals = [o.aval for o in operands] + [cts[j].aval for j in nzc]
     op_avals = [o.aval for o in operands]
+    branches = tuple(without_effects(b) for b in branches)  # recomputed: the forward pass printed
 
     def branch_vjp(program: Program) -> Callable:
         def fun(ins: list[Tracer]) -> list[Tracer]:
@@ -178,6 +180,7 @@ def _fixed_point(trace: Callable[[list[int]], tuple[Any, set[int]]], start: set[
 
 @register_jvp("scan")
 def _scan_jvp(primals, tangents, *, body, nconsts, ncarry, length, reverse):
+    body = without_effects(body)  # the forward pass printed already: no print when recomputing it
     nx = len(primals) - nconsts - ncarry
     consts, init, xs = _take(primals, [nconsts, ncarry, nx])
     tc, ti, tx = _take(tangents, [nconsts, ncarry, nx])
@@ -221,6 +224,7 @@ def scan_transpose(cts: Sequence[Tracer | None], primals: Sequence[Tracer], body
     opposite direction applying the body's reverse rules at each step. `active` (per input):
     whether its cotangent is wanted; consts and xs that are not get none (every float carry
     keeps one: a carry that starts constant may depend on a wanted const later)."""
+    body = without_effects(body)  # the forward pass printed already: no print when recomputing it
     nx = len(primals) - nconsts - ncarry
     consts, init, xs = _take(primals, [nconsts, ncarry, nx])
     wanted = list(active) if active is not None else [True] * len(primals)

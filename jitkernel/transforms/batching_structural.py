@@ -1,5 +1,5 @@
 """Batching rules of the structural and library primitives: argmax/argmin, slice, concatenate,
-update_slice, dot_general, dot_sum, raise_if, the library steps of ir/library_prims.py (linalg,
+update_slice, dot_general, dot_sum, raise_if, debug_callback, the library steps of ir/library_prims.py (linalg,
 sorting, accumulation, histograms, FFT) and the data-dependent steps (refused).
 
 Where NumPy's function already broadcasts over leading axes (linalg's stacked matrices, sort
@@ -77,6 +77,13 @@ def _raise_if(args, batched, size, *, exception, message):
     if bb:  # one example's condition is enough to raise, as the loop over examples would
         bad = ops.bind1("reduce_or", bad, axes=(0,))
     return [ops.bind1("raise_if", value, bad, exception=exception, message=message)], [vb]
+
+
+@register_batch("debug_callback")
+def _debug_callback(args, batched, size, *, call):
+    # One call with the whole batch, as JAX's debug callbacks under vmap (docs/debugging.md): a
+    # batched value has the batch axis first, an unbatched one is passed as it is.
+    return [ops.bind1("debug_callback", *args, call=call)], [False]
 
 
 # ----------------------------------------------------------------------------- dot_general

@@ -259,7 +259,7 @@ def _library_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict) -> li
         # A scatter into a dead kernel-written temporary writes in place (in_place_updates.py);
         # control flow runs compiled sub-programs (control_flow.py).
         ns[f"impl{n}"] = in_place_impl(kp, step) or library_impl(step.prim, step.params)
-        lines = [f"    {outs}= impl{n}({ins}, **params{n})"]
+        lines = [f"    {outs}= impl{n}({ins + ', ' if ins else ''}**params{n})"]  # (a print may have no values)
     for k, b in enumerate(step.outputs):
         if step.prim == "dot_general" and b not in kp.outputs:
             continue  # matmul's result has the buffer's dtype; only a returned one may be strided

@@ -20,7 +20,7 @@ from ...ir import Program
 # render.py refuses naming that step.
 BODY_LIBRARY_PRIMS = frozenset({"dot_general", "complex_library", "gather", "scatter", "scatter_ufunc", "accumulate",
                                 "take", "take_along_axis", "sort", "argsort",
-                                "searchsorted", "take_static", "raise_if"})
+                                "searchsorted", "take_static", "raise_if", "debug_callback"})
 
 
 # What the GPU runs of each library step (indexing.render_library_step's dispatch, render.py's
@@ -35,6 +35,7 @@ LIBRARY_STEPS = {
     "take_along_axis": "take kernel (take.py)", "take_static": "take kernel (take.py)",
     "sort": "sort kernel (sort.py)", "argsort": "sort kernel (sort.py)",
     "searchsorted": "binary search kernel (search.py)", "raise_if": "status check (checks.py)",
+    "debug_callback": "values copied to the host, the Python callback run there (host_callback.py)",
     "datadep_pure": "boolean selection and nonzero only (compaction.py)",
     "datadep_call": "boolean selection and nonzero only (compaction.py)",
 }

@@ -62,6 +62,9 @@ def render_library_step(kp: KernelProgram, step: LibraryCall, n: int, placeholde
     if step.prim == "raise_if":
         from .checks import render_raise_if
         return render_raise_if(kp, step)
+    if step.prim == "debug_callback":
+        from .host_callback import render_host_callback
+        return render_host_callback(kp, step)
     if step.prim in ("take", "take_along_axis", "take_static"):
         from .take import render_take
         return render_take(kp, step, n, placeholder)
