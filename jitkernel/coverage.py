@@ -14,6 +14,7 @@ Cell(status='rule', how='jvp rule')
 """
 from __future__ import annotations
 
+import importlib.util
 import sys
 from dataclasses import dataclass
 
@@ -23,7 +24,7 @@ from .ir.control_flow import CONTROL_FLOW_PRIMITIVES
 from .ir.primitives import PRIMITIVES
 from .transforms import ad, ad_rules, batching, batching_rules  # noqa: F401  (the rule modules register)
 
-LAYERS = ("interpreter", "cpu", "cuda", "jvp", "transpose", "vmap", "dask")
+LAYERS = ("interpreter", "cpu", "cuda", "tpu", "jvp", "transpose", "vmap", "dask")
 
 _KERNEL_KINDS = ("elementwise", "movement", "reduce", "structural", "creation")
 # Library-kind primitives that no backend runs as a library step: inlined by a pass first, or
@@ -57,6 +58,19 @@ def _backend(name: str, device: str) -> Cell | None:
     return Cell("refused", "no GPU implementation: raises naming the step (run it with backend='cpu')")
 
 
+def _tpu(name: str) -> Cell:
+    """The TPU backend's rule (backends/tpu/rules*.py, read where JAX is installed): a lax
+    lowering, or a host step (NumPy's reference implementation called back from XLA)."""
+    if name in _INLINED:
+        return Cell("rule", _INLINED[name])
+    if importlib.util.find_spec("jax") is None:
+        return Cell("rule", "lax lowering or host step (JAX is not installed here: not read)")
+    from .backends.tpu.lowering import LAX_RULES  # optional dependency: jax
+    if name in LAX_RULES:
+        return Cell("rule", "lax lowering (XLA)")
+    return Cell("rule", "host step: the NumPy reference implementation, called back from XLA")
+
+
 def _transform(name: str, rules: dict, no_rule_needed: dict, refused: dict, what: str) -> Cell | None:
     if name in rules:
         return Cell("rule", what)
@@ -83,6 +97,8 @@ def cell(name: str, layer: str) -> Cell | None:
         return _backend(name, "LLVM")
     if layer == "cuda":
         return _backend(name, "CUDA C")
+    if layer == "tpu":
+        return _tpu(name)
     if layer == "jvp":
         return _transform(name, ad.JVP_RULES, ad.ZERO_DERIVATIVE, ad.REFUSED, "jvp rule")
     if layer == "transpose":

@@ -168,3 +168,19 @@ def test_special_values_in_mixed_dtypes(name, da, db, xs, ys):
         a = np.array(xs).astype(da) if da != "bool" else np.array(xs) != 0
         b = np.array(ys).astype(db) if db != "bool" else np.array(ys) != 0
         check(lambda a, b: (uf(a, b), uf(a * True, b)), a, b, backend=TPU_INTERPRET)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_debug_print_runs_at_run_time_in_order(backend, capfd):
+    """jk.debug.print inside the XLA computation: each call, each loop iteration, in order."""
+    def f(x):
+        jk.debug.print("start {}", x[0])
+        for i in range(3):
+            x = x * 2
+            jk.debug.print("step {}", x[0])
+        return x
+    g = jk.jit(f, backend=backend)
+    g(np.ones(2, np.float32))
+    g(np.full(2, 3, np.float32))
+    lines = [line for line in capfd.readouterr().out.splitlines() if line]
+    assert lines == ["start 1.0", "step 2.0", "step 4.0", "step 8.0", "start 3.0", "step 6.0", "step 12.0", "step 24.0"]

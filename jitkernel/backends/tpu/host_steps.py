@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.experimental import io_callback
 
 from ...ir import primitives
 
@@ -50,8 +53,11 @@ def lower_host_step(ctx: Any, eqn: Any, *inputs: Any) -> list:
             return tuple(np.zeros(c.shape, c.dtype) for c in carried) + (np.bool_(True),)
 
     in_dtypes = [np.dtype(v.aval.dtype) for v in eqn.inputs]
-    results = jax.pure_callback(host, tuple(carried) + (jax.ShapeDtypeStruct((), np.bool_),),
-                                *[_to_device_carrier(x, d) for x, d in zip(inputs, in_dtypes)])
+    # An effect (jk.debug.print) is an ordered io_callback: XLA neither drops it (its token is
+    # unread) nor reorders it; a pure step may be scheduled freely.
+    call = (partial(io_callback, ordered=True) if primitives.PRIMITIVES[prim].effect else jax.pure_callback)
+    results = call(host, tuple(carried) + (jax.ShapeDtypeStruct((), np.bool_),),
+                   *[_to_device_carrier(x, d) for x, d in zip(inputs, in_dtypes)])
     *outs, failed = results
     ctx.checks.site(failed, lambda: slots.raised[step])
     return [_from_carrier(o, np.dtype(a.dtype)) for o, a in zip(outs, avals)]

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 import jax.numpy as jnp
 
 from ...ir import Program
-from . import rules_arrays, rules_control, rules_elementwise  # noqa: F401  (register the rules)
+from . import rules_arrays, rules_control, rules_elementwise, rules_library  # noqa: F401  (register the rules)
 from .checks import Checks
 from .host_steps import ExceptionSlots, lower_host_step
 from .rules import LAX_RULES
@@ -67,5 +67,5 @@ def lower(program: Program) -> LoweredProgram:
         lowering.checks, lowering.host_steps = Checks(), []
         lowering.checks.start()
         outs = lowering.run(program, arrays)
-        return outs, lowering.checks.state
+        return outs, lowering.checks.packed()
     return LoweredProgram(fn, lowering)
