@@ -26,6 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .backends import platform_devices
 from .device_array import Device, gpu_devices, put
 
 __all__ = ["Device", "devices", "cpu_devices", "dask_devices", "Mesh", "PartitionSpec", "P", "NamedSharding",
@@ -58,7 +59,13 @@ def devices(backend: str | None = None) -> list[Device]:
         return cpu_devices(1) + gpu_devices()
     platform = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu"}.get(backend)
     if platform is None:
-        raise RuntimeError(f"Unknown backend {backend!r}: jitkernel's device platforms are 'cpu' and 'gpu'")
+        registered = platform_devices(backend)  # a backend's own platform ("tpu")
+        if registered is None:
+            raise RuntimeError(f"Unknown backend {backend!r}: jitkernel's device platforms are 'cpu', 'gpu' and "
+                               "those of the registered backends ('tpu')")
+        if not registered:
+            raise RuntimeError(f"Unknown backend: {backend!r} requested, but no {backend} devices are present")
+        return registered
     found = cpu_devices(1) if platform == "cpu" else gpu_devices()
     if not found:
         from .backends.cuda import missing_for_cuda
@@ -339,6 +346,8 @@ def device_put(x: Any, sharding: NamedSharding | Device | None = None) -> Any:
     if isinstance(sharding, Device) and sharding.platform == "gpu":
         # a jk.DeviceArray on that GPU (docs/gpu.md)
         return put(x, sharding)
+    if isinstance(sharding, Device) and hasattr(sharding, "put"):
+        return sharding.put(x)  # a backend's own device (a TPU: docs/tpu.md)
     if isinstance(sharding, Device):
         sharding = NamedSharding(Mesh(np.array([sharding], dtype=object), ("d",)), PartitionSpec())
     if not isinstance(sharding, NamedSharding):

@@ -43,6 +43,25 @@ def register_backend(name: str, target: str, *, aliases: tuple[str, ...] = (), n
         _ALIASES[alias] = name
 
 
+_DEVICE_PLATFORMS: dict[str, str] = {}  # platform name -> "module:function" listing its devices
+
+
+def register_device_platform(platform: str, target: str) -> None:
+    """Make `jk.devices(platform)` list a backend's devices: `target` is "module:function"
+    returning them (imported on first use, so listing costs nothing until asked)."""
+    _DEVICE_PLATFORMS[platform] = target
+
+
+def platform_devices(platform: str) -> list | None:
+    """The devices of a registered device platform ([] when this machine has none), or None
+    for a platform no backend registered."""
+    target = _DEVICE_PLATFORMS.get(platform)
+    if target is None:
+        return None
+    module, attribute = target.split(":")
+    return list(getattr(importlib.import_module(module), attribute)())
+
+
 register_backend("cpu", "jitkernel.backends.cpu:CpuBackend")
 register_backend("interpret", "jitkernel.backends.interpret:InterpretBackend")
 register_backend("cuda-emulator", "jitkernel.backends.cuda.emulator:CudaEmulatorBackend")
@@ -51,6 +70,7 @@ register_backend("cuda", "jitkernel.backends.cuda.runtime:CudaBackend", aliases=
 register_backend("tpu", "jitkernel.backends.tpu.backend:TpuBackend", note="a Google TPU through JAX's XLA")
 register_backend("tpu-interpret", "jitkernel.backends.tpu.backend:TpuInterpretBackend",
                  note="the TPU lowering on this CPU")
+register_device_platform("tpu", "jitkernel.backends.tpu.device_array:tpu_devices")
 
 
 def backend_names() -> tuple[str, ...]:

@@ -25,6 +25,7 @@ from ...ir import Program
 from ...ir.control_flow import sub_programs
 from ...passes.complex_lower import Packed, lower_complex
 from ..base import Backend
+from .device_array import TpuArray, tpu_devices
 
 
 def _missing_jax(name: str) -> str | None:
@@ -60,6 +61,7 @@ class TpuBackend(Backend):
 
     name = "tpu"
     platform: ClassVar[str] = "tpu"  # JAX's platform the executable runs on
+    device_arrays = True  # results stay on the chip as jk.DeviceArray (backends/tpu/device_array.py)
     device_stages = ("hlo",)
 
     @classmethod
@@ -67,7 +69,7 @@ class TpuBackend(Backend):
         missing = _missing_jax(name)
         if missing:
             raise BackendUnavailableError(missing)
-        if cls.platform != "cpu":
+        if cls.platform != "cpu" and not tpu_devices():
             import jax  # optional dependency
             try:
                 found = jax.devices(cls.platform)
@@ -80,7 +82,10 @@ class TpuBackend(Backend):
                     "(the same lowering, compiled by XLA for this CPU) or backend='cpu'; docs/tpu.md")
 
     def device(self) -> Any:
+        """The JAX device the executable runs on (an emulated TPU's is JAX's CPU device)."""
         import jax  # optional dependency
+        if self.platform == "tpu":
+            return tpu_devices()[0].backing
         return jax.devices(self.platform)[0]
 
     def compile(self, program: Program, *, name: str, fastmath: bool = False, disk_cache: bool = True,
@@ -94,7 +99,7 @@ class TpuBackend(Backend):
         program, packed = lower_complex(program)
         lowered_program = lower(program)
         device = self.device()
-        if self.platform == "tpu" and holds_float64(program):
+        if device.platform == "tpu" and holds_float64(program):
             device = jax.devices("cpu")[0]
             warnings.warn(FLOAT64_NOTE.format(name=name), RuntimeWarning, stacklevel=2)
         specs = [jax.ShapeDtypeStruct(tuple(int(d) for d in v.aval.shape), v.aval.dtype) for v in program.invars]
@@ -103,37 +108,59 @@ class TpuBackend(Backend):
             executable = staged.compile()
         if events.SUBSCRIBERS:
             events.publish(events.CodegenEvent(name, t0, events.clock() - t0, self.name))
-        run = TpuExecutable(executable, lowered_program.lowering, device, packed)
+        on_device = None
+        if self.device_arrays:
+            on_device = next((d for d in tpu_devices() if d.backing == device), None)
+        run = TpuExecutable(executable, lowered_program.lowering, device, packed, name, on_device)
         hlo = staged.as_text()
         return run, {"hlo": lambda: hlo}
 
 
 class TpuInterpretBackend(TpuBackend):
-    """The TPU lowering on JAX's CPU platform: what CI runs instead of a TPU."""
+    """The TPU lowering on JAX's CPU platform: what CI runs instead of a TPU. Its results are
+    NumPy arrays (the host's memory is the device's)."""
 
     name = "tpu-interpret"
     platform = "cpu"
+    device_arrays = False
 
 
 class TpuExecutable:
-    """One compiled program: NumPy arrays in, NumPy arrays out, NumPy's exceptions raised."""
+    """One compiled program. Arguments: NumPy arrays (transferred) or TPU device arrays already
+    on the chip; results: device arrays on the chip (`tpu`, asynchronous: nothing waits unless
+    a run-time check must be read) or NumPy arrays (`tpu-interpret`). NumPy's exceptions are
+    raised after the call."""
 
-    def __init__(self, executable: Any, lowering: Any, device: Any, packed: Packed) -> None:
+    def __init__(self, executable: Any, lowering: Any, device: Any, packed: Packed, name: str = "",
+                 on_device: Any = None) -> None:
         self.executable, self.lowering, self.device = executable, lowering, device
         self.packed = packed  # complex arguments and results cross as float (..., 2) views
         self.host_steps = tuple(lowering.host_steps)  # primitives run on the host (docs/tpu.md)
+        self.name = name
+        self.on_device = on_device  # the TpuDevice results stay on, or None: NumPy results
 
-    def __call__(self, arrays: list | tuple) -> list[np.ndarray]:
+    def _argument(self, a: Any, k: int) -> Any:
+        if isinstance(a, TpuArray) and self.on_device is not None and a.device == self.on_device:
+            if k in self.packed.inputs:  # a complex array on the chip: its (real, imag) pairs
+                import jax.numpy as jnp  # optional dependency
+                return jnp.stack([jnp.real(a._buffer), jnp.imag(a._buffer)], axis=-1)
+            return a._buffer  # already on the chip: no transfer
+        a = np.asarray(a)
+        if k in self.packed.inputs:
+            a = np.ascontiguousarray(a)
+            a = a.view(a.real.dtype).reshape(a.shape + (2,))
+        return a
+
+    def __call__(self, arrays: list | tuple) -> list:
         import jax  # optional dependency
         self.lowering.exception_slots.clear()
-        inputs = [np.asarray(a) for a in arrays]
-        for k in self.packed.inputs:
-            z = np.ascontiguousarray(inputs[k])
-            inputs[k] = z.view(z.real.dtype).reshape(z.shape + (2,))
+        inputs = [self._argument(a, k) for k, a in enumerate(arrays)]
         with jax.enable_x64(True):
             outs, state = self.executable(*jax.device_put(inputs, self.device))
             self.lowering.checks.raise_for(state)
-            results = [np.array(o) for o in outs]
+        if self.on_device is not None and not self.packed.outputs:
+            return [TpuArray._wrap(o, tuple(o.shape), np.dtype(o.dtype), self.on_device, self.name) for o in outs]
+        results = [np.array(o) for o in outs]
         for k, dtype in self.packed.outputs.items():
             results[k] = results[k].view(dtype).reshape(results[k].shape[:-1])
         return results
