@@ -174,15 +174,20 @@ def _analyse(seg: Segment, eqn: Eqn) -> list[tuple[int, ...]]:
     return _ANALYSE[eqn.prim](seg, an, eqn, ins)
 
 
+def _checked_and_committed(an: _Analysis, outs: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """The outputs' letters in the enclosing segment, once the analysis holds (`_Analysis.check`)."""
+    an.check()
+    to_outer = an.commit()
+    return [to_outer(o) for o in outs]
+
+
 def _analyse_fori_loop(seg: Segment, an: _Analysis, eqn: Eqn, ins: list) -> list[tuple[int, ...]]:
     n, body = eqn.params["nconsts"], eqn.params["body"]
     an.bind(body, [ins[0]] + ins[2:])
     outs = an.run(body, "the body")
     for k, carry in enumerate(body.invars[1 + n:]):
         an.unify(an.scratch.letters[carry], outs[k])
-    an.check()
-    to_outer = an.commit()
-    return [to_outer(o) for o in outs]
+    return _checked_and_committed(an, outs)
 
 
 def _analyse_while_loop(seg: Segment, an: _Analysis, eqn: Eqn, ins: list) -> list[tuple[int, ...]]:
@@ -195,9 +200,7 @@ def _analyse_while_loop(seg: Segment, an: _Analysis, eqn: Eqn, ins: list) -> lis
     outs = an.run(p["body"], "the body")
     for k, carry in enumerate(p["body"].invars[bn:]):
         an.unify(an.scratch.letters[carry], outs[k])
-    an.check()
-    to_outer = an.commit()
-    return [to_outer(o) for o in outs]
+    return _checked_and_committed(an, outs)
 
 
 def _analyse_scan(seg: Segment, an: _Analysis, eqn: Eqn, ins: list) -> list[tuple[int, ...]]:
@@ -234,9 +237,7 @@ def _analyse_cond(seg: Segment, an: _Analysis, eqn: Eqn, ins: list) -> list[tupl
         else:
             for a, b in zip(outs, got):
                 an.unify(a, b)
-    an.check()
-    to_outer = an.commit()
-    return [to_outer(o) for o in outs]
+    return _checked_and_committed(an, outs)
 
 
 # One analysis per control-flow primitive (bind, run and unify its sub-Programs, then check and commit).

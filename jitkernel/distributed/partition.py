@@ -544,8 +544,9 @@ def fallback_rule(seg: Segment, eqn: Eqn, what: str | None = None) -> None:
 
 
 def rule_for(prim: str) -> Any:
-    if prim in RULES:
-        return RULES[prim]
+    letter_rule = RULES.get(prim)
+    if letter_rule is not None:
+        return letter_rule
     p = PRIMITIVES.get(prim)
     if p is not None and p.kind == "elementwise":
         return elementwise_rule

@@ -165,7 +165,7 @@ def apply_ufunc_protocol(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: di
     if method == "reduceat":
         return ufunc_reduceat(ufunc, *inputs, **kwargs)
     if method in ("accumulate", "reduce") and len(inputs) == 1:
-        return ufunc_method(ufunc, method, inputs[0], kwargs)
+        return ufunc_method(ufunc, method, inputs[0], kwargs)  # other ufuncs' reduce and every accumulate
     if method == "outer" and len(inputs) == 2 and hasattr(jnp, name):
         a, b = inputs
         nb = len(jnp.asarray(b).shape)

@@ -32,7 +32,7 @@ __all__ = ["sort_complex", "lexsort", "isin"]
 
 
 def _array(ctx: Any, x: Any) -> Tracer:
-    t = lift(ctx, asarray(x) if isinstance(x, (list, tuple)) else x)
+    t = lift(ctx, asarray(x) if isinstance(x, (list, tuple)) else x)  # a list holding traced elements is stacked
     return lift(ctx, t, t.dtype) if t.weak is not None else t
 
 

@@ -250,8 +250,9 @@ class OpLowering:
         if op is not None:
             cmp = b.icmp_signed if is_signed(dt) else b.icmp_unsigned
             return cmp(op, x, y)
-        if dt.kind == "b" and prim in _BOOL_BINARY:
-            return getattr(b, _BOOL_BINARY[prim])(x, y)
+        bool_op = _BOOL_BINARY.get(prim) if dt.kind == "b" else None
+        if bool_op is not None:
+            return getattr(b, bool_op)(x, y)
         return self.binary_int(prim, x, y, dt)
 
     def binary_float(self, prim: str, x: ir.Value, y: ir.Value, dt: np.dtype) -> ir.Value:
