@@ -37,6 +37,9 @@ from typing import Any, Callable
 import numpy as np
 
 from .tree import tree_flatten
+from .api import Jitted, jit
+from .config import config
+from .transforms.core import Transformed
 
 _MIN_REPEAT_SECONDS = 0.02  # a repetition lasts at least this long (number of calls calibrated)
 
@@ -145,7 +148,6 @@ def environment(backend: str) -> dict[str, Any]:
     """Versions and machine facts that reproduce a measurement."""
     import llvmlite
     from . import __version__
-    from .config import config
     versions = {"jitkernel": __version__, "numpy": np.__version__, "llvmlite": llvmlite.__version__,
                 "python": platform.python_version()}
     for module in ("dask", "distributed", "pycuda"):
@@ -240,9 +242,6 @@ def benchmark(f: Callable[..., Any], *args: Any, repeat: int = 7, number: int | 
     is given), or a plain Python function (compiled here with `jk.jit`). `baseline="numpy"` runs
     the function's own Python code on NumPy; a callable is used as the baseline; None skips it.
     """
-    from .api import Jitted, jit
-    from .config import config
-    from .transforms.core import Transformed
     note = ""
     if isinstance(f, Jitted):
         compiled, python = f, f.fun

@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .backends.cuda import missing_for_cuda
 from .errors import BackendUnavailableError
 
 __all__ = ["Device", "DeviceArray", "GpuDevice", "gpu_devices", "put", "emulate_gpu"]
@@ -78,7 +79,7 @@ class GpuDevice(Device):
             return self.backing
         runtime = _RUNTIMES.get(self.id)
         if runtime is None:
-            from .backends.cuda.pycuda_device import PyCudaDevice
+            from .backends.cuda.pycuda_device import PyCudaDevice  # imports PyCUDA (optional)
             runtime = _RUNTIMES.setdefault(self.id, PyCudaDevice(self.id))
         return runtime
 
@@ -98,7 +99,6 @@ def gpu_devices() -> list[GpuDevice]:
 
 
 def _probe_gpus() -> list[GpuDevice]:
-    from .backends.cuda import missing_for_cuda
     if missing_for_cuda():
         return []
     try:
@@ -123,7 +123,7 @@ def emulate_gpu(policy: Any = None) -> Any:
     (CudaDevice(id=0), CudaDevice(id=0), [0.0, 1.0, 2.0])
     """
     global _GPUS
-    from .backends.cuda.emulator import EmulatorDevice
+    from .backends.cuda.emulator import EmulatorDevice  # the emulator: only when one is asked for
     saved = _GPUS
     gpu = GpuDevice(0, "gpu", "cuda-emulator", backing=EmulatorDevice(policy=policy))
     _GPUS = [gpu]
@@ -137,7 +137,6 @@ def default_gpu() -> GpuDevice:
     """The first GPU, or BackendUnavailableError saying what this machine lacks."""
     gpus = gpu_devices()
     if not gpus:
-        from .backends.cuda import missing_for_cuda
         missing = missing_for_cuda() or ["the CUDA driver found no device (cuInit failed)"]
         raise BackendUnavailableError(f"backend 'cuda' needs a CUDA GPU: {'; '.join(missing)}")
     return gpus[0]

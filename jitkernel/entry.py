@@ -45,6 +45,12 @@ def register_converter(convert: Callable[[Callable[..., Any]], Any]) -> None:
     _CONVERT[:] = [convert]
 
 
+def converter() -> Callable[[Callable[..., Any]], Any] | None:
+    """autograph's `convert` (returns the converted function or None, and raises what it
+    raises), or None before jitkernel.autograph is imported."""
+    return _CONVERT[0] if _CONVERT else None
+
+
 def converted(fun: Callable[..., Any]) -> Callable[..., Any]:
     """`fun` with its Python control flow converted (autograph), or `fun` itself where autograph
     is not registered or cannot read its source."""

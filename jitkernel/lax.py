@@ -29,6 +29,9 @@ from .trace.context import current_context, is_tracing
 from .trace.subtrace import SubTraceContext, finish, trace_function
 from .trace.tracer import Tracer
 from .tree import TreeDef, leaf_paths, tree_flatten, tree_unflatten
+from . import numpy as jnp
+from .numpy._dynamic import value_range
+from .trace.operands import lift
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan"]
 
@@ -60,7 +63,6 @@ def _type_text(spec: Spec) -> str:
 
 def _lift_leaf(ctx: Any, leaf: Any, spec: Spec) -> Tracer:
     """An operand of the control-flow equation in `ctx` for `leaf`, with `spec`'s dtype."""
-    from .trace.operands import lift
     aval, weak = spec
     if isinstance(leaf, Tracer):
         t = leaf if leaf.dtype == aval.dtype else lift(ctx, leaf, aval.dtype)
@@ -217,7 +219,6 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
 
 def _predicate(ctx: SubTraceContext, pred: Any, who: str, fun_name: str) -> Any:
     """A bool 0-d from what `fun_name` returned, as Python's truth test would read it."""
-    from . import numpy as jnp
     shape = pred.shape if isinstance(pred, Tracer) else np.shape(pred)
     if int(np.prod(shape)) != 1:
         raise ValueError(f"{who}: {fun_name} must return a scalar, got shape {tuple(shape)}: the truth value "
@@ -279,7 +280,6 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
 def _bound_ranges(lower: Any, upper: Any) -> tuple[int, int] | None:
     """Bounds of a fori_loop index whose loop bounds are traced values of known ranges (an
     enclosing loop's index): every trip has lower_lo <= index <= upper_hi - 1."""
-    from .numpy._dynamic import value_range
     ranges = [(b, b) if _static_int(b) is not None else value_range(b) if isinstance(b, Tracer) else None
               for b in (lower, upper)]
     if ranges[0] is None or ranges[1] is None or ranges[0][0] > ranges[1][1] - 1:
@@ -377,7 +377,6 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
         return branches[min(max(k, 0), len(branches) - 1)](*operands)
     if index.ndim != 0 or index.dtype.kind not in "biu":
         raise TypeError(f"jk.lax.switch: the index must be an integer scalar, got {index.aval}")
-    from . import numpy as jnp
     clamped = jnp.clip(jnp.astype(index, np.int64), 0, len(branches) - 1)
     return _cond(jnp.astype(clamped, np.int32), branches, operands, "jk.lax.switch")
 
@@ -395,7 +394,6 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
     """
     if not isinstance(pred, Tracer):
         return (true_fun if _python_bool(pred, "jk.lax.cond") else false_fun)(*operands)
-    from . import numpy as jnp
     if pred.size != 1:
         raise ValueError(f"jk.lax.cond: the predicate must be a scalar, got {pred.aval}: the truth value of "
                          "an array with more than one element is ambiguous")

@@ -8,10 +8,13 @@ import numpy as np
 
 from . import events
 from .backends import DEVICE_ARRAY_BACKENDS, get_backend, size_probe
+from .backends.cuda import device_text
 from .forking import compile_section
 from .ir import Program
 from .passes import optimize
 from .tree import TreeDef, tree_unflatten
+from .errors import UnsupportedOperationError
+from .trace.views import replay_view
 
 
 class AliasedArguments(ValueError):
@@ -108,7 +111,6 @@ class Compiled:
         if stage == "optimized":
             return str(self.optimized) + self._writes_line()
         if stage in ("cuda", "ptx") and stage not in self._texts:  # rendered on demand (docs/gpu.md)
-            from .backends.cuda import device_text
             return device_text(self.optimized, stage, getattr(self.executable, "kp", None))
         if stage not in self._texts:
             raise ValueError(f"stage {stage!r} is not available for the {self.backend} backend")
@@ -227,7 +229,6 @@ class Compiled:
                         "would not be seen through the other as in NumPy; pass a copy (np.copy(a)) for one of them.")
 
     def _self_overlap_error(self, i: int) -> Exception:
-        from .errors import UnsupportedOperationError
         names = dict(zip((k for k, _ in self.program.written_args), self.program.written_names))
         name = names.get(i, f"args[{i}]")
         return UnsupportedOperationError(
@@ -259,7 +260,6 @@ class Compiled:
     def argument_views(self, outs: list, targets: Any) -> list:
         """Replace each output that the function returned as an argument or a view of one by that
         view of the caller's array (after write_back: it shows the final values)."""
-        from .trace.views import replay_view
         outs = list(outs)
         for k, i, chain in self.program.output_views:
             array = targets[i]

@@ -27,7 +27,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from .backends import platform_devices
+from .backends.cuda import missing_for_cuda
 from .device_array import Device, gpu_devices, put
+from .errors import UnsupportedOperationError
+from .tree import tree_flatten, tree_unflatten
 
 __all__ = ["Device", "devices", "cpu_devices", "dask_devices", "Mesh", "PartitionSpec", "P", "NamedSharding",
            "DuplicateSpecError", "IndivisibleError", "Shard", "ShardedArray", "device_put", "visualize_sharding"]
@@ -68,7 +71,6 @@ def devices(backend: str | None = None) -> list[Device]:
         return registered
     found = cpu_devices(1) if platform == "cpu" else gpu_devices()
     if not found:
-        from .backends.cuda import missing_for_cuda
         raise RuntimeError(f"Unknown backend: 'gpu' requested, but no GPU devices are present: "
                            f"{'; '.join(missing_for_cuda()) or 'the CUDA driver found no device'}")
     return found
@@ -358,7 +360,6 @@ def device_put(x: Any, sharding: NamedSharding | Device | None = None) -> Any:
                          f"Sharding {sharding!r} is only valid for values of rank at least {len(sharding.spec)}, "
                          f"but was applied to a value of rank {value.ndim}.")
     if any(d.platform == "gpu" for d in sharding.mesh.devices.flat):
-        from .errors import UnsupportedOperationError
         raise UnsupportedOperationError("device_put: a NamedSharding over GPU devices is not supported yet; "
                                         "jk.device_put(x, gpu) puts the whole array on one GPU (docs/gpu.md)")
     indices = sharding.devices_indices_map(value.shape)
@@ -407,8 +408,8 @@ def call(jitted: Any, args: tuple, kwargs: dict) -> Any:
     """`jitted(*args, **kwargs)` with ShardedArray leaves: runs through the Dask path; each output
     laid out like the first sharded argument where its shape allows (`_output_sharding`), else
     on that argument's first device alone."""
+    # the Dask partitioner is imported on the first sharded call, not by every `import jitkernel`
     from .distributed import call as dask_call, is_dask_array
-    from .tree import tree_flatten, tree_unflatten
     leaves, treedef = tree_flatten((args, kwargs))
     sharded = [leaf for leaf in leaves if _is_sharded(leaf)]
     clients = {id(d.client) for s in sharded for d in s.sharding.device_set if d.client is not None}

@@ -22,15 +22,22 @@ Anything else, and everything outside a trace, is called as written.
 """
 from __future__ import annotations
 
+import ast
+import inspect
 import os
 import sysconfig
+import textwrap
 import types
 import weakref
 from typing import Any, Callable
 
 import numpy as np
 
+from ..entry import converter
 from ..trace.context import is_tracing
+from ..trace.creation import traced_creation
+from ..trace.unsupported import refuse_unsupported
+from .analysis import written_bases
 
 _LIBRARY_DIRS: tuple[str, ...] | None = None
 
@@ -73,15 +80,14 @@ def is_user_function(f: Any) -> bool:
 def call(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """`f(*args, **kwargs)` as converted code calls it (see the module docstring)."""
     if is_tracing():
-        from ..trace.creation import traced_creation
         made = traced_creation(f, args, kwargs)
         if made is not NotImplemented:
             return made
-        from ..trace.unsupported import refuse_unsupported
         refuse_unsupported(f)
         if is_user_function(f):
-            from .convert import convert
-            converted = convert(f)
+            # convert.py's `convert`, registered by jitkernel.autograph (convert.py imports this
+            # module, so it is looked up, not imported); converted code exists only once it is
+            converted = converter()(f)
             if converted is not None:
                 return converted(*args, **kwargs)
     return f(*args, **kwargs)
@@ -115,10 +121,6 @@ def written_parameters(f: Any) -> frozenset:
 
 
 def _find_written_parameters(f: types.FunctionType) -> frozenset:
-    import ast
-    import inspect
-    import textwrap
-    from .analysis import written_bases
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(f)))
     except (OSError, TypeError, SyntaxError, IndentationError):

@@ -12,6 +12,7 @@ import weakref
 from typing import Any, Callable
 
 from . import runtime
+from .callees import callee_writes_of
 from .transform import AG, FunctionConverter
 
 _log = logging.getLogger("jitkernel")
@@ -53,7 +54,6 @@ def _convert(fn: Callable[..., Any]) -> Callable[..., Any] | None:
     fndef = _parse_function(lines, first, code)
     if fndef is None:
         return None
-    from .callees import callee_writes_of
     converter = FunctionConverter(callee_writes_of(fn))
     try:
         converter.function(fndef)
@@ -155,6 +155,5 @@ def converted_source(fn: Callable[..., Any]) -> str | None:
     fndef = _parse_function(lines, first, fn.__code__)
     if fndef is None:
         return None
-    from .callees import callee_writes_of
     FunctionConverter(callee_writes_of(fn)).function(fndef)
     return ast.unparse(ast.fix_missing_locations(fndef))

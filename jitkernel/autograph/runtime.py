@@ -21,10 +21,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .. import lax
+from .. import numpy as jnp
 from ..errors import InPlaceUpdateError, TracerArrayConversionError, TracerError, UnsupportedOperationError
+from ..numpy._statistics import raise_if
 from ..trace.context import is_tracing, user_frame_location
+from ..trace.operands import lift
 from ..trace.python_int import unchecked_index
-from ..trace.tracer import Tracer
+from ..trace.tracer import Tracer, _scalar_type_name
 from ..tree import tree_flatten, tree_unflatten
 from .callees import call  # noqa: F401  (ag__.call: calls of user functions and creation functions)
 
@@ -141,7 +145,6 @@ def _checked(value: MaybeBound) -> Any:
         if not value.bound:
             raise UnboundLocalError(_unbound_message(value.name))
         return value.value
-    from .. import numpy as jnp
     unbound, message = jnp.logical_not(value.bound), _unbound_message(value.name)
     leaves, tree = tree_flatten(value.value)
     return tree_unflatten(tree, [_raise_unbound(x, unbound, message) for x in leaves])
@@ -149,8 +152,6 @@ def _checked(value: MaybeBound) -> Any:
 
 def _raise_unbound(leaf: Any, unbound: Tracer, message: str) -> Any:
     """`leaf` after a run-time check of `unbound`, keeping a Python scalar's weak type."""
-    from ..trace.operands import lift
-    from ..numpy._statistics import raise_if
     t = leaf if _traced(leaf) else lift(unbound._ctx, leaf)
     out = raise_if(t, unbound, "UnboundLocalError", message)
     weak = t.weak if _traced(leaf) else (type(leaf) if type(leaf) in (bool, int, float, complex) else None)
@@ -174,7 +175,6 @@ def _traced(x: Any) -> bool:
 
 def _truth(x: Tracer) -> Tracer:
     """Python's truth test of a traced value, as a traced bool 0-d (NumPy's rule: one element)."""
-    from .. import numpy as jnp
     if x.size != 1:
         what = "an empty array is" if x.size == 0 else "an array with more than one element is"
         raise ValueError(f"The truth value of {what} ambiguous. Use a.any() or a.all() ({user_frame_location()})")
@@ -186,7 +186,6 @@ def not_(x: Any) -> Any:
     """`not x`."""
     if not _traced(x):
         return not x
-    from .. import numpy as jnp
     return jnp.logical_not(_truth(x))
 
 
@@ -196,7 +195,6 @@ def and_(first: Any, *rest: Callable[[], Any]) -> Any:
     value = first
     for k, nxt in enumerate(rest):
         if _traced(value):
-            from .. import lax
             return lax.cond(_truth(value), lambda: _truth_of(and_(nxt(), *rest[k + 1:])), lambda: False)
         if not value:
             return value
@@ -209,7 +207,6 @@ def or_(first: Any, *rest: Callable[[], Any]) -> Any:
     value = first
     for k, nxt in enumerate(rest):
         if _traced(value):
-            from .. import lax
             return lax.cond(_truth(value), lambda: True, lambda: _truth_of(or_(nxt(), *rest[k + 1:])))
         if value:
             return value
@@ -255,7 +252,6 @@ def guard(*flags: Any) -> Any:
     """`not (flag1 or flag2 ...)` for the break/continue/return flags of a converted loop."""
     if not any(_traced(f) for f in flags):
         return not any(flags)
-    from .. import numpy as jnp
     result = None
     for f in flags:
         t = _truth(f) if _traced(f) else bool(f)
@@ -281,7 +277,6 @@ def builtin_call(fn: Any, *args: Any) -> Any:
         return fn(*args)
     if not items:
         return fn(*args)  # Python's error for an empty sequence
-    from .. import numpy as jnp
     better = jnp.greater if fn is builtins.max else jnp.less
     result = items[0]
     for x in items[1:]:
@@ -591,7 +586,6 @@ def if_stmt(pred: Any, true_fn: Callable, false_fn: Callable, state: tuple, name
     if not _traced(pred):
         return (true_fn if pred else false_fn)(state)
     _refuse(unsupported, "an `if` on a traced value", "`if`")
-    from .. import lax
     st = _State(state, names)
     _check_aliases("if statement", (true_fn, false_fn), st, written)
     plan: dict[str, Any] = {}
@@ -707,7 +701,6 @@ def if_exp(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any]) -
     traced (and one selected at run time) when it is traced."""
     if not _traced(pred):
         return true_fn() if pred else false_fn()
-    from .. import lax
     return lax.cond(_truth(pred), true_fn, false_fn)
 
 
@@ -807,7 +800,6 @@ def _range_bounds(args: tuple) -> tuple:
     if not _traced(step) and step == 0:
         raise ValueError("range() arg 3 must not be zero")
     if _traced(step):
-        from ..numpy._statistics import raise_if
         step = _as_weak_int(raise_if(step, step == 0, "ValueError",
                                      f"range() arg 3 must not be zero ({user_frame_location()})"))
     return start, stop, step, _trip_count(start, stop, step)
@@ -815,7 +807,6 @@ def _range_bounds(args: tuple) -> tuple:
 
 def _range_argument_error(a: Tracer) -> TypeError:
     """Python's TypeError for range() of a value that is not an integer (a float, an array)."""
-    from ..trace.tracer import _scalar_type_name
     if a.ndim == 0 and a.scalar:
         why = f"'{_scalar_type_name(a)}' object cannot be interpreted as an integer"
     else:
@@ -828,7 +819,6 @@ def _fits_int64(x: Any) -> Any:
     computed in: past 2**63 - 1 the index would wrap to negative values (Python's ints do not)."""
     if not (_traced(x) and x.dtype == np.uint64):
         return x
-    from ..numpy._statistics import raise_if
     return raise_if(x, x > np.uint64(np.iinfo(np.int64).max), "OverflowError",
                     f"a range() argument is larger than 2**63 - 1 (at {_at()}); jitkernel computes "
                     "the loop index as an int64")
@@ -840,7 +830,6 @@ def _trip_count(start: Any, stop: Any, step: Any) -> Any:
     the magnitude of any int64 step fit in uint64, so no bound (up to +-2**63) overflows the way
     `stop - start + step - 1` would. A static step of +-1 keeps int64 `stop - start` where it is
     positive, which wraps only past 2**63 - 1 iterations (a loop that never ends anyway)."""
-    from .. import numpy as jnp
     if not _traced(step):
         lo, hi = (start, stop) if step > 0 else (stop, start)
         if abs(step) == 1:
@@ -869,12 +858,10 @@ def _as_uint64(v: Any) -> Any:
     """An int64 bound's bits as uint64 (two's complement), so differences wrap exactly. The
     traced value is cast as an int64 array, not as a Python int (whose cast to uint64 would
     check, at the call, that the argument is not negative)."""
-    from .. import numpy as jnp
     return jnp.astype(Tracer(v._ctx, v.ir_var, None), np.uint64) if _traced(v) else np.uint64(v % 2**64)
 
 
 def _as_int(x: Any) -> Any:
-    from .. import numpy as jnp
     if _traced(x):
         return _as_weak_int(x if x.dtype == np.int64 else jnp.astype(x, np.int64))
     return int(x)
@@ -930,8 +917,6 @@ class _ContainerChanged(Exception):
 
 def _traced_for(bounds: tuple, body: Callable, target: Any, state: tuple, names: tuple, written: tuple,
                 brk: str | None, static_range: range | None, snapshots: list | None = None) -> tuple[Any, tuple]:
-    from .. import lax
-    from .. import numpy as jnp
     start, stop, step, trip = bounds
     st = _State(state, names)
     _check_aliases("loop", (body,), st, written)
@@ -1020,7 +1005,6 @@ def _final_index(start: Any, step: Any, count: Any, prior: Any) -> Any:
     no iteration ran."""
     if not _traced(count):
         return prior if count == 0 else start + (count - 1) * step
-    from .. import numpy as jnp
     last = unchecked_index(start, unchecked_index(count, -1, 1), step)
     if isinstance(prior, Undefined):
         # no iteration: Python's name stays unbound (UnboundLocalError where it is read)
@@ -1056,8 +1040,6 @@ def while_stmt(cond: Callable, body: Callable, state: tuple, names: tuple, writt
 
 def _traced_while(cond: Callable, body: Callable, state: tuple, names: tuple, written: tuple,
                   flag: int | None) -> tuple:
-    from .. import lax
-    from .. import numpy as jnp
     st = _State(state, names)
     _check_aliases("loop", (cond, body), st, written)
     snapshots = _python_containers((cond, body))

@@ -21,6 +21,8 @@ from typing import Any
 from ..config import config
 from ..ir import Program
 from .base import Backend
+from ..fusion import schedule
+from ..passes import optimize
 
 
 @dataclass(frozen=True)
@@ -172,8 +174,6 @@ def size_probe(program: Program, backend: str) -> Any:
     None for a backend without shape-generic kernels."""
     if backend not in SHAPE_GENERIC:
         return None
-    from ..fusion import schedule
-    from ..passes import optimize
     return _SizeProbe(schedule(optimize(program, size_generic=True)))
 
 

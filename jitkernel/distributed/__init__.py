@@ -22,10 +22,16 @@ from typing import Any
 import numpy as np
 
 from .. import events
+from ..config import config
 from ..entry import is_jitted, jit
 from ..errors import UnsupportedOperationError
+from ..pipeline import _optimize
+from ..tracebacks import user_stacklevel
 from ..tree import tree_flatten, tree_unflatten
+from . import control_flow as _control_flow  # noqa: F401 - registers the control-flow letter rules (partition.RULES)
+from .graph import build
 from .partition import Plan, RechunkWarning, plan as make_plan, warn_rechunks, without_empty_chunks
+from .profile import owned_by, register_function
 
 __all__ = ["explain", "partitions", "is_dask_array", "RechunkWarning"]
 
@@ -61,7 +67,6 @@ def _traced(jitted: Any, args: tuple, kwargs: dict) -> tuple[tuple, list[Any]]:
     per_function = _TRACED.setdefault(jitted, {})
     traced = per_function.get(sig.key)
     if traced is None:
-        from ..pipeline import _optimize
         program, out_tree = jitted._trace(sig, p_args, p_kwargs)
         from .effects import tie_effects_to_outputs
         optimized = tie_effects_to_outputs(_optimize(program, jitted.__name__))
@@ -75,7 +80,6 @@ def _traced_or_static_ints(jitted: Any, args: tuple, kwargs: dict) -> tuple[tupl
     """`_traced`, traced again with the integer arguments static where tracing them fails
     (`np.zeros(n)`, `a[:, :k]`): the rule of NumPy arguments (api.Jitted._with_static_ints), so
     `f(x_dask, n)` runs where `f(x_numpy, n)` does."""
-    from ..config import config
     try:
         return _traced(jitted, args, kwargs)
     except Exception as first:
@@ -102,10 +106,7 @@ def _prepare(jitted: Any, args: tuple, kwargs: dict) -> tuple[Plan, Any, list[An
 
 def call(jitted: Any, args: tuple, kwargs: dict) -> Any:
     """`jitted(*args, **kwargs)` where some argument leaf is a Dask array: Dask arrays back."""
-    from .graph import build
-    from ..tracebacks import user_stacklevel
     if events.SUBSCRIBERS:  # profiling: the optimiser's events and the block records name this function
-        from .profile import owned_by
         with owned_by(jitted):
             partition, out_tree, leaves = _prepare(jitted, args, kwargs)
     else:
@@ -116,7 +117,6 @@ def call(jitted: Any, args: tuple, kwargs: dict) -> Any:
             raise OverflowError(f"Python integer {v} out of bounds for {dt}")
     warn_rechunks(partition, jitted.__name__, stacklevel=user_stacklevel())
     if events.SUBSCRIBERS:  # profiling: block records name this function object (profile.py)
-        from .profile import register_function
         register_function(partition, jitted)
     return tree_unflatten(out_tree, build(partition, leaves, jitted._backend_name()))
 

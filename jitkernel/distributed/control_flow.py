@@ -22,7 +22,7 @@ RechunkWarning saying why. Letters the sub-Programs make whole (row reductions) 
 enclosing segment, so a later chunking of them rechunks instead of running wrong. Every
 sub-Program variable gets the letters of the enclosing segment (`Segment.letters`, listed in
 `Segment.sub_vars`), which is how `worker.specialize` rebuilds the sub-Programs at block shapes
-(`specialize_params`).
+(`block_shapes.specialize_params`).
 """
 from __future__ import annotations
 
@@ -31,9 +31,9 @@ from typing import Any
 
 from ..ir import AType, Program
 from ..ir.control_flow import CONTROL_FLOW_PRIMITIVES
-from ..ir.primitives import infer_avals
 from ..ir.program import Eqn, Var
-from .partition import Letters, Segment, _Retry, fallback_rule, refine, rule, rule_for
+from .block_shapes import sub_programs
+from .partition import Letters, Segment, Source, _Retry, fallback_rule, refine, rule, rule_for
 
 
 class NotBlockwise(Exception):
@@ -167,71 +167,92 @@ def _analyse(seg: Segment, eqn: Eqn) -> list[tuple[int, ...]]:
     """The outputs' letters of a blockwise control-flow `eqn` (committed to `seg`); NotBlockwise
     otherwise (nothing committed)."""
     ins = [seg.of(v) for v in eqn.inputs]
-    p = eqn.params
     an = _Analysis(seg)
-    for sub in _sub_programs(eqn):
+    for sub in sub_programs(eqn.prim, eqn.params):
         if any(v in seg.letters for v in sub.invars + [o for e in sub.eqns for o in e.outputs]):
             raise NotBlockwise("its sub-program is shared with another step of this segment")
-    if eqn.prim == "fori_loop":
-        n = p["nconsts"]
-        body = p["body"]
-        an.bind(body, [ins[0]] + ins[2:])
-        outs = an.run(body, "the body")
-        for k, carry in enumerate(body.invars[1 + n:]):
-            an.unify(an.scratch.letters[carry], outs[k])
-    elif eqn.prim == "while_loop":
-        cn, bn = p["cond_nconsts"], p["body_nconsts"]
-        carry_ins = ins[cn + bn:]
-        an.bind(p["cond"], ins[:cn] + carry_ins)
-        an.bind(p["body"], ins[cn:cn + bn] + carry_ins)
-        an.run(p["cond"], "its predicate")
-        outs = an.run(p["body"], "the body")
-        for k, carry in enumerate(p["body"].invars[bn:]):
-            an.unify(an.scratch.letters[carry], outs[k])
-    elif eqn.prim == "scan":
-        n, nc, body = p["nconsts"], p["ncarry"], p["body"]
-        xs = ins[n + nc:]
-        if any(seg.L.chunked(x[0]) for x in xs):
-            raise NotBlockwise("its xs are chunked along the scanned axis")
-        an.bind(body, ins[:n + nc] + [x[1:] for x in xs])
-        outs = an.run(body, "the body")
-        for k, carry in enumerate(body.invars[n:n + nc]):
-            an.unify(an.scratch.letters[carry], outs[k])
-    else:  # cond / switch: every branch on the operands, their outputs unified
-        outs = None
-        for k, branch in enumerate(p["branches"]):
-            an.bind(branch, ins[1:])
-            got = an.run(branch, f"branch {k}")
-            if outs is None:
-                outs = got
-            else:
-                for a, b in zip(outs, got):
-                    an.unify(a, b)
+    return _ANALYSE[eqn.prim](seg, an, eqn, ins)
+
+
+def _checked_and_committed(an: _Analysis, outs: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """The outputs' letters in the enclosing segment, once the analysis holds (`_Analysis.check`)."""
     an.check()
-    for x in xs if eqn.prim == "scan" else ():
-        seg.L.pin(x[0])  # the scanned axis whole in every block
     to_outer = an.commit()
-    if eqn.prim == "scan":
-        carry = [to_outer(o) for o in outs[:nc]]
-        ys = []
-        for o, y in zip(outs[nc:], eqn.outputs[nc:]):
-            lead = seg.L.new(y.aval.shape[0])
-            seg.L.pin(lead)
-            ys.append((lead,) + to_outer(o))
-        return carry + ys
     return [to_outer(o) for o in outs]
 
 
-def _sub_programs(eqn: Eqn) -> list[Program]:
+def _analyse_fori_loop(seg: Segment, an: _Analysis, eqn: Eqn, ins: list) -> list[tuple[int, ...]]:
+    n, body = eqn.params["nconsts"], eqn.params["body"]
+    an.bind(body, [ins[0]] + ins[2:])
+    outs = an.run(body, "the body")
+    for k, carry in enumerate(body.invars[1 + n:]):
+        an.unify(an.scratch.letters[carry], outs[k])
+    return _checked_and_committed(an, outs)
+
+
+def _analyse_while_loop(seg: Segment, an: _Analysis, eqn: Eqn, ins: list) -> list[tuple[int, ...]]:
     p = eqn.params
-    return list(p["branches"]) if eqn.prim == "cond" else \
-        [p["cond"], p["body"]] if eqn.prim == "while_loop" else [p["body"]]
+    cn, bn = p["cond_nconsts"], p["body_nconsts"]
+    carry_ins = ins[cn + bn:]
+    an.bind(p["cond"], ins[:cn] + carry_ins)
+    an.bind(p["body"], ins[cn:cn + bn] + carry_ins)
+    an.run(p["cond"], "its predicate")
+    outs = an.run(p["body"], "the body")
+    for k, carry in enumerate(p["body"].invars[bn:]):
+        an.unify(an.scratch.letters[carry], outs[k])
+    return _checked_and_committed(an, outs)
 
 
-# where a loop's consts start in its inputs, and in each sub-Program's invars
-_CONSTS_AT = {"fori_loop": ("nconsts", 2, {"body": 1}),
-              "while_loop": ("body_nconsts", None, {"cond": 0, "body": 0}),
-              "scan": ("nconsts", 0, {"body": 0})}
+def _analyse_scan(seg: Segment, an: _Analysis, eqn: Eqn, ins: list) -> list[tuple[int, ...]]:
+    p = eqn.params
+    n, nc, body = p["nconsts"], p["ncarry"], p["body"]
+    xs = ins[n + nc:]
+    if any(seg.L.chunked(x[0]) for x in xs):
+        raise NotBlockwise("its xs are chunked along the scanned axis")
+    an.bind(body, ins[:n + nc] + [x[1:] for x in xs])
+    outs = an.run(body, "the body")
+    for k, carry in enumerate(body.invars[n:n + nc]):
+        an.unify(an.scratch.letters[carry], outs[k])
+    an.check()
+    for x in xs:
+        seg.L.pin(x[0])  # the scanned axis whole in every block
+    to_outer = an.commit()
+    carry = [to_outer(o) for o in outs[:nc]]
+    ys = []
+    for o, y in zip(outs[nc:], eqn.outputs[nc:]):
+        lead = seg.L.new(y.aval.shape[0])
+        seg.L.pin(lead)
+        ys.append((lead,) + to_outer(o))
+    return carry + ys
+
+
+def _analyse_cond(seg: Segment, an: _Analysis, eqn: Eqn, ins: list) -> list[tuple[int, ...]]:
+    """cond / switch: every branch on the operands, their outputs unified."""
+    outs = None
+    for k, branch in enumerate(eqn.params["branches"]):
+        an.bind(branch, ins[1:])
+        got = an.run(branch, f"branch {k}")
+        if outs is None:
+            outs = got
+        else:
+            for a, b in zip(outs, got):
+                an.unify(a, b)
+    return _checked_and_committed(an, outs)
+
+
+# One analysis per control-flow primitive (bind, run and unify its sub-Programs, then check and commit).
+_ANALYSE = {"fori_loop": _analyse_fori_loop, "while_loop": _analyse_while_loop, "scan": _analyse_scan,
+            "cond": _analyse_cond}
+
+
+# Per loop, per sub-Program param: (the param counting its consts, where its consts start in the
+# sub-Program's invars, where they start in the loop's inputs, given the params so far).
+_CONSTS_AT = {
+    "fori_loop": {"body": ("nconsts", 1, lambda params: 2)},
+    "while_loop": {"cond": ("cond_nconsts", 0, lambda params: 0),  # inputs: [*cond_consts, *body_consts, *init]
+                   "body": ("body_nconsts", 0, lambda params: params["cond_nconsts"])},
+    "scan": {"body": ("nconsts", 0, lambda params: 0)},
+}
 
 
 def hoist_constants(seg: Segment, eqn: Eqn) -> Eqn:
@@ -242,17 +263,16 @@ def hoist_constants(seg: Segment, eqn: Eqn) -> Eqn:
     planner = seg.planner
     if not hasattr(planner, "steps"):
         return eqn
-    if eqn.prim == "cond":
+    consts_at = _CONSTS_AT.get(eqn.prim)
+    if consts_at is None:  # cond: its branches' constants become operands
         return _hoist_branch_constants(planner, eqn)
-    count_key, start, where = _CONSTS_AT[eqn.prim]
     params = dict(eqn.params)
     inputs = list(eqn.inputs)
-    for name, offset in where.items():
+    for name, (key, offset, inputs_start) in consts_at.items():
         sub = params[name]
         hoisted = [k for k, v in enumerate(sub.constvars) if v.aval.ndim > 0]
         if not hoisted or sub.int_arg_bounds or sub.byteorder_sources:
             continue
-        key = count_key if name == "body" else "cond_nconsts"
         n = params[key]
         at = offset + n  # after the sub-Program's own consts
         outer = [_const_source(planner, sub.constvars[k].aval, sub.consts[k]) for k in hoisted]
@@ -261,10 +281,7 @@ def hoist_constants(seg: Segment, eqn: Eqn) -> Eqn:
             sub, invars=sub.invars[:at] + [sub.constvars[k] for k in hoisted] + sub.invars[at:],
             constvars=[sub.constvars[k] for k in keep], consts=[sub.consts[k] for k in keep])
         params[key] = n + len(hoisted)
-        if eqn.prim == "while_loop":  # inputs: [*cond_consts, *body_consts, *init]
-            pos = n if name == "cond" else params["cond_nconsts"] + n
-        else:
-            pos = start + n
+        pos = inputs_start(params) + n
         inputs[pos:pos] = outer
     if params == eqn.params:
         return eqn
@@ -273,7 +290,6 @@ def hoist_constants(seg: Segment, eqn: Eqn) -> Eqn:
 
 def _const_source(planner: Any, aval: AType, value: Any) -> Var:
     """A new Dask source (one block, rechunked where it meets chunked axes) holding `value`."""
-    from .partition import Source
     v = Var(aval)
     planner.chunks[v] = tuple((m,) for m in aval.shape)
     planner.steps.append(Source(v, "const", value))
@@ -311,52 +327,3 @@ def control_flow_rule(seg: Segment, eqn: Eqn) -> None:
     if not isinstance(seg.planner, _ScratchPlanner) and any(seg.L.chunked(a) for x in out_letters for a in x):
         seg.planner.notes.append(f"{eqn.prim} over {', '.join(str(v.aval) for v in eqn.outputs)} runs blockwise "
                                  "(the whole loop/branch per block)")
-
-
-# -- the worker side: sub-Programs rebuilt at one block's shapes --------------------------------
-def specialize_params(prim: str, params: dict, sub_letters: dict[Var, tuple[int, ...]],
-                      sizes: dict[int, int]) -> dict:
-    """`params` of a control-flow equation with every sub-Program rebuilt at the block sizes. An
-    equation the partition put in one block (the fallback) has no letters: it runs as traced."""
-    programs = [v for v in params.values() if isinstance(v, Program)] + list(params.get("branches", ()))
-    if not any(v in sub_letters for prog in programs for v in prog.invars + prog.outvars):
-        return params
-    if prim == "cond":
-        return dict(params, branches=tuple(_specialize(b, sub_letters, sizes) for b in params["branches"]))
-    if prim == "while_loop":
-        return dict(params, cond=_specialize(params["cond"], sub_letters, sizes),
-                    body=_specialize(params["body"], sub_letters, sizes))
-    return dict(params, body=_specialize(params["body"], sub_letters, sizes))
-
-
-def _specialize(program: Program, sub_letters: dict, sizes: dict[int, int]) -> Program:
-    from .worker import SHAPE_PARAMS, PartitionInternalError
-
-    def shape(v: Var) -> tuple[int, ...]:
-        if v not in sub_letters:
-            raise PartitionInternalError(f"{program.name}: {v} has no letters in the block program "
-                                         "(please report this)")
-        return tuple(sizes[a] for a in sub_letters[v])
-    new: dict[Var, Var] = {}
-    for v in program.invars:
-        new[v] = Var(AType(shape(v), v.aval.dtype))
-    for v in program.constvars:
-        new[v] = Var(v.aval)
-    eqns = []
-    for eqn in program.eqns:
-        expected = [shape(o) for o in eqn.outputs]
-        params = eqn.params
-        if eqn.prim in SHAPE_PARAMS:
-            params = dict(params, **{SHAPE_PARAMS[eqn.prim]: expected[0]})
-        if eqn.prim in CONTROL_FLOW_PRIMITIVES:
-            params = specialize_params(eqn.prim, params, sub_letters, sizes)
-        inputs = [new[v] for v in eqn.inputs]
-        avals = infer_avals(eqn.prim, [v.aval for v in inputs], params)
-        if [a.shape for a in avals] != expected:
-            raise PartitionInternalError(f"{program.name}: {eqn.prim} in a loop gives {[a.shape for a in avals]}, "
-                                         f"the partition expects {expected} (please report this)")
-        outs = [Var(a) for a in avals]
-        eqns.append(Eqn(eqn.prim, inputs, outs, params))
-        new.update(zip(eqn.outputs, outs))
-    return Program([new[v] for v in program.invars], [new[v] for v in program.constvars], list(program.consts),
-                   eqns, [new[v] for v in program.outvars], name=program.name)

@@ -177,12 +177,17 @@ def dask_index(starts: tuple, steps: tuple, shape: tuple) -> tuple:
     return tuple(out)
 
 
+# The steps Dask runs itself on chunked axes: primitive -> (what the plan calls it,
+# (params, input arrays, dask.array) -> the output array).
+DASK_STEPS = {
+    "slice": ("slicing", lambda p, arrays, da: arrays[0][dask_index(p["starts"], p["steps"], p["shape"])]),
+    "concatenate": ("concatenate", lambda p, arrays, da: da.concatenate(arrays, axis=p["axis"])),
+    "reshape": ("reshape", lambda p, arrays, da: arrays[0].reshape(tuple(p["new_shape"]))),
+}
+
+
 def apply_dask_step(eqn: Eqn, arrays: list, da: Any) -> Any:
-    if eqn.prim == "slice":
-        return arrays[0][dask_index(eqn.params["starts"], eqn.params["steps"], eqn.params["shape"])]
-    if eqn.prim == "concatenate":
-        return da.concatenate(arrays, axis=eqn.params["axis"])
-    return arrays[0].reshape(tuple(eqn.params["new_shape"]))
+    return DASK_STEPS[eqn.prim][1](eqn.params, arrays, da)
 
 
 @dataclass
@@ -539,8 +544,9 @@ def fallback_rule(seg: Segment, eqn: Eqn, what: str | None = None) -> None:
 
 
 def rule_for(prim: str) -> Any:
-    if prim in RULES:
-        return RULES[prim]
+    letter_rule = RULES.get(prim)
+    if letter_rule is not None:
+        return letter_rule
     p = PRIMITIVES.get(prim)
     if p is not None and p.kind == "elementwise":
         return elementwise_rule
@@ -608,7 +614,7 @@ class Planner:
         except NotImplementedError:
             return False
         self.chunks[eqn.outputs[0]] = tuple(tuple(c) for c in out.chunks)
-        what = {"slice": "slicing", "concatenate": "concatenate", "reshape": "reshape"}[eqn.prim]
+        what = DASK_STEPS[eqn.prim][0]
         self.steps.append(DaskStep(eqn, f"dask {what} of {', '.join(str(v.aval) for v in eqn.inputs)} -> "
                                         f"{eqn.outputs[0].aval} along chunked axes (Dask's own: the axes stay split)"))
         return True
@@ -779,6 +785,3 @@ def warn_rechunks(plan_: Plan, name: str, stacklevel: int = 3) -> None:
     if plan_.rechunked:
         warnings.warn(f"jit over dask ({name}): " + "; ".join(plan_.rechunked) + " (jitkernel.distributed.explain "
                       "shows the partition)", RechunkWarning, stacklevel=stacklevel + 1)
-
-
-from . import control_flow as _control_flow  # noqa: E402,F401 - registers the control-flow rules

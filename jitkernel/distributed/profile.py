@@ -40,6 +40,7 @@ import numpy as np
 
 from .. import events
 from . import worker as _worker
+from .process_label import dask_worker, worker_label
 
 TOPIC = "jitkernel-blocks"
 _SEQ = itertools.count()  # per process: with the pid, tells records apart (pulled once each)
@@ -62,35 +63,9 @@ def function_of(block_name: str) -> str:
 
 
 # -- worker side ----------------------------------------------------------------------------------
-def _dask_worker() -> Any:
-    """The dask.distributed Worker running this task, or None (no distributed, not in a worker)."""
-    if "distributed" not in sys.modules:
-        return None
-    from distributed import get_worker
-    try:
-        return get_worker()
-    except ValueError:
-        return None
-
-
 class _Named:
     def __init__(self, name: Any, address: str) -> None:
         self.name, self.address = name, address
-
-
-def worker_label(w: Any) -> str:
-    """`worker 0 tcp://127.0.0.1:40211` (the name only where it is not the address)."""
-    name = str(w.name)
-    return f"worker {w.address}" if name == w.address else f"worker {name} {w.address}"
-
-
-def where() -> str:
-    """This process as a worker label: `worker <name> <address> pid <pid>` on a dask.distributed
-    worker, `process <pid> thread <name>` elsewhere (used by errors and records)."""
-    w = _dask_worker()
-    if w is not None:
-        return f"{worker_label(w)} pid {os.getpid()}"
-    return f"process {os.getpid()} thread {threading.current_thread().name}"
 
 
 def recorded_run_block(label: str, bp: Any, *blocks: Any) -> tuple[np.ndarray, ...]:
@@ -116,7 +91,7 @@ def recorded_combine(token: str, x: Any, axis: Any = None, keepdims: bool = Fals
     t0 = time.time()
     out = _worker.combine(x, axis, keepdims, prim=prim, backend=backend)
     duration = time.time() - t0
-    w = _dask_worker()
+    w = dask_worker()
     key = w.get_current_task() if w is not None else None
     label = f"{key[0]}[{','.join(map(str, key[1:]))}]" if isinstance(key, tuple) else str(key or "")
     _send(f"combine_{prim}", token, label or f"combine_{prim}#{next(_SEQ)}", t0, duration, compiles,
@@ -133,7 +108,7 @@ def _send(name: str, token: str, label: str, t0: float, duration: float, compile
         "bytes_in": int(bytes_in), "bytes_out": int(bytes_out),
         "pid": os.getpid(), "thread": threading.current_thread().name, "seq": next(_SEQ),
     }
-    w = _dask_worker()
+    w = dask_worker()
     if w is not None:
         record["track"] = worker_label(w)  # not "worker": the scheduler sets that key
         record["address"] = w.address

@@ -25,14 +25,22 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CompileError, JitError, UnsupportedOperationError
+from .. import events
+from ..backends import SHAPE_GENERIC, size_probe
+from ..config import config
+from ..errors import CompileError, UnsupportedOperationError
 from ..ir import AType, Program
+from ..ir.control_flow import CONTROL_FLOW_PRIMITIVES
 from ..ir.program import Eqn, Var
 from ..ir.primitives import infer_avals
+from ..pipeline import compile_program, reuse_program
 from ..tree import tree_flatten
+from .block_shapes import SHAPE_PARAMS, PartitionInternalError, specialize_params
+from .process_label import where
 
-# Which params of a primitive hold its output shape (rewritten to the block's shape).
-SHAPE_PARAMS = {"broadcast_in_dim": "shape", "slice": "shape", "reshape": "new_shape"}
+# The reduction that finds an arg reduction's extreme value, and NumPy's arg reduction of it.
+_EXTREME = {"argmax": "reduce_max", "argmin": "reduce_min"}
+_NUMPY_ARG = {"argmax": np.argmax, "argmin": np.argmin}
 
 
 @dataclass(eq=False)
@@ -67,10 +75,6 @@ class BlockProgram:
         return sizes
 
 
-class PartitionInternalError(JitError):
-    """A block program whose shapes do not agree with its partition: a bug in partition.py."""
-
-
 def _shape(letters: tuple[int, ...], sizes: dict[int, int], ones: tuple[int, ...] = ()) -> tuple[int, ...]:
     return tuple(1 if d in ones else sizes[letter] for d, letter in enumerate(letters))
 
@@ -90,8 +94,7 @@ def specialize(bp: BlockProgram, in_shapes: list[tuple[int, ...]]) -> Program:
     def bind(prim: str, inputs: list[Var], params: dict, expected: list[tuple[int, ...]] | None) -> list[Var]:
         if prim in SHAPE_PARAMS and expected is not None:
             params = dict(params, **{SHAPE_PARAMS[prim]: expected[0]})
-        if prim in ("cond", "while_loop", "fori_loop", "scan"):  # sub-programs at the block shapes too
-            from .control_flow import specialize_params
+        if prim in CONTROL_FLOW_PRIMITIVES:  # sub-programs at the block shapes too
             params = specialize_params(prim, params, bp.sub_letters, sizes)
         avals = infer_avals(prim, [v.aval for v in inputs], params)
         if expected is not None and [a.shape for a in avals] != [tuple(s) for s in expected]:
@@ -114,8 +117,7 @@ def specialize(bp: BlockProgram, in_shapes: list[tuple[int, ...]]) -> Program:
             keep = [_shape(letters, sizes, reduced)]
             (local,) = bind(eqn.prim, inputs, eqn.params, None)
             (new[index],) = bind("reshape", [local], {"new_shape": ()}, keep)
-            extreme = "reduce_max" if eqn.prim == "argmax" else "reduce_min"
-            (best,) = bind(extreme, inputs, {"axes": reduced}, None)
+            (best,) = bind(_EXTREME[eqn.prim], inputs, {"axes": reduced}, None)
             (new[value],) = bind("reshape", [best], {"new_shape": ()}, keep)
         else:  # a partial: this block's reduction / product, the reduced axes kept as size 1
             partial_var, letters, reduced = entry[2], entry[3], entry[4]
@@ -187,9 +189,6 @@ def _sizes_only(a: tuple, b: tuple) -> bool:
 
 def _build(family: tuple, shapes: tuple, make_program: Any, probe: tuple | None, n_outputs: int, backend: str,
            name: str, fastmath: bool, disk_cache: bool) -> Any:
-    from ..backends import SHAPE_GENERIC, size_probe
-    from ..config import config
-    from ..pipeline import reuse_program
     program = make_program(shapes)
     members = _FAMILIES.setdefault(family, [])
     previous = None
@@ -222,9 +221,6 @@ def _build(family: tuple, shapes: tuple, make_program: Any, probe: tuple | None,
 def _compile(program: Program, n_outputs: int, backend: str, name: str, fastmath: bool = False,
              disk_cache: bool = True, previous: Any = None) -> Any:
     """compile_program, counting the persistent cache's hits (events of this thread's compile)."""
-    from .. import events
-    from ..config import config
-    from ..pipeline import compile_program
     _, out_tree = tree_flatten(tuple(range(n_outputs)))
     me = threading.get_ident()
 
@@ -271,7 +267,6 @@ class WorkerCompileError(CompileError):
 
 
 def _worker_error(name: str, e: Exception) -> WorkerCompileError:
-    from .profile import where
     return WorkerCompileError(f"{where()} could not compile block program {name}: {type(e).__name__}: {e}")
 
 
@@ -377,5 +372,5 @@ def arg_combine(indices: list, values: list, *, offsets: tuple[int, ...], axis: 
     v = np.concatenate([np.asarray(b) for b in values], axis=axis)
     i = np.concatenate([np.asarray(b) for b in indices], axis=axis)
     i = i + np.asarray(offsets, dtype=i.dtype).reshape([-1 if d == axis else 1 for d in range(i.ndim)])
-    best = (np.argmax if prim == "argmax" else np.argmin)(v, axis=axis)
+    best = _NUMPY_ARG[prim](v, axis=axis)
     return np.take_along_axis(i, np.expand_dims(best, axis), axis=axis).squeeze(axis)

@@ -9,7 +9,9 @@ from typing import Any, Callable
 
 from ..config import config
 from ..device_array import DeviceArray as _DeviceArray
+from ..sharding import call as sharded_call
 from ..pipeline import DEVICE_ARRAY_BACKENDS, AliasedArguments, CheckedPathNeeded, Compiled, same_array_positions
+from ..trace import Tracer
 from ..tracebacks import hide_engine_frames
 from ..tree import tree_flatten
 from .sequence_hint import add_sequence_hint
@@ -66,16 +68,17 @@ class DispatchMixin:
             raise  # a bare raise does not add this frame back
 
     def _call(self, args: tuple, kwargs: dict) -> Any:
-        from ..trace import Tracer
         all_leaves = tree_flatten((args, kwargs))[0]
         if any(isinstance(leaf, Tracer) for leaf in all_leaves):
             # Called on traced values inside another jitted function: inline into that trace.
             return self._function_to_trace()(*args, **kwargs)
         if any(getattr(type(leaf), "_jk_sharded", False) for leaf in all_leaves):
-            from ..sharding import call as sharded_call  # sharded in: sharded out, via the Dask path
+            # sharded in: sharded out, via the Dask path
             return sharded_call(self, args, kwargs)
         if any(type(leaf).__module__.startswith("dask.") for leaf in all_leaves):
-            from ..distributed import call  # Dask arrays in: lazy Dask arrays out (docs/distributed.md)
+            # Dask arrays in: lazy Dask arrays out (docs/distributed.md); the partitioner is imported
+            # on the first call with a Dask array, not by every `import jitkernel`
+            from ..distributed import call
             return call(self, args, kwargs)
         sig, compiled, arrays = self._lookup(args, kwargs)
         leaves = None

@@ -13,6 +13,7 @@ import numpy as np
 from ..ir import check_dtype
 from ..trace.context import check_array_subclass
 from ..tree import TreeDef, static_key, tree_flatten
+from ..trace.container_arguments import guard_containers
 
 
 _ndarray = np.ndarray
@@ -244,7 +245,6 @@ class SignatureMixin:
     def _read_only_containers(self, dyn_args: tuple, dyn_kwargs: dict) -> tuple[tuple, dict]:
         """The rebuilt argument pytrees with their dicts and lists read-only, each named as the
         user wrote it (a mutation would be lost: trace/container_arguments.py)."""
-        from ..trace.container_arguments import guard_containers
         dyn_positions = [i for i in range(len(dyn_args) + len(self.static_argnums)) if i not in self.static_argnums]
         args = tuple(guard_containers(a, self._arg_name(i), self.__name__) for i, a in zip(dyn_positions, dyn_args))
         kwargs = {k: guard_containers(v, k, self.__name__) for k, v in dyn_kwargs.items()}

@@ -15,6 +15,7 @@ from ..forking import compiling
 from ..pipeline import CheckedPathNeeded, Compiled, compile_program, same_array, shares_memory
 from ..tree import tree_flatten, tree_unflatten
 from .signature import Signature, _ndarray
+from ..errors import UnsupportedOperationError
 
 
 class CapturedNames:
@@ -170,7 +171,6 @@ class WriteBackMixin:
                 if array is leaf or same_array(array, leaf):
                     aliases.append((name, i))
                 elif shares_memory(array, leaf):
-                    from ..errors import UnsupportedOperationError
                     raise UnsupportedOperationError(
                         f"{self.__name__}: argument {self._leaf_name(compiled, i)!r}, which the function writes, "
                         f"shares memory with {name!r}, an array the function reads as a global or closure "

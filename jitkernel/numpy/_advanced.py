@@ -26,11 +26,17 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..trace.numpy_api import NUMPY
-from ..trace.context import user_frame
+from ..trace.context import user_frame, user_frame_location
 from ..trace.tracer import Tracer
 from ..trace.scalar_store import store_operand
 from ..trace.operands import broadcast_to_shape, context_of, lift, normalize_axis
 from ._dispatch import register_function
+from ..ir.index_prims import decode_index
+from ..trace.inplace import INPLACE_OPERATORS
+from ._creation import asarray
+from ._datadep import getitem as datadep_getitem, is_data_dependent, traced_mask_getitem
+from ._datadep import involved, update as datadep_update
+from ._shape import reshape
 
 # np.put is numpy/_inplace.py's (static indices), which routes traced indices to `put` here.
 __all__ = ["take", "take_along_axis", "put_along_axis", "putmask", "place"]
@@ -42,7 +48,6 @@ _WEAK_NAMES = {bool: "bool", int: "int", float: "float"}
 
 
 def _where(ctx: Any) -> str:
-    from ..trace.context import user_frame_location
     return f"in jitted function {ctx.name!r} at {user_frame_location()}"
 
 
@@ -64,7 +69,6 @@ def _as_index_array(ctx: Any, ix: Any) -> Any:
     """A list index as NumPy reads it: an array (an empty list is an empty intp array); a list
     holding traced values is stacked."""
     if _holds_tracer(ix):
-        from ._creation import asarray
         return asarray(ix)
     arr = np.asarray(ix)
     if arr.size == 0 and arr.dtype.kind == "f":
@@ -153,7 +157,6 @@ def _probe_index(enc: _Encoded) -> tuple:
         elif entry[0] == "mask":
             out.append(entry[1])
         else:
-            from ..ir.index_prims import decode_index
             out.extend(decode_index((entry,), []))
     return tuple(out)
 
@@ -177,7 +180,6 @@ def _static_masks(ctx: Any, enc: _Encoded) -> tuple:
 def advanced_getitem(x: Any, index: tuple) -> Any:
     """`x[index]` for an index holding integer arrays (gather) or a static boolean mask."""
     ctx = x._ctx
-    from ._datadep import getitem as datadep_getitem, is_data_dependent, traced_mask_getitem
     if any(is_data_dependent(ix) for ix in index):
         return datadep_getitem(x, index)
     enc = _encode(ctx, index)
@@ -212,7 +214,6 @@ def _value_operand(ctx: Any, value: Any, dtype: np.dtype) -> tuple[Tracer, str |
         return ctx.const(np.asarray(value)), _WEAK_NAMES[type(value)]
     if isinstance(value, (list, tuple)):
         if _holds_tracer(value):
-            from ._creation import asarray
             return asarray(value), None
         return ctx.const(np.asarray(value, dtype=dtype)), None
     return ctx.const(np.asarray(value)), None
@@ -234,7 +235,6 @@ def advanced_update(x: Any, index: tuple, value: Any) -> Any:
         x = lift(ctx, x)
     if isinstance(value, _MaskedSelection) and len(index) == 1 and value.mask_source is index[0]:
         return value.merged_into(x)
-    from ._datadep import involved, update as datadep_update
     if involved(index, value):
         return datadep_update(x, index, value)
     enc = _encode(ctx, index)
@@ -265,7 +265,6 @@ def _mask_update_as_select(ctx: Any, x: Tracer, index: tuple, v: Tracer) -> Trac
         vshape = vshape[1:]
     if len(vshape) > len(rest) or np.broadcast_shapes(vshape, rest) != rest:
         return None  # one value per True: NumPy checks the count when the call runs (scatter)
-    from ._shape import reshape
     value = broadcast_to_shape(ctx, reshape(lift(ctx, v, x.dtype), vshape), x.shape)
     m = broadcast_to_shape(ctx, reshape(mask, mask.shape + (1,) * len(rest)), x.shape)
     out = ctx.bind1("select", m, value, lift(ctx, x))
@@ -343,7 +342,6 @@ class _MaskedSelection(Tracer):
             raise ValueError(f"operands could not be broadcast together with shapes {shape} and (count,)+{rest}")
         ctx = self._ctx
         t = lift(ctx, other)
-        from ._shape import reshape
         t = reshape(t, shape)
         return broadcast_to_shape(ctx, broadcast_to_shape(ctx, t, rest), self.shape)
 
@@ -362,7 +360,6 @@ class _MaskedSelection(Tracer):
     def merged_into(self, x: Tracer) -> Tracer:
         """x with the selected elements replaced by this dense value."""
         ctx = self._ctx
-        from ._shape import reshape
         m = reshape(self.mask, self.mask.shape + (1,) * (x.ndim - self.mask.ndim))
         out = ctx.bind1("select", broadcast_to_shape(ctx, m, x.shape), Tracer(ctx, self.ir_var), lift(ctx, x))
         out.scalar = False
@@ -387,7 +384,6 @@ def _inplace_verdict(stem: str, dtype: np.dtype, other: Any) -> None:
 
 
 def _install_inplace_operators() -> None:
-    from ..trace.inplace import INPLACE_OPERATORS
     for stem in INPLACE_OPERATORS:
         def method(self: _MaskedSelection, other: Any, _stem: str = stem) -> Any:
             return self._inplace_op(other, _stem)
@@ -407,7 +403,6 @@ def _index_operand(ctx: Any, ix: Any) -> Tracer:
     if isinstance(ix, Tracer):
         return Tracer(ctx, ix.ir_var) if ix.weak is not None else ix
     if isinstance(ix, list):
-        from ._creation import asarray
         arr = asarray(ix)
         if isinstance(arr, Tracer):
             return arr
@@ -628,7 +623,6 @@ def ix_(*args: Any) -> tuple:
     ctx = context_of(*args)
     if ctx is None:
         return np.ix_(*args)
-    from ._shape import reshape
     out = []
     for k, a in enumerate(args):
         if not isinstance(a, Tracer):

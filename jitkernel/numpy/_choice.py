@@ -34,6 +34,9 @@ import numpy as np
 from ..trace.operands import broadcast_shapes, broadcast_to_shape, context_of, lift, result_type, shape_of
 from ..trace.tracer import Tracer
 from ._ufuncs import _where_operand, apply_ufunc, where
+from ._reductions import argmax, any as _any
+from ._shape import stack, ravel
+from ._statistics import raise_if
 
 __all__ = ["select", "choose", "piecewise"]
 
@@ -112,7 +115,6 @@ def choose(a: Any, choices: Any, out: Any = None, mode: str = "raise") -> Any:
     elif mode == "clip":
         index = apply_ufunc(np.minimum, apply_ufunc(np.maximum, index, 0), n - 1)
     else:
-        from ._statistics import raise_if
         bad = apply_ufunc(np.logical_or, apply_ufunc(np.less, index, 0), apply_ufunc(np.greater_equal, index, n))
         index = raise_if(index, bad, "ValueError", "invalid entry in choice array")
     operands = [broadcast_to_shape(ctx, lift(ctx, _where_operand(c, dtype), dtype), shape) for c in choices]
@@ -154,8 +156,6 @@ def _inside(ctx: Any, x: Tracer, cond: Tracer) -> Tracer:
     function defined only on its piece sees no value outside it (values or derivatives)."""
     if x.ndim == 0:
         return x
-    from ._reductions import argmax
-    from ._shape import ravel
     flat_cond = ravel(broadcast_to_shape(ctx, cond, x.shape))
     first = ravel(x)[argmax(flat_cond)]
     return where(cond, x, first)
@@ -172,8 +172,6 @@ def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> An
     conds = _conditions(ctx, t, condlist)
     n = len(conds)
     if n == n2 - 1:
-        from ._reductions import any as _any
-        from ._shape import stack
         conds.append(apply_ufunc(np.logical_not, _any(stack(conds), axis=0)) if conds else
                      lift(ctx, np.ones((1,) + t.shape, bool)))
         n += 1

@@ -22,10 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from ..trace.operands import context_of, lift, shape_of, weak_type
+from ..trace.operands import context_of, lift, shape_of, weak_type, result_type
 from ..trace.tracer import Tracer
 from ._reductions import all as _all
 from ._ufuncs import apply_ufunc
+from ._creation import asarray
 
 __all__ = ["isclose", "allclose", "array_equal", "array_equiv"]
 
@@ -59,7 +60,6 @@ def isclose(a: Any, b: Any, rtol: Any = 1.e-5, atol: Any = 1.e-8, equal_nan: boo
         return np.isclose(a, b, rtol, atol, equal_nan)
     x, y, atol, rtol = (_operand(ctx, v) for v in (a, b, atol, rtol))
     if isinstance(y, Tracer) and y.weak is None:
-        from ..trace.operands import result_type
         y = lift(ctx, y, result_type(y, 1.0))
     elif weak_type(y) is int:
         y = float(y) if not isinstance(y, Tracer) else lift(ctx, y, np.dtype(np.float64))
@@ -96,7 +96,6 @@ def _as_array(ctx: Any, x: Any) -> Tracer | None:
     """np.asarray(x), or None where NumPy's asarray fails (array_equal is then False)."""
     if isinstance(x, Tracer):
         return lift(ctx, x, x.dtype) if x.weak is not None else x
-    from ._creation import asarray  # a list holding traced elements is stacked
     try:
         return lift(ctx, asarray(x))
     except Exception:  # noqa: BLE001 - NumPy: "except Exception: return False"

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..ir.primitives import ufunc_loop
 from ..trace.tracer import Tracer
-from ..trace.operands import broadcast_to_shape, context_of, dtype_key, lift, WEAK_DEFAULT
+from ..trace.operands import broadcast_to_shape, context_of, dtype_key, lift, WEAK_DEFAULT, unsupported_kwargs
 from ._ufuncs import apply_ufunc
 
 __all__ = ["real", "imag", "conj", "conjugate", "angle", "iscomplexobj", "isrealobj", "iscomplex", "isreal"]
@@ -48,7 +48,6 @@ def imag(val: Any) -> Any:
 def conjugate(x: Any, **kwargs: Any) -> Any:
     """numpy.conjugate / numpy.conj: negates the imaginary part; a real array is copied in the
     dtype of NumPy's loop (the identity)."""
-    from ..trace.operands import unsupported_kwargs
     unsupported_kwargs("conjugate", kwargs, out=None, where=True, casting="same_kind", order="K", dtype=None, subok=True)
     ctx = context_of(x)
     if ctx is None:

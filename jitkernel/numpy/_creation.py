@@ -8,9 +8,10 @@ import numpy as np
 
 from ..ir import check_dtype
 from ..trace.tracer import Tracer
-from ..trace.views import fresh
+from ..trace.views import fresh, is_c_contiguous, is_f_contiguous
 from ..trace.operands import broadcast_to_shape, context_of, lift
-from ._shape import stack
+from ._shape import stack, broadcast_to, reshape
+from ._dispatch import register_function
 
 zeros, ones, full, empty = np.zeros, np.ones, np.full, np.empty
 arange, linspace, eye, identity = np.arange, np.linspace, np.eye, np.identity
@@ -54,7 +55,6 @@ def empty_like(a: Any, dtype: Any = None, order: str = "K", subok: bool = True, 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, **kw: Any) -> Any:
     """numpy.full_like (the fill value must be static)."""
     if isinstance(fill_value, Tracer):
-        from ._shape import broadcast_to
         return fresh(broadcast_to(lift(fill_value._ctx, fill_value, check_dtype(dtype) if dtype else a.dtype),
                                   a.shape if shape is None else shape))
     r = _filled(a, fill_value, dtype, shape)
@@ -92,7 +92,6 @@ def asanyarray(a: Any, dtype: Any = None, order: Any = None, **kw: Any) -> Any:
 def ascontiguousarray(a: Any, dtype: Any = None, **kw: Any) -> Any:
     """numpy.ascontiguousarray: the array itself when it is C-contiguous with that dtype (as
     NumPy returns it), else a C-ordered copy; a 0-d array becomes (1,), a view, as in NumPy."""
-    from ..trace.views import is_c_contiguous
     return _in_layout(a, dtype, is_c_contiguous)
 
 
@@ -101,12 +100,10 @@ def asfortranarray(a: Any, dtype: Any = None, **kw: Any) -> Any:
     arrays are) with that dtype, else a copy with the same values. (jitkernel's copy is laid out
     as its own results are: the values, shape and dtype are NumPy's, `.flags` of the returned
     array may differ; docs/numpy-support.md.)"""
-    from ..trace.views import is_f_contiguous
     return _in_layout(a, dtype, is_f_contiguous)
 
 
 def _in_layout(a: Any, dtype: Any, has_layout: Any) -> Any:
-    from ._shape import reshape
     out = asarray(a, dtype=dtype)  # the same Tracer when no conversion is needed
     if not isinstance(out, Tracer):
         return np.asarray(out).reshape(-1) if np.ndim(out) == 0 else out
@@ -134,7 +131,6 @@ def copy(a: Any, **kw: Any) -> Any:
 # NumPy's. Registered as their own implementation so the support table lists them as "static"
 # (and trace/unsupported.py does not refuse them: they were correct constants before that guard).
 def _register_static_functions() -> None:
-    from ._dispatch import register_function
     for f in (np.indices, np.tril_indices, np.triu_indices, np.diag_indices, np.bartlett, np.blackman,
               np.hamming, np.hanning, np.kaiser, np.fft.fftfreq, np.fft.rfftfreq):
         register_function(f, f)

@@ -21,7 +21,7 @@ from ..ir.primitives import PRIMITIVES
 from ..trace.tracer import Tracer
 from ..trace.operands import broadcast_to_shape, context_of, lift, normalize_axis, shape_of
 from ._shape import concatenate, ravel
-from ._ufuncs import COMPOSED_UFUNCS, apply_ufunc
+from ._ufuncs import COMPOSED_UFUNCS, apply_ufunc, where
 
 __all__ = ["cumsum", "cumprod", "nancumsum", "nancumprod", "cumulative_sum", "cumulative_prod", "diff", "histogram",
            "bincount", "digitize"]
@@ -165,7 +165,6 @@ def nancumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> 
 
 
 def _nan_to(a: Any, value: int) -> Any:
-    from ._ufuncs import where
     t = lift(context_of(a), a)
     if t.dtype.kind not in "fc":
         return t  # NumPy replaces NaN only in inexact arrays

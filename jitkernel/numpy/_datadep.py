@@ -44,13 +44,18 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir import semantics
-from ..errors import UnsupportedOperationError
+from ..errors import UnsupportedOperationError, UnsupportedAttributeError
 from ..ir.symdim import SymbolicDimError
 from ..trace.context import _traces, user_frame_location
 from ..trace.numpy_api import NUMPY
 from ..trace.tracer import Tracer
-from ..trace.operands import lift
+from ..trace.operands import lift, broadcast_to_shape
 from ._dispatch import register_function
+from ..ir.datadep_prims import PURE_FUNCTIONS, PURE_NUMPY_FUNCTIONS
+from ..ir.program import WITH_SUB_PROGRAMS
+from ..transforms.custom import custom_jvp
+from ._shape import reshape, ravel
+from ._ufuncs import where as where3
 
 # jitkernel.numpy names (after _sorting and _ufuncs in _EXTENSION_MODULES: these replace theirs).
 __all__ = ["nonzero", "flatnonzero", "argwhere", "where", "extract", "compress", "unique", "count_nonzero"]
@@ -249,7 +254,6 @@ class DataDependent:
 
     def __getattr__(self, name: str) -> Any:
         if not name.startswith("_") and hasattr(np.ndarray, name):
-            from ..errors import UnsupportedAttributeError
             # an AttributeError as well: hasattr() keeps working
             raise UnsupportedAttributeError(str(_unsupported(f"ndarray.{name}")))
         raise AttributeError(f"'DataDependent' object has no attribute {name!r}")
@@ -333,7 +337,6 @@ def _structural_key(ctx: Any, var: Any) -> tuple:
     inputs, small constants by value), so that a mask written twice (`x[x > 0] + y[x > 0]`)
     is recognised as one: equal keys mean equal values (every primitive involved is pure; a
     control-flow step, a large constant or a deep expression is keyed by its variable)."""
-    from ..ir.program import WITH_SUB_PROGRAMS
     table = _memo_table(ctx)
     producers = table.setdefault("producers", {})
     seen = table.get("scanned", 0)
@@ -418,7 +421,6 @@ def datadep_call(fn: str, operands: tuple, kw: tuple, outs: tuple, origin: str, 
     ins = counts + [_operand(ctx, o) for o in operands]
     outs = tuple((kind, tuple(int(d) for d in shape), np.dtype(dtype).str) for kind, shape, dtype in outs)
     split = split or any(kind == "len" for kind, _, _ in outs)  # a new count
-    from ..ir.datadep_prims import PURE_FUNCTIONS, PURE_NUMPY_FUNCTIONS
     pure = fn in PURE_FUNCTIONS or (fn == "call" and dict(kw).get("name") in PURE_NUMPY_FUNCTIONS
                                     and dict(kw).get("module") == "numpy")
     return ctx.bind("datadep_pure" if pure else "datadep_call", ins, ncounts=len(counts), fn=fn, kw=kw, layout=tuple(layout),
@@ -504,7 +506,6 @@ def _aligned(ctx: Any, x: Any, ndim: int) -> Any:
     if len(shape) < ndim:
         return x
     if len(shape) == ndim and shape[0] == 1:
-        from ._shape import reshape
         return reshape(x if isinstance(x, Tracer) else ctx.const(np.asarray(x)), shape[1:])
     raise _unsupported(
         f"broadcasting an array of shape {tuple(shape)} against a selection of shape (count, ...)",
@@ -627,7 +628,6 @@ def _exact_with_dense_derivative(name: str, x: DataDependent, axes: tuple, kwarg
     derivative of the dense form: a sum is linear, so its tangent, the same reduction of the
     tangents, does not depend on the order, and `jk.grad` of `x[x > 0].sum()` keeps working (a
     selection step alone is not differentiable)."""
-    from ..transforms.custom import custom_jvp
     values, mask = x.dense
     hashable = _hashable(kwargs)
     rest = values.shape[mask.ndim:]
@@ -684,8 +684,6 @@ def _dense_reduce(name: str, x: DataDependent, axes: tuple, kwargs: dict) -> Tra
     depend on the positions of the values (`_order_dependent`): integer and bool sums, products,
     max/min (which raise NumPy's ValueError when the selection is empty), any/all; an integer
     mean is the sum divided by the count."""
-    from ._shape import reshape
-    from ..trace.operands import broadcast_to_shape
     values, mask = x.dense
     ctx = _current_ctx(mask)
     k = mask.ndim
@@ -863,7 +861,6 @@ def flatnonzero(a: Any) -> Any:
         return nonzero(a.ravel())[0]
     if not isinstance(a, Tracer):
         return np.flatnonzero(a)
-    from ._shape import ravel
     flat = ravel(a)
     count = mask_count(a)
     origin = _origin("numpy.flatnonzero")
@@ -886,7 +883,6 @@ def argwhere(a: Any) -> Any:
 def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     """numpy.where: the one-argument form is nonzero(); the three-argument form works on
     data-dependent operands elementwise."""
-    from ._ufuncs import where as where3
     if x is None and y is None:
         if isinstance(condition, Tracer) or is_data_dependent(condition):
             return nonzero(condition)  # (a 0-d condition: NumPy's ValueError)

@@ -26,10 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from ..trace.operands import broadcast_to_shape, context_of, lift, shape_of
+from ..trace.operands import broadcast_to_shape, context_of, lift, shape_of, result_type
 from ..trace.tracer import Tracer
 from ..trace.views import fresh
 from ._ufuncs import apply_ufunc, where
+from ..errors import UnsupportedOperationError
+from ._cumulative import cumsum, diff
+from ._shape import reshape, ravel
 
 __all__ = ["ediff1d", "gradient", "unwrap"]
 
@@ -53,7 +56,6 @@ def _edge_values(ctx: Any, values: Any, dtype: np.dtype, name: str) -> Tracer | 
     t = _array(ctx, values)
     if not np.can_cast(t.dtype, dtype, casting="same_kind"):
         raise TypeError(f"dtype of `{name}` must be compatible with input `ary` under the `same_kind` rule.")
-    from ._shape import ravel
     return ravel(t)
 
 
@@ -62,7 +64,6 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
     ctx = context_of(ary, to_end, to_begin)
     if ctx is None:
         return np.ediff1d(ary, to_end, to_begin)
-    from ._shape import ravel
     a = ravel(_array(ctx, ary))
     dtype = a.dtype
     if to_begin is None and to_end is None:
@@ -112,7 +113,6 @@ def _coordinate_differences(ctx: Any, distances: Any) -> Any:
         d = d.astype(np.float64) if np.issubdtype(d.dtype, np.integer) else d
         diffx = np.diff(d)
         return diffx[0] if (diffx == diffx[0]).all() else diffx
-    from ._cumulative import diff
     d = _array(ctx, distances)
     if np.issubdtype(d.dtype, np.integer):
         d = lift(ctx, d, np.dtype(np.float64))
@@ -156,7 +156,6 @@ def _interior(f: Tracer, axis: int, ax_dx: Any) -> Any:
     c = div(dx1, mul(dx2, add(dx1, dx2)))
     shape = [1] * nd
     shape[axis] = -1
-    from ._shape import reshape
     a, b, c = (reshape(_array(f._ctx, v), tuple(shape)) for v in (a, b, c))
     return add(add(mul(a, lo), mul(b, mid)), mul(c, hi))
 
@@ -234,8 +233,6 @@ def unwrap(p: Any, discont: Any = None, axis: int = -1, *, period: Any = 2 * np.
     ctx = context_of(p, discont, period)
     if ctx is None:
         return np.unwrap(p, discont, axis, period=period)
-    from ._cumulative import cumsum, diff
-    from ..trace.operands import result_type
     t = _array(ctx, p)
     axis = operator.index(axis)
     nd = t.ndim
@@ -246,7 +243,6 @@ def unwrap(p: Any, discont: Any = None, axis: int = -1, *, period: Any = 2 * np.
     dtype = result_type(dd, period)
     if np.issubdtype(dtype, np.integer):
         if isinstance(period, Tracer):
-            from ..errors import UnsupportedOperationError
             raise UnsupportedOperationError("numpy.unwrap: an integer period must be static inside jit")
         interval_high, rem = divmod(period, 2)
         boundary_ambiguous = rem == 0

@@ -9,6 +9,12 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..trace.numpy_api import NUMPY
+from ..trace import inplace
+from ..trace.inplace import function_with_out
+from ..trace.operands import context_of
+from ..trace.tracer import Tracer
+from ..trace.views import fresh
+from ._cumulative import ufunc_reduceat, ufunc_method
 
 _REDUCE_METHODS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
                    "logical_and": "all", "logical_or": "any"}
@@ -68,14 +74,12 @@ def apply_function_protocol(func: Any, args: tuple, kwargs: dict) -> Any:
             f"{name} is not supported inside a jitted function ({why + '; ' if why else ''}jitkernel compiles "
             "a subset of NumPy; see docs/numpy-support.md)")
     if kwargs.get("out") is not None:
-        from ..trace.inplace import function_with_out
         return function_with_out(impl, getattr(func, "__name__", "function"), args, kwargs)
     result = impl(*args, **kwargs)
     name = getattr(func, "__name__", None)
     if name not in VIEW_FUNCTIONS and not (name in NO_COPY_FUNCTIONS and kwargs.get("copy", True) is not True):
         result = _not_a_view(result, args)
     if _keeps_byteorder(name, args, kwargs):
-        from ..trace.tracer import Tracer
         source = args[_SOURCE_POSITION.get(name, 0)] if len(args) > _SOURCE_POSITION.get(name, 0) else None
         if isinstance(source, Tracer):
             source._ctx.keep_byteorder(result, source)
@@ -121,7 +125,6 @@ VIEW_FUNCTIONS = frozenset({
 def _not_a_view(result: Any, args: tuple) -> Any:
     """A result that shares an argument's memory, from a function NumPy returns a new array
     for (an implementation that returned its input as is, or a view of it): a fresh array."""
-    from ..trace.tracer import Tracer
     if type(result) in (list, tuple):
         return type(result)(_not_a_view(r, args) for r in result)
     if not isinstance(result, Tracer) or result._mem is None:
@@ -132,7 +135,6 @@ def _not_a_view(result: Any, args: tuple) -> Any:
             mems.update(id(b._mem) for b in a if isinstance(b, Tracer) and b._mem is not None)
     if id(result._mem) not in mems:
         return result
-    from ..trace.views import fresh
     out = fresh(result)
     out.scalar, out.weak = result.scalar, result.weak
     return out
@@ -144,12 +146,10 @@ def apply_ufunc_protocol(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: di
         return NotImplemented  # DataDependent.__array_ufunc__ (numpy/_datadep.py) decides
     name = ufunc.__name__
     if method == "__call__" and "out" in kwargs:
-        from ..trace import inplace
         stem = inplace.concrete_inplace_stem(ufunc, inputs, kwargs)
         if stem is not None:
             # `a OP= traced` on a NumPy array `a`: ndarray.__iadd__ calls us with out=(a,).
             refs = inplace._refs_of_out(inputs, kwargs)
-            from ..trace.operands import context_of
             return inplace.concrete_augmented_assign(context_of(*inputs), stem, inputs, refs)
         return inplace.ufunc_with_out(ufunc, inputs, kwargs)
     if method == "__call__":
@@ -163,11 +163,9 @@ def apply_ufunc_protocol(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: di
         kwargs.setdefault("axis", 0)
         return getattr(jnp, _REDUCE_METHODS[name])(inputs[0], **kwargs)
     if method == "reduceat":
-        from ._cumulative import ufunc_reduceat
         return ufunc_reduceat(ufunc, *inputs, **kwargs)
     if method in ("accumulate", "reduce") and len(inputs) == 1:
-        from ._cumulative import ufunc_method  # other ufuncs' reduce and every accumulate
-        return ufunc_method(ufunc, method, inputs[0], kwargs)
+        return ufunc_method(ufunc, method, inputs[0], kwargs)  # other ufuncs' reduce and every accumulate
     if method == "outer" and len(inputs) == 2 and hasattr(jnp, name):
         a, b = inputs
         nb = len(jnp.asarray(b).shape)

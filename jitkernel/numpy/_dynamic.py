@@ -26,7 +26,9 @@ from ..ir.symdim import SymDim
 from ..trace.context import current_context, user_frame_location
 from ..trace.tracer import Tracer
 from ..trace.numpy_api import NUMPY
-from ..trace.operands import expand_index
+from ..trace.operands import expand_index, broadcast_to_shape, lift
+from ._datadep import window as data_dependent_window  # CSR: data[ptr[i]:ptr[i + 1]]
+from ._shape import reshape, astype
 
 __all__: list[str] = []
 
@@ -295,12 +297,10 @@ def _start_tracers(ctx: Any, axes: list[_Axis]) -> list[Tracer]:
 
 def dynamic_getitem(x: Any, index: tuple) -> Any:
     """`x[index]` where `index` holds traced scalar integers (or slice bounds)."""
-    from ._shape import reshape
     ctx = _context(x)
     try:
         axes, new_axes = _parse(x, index)
     except UnsupportedOperationError:
-        from ._datadep import window as data_dependent_window  # CSR: data[ptr[i]:ptr[i + 1]]
         selection = data_dependent_window(x, index)
         if selection is None:
             raise
@@ -325,9 +325,6 @@ def dynamic_getitem(x: Any, index: tuple) -> Any:
 def dynamic_update(x: Any, index: tuple, value: Any) -> Any:
     """The new array `x` with `x[index] = value` applied (NumPy's casting and broadcasting of
     `value`); `x` itself is not changed."""
-    from ..trace.operands import broadcast_to_shape, lift
-    from ._shape import reshape
-    from ._shape import astype
     ctx = _context(x)
     axes, _ = _parse(x, index, allow_none=False)
     if any(isinstance(a.start, slice) for a in axes):
@@ -357,7 +354,6 @@ def _layout(axes: list[_Axis]) -> dict:
 
 def _drop_leading_ones(v: Tracer, ndim: int) -> Tracer:
     """NumPy lets a value have extra leading length-1 axes in an assignment."""
-    from ._shape import reshape
     extra = v.ndim - ndim
     if extra > 0 and all(n == 1 for n in v.shape[:extra]):
         return reshape(v, v.shape[extra:])

@@ -30,6 +30,7 @@ from ..ir import check_dtype
 from ..trace.tracer import Tracer
 from ..trace.operands import broadcast_to_shape, context_of, dtype_key, lift, WEAK_DEFAULT
 from ._shape import reshape, transpose
+from ._creation import copy
 
 __all__ = ["einsum", "einsum_path"]
 
@@ -174,7 +175,6 @@ def einsum(*operands: Any, out: Any = None, dtype: Any = None, order: str = "K",
     perm = tuple(letters.index(c) for c in output)
     result = transpose(t, perm) if perm != tuple(range(len(perm))) else t
     if any(result.ir_var is x.ir_var for x in ts):
-        from ._creation import copy
         result = copy(result)  # einsum returns a new array, never its operand
     return result
 

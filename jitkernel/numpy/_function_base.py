@@ -33,6 +33,9 @@ from ..trace.tracer import Tracer
 from ._reductions import sum as _sum
 from ._shape import reshape
 from ._ufuncs import apply_ufunc, where
+from ..transforms.custom import custom_jvp
+from ._complex import imag, real
+from ._cumulative import diff
 
 __all__ = ["sinc", "trapezoid", "polyval", "nan_to_num"]
 
@@ -75,7 +78,6 @@ def _sinc_maclaurin(k: int) -> Any:
     odd), as a function of u whose derivative is the (k + 1)-th: selected where u == 0, it
     gives sinc's derivatives there to any order (custom_jvp, built once per order)."""
     if k not in _SINC_MACLAURIN:
-        from ..transforms.custom import custom_jvp
         value = 0.0 if k % 2 else (-1) ** (k // 2) / (k + 1)
 
         def at_zero(u: Tracer) -> Tracer:
@@ -99,7 +101,6 @@ def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
     ctx = context_of(y, x, dx)
     if ctx is None:
         return np.trapezoid(y, x, dx, axis)
-    from ._cumulative import diff
     yt = _asanyarray(ctx, y)
     if x is None:
         d = dx
@@ -194,7 +195,6 @@ def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, ne
     if t.dtype.kind not in "fc":
         return t
     if t.dtype.kind == "c":
-        from ._complex import imag, real
         re, im = (_replaced(ctx, lift(ctx, part(t)), nan, posinf, neginf) for part in (real, imag))
         result = ctx.bind1("make_complex", re, im)
     else:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..trace.operands import context_of
+from ._cumulative import histogram
 
 __all__ = ["histogram_bin_edges"]
 
@@ -30,7 +31,6 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any 
         raise UnsupportedOperationError(
             f"numpy.histogram_bin_edges: bins={bins!r} chooses the number of bins from the data, so the "
             "result shape would depend on it; pass an int or an array of edges inside jit")
-    from ._cumulative import histogram
     return histogram(a, bins=bins, range=range, weights=weights)[1]
 
 

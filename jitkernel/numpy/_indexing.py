@@ -8,7 +8,11 @@ import numpy as np
 
 from ..trace.tracer import Tracer
 from ..trace.operands import expand_index, lift
-from ._shape import reshape
+from ._shape import reshape, _view_of
+from ..trace.context import current_context
+from ..trace.subtrace import SubTraceContext
+from ._advanced import advanced_getitem
+from ._dynamic import dynamic_getitem
 
 
 def _is_static_int(ix: Any) -> bool:
@@ -46,12 +50,9 @@ def _deferred_out_of_bounds(t: Tracer, index: tuple) -> Tracer | None:
     (`if a[i] > 0: s += a[i + 1]` with a Python loop unrolled: the last `a[i + 1]` is out of
     bounds only where the branch is not taken). NumPy raises only when it runs, so the index
     becomes a run-time one, whose check raises NumPy's IndexError when the step runs."""
-    from ..trace.context import current_context
-    from ..trace.subtrace import SubTraceContext
     ctx = current_context()
     if not isinstance(ctx, SubTraceContext):
         return None
-    from ._dynamic import dynamic_getitem
     as_traced = tuple(ctx.const(np.asarray(ix, np.int64)) if _is_static_int(ix) else ix for ix in index)
     return dynamic_getitem(t, as_traced)
 
@@ -63,10 +64,8 @@ def getitem(t: Tracer, index: Any) -> Tracer:
         index = (index,)
     kind = index_kind(index)
     if kind == "advanced":
-        from ._advanced import advanced_getitem
         return advanced_getitem(t, index)
     if kind == "dynamic":
-        from ._dynamic import dynamic_getitem
         return dynamic_getitem(t, index)
     expanded = expand_index(index, t.ndim)
 
@@ -100,7 +99,6 @@ def getitem(t: Tracer, index: Any) -> Tracer:
         out = ctx.bind1("slice", lift(ctx, t), starts=tuple(starts), steps=tuple(steps), shape=tuple(sizes))
     out = reshape(out, tuple(final_shape))
     if out is t:
-        from ._shape import _view_of
         out = _view_of(t)  # x[...], x[:]: a new view
     if all(isinstance(ix, (int, np.integer)) for ix in index) and len(index) == t.ndim:
         # An integer for every axis gives a NumPy scalar: a copy, not a view.

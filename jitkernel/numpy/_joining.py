@@ -22,6 +22,7 @@ import numpy as np
 from ..trace.tracer import Tracer
 from ..trace.operands import context_of, lift, shape_of
 from ._shape import atleast_2d, atleast_3d, concatenate, reshape, transpose
+from ..trace.views import fresh
 
 __all__ = ["column_stack", "row_stack", "dstack", "block"]
 
@@ -120,6 +121,5 @@ def block(arrays: Any) -> Any:
         raise ValueError(f"List at {_format_index(bottom_index)} cannot be empty")
     out = _block(ctx, arrays, list_ndim, max(arr_ndim, list_ndim))
     if list_ndim == 0 or out is arrays:
-        from ..trace.views import fresh
         out = fresh(out)  # NumPy copies: np.block(a) is a new array
     return out

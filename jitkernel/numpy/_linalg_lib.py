@@ -23,9 +23,11 @@ from ..errors import UnsupportedOperationError
 from ..ir.library_prims import assert_stacked_square, real_dtype
 from ..trace.operands import context_of, lift, normalize_axis
 from ._dispatch import register_function
-from ._linalg import matmul
+from ._linalg import matmul, _common_dtype
 from ._shape import moveaxis, reshape
-from ._ufuncs import apply_ufunc
+from ._ufuncs import apply_ufunc, where
+from ._creation import zeros_like, zeros, copy
+from ._reductions import min as jmin, sum as jsum, any as jany, _keep, max as jmax
 
 __all__ = ["tensordot"]  # np.linalg.* is reached through register_function
 
@@ -169,13 +171,11 @@ def matrix_power(a: Any, n: Any) -> Any:
     except TypeError as e:
         raise TypeError("exponent must be an integer (a static one inside jit)") from e
     if n == 0:
-        from ._creation import zeros_like
         eye = np.eye(t.shape[-2], dtype=t.dtype)
         return apply_ufunc(np.add, zeros_like(t), eye) if t.dtype != np.bool_ else apply_ufunc(np.logical_or, zeros_like(t), eye)
     if n < 0:
         t, n = inv(t), -n
     if n == 1:
-        from ._creation import copy
         return copy(t)
     if n == 2:
         return matmul(t, t)
@@ -230,8 +230,6 @@ def multi_dot(arrays: Any, *, out: Any = None) -> Any:
 
 def _max_or_zero(x: Any, axis: Any, keepdims: bool = False) -> Any:
     """x.max(axis, initial=0) for non-negative x (NumPy's norm gives 0 for an empty axis)."""
-    from ._creation import zeros
-    from ._reductions import _keep, max as jmax
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     axes = tuple(normalize_axis(a, x.ndim) for a in axes)
     if any(x.shape[a] == 0 for a in axes):
@@ -259,7 +257,6 @@ def _abs_squared(t: Any) -> Any:
 def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
     """numpy.linalg.norm, every vector and matrix order, following NumPy's own formulas (so the
     elementwise parts fuse); the 2, -2 and 'nuc' matrix norms reduce the singular values."""
-    from ._reductions import min as jmin, sum as jsum
     ctx = context_of(x)
     t = _traced(ctx, x)
     if t.dtype.kind not in "fc":
@@ -363,7 +360,6 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
 @_routed(np.linalg.matrix_rank)
 def matrix_rank(A: Any, tol: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Any:
     """numpy.linalg.matrix_rank: singular values above the tolerance, counted (int64)."""
-    from ._reductions import any as jany, sum as jsum
     ctx = context_of(A)
     t = _traced(ctx, A)
     if t.ndim < 2:
@@ -386,7 +382,6 @@ def matrix_rank(A: Any, tol: Any = None, hermitian: bool = False, *, rtol: Any =
 def cond(x: Any, p: Any = None) -> Any:
     """numpy.linalg.cond: ratio of singular values (p None, 2, -2) or norm(x) * norm(inv(x));
     NaN from a failed inversion becomes inf unless x holds NaN, as NumPy does."""
-    from ._reductions import any as jany
     ctx = context_of(x)
     t = _traced(ctx, x)
     if t.ndim >= 2 and t.shape[-1] * t.shape[-2] == 0:
@@ -401,7 +396,6 @@ def cond(x: Any, p: Any = None) -> Any:
             "inside jit use np.linalg.norm(x, p) * np.linalg.norm(np.linalg.inv(x), p)")
     nan_in_x = jany(apply_ufunc(np.isnan, t), axis=(-2, -1))
     fix = apply_ufunc(np.logical_and, apply_ufunc(np.isnan, r), apply_ufunc(np.logical_not, nan_in_x))
-    from ._ufuncs import where
     return where(fix, np.asarray(np.inf, r.dtype), r)
 
 
@@ -426,7 +420,6 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
     ctx = context_of(a, b)
     if ctx is None:
         return np.tensordot(a, b, axes)
-    from ._linalg import _common_dtype
     dt = _common_dtype(a, b)
     x, y = lift(ctx, a, dt), lift(ctx, b, dt)
     try:

@@ -22,6 +22,7 @@ from ..trace.tracer import Tracer
 from ..trace.operands import broadcast_to_shape, context_of, lift, normalize_axis
 from ._shape import concatenate, flip, ravel, reshape, transpose
 from ._ufuncs import apply_ufunc
+from ._dispatch import register_function
 
 __all__ = ["repeat", "tile", "roll", "fliplr", "flipud", "rot90", "pad", "append", "delete", "insert"]
 
@@ -469,7 +470,6 @@ def ifftshift(x: Any, axes: Any = None) -> Any:
 
 
 def _register_fft_shifts() -> None:
-    from ._dispatch import register_function
     register_function(np.fft.fftshift, fftshift)
     register_function(np.fft.ifftshift, ifftshift)
 

@@ -20,8 +20,12 @@ from ..ir import check_dtype
 from ..trace.tracer import Tracer
 from ..trace.operands import (broadcast_to_shape, context_of, lift, normalize_axis, result_type,
                     shape_of, unsupported_kwargs)
-from ._shape import broadcast_arrays, moveaxis, reshape
-from ._ufuncs import apply_ufunc, where
+from ._shape import broadcast_arrays, moveaxis, reshape, expand_dims, swapaxes
+from ._ufuncs import apply_ufunc, where, power
+from ..trace.views import emit_diagonal, make_view
+from ._dispatch import register_function
+from ._linalg import matmul
+from ._reductions import sum as _sum, any as _any
 
 __all__ = ["triu", "tril", "tri", "diag", "diagflat", "diagonal", "trace", "meshgrid", "linspace",
            "logspace", "ndim", "shape", "size"]
@@ -101,7 +105,6 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     if ax1 == ax2:
         raise ValueError("axis1 and axis2 cannot be the same")
     offset = operator.index(offset)
-    from ..trace.views import emit_diagonal, make_view
     out = Tracer(ctx, emit_diagonal(ctx, t.ir_var, t.shape, offset, ax1, ax2))
     out.scalar = False
     # NumPy's diagonal is a read-only view: it shows later writes to `a`, and writes into it raise
@@ -114,7 +117,6 @@ def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = 
     if context_of(a) is None:
         return np.trace(a, offset, axis1, axis2, dtype)
     unsupported_kwargs("trace", {"out": out}, out=None)
-    from ._reductions import sum as _sum
     return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
@@ -194,7 +196,6 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
         step = apply_ufunc(np.divide, delta, np.asarray(div, dt))
         # NumPy multiplies by step unless some step is zero; then (y / div) * delta everywhere.
         any_zero = apply_ufunc(np.equal, step, np.asarray(0, dt))
-        from ._reductions import any as _any
         any_zero = _any(any_zero) if any_zero.ndim else any_zero
         scaled = apply_ufunc(np.multiply, apply_ufunc(np.divide, y, np.asarray(div, dt)), delta)
         y = where(any_zero, scaled, apply_ufunc(np.multiply, y, step))
@@ -223,10 +224,8 @@ def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: 
         # NumPy makes all three arrays of one rank (strong dtypes) and puts base's axis at `axis`.
         nd = len(np.broadcast_shapes(shape_of(start), shape_of(stop), shape_of(base)))
         start, stop, base = (_ndmin(ctx, v, nd) for v in (start, stop, base))
-        from ._shape import expand_dims
         base = expand_dims(base, axis)
     y = linspace(start, stop, num=num, endpoint=endpoint, axis=axis)
-    from ._ufuncs import power
     out = power(base, y)  # a Python float base stays weak (NEP 50): float32 end points give float32
     return out if dtype is None else lift(ctx, out, check_dtype(dtype, "the dtype= of logspace"))
 
@@ -268,7 +267,6 @@ def _linalg_trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
 
 
 def _register_linalg_spellings() -> None:
-    from ._dispatch import register_function
     register_function(np.linalg.diagonal, _linalg_diagonal)
     register_function(np.linalg.trace, _linalg_trace)
 
@@ -278,15 +276,12 @@ _register_linalg_spellings()
 
 def _linalg_matrix_transpose(x: Any, /) -> Any:
     """numpy.linalg.matrix_transpose: swap the last two axes."""
-    from ._shape import swapaxes
     if len(shape_of(x)) < 2:
         raise ValueError(f"Input array must be at least 2-dimensional, but it is {len(shape_of(x))}")
     return swapaxes(x, -1, -2)
 
 
 def _register_linalg_transpose() -> None:
-    from ._dispatch import register_function
-    from ._linalg import matmul
     register_function(np.linalg.matrix_transpose, _linalg_matrix_transpose)
     register_function(np.linalg.matmul, matmul)
 

@@ -32,8 +32,10 @@ from ..trace.operands import context_of, lift, unsupported_kwargs
 from ..trace.tracer import Tracer
 from ._reductions import mean, sum as _sum
 from ._shape import reshape, stack
-from ._statistics import static_fraction
+from ._statistics import static_fraction, _keepdims_shape, _quantile_unchecked, _sorted_along_front, median, nanmean
 from ._ufuncs import apply_ufunc, where
+from ._statistics import method_properties
+from ._statistics import weighted_inverted_cdf
 
 __all__ = ["nanmedian", "nanquantile", "nanpercentile"]
 
@@ -51,7 +53,6 @@ def _at(ordered: Tracer, index: Tracer) -> Tracer:
 
 def _counted(ctx: Any, t: Tracer, axis: Any, fname: str) -> tuple[Tracer, Tracer, tuple]:
     """(the data sorted along a new axis 0, the non-NaN count of each slice, reduced axes)."""
-    from ._statistics import _sorted_along_front
     ordered, axes, _ = _sorted_along_front(ctx, t, axis, fname)
     k = _sum(apply_ufunc(np.logical_not, apply_ufunc(np.isnan, ordered)), axis=0)
     return ordered, k, axes
@@ -60,7 +61,6 @@ def _counted(ctx: Any, t: Tracer, axis: Any, fname: str) -> tuple[Tracer, Tracer
 def _keepdims(result: Tracer, t: Tracer, axes: tuple, lead: tuple, keepdims: Any) -> Tracer:
     if keepdims is np._NoValue or not keepdims or not t.ndim:
         return result
-    from ._statistics import _keepdims_shape
     return reshape(result, _keepdims_shape(t.ndim, axes, t.shape, lead))
 
 
@@ -79,10 +79,8 @@ def nanmedian(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool =
     t = _array(ctx, a)
     kw = {} if keepdims is np._NoValue else {"keepdims": keepdims}
     if t.size == 0:
-        from ._statistics import nanmean
         return nanmean(t, axis, **kw)
     if t.dtype.kind not in "fc":
-        from ._statistics import median
         return median(t, axis, keepdims=bool(keepdims) if keepdims is not np._NoValue else False)
     ordered, k, axes = _counted(ctx, t, axis, "nanmedian")
     lo_index = apply_ufunc(np.maximum, apply_ufunc(np.floor_divide, apply_ufunc(np.subtract, k, 1), 2), 0)
@@ -175,7 +173,6 @@ def _fixed_gamma(ctx: Any, method: str, gamma: Tracer, virtual: Tracer) -> Trace
 
 def _one_quantile(ctx: Any, ordered: Tracer, k: Tracer, q: np.ndarray, weak_q: bool, method: str) -> Tracer:
     """NumPy's _quantile of each slice's k non-NaN elements at one static q."""
-    from ._statistics import method_properties
     props = method_properties(method)
     last = max(ordered.shape[0] - 1, 0)
     clip = lambda i: apply_ufunc(np.minimum, apply_ufunc(np.maximum, i, 0), last)  # noqa: E731
@@ -204,13 +201,10 @@ def _nan_quantile(fname: str, a: Any, q: np.ndarray, axis: Any, method: str, kee
     t = _array(ctx, a)
     if t.dtype.kind == "c":
         raise TypeError("a must be an array of real numbers")
-    from ._statistics import method_properties
     method_properties(method)  # NumPy's ValueError for an unknown method
     if t.size == 0:
-        from ._statistics import nanmean
         return nanmean(t, axis, **({} if keepdims is np._NoValue else {"keepdims": keepdims}))
     if t.dtype.kind != "f":
-        from ._statistics import _quantile_unchecked
         return _quantile_unchecked(fname, t, q, axis, method, bool(keepdims) if keepdims is not np._NoValue else False,
                                    weak_q)
     ordered, k, axes = _counted(ctx, t, axis, fname)
@@ -230,9 +224,7 @@ def _weighted(fname: str, ctx: Any, a: Any, q: np.ndarray, axis: Any, method: st
     if t.dtype.kind == "c":
         raise TypeError("a must be an array of real numbers")
     if t.size == 0:
-        from ._statistics import nanmean
         return nanmean(t, axis, **({} if keepdims is np._NoValue else {"keepdims": keepdims}))
-    from ._statistics import weighted_inverted_cdf
     return weighted_inverted_cdf(ctx, t, q, axis, weights, bool(keepdims) if keepdims is not np._NoValue else False,
                                  fname, skip_nan=True)
 

@@ -24,13 +24,15 @@ import numpy as np
 from ..trace.operands import broadcast_to_shape, context_of, lift, normalize_axis, result_type
 from ..trace.tracer import Tracer
 from ._ufuncs import apply_ufunc
+from ._creation import asarray
+from ._shape import ravel
+from ._sorting import searchsorted, sort, argsort
 
 __all__ = ["sort_complex", "lexsort", "isin"]
 
 
 def _array(ctx: Any, x: Any) -> Tracer:
-    from ._creation import asarray  # a list holding traced elements is stacked
-    t = lift(ctx, asarray(x) if isinstance(x, (list, tuple)) else x)
+    t = lift(ctx, asarray(x) if isinstance(x, (list, tuple)) else x)  # a list holding traced elements is stacked
     return lift(ctx, t, t.dtype) if t.weak is not None else t
 
 
@@ -39,7 +41,6 @@ def sort_complex(a: Any) -> Any:
     ctx = context_of(a)
     if ctx is None:
         return np.sort_complex(a)
-    from ._sorting import sort
     b = sort(_array(ctx, a))
     if b.dtype.kind == "c":
         return b
@@ -59,7 +60,6 @@ def lexsort(keys: Any, axis: int = -1) -> Any:
         raise TypeError("need sequence of keys with len > 0 in lexsort")
     if len({k.shape for k in keys}) > 1:
         raise ValueError("all keys need to be the same shape")
-    from ._sorting import argsort
     if keys[0].ndim == 0:
         normalize_axis(operator.index(axis), 1)  # NumPy's AxisError for axis beyond a 0-d key
         return lift(ctx, np.array(0, np.intp))[()]
@@ -85,8 +85,6 @@ def isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: 
     ctx = context_of(element, test_elements)
     if ctx is None:
         return np.isin(element, test_elements, assume_unique, invert, kind=kind)
-    from ._shape import ravel
-    from ._sorting import searchsorted, sort
     a, b = _array(ctx, element), ravel(_array(ctx, test_elements))
     _check_kind(kind, a.dtype, b.dtype)
     if b.shape[0] == 0:

@@ -34,13 +34,16 @@ import numpy as np
 from ..errors import UnsupportedOperationError
 from ..trace.operands import context_of, lift
 from ..trace.tracer import Tracer
-from ._linalg_lib import lstsq
+from ._linalg_lib import lstsq, pinv
 from ._reductions import sum as _sum
 from ._sequences import vander
 from ._shape import concatenate, reshape, stack
 from ._signal import convolve
 from ._statistics import raise_if
 from ._ufuncs import apply_ufunc
+from ..transforms.custom import custom_jvp
+from ._cumulative import cumprod
+from ._linalg import matmul
 
 __all__ = ["polyadd", "polysub", "polymul", "polyder", "polyint", "polydiv", "poly", "polyfit"]
 
@@ -208,7 +211,6 @@ def _trimmed_remainder(ctx: Any, r: Tracer) -> Tracer:
         return r
     wide = lift(ctx, r, np.result_type(r.dtype, np.float64))
     close = apply_ufunc(np.less_equal, apply_ufunc(np.absolute, wide[:-1]), 1e-8)
-    from ._cumulative import cumprod
     start = _sum(cumprod(lift(ctx, close, np.dtype(np.int64))))  # how many of them lead
     return r[start:]
 
@@ -311,9 +313,6 @@ def _least_squares() -> Any:
     rank changes with A the derivative does not exist). Only matmuls with A+ touch the tangents, so reverse mode
     transposes the rule. Built once (custom_jvp)."""
     if not _LEAST_SQUARES:
-        from ..transforms.custom import custom_jvp
-        from ._linalg import matmul
-        from ._linalg_lib import pinv
 
         def solution(lhs: Tracer, rhs: Tracer, rcond: float) -> Tracer:
             return lstsq(lhs, rhs, rcond)[0]

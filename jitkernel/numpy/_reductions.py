@@ -11,6 +11,7 @@ from ..ir import check_dtype
 from ..trace.operands import context_of, lift, normalize_axes, normalize_axes_legacy_0d, normalize_axis, unsupported_kwargs
 from ._shape import reshape
 from ._ufuncs import _fresh, apply_ufunc
+from ._complex import imag, real
 
 
 @functools.lru_cache(maxsize=None)
@@ -202,7 +203,6 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any 
     x = apply_ufunc(np.subtract, t, arrmean)
     if x.dtype.kind == "c":
         # NumPy's complex fast path: re**2 + im**2 in the parts' float dtype (a real variance)
-        from ._complex import imag, real
         x = apply_ufunc(np.add, apply_ufunc(np.square, real(x)), apply_ufunc(np.square, imag(x)))
     else:
         x = apply_ufunc(np.multiply, x, x)

@@ -12,6 +12,8 @@ from ..ir import check_dtype
 from ..ir.symdim import SymDim, reshape_axis_map
 from ..trace.operands import (broadcast_shapes, broadcast_to_shape, context_of, lift, normalize_axes, normalize_axes_legacy_0d,
                     normalize_axis, result_type, shape_of)
+from ..trace.tracer import Tracer
+from ..trace.views import fresh, is_c_contiguous
 
 
 def _order_c(fname: str, order: str) -> None:
@@ -85,7 +87,6 @@ def view_of(t: Any) -> Any:
 def _view_of(t: Any) -> Any:
     """A new Tracer that is a view of t (NumPy's reshape/transpose to the same shape return a
     new view object; of a Python or NumPy scalar, a strong 0-d array)."""
-    from ..trace.tracer import Tracer
     out = Tracer(t._ctx, t.ir_var)
     out.share_memory_with(t)
     return out
@@ -97,8 +98,6 @@ def ravel(a: Any, order: str = "C") -> Any:
         return np.ravel(a, order)
     _order_c("ravel", order)
     out = reshape(a, (-1,))
-    from ..trace.views import fresh, is_c_contiguous
-    from ..trace.tracer import Tracer
     if isinstance(a, Tracer) and not is_c_contiguous(a):
         out = fresh(out)  # NumPy's ravel copies unless the array is C-contiguous
     return out
@@ -255,7 +254,6 @@ def stack(arrays: Sequence[Any], axis: int = 0, out: Any = None, dtype: Any = No
 
 def _at_least(arys: tuple, one: Callable[[Any], Any]) -> Any:
     """NumPy 2's atleast_Nd: one array for one argument, a tuple for several (or none)."""
-    from ..trace.tracer import Tracer
     results = tuple(one(a if isinstance(a, Tracer) else np.asarray(a)) for a in arys)
     return results[0] if len(results) == 1 else results
 
@@ -313,7 +311,6 @@ def astype(x: Any, dtype: Any, copy: bool = True) -> Any:
     ctx = context_of(x)
     if ctx is None:
         return np.asarray(x).astype(dtype)
-    from ..trace.tracer import Tracer
     dt = check_dtype(dtype, "astype")
     t = lift(ctx, x)
     if copy is False and t.dtype == dt and isinstance(x, Tracer) and x.weak is None and not (x.ndim == 0 and x.scalar):

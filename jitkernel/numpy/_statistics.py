@@ -19,12 +19,18 @@ import numpy as np
 from ..errors import UnsupportedOperationError
 from ..ir import check_dtype
 from ..trace.tracer import Tracer
-from ..trace.operands import context_of, lift, normalize_axes, unsupported_kwargs
+from ..trace.operands import context_of, lift, normalize_axes, unsupported_kwargs, dtype_key, WEAK_DEFAULT
 from ._reductions import mean, var
 from ._reductions import any as _any, all as _all, max as _max, min as _min, sum as _sum, prod as _prod
 from ._reductions import argmax as _argmax, argmin as _argmin
-from ._shape import broadcast_to, reshape, squeeze, transpose
-from ._ufuncs import apply_ufunc, where
+from ._shape import broadcast_to, reshape, squeeze, transpose, concatenate, stack
+from ._ufuncs import apply_ufunc, where, clip
+from ..ir.primitives import ufunc_loop
+from ._cumulative import cumsum
+from ._dispatch import _table
+from ._linalg import dot
+from ._manipulation import _gather
+from ._matrix import diag
 
 __all__ = ["average", "cov", "corrcoef", "ptp", "divmod", "nansum", "nanprod", "nanmax", "nanmin",
            "nanmean", "nanvar", "nanstd", "nanargmax", "nanargmin", "median", "percentile",
@@ -132,7 +138,6 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: An
         Y = _as_2d(ctx, yt, dt)
         if not rowvar and Y.shape[0] != 1:
             Y = transpose(Y)
-        from ._shape import concatenate
         X = concatenate((X, Y), axis=0)
     if ddof is None:
         ddof = 1 if bias == 0 else 0
@@ -165,7 +170,6 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: An
         scale = apply_ufunc(np.divide, 1, fact)
     X = lift(ctx, apply_ufunc(np.subtract, X, reshape(avg, (-1, 1))), X.dtype)
     X_T = transpose(X) if w is None else transpose(apply_ufunc(np.multiply, X, w))
-    from ._linalg import dot
     c = dot(X, X_T)
     c = lift(ctx, apply_ufunc(np.multiply, c, scale), c.dtype)  # c *= 1 / fact (same_kind, in place)
     return squeeze(c)
@@ -179,11 +183,9 @@ def corrcoef(x: Any, y: Any = None, rowvar: bool = True, *, dtype: Any = None) -
     c = cov(x, y, rowvar, dtype=dtype)
     if c.ndim != 2:
         return apply_ufunc(np.divide, c, c)  # NumPy's diag raises for 0-d: c / c
-    from ._matrix import diag
     stddev = apply_ufunc(np.sqrt, diag(c))
     c = lift(ctx, apply_ufunc(np.divide, c, reshape(stddev, (-1, 1))), c.dtype)
     c = lift(ctx, apply_ufunc(np.divide, c, reshape(stddev, (1, -1))), c.dtype)
-    from ._ufuncs import clip
     return lift(ctx, clip(c, -1, 1), c.dtype)
 
 
@@ -205,8 +207,6 @@ def divmod(x1: Any, x2: Any, out: Any = None, **kwargs: Any) -> Any:  # noqa: A0
         return np.divmod(x1, x2)
     unsupported_kwargs("divmod", dict(kwargs, out=out), out=None, where=True, casting="same_kind",
                        order="K", dtype=None, subok=True)
-    from ..ir.primitives import ufunc_loop
-    from ..trace.operands import dtype_key, WEAK_DEFAULT
     keys = [dtype_key(v) for v in (x1, x2)]
     if all(isinstance(k, type) for k in keys):
         keys = [WEAK_DEFAULT[k] for k in keys]
@@ -485,7 +485,6 @@ def weighted_inverted_cdf(ctx: Any, t: Tracer, q: np.ndarray, axis: Any, weights
     if skip_nan and nan_last is not None:
         w = where(apply_ufunc(np.isnan, arr), np.asarray(0, w.dtype), w)
         count = _sum(apply_ufunc(np.logical_not, apply_ufunc(np.isnan, arr)), axis=0)
-    from ._cumulative import cumsum
     cdf = cumsum(w, axis=0, dtype=np.float64)
     cdf = apply_ufunc(np.divide, cdf, cdf[-1])
     bad = apply_ufunc(np.isnan, cdf[-1])
@@ -508,7 +507,6 @@ def weighted_inverted_cdf(ctx: Any, t: Tracer, q: np.ndarray, axis: Any, weights
         elif nan_last is not None:
             part = where(nan_last, arr[-1], part)  # a slice holding NaN gives that NaN
         parts.append(part)
-    from ._shape import stack
     result = parts[0] if q.ndim == 0 else reshape(stack(parts), q.shape + kept_shape)
     if keepdims and t.ndim:
         result = reshape(result, _keepdims_shape(t.ndim, axes, t.shape, q.shape))
@@ -521,7 +519,6 @@ def _take_front(ctx: Any, ordered: Tracer, index: np.ndarray) -> Tracer:
     """ordered[index] along axis 0 for a static index array of any shape."""
     if index.ndim == 0:
         return ordered[int(index)]
-    from ._manipulation import _gather
     taken = _gather(ctx, ordered, 0, index.reshape(-1) % max(ordered.shape[0], 1))
     return reshape(taken, index.shape + ordered.shape[1:])
 
@@ -589,7 +586,6 @@ def _static_q(q: Any, fname: str) -> None:
 def _sort_note(partly: str | None) -> Any:
     """The support table's note, decided when the table is generated: these need numpy.sort."""
     def note() -> str | None:
-        from ._dispatch import _table
         if np.sort not in _table():
             return "unsupported: needs numpy.sort of traced data, which is not registered"
         return partly

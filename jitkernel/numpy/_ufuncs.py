@@ -10,6 +10,9 @@ from ..ir.primitives import BINARY_UFUNCS, UNARY_UFUNCS, ufunc_loop
 from ..trace.tracer import Tracer
 from ..trace.operands import (WEAK_DEFAULT, broadcast_shapes, broadcast_to_shape, context_of, dtype_key,
                     lift, result_type, shape_of, weak_type)
+from ..errors import UnsupportedOperationError
+from ..trace.operands import unsupported_kwargs
+from ..transforms.custom import power_with_fast_paths
 
 
 
@@ -51,7 +54,6 @@ def composed_ufunc(impl: Callable[..., Any]) -> Callable[..., Any]:
     uf = getattr(np, name)
 
     def fn(*args: Any, **kwargs: Any) -> Any:
-        from ..trace.operands import unsupported_kwargs
         unsupported_kwargs(name, kwargs, out=None, where=True, casting="same_kind", order="K", dtype=None, subok=True)
         if len(args) != uf.nin:
             raise TypeError(f"{name}() takes from {uf.nin} to {uf.nin + uf.nout} positional arguments but {len(args)} were given")
@@ -169,7 +171,6 @@ def _make(name: str):
     uf = getattr(np, name)
 
     def fn(*args: Any, **kwargs: Any) -> Any:
-        from ..trace.operands import unsupported_kwargs
         unsupported_kwargs(name, kwargs, out=None, where=True, casting="same_kind", order="K", dtype=None, subok=True)
         return apply_ufunc(uf, *args)
     fn.__name__ = fn.__qualname__ = name
@@ -230,7 +231,6 @@ def select_by_exponent(exponent: Tracer, base: Tracer, cases: list, otherwise: A
     custom_jvp function whose rule is power's own (transforms/custom.py, docs/transformations.md)."""
     if base.aval.is_symbolic or exponent.aval.is_symbolic or base.dtype.kind not in "fc":
         return _select_by_exponent(exponent, base, cases, otherwise)
-    from ..transforms.custom import power_with_fast_paths
     return power_with_fast_paths(lambda b, e: _select_by_exponent(e, b, cases, otherwise), base, exponent)
 
 
@@ -247,7 +247,6 @@ def _select_by_exponent(exponent: Tracer, base: Tracer, cases: list, otherwise: 
 
 def power(x1: Any, x2: Any, **kwargs: Any) -> Any:
     """numpy.power, with NumPy's float loop fast paths for a stride-0 exponent (see above)."""
-    from ..trace.operands import unsupported_kwargs
     unsupported_kwargs("power", kwargs, out=None, where=True, casting="same_kind", order="K", dtype=None, subok=True)
     ctx = context_of(x1, x2)
     if ctx is None:
@@ -284,7 +283,6 @@ def positive(x: Any) -> Any:
 def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     """numpy.where(condition, x, y) (the one-argument form needs a dynamic shape: unsupported)."""
     if x is None or y is None:
-        from ..errors import UnsupportedOperationError
         raise UnsupportedOperationError("numpy.where with one argument (nonzero) has a data-dependent shape; "
                                         "use where(condition, x, y)")
     ctx = context_of(condition, x, y)
@@ -347,7 +345,6 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs
     if ctx is None:
         return np.clip(a, a_min, a_max, **kwargs)
     if out is not None:
-        from ..errors import UnsupportedOperationError
         raise UnsupportedOperationError("numpy.clip: out= is not supported inside jit")
     lo = kwargs.pop("min", a_min)
     hi = kwargs.pop("max", a_max)
@@ -402,7 +399,6 @@ def round(a: Any, decimals: int = 0, out: Any = None) -> Any:  # noqa: A001 - mi
     if t.dtype.kind in "iu":
         if decimals >= 0:
             return t
-        from ..errors import UnsupportedOperationError
         raise UnsupportedOperationError("numpy.round of an integer array with negative decimals is not supported inside jit")
     if decimals == 0:
         return apply_ufunc(np.rint, t)

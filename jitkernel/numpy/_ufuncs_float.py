@@ -16,6 +16,8 @@ import numpy as np
 
 from ..trace.tracer import Tracer
 from ._ufuncs import apply_ufunc, composed_ufunc, ufunc_operands
+from ..transforms.ad import stop_gradient
+from ..transforms.custom import custom_jvp
 
 __all__ = ["fabs", "modf", "frexp", "ldexp", "nextafter", "spacing", "deg2rad", "radians", "rad2deg",
            "degrees", "heaviside", "float_power", "logaddexp", "logaddexp2"]
@@ -159,7 +161,6 @@ def ldexp(x1: Any, x2: Any) -> Any:
     (t, n), _ = ufunc_operands(np.ldexp, x1, x2)
     if not _custom_jvp_ok(t, n):
         return _ldexp(t, n)
-    from ..transforms.custom import custom_jvp
     f = custom_jvp(_ldexp)
     f.__name__ = "ldexp"
 
@@ -204,7 +205,6 @@ def nextafter(x1: Any, x2: Any) -> Any:
     (a, b), _ = ufunc_operands(np.nextafter, x1, x2)
     if not _custom_jvp_ok(a, b):
         return _nextafter(a, b)
-    from ..transforms.custom import custom_jvp
     f = custom_jvp(_nextafter)
     f.__name__ = "nextafter"
     f.defjvp(lambda primals, tangents: (f(*primals), tangents[0]))
@@ -232,7 +232,6 @@ def spacing(x: Any) -> Any:
     and nan). NumPy's float16 loop (npy_half_spacing) differs: it is nextafter(x, +inf) - x,
     never negative (spacing(-1) is the spacing below 1, spacing(-max) is finite); copied.
     Piecewise constant: its derivative is 0."""
-    from ..transforms.ad import stop_gradient
     (t,), _ = ufunc_operands(np.spacing, x)
     t = stop_gradient(t)
     dtype = t.dtype
@@ -329,7 +328,6 @@ def _logaddexp_family(ufunc: np.ufunc, x1: Any, x2: Any) -> Tracer:
     base2 = ufunc is np.logaddexp2
     value = (lambda p, q: _logaddexp2(p, q)) if base2 else (lambda p, q: _logaddexp(p, q))
     if _custom_jvp_ok(a, b):
-        from ..transforms.custom import custom_jvp
         f = custom_jvp(value)
         f.__name__ = ufunc.__name__
 

@@ -26,6 +26,8 @@ import numpy as np
 from ..trace.tracer import Tracer
 from ._reductions import any as _any
 from ._ufuncs import apply_ufunc, composed_ufunc, ufunc_operands, where
+from ..trace.context import current_context
+from ..trace.subtrace import finish, trace_function
 
 __all__ = ["gcd", "lcm", "bitwise_count"]
 
@@ -65,8 +67,6 @@ def _while(cond: Callable[..., Tracer], body: Callable[..., tuple], *carry: Trac
     """`while cond(*carry): carry = body(*carry)` as one while_loop equation, for a carry of
     strong arrays whose types the body keeps (jk.lax.while_loop is the user-facing loop with
     pytrees and weak-type unification; it sits in a layer above jitkernel.numpy)."""
-    from ..trace.context import current_context
-    from ..trace.subtrace import finish, trace_function
     outer = current_context()
     avals = [t.aval for t in carry]
 

@@ -23,7 +23,7 @@ from ..trace.tracer import Tracer
 from ..trace.operands import broadcast_shapes, context_of, lift
 from ._dispatch import register_function
 from ._linalg import outer as _outer
-from ._shape import expand_dims, moveaxis, reshape, stack
+from ._shape import expand_dims, moveaxis, reshape, stack, broadcast_to
 from ._ufuncs import apply_ufunc
 from ._vector_products import vecdot as _vecdot
 
@@ -99,7 +99,6 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axi
         parts = [apply_ufunc(np.negative, mul(av[2], bv[1])), mul(av[2], bv[0])]
     else:
         parts = [sub(mul(av[1], bv[2]), mul(av[2], bv[1])), sub(mul(av[2], bv[0]), mul(av[0], bv[2]))]
-    from ._shape import broadcast_to
     out = stack([broadcast_to(p, shape) for p in parts + [last]], axis=-1)
     return moveaxis(out, -1, axisc)
 

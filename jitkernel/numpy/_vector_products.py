@@ -26,6 +26,8 @@ import numpy as np
 from ..trace.operands import WEAK_DEFAULT, broadcast_shapes, broadcast_to_shape, context_of, dtype_key, lift
 from ..trace.tracer import Tracer
 from ._shape import expand_dims, moveaxis
+from ..trace.operands import unsupported_kwargs
+from ._ufuncs import apply_ufunc
 
 __all__ = ["vecdot", "matvec", "vecmat"]
 
@@ -34,7 +36,6 @@ _CORES = {"vecdot": ((1, 1), 0), "matvec": ((2, 1), 1), "vecmat": ((1, 2), 1)}
 
 
 def _check_keywords(name: str, kwargs: dict) -> None:
-    from ..trace.operands import unsupported_kwargs
     unsupported_kwargs(name, kwargs, out=None, casting="same_kind", order="K", dtype=None, subok=True)
 
 
@@ -96,7 +97,6 @@ def _check_core_sizes(uf: np.ufunc, x: Tracer, y: Tracer, xn: int, yn: int) -> N
 
 
 def _conj(t: Tracer) -> Tracer:
-    from ._ufuncs import apply_ufunc
     return apply_ufunc(np.conjugate, t) if t.dtype.kind == "c" else t
 
 

@@ -27,6 +27,8 @@ import warnings
 from typing import Any
 
 import numpy as np
+from ..errors import UnsupportedOperationError
+from ._dispatch import _table
 
 # Why a family of NumPy functions is not supported (functions not listed: "not implemented").
 _REASONS = {
@@ -112,7 +114,6 @@ def _status(module: types.ModuleType, name: str, table: dict) -> tuple[str, str]
 
 def function_rows(module: types.ModuleType) -> list[tuple[str, str, str]]:
     """(qualified name, status, notes) for every public function of `module`."""
-    from ._dispatch import _table
     table = _table()
     prefix = module.__name__
     return [(f"{prefix}.{name}",) + _status(module, name, table) for name in public_callables(module)]
@@ -144,7 +145,6 @@ def _probe(ufunc: np.ufunc, method: str) -> str:
     """"yes" when some dtype traces, "no" when none does, "-" when NumPy has no such method
     for this ufunc (reduce of a unary ufunc, ...)."""
     from .. import make_ir
-    from ..errors import UnsupportedOperationError
     if method in ("reduce", "accumulate", "reduceat", "outer") and (ufunc.nin != 2 or ufunc.nout != 1):
         return "-"
     programs = {

@@ -11,6 +11,7 @@ from typing import Any, Callable
 from ..entry import jit
 from ..trace.context import is_tracing
 from ..tree import static_key
+from ..transforms.core import as_tracer
 
 _JITTED: dict[tuple, Any] = {}
 # Release the compiled functions while the interpreter is whole: left to module teardown, this
@@ -21,7 +22,6 @@ atexit.register(_JITTED.clear)
 def run(name: str, impl: Callable[..., Any], arrays: tuple, static: dict[str, Any]) -> Any:
     """`impl(*arrays, **static)` on Tracers: in the active trace, or compiled when none is active."""
     if is_tracing():
-        from ..transforms.core import as_tracer
         return impl(*[as_tracer(a) for a in arrays], **static)
     cache_key = (name, tuple((k, static_key(v)) for k, v in sorted(static.items())))
     jitted = _JITTED.get(cache_key)

@@ -14,10 +14,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..trace.tracer import Tracer
-from ..transforms import ops
+from ..transforms import ops, stop_gradient
 from ._dispatch import run
 from ._special import erf, erfinv, fma, log1p_as_xla, next_up
 from ._threefry import U32, U64, UINT_DTYPES, key_words, make_key, random_bits, stack_last, subkey, threefry2x32
+from ._threefry import counters
 
 DEFAULT_FLOAT = np.dtype(np.float64)  # NumPy's default, = JAX with jax_enable_x64=True
 DEFAULT_INT = np.dtype(np.int64)
@@ -185,7 +186,6 @@ def split(key: Any, num: int | Sequence[int] = 2) -> np.ndarray:
 
 
 def _split_impl(key: Tracer, *, shape: tuple[int, ...]) -> Tracer:
-    from ._threefry import counters
     k0, k1 = key_words(key)
     hi, lo = counters(shape)
     b0, b1 = threefry2x32(k0, k1, hi, lo)
@@ -350,7 +350,6 @@ def _host_bounds(lower: Any, upper: Any, dtype: np.dtype) -> tuple[np.ndarray, .
 
 
 def _truncated_normal_impl(key: Tracer, lower: Tracer, upper: Tracer, *, shape: tuple[int, ...], dtype: np.dtype) -> Tracer:
-    from ..transforms import stop_gradient
     # JAX divides by sqrt(2); XLA rewrites a division by a constant as a multiplication by its
     # reciprocal (rounded in the dtype), and a bound one ulp off moves samples near 0 by
     # thousands of ulp: multiply as XLA does.

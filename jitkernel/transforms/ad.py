@@ -26,12 +26,13 @@ import numpy as np
 
 from ..errors import JitError, UnsupportedOperationError
 from ..ir import AType, Program, Var
-from ..trace.context import current_context, user_frame_location
+from ..trace.context import current_context, user_frame_location, is_tracing
 from ..trace.tracer import Tracer
 from ..tree import plain, same_structure, tree_flatten, tree_unflatten
 from . import ops
 from .core import (Transformed, bind_program, check_rule_result, function_name, memoized, read_env,
                    rule_registrar, trace_pytree_function, traceable)
+from .batching import vmap
 
 JvpRule = Callable[..., tuple[list[Tracer], list["Tracer | None"]]]
 VjpRule = Callable[..., list["Tracer | None"]]
@@ -418,7 +419,6 @@ def stop_gradient(x: Any) -> Any:
     >>> float(jk.grad(lambda x: x * jk.stop_gradient(x))(3.0))
     3.0
     """
-    from ..trace.context import is_tracing
     if not is_tracing():
         return x
     leaves, tree = tree_flatten(x)
@@ -491,7 +491,6 @@ def _jacobian(fun: Callable, argnums: Any, has_aux: bool, holomorphic: bool, all
 
 def _build_jacobian(fun: Callable, argnums: Any, has_aux: bool, holomorphic: bool, allow_int: bool,
                     reverse: bool) -> Transformed:
-    from .batching import vmap
     who = "jacrev" if reverse else "jacfwd"
     name = f"{who}({function_name(fun)})"
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import JitError, UnsupportedOperationError
-from ..ir import Program, Var
+from ..ir import Program, Var, AType
 from ..trace.context import current_context
 from ..trace.tracer import Tracer
 from ..tree import leaf_paths, tree_flatten, tree_unflatten
@@ -217,7 +217,6 @@ def _build_vmap(fun: Callable, in_axes: Any, out_axes: Any, axis_size: int | Non
                            f"{_jax_type(tracers[k].aval)}") for k, (ax, n) in sizes.items()]
             raise _inconsistent_sizes(axis_size, entries)
         size = distinct.pop()
-        from ..ir import AType
         example_avals = [Tracer(current_context(), Var(AType(t.shape[1:], t.dtype)), t.weak) if b else t
                          for t, b in zip(moved, batched)]
         traced = trace_leaves(with_leaves(traceable(fun), leaves, tree, positions), example_avals, name)

@@ -18,6 +18,8 @@ from ..errors import UnsupportedOperationError
 from ..ir.primitives import ufunc_loop
 from . import ops
 from .batching import broadcast_batch, register_batch
+from .batching_control import loop_per_example
+from .batching_indexing import batched_gather
 
 _I64 = np.dtype(np.int64)
 
@@ -273,7 +275,6 @@ def _searchsorted(args, batched, size, *, side):
     if not ab and not (len(args) > 2 and batched[2]):  # only v differs per example: NumPy broadcasts over it
         return [ops.bind1("searchsorted", *args, side=side)], [True]
     if len(args) > 2:  # a per-example sorter or array: sort each example's array first (a gather)
-        from .batching_indexing import batched_gather
         a = batched_gather(a, ab, (("array", 0),), [args[2]], [batched[2]], size)
         ab = True
     v = _ensure(v, vb, size)
@@ -296,7 +297,6 @@ def _digitize(args, batched, size, *, right):
     (x, bins), (_, bb) = args, batched
     if not bb:
         return [ops.bind1("digitize", x, bins, right=right)], [True]
-    from .batching_control import loop_per_example
     return loop_per_example("digitize", args, batched, size, {"right": right})
 
 
@@ -305,7 +305,6 @@ def _interp(args, batched, size, *, left, right, period):
     params = {"left": left, "right": right, "period": period}
     if not batched[1] and not batched[2]:
         return [ops.bind1("interp", args[0], args[1], args[2], **params)], [True]
-    from .batching_control import loop_per_example
     return loop_per_example("interp", args, batched, size, params)
 
 
@@ -335,7 +334,6 @@ def _bincount(args, batched, size, *, minlength):
 
 def _per_example(prim: str):
     def rule(args, batched, size, **params):
-        from .batching_control import loop_per_example
         return loop_per_example(prim, args, batched, size, params)
     return rule
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..tree import tree_flatten, tree_unflatten
+from .ad import vjp, jvp
 
 ELEMENTWISE_LIMIT = 256
 _DEFAULT_TOL = {np.dtype(np.float16): 5e-2, np.dtype(np.float32): 2e-3, np.dtype(np.float64): 1e-5,
@@ -106,7 +107,6 @@ def _numeric_jvp(flat: _Flat, leaves: list, tangents: list, eps: float) -> list[
 def check_jvp(f: Callable, args: Sequence[Any], atol: float | None = None, rtol: float | None = None,
               eps: float = 1e-6, seed: int = 0) -> None:
     """Forward mode of `f` at `args` against finite differences (raises GradientCheckError)."""
-    from .ad import jvp
     flat = _Flat(f, args)
     rng = np.random.default_rng(seed)
     leaves = [np.asarray(l) if not isinstance(l, (bool, int, float, complex)) else l for l in flat.leaves]
@@ -129,7 +129,6 @@ def _pairing(ct: list[np.ndarray], outs: list[np.ndarray]) -> float:
 def check_vjp(f: Callable, args: Sequence[Any], atol: float | None = None, rtol: float | None = None,
               eps: float = 1e-6, seed: int = 0) -> None:
     """Reverse mode of `f` at `args` against finite differences (raises GradientCheckError)."""
-    from .ad import vjp
     flat = _Flat(f, args)
     rng = np.random.default_rng(seed + 1)
     leaves = [np.asarray(l) if not isinstance(l, (bool, int, float, complex)) else l for l in flat.leaves]
@@ -183,7 +182,6 @@ def check_grads(f: Callable, args: Sequence[Any], order: int = 2, modes: Sequenc
     if "rev" in modes:
         check_vjp(f, args, atol, rtol, eps, seed)
     if order > 1:
-        from .ad import jvp, vjp
         rng = np.random.default_rng(seed + 7)
         flat = _Flat(f, args)
         if "fwd" in modes:

@@ -26,10 +26,11 @@ import numpy as np
 from ..entry import converted, is_jitted, jit
 from ..errors import UnsupportedOperationError
 from ..ir import AType, Program, Var
-from ..trace.context import current_context, is_tracing
+from ..trace.context import current_context, is_tracing, user_frame
 from ..trace.subtrace import finish, trace_function
 from ..trace.tracer import Tracer
 from ..tree import TreeDef, tree_flatten, tree_unflatten
+from ..trace.operands import lift
 
 
 def function_name(fun: Any) -> str:
@@ -113,7 +114,6 @@ def is_traced_leaf(leaf: Any) -> bool:
 def as_tracer(leaf: Any) -> Tracer:
     """A leaf as a Tracer of the active trace (concrete arrays and numbers become constants;
     Python scalars keep their weak type, as jk.jit arguments do)."""
-    from ..trace.operands import lift
     ctx = current_context()
     if isinstance(leaf, Tracer):
         return leaf
@@ -183,7 +183,6 @@ def _warn_written_inputs(name: str, inputs: list[Tracer]) -> None:
     written = [k for k, t in enumerate(inputs) if t._mem is not None and t._mem.written]
     if written:
         import warnings
-        from ..trace.context import user_frame
         what = ", ".join(f"input {k} ({inputs[k].aval})" for k in written)
         frame = user_frame()
         from ..tracebacks import describe_location

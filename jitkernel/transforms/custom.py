@@ -22,8 +22,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from ..ir import AType, Program
-from ..trace.context import is_tracing
+from ..ir import AType, Program, Var
+from ..trace.context import is_tracing, current_context
 from ..trace.tracer import Tracer
 from ..tree import tree_flatten, tree_unflatten
 from . import ops
@@ -106,7 +106,6 @@ def _check_rule_closures(name: str, rules: dict[str, Callable | None]) -> None:
     A traced value the rule reads from its enclosing function (a closure) belongs to the trace
     where it was made: usable while that trace encloses the current one, an undefined variable
     otherwise. That case is refused here, naming the value: it must be an argument of `f`."""
-    from ..trace.context import current_context
     here = current_context()
     for kind, rule in rules.items():
         cells = getattr(rule, "__closure__", None) or ()
@@ -266,8 +265,6 @@ def _batched_call(traced: Any, inputs: list[Tracer], batched: list[bool], size: 
 
 def _placeholder(aval: AType) -> Tracer:
     """A stand-in Tracer of `aval` for trace_leaves, which reads only avals and weak types."""
-    from ..ir import Var
-    from ..trace.context import current_context
     return Tracer(current_context(), Var(aval))
 
 

@@ -1,8 +1,9 @@
 """The CPU backend: kernel IR -> LLVM IR (llvmlite) -> host-tuned O3 -> ORC JIT -> ctypes."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ... import cache, events
 from ..._version import __version__
@@ -11,6 +12,7 @@ from ...fusion.params import compatible, constants, parameter_values, parametriz
 from ...ir import Program
 from ..base import Backend
 from . import compiler, pairwise, vector_math
+from .control_flow import library_impl
 from .render import Segment, render_module
 from .runtime import CpuExecutable
 
@@ -50,7 +52,8 @@ class CpuBackend(Backend):
                 if positions:
                     generic = parametrize(kp, positions)
         steps, library, texts = self._codegen(generic, name, fastmath, disk_cache)
-        executable = CpuExecutable(kp, steps, library, parameter_values(values, positions))
+        executable = CpuExecutable(kp, steps, library, parameter_values(values, positions),
+                                   library_impl=_LIBRARY_IMPL)
         # A template also when nothing varies: a size change that leaves the kernel program
         # identical (the changed argument is not read, or only its dtype matters) is reused
         # by later sizes as well; `compatible` then demands every constant equal.
@@ -65,7 +68,8 @@ class CpuBackend(Backend):
         structure, values = constants(kp)
         if not compatible(template.structure, template.values, template.positions, structure, values):
             return None
-        executable = CpuExecutable(kp, template.steps, template.library, parameter_values(values, template.positions))
+        executable = CpuExecutable(kp, template.steps, template.library, parameter_values(values, template.positions),
+                                   library_impl=_LIBRARY_IMPL)
         executable.template = template
         return executable, template.texts
 
@@ -106,3 +110,14 @@ class CpuBackend(Backend):
             "asm": lambda: compiler.emit_assembly(compiler.parse_and_verify(optimized_text)),
         }
         return steps, library, texts
+
+
+def _compile_sub_program(program: Program) -> Callable[[list], list]:
+    """Machine code for one sub-program of a control-flow step (already optimised with its
+    enclosing program): a function from the input arrays to the output arrays."""
+    executable, _ = CpuBackend().compile(program, name=program.name)
+    return executable.run
+
+
+# The function of every library step: control flow drives sub-programs compiled by this backend.
+_LIBRARY_IMPL = functools.partial(library_impl, compile_sub_program=_compile_sub_program)

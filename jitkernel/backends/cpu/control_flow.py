@@ -4,8 +4,10 @@ pipeline (fusion, LLVM), when the enclosing program is compiled. One iteration c
 call of the body (plus the condition's, for `while_loop`): a few microseconds of Python.
 
 This module is the one place that lowers control flow on the CPU: `runtime.py` asks
-`library_impl` for the function of every library step. A native lowering (LLVM loops and
-branches: helper `loopcpu`) replaces it per primitive, and may fall back to it.
+`library_impl` for the function of every library step, with the backend's compiler of
+sub-programs (`compile_sub_program`, passed in by the backend, which imports this module). A native
+lowering (LLVM loops and branches: helper `loopcpu`) replaces it per primitive, and may fall back
+to it.
 """
 from __future__ import annotations
 
@@ -17,22 +19,17 @@ from ...ir import Program, primitives
 from ...ir.control_flow import CONTROL_FLOW_PRIMITIVES, branch_index
 
 Run = Callable[[list], list]
+# Machine code for one sub-program (already optimised with its enclosing program): a function
+# from the input arrays to the output arrays.
+CompileSubProgram = Callable[[Program], Run]
 
 
-def library_impl(prim: str, params: dict[str, Any]) -> Callable[..., list[np.ndarray]]:
+def library_impl(prim: str, params: dict[str, Any], compile_sub_program: CompileSubProgram) -> Callable[..., list[np.ndarray]]:
     """The function a library step of `prim` calls as `impl(*inputs, **params)`: the reference
-    implementation, or for control flow a driver over compiled sub-programs."""
+    implementation, or for control flow a driver over sub-programs `compile_sub_program` built."""
     if prim in CONTROL_FLOW_PRIMITIVES:
-        return _DRIVERS[prim](params)
+        return _DRIVERS[prim](params, compile_sub_program)
     return primitives.get(prim).impl
-
-
-def compile_sub_program(program: Program) -> Run:
-    """Machine code for one sub-program (already optimised with its enclosing program): a
-    function from the input arrays to the output arrays."""
-    from . import CpuBackend
-    executable, _ = CpuBackend().compile(program, name=program.name)
-    return executable.run
 
 
 def _arrays(values: tuple) -> list[np.ndarray]:
@@ -41,7 +38,7 @@ def _arrays(values: tuple) -> list[np.ndarray]:
     return [v if type(v) is np.ndarray else np.asarray(v) for v in values]
 
 
-def _cond_driver(params: dict) -> Callable[..., list[np.ndarray]]:
+def _cond_driver(params: dict, compile_sub_program: CompileSubProgram) -> Callable[..., list[np.ndarray]]:
     runs = [compile_sub_program(b) for b in params["branches"]]
 
     def run_cond(index: np.ndarray, *operands: np.ndarray, **_: Any) -> list[np.ndarray]:
@@ -49,7 +46,7 @@ def _cond_driver(params: dict) -> Callable[..., list[np.ndarray]]:
     return run_cond
 
 
-def _while_driver(params: dict) -> Callable[..., list[np.ndarray]]:
+def _while_driver(params: dict, compile_sub_program: CompileSubProgram) -> Callable[..., list[np.ndarray]]:
     cond, body = compile_sub_program(params["cond"]), compile_sub_program(params["body"])
     nc, nb = params["cond_nconsts"], params["body_nconsts"]
 
@@ -62,7 +59,7 @@ def _while_driver(params: dict) -> Callable[..., list[np.ndarray]]:
     return run_while
 
 
-def _fori_driver(params: dict) -> Callable[..., list[np.ndarray]]:
+def _fori_driver(params: dict, compile_sub_program: CompileSubProgram) -> Callable[..., list[np.ndarray]]:
     body, nconsts = compile_sub_program(params["body"]), params["nconsts"]
 
     def run_fori(lower: np.ndarray, upper: np.ndarray, *args: np.ndarray, **_: Any) -> list[np.ndarray]:
@@ -75,7 +72,7 @@ def _fori_driver(params: dict) -> Callable[..., list[np.ndarray]]:
     return run_fori
 
 
-def _scan_driver(params: dict) -> Callable[..., list[np.ndarray]]:
+def _scan_driver(params: dict, compile_sub_program: CompileSubProgram) -> Callable[..., list[np.ndarray]]:
     program = params["body"]
     body = compile_sub_program(program)
     nconsts, ncarry, length, reverse = params["nconsts"], params["ncarry"], params["length"], params["reverse"]

@@ -117,16 +117,9 @@ class OpLowering:
 
     # -- entry point ---------------------------------------------------------------------
     def lower(self, prim: str, args: list[ir.Value], in_dts: list[np.dtype], out_dt: np.dtype) -> ir.Value:
-        if prim == "convert":
-            return self.convert(args[0], in_dts[0], out_dt)
-        if prim in ("select", "pad_fill"):  # pad_fill: a select of padding (ir/symdim_prims.py)
-            return self.b.select(args[0], args[1], args[2])
-        if prim == "where_valid":  # x where the mask holds, anything elsewhere (ir/symdim_prims.py)
-            return args[1]
-        if prim == "index_check":
-            return self.index_check(*args)
-        if prim == "fma":  # complex multiply/absolute after lowering (passes/complex_lower.py)
-            return self.b.call(self.intrinsic("llvm.fma", args[0].type, 3), args)
+        special = _SPECIAL.get(prim)
+        if special is not None:
+            return special(self, args, in_dts, out_dt)
         dt = in_dts[0]
         if len(args) == 1:
             return self.unary(prim, args[0], dt, out_dt)
@@ -202,106 +195,180 @@ class OpLowering:
 
     # -- unary ---------------------------------------------------------------------------
     def unary(self, prim: str, x: ir.Value, dt: np.dtype, out_dt: np.dtype) -> ir.Value:
-        b = self.b
-        if prim == "logical_not":
-            return b.not_(self.truthy(x, dt))
-        if prim in ("isnan", "isinf", "isfinite", "signbit") and not is_float(dt):
-            return ir.Constant(I1, 1 if prim == "isfinite" else 0)
         if is_float(dt):
             return self.unary_float(prim, x, dt)
-        # integers and bool
-        if prim in ("floor", "ceil", "trunc", "rint") or (prim == "absolute" and dt.kind in "bu"):
-            return x
-        if prim == "negative":
-            return b.neg(x)
-        if prim == "absolute":
-            return b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)), b.neg(x), x)
-        if prim == "invert":
-            return b.not_(x)
-        if prim == "square":
-            return b.mul(x, x)
+        lower = _UNARY_INT.get(prim)  # integers and bool
+        if lower is not None:
+            return lower(self, x, dt)
         r = self.rule(prim, dt, [x])  # reciprocal, sign
         if r is not None:
             return r
         raise UnsupportedOperationError(f"numpy.{prim} on {dt} is not supported by the CPU backend")
 
     def unary_float(self, prim: str, x: ir.Value, dt: np.dtype) -> ir.Value:
-        b, fl = self.b, self.flags
-        if prim in ("isnan", "isinf", "isfinite"):
-            def test(a: list[ir.Value], ty: ir.Type) -> ir.Value:
-                if prim == "isnan":
-                    return b.fcmp_unordered("uno", a[0], a[0])
-                mag = b.call(self.intrinsic("llvm.fabs", ty, 1), [a[0]])
-                inf = ir.Constant(ty, float("inf"))
-                return b.fcmp_ordered("==" if prim == "isinf" else "<", mag, inf)
-            return self.in_float(dt, [x], test, result_float=False)
-        if prim == "signbit":
-            bits = b.bitcast(x, ir.IntType(dt.itemsize * 8))
-            return b.icmp_signed("<", bits, ir.Constant(bits.type, 0))
-        if prim == "negative":
-            return b.fneg(x, flags=fl)
-        if prim == "square":
-            return self.in_float(dt, [x], lambda a, ty: b.fmul(a[0], a[0], flags=fl))
-        if prim == "reciprocal":
-            return self.in_float(dt, [x], lambda a, ty: b.fdiv(ir.Constant(ty, 1.0), a[0], flags=fl))
-        if prim == "sign":
-            return self.rule(prim, dt, [x])
-        if prim in _MATH:
-            return self.in_float(dt, [x], lambda a, ty: self.call_math(_MATH[prim], ty, a))
+        lower = _UNARY_FLOAT.get(prim)
+        if lower is not None:
+            return lower(self, x, dt)
+        spec = _MATH.get(prim)
+        if spec is not None:
+            return self.in_float(dt, [x], lambda a, ty: self.call_math(spec, ty, a))
         raise UnsupportedOperationError(f"numpy.{prim} on {dt} is not supported by the CPU backend")
+
+    def isnan(self, x: ir.Value, dt: np.dtype) -> ir.Value:
+        return self.in_float(dt, [x], lambda a, ty: self.b.fcmp_unordered("uno", a[0], a[0]), result_float=False)
+
+    def compare_magnitude_with_inf(self, op: str, x: ir.Value, dt: np.dtype) -> ir.Value:
+        """|x| `op` inf: isinf (==), isfinite (<); an i1."""
+        b = self.b
+
+        def test(a: list[ir.Value], ty: ir.Type) -> ir.Value:
+            mag = b.call(self.intrinsic("llvm.fabs", ty, 1), [a[0]])
+            inf = ir.Constant(ty, float("inf"))
+            return b.fcmp_ordered(op, mag, inf)
+        return self.in_float(dt, [x], test, result_float=False)
+
+    def signbit(self, x: ir.Value, dt: np.dtype) -> ir.Value:
+        bits = self.b.bitcast(x, ir.IntType(dt.itemsize * 8))
+        return self.b.icmp_signed("<", bits, ir.Constant(bits.type, 0))
+
+    def int_absolute(self, x: ir.Value, dt: np.dtype) -> ir.Value:
+        if dt.kind in "bu":
+            return x
+        b = self.b
+        return b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)), b.neg(x), x)
 
     # -- binary --------------------------------------------------------------------------
     def binary(self, prim: str, x: ir.Value, y: ir.Value, dt: np.dtype, out_dt: np.dtype) -> ir.Value:
         b = self.b
-        if prim in ("logical_and", "logical_or", "logical_xor"):
+        logical = _LOGICAL.get(prim)
+        if logical is not None:
             tx, ty_ = self.truthy(x, dt), self.truthy(y, dt)
-            return {"logical_and": b.and_, "logical_or": b.or_, "logical_xor": b.xor}[prim](tx, ty_)
+            return getattr(b, logical)(tx, ty_)
         if is_float(dt):
             return self.binary_float(prim, x, y, dt)
-        if prim in _FCMP:
+        op = _FCMP.get(prim)
+        if op is not None:
             cmp = b.icmp_signed if is_signed(dt) else b.icmp_unsigned
-            return cmp(_FCMP[prim], x, y)
-        if dt.kind == "b":
-            if prim in ("add", "maximum", "fmax", "bitwise_or"):
-                return b.or_(x, y)
-            if prim in ("multiply", "minimum", "fmin", "bitwise_and"):
-                return b.and_(x, y)
-            if prim in ("bitwise_xor", "not_equal"):
-                return b.xor(x, y)
+            return cmp(op, x, y)
+        bool_op = _BOOL_BINARY.get(prim) if dt.kind == "b" else None
+        if bool_op is not None:
+            return getattr(b, bool_op)(x, y)
         return self.binary_int(prim, x, y, dt)
 
     def binary_float(self, prim: str, x: ir.Value, y: ir.Value, dt: np.dtype) -> ir.Value:
-        b, fl = self.b, self.flags
-        if prim in _FCMP:
-            op = _FCMP[prim]
+        b = self.b
+        op = _FCMP.get(prim)
+        if op is not None:
             return self.in_float(dt, [x, y], lambda a, ty: (b.fcmp_unordered(op, a[0], a[1]) if op == "!="
                                                            else b.fcmp_ordered(op, a[0], a[1])), result_float=False)
-        simple = {"add": b.fadd, "subtract": b.fsub, "multiply": b.fmul, "divide": b.fdiv}
-        if prim in simple:
-            return self.in_float(dt, [x, y], lambda a, ty: simple[prim](a[0], a[1], flags=fl))
-        if prim == "power" and isinstance(y, ir.Constant) and y.constant == 2.0:
-            return self.in_float(dt, [x], lambda a, ty: b.fmul(a[0], a[0], flags=fl))
-        if prim in ("floor_divide", "remainder", "maximum", "minimum", "fmax", "fmin"):
-            return self.rule(prim, dt, [x, y])
-        if prim in _MATH2:
-            return self.in_float(dt, [x, y], lambda a, ty: self.call_math(_MATH2[prim], ty, a))
+        lower = _BINARY_FLOAT.get(prim)
+        if lower is not None:
+            return lower(self, prim, x, y, dt)
+        return self.float_math2(prim, x, y, dt)
+
+    def float_arithmetic(self, prim: str, x: ir.Value, y: ir.Value, dt: np.dtype) -> ir.Value:
+        op = getattr(self.b, _FLOAT_ARITHMETIC[prim])
+        return self.in_float(dt, [x, y], lambda a, ty: op(a[0], a[1], flags=self.flags))
+
+    def float_power(self, prim: str, x: ir.Value, y: ir.Value, dt: np.dtype) -> ir.Value:
+        if isinstance(y, ir.Constant) and y.constant == 2.0:
+            return self.in_float(dt, [x], lambda a, ty: self.b.fmul(a[0], a[0], flags=self.flags))
+        return self.float_math2(prim, x, y, dt)
+
+    def float_math2(self, prim: str, x: ir.Value, y: ir.Value, dt: np.dtype) -> ir.Value:
+        spec = _MATH2.get(prim)
+        if spec is not None:
+            return self.in_float(dt, [x, y], lambda a, ty: self.call_math(spec, ty, a))
         raise UnsupportedOperationError(f"numpy.{prim} on {dt} is not supported by the CPU backend")
 
     def binary_int(self, prim: str, x: ir.Value, y: ir.Value, dt: np.dtype) -> ir.Value:
         b = self.b
-        ty = x.type
-        signed = is_signed(dt)
-        simple = {"add": b.add, "subtract": b.sub, "multiply": b.mul, "bitwise_and": b.and_,
-                  "bitwise_or": b.or_, "bitwise_xor": b.xor}
-        if prim in simple:
-            return simple[prim](x, y)
-        if prim in ("maximum", "fmax", "minimum", "fmin"):
-            big = prim in ("maximum", "fmax")
-            name = ("llvm.smax" if big else "llvm.smin") if signed else ("llvm.umax" if big else "llvm.umin")
-            return b.call(self.intrinsic(name, ty, 2), [x, y])
+        method = _INT_ARITHMETIC.get(prim)
+        if method is not None:
+            return getattr(b, method)(x, y)
+        extremum = _INT_EXTREMUM.get(prim)
+        if extremum is not None:
+            signed_name, unsigned_name = extremum
+            return b.call(self.intrinsic(signed_name if is_signed(dt) else unsigned_name, x.type, 2), [x, y])
         r = self.rule(prim, dt, [x, y])  # floor_divide, remainder, fmod, shifts, power
         if r is not None:
             return r
         raise UnsupportedOperationError(f"numpy.{prim} on {dt} is not supported by the CPU backend")
 
 
+# -- one lowering per primitive -----------------------------------------------------------------
+Lower = Callable[..., ir.Value]
+
+# Primitives lowered whatever their operands' dtype: (lowering, args, in_dts, out_dt) -> value.
+_SPECIAL: dict[str, Lower] = {
+    "convert": lambda o, args, in_dts, out_dt: o.convert(args[0], in_dts[0], out_dt),
+    "select": lambda o, args, in_dts, out_dt: o.b.select(args[0], args[1], args[2]),
+    # pad_fill: a select of padding; where_valid: x where the mask holds, anything elsewhere
+    # (both ir/symdim_prims.py)
+    "pad_fill": lambda o, args, in_dts, out_dt: o.b.select(args[0], args[1], args[2]),
+    "where_valid": lambda o, args, in_dts, out_dt: args[1],
+    "index_check": lambda o, args, in_dts, out_dt: o.index_check(*args),
+    # complex multiply/absolute after lowering (passes/complex_lower.py)
+    "fma": lambda o, args, in_dts, out_dt: o.b.call(o.intrinsic("llvm.fma", args[0].type, 3), args),
+}
+
+
+def _logical_not(o: OpLowering, x: ir.Value, dt: np.dtype) -> ir.Value:
+    return o.b.not_(o.truthy(x, dt))
+
+
+def _same(o: OpLowering, x: ir.Value, dt: np.dtype) -> ir.Value:
+    return x
+
+
+# Unary primitives on integers and bool: (lowering, x, dtype) -> value (the others: a shared rule).
+_UNARY_INT: dict[str, Lower] = {
+    "logical_not": _logical_not,
+    "isnan": lambda o, x, dt: ir.Constant(I1, 0),
+    "isinf": lambda o, x, dt: ir.Constant(I1, 0),
+    "isfinite": lambda o, x, dt: ir.Constant(I1, 1),
+    "signbit": lambda o, x, dt: ir.Constant(I1, 0),
+    "floor": _same, "ceil": _same, "trunc": _same, "rint": _same,
+    "negative": lambda o, x, dt: o.b.neg(x),
+    "absolute": OpLowering.int_absolute,
+    "invert": lambda o, x, dt: o.b.not_(x),
+    "square": lambda o, x, dt: o.b.mul(x, x),
+}
+
+# Unary primitives on floats: (lowering, x, dtype) -> value (the others: _MATH).
+_UNARY_FLOAT: dict[str, Lower] = {
+    "logical_not": _logical_not,
+    "isnan": OpLowering.isnan,
+    "isinf": lambda o, x, dt: o.compare_magnitude_with_inf("==", x, dt),
+    "isfinite": lambda o, x, dt: o.compare_magnitude_with_inf("<", x, dt),
+    "signbit": OpLowering.signbit,
+    "negative": lambda o, x, dt: o.b.fneg(x, flags=o.flags),
+    "square": lambda o, x, dt: o.in_float(dt, [x], lambda a, ty: o.b.fmul(a[0], a[0], flags=o.flags)),
+    "reciprocal": lambda o, x, dt: o.in_float(dt, [x], lambda a, ty: o.b.fdiv(ir.Constant(ty, 1.0), a[0],
+                                                                               flags=o.flags)),
+    "sign": lambda o, x, dt: o.rule("sign", dt, [x]),
+}
+
+# Binary primitives on the operands' truth values (any dtype): the IRBuilder method.
+_LOGICAL = {"logical_and": "and_", "logical_or": "or_", "logical_xor": "xor"}
+
+# Binary primitives on bool operands that are one logical instruction: the IRBuilder method.
+_BOOL_BINARY = {"add": "or_", "maximum": "or_", "fmax": "or_", "bitwise_or": "or_",
+                "multiply": "and_", "minimum": "and_", "fmin": "and_", "bitwise_and": "and_",
+                "bitwise_xor": "xor", "not_equal": "xor"}
+
+# Binary primitives on floats: (lowering, prim, x, y, dtype) -> value (the others: _MATH2).
+_FLOAT_ARITHMETIC = {"add": "fadd", "subtract": "fsub", "multiply": "fmul", "divide": "fdiv"}
+_BINARY_FLOAT: dict[str, Lower] = {
+    **{p: OpLowering.float_arithmetic for p in _FLOAT_ARITHMETIC},
+    "power": OpLowering.float_power,  # x ** 2 is x * x
+    **{p: lambda o, prim, x, y, dt: o.rule(prim, dt, [x, y])  # the shared rules (semantic_rules.py)
+       for p in ("floor_divide", "remainder", "maximum", "minimum", "fmax", "fmin")},
+}
+
+# Binary primitives on integers that are one instruction: the IRBuilder method.
+_INT_ARITHMETIC = {"add": "add", "subtract": "sub", "multiply": "mul", "bitwise_and": "and_",
+                   "bitwise_or": "or_", "bitwise_xor": "xor"}
+# Integer maximum and minimum: the LLVM intrinsic for (signed, unsigned) operands.
+_INT_EXTREMUM = {"maximum": ("llvm.smax", "llvm.umax"), "fmax": ("llvm.smax", "llvm.umax"),
+                 "minimum": ("llvm.smin", "llvm.umin"), "fmin": ("llvm.smin", "llvm.umin")}

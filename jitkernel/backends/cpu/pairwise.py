@@ -21,6 +21,7 @@ import threading
 
 import llvmlite.ir as ir
 
+from . import compiler, vector_math
 from .types import F32, F64, I32, I64, PTR
 
 LEAF = 128  # NumPy's PW_BLOCKSIZE
@@ -182,7 +183,6 @@ def addresses() -> dict[str, int]:
     global _library
     with _lock:
         if _library is None:
-            from . import compiler, vector_math
             tm = compiler.shared_target_machine()
             mod = compiler.parse_and_verify(vector_math.prefer_full_width(module_ir(tm.triple, str(tm.target_data))))
             compiler.optimize(mod)

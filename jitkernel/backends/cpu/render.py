@@ -727,12 +727,6 @@ def _smax(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_signed(">", x, y), x, y)
 
 
-def _uses(fn: ir.Function, arg: ir.Argument) -> bool:
-    """Does any instruction of `fn` read `arg`? (Kernels are leaves: they call only libm and
-    intrinsics, so a direct operand is the only way to reach the status word.)"""
-    return any(arg in getattr(ins, "operands", ()) for bb in fn.blocks for ins in bb.instructions)
-
-
 def segments_of(kp: KernelProgram) -> list[Segment | LibraryCall]:
     """Group consecutive kernels into segments; library calls stay separate steps."""
     out: list[Segment | LibraryCall] = []

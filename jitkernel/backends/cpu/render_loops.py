@@ -11,7 +11,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
-from ...fusion.loops import BranchStep, LoopStep
+from ...fusion.loops import BranchStep, LoopStep, touched_buffers
 from .types import I1, I64, I8, PTR, mem_type
 
 
@@ -57,8 +57,13 @@ def emit_steps(r, b: ir.IRBuilder, steps: list, ptrs: dict, status: ir.Value, pa
             _emit_kernel(r, b, step, ptrs, status, params, seg)
 
 
+def _uses(fn: ir.Function, arg: ir.Argument) -> bool:
+    """Does any instruction of `fn` read `arg`? (Kernels are leaves: they call only libm and
+    intrinsics, so a direct operand is the only way to reach the status word.)"""
+    return any(arg in getattr(ins, "operands", ()) for bb in fn.blocks for ins in bb.instructions)
+
+
 def _emit_kernel(r, b, kernel, ptrs, status, params, seg) -> None:
-    from .render import _uses
     kfn, used = r.render_kernel(kernel)
     seg.sets_status |= _uses(kfn, kfn.args[len(used) + 2])
     r.params = params
@@ -163,7 +168,6 @@ def _emit_branch(r, b: ir.IRBuilder, step: BranchStep, ptrs: dict, status, param
 def register_slots(r, allocas: ir.IRBuilder, steps: list, ptrs: dict) -> None:
     """A stack slot for every register buffer of the segment's steps (loop carries and indices,
     checked dynamic starts)."""
-    from ...fusion.loops import touched_buffers
     for step in steps:
         for bid in sorted(touched_buffers(step)):
             buf = r.kp.buffers[bid]

@@ -30,10 +30,12 @@ from ...config import config
 from ...fusion.kernel_ir import Compute, KernelProgram, LibraryCall, RowKernel
 from ...fusion.loops import control_work, is_control
 from ...ir.primitives import dot_general_numpy
-from .control_flow import library_impl
 from .in_place_updates import in_place_impl
 from ..status import StatusWord, raise_status
 from .render import DATA_OFFSET, PARALLEL_MIN_ELEMENTS, Segment
+
+# How a library step's function is made: (primitive, params) -> impl(*inputs, **params).
+LibraryImpl = Callable[[str, dict], Callable[..., Any]]
 
 
 def _check_data_offset() -> None:
@@ -88,7 +90,8 @@ class CpuExecutable:
     The per-call code is generated Python, specialised to this program (buffers are locals, no
     loops over steps): the same trick `collections.namedtuple` uses, for the same reason."""
 
-    def __init__(self, kp: KernelProgram, steps: list, library: object, params: np.ndarray | None = None) -> None:
+    def __init__(self, kp: KernelProgram, steps: list, library: object, params: np.ndarray | None = None, *,
+                 library_impl: LibraryImpl) -> None:
         self.kp = kp
         self.steps = steps
         self._library = library  # keeps the machine code alive as long as this executable
@@ -99,14 +102,15 @@ class CpuExecutable:
         # calls again, so `last` is busy; the one from two calls ago has been dropped by then.
         self._spare: list = [None] * len(self._last)
         self._status: list = [StatusWord()]  # reusable status word (same rule as the arrays)
-        self.source, namespace = self._generate(kp, steps, library)
+        self.source, namespace = self._generate(kp, steps, library, library_impl)
         exec(compile(self.source, f"<jitkernel executable {kp.name}>", "exec"), namespace)
         # Taken out of their namespace, which is their globals: no cycle, so a dropped executable
         # (and its machine code) is freed at once, not at the next garbage collection.
         self.run = namespace.pop("run")
         self.run_single = namespace.pop("run_single", None)
 
-    def _generate(self, kp: KernelProgram, steps: list, library: object) -> tuple[str, dict]:
+    def _generate(self, kp: KernelProgram, steps: list, library: object,
+                  library_impl: LibraryImpl) -> tuple[str, dict]:
         """The runner's source and the namespace it runs in. The namespace holds no reference to
         the executable (no cycle), but holds the library: the runner needs its machine code."""
         ns: dict = {"np": np, "empty": np.empty, "getrefcount": _getrefcount, "FREE": _FREE_REFCOUNT,
@@ -149,7 +153,7 @@ class CpuExecutable:
                     ns[f"shape{b.id}"], ns[f"dt{b.id}"] = b.shape[:-1], views[b.id]
                 head += reuse_lines(b.id, b.id in kp.outputs)
         with_status = any(isinstance(s, Segment) and getattr(s, "sets_status", True) for s in steps)
-        body = self._step_lines(kp, steps, library, ns)
+        body = self._step_lines(kp, steps, library, ns, library_impl)
         if with_status:
             # The call's own status word; a word left behind by an interrupted call (it may hold
             # a flag, or workers may still write it) is replaced, never reused.
@@ -170,7 +174,8 @@ class CpuExecutable:
             source += "def run_single(arrays):\n" + text + f"\n    return {out[kp.outputs[0]]}\n"
         return source, ns
 
-    def _step_lines(self, kp: KernelProgram, steps: list, library: object, ns: dict) -> list[str]:
+    def _step_lines(self, kp: KernelProgram, steps: list, library: object, ns: dict,
+                    library_impl: LibraryImpl) -> list[str]:
         lines = []
         for n, step in enumerate(steps):
             if isinstance(step, Segment):
@@ -202,7 +207,7 @@ class CpuExecutable:
                     extra = f", {params[0]}" if params else ""
                     lines.append(f"    seg{n}({args}, {addr}{extra})")
             else:
-                lines += _library_lines(kp, step, n, ns)
+                lines += _library_lines(kp, step, n, ns, library_impl)
         return lines
 
     def __call__(self, arrays: list | tuple) -> list[np.ndarray]:
@@ -239,7 +244,7 @@ def reusable_product(kp: KernelProgram, step: LibraryCall) -> bool:
         all(isinstance(d, int) for d in buf.shape) and b not in step.inputs
 
 
-def _library_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict) -> list[str]:
+def _library_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict, library_impl: LibraryImpl) -> list[str]:
     """The runner's lines for one library step. dot_general calls NumPy's matmul directly (the
     hot case); every other library primitive runs its reference implementation, which is NumPy
     (LAPACK, sorting, ...), so its semantics are the interpreter's by construction. Kernels
@@ -247,22 +252,11 @@ def _library_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict) -> li
     ns[f"params{n}"] = step.params
     ins = ", ".join(f"b{b}" for b in step.inputs)
     outs = "".join(f"b{b}, " for b in step.outputs)
-    if step.prim == "dot_general" and reusable_product(kp, step):
-        # The product goes into the buffer kept from the last call when nothing else holds it
-        # (the rule of every other reused array, module docstring): no fresh pages per call.
-        (b,) = step.outputs
-        ns[f"shape{b}"], ns[f"dt{b}"] = tuple(kp.buffers[b].shape), kp.buffers[b].dtype
-        lines = reuse_lines(b, b in kp.outputs) + [f"    dot_general({ins}, out=b{b}, **params{n})"]
-    elif step.prim == "dot_general":
-        lines = [f"    {outs}= dot_general({ins}, **params{n}),"]
-    else:
-        # A scatter into a dead kernel-written temporary writes in place (in_place_updates.py);
-        # control flow runs compiled sub-programs (control_flow.py).
-        ns[f"impl{n}"] = in_place_impl(kp, step) or library_impl(step.prim, step.params)
-        lines = [f"    {outs}= impl{n}({ins + ', ' if ins else ''}**params{n})"]  # (a print may have no values)
+    call_lines = _CALL_LINES.get(step.prim, _impl_call_lines)
+    lines, checked = call_lines(kp, step, n, ns, ins, outs, library_impl)
     for k, b in enumerate(step.outputs):
-        if step.prim == "dot_general" and b not in kp.outputs:
-            continue  # matmul's result has the buffer's dtype; only a returned one may be strided
+        if b not in checked:
+            continue
         ns[f"dt_lib{n}_{k}"] = kp.buffers[b].dtype
         ns[f"shape_lib{n}_{k}"] = tuple(kp.buffers[b].shape)
         # A result of another dtype or shape than its shape rule promised is a bug in the
@@ -272,6 +266,33 @@ def _library_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict) -> li
         lines.append(f"    if not b{b}.flags.c_contiguous:")
         lines.append(f"        b{b} = to_c(b{b}, dt_lib{n}_{k})")
     return lines
+
+
+def _dot_general_call_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict, ins: str, outs: str,
+                            library_impl: LibraryImpl) -> tuple[list[str], list[int]]:
+    """NumPy's matmul, into a reused buffer where it can; only a returned result is checked
+    (matmul's result has the buffer's dtype; only a returned one may be strided)."""
+    checked = [b for b in step.outputs if b in kp.outputs]
+    if reusable_product(kp, step):
+        # The product goes into the buffer kept from the last call when nothing else holds it
+        # (the rule of every other reused array, module docstring): no fresh pages per call.
+        (b,) = step.outputs
+        ns[f"shape{b}"], ns[f"dt{b}"] = tuple(kp.buffers[b].shape), kp.buffers[b].dtype
+        return reuse_lines(b, b in kp.outputs) + [f"    dot_general({ins}, out=b{b}, **params{n})"], checked
+    return [f"    {outs}= dot_general({ins}, **params{n}),"], checked
+
+
+def _impl_call_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict, ins: str, outs: str,
+                     library_impl: LibraryImpl) -> tuple[list[str], list[int]]:
+    """The step's function: a scatter into a dead kernel-written temporary writes in place
+    (in_place_updates.py), control flow runs compiled sub-programs (control_flow.py), anything
+    else the reference implementation. Every result is checked."""
+    ns[f"impl{n}"] = in_place_impl(kp, step) or library_impl(step.prim, step.params)
+    return [f"    {outs}= impl{n}({ins + ', ' if ins else ''}**params{n})"], list(step.outputs)  # (a print may have no values)
+
+
+# Library steps whose runner lines are their own (every other one calls its function, above).
+_CALL_LINES = {"dot_general": _dot_general_call_lines}
 
 
 def check_library_result(prim: str, k: int, value: Any, dtype: np.dtype, shape: tuple) -> None:
