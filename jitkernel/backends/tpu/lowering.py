@@ -19,6 +19,10 @@ from .host_steps import ExceptionSlots, lower_host_step
 from .rules import LAX_RULES
 
 
+# Primitives whose result holds the same values as their one operand (a constant stays known).
+_SAME_VALUES = ("broadcast_in_dim", "reshape")
+
+
 @dataclass
 class Lowering:
     """The state of lowering one program: its checks, its host steps, their exception slots."""
@@ -26,6 +30,9 @@ class Lowering:
     checks: Checks = field(default_factory=Checks)
     exception_slots: ExceptionSlots = field(default_factory=ExceptionSlots)
     host_steps: list[str] = field(default_factory=list)
+    # Var -> a NumPy value it holds everywhere (a constant, or one broadcast or reshaped): for
+    # the rules that read one (add of +0.0, rules_elementwise.py).
+    constants: dict = field(default_factory=dict)
 
     def run(self, program: Program, args: Sequence[Any]) -> list:
         """The jax values of `program`'s outputs for jax values `args` of its inputs, inside
@@ -33,9 +40,12 @@ class Lowering:
         env: dict = dict(zip(program.invars, args))
         for v, c in zip(program.constvars, program.consts):
             env[v] = jnp.asarray(c)
+            self.constants[v] = c
         for eqn in program.eqns:
             rule = LAX_RULES.get(eqn.prim, lower_host_step)
             outs = rule(self, eqn, *[env[v] for v in eqn.inputs])
+            if eqn.prim in _SAME_VALUES and eqn.inputs[0] in self.constants:
+                self.constants[eqn.outputs[0]] = self.constants[eqn.inputs[0]]
             for v, o in zip(eqn.outputs, outs):
                 env[v] = o
         return [env[v] for v in program.outvars]

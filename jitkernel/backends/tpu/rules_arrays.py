@@ -75,6 +75,8 @@ _REDUCE = {"reduce_sum": "sum", "dot_sum": "sum", "reduce_prod": "prod", "reduce
 def _reduce(ctx, eqn, x):
     kind, axes = _REDUCE[eqn.prim], tuple(eqn.params["axes"])
     dt = np.dtype(x.dtype)
+    if not axes:  # NumPy's reduction over no axes returns the operand, -0.0 included
+        return [x]
     if kind in ("sum", "prod"):
         acc = semantics.accumulator_dtype(kind, dt)
         fn = jnp.sum if kind == "sum" else jnp.prod

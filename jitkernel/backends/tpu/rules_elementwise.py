@@ -41,8 +41,35 @@ _RULED = {"floor_divide", "remainder", "fmod", "left_shift", "right_shift", "pow
 for _name in UNARY_UFUNCS + BINARY_UFUNCS:
     if _name in _RULED:
         lax_rule(_name)(_semantic(_name))
-    elif _name not in ("invert", "isnan", "isinf", "isfinite", "signbit", "square"):
+    elif _name not in ("add", "absolute", "invert", "isnan", "isinf", "isfinite", "signbit", "square"):
         lax_rule(_name)(lambda ctx, eqn, *xs, _f=getattr(jnp, _JNP_NAME.get(_name, _name)): [_f(*xs)])
+
+
+@lax_rule("add")
+def _add(ctx, eqn, a, b):
+    """x + 0.0 where 0.0 is a constant: XLA's CPU code generation folds it into x, which is
+    wrong for x = -0.0 (NumPy: -0.0 + 0.0 == +0.0; measured: the sum of a 0-d -0.0 came back
+    -0.0). Written as the select it means instead (NaN stays NaN)."""
+    for x, v in ((a, eqn.inputs[1]), (b, eqn.inputs[0])):
+        c = ctx.constants.get(v)
+        if c is not None and np.asarray(c).dtype.kind == "f" and not np.any(c) and not np.any(np.signbit(c)):
+            return [jnp.where(x == 0, jnp.zeros((), x.dtype), x)]  # (operands have one shape)
+    return [jnp.add(a, b)]
+
+
+@lax_rule("absolute")
+def _absolute(ctx, eqn, x):
+    """Integer absolute value as two's-complement bit arithmetic, wrapping as NumPy's does
+    (abs(int8(-128)) == -128): XLA's simplifier takes squares to be non-negative and rewrote
+    abs(x * x) into x * x, wrong once the square wraps around (found by the random-program
+    suite: int8 abs(square(x)) gave -15 for 15)."""
+    dt = np.dtype(x.dtype)
+    if dt.kind == "u" or dt.kind == "b":
+        return [x]
+    if dt.kind != "i":
+        return [jnp.abs(x)]
+    sign = lax.shift_right_arithmetic(x, jnp.asarray(8 * dt.itemsize - 1, dt))  # 0 or -1
+    return [lax.sub(lax.bitwise_xor(x, sign), sign)]
 
 
 @lax_rule("invert")
