@@ -28,7 +28,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from ...errors import UnsupportedOperationError
+from ...fusion.kernel_ir import KernelProgram, LibraryCall
 from ...fusion.loops import BranchStep, LoopStep
+from ...ir import Program, primitives
+from ...ir.control_flow import CONTROL_FLOW_PRIMITIVES
+from .library_rules import library_rule
+from .library_steps import BODY_LIBRARY_PRIMS
 
 
 @dataclass
@@ -77,3 +83,30 @@ def iter_launches(plans: list) -> Iterator:
                 yield from iter_launches(br)
         else:
             yield from plan
+
+
+@library_rule(*CONTROL_FLOW_PRIMITIVES)
+def refuse_library_loop(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, list]:
+    """A control-flow equation that fusion kept one library step: its body holds a library step
+    the GPU does not implement (not in BODY_LIBRARY_PRIMS). Refused, naming those steps."""
+    inner = ", ".join(repr(p) for p in _body_library_prims(step.params))
+    raise UnsupportedOperationError(
+        f"control flow {step.prim!r} (step {n} of {kp.name}) whose body holds a library step"
+        f"{f' ({inner})' if inner else ''} is not "
+        "supported by the CUDA backend: bodies may hold kernels and the library steps the GPU implements "
+        "(matmul, gather/scatter, complex steps); run it with backend='cpu'")
+
+
+def _body_library_prims(params: dict) -> list[str]:
+    """The library primitives without a GPU implementation in the sub-programs of a control-flow
+    equation's params (recursively), in order: what keeps it off the GPU."""
+    found: list[str] = []
+    progs = [v for v in params.values() if isinstance(v, Program)]
+    progs += [p for v in params.values() if isinstance(v, tuple) for p in v if isinstance(p, Program)]
+    for prog in progs:
+        for e in prog.eqns:
+            if e.prim in CONTROL_FLOW_PRIMITIVES:
+                found += _body_library_prims(e.params)
+            elif primitives.get(e.prim).kind == "library" and e.prim not in BODY_LIBRARY_PRIMS:
+                found.append(e.prim)
+    return list(dict.fromkeys(found))
