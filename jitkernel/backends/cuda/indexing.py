@@ -44,15 +44,20 @@ def render_gather(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str
     return _IndexWriter(kp, step, n, placeholder, n_lead=1, n_tail=0).gather()
 
 
-@library_rule("scatter", "scatter_ufunc")
+@library_rule("scatter")
 def render_scatter(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, list]:
-    """`x[index] = v` and the binary `ufunc.at` of SCATTER_UFUNCS (a unary one, without a value,
-    is refused): the copy, then the index points in order."""
-    if step.prim == "scatter_ufunc":
-        if not step.params.get("has_value"):
-            raise unsupported_step(kp, step, n)
-        if step.params["ufunc"] not in SCATTER_UFUNCS:
-            raise unsupported_step(kp, step, n, f" for ufunc {step.params['ufunc']!r}")
+    """`x[index] = v`: the copy, then the index points in order."""
+    return _IndexWriter(kp, step, n, placeholder, n_lead=1, n_tail=1).scatter()
+
+
+@library_rule("scatter_ufunc")
+def render_scatter_ufunc(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, list]:
+    """The binary `ufunc.at` of SCATTER_UFUNCS (a unary one, without a value, is refused): the
+    copy, then the index points in order, each combined with the value."""
+    if not step.params.get("has_value"):
+        raise unsupported_step(kp, step, n)
+    if step.params["ufunc"] not in SCATTER_UFUNCS:
+        raise unsupported_step(kp, step, n, f" for ufunc {step.params['ufunc']!r}")
     return _IndexWriter(kp, step, n, placeholder, n_lead=1, n_tail=1).scatter()
 
 

@@ -25,10 +25,10 @@ def library_rule(*prims: str) -> Callable[[LibraryRule], LibraryRule]:
     """Register the renderer of the library steps of `prims` (`LIBRARY_RULES[prim]`)."""
     def register(fn: LibraryRule) -> LibraryRule:
         for prim in prims:
-            if prim in LIBRARY_RULES:
-                raise ValueError(f"library step {prim!r} has two CUDA rules: {LIBRARY_RULES[prim].__module__} and "
+            registered = LIBRARY_RULES.setdefault(prim, fn)
+            if registered is not fn:
+                raise ValueError(f"library step {prim!r} has two CUDA rules: {registered.__module__} and "
                                  f"{fn.__module__}")
-            LIBRARY_RULES[prim] = fn
         return fn
     return register
 
