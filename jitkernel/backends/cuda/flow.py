@@ -19,6 +19,10 @@ sub-programs, while every value stays on the device.
   one-element device-to-host copy, which is a synchronisation point. A fori_loop writes its
   index into its one-element buffer (a host-to-device copy) before each iteration.
 
+A control-flow equation that fusion kept one library step (its body holds a library step the
+GPU does not implement) has no GPU form: `refuse_library_loop`, its rule in
+library_rules.LIBRARY_RULES, raises naming those steps.
+
 Loops stay host-driven on the GPU even where the CPU renders them as native loops inside one
 segment (backends/cpu/render_loops.py): a kernel cannot wait for the whole grid between two
 iterations without cooperative launches, and those are not used here.
