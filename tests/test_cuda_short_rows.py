@@ -23,8 +23,9 @@ import jitkernel as jk
 from cuda_corpus import (Case, assert_compiles_with_nvcc, kernel_program, layer_norm, module_of, needs_nvcc,
                          softmax)
 from helpers import assert_matches_numpy, numpy_result, rng_for
-from jitkernel.backends.cuda import emulator, render
-from jitkernel.backends.cuda.render import ROW_SCRATCH_SHARED_BYTES, WARP_ROWS_MAX_REDUCED, render_program
+from jitkernel.backends.cuda import emulator, kernel_writer
+from jitkernel.backends.cuda.kernel_writer import ROW_SCRATCH_SHARED_BYTES, WARP_ROWS_MAX_REDUCED
+from jitkernel.backends.cuda.render import render_program
 from jitkernel.fusion.kernel_ir import RowKernel
 from jitkernel.fusion.params import constants, parametrize, varying_positions
 
@@ -230,7 +231,7 @@ def modules() -> dict[str, Any]:
     row kernels of UNSHARED also as rendered with no shared-memory budget ("plain-" + name)."""
     out = {c.name: module_of(c) for c in CASES}
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(render, "ROW_SCRATCH_SHARED_BYTES", 0)
+        mp.setattr(kernel_writer, "ROW_SCRATCH_SHARED_BYTES", 0)
         out.update({f"plain-{c.name}": render_program(kernel_program(c)) for c in CASES if c.name in UNSHARED})
     emulator.prebuild(list(out.values()))
     return out

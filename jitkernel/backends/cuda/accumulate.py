@@ -30,15 +30,16 @@ complex accumulations (cumprod), raise UnsupportedOperationError naming the step
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
 from ...ir.primitives import PRIMITIVES
 from . import ctype, ops
-from .dynamic_params import Ext, _ll
-from .indexing import _unsupported, grid_stride, kernel_signature
+from .dynamic_params import Ext, extent, extent_product, _ll
+from .library_kernels import grid_stride, kernel_signature
+from .launch import Launch
+from .library_rules import library_rule, unsupported_step
+from .names import kernel_name
 from .work_step import WorkStep
 
 # Enough lines to keep the GPU busy with one thread each (an H200 holds ~270k resident threads;
@@ -57,31 +58,31 @@ def _check(kp: KernelProgram, step: LibraryCall, n: int, xd: np.dtype, dt: np.dt
     ufunc = step.params["ufunc"]
     if ufunc not in PRIMITIVES:
         # A ufunc composed of other primitives (logaddexp, gcd, ...) has no scalar C expression.
-        raise _unsupported(kp, step, n, f" for numpy.{ufunc}, which jitkernel composes of other operations")
+        raise unsupported_step(kp, step, n, f" for numpy.{ufunc}, which jitkernel composes of other operations")
     if xd.kind == "c" or dt.kind == "c":
-        raise _unsupported(kp, step, n, " for complex numbers")
+        raise unsupported_step(kp, step, n, " for complex numbers")
     for d in (xd, dt):
         ctype.check_dtype(d)
     try:
         loop = getattr(np, ufunc)(np.ones(1, dt), np.ones(1, dt)).dtype
     except TypeError as e:
-        raise _unsupported(kp, step, n, f" for numpy.{ufunc} on {dt} ({e})") from None
+        raise unsupported_step(kp, step, n, f" for numpy.{ufunc} on {dt} ({e})") from None
     if loop != dt:
-        raise _unsupported(kp, step, n, f" for numpy.{ufunc} on {dt}: its loop returns {loop}")
+        raise unsupported_step(kp, step, n, f" for numpy.{ufunc} on {dt}: its loop returns {loop}")
 
 
+@library_rule("accumulate")
 def render_accumulate(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str = "",
                       base: str = "") -> tuple[str, WorkStep]:
     """The kernels of one accumulate step (module docstring), named `base` or after the step."""
-    from .render import Launch, _extent, _product
     (x,), (out,) = step.inputs, step.outputs
     xd, dt = kp.buffers[x].dtype, kp.buffers[out].dtype
     _check(kp, step, n, xd, dt)
     ufunc, axis = step.params["ufunc"], step.params["axis"]
-    shape = [_extent(d) for d in kp.buffers[x].shape]
-    length, inner = shape[axis], _product(shape[axis + 1:])
-    lines_n = _product(shape[:axis] + shape[axis + 1:])
-    base = base or f"jk_{placeholder}_{re.sub(r'[^0-9A-Za-z_]', '_', step.name)}"
+    shape = [extent(d) for d in kp.buffers[x].shape]
+    length, inner = shape[axis], extent_product(shape[axis + 1:])
+    lines_n = extent_product(shape[:axis] + shape[axis + 1:])
+    base = base or kernel_name(placeholder, step.name)
     reg = ctype.reg(dt)
 
     def load(index: str) -> str:
@@ -102,7 +103,7 @@ def render_accumulate(kp: KernelProgram, step: LibraryCall, n: int, placeholder:
     head = (f"\n/* {step.name}: numpy.{ufunc}.accumulate along axis {axis} of [{', '.join(f'{d}' for d in shape)}] "
             f"({xd} -> {dt}):")
     static = not any(isinstance(d, Ext) for d in shape)
-    if int(_product(shape)) == 0:
+    if int(extent_product(shape)) == 0:
         return head + " empty */", WorkStep([])
     if not static or int(lines_n) >= LINES_MIN or not _regroupable(ufunc, dt):
         sig, params = kernel_signature(kp, base, [x, out], {out})

@@ -16,7 +16,8 @@ import numpy as np
 
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
 from ...ir.arrayfn_prims import NUMPY_STORE, check_error
-from .executor import Call, step_runner
+from .library_rules import library_rule
+from .step_runners import Call, step_runner
 
 
 @dataclass
@@ -37,7 +38,9 @@ class CheckStep:
         return 0
 
 
-def render_raise_if(kp: KernelProgram, step: LibraryCall) -> tuple[str, CheckStep]:
+@library_rule("raise_if")
+def render_raise_if(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, CheckStep]:
+    """No kernel: the check step that copies the value and raises on the host."""
     value, condition = step.inputs
     (output,) = step.outputs
     text = f"\n/* {step.name}: raise_if ({step.params['exception']}) checked on the host after its launches */"

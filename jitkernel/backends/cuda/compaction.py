@@ -16,14 +16,15 @@ other data-dependent functions raise UnsupportedOperationError naming the step.
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
 from . import ctype, ops
-from .dynamic_params import Ext
-from .indexing import _unsupported, grid_stride, kernel_signature
+from .dynamic_params import Ext, extent_product
+from .library_kernels import grid_stride, kernel_signature
+from .launch import Launch
+from .library_rules import library_rule, unsupported_step
+from .names import kernel_name
 from .work_step import WorkStep
 
 CHUNK_THREADS = 1 << 16  # about this many chunks in all, none shorter than CHUNK_MIN positions
@@ -34,24 +35,34 @@ def _truthy(ref: str, dt: np.dtype) -> str:
     return ops.truthy(ctype.load(ref, dt), dt)
 
 
+SELECTIONS = ("mask_select", "nonzero")
+
+
+@library_rule("datadep_pure", "datadep_call")
+def render_data_dependent(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, WorkStep]:
+    """Of the data-dependent steps, the GPU runs the selections (SELECTIONS); any other raises."""
+    if step.params.get("fn") not in SELECTIONS:
+        raise unsupported_step(kp, step, n)
+    return render_selection(kp, step, n, placeholder)
+
+
 def render_selection(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, WorkStep]:
     """The kernels of a mask_select or nonzero step (module docstring)."""
-    from .render import Launch, _product
     fn = step.params["fn"]
-    selection = fn in ("mask_select", "nonzero")
+    selection = fn in SELECTIONS
     if not selection or step.params["ncounts"] or any(k >= 0 for k in step.params["layout"]):
-        raise _unsupported(kp, step, n, f" for {fn!r}" + (" of a data-dependent operand" if selection else ""))
+        raise unsupported_step(kp, step, n, f" for {fn!r}" + (" of a data-dependent operand" if selection else ""))
     shapes = [kp.buffers[b].shape for b in step.inputs + step.outputs]
     if any(isinstance(d, Ext) or not isinstance(d, (int, np.integer)) for shape in shapes for d in shape):
-        raise _unsupported(kp, step, n, " for run-time extents")
+        raise unsupported_step(kp, step, n, " for run-time extents")
     for b in step.inputs + step.outputs:
         ctype.check_dtype(kp.buffers[b].dtype)
-    base = f"jk_{placeholder}_{re.sub(r'[^0-9A-Za-z_]', '_', step.name)}"
+    base = kernel_name(placeholder, step.name)
     if fn == "mask_select":
         x, mask = step.inputs
         xshape = [int(d) for d in kp.buffers[x].shape]
-        positions = int(_product([int(d) for d in kp.buffers[mask].shape]))
-        inner = int(_product(xshape[len(kp.buffers[mask].shape):]))
+        positions = int(extent_product([int(d) for d in kp.buffers[mask].shape]))
+        inner = int(extent_product(xshape[len(kp.buffers[mask].shape):]))
         test = _truthy(f"b{mask}[p]", kp.buffers[mask].dtype)
         reads = [x, mask]
         write = [f"        for (long long j = 0; j < {inner}LL; ++j) b{step.outputs[0]}[r * {inner}LL + j] = "
@@ -59,10 +70,10 @@ def render_selection(kp: KernelProgram, step: LibraryCall, n: int, placeholder: 
     else:
         (x,) = step.inputs
         xshape = [int(d) for d in kp.buffers[x].shape]
-        positions, inner = int(_product(xshape)), 1
+        positions, inner = int(extent_product(xshape)), 1
         test = _truthy(f"b{x}[p]", kp.buffers[x].dtype)
         reads = [x]
-        write = [f"        b{out}[r] = (p / {int(_product(xshape[d + 1:]))}LL) % {xshape[d]}LL;"
+        write = [f"        b{out}[r] = (p / {int(extent_product(xshape[d + 1:]))}LL) % {xshape[d]}LL;"
                  for d, out in enumerate(step.outputs)]
     head = f"\n/* {step.name}: {fn} over {positions} positions, padded results in NumPy's order */"
     if positions == 0:
@@ -75,7 +86,7 @@ def render_selection(kp: KernelProgram, step: LibraryCall, n: int, placeholder: 
     text = [head]
     launches = []
     for out in outs:  # the padding is zeros (ir/datadep_prims.py)
-        total = int(_product([int(d) for d in kp.buffers[out].shape]))
+        total = int(extent_product([int(d) for d in kp.buffers[out].shape]))
         sig, params = kernel_signature(kp, f"{base}_zero{out}", [out], {out})
         text += [sig + " {"] + grid_stride(f"{total}LL") + [f"    b{out}[t] = 0;", "  }", "}"]
         launches.append(Launch(f"{base}_zero{out}", "elementwise", total, params))

@@ -38,7 +38,8 @@ import numpy as np
 from ...errors import UnsupportedOperationError
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
 from . import ctype
-from .complex_ops import _CEXP, _CLOG, _CSQRT, _consts
+from .complex_glibc import CEXP, CLOG, CSQRT, glibc_constants
+from .launch import Launch
 
 # Parts (s, c) = (sin y, cos y) as glibc's hyperbolic functions take them: y itself and 1 when
 # |y| is below the smallest normal (sincos of a subnormal would round the same, but underflow).
@@ -193,8 +194,8 @@ im = exp{f}(x) * sin{f}(y);
 UNARY = {
     "sinh": _CSINH, "cosh": _CCOSH, "tanh": _CTANH,
     "sin": _CSIN, "cos": _scoped(_CCOSH, "-y", "x"), "tan": _rotated(_CTANH),
-    "log10": _scaled_parts(_CLOG, "{LOG10E}"), "log2": _scaled_parts(_CLOG, "{LOG2E}"),
-    "exp2": _scoped(_CEXP, "x * {LN2}", "y * {LN2}"), "log1p": _LOG1P, "expm1": _EXPM1,
+    "log10": _scaled_parts(CLOG, "{LOG10E}"), "log2": _scaled_parts(CLOG, "{LOG2E}"),
+    "exp2": _scoped(CEXP, "x * {LN2}", "y * {LN2}"), "log1p": _LOG1P, "expm1": _EXPM1,
 }
 
 # -- the inverse functions: glibc's casinh/casin/cacos/cacosh (one kernel, __kernel_casinh)
@@ -223,7 +224,7 @@ if (rx >= {ONE} / {EPS} || ix >= {ONE} / {EPS}) {
   /* x + sqrt(1 + x*x) is 2x to working precision: log(2x) without overflow */
   {T} wr = rx, wi = ix;
   if (ADJ) { const {T} t = wr; wr = copysign{f}(wi, y); wi = t; }
-  """ + _call(_CLOG, "wr", "wi", "re", "im") + """
+  """ + _call(CLOG, "wr", "wi", "re", "im") + """
   re += {LN2};
 } else if (rx >= {HALF} && ix < {EPS} / 8) {
   const {T} s = hypot{f}({ONE}, rx);
@@ -289,10 +290,10 @@ if (rx >= {ONE} / {EPS} || ix >= {ONE} / {EPS}) {
   }
 } else {
   {T} wr = {MUL}(rx - ix, rx + ix) + 1, wi = {MUL}(2 * rx, ix);
-  """ + _call(_CSQRT, "wr", "wi", "wr", "wi") + """
+  """ + _call(CSQRT, "wr", "wi", "wr", "wi") + """
   wr += rx; wi += ix;
   if (ADJ) { const {T} t = wr; wr = copysign{f}(wi, y); wi = t; }
-  """ + _call(_CLOG, "wr", "wi", "re", "im") + """
+  """ + _call(CLOG, "wr", "wi", "re", "im") + """
 }
 re = copysign{f}(re, x);
 im = copysign{f}(im, ADJ ? {ONE} : y);
@@ -509,11 +510,11 @@ else if (x == {ZERO} && y == {ZERO}) {
   /* the C library's cpow: cexp(b * clog(a)) */
   {T} jk_lr, jk_li;
   { {T} re, im;
-""" + _CLOG + """
+""" + CLOG + """
     jk_lr = re; jk_li = im; }
 """ + _C99_MUL + """
   { const {T} x = pr, y = pi;
-""" + _CEXP + """
+""" + CEXP + """
   }
 }
 """
@@ -522,7 +523,7 @@ FUNCTIONS = tuple(UNARY) + ("power",)
 
 
 def _constants(dt: np.dtype) -> dict[str, str]:
-    out = _consts(dt)
+    out = glibc_constants(dt)
     lit = lambda v: ctype.literal(v, dt)  # noqa: E731
     out.update({"LOG10E": lit(np.log10(np.e)), "LOG2E": lit(np.log2(np.e)),
                 "PI_2": lit(np.pi / 2), "PI_4": lit(np.pi / 4),
@@ -540,7 +541,6 @@ def _expand(body: str, dt: np.dtype) -> str:
 def render_function(kp: KernelProgram, step: LibraryCall, prim: str, n: int, name: str) -> tuple[str, list]:
     """The kernel of one complex function step: a grid-stride loop over the elements of packed
     operands of the result's shape (a power's base and exponent both complex)."""
-    from .render import Launch
     layout = tuple(step.params["in_layout"])
     arity = 2 if prim == "power" else 1
     out = tuple(kp.buffers[step.outputs[0]].shape)

@@ -28,14 +28,15 @@ it has a GPU form, else refused naming the function (never a round trip through 
 - `exp`, `log`, `sqrt`: NumPy calls the C library's cexp/clog/csqrt; the kernels follow glibc's
   algorithms branch for branch (C99 Annex G special cases, scaling near overflow/underflow,
   log1p near |z| = 1).
-  x*x + y*y - 1 near |z| = 1 is glibc's __x2y2m1 (_X2Y2M1_F/_D), shared with catan/catanh.
+  x*x + y*y - 1 near |z| = 1 is glibc's __x2y2m1 (X2Y2M1_F/_D), shared with catan/catanh.
 - `power`, the trigonometric and hyperbolic functions and their inverses, `log10`/`log2`/
   `log1p`/`expm1`/`exp2`, `rint`: complex_functions.py (npy_cpow, glibc's csin/csinh/ccosh/
   ctanh/casinh/cacos/cacosh/catanh/catan, NumPy's nc_* formulas).
 """
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
+from typing import Any, Callable
 
 import numpy as np
 
@@ -44,46 +45,86 @@ from ...fusion import index as ix
 from ...fusion.kernel_ir import Kernel, KernelProgram, LibraryCall, Load, Store
 from ...ir.complex_prims import as_complex, as_packed
 from . import ctype, ops
+from .accumulate import render_accumulate
+from .complex_functions import FUNCTIONS, render_function
+from .complex_glibc import CEXP, CLOG, CSQRT, glibc_constants
+from .kernel_writer import KernelWriter
+from .launch import Launch
+from .library_rules import library_rule
+from .names import kernel_name
+from .render_matmul import render_dot_general
 
 RENDERED = ("exp", "log", "sqrt", "power", "sin", "cos", "tan", "sinh", "cosh", "tanh", "arcsin", "arccos", "arctan",
             "arcsinh", "arccosh", "arctanh", "log10", "log2", "log1p", "expm1", "exp2", "rint", "reduce_sum",
             "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin", "dot_general", "cumsum")
 
 
+@library_rule("complex_library")
+def render_complex_library(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, Any]:
+    """A `complex_library` step, its kernels named after the step."""
+    return render_complex_step(kp, step, n, kernel_name(placeholder, step.name))
+
+
 def render_complex_step(kp: KernelProgram, step: LibraryCall, n: int, name: str) -> tuple[str, Any]:
     """The C text and the module step (a list of Launch, or a TileStep) of one
-    `complex_library` step; UnsupportedOperationError naming the function when it has no
-    GPU form yet."""
-    prim = step.params["prim"]
-    params = dict(step.params["prim_params"])
-    layout = tuple(step.params["in_layout"])
-    if prim == "reduce_sum" and layout == (True,):
-        from .render import KernelWriter
-        return KernelWriter(kp, sum_kernel(kp, step, tuple(params["axes"]))).render()
-    if prim in TREE_REDUCTIONS and layout == (True,):
-        axes = (params["axis"],) if "axis" in params else tuple(params["axes"])
-        return TreeReduction(kp, step, prim, axes, name).render()
-    if prim in ELEMENTWISE and layout == (True,) and tuple(kp.buffers[step.inputs[0]].shape) == \
-            tuple(kp.buffers[step.outputs[0]].shape):
-        return elementwise_kernel(kp, step, prim, name)
-    from .complex_functions import FUNCTIONS, render_function
-    if prim in FUNCTIONS:
-        return render_function(kp, step, prim, n, name)
-    if prim == "accumulate" and params["ufunc"] == "add" and layout == (True,):
-        # componentwise: the complex cumsum is the float cumsum of the packed buffer along the
-        # same axis (the pair axis rides along as the innermost of the lines), NumPy's bits
-        from dataclasses import replace
-        from .accumulate import render_accumulate
-        real = np.dtype(params["dtype"]).type(0).real.dtype
-        float_step = replace(step, prim="accumulate", params={"ufunc": "add", "axis": params["axis"], "dtype": real})
-        return render_accumulate(kp, float_step, n, base=name)
-    if prim == "dot_general" and len(layout) == 2:
-        from .render_matmul import render_dot_general
-        return render_dot_general(kp, step, name, params, layout)
+    `complex_library` step: the rule of its function (COMPLEX_RULES); UnsupportedOperationError
+    naming the function when it has no GPU form yet."""
+    return COMPLEX_RULES.get(step.params["prim"], _no_gpu_form)(kp, step, n, name)
+
+
+def _no_gpu_form(kp: KernelProgram, step: LibraryCall, n: int, name: str) -> tuple[str, Any]:
     raise UnsupportedOperationError(
-        f"complex numpy.{prim.removeprefix('reduce_')} (step {n} of {kp.name}) has no CUDA implementation yet "
-        f"(the CUDA backend renders complex arithmetic, abs, comparisons and {', '.join(RENDERED)}); run it with "
-        "backend='cpu' (jitkernel never round-trips a cuda program through the host)")
+        f"complex numpy.{step.params['prim'].removeprefix('reduce_')} (step {n} of {kp.name}) has no CUDA "
+        f"implementation yet (the CUDA backend renders complex arithmetic, abs, comparisons and {', '.join(RENDERED)}); "
+        "run it with backend='cpu' (jitkernel never round-trips a cuda program through the host)")
+
+
+def _one_packed_operand(step: LibraryCall) -> bool:
+    return tuple(step.params["in_layout"]) == (True,)
+
+
+def _render_sum(kp: KernelProgram, step: LibraryCall, n: int, name: str) -> tuple[str, Any]:
+    if not _one_packed_operand(step):
+        return _no_gpu_form(kp, step, n, name)
+    axes = tuple(dict(step.params["prim_params"])["axes"])
+    return KernelWriter(kp, sum_kernel(kp, step, axes)).render()
+
+
+def _render_tree_reduction(kp: KernelProgram, step: LibraryCall, n: int, name: str) -> tuple[str, Any]:
+    if not _one_packed_operand(step):
+        return _no_gpu_form(kp, step, n, name)
+    params = dict(step.params["prim_params"])
+    axes = (params["axis"],) if "axis" in params else tuple(params["axes"])
+    return TreeReduction(kp, step, step.params["prim"], axes, name).render()
+
+
+def _render_elementwise(kp: KernelProgram, step: LibraryCall, n: int, name: str) -> tuple[str, Any]:
+    same_shape = tuple(kp.buffers[step.inputs[0]].shape) == tuple(kp.buffers[step.outputs[0]].shape)
+    if not (_one_packed_operand(step) and same_shape):
+        return _no_gpu_form(kp, step, n, name)
+    return elementwise_kernel(kp, step, step.params["prim"], name)
+
+
+def _render_function(kp: KernelProgram, step: LibraryCall, n: int, name: str) -> tuple[str, Any]:
+    return render_function(kp, step, step.params["prim"], n, name)
+
+
+def _render_cumsum(kp: KernelProgram, step: LibraryCall, n: int, name: str) -> tuple[str, Any]:
+    """Componentwise: the complex cumsum is the float cumsum of the packed buffer along the same
+    axis (the pair axis rides along as the innermost of the lines), NumPy's bits."""
+    params = dict(step.params["prim_params"])
+    if not (params["ufunc"] == "add" and _one_packed_operand(step)):
+        return _no_gpu_form(kp, step, n, name)
+    real = np.dtype(params["dtype"]).type(0).real.dtype
+    float_step = replace(step, prim="accumulate", params={"ufunc": "add", "axis": params["axis"], "dtype": real})
+    return render_accumulate(kp, float_step, n, base=name)
+
+
+def _render_dot_general(kp: KernelProgram, step: LibraryCall, n: int, name: str) -> tuple[str, Any]:
+    layout = tuple(step.params["in_layout"])
+    if len(layout) != 2:
+        return _no_gpu_form(kp, step, n, name)
+    return render_dot_general(kp, step, name, dict(step.params["prim_params"]), layout)
 
 
 def _reduction_shape(kp: KernelProgram, step: LibraryCall, axes: tuple[int, ...],
@@ -169,7 +210,6 @@ class TreeReduction:
         return [f"if ({better}) {{ {ar} = {br}; {ai} = {bi}; {ap} = {bp}; }}"]
 
     def render(self) -> tuple[str, list]:
-        from .render import Launch
         (src,), (dst,) = self.step.inputs, self.step.outputs
         r, name = self.r, self.name
         n_kept = int(np.prod([self.shape[d] for d in self.kept], dtype=np.int64))
@@ -245,153 +285,16 @@ def complex_results(kp: KernelProgram, outs: list) -> list:
     return [as_complex(o) if bid in kp.complex_views else o for bid, o in zip(kp.outputs, outs)]
 
 
-# -- complex exp, log, sqrt: glibc's algorithms (NumPy calls cexp/clog/csqrt of the C library),
-# C99 Annex G special cases included. The body reads x, y (the argument's parts) and sets re, im.
-
-def _consts(dt: np.dtype) -> dict[str, str]:
-    f = dt.itemsize == 4
-    lit = lambda v: ctype.literal(v, dt)  # noqa: E731
-    info = np.finfo(dt)
-    th = int((info.maxexp - 1) * np.log(2.0))  # glibc's t: exp(t) is finite, exp(t + 1) may not be
-    return {"T": ctype.reg(dt), "f": "f" if f else "", "INF": lit(float("inf")), "NAN": lit(float("nan")),
-            "MAX": lit(float(info.max)), "MIN": lit(float(info.tiny)), "EPS": lit(float(info.eps)),
-            "HALF": lit(0.5), "ONE": lit(1.0), "ZERO": lit(0.0), "TWO": lit(2.0), "FOUR": lit(4.0),
-            "PI": lit(np.pi), "LN2": lit(np.log(2.0)), "MANT": str(info.nmant + 1),
-            "TH": str(th), "ETH": lit(float(np.exp(np.float64(th)))),
-            "MUL": "__fmul_rn" if f else "__dmul_rn", "X2Y2M1": _X2Y2M1_F if f else _X2Y2M1_D}
-
-
-# glibc's __x2y2m1 (x*x + y*y - 1 for clog/catan/catanh near |z| = 1), reading jk_u, jk_v and
-# setting jk_w. float: in double, where the products are exact; double: the squares split
-# exactly by fma, the five terms summed smallest first with Dekker's two-sum, re-sorted by
-# magnitude after each step, as glibc does.
-_X2Y2M1_F = ("{ const double du = jk_u, dv = jk_v; "
-             "jk_w = (float)(__dmul_rn(du - 1.0, du + 1.0) + __dmul_rn(dv, dv)); }")
-_X2Y2M1_D = """{
-  double v[5];
-  v[1] = __dmul_rn(jk_u, jk_u); v[0] = fma(jk_u, jk_u, -v[1]);
-  v[3] = __dmul_rn(jk_v, jk_v); v[2] = fma(jk_v, jk_v, -v[3]);
-  v[4] = -1.0;
-  for (int i = 1; i < 5; ++i)
-    for (int j = i; j > 0 && fabs(v[j - 1]) > fabs(v[j]); --j) { const double t = v[j]; v[j] = v[j - 1]; v[j - 1] = t; }
-  for (int i = 0; i <= 3; ++i) {
-    const double hi = v[i + 1] + v[i], lo = (v[i + 1] - hi) + v[i];
-    v[i + 1] = hi; v[i] = lo;
-    for (int k = i + 2; k < 5; ++k)
-      for (int j = k; j > i + 1 && fabs(v[j - 1]) > fabs(v[j]); --j) {
-        const double t = v[j]; v[j] = v[j - 1]; v[j - 1] = t;
-      }
-  }
-  jk_w = v[4] + v[3] + v[2] + v[1] + v[0];
-}"""
-
-
-_CEXP = """
-if (isfinite(x)) {
-  if (isfinite(y)) {
-    {T} s, c;
-    if (y != {ZERO}) { sincos{f}(y, &s, &c); } else { s = y; c = {ONE}; }
-    {T} xr = x;
-    if (xr > {TH}) {  /* exp(x) overflows but exp(x) * cos(y) may not: scale */
-      xr -= {TH}; s = s * {ETH}; c = c * {ETH};
-      if (xr > {TH}) { xr -= {TH}; s = s * {ETH}; c = c * {ETH}; }
-    }
-    if (xr > {TH}) { re = {MAX} * c; im = {MAX} * s; }
-    else { const {T} e = exp{f}(xr); re = e * c; im = e * s; }
-  } else { re = {NAN}; im = {NAN}; }
-} else if (isinf(x)) {
-  if (isfinite(y)) {
-    const {T} v = signbit(x) ? {ZERO} : {INF};
-    if (y == {ZERO}) { re = v; im = y; }
-    else { {T} s, c; sincos{f}(y, &s, &c); re = copysign{f}(v, c); im = copysign{f}(v, s); }
-  } else if (!signbit(x)) { re = {INF}; im = y - y; }
-  else { re = {ZERO}; im = copysign{f}({ZERO}, y); }
-} else {
-  re = {NAN}; im = (y == {ZERO}) ? y : {NAN};
-}
-"""
-
-_CSQRT = """
-if (!isfinite(x) || !isfinite(y)) {
-  if (isinf(y)) { re = {INF}; im = y; }
-  else if (isinf(x)) {
-    if (x < {ZERO}) { re = isnan(y) ? {NAN} : {ZERO}; im = copysign{f}({INF}, y); }
-    else { re = x; im = isnan(y) ? {NAN} : copysign{f}({ZERO}, y); }
-  } else { re = {NAN}; im = {NAN}; }
-} else if (y == {ZERO}) {
-  if (x < {ZERO}) { re = {ZERO}; im = copysign{f}(sqrt{f}(-x), y); }
-  else { re = fabs{f}(sqrt{f}(x)); im = copysign{f}({ZERO}, y); }
-} else if (x == {ZERO}) {
-  const {T} r = fabs{f}(y) >= {TWO} * {MIN} ? sqrt{f}({HALF} * fabs{f}(y)) : {HALF} * sqrt{f}({TWO} * fabs{f}(y));
-  re = r; im = copysign{f}(r, y);
-} else {
-  {T} a = x, b = y, d, r, s;
-  int scale = 0;
-  if (fabs{f}(a) > {MAX} / {FOUR}) { scale = 1; a = scalbn{f}(a, -2); b = scalbn{f}(b, -2); }
-  else if (fabs{f}(b) > {MAX} / {FOUR}) {
-    scale = 1; a = fabs{f}(a) >= {FOUR} * {MIN} ? scalbn{f}(a, -2) : {ZERO}; b = scalbn{f}(b, -2);
-  } else if (fabs{f}(a) < {TWO} * {MIN} && fabs{f}(b) < {TWO} * {MIN}) {
-    scale = -(({MANT} + 1) / 2); a = scalbn{f}(a, -2 * scale); b = scalbn{f}(b, -2 * scale);
-  }
-  d = hypot{f}(a, b);
-  if (a > {ZERO}) {
-    r = sqrt{f}({HALF} * (d + a));
-    if (scale == 1 && fabs{f}(b) < {ONE}) { s = b / r; r = scalbn{f}(r, scale); scale = 0; }
-    else s = {HALF} * (b / r);
-  } else {
-    s = sqrt{f}({HALF} * (d - a));
-    if (scale == 1 && fabs{f}(b) < {ONE}) { r = fabs{f}(b / s); s = scalbn{f}(s, scale); scale = 0; }
-    else r = fabs{f}({HALF} * (b / s));
-  }
-  if (scale) { r = scalbn{f}(r, scale); s = scalbn{f}(s, scale); }
-  re = r; im = copysign{f}(s, y);
-}
-"""
-
-_CLOG = """
-if (x == {ZERO} && y == {ZERO}) {
-  im = copysign{f}(signbit(x) ? {PI} : {ZERO}, y);
-  re = -{ONE} / fabs{f}(x);
-} else if (!isnan(x) && !isnan(y)) {
-  {T} ax = fabs{f}(x), ay = fabs{f}(y);
-  int scale = 0;
-  if (ax < ay) { const {T} t = ax; ax = ay; ay = t; }
-  if (ax > {MAX} / {TWO}) { scale = -1; ax = scalbn{f}(ax, scale); ay = ay >= {MIN} * {TWO} ? scalbn{f}(ay, scale) : {ZERO}; }
-  else if (ax < {MIN} && ay < {MIN}) { scale = {MANT}; ax = scalbn{f}(ax, scale); ay = scalbn{f}(ay, scale); }
-  if (ax == {ONE} && scale == 0) { re = log1p{f}(ay * ay) / {TWO}; }
-  else if (ax > {ONE} && ax < {TWO} && ay < {ONE} && scale == 0) {
-    {T} d2m1 = {MUL}(ax - {ONE}, ax + {ONE});
-    if (ay >= {EPS}) d2m1 += {MUL}(ay, ay);
-    re = log1p{f}(d2m1) / {TWO};
-  } else if (ax < {ONE} && ax >= {HALF} && ay < {EPS} / {TWO} && scale == 0) {
-    re = log1p{f}((ax - {ONE}) * (ax + {ONE})) / {TWO};
-  } else if (ax < {ONE} && ax >= {HALF} && scale == 0 && {MUL}(ax, ax) + {MUL}(ay, ay) >= {HALF}) {
-    /* x*x + y*y - 1 without cancellation: glibc's __x2y2m1 */
-    const {T} jk_u = ax, jk_v = ay;
-    {T} jk_w;
-    {X2Y2M1}
-    re = log1p{f}(jk_w) / {TWO};
-  } else {
-    re = log{f}(hypot{f}(ax, ay)) - (({T})scale) * {LN2};
-  }
-  im = atan2{f}(y, x);
-} else {
-  im = {NAN};
-  re = (isinf(x) || isinf(y)) ? {INF} : {NAN};
-}
-"""
-
-ELEMENTWISE = {"exp": _CEXP, "sqrt": _CSQRT, "log": _CLOG}
+ELEMENTWISE = {"exp": CEXP, "sqrt": CSQRT, "log": CLOG}
 
 
 def elementwise_kernel(kp: KernelProgram, step: LibraryCall, prim: str, name: str) -> tuple[str, list]:
     """A complex function applied to every element of a packed buffer: a grid-stride loop."""
-    from .render import Launch
     (src,), (dst,) = step.inputs, step.outputs
     dt = kp.buffers[src].dtype
     n = int(np.prod(kp.buffers[src].shape[:-1], dtype=np.int64))
     body = ELEMENTWISE[prim]
-    for key, value in _consts(dt).items():
+    for key, value in glibc_constants(dt).items():
         body = body.replace("{" + key + "}", value)
     r = ctype.reg(dt)
     lines = [f"\n/* {step.name}: complex numpy.{prim} (glibc's algorithm, C99 Annex G special cases) */",
@@ -406,3 +309,15 @@ def elementwise_kernel(kp: KernelProgram, step: LibraryCall, prim: str, name: st
     lines += ["    " + x for x in body.strip().splitlines()]
     lines += [f"    b{dst}[2LL * t] = re; b{dst}[2LL * t + 1LL] = im;", "  }", "}"]
     return "\n".join(lines), [Launch(name, "elementwise", n, [("buf", src), ("buf", dst), ("status",)])]
+
+
+# The rule of each complex function a `complex_library` step runs (step.params["prim"]).
+ComplexRule = Callable[[KernelProgram, LibraryCall, int, str], tuple[str, Any]]
+COMPLEX_RULES: dict[str, ComplexRule] = {
+    "reduce_sum": _render_sum,
+    **dict.fromkeys(TREE_REDUCTIONS, _render_tree_reduction),
+    **dict.fromkeys(ELEMENTWISE, _render_elementwise),
+    **dict.fromkeys(FUNCTIONS, _render_function),
+    "accumulate": _render_cumsum,
+    "dot_general": _render_dot_general,
+}

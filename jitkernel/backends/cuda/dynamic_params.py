@@ -10,7 +10,7 @@ emulator library) is reused, and a new size costs tracing, fusion and rendering 
 Renderer decisions (a rows or a columns kernel, an extent-1 loop dropped) read the value the
 parameter has in the program being rendered (`Ext` is an int holding that value and the C
 text). They are safe because reuse renders the new program too and reuses the module only when
-the source text is identical (`CudaTemplate.matches`): a decision that would change for the new
+the source text is identical (shape_template.CudaTemplate.fit): a decision that would change for the new
 sizes changes the text, and the program is compiled afresh.
 
 >>> from jitkernel.fusion.params import Param
@@ -21,13 +21,13 @@ sizes changes the text, and the program is compiled afresh.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ...errors import UnsupportedOperationError
 from ...fusion.kernel_ir import KernelProgram
-from ...fusion.params import Param, compatible, constants, parametrize
+from ...fusion.params import Param, constants
 from . import ctype
 
 
@@ -65,6 +65,27 @@ def _is_int(n: Any, value: int) -> bool:
     return not isinstance(n, (Param, Ext)) and n == value
 
 
+def extent(n: object) -> int:
+    """An extent as an int; a run-time parameter (fusion/params.py) as an `Ext`: its value in the
+    program being rendered (for decisions) and its C text (a kernel argument slot)."""
+    if isinstance(n, Param):
+        return run_time_extent(n)
+    if isinstance(n, Ext):
+        return n
+    if not isinstance(n, (int, np.integer)):
+        raise UnsupportedOperationError(f"a run-time extent ({n}) is not supported by the CUDA backend yet")
+    return int(n)
+
+
+def extent_product(items: list) -> int:
+    """The product of extents; an `Ext` (value and C text) when any factor is one."""
+    items = [extent(n) for n in items]
+    value = int(np.prod([int(n) for n in items], dtype=np.int64))
+    if not any(isinstance(n, Ext) for n in items):
+        return value
+    return Ext(value, "(" + " * ".join(_ll(n) for n in items) + ")")
+
+
 def run_time_literal(p: Param, dt: np.dtype) -> str:
     """A literal that varies between calls, read from its parameter slot (float64 bits for a
     float, fusion/params.parameter_values) and converted to the register type of `dt`."""
@@ -91,37 +112,3 @@ def stable_text(kp: KernelProgram, text: str) -> str:
     """Comment text (a kernel's fused equations) without the shapes in it when `kp` is shape
     generic: the source of every size must be the same text."""
     return _SHAPE.sub("[..]", text) if has_params(kp) else text
-
-
-@dataclass
-class CudaTemplate:
-    """The compiled module of a shape-generic program, reusable by every program with the same
-    kernel structure whose re-rendered source is the same text."""
-
-    structure: tuple
-    values: list
-    positions: list[int]
-    source: str
-    compiled: Any  # the backend's compiled module (the emulator's host library)
-    texts: dict
-
-    def generic_program(self, kp: KernelProgram) -> KernelProgram | None:
-        """`kp` with this template's parameters, when its structure and fixed constants match."""
-        structure, values = constants(kp)
-        if not compatible(self.structure, self.values, self.positions, structure, values):
-            return None
-        return parametrize(kp, self.positions) if self.positions else kp
-
-    def fit(self, kp: KernelProgram) -> tuple[Any, list] | None:
-        """(the module `kp` renders to, `kp`'s parameter values) when `kp` runs on this template's
-        compiled code: same structure and fixed constants, and its shape-generic rendering is the
-        same source text; None otherwise (the caller compiles). Shared by both CUDA backends."""
-        from .render import render_program
-        generic = self.generic_program(kp)
-        if generic is None:
-            return None
-        module = render_program(generic)  # its launches carry this program's sizes
-        if module.source != self.source:
-            return None
-        _, values = constants(kp)
-        return module, values

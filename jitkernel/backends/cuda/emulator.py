@@ -41,11 +41,15 @@ from ...fusion.params import constants, parameter_values, parametrize, varying_p
 from ...ir import Program
 from ..base import Backend
 from ..status import StatusWord, raise_status
-from . import BODY_LIBRARY_PRIMS
-from .dynamic_params import CudaTemplate
+from ...interpreter import eval_program
 from .executor import ProgramRunner
 from .complex_ops import complex_results, pack_arguments
-from .render import CudaModule, Launch, render_program
+from .launch import CudaModule, Launch
+from .library_steps import BODY_LIBRARY_PRIMS
+from .nvcc import ptx
+from .render import render_program
+from .schedule import schedule_program
+from .shape_template import CudaTemplate
 from .prelude import PRELUDE
 from .shim import SHIM
 from . import emulator_pch
@@ -416,7 +420,6 @@ class StandInProgram:
 
     def __call__(self, arrays: list) -> list[np.ndarray]:
         if is_recording():
-            from ...interpreter import eval_program
             return [np.array(o, order="C", copy=True) for o in eval_program(self.program, arrays)]
         if self.emulated is None:
             lib = library(self.module, self.disk_cache)
@@ -443,7 +446,6 @@ class CudaEmulatorBackend(Backend):
         """Render and build `program`. With `previous` (an earlier signature's executable that
         differs in sizes only), the constants that differ become run-time parameters (kernel
         argument jk_params) and the result is a template later sizes reuse (dynamic_params.py)."""
-        from . import schedule_program
         with _tag_refusals():
             kp = schedule_program(program, name)
             generic, positions, structure, values = shape_generic(kp, previous)
@@ -464,7 +466,6 @@ class CudaEmulatorBackend(Backend):
     def reuse(self, program: Program, template: CudaTemplate, *, name: str) -> tuple[Any, dict] | None:
         """Run `program` on a template's library when its shape-generic rendering is the same
         source text (no compiler run); None otherwise (the caller compiles)."""
-        from . import schedule_program
         kp = schedule_program(program, name)
         fitted = template.fit(kp)
         if fitted is None:
@@ -514,6 +515,5 @@ def render_shape_generic(kp: KernelProgram, generic: KernelProgram, positions: l
 
 
 def texts(kp: KernelProgram, module: CudaModule) -> dict:
-    from .nvcc import ptx
     return {"kernels": lambda: str(kp), "cuda": lambda: module.source, "ptx": lambda: ptx(module.source)}
 

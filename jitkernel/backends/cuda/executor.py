@@ -6,7 +6,7 @@ uploaded once, the rest allocated), then walks `module.launches` step by step, a
 the output buffers. What a buffer *is* belongs to the device: a NumPy array for the emulator
 (emulator.EmulatorDevice), a pooled device allocation for PyCUDA (pycuda_device.PyCudaDevice).
 
-The `Device` interface (duck-typed; see `Device` below for the exact signatures):
+The `Device` interface (duck-typed; see `step_runners.Device` for the exact signatures):
 
 - `alloc(shape, dtype)`: an uninitialised buffer.
 - `put(value, shape, dtype, function="")`: an argument as a buffer of this device: a host
@@ -31,8 +31,9 @@ The `Device` interface (duck-typed; see `Device` below for the exact signatures)
 Step kinds: each entry of `module.launches` is one KernelProgram step. A plain list of
 `Launch` is the step kind "kernels" (elementwise, rows, two-stage reductions: launched in
 order, with their work and scratch buffers). Any other entry names its kind in a `step_kind`
-attribute and is run by `STEP_RUNNERS[kind](call, step)`, so a module of another helper (matmul
-tiles, control flow) adds a kind with `@step_runner("kind")` without editing the loop here.
+attribute and is run by `STEP_RUNNERS[kind](call, step)` (step_runners.py), so a module of
+another helper (matmul tiles, control flow) adds a kind with `@step_runner("kind")` without
+editing the loop here.
 
 >>> import numpy as np, jitkernel as jk
 >>> f = jk.jit(lambda x: np.sin(x) + 1, backend="cuda-emulator")
@@ -41,124 +42,16 @@ tiles, control flow) adds a kind with `@step_runner("kind")` without editing the
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from ... import events
 from ...errors import UnsupportedOperationError
 from ...fusion import KernelProgram
-from .render import CudaModule, Launch
-
-
-class Device(Protocol):
-    """What ProgramRunner needs of a device (module docstring)."""
-
-    name: str
-
-    def alloc(self, shape: tuple[int, ...], dtype: np.dtype) -> Any: ...
-
-    def put(self, value: Any, shape: tuple[int, ...], dtype: np.dtype, function: str = "") -> Any: ...
-
-    def upload(self, host: np.ndarray, function: str = "") -> Any: ...
-
-    def download(self, buffer: Any, shape: tuple[int, ...], dtype: np.dtype, function: str = "") -> np.ndarray: ...
-
-    def synchronize(self) -> None: ...
-
-    def copy(self, buffer: Any) -> Any: ...
-
-    def launch_shape(self, launch: Launch) -> tuple[int, int]: ...
-
-    def launch(self, kernel: str, grid: int, block: int, args: Sequence[Any], timed: bool = False) -> Any: ...
-
-    def elapsed(self, handles: Sequence[Any]) -> list[float]: ...
-
-    def new_status(self) -> Any: ...
-
-    def check_status(self, word: Any) -> None: ...
-
-
-@dataclass
-class Call:
-    """The state of one run of a program, handed to every step runner: the device, the buffer
-    of every kernel-IR buffer id (`bufs`), and the status word."""
-
-    runner: "ProgramRunner"
-    bufs: dict[int, Any]
-    status: Any
-    work: dict[tuple, Any] = field(default_factory=dict)  # the current step's work/scratch buffers
-    # (timing handle, kernel, grid, block, host clock at launch) per launch, while events are on
-    timings: list[tuple] | None = None
-
-    @property
-    def device(self) -> Device:
-        return self.runner.device
-
-    def launch(self, launch: Launch, grid: int, block: int, parts: int = 1) -> None:
-        """Launch one `Launch` with its parameters resolved (module docstring of render.Launch)."""
-        args: list[Any] = []
-        for what in launch.params:
-            tag = what[0]
-            if tag == "buf":
-                args.append(self.bufs[what[1]])
-            elif tag == "work":
-                args.append(self.work[(what[1], what[2])])
-            elif tag == "scratch":
-                args.append(self.work[what])
-            elif tag == "parts":
-                args.append(np.int64(parts))
-            elif tag == "status":
-                args.append(self.status)
-            elif tag == "int":  # an integer by value (work_step.py: the stage of a sorting network)
-                args.append(np.int64(what[1]))
-            elif tag == "params":  # a shape-generic program's run-time parameters (dynamic_params.py)
-                args.append(self.runner.params)
-            else:
-                raise UnsupportedOperationError(f"kernel {launch.name}: unknown kernel parameter {what!r}")
-        if self.timings is None:
-            self.runner.device.launch(launch.name, grid, block, args)
-        else:
-            t0 = events.clock()
-            handle = self.runner.device.launch(launch.name, grid, block, args, timed=True)
-            self.timings.append((handle, launch.name, grid, block, t0))
-
-    def publish_kernel_times(self) -> None:
-        """One KernelEvent per timed launch (waits for the launches on an asynchronous device)."""
-        if not self.timings:
-            return
-        device = self.runner.device
-        times = device.elapsed([t[0] for t in self.timings])
-        for (_, kernel, grid, block, t0), duration in zip(self.timings, times):
-            events.publish(events.KernelEvent(self.runner.kp.name, t0, duration, kernel=kernel, device=device.name,
-                                              grid=grid, block=block))
-
-
-StepRunner = Callable[[Call, Any], None]
-STEP_RUNNERS: dict[str, StepRunner] = {}
-
-
-def step_runner(kind: str) -> Callable[[StepRunner], StepRunner]:
-    """Register the runner of a step kind (`STEP_RUNNERS[kind]`).
-
-    >>> @step_runner("doctest-noop")
-    ... def _noop(call, step): pass
-    >>> STEP_RUNNERS["doctest-noop"] is _noop
-    True
-    >>> del STEP_RUNNERS["doctest-noop"]
-    """
-    def register(fn: StepRunner) -> StepRunner:
-        STEP_RUNNERS[kind] = fn
-        return fn
-    return register
-
-
-def step_kind(step: Any) -> str:
-    """"kernels" for a list of launches, else the step's own `step_kind`."""
-    if isinstance(step, list):
-        return "kernels"
-    return getattr(step, "step_kind", type(step).__name__)
+from . import checks, flow_steps, matmul_step, work_step  # noqa: F401 (they register their step kinds)
+from .launch import CudaModule, Launch
+from .step_runners import STEP_RUNNERS, Call, Device, step_kind, step_runner
 
 
 @step_runner("kernels")
@@ -247,6 +140,3 @@ class ProgramRunner:
                 for bid in self.kp.outputs]
 
     __call__ = run
-
-
-from . import checks, flow_steps, work_step  # noqa: E402,F401  (register their step kinds: checks.py, flow.py, work_step.py)

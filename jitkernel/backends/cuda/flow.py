@@ -19,6 +19,10 @@ sub-programs, while every value stays on the device.
   one-element device-to-host copy, which is a synchronisation point. A fori_loop writes its
   index into its one-element buffer (a host-to-device copy) before each iteration.
 
+A control-flow equation that fusion kept one library step (its body holds a library step the
+GPU does not implement) has no GPU form: `refuse_library_loop`, its rule in
+library_rules.LIBRARY_RULES, raises naming those steps.
+
 Loops stay host-driven on the GPU even where the CPU renders them as native loops inside one
 segment (backends/cpu/render_loops.py): a kernel cannot wait for the whole grid between two
 iterations without cooperative launches, and those are not used here.
@@ -28,7 +32,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from ...errors import UnsupportedOperationError
+from ...fusion.kernel_ir import KernelProgram, LibraryCall
 from ...fusion.loops import BranchStep, LoopStep
+from ...ir import Program, primitives
+from ...ir.control_flow import CONTROL_FLOW_PRIMITIVES
+from .library_rules import library_rule
+from .library_steps import BODY_LIBRARY_PRIMS
 
 
 @dataclass
@@ -77,3 +87,30 @@ def iter_launches(plans: list) -> Iterator:
                 yield from iter_launches(br)
         else:
             yield from plan
+
+
+@library_rule(*CONTROL_FLOW_PRIMITIVES)
+def refuse_library_loop(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, list]:
+    """A control-flow equation that fusion kept one library step: its body holds a library step
+    the GPU does not implement (not in BODY_LIBRARY_PRIMS). Refused, naming those steps."""
+    inner = ", ".join(repr(p) for p in _body_library_prims(step.params))
+    raise UnsupportedOperationError(
+        f"control flow {step.prim!r} (step {n} of {kp.name}) whose body holds a library step"
+        f"{f' ({inner})' if inner else ''} is not "
+        "supported by the CUDA backend: bodies may hold kernels and the library steps the GPU implements "
+        "(matmul, gather/scatter, complex steps); run it with backend='cpu'")
+
+
+def _body_library_prims(params: dict) -> list[str]:
+    """The library primitives without a GPU implementation in the sub-programs of a control-flow
+    equation's params (recursively), in order: what keeps it off the GPU."""
+    found: list[str] = []
+    progs = [v for v in params.values() if isinstance(v, Program)]
+    progs += [p for v in params.values() if isinstance(v, tuple) for p in v if isinstance(p, Program)]
+    for prog in progs:
+        for e in prog.eqns:
+            if e.prim in CONTROL_FLOW_PRIMITIVES:
+                found += _body_library_prims(e.params)
+            elif primitives.get(e.prim).kind == "library" and e.prim not in BODY_LIBRARY_PRIMS:
+                found.append(e.prim)
+    return list(dict.fromkeys(found))

@@ -1,7 +1,7 @@
 """The step runners of control flow on the GPU (step kinds "loop" and "branch" of
-executor.STEP_RUNNERS): a plan of flow.py driven from the host, every value on the device.
+step_runners.STEP_RUNNERS): a plan of flow.py driven from the host, every value on the device.
 
-Besides the executor's `Device` interface, these steps use three device methods:
+Besides the `Device` interface (step_runners.py), these steps use three device methods:
 `copy_into(dst, src)` (a device-to-device copy of src's first dst.nbytes bytes: a whole buffer here), `read_scalar(buffer)` (one
 element to the host: a synchronisation point) and `write_scalar(buffer, value)` (one element
 from the host). Per loop: one read of each bound (fori) or one read of the predicate per
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .executor import STEP_RUNNERS, Call, step_kind, step_runner
+from .step_runners import STEP_RUNNERS, Call, step_kind, step_runner
 from .flow import BranchPlan, LoopPlan
 
 

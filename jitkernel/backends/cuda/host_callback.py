@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
-from .executor import Call, step_runner
+from .library_rules import library_rule
+from .step_runners import Call, step_runner
 
 
 @dataclass
@@ -31,7 +32,8 @@ class HostCallbackStep:
         return 0
 
 
-def render_host_callback(kp: KernelProgram, step: LibraryCall) -> tuple[str, HostCallbackStep]:
+@library_rule("debug_callback")
+def render_host_callback(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, HostCallbackStep]:
     (output,) = step.outputs
     inputs = [(b, tuple(kp.buffers[b].shape), kp.buffers[b].dtype) for b in step.inputs]
     text = f"\n/* {step.name}: debug_callback {step.params['call']!r} run on the host after its launches */"

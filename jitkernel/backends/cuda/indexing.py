@@ -24,114 +24,41 @@ UnsupportedOperationError naming the step: never a silent round trip through the
 """
 from __future__ import annotations
 
-import re
-from typing import Sequence
-
 import numpy as np
 
-from ...errors import UnsupportedOperationError
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
-from ...ir.control_flow import CONTROL_FLOW_PRIMITIVES
 from ..status import STATUS_INDEX
 from . import ctype, index_layout, ops
-from .dynamic_params import _ll, has_params
+from .dynamic_params import _ll, extent, extent_product
+from .launch import Launch
+from .library_kernels import grid_stride, kernel_signature
+from .library_rules import library_rule, unsupported_step
+from .names import kernel_name
 
 SCATTER_UFUNCS = ("add", "subtract", "multiply", "maximum", "minimum")
 
 
-def _unsupported(kp: KernelProgram, step: LibraryCall, n: int, why: str = "") -> UnsupportedOperationError:
-    what = repr(step.prim) + (f" running {step.params.get('prim')!r}" if step.prim == "complex_library" else "")
-    return UnsupportedOperationError(
-        f"library step {what} (step {n} of {kp.name}) has no CUDA implementation{why}; run it with "
-        "backend='cpu' (jitkernel never round-trips a cuda program through the host)")
+@library_rule("gather")
+def render_gather(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, list]:
+    """`x[index]`: one thread per output element."""
+    return _IndexWriter(kp, step, n, placeholder, n_lead=1, n_tail=0).gather()
 
 
-def render_library_step(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, list]:
-    """The kernels and launches of a library step the GPU implements; raises naming the step."""
-    from .render import Launch
-    if step.prim in CONTROL_FLOW_PRIMITIVES:  # fusion kept it a library step: a library step in a body
-        inner = ", ".join(repr(p) for p in _body_library_prims(step.params))
-        raise UnsupportedOperationError(
-            f"control flow {step.prim!r} (step {n} of {kp.name}) whose body holds a library step"
-            f"{f' ({inner})' if inner else ''} is not "
-            "supported by the CUDA backend: bodies may hold kernels and the library steps the GPU implements "
-            "(matmul, gather/scatter, complex steps); run it with backend='cpu'")
-    if step.prim in ("datadep_pure", "datadep_call") and step.params.get("fn") in ("mask_select", "nonzero"):
-        from .compaction import render_selection
-        return render_selection(kp, step, n, placeholder)
-    if step.prim == "raise_if":
-        from .checks import render_raise_if
-        return render_raise_if(kp, step)
-    if step.prim == "debug_callback":
-        from .host_callback import render_host_callback
-        return render_host_callback(kp, step)
-    if step.prim in ("take", "take_along_axis", "take_static"):
-        from .take import render_take
-        return render_take(kp, step, n, placeholder)
-    if step.prim == "searchsorted":
-        from .search import render_searchsorted
-        return render_searchsorted(kp, step, n, placeholder)
-    if step.prim in ("sort", "argsort"):
-        from .sort import render_sort
-        return render_sort(kp, step, n, placeholder)
-    if step.prim == "accumulate":
-        from .accumulate import render_accumulate
-        return render_accumulate(kp, step, n, placeholder)
-    if step.prim == "gather":
-        w = _IndexWriter(kp, step, n, placeholder, n_lead=1, n_tail=0)
-        return w.gather(Launch)
-    if step.prim == "scatter" or (step.prim == "scatter_ufunc" and step.params.get("has_value")):
-        if step.prim == "scatter_ufunc" and step.params["ufunc"] not in SCATTER_UFUNCS:
-            raise _unsupported(kp, step, n, f" for ufunc {step.params['ufunc']!r}")
-        w = _IndexWriter(kp, step, n, placeholder, n_lead=1, n_tail=1)
-        return w.scatter(Launch)
-    raise _unsupported(kp, step, n)
+@library_rule("scatter")
+def render_scatter(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, list]:
+    """`x[index] = v`: the copy, then the index points in order."""
+    return _IndexWriter(kp, step, n, placeholder, n_lead=1, n_tail=1).scatter()
 
 
-def _body_library_prims(params: dict) -> list[str]:
-    """The library primitives without a GPU implementation in the sub-programs of a control-flow
-    equation's params (recursively), in order: what keeps it off the GPU."""
-    from ...ir import Program
-    from ...ir import primitives
-    from . import BODY_LIBRARY_PRIMS
-    found: list[str] = []
-    progs = [v for v in params.values() if isinstance(v, Program)]
-    progs += [p for v in params.values() if isinstance(v, tuple) for p in v if isinstance(p, Program)]
-    for prog in progs:
-        for e in prog.eqns:
-            if e.prim in CONTROL_FLOW_PRIMITIVES:
-                found += _body_library_prims(e.params)
-            elif primitives.get(e.prim).kind == "library" and e.prim not in BODY_LIBRARY_PRIMS:
-                found.append(e.prim)
-    return list(dict.fromkeys(found))
-
-
-def grid_stride(total: str, var: str = "t") -> list[str]:
-    """The two lines opening a grid-stride loop of `var` over [0, total) (a C expression): any
-    grid and block size visit every point once."""
-    return [f"  for (long long {var} = (long long)blockIdx.x * blockDim.x + threadIdx.x; {var} < {total};",
-            f"       {var} += (long long)blockDim.x * gridDim.x) {{"]
-
-
-def kernel_signature(kp: KernelProgram, name: str, bufs: list[int], written: set[int],
-                     extra: Sequence[tuple[str, tuple]] = ()) -> tuple[str, list[tuple]]:
-    """The `extern "C"` head of a library step's kernel and its `Launch.params`: the buffers
-    `bufs` (const unless written), then `extra` (C parameter, param tag: work buffers), the
-    run-time parameters of a shape-generic program, and the status word."""
-    args, params = [], []
-    for b in dict.fromkeys(bufs):  # one parameter per buffer (x[i, i] names i twice)
-        const = "" if b in written else "const "
-        args.append(f"{const}{ctype.mem(kp.buffers[b].dtype)}* __restrict__ b{b}")
-        params.append(("buf", b))
-    for text, tag in extra:
-        args.append(text)
-        params.append(tag)
-    if has_params(kp):
-        args.append("const long long* __restrict__ jk_params")
-        params.append(("params",))
-    args.append("unsigned int* __restrict__ jk_status")
-    params.append(("status",))
-    return f'extern "C" __global__ void {name}(\n    ' + ",\n    ".join(args) + ")", params
+@library_rule("scatter_ufunc")
+def render_scatter_ufunc(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, list]:
+    """The binary `ufunc.at` of SCATTER_UFUNCS (a unary one, without a value, is refused): the
+    copy, then the index points in order, each combined with the value."""
+    if not step.params.get("has_value"):
+        raise unsupported_step(kp, step, n)
+    if step.params["ufunc"] not in SCATTER_UFUNCS:
+        raise unsupported_step(kp, step, n, f" for ufunc {step.params['ufunc']!r}")
+    return _IndexWriter(kp, step, n, placeholder, n_lead=1, n_tail=1).scatter()
 
 
 class _IndexWriter:
@@ -145,18 +72,18 @@ class _IndexWriter:
         self.idx = step.inputs[n_lead:len(step.inputs) - n_tail]
         self.value = step.inputs[-1] if n_tail else None
         (self.out,) = step.outputs
-        self.base = f"jk_{placeholder}_{re.sub(r'[^0-9A-Za-z_]', '_', step.name)}"
+        self.base = kernel_name(placeholder, step.name)
         if any(kp.buffers[b].dtype.kind not in "iu" for b in self.idx):
             # A boolean mask (x[mask] = v) picks the True positions in order; read as integers its
             # 0s and 1s would name rows 0 and 1: refused, never a wrong answer.
-            raise _unsupported(kp, step, n, " for a boolean mask index (x[mask] = v)")
+            raise unsupported_step(kp, step, n, " for a boolean mask index (x[mask] = v)")
         for b in [self.x, self.out, *self.idx] + ([self.value] if self.value is not None else []):
             ctype.check_dtype(kp.buffers[b].dtype)
         self.xshape = self.shape_of(self.x)
         try:
             self.lay = index_layout.layout(self.xshape, step.params["index"], [self.shape_of(b) for b in self.idx])
         except index_layout.NotRendered as e:
-            raise _unsupported(kp, step, n, f" for this index form ({e})") from None
+            raise unsupported_step(kp, step, n, f" for this index form ({e})") from None
         self.bshape = list(self.lay.bshape)
         # A non-empty index into an empty axis raises for every value (NumPy's IndexError when
         # the step runs; the program's result shape is a stand-in then): one checking kernel.
@@ -169,21 +96,19 @@ class _IndexWriter:
         self.check_only = self.raises_only or (points and int(self._prod(rest)) == 0)
         want = self.lay.out_shape if step.prim == "gather" else tuple(self.xshape)
         if not self.raises_only and tuple(int(d) for d in self.shape_of(self.out)) != tuple(int(d) for d in want):
-            raise _unsupported(kp, step, n, " for this index form (result shape)")
+            raise unsupported_step(kp, step, n, " for this index form (result shape)")
 
     # -- pieces ------------------------------------------------------------------------------
     def shape_of(self, b: int) -> list:
         """A buffer's shape: ints, or `Ext`s where a size is a run-time parameter."""
-        from .render import _extent
-        return [_extent(d) for d in self.kp.buffers[b].shape]
+        return [extent(d) for d in self.kp.buffers[b].shape]
 
     def signature(self, name: str, bufs: list[int]) -> tuple[str, list[tuple]]:
         return kernel_signature(self.kp, name, bufs, {self.out})
 
     @staticmethod
     def _prod(dims: list) -> int:
-        from .render import _product
-        return _product(list(dims))
+        return extent_product(list(dims))
 
     def coordinates(self, flat: str, dims: list[int], ind: str) -> list[str]:
         """`c<d> = ` the coordinate along result dimension d (of those in `dims`, C order) of
@@ -218,7 +143,7 @@ class _IndexWriter:
         return lines + [f"{ind}const long long jk_at = {' + '.join(terms) or '0LL'};"]
 
     # -- kernels -----------------------------------------------------------------------------
-    def index_error(self, Launch: type) -> tuple[str, list]:
+    def index_error(self) -> tuple[str, list]:
         """The kernel of an index into an empty axis: one thread checks the index arrays in
         axis order, each value in order, until one is out of range (every value into the empty
         axis is), so the status word records NumPy's first bad index. Nothing is read or written."""
@@ -236,9 +161,9 @@ class _IndexWriter:
         lines.append("}")
         return "\n".join(lines), [Launch(self.base + "_check", "elementwise", 1, params)]
 
-    def gather(self, Launch: type) -> tuple[str, list]:
+    def gather(self) -> tuple[str, list]:
         if self.check_only:
-            return self.index_error(Launch)
+            return self.index_error()
         dims = list(range(len(self.lay.out_dims)))
         total = self._prod(list(self.lay.out_shape))
         sig, params = self.signature(self.base, [self.x, *self.idx, self.out])
@@ -250,22 +175,22 @@ class _IndexWriter:
         lines += [f"    b{self.out}[t] = b{self.x}[jk_at];", "  }", "}"]
         return "\n".join(lines), [Launch(self.base, "elementwise", total, params)]
 
-    def scatter(self, Launch: type) -> tuple[str, list]:
+    def scatter(self) -> tuple[str, list]:
         if self.raises_only:
-            return self.index_error(Launch)
+            return self.index_error()
         kp, step, lay = self.kp, self.step, self.lay
         if self.check_only:  # nothing is written: the copy, and NumPy's index checks
-            copy_text, copy_launches = self.copy_kernel(Launch)
-            check_text, check_launches = self.index_error(Launch)
+            copy_text, copy_launches = self.copy_kernel()
+            check_text, check_launches = self.index_error()
             return copy_text + check_text, copy_launches + check_launches
         xd, vd = kp.buffers[self.x].dtype, kp.buffers[self.value].dtype
         weak = step.params.get("weak")
         if weak is not None and vd != xd and xd.kind in "iu" and vd.kind in "iub" and not self.fits(xd):
             # NumPy raises OverflowError for a Python int out of the target's range.
-            raise _unsupported(kp, step, self.n, " for a Python int that may not fit the target's integer dtype")
+            raise unsupported_step(kp, step, self.n, " for a Python int that may not fit the target's integer dtype")
         if step.prim == "scatter_ufunc" and vd != xd and weak is None:
-            raise _unsupported(kp, step, self.n, " for ufunc.at with a value of another dtype")
-        copy_text, copy_launches = self.copy_kernel(Launch)
+            raise unsupported_step(kp, step, self.n, " for ufunc.at with a value of another dtype")
+        copy_text, copy_launches = self.copy_kernel()
         put = self.base + "_put"
         lines = [copy_text]
         sig, params = self.signature(put, [*self.idx, self.value, self.out])
@@ -292,7 +217,7 @@ class _IndexWriter:
         lines += ["    }", "  }", "}"]
         return "\n".join(lines), copy_launches + [Launch(put, "elementwise", n_rest, params)]
 
-    def copy_kernel(self, Launch: type) -> tuple[str, list]:
+    def copy_kernel(self) -> tuple[str, list]:
         """The target copied into the output (the step is functional)."""
         n_all = self._prod(self.xshape)
         copy = self.base + "_copy"
@@ -317,13 +242,13 @@ class _IndexWriter:
         if len(vshape) > len(target):
             extra, vshape = vshape[:len(vshape) - len(target)], vshape[len(vshape) - len(target):]
             if any(int(d) != 1 for d in extra):
-                raise _unsupported(self.kp, self.step, self.n, " for this value shape")
+                raise unsupported_step(self.kp, self.step, self.n, " for this value shape")
         vshape = [1] * (len(target) - len(vshape)) + vshape
         terms = []
         for d in range(len(target)):
             if int(vshape[d]) != 1:
                 if int(vshape[d]) != int(target[d]):
-                    raise _unsupported(self.kp, self.step, self.n, " for this value shape")
+                    raise unsupported_step(self.kp, self.step, self.n, " for this value shape")
                 terms.append(f"c{d} * {_ll(self._prod(vshape[d + 1:]))}")
         return self.load(self.value, " + ".join(terms) or "0LL", self.kp.buffers[self.value].dtype)
 

@@ -1,4 +1,4 @@
-"""The "tiles" step kind of the executor (executor.STEP_RUNNERS): one dot_general's tile kernel
+"""The "tiles" step kind of the executor (step_runners.STEP_RUNNERS): one dot_general's tile kernel
 (render_matmul.py), launched with the block size it was written for.
 
 The device picks the grid (`launch_shape` of the launch as a "rows" launch: one block per output
@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterator
 
-from .executor import Call, step_runner
-from .render import Launch
+from .step_runners import Call, step_runner
+from .launch import Launch
 
 
 @dataclass

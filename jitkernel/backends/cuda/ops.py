@@ -3,10 +3,17 @@ counterpart of backends/cpu/ops.py. Shared decisions come from ir/semantics.py (
 backends/semantic_rules.py (division, shifts, power, sign, ...: helper functions of the
 translation unit written by semantic_c.py).
 
+Each primitive's rule is an entry of a table keyed by primitive name: SPECIAL (any dtype, any
+arity: casts, selects, fma, index checks), INT_UNARY / FLOAT_UNARY (one operand, by the kind of
+its register), LOGICAL and COMPARISONS (two operands, any dtype), BOOL_BINARY, FLOAT_BINARY and
+INT_BINARY; float functions not in them are libm calls (ir/semantics.py MATH_UNARY, MATH_BINARY).
+
 Every function returns a C expression of the register type of the result dtype (ctype.reg);
 float16 results are rounded to float16 (jk_rh) after every operation, as NumPy's loops do.
 """
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 
@@ -19,9 +26,13 @@ from . import ctype, semantic_c
 # value, axis and axis length as int64s, which jk_index_check writes as detail[1..3].
 assert STATUS_INDEX_DETAIL == (8, 16, 24)
 
-_CMP = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">="}
+COMPARISONS = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">="}
 _ARITH = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
 _BITS = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
+LOGICAL = {"logical_and": "&&", "logical_or": "||", "logical_xor": "!="}
+# bool operands are 0 or 1: these arithmetic and bitwise primitives are logical operators on them
+BOOL_BINARY = {"add": "||", "maximum": "||", "fmax": "||", "bitwise_or": "||",
+               "multiply": "&&", "minimum": "&&", "fmin": "&&", "bitwise_and": "&&", "bitwise_xor": "!="}
 
 
 def _unsupported(prim: str, dt: np.dtype) -> UnsupportedOperationError:
@@ -90,22 +101,49 @@ def _signed_conversion(x: str, src: np.dtype, width: int) -> str:
             f" ? ({wide})({x}) : {minimum})")
 
 
+# -- any dtype, any arity: rule(prim, args, in_dts, out_dt) -------------------------------------
+
+def _convert(prim: str, args: list[str], in_dts: list[np.dtype], out_dt: np.dtype) -> str:
+    return convert(args[0], in_dts[0], out_dt)
+
+
+def _select(prim: str, args: list[str], in_dts: list[np.dtype], out_dt: np.dtype) -> str:
+    return f"({args[0]} ? {args[1]} : {args[2]})"
+
+
+def _where_valid(prim: str, args: list[str], in_dts: list[np.dtype], out_dt: np.dtype) -> str:
+    return args[1]  # x where the mask holds, anything elsewhere (ir/symdim_prims.py)
+
+
+def _fma(prim: str, args: list[str], in_dts: list[np.dtype], out_dt: np.dtype) -> str:
+    return f"{_fname('fma', out_dt)}({args[0]}, {args[1]}, {args[2]})"
+
+
+def _index_check(prim: str, args: list[str], in_dts: list[np.dtype], out_dt: np.dtype) -> str:
+    return f"jk_index_check({', '.join(f'(long long){a}' for a in args)}, jk_status, {STATUS_INDEX}u)"
+
+
+def _complex_part(prim: str, args: list[str], in_dts: list[np.dtype], out_dt: np.dtype) -> str:
+    raise UnsupportedOperationError(f"primitive {prim!r} is not supported by the CUDA backend yet")
+
+
+SpecialRule = Callable[[str, list[str], list[np.dtype], np.dtype], str]
+SPECIAL: dict[str, SpecialRule] = {
+    "convert": _convert,
+    "select": _select, "pad_fill": _select,  # pad_fill: a select of a symbolic length's padding (ir/symdim_prims.py)
+    "where_valid": _where_valid, "fma": _fma, "index_check": _index_check,
+    # complex values reach the renderer as float pairs (complex_ops.py): these never should
+    **dict.fromkeys(("conjugate", "real", "imag", "make_complex"), _complex_part),
+}
+
+
 def lower(prim: str, args: list[str], in_dts: list[np.dtype], out_dt: np.dtype,
           literal_args: list[object | None]) -> str:
     """The C expression of one elementwise primitive. `literal_args[k]` is the value of
     argument k when it is a literal (power by 2 is a multiply, as on the CPU)."""
-    if prim == "convert":
-        return convert(args[0], in_dts[0], out_dt)
-    if prim in ("select", "pad_fill"):  # pad_fill: a select of a symbolic length's padding (ir/symdim_prims.py)
-        return f"({args[0]} ? {args[1]} : {args[2]})"
-    if prim == "where_valid":  # x where the mask holds, anything elsewhere (ir/symdim_prims.py)
-        return args[1]
-    if prim == "fma":
-        return f"{_fname('fma', out_dt)}({args[0]}, {args[1]}, {args[2]})"
-    if prim == "index_check":
-        return f"jk_index_check({', '.join(f'(long long){a}' for a in args)}, jk_status, {STATUS_INDEX}u)"
-    if prim in ("conjugate", "real", "imag", "make_complex"):
-        raise UnsupportedOperationError(f"primitive {prim!r} is not supported by the CUDA backend yet")
+    special = SPECIAL.get(prim)
+    if special is not None:
+        return special(prim, args, in_dts, out_dt)
     dt = in_dts[0]
     for d in in_dts:
         ctype.check_dtype(d)
@@ -114,48 +152,120 @@ def lower(prim: str, args: list[str], in_dts: list[np.dtype], out_dt: np.dtype,
     return binary(prim, args[0], args[1], dt, out_dt, literal_args[1])
 
 
+# -- one operand: rule(prim, x, dt) ---------------------------------------------------------------
+
+UnaryRule = Callable[[str, str, np.dtype], str]
+
+
+def _logical_not(prim: str, x: str, dt: np.dtype) -> str:
+    return f"(!{truthy(x, dt)})"
+
+
+def _false(prim: str, x: str, dt: np.dtype) -> str:
+    return "false"
+
+
+def _true(prim: str, x: str, dt: np.dtype) -> str:
+    return "true"
+
+
+def _same(prim: str, x: str, dt: np.dtype) -> str:
+    return x
+
+
+def _int_negative(prim: str, x: str, dt: np.dtype) -> str:
+    return f"(({ctype.reg(dt)})(0u - ({ctype.wide_unsigned(dt)}){x}))"
+
+
+def _int_absolute(prim: str, x: str, dt: np.dtype) -> str:
+    if dt.kind in "bu":
+        return x
+    return f"({x} < 0 ? ({ctype.reg(dt)})(0u - ({ctype.wide_unsigned(dt)}){x}) : {x})"
+
+
+def _int_invert(prim: str, x: str, dt: np.dtype) -> str:
+    return f"(!{x})" if dt.kind == "b" else f"(({ctype.reg(dt)})~{x})"
+
+
+def _int_square(prim: str, x: str, dt: np.dtype) -> str:
+    u = ctype.wide_unsigned(dt)
+    return f"(({ctype.reg(dt)})(({u}){x} * ({u}){x}))"
+
+
+def _int_shared_rule(prim: str, x: str, dt: np.dtype) -> str:
+    if dt.kind not in "iu":
+        raise _unsupported(prim, dt)
+    return _rule(prim, dt, [x])
+
+
+# bool and integer operands (an integer's isnan, isinf, isfinite and signbit are constants)
+INT_UNARY: dict[str, UnaryRule] = {
+    "logical_not": _logical_not,
+    "isnan": _false, "isinf": _false, "signbit": _false, "isfinite": _true,
+    "floor": _same, "ceil": _same, "trunc": _same, "rint": _same,
+    "negative": _int_negative, "absolute": _int_absolute, "invert": _int_invert, "square": _int_square,
+    "reciprocal": _int_shared_rule, "sign": _int_shared_rule,
+}
+
+
+def _isnan(prim: str, x: str, dt: np.dtype) -> str:
+    return f"({x} != {x})"
+
+
+def _isinf(prim: str, x: str, dt: np.dtype) -> str:
+    return f"({_fname('fabs', dt)}({x}) == {ctype.literal(float('inf'), dt)})"
+
+
+def _isfinite(prim: str, x: str, dt: np.dtype) -> str:
+    return f"({_fname('fabs', dt)}({x}) < {ctype.literal(float('inf'), dt)})"
+
+
+def _signbit(prim: str, x: str, dt: np.dtype) -> str:
+    return f"jk_signbit({x})"
+
+
+def _float_negative(prim: str, x: str, dt: np.dtype) -> str:
+    return f"(-{x})"
+
+
+def _float_square(prim: str, x: str, dt: np.dtype) -> str:
+    return _round(dt, _mul(x, x, dt))
+
+
+def _float_reciprocal(prim: str, x: str, dt: np.dtype) -> str:
+    return _round(dt, f"({ctype.literal(1.0, dt)} / {x})")
+
+
+def _float_shared_rule(prim: str, x: str, dt: np.dtype) -> str:
+    return _rule(prim, dt, [x])
+
+
+# float operands, before the libm functions of MATH_UNARY
+FLOAT_UNARY: dict[str, UnaryRule] = {
+    "logical_not": _logical_not,
+    "isnan": _isnan, "isinf": _isinf, "isfinite": _isfinite, "signbit": _signbit,
+    "negative": _float_negative, "square": _float_square, "reciprocal": _float_reciprocal,
+    "sign": _float_shared_rule,
+}
+
+
 def unary(prim: str, x: str, dt: np.dtype, out_dt: np.dtype) -> str:
-    if prim == "logical_not":
-        return f"(!{truthy(x, dt)})"
-    if prim in ("isnan", "isinf", "isfinite", "signbit") and dt.kind != "f":
-        return "true" if prim == "isfinite" else "false"
     if dt.kind == "f":
         return unary_float(prim, x, dt)
-    r, u = ctype.reg(dt), ctype.wide_unsigned(dt)
-    if prim in ("floor", "ceil", "trunc", "rint") or (prim == "absolute" and dt.kind in "bu"):
-        return x
-    if prim == "negative":
-        return f"(({r})(0u - ({u}){x}))"
-    if prim == "absolute":
-        return f"({x} < 0 ? ({r})(0u - ({u}){x}) : {x})"
-    if prim == "invert":
-        return f"(!{x})" if dt.kind == "b" else f"(({r})~{x})"
-    if prim == "square":
-        return f"(({r})(({u}){x} * ({u}){x}))"
-    if prim in ("reciprocal", "sign") and dt.kind in "iu":
-        return _rule(prim, dt, [x])
-    raise _unsupported(prim, dt)
+    rule = INT_UNARY.get(prim)
+    if rule is None:
+        raise _unsupported(prim, dt)
+    return rule(prim, x, dt)
 
 
 def unary_float(prim: str, x: str, dt: np.dtype) -> str:
-    if prim == "isnan":
-        return f"({x} != {x})"
-    if prim in ("isinf", "isfinite"):
-        inf = ctype.literal(float("inf"), dt)
-        return f"({_fname('fabs', dt)}({x}) {'==' if prim == 'isinf' else '<'} {inf})"
-    if prim == "signbit":
-        return f"jk_signbit({x})"
-    if prim == "negative":
-        return f"(-{x})"
-    if prim == "square":
-        return _round(dt, _mul(x, x, dt))
-    if prim == "reciprocal":
-        return _round(dt, f"({ctype.literal(1.0, dt)} / {x})")
-    if prim == "sign":
-        return _rule(prim, dt, [x])
-    if prim in semantics.MATH_UNARY:
-        return _round(dt, f"{_fname(semantics.MATH_UNARY[prim], dt)}({x})")
-    raise _unsupported(prim, dt)
+    rule = FLOAT_UNARY.get(prim)
+    if rule is not None:
+        return rule(prim, x, dt)
+    libm = semantics.MATH_UNARY.get(prim)
+    if libm is None:
+        raise _unsupported(prim, dt)
+    return _round(dt, f"{_fname(libm, dt)}({x})")
 
 
 def _mul(x: str, y: str, dt: np.dtype) -> str:
@@ -164,47 +274,99 @@ def _mul(x: str, y: str, dt: np.dtype) -> str:
     return f"__dmul_rn({x}, {y})" if dt.itemsize == 8 else f"__fmul_rn({x}, {y})"
 
 
+# -- two operands ---------------------------------------------------------------------------------
+
 def binary(prim: str, x: str, y: str, dt: np.dtype, out_dt: np.dtype, y_literal: object) -> str:
-    if prim in ("logical_and", "logical_or", "logical_xor"):
-        op = {"logical_and": "&&", "logical_or": "||", "logical_xor": "!="}[prim]
+    op = LOGICAL.get(prim)
+    if op is not None:
         return f"({truthy(x, dt)} {op} {truthy(y, dt)})"
-    if prim in _CMP:
-        return f"({x} {_CMP[prim]} {y})"  # C's float comparisons are IEEE's: only != is true on NaN
+    op = COMPARISONS.get(prim)
+    if op is not None:
+        return f"({x} {op} {y})"  # C's float comparisons are IEEE's: only != is true on NaN
     if dt.kind == "f":
         return binary_float(prim, x, y, dt, y_literal)
-    if dt.kind == "b":
-        if prim in ("add", "maximum", "fmax", "bitwise_or"):
-            return f"({x} || {y})"
-        if prim in ("multiply", "minimum", "fmin", "bitwise_and"):
-            return f"({x} && {y})"
-        if prim == "bitwise_xor":
-            return f"({x} != {y})"
+    op = BOOL_BINARY.get(prim) if dt.kind == "b" else None
+    if op is not None:
+        return f"({x} {op} {y})"
     return binary_int(prim, x, y, dt)
 
 
+FloatBinaryRule = Callable[[str, str, str, np.dtype, object], str]
+
+
+def _float_multiply(prim: str, x: str, y: str, dt: np.dtype, y_literal: object) -> str:
+    return _round(dt, _mul(x, y, dt))
+
+
+def _float_arith(prim: str, x: str, y: str, dt: np.dtype, y_literal: object) -> str:
+    return _round(dt, f"({x} {_ARITH[prim]} {y})")
+
+
+def _float_power(prim: str, x: str, y: str, dt: np.dtype, y_literal: object) -> str:
+    """x ** 2 is x * x, as on the CPU; any other power is libm's pow."""
+    if y_literal is not None and float(y_literal) == 2.0:
+        return _round(dt, _mul(x, x, dt))
+    return _float_libm(prim, x, y, dt, y_literal)
+
+
+def _float_shared_binary(prim: str, x: str, y: str, dt: np.dtype, y_literal: object) -> str:
+    return _rule(prim, dt, [x, y])
+
+
+def _float_libm(prim: str, x: str, y: str, dt: np.dtype, y_literal: object) -> str:
+    libm = semantics.MATH_BINARY.get(prim)
+    if libm is None:
+        raise _unsupported(prim, dt)
+    return _round(dt, f"{_fname(libm, dt)}({x}, {y})")
+
+
+# float operands, before the libm functions of MATH_BINARY
+FLOAT_BINARY: dict[str, FloatBinaryRule] = {
+    "multiply": _float_multiply, "power": _float_power,
+    "add": _float_arith, "subtract": _float_arith, "divide": _float_arith,
+    **dict.fromkeys(("floor_divide", "remainder", "maximum", "minimum", "fmax", "fmin"), _float_shared_binary),
+}
+
+
 def binary_float(prim: str, x: str, y: str, dt: np.dtype, y_literal: object) -> str:
-    if prim == "multiply" or (prim == "power" and y_literal is not None and float(y_literal) == 2.0):
-        return _round(dt, _mul(x, x if prim == "power" else y, dt))
-    if prim in _ARITH:
-        return _round(dt, f"({x} {_ARITH[prim]} {y})")
-    if prim in ("floor_divide", "remainder", "maximum", "minimum", "fmax", "fmin"):
-        return _rule(prim, dt, [x, y])
-    if prim in semantics.MATH_BINARY:
-        return _round(dt, f"{_fname(semantics.MATH_BINARY[prim], dt)}({x}, {y})")
-    raise _unsupported(prim, dt)
+    return FLOAT_BINARY.get(prim, _float_libm)(prim, x, y, dt, y_literal)
+
+
+IntBinaryRule = Callable[[str, str, str, np.dtype], str]
+
+
+def _int_arith(prim: str, x: str, y: str, dt: np.dtype) -> str:
+    u = ctype.wide_unsigned(dt)
+    return f"(({ctype.reg(dt)})(({u}){x} {_ARITH[prim]} ({u}){y}))"
+
+
+def _int_bits(prim: str, x: str, y: str, dt: np.dtype) -> str:
+    return f"(({ctype.reg(dt)})({x} {_BITS[prim]} {y}))"
+
+
+def _int_maximum(prim: str, x: str, y: str, dt: np.dtype) -> str:
+    return f"({x} > {y} ? {x} : {y})"
+
+
+def _int_minimum(prim: str, x: str, y: str, dt: np.dtype) -> str:
+    return f"({x} < {y} ? {x} : {y})"
+
+
+def _int_shared_binary(prim: str, x: str, y: str, dt: np.dtype) -> str:
+    return _rule(prim, dt, [x, y])
+
+
+# bool and integer operands (bool ones first through BOOL_BINARY)
+INT_BINARY: dict[str, IntBinaryRule] = {
+    "add": _int_arith, "subtract": _int_arith, "multiply": _int_arith,
+    **dict.fromkeys(_BITS, _int_bits),
+    "maximum": _int_maximum, "fmax": _int_maximum, "minimum": _int_minimum, "fmin": _int_minimum,
+    **dict.fromkeys(("floor_divide", "remainder", "fmod", "left_shift", "right_shift", "power"), _int_shared_binary),
+}
 
 
 def binary_int(prim: str, x: str, y: str, dt: np.dtype) -> str:
-    r, u = ctype.reg(dt), ctype.wide_unsigned(dt)
-    if prim in ("add", "subtract", "multiply"):
-        op = _ARITH[prim]
-        return f"(({r})(({u}){x} {op} ({u}){y}))"
-    if prim in _BITS:
-        return f"(({r})({x} {_BITS[prim]} {y}))"
-    if prim in ("maximum", "fmax"):
-        return f"({x} > {y} ? {x} : {y})"
-    if prim in ("minimum", "fmin"):
-        return f"({x} < {y} ? {x} : {y})"
-    if prim in ("floor_divide", "remainder", "fmod", "left_shift", "right_shift", "power"):
-        return _rule(prim, dt, [x, y])
-    raise _unsupported(prim, dt)
+    rule = INT_BINARY.get(prim)
+    if rule is None:
+        raise _unsupported(prim, dt)
+    return rule(prim, x, y, dt)

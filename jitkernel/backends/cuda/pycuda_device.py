@@ -31,8 +31,10 @@ from ... import cache, events
 from ..._version import __version__
 from ...compile_progress import compiling
 from ...errors import CompileError
+from ..status import StatusWord, raise_status
 from . import nvcc
-from .render import CudaModule, Launch
+from .emulator import _kernel_params
+from .launch import CudaModule, Launch
 
 NVCC_OPTIONS = ("-O3",)
 _version_lock = threading.Lock()
@@ -164,7 +166,6 @@ class PyCudaDevice:
     @_in_context
     def load(self, module: CudaModule, disk_cache: bool = True) -> None:
         """Compile (or take from the cache) and load `module`'s cubin, once per context."""
-        from .emulator import _kernel_params
         key = cubin_key(module.source, self.arch)
         if key in self._modules:
             return
@@ -292,7 +293,6 @@ class PyCudaDevice:
     @_in_context
     def check_status(self, word: Any) -> None:
         """Wait for the call and raise NumPy's exception if a kernel set the status word."""
-        from ..status import StatusWord, raise_status
         host = StatusWord()
         raw = np.empty(32, np.uint8)
         self._drv.memcpy_dtoh_async(raw, int(word), self.stream)

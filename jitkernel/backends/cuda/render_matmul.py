@@ -30,6 +30,10 @@ import numpy as np
 from ...errors import UnsupportedOperationError
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
 from . import ctype
+from .launch import Launch
+from .library_rules import library_rule
+from .matmul_step import TileStep
+from .names import kernel_name
 
 
 @dataclass(frozen=True)
@@ -174,8 +178,14 @@ def check_step(kp: KernelProgram, step: LibraryCall) -> None:
                 "a dot_general with run-time extents is not supported by the CUDA backend yet")
 
 
+@library_rule("dot_general")
+def render_dot_general_step(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, TileStep]:
+    """A real `dot_general` step: its tile kernel, named after the step."""
+    return render_dot_general(kp, step, kernel_name(placeholder, step.name))
+
+
 def render_dot_general(kp: KernelProgram, step: LibraryCall, name: str, params: dict | None = None,
-                       packed: tuple[bool, bool] = (False, False)) -> tuple[str, "object"]:
+                       packed: tuple[bool, bool] = (False, False)) -> tuple[str, TileStep]:
     """The C text of the tile kernel of `step` and its step of the module: a `TileStep`
     (matmul_step.py, the executor's "tiles" kind) holding one Launch of kind "tiles" (one block
     per output tile, grid-stride) with the kernel's fixed block size.
@@ -184,8 +194,6 @@ def render_dot_general(kp: KernelProgram, step: LibraryCall, name: str, params: 
     `params` and which operands are packed complex buffers (float (..., 2)); its result is
     packed too. Complex products accumulate (re, im) pairs with fused multiply-adds (BLAS's
     cgemm/zgemm, which NumPy calls, does too: results agree within rounding)."""
-    from .matmul_step import TileStep  # imported here: it imports render, which imports this module
-    from .render import Launch
     check_step(kp, step)
     lb, rb = step.inputs
     (ob,) = step.outputs

@@ -23,12 +23,15 @@ from ...fusion import KernelProgram
 from ...ir import Program
 from ...fusion.params import parameter_values
 from ..base import Backend
-from . import BODY_LIBRARY_PRIMS, missing_for_cuda
+from . import missing_for_cuda
 from .nvcc import find_nvcc
 from .device_complex import complex_outputs, packed_arguments
-from .dynamic_params import CudaTemplate
+from .emulator import render_shape_generic, shape_generic, texts
 from .executor import ProgramRunner
-from .render import CudaModule
+from .launch import CudaModule
+from .library_steps import BODY_LIBRARY_PRIMS
+from .schedule import schedule_program
+from .shape_template import CudaTemplate
 
 
 class DeviceProgram:
@@ -77,8 +80,6 @@ class CudaBackend(Backend):
 
     def compile(self, program: Program, *, name: str, fastmath: bool = False, disk_cache: bool = True,
                 previous: Any = None) -> tuple[Any, dict]:
-        from . import schedule_program
-        from .emulator import render_shape_generic, shape_generic, texts
         kp = schedule_program(program, name)
         generic, positions, structure, values = shape_generic(kp, previous)  # dynamic_params.py
         t0 = events.clock()
@@ -95,7 +96,6 @@ class CudaBackend(Backend):
     def reuse(self, program: Program, template: CudaTemplate, *, name: str) -> tuple[Any, dict] | None:
         """Run `program` on a template's loaded module when its shape-generic rendering is the
         same source text (no nvcc run); None otherwise (the caller compiles)."""
-        from . import schedule_program
         kp = schedule_program(program, name)
         fitted = template.fit(kp)
         if fitted is None:

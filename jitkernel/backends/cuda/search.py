@@ -12,15 +12,16 @@ as NumPy assumes it (not checked).
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
 from . import ctype, ops
-from .dynamic_params import _ll
+from .dynamic_params import extent, extent_product, _ll
 from ..status import STATUS_SORTER  # its message is in STATUS_MESSAGES, as every runtime raises it
-from .indexing import _unsupported, grid_stride, kernel_signature
+from .library_kernels import grid_stride, kernel_signature
+from .launch import Launch
+from .library_rules import library_rule, unsupported_step
+from .names import kernel_name
 
 
 def _value(ref: str, src: np.dtype, dst: np.dtype) -> str:
@@ -34,20 +35,20 @@ def _less(a: str, b: str, dt: np.dtype) -> str:
     return f"({a} < {b})"
 
 
+@library_rule("searchsorted")
 def render_searchsorted(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, list]:
-    from .render import Launch, _extent, _product
     a, v = step.inputs[:2]
     sorter = step.inputs[2] if len(step.inputs) > 2 else None
     (out,) = step.outputs
     ad, vd = kp.buffers[a].dtype, kp.buffers[v].dtype
     if "c" in (ad.kind, vd.kind):
-        raise _unsupported(kp, step, n, " for complex numbers")
+        raise unsupported_step(kp, step, n, " for complex numbers")
     common = np.result_type(ad, vd)
     for d in (ad, vd, common):
         ctype.check_dtype(d)
-    size = _extent(kp.buffers[a].shape[0])
-    total = _product([_extent(d) for d in kp.buffers[v].shape])
-    base = f"jk_{placeholder}_{re.sub(r'[^0-9A-Za-z_]', '_', step.name)}"
+    size = extent(kp.buffers[a].shape[0])
+    total = extent_product([extent(d) for d in kp.buffers[v].shape])
+    base = kernel_name(placeholder, step.name)
     side = step.params["side"]
     reg = ctype.reg(common)
     text, launches = [f"\n/* {step.name}: numpy.searchsorted(side={side!r}) of {_ll(size)} sorted {ad} values */"], []

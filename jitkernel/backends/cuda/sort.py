@@ -19,37 +19,38 @@ step.
 """
 from __future__ import annotations
 
-import re
-
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
 from . import ctype
-from .dynamic_params import Ext
-from .indexing import _unsupported, grid_stride, kernel_signature
+from .dynamic_params import Ext, extent, extent_product
+from .library_kernels import grid_stride, kernel_signature
+from .launch import Launch
+from .library_rules import library_rule, unsupported_step
+from .names import kernel_name
 from .work_step import WorkStep
 
 STABLE_KINDS = ("stable", "mergesort")
 
 
+@library_rule("sort", "argsort")
 def render_sort(kp: KernelProgram, step: LibraryCall, n: int, placeholder: str) -> tuple[str, WorkStep]:
     """The kernels and launches of one sort or argsort step (module docstring)."""
-    from .render import Launch, _extent, _product
     (x,), (out,) = step.inputs, step.outputs
     dt = kp.buffers[x].dtype
     if dt.kind == "c":
-        raise _unsupported(kp, step, n, " for complex numbers")
+        raise unsupported_step(kp, step, n, " for complex numbers")
     ctype.check_dtype(dt)
     kind = step.params.get("kind")
     if step.prim == "argsort" and kind not in STABLE_KINDS:
-        raise _unsupported(kp, step, n, f" for kind={kind!r}: the GPU sorts stably, and NumPy's {kind or 'default'} "
+        raise unsupported_step(kp, step, n, f" for kind={kind!r}: the GPU sorts stably, and NumPy's {kind or 'default'} "
                                         "argsort orders equal elements its own machine-dependent way; pass "
                                         "kind='stable' (NumPy's stable answer),")
-    shape = [_extent(d) for d in kp.buffers[x].shape]
+    shape = [extent(d) for d in kp.buffers[x].shape]
     if any(isinstance(d, Ext) for d in shape):
-        raise _unsupported(kp, step, n, " for run-time extents")
+        raise unsupported_step(kp, step, n, " for run-time extents")
     axis = step.params["axis"]
-    length, inner = int(shape[axis]), int(_product(shape[axis + 1:]))
-    lines = int(_product(shape[:axis] + shape[axis + 1:]))
-    base = f"jk_{placeholder}_{re.sub(r'[^0-9A-Za-z_]', '_', step.name)}"
+    length, inner = int(shape[axis]), int(extent_product(shape[axis + 1:]))
+    lines = int(extent_product(shape[:axis] + shape[axis + 1:]))
+    base = kernel_name(placeholder, step.name)
     head = f"\n/* {step.name}: numpy.{step.prim} along axis {axis} of {shape} ({dt}), a bitonic network */"
     if lines * length == 0:
         return head, WorkStep([])

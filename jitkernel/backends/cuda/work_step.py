@@ -1,4 +1,4 @@
-"""The "work" step kind of the executor (executor.STEP_RUNNERS): a library step rendered as a
+"""The "work" step kind of the executor (step_runners.STEP_RUNNERS): a library step rendered as a
 fixed sequence of launches sharing work buffers whose sizes the renderer knows (accumulate.py's
 chunk totals, sort.py's keys and positions), unlike the grid-sized partials of a two-stage
 reduction. A launch reads work buffer k through its ("work", k, "val") parameter and may take
@@ -11,7 +11,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .executor import Call, step_runner
+from .step_runners import Call, step_runner
 
 
 @dataclass
