@@ -26,6 +26,7 @@ from ...ir.control_flow import sub_programs
 from ...passes.complex_lower import Packed, lower_complex
 from ..base import Backend
 from .device_array import TpuArray, tpu_devices
+from .narrow import narrow_float64
 
 
 def _missing_jax(name: str) -> str | None:
@@ -96,7 +97,7 @@ class TpuBackend(Backend):
         # Complex values as (real, imag) float pairs, the CPU backend's own expansion: NumPy's
         # complex semantics decided once (passes/complex_lower.py), complex transcendental
         # functions as NumPy's loops (host steps here), and no complex128 on the chip.
-        program, packed = lower_complex(program)
+        program, packed = lower_complex(narrow_float64(program))
         lowered_program = lower(program)
         device = self.device()
         if device.platform == "tpu" and holds_float64(program):
@@ -162,5 +163,6 @@ class TpuExecutable:
             return [TpuArray._wrap(o, tuple(o.shape), np.dtype(o.dtype), self.on_device, self.name) for o in outs]
         results = [np.array(o) for o in outs]
         for k, dtype in self.packed.outputs.items():
-            results[k] = results[k].view(dtype).reshape(results[k].shape[:-1])
+            pairs = np.ascontiguousarray(results[k])
+            results[k] = pairs.view(dtype).reshape(pairs.shape[:-1])
         return results
