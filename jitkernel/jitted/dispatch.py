@@ -42,13 +42,15 @@ class DispatchMixin:
                 # itself, so a byte-swapped array never takes a native entry.
                 # A jk.DeviceArray is keyed apart from an ndarray of its shape (only a device
                 # backend registers it; a host backend's entry would not copy it back first).
+                # (Any backend's device array: a jk.DeviceArray or a subclass, keyed by its type.)
                 if len(args) == 1:
                     a = args[0]
                     key = (a.shape, a.dtype) if type(a) is _ndarray else \
-                        (a.shape, a.dtype, _DeviceArray) if type(a) is _DeviceArray else type(a)
+                        (a.shape, a.dtype, type(a)) if isinstance(a, _DeviceArray) else type(a)
                 else:
                     key = tuple([(a.shape, a.dtype) if type(a) is _ndarray else
-                                 (a.shape, a.dtype, _DeviceArray) if type(a) is _DeviceArray else type(a) for a in args])
+                                 (a.shape, a.dtype, type(a)) if isinstance(a, _DeviceArray) else type(a)
+                                 for a in args])
                 entry = self._fast[key]
             except (KeyError, TypeError, AttributeError):
                 pass
@@ -116,8 +118,8 @@ class DispatchMixin:
             elif type(a) in _PY_SCALAR_DTYPES:
                 key.append(type(a))
                 scalars.append(_PY_SCALAR_DTYPES[type(a)])
-            elif type(a) is _DeviceArray and compiled.backend in DEVICE_ARRAY_BACKENDS:
-                key.append((a.shape, a.dtype, _DeviceArray))  # used where it is (device.put)
+            elif isinstance(a, _DeviceArray) and compiled.backend in DEVICE_ARRAY_BACKENDS:
+                key.append((a.shape, a.dtype, type(a)))  # used where it is (device.put)
                 scalars.append(None)
             else:
                 return
