@@ -14,12 +14,13 @@ without JAX says what is missing (`check_available`).
 from __future__ import annotations
 
 import importlib.util
+import pickle
 import warnings
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ... import events
+from ... import cache, events
 from ...errors import BackendUnavailableError
 from ...ir import Program
 from ...ir.control_flow import sub_programs
@@ -106,7 +107,7 @@ class TpuBackend(Backend):
         specs = [jax.ShapeDtypeStruct(tuple(int(d) for d in v.aval.shape), v.aval.dtype) for v in program.invars]
         with jax.enable_x64(True), jax.default_device(device):
             staged = jax.jit(lowered_program.fn).lower(*specs)
-            executable = staged.compile()
+            executable = _compile_cached(staged, device, name, disk_cache and not lowered_program.lowering.host_steps)
         if events.SUBSCRIBERS:
             events.publish(events.CodegenEvent(name, t0, events.clock() - t0, self.name))
         on_device = None
@@ -115,6 +116,33 @@ class TpuBackend(Backend):
         run = TpuExecutable(executable, lowered_program.lowering, device, packed, name, on_device)
         hlo = staged.as_text()
         return run, {"hlo": lambda: hlo}
+
+
+def _compile_cached(staged: Any, device: Any, name: str, use_disk: bool) -> Any:
+    """XLA's executable for a lowered computation, from jitkernel's persistent cache when a
+    previous process compiled the same computation for the same kind of device (the key hashes
+    the StableHLO text, JAX's version and the device kind), else compiled and stored. Programs
+    with host steps are not stored: their callbacks are this process's Python objects."""
+    if not use_disk:
+        return staged.compile()
+    import jax  # optional dependency
+    from jax.experimental import serialize_executable
+    key = cache.cache_key("tpu-xla-1", jax.__version__, device.platform, device.device_kind, staged.as_text())
+    hit = cache.load(key, owner=name)
+    if hit is not None:
+        try:
+            serialized, in_tree, out_tree = pickle.loads(hit[0])
+            return serialize_executable.deserialize_and_load(serialized, in_tree, out_tree,
+                                                             backend=device.platform, execution_devices=[device])
+        except Exception:  # noqa: BLE001  (an entry this JAX cannot load: compile again, overwrite it)
+            pass
+    executable = staged.compile()
+    try:
+        blob = pickle.dumps(serialize_executable.serialize(executable))
+    except Exception:  # noqa: BLE001  (an executable XLA cannot serialise is only not cached)
+        return executable
+    cache.store(key, blob, "", owner=name)
+    return executable
 
 
 class TpuInterpretBackend(TpuBackend):
