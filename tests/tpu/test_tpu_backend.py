@@ -244,3 +244,23 @@ def test_second_process_loads_the_compiled_executable(tmp_path):
         assert out.returncode == 0, out.stderr
     assert outs[0].stdout == outs[1].stdout
     assert any(tmp_path.iterdir())
+
+
+def test_jit_cell_and_environment_pick_the_tpu_backend(tmp_path, monkeypatch):
+    """`%%jit -b tpu-interpret` in a real IPython shell compiles the cell's functions for the TPU
+    lowering, and `as_text("hlo")` shows it; JITKERNEL_BACKEND names it for a whole process."""
+    import subprocess
+
+    from tests.ipython_shell import extension_shell, ok
+    with extension_shell(tmp_path, monkeypatch) as ip:
+        ok(ip, "%%jit -b tpu-interpret\ndef g(x):\n    return np.tanh(x) * 2\ny = g(np.ones(3, np.float32))")
+        assert next(iter(ip.user_ns["g"]._cache.values())).backend == "tpu-interpret"
+        np.testing.assert_allclose(ip.user_ns["y"], np.tanh(np.ones(3, np.float32)) * 2, rtol=1e-6)
+        _, out, _ = ok(ip, "print(g.lower(np.ones(3, np.float32)).as_text('hlo'))")
+        assert "stablehlo.tanh" in out
+    code = "import numpy as np, jitkernel as jk; f = jk.jit(lambda x: x + 1); f(np.ones(2)); " \
+        "print(next(iter(f._cache.values())).backend)"
+    env = dict(os.environ, JITKERNEL_BACKEND="tpu-interpret", JITKERNEL_CACHE_DIR=str(tmp_path / "c"))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "tpu-interpret"
