@@ -31,7 +31,7 @@ from hypothesis.extra import numpy as hnp
 import jitkernel as jk
 from cuda_corpus import assert_zero_signs
 from helpers import ALL_DTYPES, FLOAT_DTYPES, assert_matches_numpy, numpy_result
-from jitkernel.backends.cuda import emulator, render_only
+from jitkernel.backends.cuda import emulator
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                                 reason="backend='cuda-emulator' needs a host C++20 compiler (g++)")
@@ -146,11 +146,11 @@ def programs() -> dict:
     recorded = []
     for (group, dt), (jitted, _, _) in progs.items():
         args = [np.zeros(N, d) for d in dt] if group == "mixed" else [np.zeros(N, dt)] * (2 if "binary" in group else 1)
-        with render_only.recording() as modules, warnings.catch_warnings():
+        with emulator.record_modules() as modules, warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's overflow of a weak scalar, traced
             try:
                 jitted(*args)
-            except render_only.Rendered:
+            except emulator.RenderedOnly:
                 pass
         recorded += modules
     emulator.prebuild(recorded)

@@ -5,7 +5,7 @@ folded dot operands of tests/test_dot_operands.py (transposed and batched operan
 products with NumPy's zero signs). Those modules parametrize their own backends (cpu,
 interpret); this one runs their functions on the rendered CUDA C, every program built in one
 prebuild (the hypothesis examples are derandomized and drawn once in a stand-in pass first,
-render_only.recording(stand_in=True), so they too are prebuilt), and every program's CUDA source
+emulator.record_modules(stand_in=True), so they too are prebuilt), and every program's CUDA source
 compiles with nvcc where it exists."""
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import jitkernel as jk
 import test_dot_operands as dots
 import test_symbolic_lengths as sym
 from helpers import assert_matches_numpy
-from jitkernel.backends.cuda import emulator, render_only
+from jitkernel.backends.cuda import emulator
 from cuda_corpus import assert_compiles_with_nvcc, needs_nvcc
 
 pytestmark = [pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
@@ -139,7 +139,7 @@ def _run_everything() -> None:
 @pytest.fixture(scope="module")
 def recorded() -> list:
     """Every program of the module, recorded in one stand-in pass and built in one prebuild."""
-    with render_only.recording(stand_in=True) as modules:
+    with emulator.record_modules(stand_in=True) as modules:
         _run_everything()
     emulator.prebuild(modules)
     return modules
