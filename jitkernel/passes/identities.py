@@ -42,6 +42,21 @@ def _is(value: np.ndarray | None, target: float, negative_zero: bool = False) ->
     return v.dtype.kind != "f" or target != 0 or bool(np.signbit(v)) == negative_zero
 
 
+def _zero(c: np.ndarray | None, integer: bool) -> bool:
+    """An identity of addition: -0.0 for floats (x + (+0.0) turns -0.0 into +0.0), 0 for integers."""
+    return _is(c, 0, negative_zero=True) or (integer and _is(c, 0))
+
+
+# Per primitive, from the constants of its two operands (None where not a constant) and whether
+# the result is an integer: the operand the result equals (0 or 1), or None.
+_KEPT_OPERAND = {
+    "multiply": lambda ca, cb, integer: 0 if _is(cb, 1) else 1 if _is(ca, 1) else None,
+    "divide": lambda ca, cb, integer: 0 if _is(cb, 1) else None,
+    "add": lambda ca, cb, integer: 0 if _zero(cb, integer) else 1 if _zero(ca, integer) else None,
+    "subtract": lambda ca, cb, integer: 0 if _is(cb, 0) else None,
+}
+
+
 def identities(program: Program) -> Program:
     constants = _scalar_constants(program)
     negated: dict[Var, Var] = {}  # output of a negative -> its operand
@@ -63,19 +78,11 @@ def identities(program: Program) -> Program:
             return eqn
         if len(eqn.inputs) != 2:
             return eqn
-        a, b = eqn.inputs
-        ca, cb = constants.get(a), constants.get(b)
-        integer = out.aval.dtype.kind in "iub"
-        keep: Var | None = None
-        if eqn.prim == "multiply":
-            keep = a if _is(cb, 1) else b if _is(ca, 1) else None
-        elif eqn.prim == "divide":
-            keep = a if _is(cb, 1) else None
-        elif eqn.prim == "add":
-            keep = a if _is(cb, 0, negative_zero=True) or (integer and _is(cb, 0)) else \
-                b if _is(ca, 0, negative_zero=True) or (integer and _is(ca, 0)) else None
-        elif eqn.prim == "subtract":
-            keep = a if _is(cb, 0) else None
+        rule = _KEPT_OPERAND.get(eqn.prim)
+        if rule is None:
+            return eqn
+        k = rule(*(constants.get(v) for v in eqn.inputs), out.aval.dtype.kind in "iub")
+        keep = eqn.inputs[k] if k is not None else None
         if keep is not None and keep.aval == out.aval:
             return {out: keep}
         return eqn

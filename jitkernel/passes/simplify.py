@@ -32,6 +32,50 @@ def _uniform_consts(program: Program) -> Program:
     return Program(program.invars, constvars, consts, eqns + program.eqns, program.outvars, program.name)
 
 
+# Each rule: (eqn, its first operand, its output, the operand's producer or None) -> the equation
+# (perhaps rewritten) or {output: the value it equals}.
+def _same_type(eqn: Eqn, x: Var, out: Var, prev: Eqn | None) -> Eqn | dict:
+    """An identity cast, reshape or broadcast: the operand itself."""
+    return {out: x} if x.aval == out.aval else eqn
+
+
+def _reshape(eqn: Eqn, x: Var, out: Var, prev: Eqn | None) -> Eqn | dict:
+    """A reshape of a reshape reads the first one's operand (the operand itself if same type)."""
+    if x.aval == out.aval:
+        return {out: x}
+    if prev is not None and prev.prim == "reshape":
+        if prev.inputs[0].aval == out.aval:
+            return {out: prev.inputs[0]}
+        return Eqn("reshape", [prev.inputs[0]], eqn.outputs, eqn.params)
+    return eqn
+
+
+def _transpose(eqn: Eqn, x: Var, out: Var, prev: Eqn | None) -> Eqn | dict:
+    """The identity permutation is the operand; two transposes compose into one."""
+    if eqn.params["permutation"] == tuple(range(out.aval.ndim)):
+        return {out: x}
+    if prev is not None and prev.prim == "transpose":
+        p1, p2 = prev.params["permutation"], eqn.params["permutation"]
+        perm = tuple(p1[p] for p in p2)
+        if perm == tuple(range(len(perm))):
+            return {out: prev.inputs[0]}
+        return Eqn("transpose", [prev.inputs[0]], eqn.outputs, {"permutation": perm})
+    return eqn
+
+
+def _slice(eqn: Eqn, x: Var, out: Var, prev: Eqn | None) -> Eqn | dict:
+    """A slice of everything, in order, is the operand."""
+    whole = x.aval == out.aval and all(s == 0 for s in eqn.params["starts"]) and all(s == 1 for s in eqn.params["steps"])
+    return {out: x} if whole else eqn
+
+
+_RULES = {
+    "convert": _same_type, "broadcast_in_dim": _same_type, "reshape": _reshape, "transpose": _transpose,
+    "slice": _slice,
+    "stop_gradient": lambda eqn, x, out, prev: {out: x},  # only the transformations read it (ir/transform_prims.py)
+}
+
+
 def simplify(program: Program) -> Program:
     program = _uniform_consts(program)
     producer: dict[Var, Eqn] = {}
@@ -39,28 +83,13 @@ def simplify(program: Program) -> Program:
     def visit(eqn: Eqn, resolve) -> Eqn | dict:
         if not eqn.outputs:  # a branch or loop kept only because it may raise
             return eqn
-        x = eqn.inputs[0] if eqn.inputs else None
-        out = eqn.outputs[0]
-        if eqn.prim in ("convert", "reshape", "broadcast_in_dim") and x is not None and x.aval == out.aval:
-            return {out: x}
-        if eqn.prim == "stop_gradient":  # only the transformations read it (ir/transform_prims.py)
-            return {out: x}
-        if eqn.prim == "transpose" and eqn.params["permutation"] == tuple(range(out.aval.ndim)):
-            return {out: x}
-        if eqn.prim == "slice" and x.aval == out.aval and all(s == 0 for s in eqn.params["starts"]) \
-                and all(s == 1 for s in eqn.params["steps"]):
-            return {out: x}
-        prev = producer.get(x) if x is not None else None
-        if eqn.prim == "reshape" and prev is not None and prev.prim == "reshape":
-            eqn = Eqn("reshape", [prev.inputs[0]], eqn.outputs, eqn.params)
-            if prev.inputs[0].aval == out.aval:
-                return {out: prev.inputs[0]}
-        if eqn.prim == "transpose" and prev is not None and prev.prim == "transpose":
-            p1, p2 = prev.params["permutation"], eqn.params["permutation"]
-            perm = tuple(p1[p] for p in p2)
-            if perm == tuple(range(len(perm))):
-                return {out: prev.inputs[0]}
-            eqn = Eqn("transpose", [prev.inputs[0]], eqn.outputs, {"permutation": perm})
+        rule = _RULES.get(eqn.prim)
+        if rule is not None:
+            x = eqn.inputs[0]
+            result = rule(eqn, x, eqn.outputs[0], producer.get(x))
+            if isinstance(result, dict):
+                return result
+            eqn = result
         for o in eqn.outputs:
             producer[o] = eqn
         return eqn
