@@ -30,9 +30,9 @@ from .transforms import (ArgumentNotWrittenWarning, BatchingError, CustomDerivat
                          stop_gradient, value_and_grad, vjp, vmap)
 
 from ._version import __version__
+from .backends import check_backend_name as _check_backend_name
 
 if config.default_backend != "cpu":  # JITKERNEL_BACKEND: an unknown name fails now, naming the variable
-    from .backends import check_backend_name as _check_backend_name
     try:
         _check_backend_name(config.default_backend)
     except ValueError as _e:

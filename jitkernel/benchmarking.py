@@ -38,6 +38,8 @@ import numpy as np
 
 from .tree import tree_flatten
 from .api import Jitted, jit
+from . import events
+from ._version import __version__
 from .config import config
 from .transforms.core import Transformed
 
@@ -147,7 +149,6 @@ def _cpu_name() -> str:
 def environment(backend: str) -> dict[str, Any]:
     """Versions and machine facts that reproduce a measurement."""
     import llvmlite
-    from . import __version__
     versions = {"jitkernel": __version__, "numpy": np.__version__, "llvmlite": llvmlite.__version__,
                 "python": platform.python_version()}
     for module in ("dask", "distributed", "pycuda"):
@@ -271,7 +272,6 @@ def benchmark(f: Callable[..., Any], *args: Any, repeat: int = 7, number: int | 
 def _first_call(compiled: Callable[..., Any], arguments: tuple[tuple, dict]) -> tuple[Any, float, bool]:
     """(result, seconds, cached) of the first call: `cached` when it compiled nothing (every
     memory-cache lookup it made hit: the signature was compiled before the benchmark)."""
-    from . import events
     lookups: list[bool] = []
 
     def listen(e: events.Event) -> None:

@@ -32,6 +32,7 @@ from . import control_flow as _control_flow  # noqa: F401 - registers the contro
 from .graph import build
 from .partition import Plan, RechunkWarning, plan as make_plan, warn_rechunks, without_empty_chunks
 from .profile import owned_by, register_function
+from .effects import tie_effects_to_outputs
 
 __all__ = ["explain", "partitions", "is_dask_array", "RechunkWarning"]
 
@@ -68,7 +69,6 @@ def _traced(jitted: Any, args: tuple, kwargs: dict) -> tuple[tuple, list[Any]]:
     traced = per_function.get(sig.key)
     if traced is None:
         program, out_tree = jitted._trace(sig, p_args, p_kwargs)
-        from .effects import tie_effects_to_outputs
         optimized = tie_effects_to_outputs(_optimize(program, jitted.__name__))
         traced = per_function[sig.key] = (optimized, out_tree, {})
         traced[0].written_args, traced[0].written_names = program.written_args, program.written_names

@@ -21,6 +21,7 @@ import numbers
 from typing import Any, Callable
 
 import numpy as np
+from ..errors import TracerArrayConversionError
 
 HINT_START = "jitted functions take arrays, not Python "
 
@@ -53,7 +54,6 @@ def _about_a_sequence(error: BaseException) -> bool:
     """Whether `error` is about a list/tuple argument used as an array: an attribute missing on
     the list or tuple itself (`x.sum()`), or NumPy converting its traced scalars to an array
     (`np.sum(x)`)."""
-    from ..errors import TracerArrayConversionError
     if isinstance(error, AttributeError):
         return isinstance(getattr(error, "obj", None), (list, tuple))
     return isinstance(error, TracerArrayConversionError) and "Python scalar argument" in str(error)

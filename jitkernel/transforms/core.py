@@ -31,6 +31,7 @@ from ..trace.subtrace import finish, trace_function
 from ..trace.tracer import Tracer
 from ..tree import TreeDef, tree_flatten, tree_unflatten
 from ..trace.operands import lift
+from ..tracebacks import describe_location
 
 
 def function_name(fun: Any) -> str:
@@ -185,7 +186,6 @@ def _warn_written_inputs(name: str, inputs: list[Tracer]) -> None:
         import warnings
         what = ", ".join(f"input {k} ({inputs[k].aval})" for k in written)
         frame = user_frame()
-        from ..tracebacks import describe_location
         where = f" (called at {describe_location(frame.f_code.co_filename, frame.f_lineno)})" if frame is not None else ""
         warnings.warn(f"{name}: the function writes {what} in place; under transformations the caller's array "
                       f"is not updated, only the function's result is transformed{where}",
