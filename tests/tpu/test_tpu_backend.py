@@ -264,3 +264,12 @@ def test_jit_cell_and_environment_pick_the_tpu_backend(tmp_path, monkeypatch):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "tpu-interpret"
+
+
+def test_programs_differing_in_an_unread_argument_do_not_share_an_executable(tmp_path, monkeypatch):
+    """JAX leaves an unread argument out of the StableHLO text: the persistent cache's key holds
+    the arguments too, so a cached executable is never called with another argument list."""
+    monkeypatch.setenv("JITKERNEL_CACHE_DIR", str(tmp_path))
+    x = np.array([True, False])
+    assert jk.jit(lambda a: np.abs(a), backend=TPU_INTERPRET)(x).tolist() == [True, False]
+    assert jk.jit(lambda a, b: np.abs(b), backend=TPU_INTERPRET)(x, x).tolist() == [True, False]

@@ -127,7 +127,10 @@ def _compile_cached(staged: Any, device: Any, name: str, use_disk: bool) -> Any:
         return staged.compile()
     import jax  # optional dependency
     from jax.experimental import serialize_executable
-    key = cache.cache_key("tpu-xla-1", jax.__version__, device.platform, device.device_kind, staged.as_text())
+    # (the arguments' structure too: JAX leaves unused arguments out of the StableHLO text, so two
+    # programs differing only in an unread argument have the same text)
+    key = cache.cache_key("tpu-xla-2", jax.__version__, device.platform, device.device_kind, str(staged.in_tree),
+                          repr(staged.in_avals), staged.as_text())
     hit = cache.load(key, owner=name)
     if hit is not None:
         try:
