@@ -196,7 +196,7 @@ def test_ufunc_at_index_error_is_numpys():
 @given(n=st.integers(1, 8), mode=st.sampled_from(["raise", "wrap", "clip"]), data=st.data())
 def test_put_flat_indices_cyclic_values(n, mode, data):
     a = data.draw(arrays_of((n,) if n % 2 else (2, n // 2 or 1), np.float64))
-    bound = 2 * a.size if mode != "raise" else a.size
+    bound = 2 * a.size if mode != "raise" else a.size + 1  # raise: sometimes NumPy's IndexError
     ind = np.array(data.draw(st.lists(st.integers(-bound, bound - 1), min_size=1, max_size=9)))
     v = data.draw(arrays_of((data.draw(st.integers(1, 4)),), np.float64))
 

@@ -106,12 +106,13 @@ def _positions(x_shape: tuple, index: tuple) -> "jax.Array":
 
 
 def _last_wins(targets, size: int):
-    """Each target's last update only: positions of earlier duplicates become `size` (dropped by
-    a scatter with mode="drop"). The largest update number per target is a scatter-max, whose
-    result does not depend on the order XLA applies duplicates in."""
+    """Each target's last update only: earlier duplicates get distinct positions past the end
+    (dropped by a scatter with mode="drop", and the scatter's indices stay unique). The largest
+    update number per target is a scatter-max, whose result does not depend on the order XLA
+    applies duplicates in."""
     order = jnp.arange(targets.shape[0], dtype=jnp.int64)
     latest = jnp.full((size,), -1, jnp.int64).at[targets].max(order)
-    return jnp.where(latest[targets] == order, targets, size)
+    return jnp.where(latest[targets] == order, targets, size + order)
 
 
 def _value_for(value, result_shape: tuple):
