@@ -1,6 +1,7 @@
-"""Lowering of advanced indexing and sorted search to `jax.lax`: gathers `x[idx]`, the functional
-scatters `x[idx] = v`, `ufunc.at`, `np.put`, `np.putmask`, `np.place`, and `np.searchsorted`,
-so that a program using them stays in the XLA computation instead of calling NumPy on the host.
+"""Lowering of advanced indexing, sorted search and integer `ufunc.reduce` to `jax.lax`: gathers
+`x[idx]`, the functional scatters `x[idx] = v`, `ufunc.at`, `np.put`, `np.putmask`, `np.place`,
+`np.searchsorted`, and `ufunc.reduce` of integers (bitwise ufuncs, `subtract`, ...), so that a
+program using them stays in the XLA computation instead of calling NumPy on the host.
 
 NumPy's semantics are kept exactly; a case these rules cannot give exactly stays a host step
 (host_steps.py), decided when the program is lowered:
@@ -325,3 +326,41 @@ def _numpy_bisection(a, keys, right_of):
     start = (jnp.int64(0), jnp.int64(n), keys[0])
     _, found = lax.scan(one_key, start, keys)
     return found
+
+
+# ----------------------------------------------------------------------------- ufunc.reduce
+
+# Integer ufuncs whose reduction does not depend on the order (associative and commutative
+# modulo 2**n): lax.reduce with the ufunc's identity.
+_REDUCERS = {"add": (lax.add, 0), "multiply": (lax.mul, 1), "bitwise_and": (lax.bitwise_and, -1),
+             "bitwise_or": (lax.bitwise_or, 0), "bitwise_xor": (lax.bitwise_xor, 0),
+             "logical_and": (lax.bitwise_and, True), "logical_or": (lax.bitwise_or, False),
+             "logical_xor": (lax.bitwise_xor, False)}
+
+
+@lax_rule("ufunc_reduce")
+def _ufunc_reduce(ctx, eqn, a):
+    """ufunc.reduce of integers and bools, exactly: the order-free ufuncs as one lax.reduce,
+    `subtract` along one axis as NumPy's left fold, x0 - x1 - ... == x0 - (x1 + ...) modulo
+    2**n. Float reductions and the other ufuncs stay host steps (NumPy's sequential order)."""
+    p = eqn.params
+    ufunc, dtype = p["ufunc"], np.dtype(p["dtype"])
+    axes = tuple(range(a.ndim)) if p["axes"] is None else tuple(p["axes"])
+    kinds = "b" if ufunc.startswith("logical_") else "biu" if ufunc.startswith("bitwise_") else "iu"
+    if (dtype.kind not in kinds or (ufunc not in _REDUCERS and ufunc != "subtract")
+            or (ufunc == "subtract" and len(axes) != 1)):
+        return lower_host_step(ctx, eqn, a)
+    x = a.astype(dtype)
+    if ufunc == "subtract":
+        (axis,) = axes
+        if x.shape[axis] == 0:
+            return lower_host_step(ctx, eqn, a)
+        first = lax.index_in_dim(x, 0, axis, keepdims=False)
+        rest = lax.slice_in_dim(x, 1, x.shape[axis], axis=axis)
+        out = first - jnp.sum(rest, axis=axis, dtype=dtype)
+    else:
+        op, identity = _REDUCERS[ufunc]
+        out = lax.reduce(x, jnp.asarray(identity).astype(dtype), op, axes)
+    if p["keepdims"]:
+        out = jnp.expand_dims(out, axes)
+    return [out.astype(dtype)]
