@@ -157,8 +157,12 @@ def test_scatter_repeated_rows_and_broadcast_value():
     def rows(x, i, v):
         x[i, 1:] = v
         return x
-    assert_lowered_like_numpy(rows, np.zeros((4, 3)), np.array([2, -2, 0, 2, 2]), np.array([[1.0, 2.0]]),
+    i = np.array([2, -2, 0, 2, 2])
+    # fewer updates than elements (ordered by a stable sort) and more (by a scatter-max)
+    assert_lowered_like_numpy(rows, np.zeros((4, 3)), i, np.arange(10.0).reshape(5, 2), prims=("scatter",))
+    assert_lowered_like_numpy(rows, np.zeros((4, 3)), np.tile(i, 3), np.arange(30.0).reshape(15, 2),
                               prims=("scatter",))
+    assert_lowered_like_numpy(rows, np.zeros((4, 3)), i, np.array([[1.0, 2.0]]), prims=("scatter",))
 
 
 _AT_CASES = [("add", np.int64), ("add", np.int8), ("add", np.float64), ("add", np.float32), ("subtract", np.uint8),

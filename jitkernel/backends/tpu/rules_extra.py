@@ -108,12 +108,22 @@ def _positions(x_shape: tuple, index: tuple) -> "jax.Array":
 
 def _last_wins(targets, size: int):
     """Each target's last update only: earlier duplicates get distinct positions past the end
-    (dropped by a scatter with mode="drop", and the scatter's indices stay unique). The largest
-    update number per target is a scatter-max, whose result does not depend on the order XLA
-    applies duplicates in."""
-    order = jnp.arange(targets.shape[0], dtype=jnp.int64)
-    latest = jnp.full((size,), -1, jnp.int64).at[targets].max(order)
-    return jnp.where(latest[targets] == order, targets, size + order)
+    (dropped by a scatter with mode="drop", and the scatter's indices stay unique). Order-free
+    either way: few updates into a large target are stably sorted (the last of each run of
+    equal targets is the latest update; no work of the target's size), many take the largest
+    update number per target by a scatter-max."""
+    m = targets.shape[0]
+    order = jnp.arange(m, dtype=jnp.int64)
+    if m <= 1:
+        return targets
+    if m < size:
+        by_target = jnp.argsort(targets, stable=True)
+        ranked = targets[by_target]
+        last_of_run = jnp.concatenate([ranked[1:] != ranked[:-1], jnp.ones((1,), bool)])
+        latest = jnp.zeros((m,), bool).at[by_target].set(last_of_run, unique_indices=True)
+    else:
+        latest = jnp.full((size,), -1, jnp.int64).at[targets].max(order)[targets] == order
+    return jnp.where(latest, targets, size + order)
 
 
 def _value_for(value, result_shape: tuple):
