@@ -10,8 +10,9 @@ For every kernel, in a subprocess of its own with a time limit:
 
 1. the inputs come from the benchmark's own ``initialize`` at the preset's sizes (``--preset S``,
    NPBench's smallest, by default; ``--scale`` shrinks every size parameter for a quick run);
-2. the function runs with NumPy and under ``jk.jit`` (``--backend cpu``), each on its own deep
-   copies of the inputs (the kernels mutate their arguments);
+2. the function runs with NumPy and under ``jk.jit`` (``--backend cpu`` by default; on
+   ``tpu`` / ``tpu-interpret`` the primitives run as host steps are recorded too), each on its
+   own deep copies of the inputs (the kernels mutate their arguments);
 3. the return value and the final contents of every argument array are compared: same type
    (array or scalar), dtype, shape, and values within a float tolerance.
 
@@ -23,6 +24,8 @@ time of both. Example::
 
     .venv/bin/python benchmarks/npbench_as_written.py --npbench /tmp/npbench --time
     .venv/bin/python benchmarks/npbench_as_written.py --npbench /tmp/npbench --only jacobi_2d,lu
+    .venv/bin/python benchmarks/npbench_as_written.py --npbench /tmp/npbench --backend tpu-interpret --time \
+        --output benchmarks/results/npbench-tpu-interpret.txt --jsonl benchmarks/results/npbench-tpu-interpret.jsonl
 """
 
 from __future__ import annotations
@@ -173,6 +176,7 @@ class Result:
     jit_s: float | None = None
     first_call_s: float | None = None  # trace + compile + first run
     sizes: dict = field(default_factory=dict)
+    host_steps: list = field(default_factory=list)  # tpu backends: primitives run by NumPy on the host
 
 
 def median_time(call, args: list, budget_s: float, max_repeat: int) -> float:
@@ -211,17 +215,28 @@ def run_one(root: pathlib.Path, name: str, preset: str, scale: float, backend: s
     except Exception as exc:
         return Result(name, "raises", first_line(exc), sizes=sizes)
     first_call = time.perf_counter() - t0
+    steps = host_steps_of(jitted, args)
     diff = compare(expected, got, "return")
     for arg_name, e, g in zip(names, np_args, jk_args):
         if diff is None and isinstance(e, np.ndarray):
             diff = compare(e, g, f"argument {arg_name}")
     if diff is not None:
-        return Result(name, "WRONG", diff, first_call_s=first_call, sizes=sizes)
-    result = Result(name, "ok", first_call_s=first_call, sizes=sizes)
+        return Result(name, "WRONG", diff, first_call_s=first_call, sizes=sizes, host_steps=steps)
+    result = Result(name, "ok", first_call_s=first_call, sizes=sizes, host_steps=steps)
     if timing:
         result.numpy_s = median_time(kernel, args, budget_s=2.0, max_repeat=21)
         result.jit_s = median_time(jitted, args, budget_s=2.0, max_repeat=21)
     return result
+
+
+def host_steps_of(jitted: Any, args: list) -> list[str]:
+    """The primitives a TPU backend runs as host steps (NumPy called back from XLA: docs/tpu.md)
+    in the compiled kernel; empty for the other backends."""
+    try:
+        executable = jitted.lower(*copy.deepcopy(args)).compiled.executable
+    except Exception:  # noqa: BLE001  (a kernel lower cannot re-trace: nothing to report)
+        return []
+    return sorted(set(getattr(executable, "host_steps", ())))
 
 
 # --------------------------------------------------------------------------- driver
@@ -274,6 +289,7 @@ def render(results: list[Result], ns: argparse.Namespace, root: pathlib.Path) ->
              f"date {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
              f"numpy {np.__version__}, checkout {root}",
              f"command: python benchmarks/npbench_as_written.py --npbench PATH --preset {ns.preset}"
+             + (f" --backend {ns.backend}" if ns.backend != "cpu" else "")
              + (f" --scale {ns.scale:g}" if ns.scale != 1.0 else "") + (" --time" if ns.time else ""),
              ""]
     header = f"{'kernel':<{width}}  {'status':<11}"
@@ -286,7 +302,8 @@ def render(results: list[Result], ns: argparse.Namespace, root: pathlib.Path) ->
             speed = f"{r.numpy_s / r.jit_s:.2f}x" if r.numpy_s and r.jit_s else ""
             row += (f"  {format_time(r.numpy_s):>10}  {format_time(r.jit_s):>10}  {speed:>7}"
                     f"  {format_time(r.first_call_s):>9}")
-        lines.append((row + "  " + r.detail).rstrip())
+        detail = r.detail or (f"host steps: {', '.join(r.host_steps)}" if r.host_steps else "")
+        lines.append((row + "  " + detail).rstrip())
     counts = {s: sum(r.status == s for r in results)
               for s in ("ok", "WRONG", "raises", "timeout", "numpy-fails", "setup-fails")}
     lines += ["", "summary: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n or s in ("ok", "WRONG", "raises", "timeout"))]
@@ -316,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds per kernel")
     parser.add_argument("--time", action="store_true", help="also time warm calls")
     parser.add_argument("--output", type=pathlib.Path, default=DEFAULT_RESULTS)
+    parser.add_argument("--jsonl", type=pathlib.Path,
+                        help="also write one JSON line per kernel (backend, preset and the result) here")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     ns = parser.parse_args(argv)
     root = resolve_checkout(ns.npbench.resolve())
@@ -344,6 +363,13 @@ def main(argv: list[str] | None = None) -> int:
     if not ns.only:
         ns.output.parent.mkdir(parents=True, exist_ok=True)
         ns.output.write_text(text)
+    if ns.jsonl:
+        ns.jsonl.parent.mkdir(parents=True, exist_ok=True)
+        stamp = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%dT%H:%M}Z"
+        with ns.jsonl.open("w") as out:
+            for r in results:
+                record = {"backend": ns.backend, "preset": ns.preset, "scale": ns.scale, "date": stamp}
+                out.write(json.dumps(record | r.__dict__) + "\n")
     return 0
 
 

@@ -79,6 +79,7 @@ CASES = {
     "while loop": (_while_newton, RNG.random(8) + 1),
     "fancy indexing": (lambda x, i: x[i] * 2, np.arange(10.0), np.array([0, 9, -1, 3])),
     "linalg f64": (lambda a: np.linalg.inv(a) @ np.ones(4), RNG.random((4, 4)) + 4 * np.eye(4)),
+    "0-d float64 host step": (lambda a: np.linalg.det(a) + 1.0, RNG.random((4, 4)) + 4 * np.eye(4)),
     "complex": (lambda z: np.abs(z * z.conj() + 1j), RNG.random(16) + 1j * RNG.random(16)),
     "float16": (lambda h: (h * h + h).sum(), RNG.random(100).astype(np.float16)),
 }

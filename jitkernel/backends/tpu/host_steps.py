@@ -46,7 +46,8 @@ def lower_host_step(ctx: Any, eqn: Any, *inputs: Any) -> list:
         try:
             operands = [_from_host_carrier(np.asarray(a), d) for a, d in zip(arrays, in_dtypes)]
             outs = primitives.evaluate(prim, operands, params)
-            results = tuple(_to_carrier(np.asarray(o, a.dtype).reshape(s)) for o, a, s in zip(outs, avals, shapes))
+            results = tuple(_to_carrier(np.asarray(o, a.dtype).reshape(s)).reshape(c.shape)  # a 0-d result too
+                            for o, a, s, c in zip(outs, avals, shapes, carried))
             return results + (np.bool_(False),)
         except Exception as e:  # noqa: BLE001  (raised on the host after the call: checks.py)
             slots.raised.setdefault(step, e.with_traceback(None))

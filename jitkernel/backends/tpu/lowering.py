@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 import jax.numpy as jnp
 
 from ...ir import Program
-from . import rules_arrays, rules_control, rules_elementwise, rules_library  # noqa: F401  (register the rules)
+from . import rules_arrays, rules_control, rules_elementwise, rules_extra, rules_library  # noqa: F401  (register the rules)
 from .checks import Checks
 from .host_steps import ExceptionSlots, lower_host_step
 from .rules import LAX_RULES
