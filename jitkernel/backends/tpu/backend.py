@@ -99,12 +99,15 @@ class TpuBackend(Backend):
         # complex semantics decided once (passes/complex_lower.py), complex transcendental
         # functions as NumPy's loops (host steps here), and no complex128 on the chip.
         program, packed = lower_complex(narrow_float64(program))
-        lowered_program = lower(program)
         device = self.device()
         if device.platform == "tpu" and holds_float64(program):
             device = jax.devices("cpu")[0]
             warnings.warn(FLOAT64_NOTE.format(name=name), RuntimeWarning, stacklevel=2)
+        guard = device.platform == "cpu"  # XLA's CPU code contracts a * b + c (rules_elementwise._multiply)
+        lowered_program = lower(program, contraction_guard=guard)
         specs = [jax.ShapeDtypeStruct(tuple(int(d) for d in v.aval.shape), v.aval.dtype) for v in program.invars]
+        if guard:
+            specs.append(jax.ShapeDtypeStruct((), np.float64))  # the run-time -0.0 (lowering.py)
         with jax.enable_x64(True), jax.default_device(device):
             staged = jax.jit(lowered_program.fn).lower(*specs)
             executable = _compile_cached(staged, device, name, disk_cache and not lowered_program.lowering.host_steps)
@@ -170,6 +173,8 @@ class TpuExecutable:
         self.host_steps = tuple(lowering.host_steps)  # primitives run on the host (docs/tpu.md)
         self.name = name
         self.on_device = on_device  # the TpuDevice results stay on, or None: NumPy results
+        self.guard = device.platform == "cpu"  # the program takes a run-time -0.0 last (lowering.py)
+        self.negative_zero = None  # that argument on the device, made at the first call
 
     def _argument(self, a: Any, k: int) -> Any:
         if isinstance(a, TpuArray) and self.on_device is not None and a.device == self.on_device:
@@ -191,6 +196,10 @@ class TpuExecutable:
             # only host arrays are transferred (device_put of an array already there costs
             # about 50 us a call, measured)
             inputs = [jax.device_put(a, self.device) if isinstance(a, np.ndarray) else a for a in inputs]
+            if self.guard:
+                if self.negative_zero is None:
+                    self.negative_zero = jax.device_put(np.float64(-0.0), self.device)
+                inputs.append(self.negative_zero)
             outs, state = self.executable(*inputs)
             self.lowering.checks.raise_for(state)
         if self.on_device is not None and not self.packed.outputs:

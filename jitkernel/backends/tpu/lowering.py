@@ -33,6 +33,7 @@ class Lowering:
     # Var -> a NumPy value it holds everywhere (a constant, or one broadcast or reshaped): for
     # the rules that read one (add of +0.0, rules_elementwise.py).
     constants: dict = field(default_factory=dict)
+    negative_zero: Any = None  # the run-time -0.0 argument (lower's `fn`), None: no guard
 
     def run(self, program: Program, args: Sequence[Any]) -> list:
         """The jax values of `program`'s outputs for jax values `args` of its inputs, inside
@@ -69,10 +70,18 @@ class LoweredProgram:
     lowering: Lowering
 
 
-def lower(program: Program) -> LoweredProgram:
+def lower(program: Program, contraction_guard: bool = False) -> LoweredProgram:
+    """`program` as a JAX function. `contraction_guard`: the function takes a last argument, a
+    run-time -0.0, that keeps XLA's CPU code from fusing products into later adds (the host's
+    XLA contracts them; on the TPU this was not measured to matter)."""
     lowering = Lowering()
 
     def fn(*arrays: Any) -> tuple:
+        # the last argument is a run-time -0.0 (float64): the multiply rule adds it to every
+        # float product so that XLA's CPU code cannot contract a product into a later add
+        # (rules_elementwise.py `_multiply`)
+        if contraction_guard:
+            *arrays, lowering.negative_zero = arrays
         # a fresh trace (jax.jit traces once per signature) starts with no sites or host steps
         lowering.checks, lowering.host_steps = Checks(), []
         lowering.checks.start()
