@@ -242,6 +242,14 @@ def host_steps_of(jitted: Any, args: list) -> list[str]:
 # --------------------------------------------------------------------------- driver
 
 
+def run_in_process(ns: argparse.Namespace, root: pathlib.Path, name: str) -> Result:
+    """One kernel in this process (no time limit): what a child process would report."""
+    try:
+        return run_one(root, name, ns.preset, ns.scale, ns.backend, ns.time)
+    except Exception as exc:  # a failure of the harness, not of a kernel
+        return Result(name, "raises", "harness: " + first_line(exc))
+
+
 def run_in_subprocess(ns: argparse.Namespace, root: pathlib.Path, name: str) -> Result:
     command = [sys.executable, str(pathlib.Path(__file__).resolve()), "--npbench", str(root),
                "--preset", ns.preset, "--scale", str(ns.scale), "--backend", ns.backend,
@@ -335,6 +343,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=pathlib.Path, default=DEFAULT_RESULTS)
     parser.add_argument("--jsonl", type=pathlib.Path,
                         help="also write one JSON line per kernel (backend, preset and the result) here")
+    parser.add_argument("--in-process", action="store_true",
+                        help="run the kernels one after another in this process, without the time limit "
+                             "(a TPU can be held by one process only, and opening it costs about 15 s)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     ns = parser.parse_args(argv)
     root = resolve_checkout(ns.npbench.resolve())
@@ -354,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="jk-npbench-cache-") as cache_dir:
         ns.cache_dir = cache_dir
         for name in names:
-            result = run_in_subprocess(ns, root, name)
+            result = run_in_process(ns, root, name) if ns.in_process else run_in_subprocess(ns, root, name)
             print(f"{name:<26} {result.status:<11} {result.detail}", flush=True)
             results.append(result)
     text = render(results, ns, root)

@@ -4,7 +4,7 @@ then the benchmark against JAX (benchmarks/tpu_vs_jax.py), in one process (only 
 hold the chip, and opening it costs about 15 s). Prints a JSON line per test and per benchmark
 row as it goes, and appends them to benchmarks/results/tpu-check.jsonl; the table last.
 
-    python3 scripts/tpu_check.py [--quick]
+    python3 scripts/tpu_check.py [--quick]          # NPBENCH=PATH also runs NPBench as written on the chip
 """
 from __future__ import annotations
 
@@ -43,6 +43,12 @@ def main() -> int:
     sys.argv = [sys.argv[0], "--backend", "tpu", "--json-lines", RESULTS] + (["--quick"] if quick else [])
     from benchmarks import tpu_vs_jax
     tpu_vs_jax.main()
+    npbench = os.environ.get("NPBENCH")  # NPBench as written on the chip, in this process
+    if npbench:
+        from benchmarks import npbench_as_written
+        npbench_as_written.main(["--npbench", npbench, "--backend", "tpu", "--in-process", "--time",
+                                 "--output", os.path.join(ROOT, "benchmarks", "results", "npbench-tpu.txt"),
+                                 "--jsonl", os.path.join(ROOT, "benchmarks", "results", "npbench-tpu.jsonl")])
     return int(code)
 
 
