@@ -51,6 +51,7 @@ register_backend("cuda", "jitkernel.backends.cuda.runtime:CudaBackend", aliases=
 register_backend("tpu", "jitkernel.backends.tpu.backend:TpuBackend", note="a Google TPU through JAX's XLA")
 register_backend("tpu-interpret", "jitkernel.backends.tpu.backend:TpuInterpretBackend",
                  note="the TPU lowering on this CPU")
+from .tpu import options as _tpu_options  # noqa: E402,F401  (registers jk.config's tpu_fusion; no JAX)
 
 
 def backend_names() -> tuple[str, ...]:

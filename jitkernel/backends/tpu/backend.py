@@ -25,6 +25,7 @@ from ...ir import Program
 from ...ir.control_flow import sub_programs
 from ...passes.complex_lower import Packed, lower_complex
 from ..base import Backend
+from .options import fusion_mode
 
 
 def _missing_jax(name: str) -> str | None:
@@ -60,7 +61,7 @@ class TpuBackend(Backend):
 
     name = "tpu"
     platform: ClassVar[str] = "tpu"  # JAX's platform the executable runs on
-    device_stages = ("hlo",)
+    device_stages = ("hlo", "pallas")
 
     @classmethod
     def check_available(cls, name: str) -> None:
@@ -92,11 +93,14 @@ class TpuBackend(Backend):
         # complex semantics decided once (passes/complex_lower.py), complex transcendental
         # functions as NumPy's loops (host steps here), and no complex128 on the chip.
         program, packed = lower_complex(program)
-        lowered_program = lower(program)
-        device = self.device()
+        device, fusion, on_host = self.device(), fusion_mode(), ""
         if self.platform == "tpu" and holds_float64(program):
-            device = jax.devices("cpu")[0]
+            device, fusion = jax.devices("cpu")[0], "xla"
+            on_host = "the program runs on the host CPU (float64), where XLA fuses"
             warnings.warn(FLOAT64_NOTE.format(name=name), RuntimeWarning, stacklevel=2)
+        # Pallas kernels: compiled by Mosaic on the chip, simulated by Pallas's TPU interpret mode
+        # on tpu-interpret (backends/tpu/pallas.py)
+        lowered_program = lower(program, fusion, interpret=self.platform != "tpu")
         specs = [jax.ShapeDtypeStruct(tuple(int(d) for d in v.aval.shape), v.aval.dtype) for v in program.invars]
         with jax.enable_x64(True), jax.default_device(device):
             staged = jax.jit(lowered_program.fn).lower(*specs)
@@ -104,8 +108,8 @@ class TpuBackend(Backend):
         if events.SUBSCRIBERS:
             events.publish(events.CodegenEvent(name, t0, events.clock() - t0, self.name))
         run = TpuExecutable(executable, lowered_program.lowering, device, packed)
-        hlo = staged.as_text()
-        return run, {"hlo": lambda: hlo}
+        hlo, kernels = staged.as_text(), lowered_program.lowering.pallas.text(on_host)
+        return run, {"hlo": lambda: hlo, "pallas": lambda: kernels}
 
 
 class TpuInterpretBackend(TpuBackend):

@@ -2,6 +2,9 @@
 in backends/tpu/rules.py (a host step when it has none), the check state threaded through in
 program order (backends/tpu/checks.py).
 
+Chains of elementwise equations may run as Pallas kernels instead (backends/tpu/pallas.py, by the
+`tpu_fusion` option): a kernel runs at the place of its last equation, the others are skipped.
+
 `lower(program)` returns a `LoweredProgram`: `fn(*arrays) -> (outputs, check state)`, ready for
 `jax.jit`, plus what the runtime needs after a call (the checks' host side, the host steps).
 """
@@ -16,6 +19,7 @@ from ...ir import Program
 from . import rules_arrays, rules_control, rules_elementwise, rules_library  # noqa: F401  (register the rules)
 from .checks import Checks
 from .host_steps import ExceptionSlots, lower_host_step
+from .pallas import PallasKernels
 from .rules import LAX_RULES
 
 
@@ -26,6 +30,7 @@ class Lowering:
     checks: Checks = field(default_factory=Checks)
     exception_slots: ExceptionSlots = field(default_factory=ExceptionSlots)
     host_steps: list[str] = field(default_factory=list)
+    pallas: PallasKernels = field(default_factory=lambda: PallasKernels("xla", interpret=False))
 
     def run(self, program: Program, args: Sequence[Any]) -> list:
         """The jax values of `program`'s outputs for jax values `args` of its inputs, inside
@@ -33,7 +38,15 @@ class Lowering:
         env: dict = dict(zip(program.invars, args))
         for v, c in zip(program.constvars, program.consts):
             env[v] = jnp.asarray(c)
+        plan = self.pallas.plan(program)
         for eqn in program.eqns:
+            if id(eqn) in plan.members:
+                kernel = plan.runs_at.get(id(eqn))
+                if kernel is not None:
+                    run = kernel.pallas_call(self.pallas.interpret)
+                    outs = run([env[v] for v in kernel.group.inputs], [env[v] for v in kernel.row_scalars])
+                    env.update(zip(kernel.group.outputs, outs))
+                continue
             rule = LAX_RULES.get(eqn.prim, lower_host_step)
             outs = rule(self, eqn, *[env[v] for v in eqn.inputs])
             for v, o in zip(eqn.outputs, outs):
@@ -59,12 +72,15 @@ class LoweredProgram:
     lowering: Lowering
 
 
-def lower(program: Program) -> LoweredProgram:
-    lowering = Lowering()
+def lower(program: Program, fusion: str = "xla", interpret: bool = False) -> LoweredProgram:
+    """`fusion`: the `tpu_fusion` option ("pallas" | "xla" | "auto"); `interpret`: run the Pallas
+    kernels in Pallas's TPU interpret mode (on the CPU)."""
+    lowering = Lowering(pallas=PallasKernels(fusion, interpret))
 
     def fn(*arrays: Any) -> tuple:
-        # a fresh trace (jax.jit traces once per signature) starts with no sites or host steps
+        # a fresh trace (jax.jit traces once per signature) starts with no sites, host steps or kernels
         lowering.checks, lowering.host_steps = Checks(), []
+        lowering.pallas.reset()
         lowering.checks.start()
         outs = lowering.run(program, arrays)
         return outs, lowering.checks.packed()

@@ -1,0 +1,305 @@
+"""Kernel groups (backends/tpu/pallas_plan.py) rendered as Pallas TPU kernels: one `pl.pallas_call`
+per group, with a grid over row blocks, in place of XLA's own fusion of the same steps.
+
+The kernel body applies the *same* lax rules as the rest of the lowering (`LAX_RULES`) to the
+loaded blocks, so NumPy's semantics (backends/semantic_rules.py, float-to-integer casts) are
+decided once. What this module decides is the layout:
+
+- the group's values are flattened and viewed as (rows, 128) (or (rows, last dim) when the last
+  dim is a multiple of 128: no copy), padded with zeros to a whole row when the size is ragged;
+- a block is (block_rows, lanes), block_rows a multiple of 32 (the sublane tile of 8-bit types,
+  a multiple of float32's 8), sized so that every operand's block, double-buffered, fits in
+  `VMEM_BUDGET`; an array smaller than a block is one block of its own size;
+- the grid runs over row blocks (its last block may be partial: Pallas masks the edge), marked
+  "parallel" (a chip with two TensorCores splits it);
+- a one-element operand of a broadcast is a (1, lanes) row read once (a constant one a literal);
+- the padding is sliced off the results.
+
+A group is rendered only when its kernel is one Mosaic (Pallas's TPU compiler) takes: the body
+holds no 64-bit value and Mosaic lowers it (checked by lowering the kernel for the TPU, which
+works on any machine); otherwise it stays with XLA and `as_text("pallas")` says why. On
+`tpu-interpret` the kernels run in Pallas's TPU interpret mode (`pltpu.InterpretParams`: VMEM,
+DMAs and the grid simulated on the CPU).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+from ...ir import Eqn, Program, Var
+from .options import auto_choice
+from .pallas_plan import KernelGroup, is_scalar_broadcast, kernel_groups
+from .rules import LAX_RULES
+
+LANES = 128  # a vector register's lanes
+ROW_ALIGN = 32  # sublane tile of 8-bit types (16-bit: 16, 32-bit: 8): one rule for every dtype
+MAX_BLOCK_ROWS = 1024
+VMEM_BUDGET = 8 << 20  # bytes for all blocks of a kernel, double-buffered (v5e's scoped VMEM: 16 MiB)
+MAX_WIDE_LANES = 2048  # a last dim up to this (a multiple of 128) is the row itself
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a group's values are viewed and cut into blocks."""
+
+    shape: tuple[int, ...]
+    lanes: int
+    block_rows: int
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def rows(self) -> int:
+        return -(-self.size // self.lanes)
+
+    @property
+    def pad(self) -> int:
+        return self.rows * self.lanes - self.size
+
+    @property
+    def grid(self) -> int:
+        return -(-self.rows // self.block_rows)
+
+    @property
+    def block(self) -> tuple[int, int]:
+        return (self.block_rows, self.lanes)
+
+    def to_rows(self, x: Any) -> Any:
+        flat = jnp.reshape(x, (-1,))
+        if self.pad:
+            flat = jnp.pad(flat, (0, self.pad))
+        return jnp.reshape(flat, (self.rows, self.lanes))
+
+    def from_rows(self, y: Any) -> Any:
+        flat = jnp.reshape(y, (-1,))
+        return jnp.reshape(flat[:self.size] if self.pad else flat, self.shape)
+
+    def __str__(self) -> str:
+        pad = f", {self.pad} elements of padding" if self.pad else ""
+        return (f"viewed as ({self.rows}, {self.lanes}){pad}; blocks of {self.block}, grid ({self.grid},), "
+                f"parallel")
+
+
+def layout_for(group: KernelGroup) -> Layout:
+    """Lanes, and block rows under the VMEM budget (every blocked operand double-buffered)."""
+    shape = group.shape
+    wide = len(shape) >= 2 and shape[-1] % LANES == 0 and shape[-1] <= MAX_WIDE_LANES
+    lanes = shape[-1] if wide else LANES
+    row_bytes = lanes * sum(np.dtype(v.aval.dtype).itemsize for v in group.inputs + group.outputs)
+    block_rows = min(MAX_BLOCK_ROWS, VMEM_BUDGET // (2 * row_bytes))
+    block_rows = max(ROW_ALIGN, block_rows // ROW_ALIGN * ROW_ALIGN)
+    rows = -(-math.prod(shape) // lanes)
+    return Layout(shape, lanes, min(block_rows, rows))
+
+
+class NeedsXla(Exception):
+    """The kernel body asked for something a kernel cannot do (a run-time check, a host step)."""
+
+
+class _NoChecks:
+    def __getattr__(self, name: str) -> Any:
+        raise NeedsXla(f"its steps record a run-time check ({name})")
+
+
+class _KernelContext:
+    """The `ctx` the lax rules see inside a kernel body: no check state, no host steps."""
+
+    checks = _NoChecks()
+
+    @property
+    def host_steps(self) -> list:
+        raise NeedsXla("a step runs on the host")
+
+
+@dataclass(eq=False)
+class Kernel:
+    """One kernel group and what became of it."""
+
+    number: int
+    group: KernelGroup
+    literals: dict[Var, np.ndarray]  # constant scalars of its broadcasts
+    choice: str = "xla"  # "pallas" | "xla"
+    why: str = ""
+    layout: Layout | None = None
+    body_text: str = ""
+
+    @property
+    def row_scalars(self) -> list[Var]:
+        """The scalars passed as a (1, lanes) row (the computed ones)."""
+        return [v for v in self.group.scalars if v not in self.literals]
+
+    def body(self, blocks: list, rows: list) -> list:
+        """The group's outputs for loaded blocks of its inputs and rows of its scalars."""
+        block = self.layout.block
+        env: dict[Var, Any] = dict(zip(self.group.inputs, blocks))
+        env.update(zip(self.row_scalars, rows))
+        ctx = _KernelContext()
+        for eqn in self.group.eqns:
+            if is_scalar_broadcast(eqn):
+                env[eqn.outputs[0]] = self._broadcast(eqn, env, block)
+                continue
+            outs = LAX_RULES[eqn.prim](ctx, eqn, *[env[v] for v in eqn.inputs])
+            env.update(zip(eqn.outputs, outs))
+        return [env[v] for v in self.group.outputs]
+
+    def _broadcast(self, eqn: Eqn, env: dict, block: tuple[int, int]) -> Any:
+        x, dtype = eqn.inputs[0], np.dtype(eqn.outputs[0].aval.dtype)
+        if x in self.literals:
+            return lax.full(block, np.asarray(self.literals[x], dtype).reshape(()).item(), dtype)
+        value = env[x]
+        if x in self.group.defined:  # a one-element group: the block already holds the value
+            return value
+        return jnp.broadcast_to(value, block).astype(dtype)
+
+    def pallas_call(self, interpret: bool) -> Callable[..., list]:
+        """(inputs, row scalars) -> outputs of the group's shapes, as one `pl.pallas_call`."""
+        layout, group = self.layout, self.group
+        n_in, n_rows = len(group.inputs), len(self.row_scalars)
+
+        def kernel(*refs: Any) -> None:
+            blocks = [r[...] for r in refs[:n_in]]
+            rows = [r[...] for r in refs[n_in:n_in + n_rows]]
+            for ref, value in zip(refs[n_in + n_rows:], self.body(blocks, rows)):
+                ref[...] = value.astype(ref.dtype)
+
+        block_spec = pl.BlockSpec(layout.block, lambda i: (i, 0))
+        row_spec = pl.BlockSpec((1, layout.lanes), lambda i: (0, 0))
+        out_shape = [jax.ShapeDtypeStruct((layout.rows, layout.lanes), v.aval.dtype) for v in group.outputs]
+        nbytes = layout.rows * layout.lanes * sum(np.dtype(v.aval.dtype).itemsize
+                                                  for v in group.inputs + group.outputs)
+        call = pl.pallas_call(
+            kernel, out_shape=out_shape, grid=(layout.grid,),
+            in_specs=[block_spec] * n_in + [row_spec] * n_rows, out_specs=[block_spec] * len(out_shape),
+            interpret=pltpu.InterpretParams() if interpret else False,
+            compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),
+            cost_estimate=pl.CostEstimate(flops=layout.size * len(group.eqns),
+                                          transcendentals=layout.size * group.expensive, bytes_accessed=nbytes),
+            name=f"jitkernel_kernel_{self.number}")
+
+        def run(inputs: list, scalars: list) -> list:
+            views = [layout.to_rows(x) for x in inputs]
+            rows = [jnp.broadcast_to(jnp.reshape(s, (1, 1)), (1, layout.lanes)) for s in scalars]
+            return [layout.from_rows(o) for o in call(*views, *rows)]
+        return run
+
+    def specs(self) -> tuple[list, list]:
+        """Abstract inputs of `pallas_call(...)`'s function, for checking and printing it."""
+        return ([jax.ShapeDtypeStruct(self.group.shape, v.aval.dtype) for v in self.group.inputs],
+                [jax.ShapeDtypeStruct((), v.aval.dtype) for v in self.row_scalars])
+
+    def text(self) -> str:
+        g = self.group
+        head = f"kernel {self.number}: {self.choice}" + (f" ({self.why})" if self.why else "")
+        lines = [head, f"  steps: {' '.join(e.prim for e in g.eqns)} on {g.shape}"]
+        types = lambda vs: ", ".join(str(v.aval) for v in vs) or "none"  # noqa: E731
+        lines.append(f"  inputs: {types(g.inputs)}; scalars: {types(g.scalars)}; outputs: {types(g.outputs)}")
+        if self.choice == "pallas":
+            lines.append(f"  layout: {self.layout}")
+            lines.append("  body: " + self.body_text.replace("\n", "\n  "))
+        return "\n".join(lines)
+
+
+def _holds_64_bit(jaxpr: Any) -> bool:
+    """Whether any value of a jaxpr (its sub-jaxprs included) is 64 bits wide."""
+    for eqn in jaxpr.eqns:
+        if any(np.dtype(v.aval.dtype).itemsize == 8 for v in eqn.outvars if hasattr(v.aval, "dtype")):
+            return True
+        for p in eqn.params.values():
+            sub = getattr(p, "jaxpr", p)
+            if hasattr(sub, "eqns") and _holds_64_bit(sub):
+                return True
+    return False
+
+
+@dataclass
+class ProgramPlan:
+    """The kernels of one program: equations to skip, and the kernel run at each last member."""
+
+    members: set[int] = field(default_factory=set)  # id(eqn)
+    runs_at: dict[int, Kernel] = field(default_factory=dict)  # id(last eqn) -> kernel
+
+
+class PallasKernels:
+    """The Pallas kernels of one lowering (a program and its loop and branch bodies)."""
+
+    def __init__(self, mode: str, interpret: bool) -> None:
+        self.mode, self.interpret = mode, interpret
+        self.kernels: list[Kernel] = []
+        self._plans: dict[int, ProgramPlan] = {}
+        self._keep: list[Program] = []  # keeps id(program) unique while planned
+
+    def reset(self) -> None:
+        """A fresh trace (jax.jit traces once per signature) plans again."""
+        self.kernels, self._plans, self._keep = [], {}, []
+
+    def plan(self, program: Program) -> ProgramPlan:
+        plan = self._plans.get(id(program))
+        if plan is not None:
+            return plan
+        plan = self._plans[id(program)] = ProgramPlan()
+        self._keep.append(program)
+        if self.mode == "xla":
+            return plan
+        consts = dict(zip(program.constvars, program.consts))
+        for group in kernel_groups(program):
+            literals = {v: consts[v] for v in group.scalars if v in consts}
+            kernel = Kernel(len(self.kernels), group, literals, layout=layout_for(group))
+            self.kernels.append(kernel)
+            self._choose(kernel)
+            if kernel.choice == "pallas":
+                plan.members.update(id(e) for e in group.eqns)
+                plan.runs_at[id(group.eqns[-1])] = kernel
+        return plan
+
+    def _choose(self, kernel: Kernel) -> None:
+        if self.mode == "auto":
+            kernel.choice, kernel.why = auto_choice(kernel.group.size, kernel.group.expensive)
+        else:
+            kernel.choice, kernel.why = "pallas", ""
+        if kernel.choice != "pallas":
+            return
+        problem = self._check(kernel)
+        if problem:
+            kernel.choice, kernel.why = "xla", problem
+
+    def _check(self, kernel: Kernel) -> str:
+        """Why Mosaic cannot take the kernel ("" when it can); fills the body's text."""
+        block = kernel.layout.block
+        blocks = [jax.ShapeDtypeStruct(block, v.aval.dtype) for v in kernel.group.inputs]
+        rows = [jax.ShapeDtypeStruct((1, block[1]), v.aval.dtype) for v in kernel.row_scalars]
+        try:
+            body = jax.make_jaxpr(kernel.body)(blocks, rows)
+        except NeedsXla as e:
+            return str(e)
+        if _holds_64_bit(body.jaxpr):
+            return "its steps compute in 64 bits, which Mosaic has no vectors for"
+        kernel.body_text = str(body)
+        inputs, scalars = kernel.specs()
+        try:  # Mosaic's lowering runs in Python on any machine; its compile only on the chip
+            jax.jit(kernel.pallas_call(interpret=False)).trace(inputs, scalars).lower(lowering_platforms=("tpu",))
+        except Exception as e:  # noqa: BLE001 - any refusal of Mosaic's keeps the steps with XLA
+            return f"Mosaic cannot lower it: {type(e).__name__}: {str(e).splitlines()[0][:160]}"
+        return ""
+
+    def text(self, host_reason: str = "") -> str:
+        """`as_text("pallas")`: every kernel group and what became of it."""
+        if host_reason:
+            return f"no Pallas kernels: {host_reason}"
+        if self.mode == "xla":
+            return "no Pallas kernels (tpu_fusion='xla': XLA fuses every elementwise chain)"
+        if not self.kernels:
+            return f"no Pallas kernels (tpu_fusion={self.mode!r}: no elementwise chain a kernel can take)"
+        chosen = sum(k.choice == "pallas" for k in self.kernels)
+        head = f"{chosen} Pallas kernel{'s' * (chosen != 1)} of {len(self.kernels)} elementwise chains " \
+               f"(tpu_fusion={self.mode!r})"
+        return "\n".join([head] + [k.text() for k in self.kernels])
