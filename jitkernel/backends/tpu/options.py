@@ -37,13 +37,14 @@ def check_fusion_mode(value: Any, source: str = f"jitkernel option {OPTION!r}") 
         raise ValueError(f"{source} must be one of {', '.join(map(repr, FUSION_MODES))}, got {value!r}")
 
 
-def _default() -> str:
+def default_mode() -> str:
+    """The option's value before any update: JITKERNEL_TPU_FUSION, or "auto"."""
     value = os.environ.get(ENVIRONMENT) or "auto"
     check_fusion_mode(value, f"the environment variable {ENVIRONMENT}")
     return value
 
 
-config.register_option(OPTION, _default(), check_fusion_mode)
+config.register_option(OPTION, default_mode(), check_fusion_mode)
 
 
 def fusion_mode() -> str:

@@ -1,0 +1,110 @@
+"""Pallas kernels against XLA's fusion of the same elementwise steps, on the same chip, in one
+process (docs/tpu.md, "Pallas kernels"): the numbers behind `tpu_fusion="auto"`'s rule
+(`backends/tpu/options.AUTO_RULE`).
+
+    python -m benchmarks.tpu_pallas --backend tpu [--sizes 16,20,24,26] [--repeat 20] [--json-lines PATH]
+    python -m benchmarks.tpu_pallas --backend tpu-interpret --quick     # a smoke run without a TPU
+
+Each workload is compiled twice, with `tpu_fusion="pallas"` and `"xla"`, and each executable is
+timed on float32 inputs already on the chip (device time: the XLA executable jitkernel built,
+called with device-resident jax arrays, as benchmarks/tpu_vs_jax.py does), median of `--repeat`
+synchronised runs after warm-up. A row also says how many of the program's elementwise chains
+became Pallas kernels (a chain Mosaic cannot lower stays with XLA) and their expensive steps
+(the rule's second number). Prints one JSON line per row as it goes, a table last, and the
+smallest size at which Pallas won for each count of expensive steps.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from typing import Callable
+
+import numpy as np
+
+from .tpu_vs_jax import _median_time
+
+
+def workloads() -> list[tuple[str, Callable, int]]:
+    """(name, NumPy function, number of inputs)."""
+    return [
+        ("copy x * 2", lambda x: x * 2, 1),
+        ("a * b + c", lambda a, b, c: a * b + c, 3),
+        ("W1 sin*cos+sin**2", lambda x: np.sin(x) * np.cos(x) + np.sin(x) ** 2, 1),
+        ("tanh(x) * exp(-x) / (1 + x*x)", lambda x: np.tanh(x) * np.exp(-x) / (1 + x * x), 1),
+    ]
+
+
+def _expensive(text: str) -> int:
+    """Expensive steps of the program's kernels (from as_text("pallas"))."""
+    from jitkernel.ir.primitives import PRIMITIVES
+    steps = " ".join(re.findall(r"steps: (.*) on \(", text)).split()
+    return sum(PRIMITIVES[s].expensive for s in steps)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default="tpu")
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    parser.add_argument("--sizes", default=None, help="log2 of the element counts, comma separated (default 16,20,24,26)")
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--json-lines", default=None, help="also append the JSON lines to this file")
+    args = parser.parse_args()
+
+    import jax
+
+    import jitkernel as jk
+    sizes = [int(s) for s in (args.sizes or ("10,12" if args.quick else "16,20,24,26")).split(",")]
+    device = jk.backends.get_backend(args.backend).device()
+    sink = open(args.json_lines, "a") if args.json_lines else None
+    before = jk.config.tpu_fusion
+    table = []
+    rng = np.random.default_rng(0)
+
+    def emit(row: dict) -> None:
+        line = json.dumps(row)
+        print(line, flush=True)
+        if sink:
+            sink.write(line + "\n")
+            sink.flush()
+        table.append(row)
+
+    try:
+        for name, fn, n_inputs in workloads():
+            for log2 in sizes:
+                inputs = [rng.random(1 << log2, dtype=np.float32) for _ in range(n_inputs)]
+                times, kernels, expensive = {}, 0, 0
+                for mode in ("xla", "pallas"):
+                    jk.config.update("tpu_fusion", mode)
+                    lowered = jk.jit(fn, backend=args.backend).lower(*inputs)
+                    executable = lowered.compiled.executable.executable
+                    if mode == "pallas":
+                        text = lowered.as_text("pallas")
+                        kernels, expensive = text.count(": pallas"), _expensive(text)
+                    with jax.enable_x64(True):
+                        on_chip = jax.device_put(inputs, device)
+                        times[mode] = _median_time(lambda: executable(*on_chip)[0], args.repeat)
+                emit({"workload": name, "elements": 1 << log2, "xla_ms": round(times["xla"] * 1e3, 4),
+                      "pallas_ms": round(times["pallas"] * 1e3, 4),
+                      "ratio": round(times["pallas"] / times["xla"], 3), "pallas_kernels": kernels,
+                      "expensive_steps": expensive, "backend": args.backend,
+                      "what": "device time, inputs on the chip; ratio < 1: Pallas faster"})
+    finally:
+        jk.config.update("tpu_fusion", before)
+        if sink:
+            sink.close()
+
+    print(f"\n{'workload':32} {'elements':>10} {'XLA ms':>10} {'Pallas ms':>10} {'ratio':>7} {'kernels':>8}")
+    for row in table:
+        print(f"{row['workload']:32} {row['elements']:>10} {row['xla_ms']:>10} {row['pallas_ms']:>10} "
+              f"{row['ratio']:>7} {row['pallas_kernels']:>8}")
+    wins: dict[int, int] = {}
+    for row in table:
+        if row["pallas_kernels"] and row["ratio"] < 1:
+            e = row["expensive_steps"]
+            wins[e] = min(wins.get(e, row["elements"]), row["elements"])
+    print("\nsmallest size where Pallas won, by expensive steps:", wins or "none (keep AUTO_RULE = None)")
+
+
+if __name__ == "__main__":
+    main()

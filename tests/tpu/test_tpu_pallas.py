@@ -1,0 +1,223 @@
+"""Pallas TPU kernels for chains of elementwise steps (`tpu_fusion`, docs/tpu.md "Pallas kernels"),
+run on "tpu-interpret" in Pallas's TPU interpret mode: NumPy's values and dtypes for every dtype a
+kernel takes, ragged sizes, broadcasts and special values; what stays with XLA and why; the
+option itself.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import HealthCheck
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import jitkernel as jk  # noqa: E402
+from helpers import assert_matches_numpy, check, numpy_result  # noqa: E402
+from test_differential import _check_program, programs  # noqa: E402  (its random program generator)
+from tpu_suite import TPU_INTERPRET, have_jax  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not have_jax(), reason="JAX is not installed (the test extra brings it)")
+
+RAGGED_SIZES = (0, 1, 127, 1025, 3 * 1024 + 5)
+
+
+@pytest.fixture
+def fusion():
+    """Set `tpu_fusion` for the test (restored after it)."""
+    before = jk.config.tpu_fusion
+
+    def set_mode(mode: str) -> None:
+        jk.config.update("tpu_fusion", mode)
+    yield set_mode
+    jk.config.update("tpu_fusion", before)
+
+
+@pytest.fixture
+def pallas(fusion):
+    fusion("pallas")
+
+
+def _kernels(fn, *args) -> str:
+    return jk.jit(fn, backend=TPU_INTERPRET).lower(*args).as_text("pallas")
+
+
+def _rng(n: int) -> np.random.Generator:
+    return np.random.default_rng(n)
+
+
+# One chain per dtype a kernel takes, on inputs of that dtype (division by zero included).
+CHAINS = {
+    "float32": (lambda x, y: np.sin(x) * np.cos(y) + x * 2 - np.sqrt(np.abs(y)) / (y + 0.5),
+                lambda n, r: (r.uniform(-4, 4, n).astype(np.float32), r.uniform(-4, 4, n).astype(np.float32))),
+    "int32": (lambda a, b: (a * 3 + 7) // (b % 5) - a % (b - 2) + (a << 2) - np.maximum(a, b),
+              lambda n, r: (r.integers(-1000, 1000, n, dtype=np.int32), r.integers(-20, 20, n, dtype=np.int32))),
+    "bool": (lambda p, q: (p & ~q) | (p ^ q) == np.logical_not(q),
+             lambda n, r: (r.integers(0, 2, n).astype(bool), r.integers(0, 2, n).astype(bool))),
+    "float16": (lambda h, k: h * k + h - np.float16(0.5) * k / (k + np.float16(3)),
+                lambda n, r: (r.uniform(-4, 4, n).astype(np.float16), r.uniform(0, 4, n).astype(np.float16))),
+    "uint8": (lambda u, v: (u * 3 + 7) // v - (u >> 2) + (v << 3) % u,
+              lambda n, r: (r.integers(0, 256, n, dtype=np.uint8), r.integers(0, 4, n, dtype=np.uint8))),
+}
+
+
+@pytest.mark.parametrize("size", RAGGED_SIZES)
+@pytest.mark.parametrize("dtype", sorted(CHAINS))
+def test_chains_match_numpy(pallas, dtype, size):
+    """Each dtype's chain, at ragged sizes, gives NumPy's values and dtype through one kernel."""
+    fn, make = CHAINS[dtype]
+    args = make(size, _rng(size))
+    check(fn, *args, backend=TPU_INTERPRET)
+    text = _kernels(fn, *args)
+    if size:
+        assert "kernel 0: pallas" in text and "body: { lambda" in text, text
+    else:
+        assert text.startswith("no Pallas kernels"), text
+
+
+def test_partial_last_block_and_several_blocks(pallas):
+    """An array of more rows than a block: a grid of blocks whose last one is partial, and the
+    padding of a ragged size sliced off."""
+    n = 2 * 1024 * 128 + 5
+    x = _rng(1).uniform(-3, 3, n).astype(np.float32)
+    fn = lambda x: np.tanh(x) * x + 1  # noqa: E731
+    check(fn, x, backend=TPU_INTERPRET)
+    text = _kernels(fn, x)
+    assert "viewed as (2049, 128), 123 elements of padding; blocks of (1024, 128), grid (3,)" in text, text
+
+
+def test_wide_rows_are_not_copied(pallas):
+    """A last dim that is a multiple of 128 is the row itself (no flattening, no padding)."""
+    m = _rng(2).random((40, 256), dtype=np.float32)
+    check(lambda m: np.exp(-m) * m - 1, m, backend=TPU_INTERPRET)
+    assert "viewed as (40, 256); blocks of (40, 256)" in _kernels(lambda m: np.exp(-m) * m - 1, m)
+
+
+def test_broadcasts_of_scalars_and_rows(pallas):
+    """A 0-d argument is a row read once, a constant a literal; a broadcast row (not a scalar) is
+    computed by XLA and read as a block."""
+    x = _rng(3).random((9, 130), dtype=np.float32)
+    s = np.float32(2.5)
+    check(lambda x, s: x * s + 1.5 - s, x, s, backend=TPU_INTERPRET)
+    text = _kernels(lambda x, s: x * s + 1.5 - s, x, s)
+    assert "scalars: f32[], f32[]" in text and "b:f32[1,128]" in text, text
+    r = _rng(4).random(130, dtype=np.float32)
+    check(lambda x, r: np.sin(x) * r + r, x, r, backend=TPU_INTERPRET)
+    check(lambda x, t: (x > 0.5) & t, x, np.bool_(True), backend=TPU_INTERPRET)
+
+
+SPECIALS = np.array([0.0, -0.0, 1.0, -1.5, np.inf, -np.inf, np.nan, 3e38, -2.5, 7.0], np.float32)
+
+
+def test_special_values(pallas):
+    """NaN, infinities and signed zeros follow NumPy: arithmetic, maximum/fmin's NaN rules,
+    floor division and remainder of floats, casts to int32 (x86's rule), bool times inf."""
+    x, y = SPECIALS, SPECIALS[::-1].copy()
+
+    def fn(x, y):
+        return (x * y, x / y, np.maximum(x, y), np.fmin(x, y), x // y, x % y, np.copysign(x, y),
+                np.signbit(x), np.isnan(x * y), (x > 0) * y, np.where(np.isfinite(x), x, 0).astype(np.int32))
+    got = jk.jit(fn, backend=TPU_INTERPRET)(x, y)
+    expected = numpy_result(fn, x, y)
+    assert_matches_numpy(got, expected)
+    for g, e in zip(got[:4] + got[6:7], expected[:4] + expected[6:7]):
+        assert np.array_equal(np.signbit(g), np.signbit(e)), (g, e)  # -0.0 kept
+    assert "kernel 0: pallas" in _kernels(fn, x, y)
+
+
+def test_integer_division_by_zero_and_shifts(pallas):
+    """Integer floor division and remainder by zero give 0, MIN // -1 wraps, shifts by the bit
+    width or more: semantic_rules' answers inside the kernel."""
+    a = np.array([7, -128, -7, 5, 3, -1, 100, 1], np.int8).astype(np.int32) * np.int32(2 ** 24)  # -128: MIN
+    b = np.array([0, -1, 2, 0, 40, 33, -3, 31], np.int32)
+    fn = lambda a, b: (a // b, a % b, np.fmod(a, b), a << b, a >> b, a // b * b)  # noqa: E731
+    check(fn, a, b, backend=TPU_INTERPRET)
+    assert "kernel 0: pallas" in _kernels(fn, a, b)
+
+
+def test_intermediates_read_outside_are_outputs(pallas):
+    """A value of the chain that a reduction (XLA's) also reads is one more output of the
+    kernel; the reduction runs after the kernel."""
+    x = _rng(5).random(2000, dtype=np.float32)
+    fn = lambda x: (np.sin(x) * 3 + 1, (np.sin(x) * 3).sum())  # noqa: E731
+    check(fn, x, backend=TPU_INTERPRET, rtol=1e-5)
+    assert "outputs: f32[2000], f32[2000]" in _kernels(fn, x)
+
+
+def test_kernels_inside_loop_bodies(pallas):
+    x = _rng(6).random(1000, dtype=np.float32)
+
+    def fn(x):
+        return jk.lax.fori_loop(0, 3, lambda i, x: np.cos(x) * 0.5 + x * 2, x)
+
+    def reference(x):
+        for _ in range(3):
+            x = np.cos(x) * np.float32(0.5) + x * 2
+        return x
+    assert_matches_numpy(jk.jit(fn, backend=TPU_INTERPRET)(x), reference(x))
+    assert "kernel 0: pallas" in _kernels(fn, x)
+
+
+def test_what_stays_with_xla(pallas):
+    """Steps Mosaic cannot lower (arcsin), steps computing in 64 bits (float32 -> uint32 goes
+    through int64), float64 chains and integer power (its negative exponent raises) stay with
+    XLA, with the reason, and still give NumPy's answer."""
+    x = np.linspace(-1, 1, 300, dtype=np.float32)
+    check(lambda x: np.arcsin(x) * 2, x, backend=TPU_INTERPRET)
+    assert "kernel 0: xla (Mosaic cannot lower it" in _kernels(lambda x: np.arcsin(x) * 2, x)
+    to_u32 = lambda x: (x * 100 + 100).astype(np.uint32) + 1  # noqa: E731
+    check(to_u32, x, backend=TPU_INTERPRET)
+    assert "kernel 0: xla (its steps compute in 64 bits" in _kernels(to_u32, x)
+    check(lambda x: np.sin(x) * 2, x.astype(np.float64), backend=TPU_INTERPRET)
+    assert _kernels(lambda x: np.sin(x) * 2, x.astype(np.float64)).startswith("no Pallas kernels")
+    a = np.arange(10, dtype=np.int32)
+    check(lambda a, b: a ** b, a, a, backend=TPU_INTERPRET)
+    check(lambda a, b: a ** b, a, a - 3, backend=TPU_INTERPRET)  # NumPy's ValueError
+    assert _kernels(lambda a, b: a ** b, a, a).startswith("no Pallas kernels")
+
+
+def test_xla_and_auto_modes(fusion):
+    """"xla" renders no kernel; "auto" lists the chains and, with no measured rule yet, leaves
+    them with XLA."""
+    x = _rng(7).random(1000, dtype=np.float32)
+    w1 = lambda x: np.sin(x) * np.cos(x) + np.sin(x) ** 2  # noqa: E731
+    fusion("xla")
+    check(w1, x, backend=TPU_INTERPRET)
+    assert _kernels(w1, x) == "no Pallas kernels (tpu_fusion='xla': XLA fuses every elementwise chain)"
+    fusion("auto")
+    check(w1, x, backend=TPU_INTERPRET)
+    assert "kernel 0: xla (auto: no measured rule favours Pallas yet)" in _kernels(w1, x)
+    fusion("pallas")
+    text = _kernels(w1, x)
+    assert text.startswith("1 Pallas kernel of 1 elementwise chains (tpu_fusion='pallas')")
+    assert "sin a" in text and "cos a" in text, text
+
+
+def test_the_option_checks_its_value(monkeypatch):
+    with pytest.raises(ValueError, match="'tpu_fusion' must be one of 'pallas', 'xla', 'auto', got 'fast'"):
+        jk.config.update("tpu_fusion", "fast")
+    from jitkernel.backends.tpu.options import default_mode
+    monkeypatch.setenv("JITKERNEL_TPU_FUSION", "pallas")
+    assert default_mode() == "pallas"
+    monkeypatch.setenv("JITKERNEL_TPU_FUSION", "fused")
+    with pytest.raises(ValueError, match="JITKERNEL_TPU_FUSION must be one of"):
+        default_mode()
+
+
+def test_as_text_pallas_is_a_stage_of_the_tpu_backends_only():
+    x = np.ones(4, np.float32)
+    with pytest.raises(ValueError, match="not available for the cpu backend"):
+        jk.jit(lambda x: x * 2, backend="cpu").lower(x).as_text("pallas")
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None, print_blob=False,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.data_too_large, HealthCheck.filter_too_much])
+@given(data=programs(movement=False, reduction=False))
+def test_random_elementwise_chains(pallas, data):
+    """The differential suite's random chains (broadcasts, promotion, weak scalars, where,
+    casts, special values, every dtype) with fusion="pallas"."""
+    _check_program(*data, TPU_INTERPRET)
