@@ -18,7 +18,7 @@ outputs; the others stay in the kernel's registers and VMEM.
 >>> import numpy as np, jitkernel as jk
 >>> program = jk.make_ir(lambda x: np.sin(x) * 2 + 1)(np.ones(300, np.float32))
 >>> [[e.prim for e in g.eqns] for g in kernel_groups(program)]
-[['broadcast_in_dim', 'sin', 'multiply', 'broadcast_in_dim', 'add']]
+[['sin', 'broadcast_in_dim', 'multiply', 'broadcast_in_dim', 'add']]
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ import numpy as np
 
 from ...ir import Eqn, Program, Var
 from ...ir.primitives import PRIMITIVES, raises_on_data
+from . import rules_arrays, rules_control, rules_elementwise, rules_library  # noqa: F401  (register the rules)
 from .rules import LAX_RULES
 
 # What a Pallas TPU kernel computes in: no 64-bit type (Mosaic has none, and the chip's float64 is
