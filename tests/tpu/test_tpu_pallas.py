@@ -1,7 +1,7 @@
 """Pallas TPU kernels for chains of elementwise steps (`tpu_fusion`, docs/tpu.md "Pallas kernels"),
-run on "tpu-interpret" in Pallas's TPU interpret mode: NumPy's values and dtypes for every dtype a
-kernel takes, ragged sizes, broadcasts and special values; what stays with XLA and why; the
-option itself.
+run on "tpu-interpret" in Pallas's TPU interpret mode (and, where a TPU is present, the NumPy
+comparisons on "tpu" too, compiled by Mosaic): NumPy's values and dtypes for every dtype a kernel
+takes, ragged sizes, broadcasts and special values; what stays with XLA and why; the option itself.
 """
 from __future__ import annotations
 
@@ -25,6 +25,19 @@ pytestmark = pytest.mark.skipif(not have_jax(), reason="JAX is not installed (th
 RAGGED_SIZES = (0, 1, 127, 1025, 3 * 1024 + 5)
 
 
+def _backends() -> list[str]:
+    names = [TPU_INTERPRET]
+    try:
+        jk.backends.check_backend("tpu")
+        names.append("tpu")
+    except (jk.BackendUnavailableError, ImportError):
+        pass
+    return names
+
+
+BACKENDS = _backends() if have_jax() else [TPU_INTERPRET]
+
+
 @pytest.fixture
 def fusion():
     """Set `tpu_fusion` for the test (restored after it)."""
@@ -41,8 +54,8 @@ def pallas(fusion):
     fusion("pallas")
 
 
-def _kernels(fn, *args) -> str:
-    return jk.jit(fn, backend=TPU_INTERPRET).lower(*args).as_text("pallas")
+def _kernels(fn, *args, backend: str = TPU_INTERPRET) -> str:
+    return jk.jit(fn, backend=backend).lower(*args).as_text("pallas")
 
 
 def _rng(n: int) -> np.random.Generator:
@@ -64,28 +77,30 @@ CHAINS = {
 }
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("size", RAGGED_SIZES)
 @pytest.mark.parametrize("dtype", sorted(CHAINS))
-def test_chains_match_numpy(pallas, dtype, size):
+def test_chains_match_numpy(pallas, dtype, size, backend):
     """Each dtype's chain, at ragged sizes, gives NumPy's values and dtype through one kernel."""
     fn, make = CHAINS[dtype]
     args = make(size, _rng(size))
-    check(fn, *args, backend=TPU_INTERPRET)
-    text = _kernels(fn, *args)
+    check(fn, *args, backend=backend)
+    text = _kernels(fn, *args, backend=backend)
     if size:
         assert "kernel 0: pallas" in text and "body: { lambda" in text, text
     else:
         assert text.startswith("no Pallas kernels"), text
 
 
-def test_partial_last_block_and_several_blocks(pallas):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_partial_last_block_and_several_blocks(pallas, backend):
     """An array of more rows than a block: a grid of blocks whose last one is partial, and the
     padding of a ragged size sliced off."""
     n = 2 * 1024 * 128 + 5
     x = _rng(1).uniform(-3, 3, n).astype(np.float32)
     fn = lambda x: np.tanh(x) * x + 1  # noqa: E731
-    check(fn, x, backend=TPU_INTERPRET)
-    text = _kernels(fn, x)
+    check(fn, x, backend=backend)
+    text = _kernels(fn, x, backend=backend)
     assert "viewed as (2049, 128), 123 elements of padding; blocks of (1024, 128), grid (3,)" in text, text
 
 
@@ -112,7 +127,8 @@ def test_broadcasts_of_scalars_and_rows(pallas):
 SPECIALS = np.array([0.0, -0.0, 1.0, -1.5, np.inf, -np.inf, np.nan, 3e38, -2.5, 7.0], np.float32)
 
 
-def test_special_values(pallas):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_special_values(pallas, backend):
     """NaN, infinities and signed zeros follow NumPy: arithmetic, maximum/fmin's NaN rules,
     floor division and remainder of floats, casts to int32 (x86's rule), bool times inf."""
     x, y = SPECIALS, SPECIALS[::-1].copy()
@@ -120,22 +136,23 @@ def test_special_values(pallas):
     def fn(x, y):
         return (x * y, x / y, np.maximum(x, y), np.fmin(x, y), x // y, x % y, np.copysign(x, y),
                 np.signbit(x), np.isnan(x * y), (x > 0) * y, np.where(np.isfinite(x), x, 0).astype(np.int32))
-    got = jk.jit(fn, backend=TPU_INTERPRET)(x, y)
+    got = jk.jit(fn, backend=backend)(x, y)
     expected = numpy_result(fn, x, y)
     assert_matches_numpy(got, expected)
     for g, e in zip(got[:4] + got[6:7], expected[:4] + expected[6:7]):
         assert np.array_equal(np.signbit(g), np.signbit(e)), (g, e)  # -0.0 kept
-    assert "kernel 0: pallas" in _kernels(fn, x, y)
+    assert "kernel 0: pallas" in _kernels(fn, x, y, backend=backend)
 
 
-def test_integer_division_by_zero_and_shifts(pallas):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_integer_division_by_zero_and_shifts(pallas, backend):
     """Integer floor division and remainder by zero give 0, MIN // -1 wraps, shifts by the bit
     width or more: semantic_rules' answers inside the kernel."""
     a = np.array([7, -128, -7, 5, 3, -1, 100, 1], np.int8).astype(np.int32) * np.int32(2 ** 24)  # -128: MIN
     b = np.array([0, -1, 2, 0, 40, 33, -3, 31], np.int32)
     fn = lambda a, b: (a // b, a % b, np.fmod(a, b), a << b, a >> b, a // b * b)  # noqa: E731
-    check(fn, a, b, backend=TPU_INTERPRET)
-    assert "kernel 0: pallas" in _kernels(fn, a, b)
+    check(fn, a, b, backend=backend)
+    assert "kernel 0: pallas" in _kernels(fn, a, b, backend=backend)
 
 
 def test_intermediates_read_outside_are_outputs(pallas):
@@ -205,6 +222,26 @@ def test_the_option_checks_its_value(monkeypatch):
     monkeypatch.setenv("JITKERNEL_TPU_FUSION", "fused")
     with pytest.raises(ValueError, match="JITKERNEL_TPU_FUSION must be one of"):
         default_mode()
+
+
+def test_a_kernel_the_compile_refuses_falls_back_to_xla(pallas, monkeypatch):
+    """Mosaic's compile runs on the chip only: a kernel its lowering took but its compile refuses
+    leaves the program to XLA's fusion, with a warning and the reason in as_text("pallas")."""
+    from jitkernel.backends.tpu.backend import TpuBackend
+    real = TpuBackend._xla_compile
+
+    def refuse(lowered_program, specs, device):
+        compiled = real(lowered_program, specs, device)
+        if lowered_program.lowering.pallas.rendered():
+            raise RuntimeError("Mosaic failed to compile TPU kernel: (a test's refusal)")
+        return compiled
+    monkeypatch.setattr(TpuBackend, "_xla_compile", staticmethod(refuse))
+    x = _rng(8).random(500, dtype=np.float32)
+    with pytest.warns(RuntimeWarning, match="the chip's compile refused them"):
+        check(lambda x: np.sin(x) * 2, x, backend=TPU_INTERPRET)
+    with pytest.warns(RuntimeWarning):
+        text = _kernels(lambda x: np.sin(x) * 2, x)
+    assert text.startswith("no Pallas kernels: the chip's compile refused them (RuntimeError: Mosaic failed"), text
 
 
 def test_as_text_pallas_is_a_stage_of_the_tpu_backends_only():

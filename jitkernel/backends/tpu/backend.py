@@ -93,23 +93,39 @@ class TpuBackend(Backend):
         # complex semantics decided once (passes/complex_lower.py), complex transcendental
         # functions as NumPy's loops (host steps here), and no complex128 on the chip.
         program, packed = lower_complex(program)
-        device, fusion, on_host = self.device(), fusion_mode(), ""
+        device, fusion, no_kernels = self.device(), fusion_mode(), ""
         if self.platform == "tpu" and holds_float64(program):
             device, fusion = jax.devices("cpu")[0], "xla"
-            on_host = "the program runs on the host CPU (float64), where XLA fuses"
+            no_kernels = "the program runs on the host CPU (float64), where XLA fuses"
             warnings.warn(FLOAT64_NOTE.format(name=name), RuntimeWarning, stacklevel=2)
+        specs = [jax.ShapeDtypeStruct(tuple(int(d) for d in v.aval.shape), v.aval.dtype) for v in program.invars]
         # Pallas kernels: compiled by Mosaic on the chip, simulated by Pallas's TPU interpret mode
         # on tpu-interpret (backends/tpu/pallas.py)
         lowered_program = lower(program, fusion, interpret=self.platform != "tpu")
-        specs = [jax.ShapeDtypeStruct(tuple(int(d) for d in v.aval.shape), v.aval.dtype) for v in program.invars]
-        with jax.enable_x64(True), jax.default_device(device):
-            staged = jax.jit(lowered_program.fn).lower(*specs)
-            executable = staged.compile()
+        try:
+            staged, executable = self._xla_compile(lowered_program, specs, device)
+        except Exception as e:  # noqa: BLE001 - raised again below unless the Pallas kernels caused it
+            if not lowered_program.lowering.pallas.rendered():
+                raise
+            # Mosaic's compile (on the chip only) refused a kernel its lowering took: XLA fuses
+            # everything instead, said in as_text("pallas"); another error is raised again here.
+            no_kernels = f"the chip's compile refused them ({type(e).__name__}: {str(e).splitlines()[0][:200]})"
+            warnings.warn(f"jitkernel: {name}: {no_kernels}; XLA fuses its elementwise steps instead",
+                          RuntimeWarning, stacklevel=2)
+            lowered_program = lower(program, "xla", interpret=self.platform != "tpu")
+            staged, executable = self._xla_compile(lowered_program, specs, device)
         if events.SUBSCRIBERS:
             events.publish(events.CodegenEvent(name, t0, events.clock() - t0, self.name))
         run = TpuExecutable(executable, lowered_program.lowering, device, packed)
-        hlo, kernels = staged.as_text(), lowered_program.lowering.pallas.text(on_host)
+        hlo, kernels = staged.as_text(), lowered_program.lowering.pallas.text(no_kernels)
         return run, {"hlo": lambda: hlo, "pallas": lambda: kernels}
+
+    @staticmethod
+    def _xla_compile(lowered_program: Any, specs: list, device: Any) -> tuple[Any, Any]:
+        import jax  # optional dependency
+        with jax.enable_x64(True), jax.default_device(device):
+            staged = jax.jit(lowered_program.fn).lower(*specs)
+            return staged, staged.compile()
 
 
 class TpuInterpretBackend(TpuBackend):

@@ -291,10 +291,15 @@ class PallasKernels:
             return f"Mosaic cannot lower it: {type(e).__name__}: {str(e).splitlines()[0][:160]}"
         return ""
 
-    def text(self, host_reason: str = "") -> str:
-        """`as_text("pallas")`: every kernel group and what became of it."""
-        if host_reason:
-            return f"no Pallas kernels: {host_reason}"
+    def rendered(self) -> bool:
+        """Whether any chain became a Pallas kernel."""
+        return any(k.choice == "pallas" for k in self.kernels)
+
+    def text(self, no_kernels: str = "") -> str:
+        """`as_text("pallas")`: every kernel group and what became of it (`no_kernels`: why the
+        program has none whatever the option says)."""
+        if no_kernels:
+            return f"no Pallas kernels: {no_kernels}"
         if self.mode == "xla":
             return "no Pallas kernels (tpu_fusion='xla': XLA fuses every elementwise chain)"
         if not self.kernels:
