@@ -3,6 +3,7 @@ process (docs/tpu.md, "Pallas kernels"): the numbers behind `tpu_fusion="auto"`'
 (`backends/tpu/options.AUTO_RULE`).
 
     python -m benchmarks.tpu_pallas --backend tpu [--sizes 16,20,24,26] [--repeat 20] [--json-lines PATH]
+    python -m benchmarks.tpu_pallas --backend tpu --block-rows 512,1024,2048 --sub-rows 0,32,128
     python -m benchmarks.tpu_pallas --backend tpu-interpret --quick     # a smoke run without a TPU
 
 Each workload is compiled twice, with `tpu_fusion="pallas"` and `"xla"`, and each executable is
@@ -11,7 +12,10 @@ called with device-resident jax arrays, as benchmarks/tpu_vs_jax.py does), media
 synchronised runs after warm-up. A row also says how many of the program's elementwise chains
 became Pallas kernels (a chain Mosaic cannot lower stays with XLA) and their expensive steps
 (the rule's second number). Prints one JSON line per row as it goes, a table last, and the
-smallest size at which Pallas won for each count of expensive steps.
+smallest size at which Pallas won for each count of expensive steps. `--block-rows` and
+`--sub-rows` time the Pallas kernels for each combination of the renderer's largest block
+(`pallas.MAX_BLOCK_ROWS`) and strip (`pallas.SUB_ROWS`, 0: the whole block at once), the numbers
+to set them by.
 """
 from __future__ import annotations
 
@@ -48,12 +52,18 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     parser.add_argument("--sizes", default=None, help="log2 of the element counts, comma separated (default 16,20,24,26)")
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--block-rows", default=None, help="largest block rows to try (multiples of 32), comma separated")
+    parser.add_argument("--sub-rows", default=None, help="strip rows to try (0: whole block), comma separated")
     parser.add_argument("--json-lines", default=None, help="also append the JSON lines to this file")
     args = parser.parse_args()
 
     import jax
 
     import jitkernel as jk
+    from jitkernel.backends.tpu import pallas as renderer
+    block_rows = [int(b) for b in args.block_rows.split(",")] if args.block_rows else [renderer.MAX_BLOCK_ROWS]
+    sub_rows = [int(b) for b in args.sub_rows.split(",")] if args.sub_rows else [renderer.SUB_ROWS]
+    settings_before = renderer.MAX_BLOCK_ROWS, renderer.SUB_ROWS
     sizes = [int(s) for s in (args.sizes or ("10,12" if args.quick else "16,20,24,26")).split(",")]
     device = jk.backends.get_backend(args.backend).device()
     sink = open(args.json_lines, "a") if args.json_lines else None
@@ -69,35 +79,40 @@ def main() -> None:
             sink.flush()
         table.append(row)
 
+    def device_time(fn: Callable, inputs: list, mode: str) -> tuple[float, str]:
+        """Median device time of `fn` compiled with `tpu_fusion=mode`, and its as_text("pallas")."""
+        jk.config.update("tpu_fusion", mode)
+        lowered = jk.jit(fn, backend=args.backend).lower(*inputs)
+        executable = lowered.compiled.executable.executable
+        with jax.enable_x64(True):
+            on_chip = jax.device_put(inputs, device)
+            return _median_time(lambda: executable(*on_chip)[0], args.repeat), lowered.as_text("pallas")
+
     try:
         for name, fn, n_inputs in workloads():
             for log2 in sizes:
                 inputs = [rng.random(1 << log2, dtype=np.float32) for _ in range(n_inputs)]
-                times, kernels, expensive = {}, 0, 0
-                for mode in ("xla", "pallas"):
-                    jk.config.update("tpu_fusion", mode)
-                    lowered = jk.jit(fn, backend=args.backend).lower(*inputs)
-                    executable = lowered.compiled.executable.executable
-                    if mode == "pallas":
-                        text = lowered.as_text("pallas")
-                        kernels, expensive = text.count(": pallas"), _expensive(text)
-                    with jax.enable_x64(True):
-                        on_chip = jax.device_put(inputs, device)
-                        times[mode] = _median_time(lambda: executable(*on_chip)[0], args.repeat)
-                emit({"workload": name, "elements": 1 << log2, "xla_ms": round(times["xla"] * 1e3, 4),
-                      "pallas_ms": round(times["pallas"] * 1e3, 4),
-                      "ratio": round(times["pallas"] / times["xla"], 3), "pallas_kernels": kernels,
-                      "expensive_steps": expensive, "backend": args.backend,
-                      "what": "device time, inputs on the chip; ratio < 1: Pallas faster"})
+                t_xla, _ = device_time(fn, inputs, "xla")
+                for rows in block_rows:
+                    for strip in sub_rows:
+                        renderer.MAX_BLOCK_ROWS, renderer.SUB_ROWS = rows, strip
+                        t_pallas, text = device_time(fn, inputs, "pallas")
+                        emit({"workload": name, "elements": 1 << log2, "xla_ms": round(t_xla * 1e3, 4),
+                              "pallas_ms": round(t_pallas * 1e3, 4), "ratio": round(t_pallas / t_xla, 3),
+                              "pallas_kernels": text.count(": pallas"), "expensive_steps": _expensive(text),
+                              "max_block_rows": rows, "sub_rows": strip, "backend": args.backend,
+                              "what": "device time, inputs on the chip; ratio < 1: Pallas faster"})
     finally:
         jk.config.update("tpu_fusion", before)
+        renderer.MAX_BLOCK_ROWS, renderer.SUB_ROWS = settings_before
         if sink:
             sink.close()
 
-    print(f"\n{'workload':32} {'elements':>10} {'XLA ms':>10} {'Pallas ms':>10} {'ratio':>7} {'kernels':>8}")
+    print(f"\n{'workload':32} {'elements':>10} {'block':>6} {'strip':>6} {'XLA ms':>10} {'Pallas ms':>10} "
+          f"{'ratio':>7} {'kernels':>8}")
     for row in table:
-        print(f"{row['workload']:32} {row['elements']:>10} {row['xla_ms']:>10} {row['pallas_ms']:>10} "
-              f"{row['ratio']:>7} {row['pallas_kernels']:>8}")
+        print(f"{row['workload']:32} {row['elements']:>10} {row['max_block_rows']:>6} {row['sub_rows']:>6} "
+              f"{row['xla_ms']:>10} {row['pallas_ms']:>10} {row['ratio']:>7} {row['pallas_kernels']:>8}")
     wins: dict[int, int] = {}
     for row in table:
         if row["pallas_kernels"] and row["ratio"] < 1:

@@ -104,6 +104,23 @@ def test_partial_last_block_and_several_blocks(pallas, backend):
     assert "viewed as (2049, 128), 123 elements of padding; blocks of (1024, 128), grid (3,)" in text, text
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_strips_of_a_block(pallas, backend, monkeypatch):
+    """With SUB_ROWS the body runs over each block in strips (a loop inside the kernel): the
+    same answers, the partial last block included; a block that is not whole strips is computed
+    at once."""
+    from jitkernel.backends.tpu import pallas as renderer
+    monkeypatch.setattr(renderer, "SUB_ROWS", 32)
+    n = 2 * 1024 * 128 + 5
+    x = _rng(9).uniform(-3, 3, n).astype(np.float32)
+    fn = lambda x, s: np.sin(x) * np.cos(x) + s * x  # noqa: E731
+    check(fn, x, np.float32(1.5), backend=backend)
+    assert "grid (3,), parallel, computed in strips of 32 rows" in _kernels(fn, x, np.float32(1.5), backend=backend)
+    u = np.arange(100_000).astype(np.uint8)  # 782 rows: one block, not whole strips
+    check(lambda u: (u * 3) // 7 + (u > 3), u, backend=backend)
+    assert "strips" not in _kernels(lambda u: (u * 3) // 7 + (u > 3), u, backend=backend)
+
+
 def test_wide_rows_are_not_copied(pallas):
     """A last dim that is a multiple of 128 is the row itself (no flattening, no padding)."""
     m = _rng(2).random((40, 256), dtype=np.float32)

@@ -12,6 +12,9 @@ decided once. What this module decides is the layout:
   `VMEM_BUDGET`; an array smaller than a block is one block of its own size;
 - the grid runs over row blocks (its last block may be partial: Pallas masks the edge), marked
   "parallel" (a chip with two TensorCores splits it);
+- with `SUB_ROWS` set, the body runs over a block in strips of that many rows (a `fori_loop`), so
+  that a long chain's intermediates stay in vector registers instead of block-sized VMEM
+  temporaries (off by default until measured: `benchmarks/tpu_pallas.py --sub-rows`);
 - a one-element operand of a broadcast is a (1, lanes) row read once (a constant one a literal);
 - the padding is sliced off the results.
 
@@ -44,6 +47,7 @@ ROW_ALIGN = 32  # sublane tile of 8-bit types (16-bit: 16, 32-bit: 8): one rule 
 MAX_BLOCK_ROWS = 1024
 VMEM_BUDGET = 8 << 20  # bytes for all blocks of a kernel, double-buffered (v5e's scoped VMEM: 16 MiB)
 MAX_WIDE_LANES = 2048  # a last dim up to this (a multiple of 128) is the row itself
+SUB_ROWS = 0  # rows of a strip the body computes at a time (a multiple of ROW_ALIGN); 0: the whole block
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,7 @@ class Layout:
     shape: tuple[int, ...]
     lanes: int
     block_rows: int
+    strip_rows: int = 0  # the body's strip (0: the whole block at once)
 
     @property
     def size(self) -> int:
@@ -86,8 +91,9 @@ class Layout:
 
     def __str__(self) -> str:
         pad = f", {self.pad} elements of padding" if self.pad else ""
+        strips = f", computed in strips of {self.strip_rows} rows" if self.strip_rows else ""
         return (f"viewed as ({self.rows}, {self.lanes}){pad}; blocks of {self.block}, grid ({self.grid},), "
-                f"parallel")
+                f"parallel{strips}")
 
 
 def layout_for(group: KernelGroup) -> Layout:
@@ -99,7 +105,9 @@ def layout_for(group: KernelGroup) -> Layout:
     block_rows = min(MAX_BLOCK_ROWS, VMEM_BUDGET // (2 * row_bytes))
     block_rows = max(ROW_ALIGN, block_rows // ROW_ALIGN * ROW_ALIGN)
     rows = -(-math.prod(shape) // lanes)
-    return Layout(shape, lanes, min(block_rows, rows))
+    block_rows = min(block_rows, rows)
+    strip = SUB_ROWS if SUB_ROWS and block_rows > SUB_ROWS and block_rows % SUB_ROWS == 0 else 0
+    return Layout(shape, lanes, block_rows, strip)
 
 
 class NeedsXla(Exception):
@@ -138,9 +146,9 @@ class Kernel:
         """The scalars passed as a (1, lanes) row (the computed ones)."""
         return [v for v in self.group.scalars if v not in self.literals]
 
-    def body(self, blocks: list, rows: list) -> list:
-        """The group's outputs for loaded blocks of its inputs and rows of its scalars."""
-        block = self.layout.block
+    def body(self, blocks: list, rows: list, block: tuple[int, int]) -> list:
+        """The group's outputs for loaded blocks (of shape `block`) of its inputs and rows of
+        its scalars."""
         env: dict[Var, Any] = dict(zip(self.group.inputs, blocks))
         env.update(zip(self.row_scalars, rows))
         ctx = _KernelContext()
@@ -167,10 +175,22 @@ class Kernel:
         n_in, n_rows = len(group.inputs), len(self.row_scalars)
 
         def kernel(*refs: Any) -> None:
-            blocks = [r[...] for r in refs[:n_in]]
+            ins, outs = refs[:n_in], refs[n_in + n_rows:]
             rows = [r[...] for r in refs[n_in:n_in + n_rows]]
-            for ref, value in zip(refs[n_in + n_rows:], self.body(blocks, rows)):
-                ref[...] = value.astype(ref.dtype)
+            strip = layout.strip_rows
+            if not strip:
+                for ref, value in zip(outs, self.body([r[...] for r in ins], rows, layout.block)):
+                    ref[...] = value.astype(ref.dtype)
+                return
+
+            def step(j: Any, carry: Any) -> Any:
+                part = pl.ds(pl.multiple_of(j * strip, strip), strip)
+                values = self.body([r[part, :] for r in ins], rows, (strip, layout.lanes))
+                for ref, value in zip(outs, values):
+                    ref[part, :] = value.astype(ref.dtype)
+                return carry
+            # int32 bounds: the lowering traces with 64-bit types on, and Mosaic has none
+            lax.fori_loop(jnp.int32(0), jnp.int32(layout.block_rows // strip), step, jnp.int32(0))
 
         block_spec = pl.BlockSpec(layout.block, lambda i: (i, 0))
         row_spec = pl.BlockSpec((1, layout.lanes), lambda i: (0, 0))
@@ -274,11 +294,12 @@ class PallasKernels:
 
     def _check(self, kernel: Kernel) -> str:
         """Why Mosaic cannot take the kernel ("" when it can); fills the body's text."""
-        block = kernel.layout.block
+        layout = kernel.layout
+        block = (layout.strip_rows, layout.lanes) if layout.strip_rows else layout.block
         blocks = [jax.ShapeDtypeStruct(block, v.aval.dtype) for v in kernel.group.inputs]
         rows = [jax.ShapeDtypeStruct((1, block[1]), v.aval.dtype) for v in kernel.row_scalars]
         try:
-            body = jax.make_jaxpr(kernel.body)(blocks, rows)
+            body = jax.make_jaxpr(lambda b, r: kernel.body(b, r, block))(blocks, rows)
         except NeedsXla as e:
             return str(e)
         if _holds_64_bit(body.jaxpr):
