@@ -141,6 +141,38 @@ def test_broadcasts_of_scalars_and_rows(pallas):
     check(lambda x, t: (x > 0.5) & t, x, np.bool_(True), backend=TPU_INTERPRET)
 
 
+def _softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _layer_norm(x):
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + 1e-5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("strips", [0, 32])
+def test_rows_and_columns_read_as_they_are(pallas, backend, strips, monkeypatch):
+    """Where the last dim is the kernel's row, a bias row (`x + b`) is read once as (1, lanes) and
+    a keepdims column (`x - x.max(axis=-1, keepdims=True)`) block by block as (rows, 1): XLA does
+    not materialise their broadcasts. Softmax and layer norm match NumPy, strips or not."""
+    from jitkernel.backends.tpu import pallas as renderer
+    monkeypatch.setattr(renderer, "SUB_ROWS", strips)
+    r = _rng(10)
+    x, b = r.standard_normal((2100, 256)).astype(np.float32), r.standard_normal(256).astype(np.float32)
+    check(_softmax, x, backend=backend, rtol=1e-5, atol=1e-7)
+    assert "columns: f32[2100,1]" in _kernels(_softmax, x, backend=backend)
+    check(_layer_norm, x, backend=backend, rtol=1e-4, atol=1e-5)
+    bias = lambda x, b: np.tanh(x + b) * 2  # noqa: E731
+    check(bias, x, b, backend=backend)
+    assert "rows: f32[256]" in _kernels(bias, x, b, backend=backend)
+    x3 = r.standard_normal((3, 50, 128)).astype(np.float32)
+    check(lambda x: x - x.max(-1, keepdims=True), x3, backend=backend)
+    check(lambda x: x - x.max(0, keepdims=True), x3, backend=backend)  # neither: XLA broadcasts
+
+
 SPECIALS = np.array([0.0, -0.0, 1.0, -1.5, np.inf, -np.inf, np.nan, 3e38, -2.5, 7.0], np.float32)
 
 

@@ -44,7 +44,7 @@ class Lowering:
                 kernel = plan.runs_at.get(id(eqn))
                 if kernel is not None:
                     run = kernel.pallas_call(self.pallas.interpret)
-                    outs = run([env[v] for v in kernel.group.inputs], [env[v] for v in kernel.row_scalars])
+                    outs = run([env[v] for v in kernel.blocked_inputs], [env[v] for v in kernel.row_inputs])
                     env.update(zip(kernel.group.outputs, outs))
                 continue
             rule = LAX_RULES.get(eqn.prim, lower_host_step)

@@ -15,7 +15,9 @@ decided once. What this module decides is the layout:
 - with `SUB_ROWS` set, the body runs over a block in strips of that many rows (a `fori_loop`), so
   that a long chain's intermediates stay in vector registers instead of block-sized VMEM
   temporaries (off by default until measured: `benchmarks/tpu_pallas.py --sub-rows`);
-- a one-element operand of a broadcast is a (1, lanes) row read once (a constant one a literal);
+- the operand of a broadcast is read as it is: a one-element one as a (1, lanes) row read once
+  (a constant one as a literal), a row of the last dim as (1, lanes), a column of the leading
+  dims as (rows, 1) blocks of (block_rows, 1); the kernel broadcasts them to the block;
 - the padding is sliced off the results.
 
 A group is rendered only when its kernel is one Mosaic (Pallas's TPU compiler) takes: the body
@@ -39,14 +41,12 @@ from jax.experimental.pallas import tpu as pltpu
 
 from ...ir import Eqn, Program, Var
 from .options import auto_choice
-from .pallas_plan import KernelGroup, is_scalar_broadcast, kernel_groups
+from .pallas_plan import LANES, KernelGroup, broadcast_kind, kernel_groups, wide
 from .rules import LAX_RULES
 
-LANES = 128  # a vector register's lanes
 ROW_ALIGN = 32  # sublane tile of 8-bit types (16-bit: 16, 32-bit: 8): one rule for every dtype
 MAX_BLOCK_ROWS = 1024
 VMEM_BUDGET = 8 << 20  # bytes for all blocks of a kernel, double-buffered (v5e's scoped VMEM: 16 MiB)
-MAX_WIDE_LANES = 2048  # a last dim up to this (a multiple of 128) is the row itself
 SUB_ROWS = 0  # rows of a strip the body computes at a time (a multiple of ROW_ALIGN); 0: the whole block
 
 
@@ -99,9 +99,10 @@ class Layout:
 def layout_for(group: KernelGroup) -> Layout:
     """Lanes, and block rows under the VMEM budget (every blocked operand double-buffered)."""
     shape = group.shape
-    wide = len(shape) >= 2 and shape[-1] % LANES == 0 and shape[-1] <= MAX_WIDE_LANES
-    lanes = shape[-1] if wide else LANES
-    row_bytes = lanes * sum(np.dtype(v.aval.dtype).itemsize for v in group.inputs + group.outputs)
+    lanes = shape[-1] if wide(shape) else LANES
+    # a column's (block_rows, 1) block takes a whole row of lanes in VMEM
+    blocked = group.inputs + group.columns + group.outputs
+    row_bytes = lanes * sum(np.dtype(v.aval.dtype).itemsize for v in blocked)
     block_rows = min(MAX_BLOCK_ROWS, VMEM_BUDGET // (2 * row_bytes))
     block_rows = max(ROW_ALIGN, block_rows // ROW_ALIGN * ROW_ALIGN)
     rows = -(-math.prod(shape) // lanes)
@@ -142,18 +143,23 @@ class Kernel:
     body_text: str = ""
 
     @property
-    def row_scalars(self) -> list[Var]:
-        """The scalars passed as a (1, lanes) row (the computed ones)."""
-        return [v for v in self.group.scalars if v not in self.literals]
+    def row_inputs(self) -> list[Var]:
+        """The operands passed as one (1, lanes) row: computed scalars, then rows."""
+        return [v for v in self.group.scalars if v not in self.literals] + self.group.rows
+
+    @property
+    def blocked_inputs(self) -> list[Var]:
+        """The operands read block by block: inputs of the group's shape, then columns."""
+        return self.group.inputs + self.group.columns
 
     def body(self, blocks: list, rows: list, block: tuple[int, int]) -> list:
-        """The group's outputs for loaded blocks (of shape `block`) of its inputs and rows of
-        its scalars."""
-        env: dict[Var, Any] = dict(zip(self.group.inputs, blocks))
-        env.update(zip(self.row_scalars, rows))
+        """The group's outputs for loaded blocks (of shape `block`; a column's block is one lane
+        wide) of `blocked_inputs` and rows of `row_inputs`."""
+        env: dict[Var, Any] = dict(zip(self.blocked_inputs, blocks))
+        env.update(zip(self.row_inputs, rows))
         ctx = _KernelContext()
         for eqn in self.group.eqns:
-            if is_scalar_broadcast(eqn):
+            if broadcast_kind(eqn):
                 env[eqn.outputs[0]] = self._broadcast(eqn, env, block)
                 continue
             outs = LAX_RULES[eqn.prim](ctx, eqn, *[env[v] for v in eqn.inputs])
@@ -165,14 +171,14 @@ class Kernel:
         if x in self.literals:
             return lax.full(block, np.asarray(self.literals[x], dtype).reshape(()).item(), dtype)
         value = env[x]
-        if x in self.group.defined:  # a one-element group: the block already holds the value
+        if x in self.group.defined:  # a one-row group: the block already holds the value
             return value
         return jnp.broadcast_to(value, block).astype(dtype)
 
     def pallas_call(self, interpret: bool) -> Callable[..., list]:
         """(inputs, row scalars) -> outputs of the group's shapes, as one `pl.pallas_call`."""
         layout, group = self.layout, self.group
-        n_in, n_rows = len(group.inputs), len(self.row_scalars)
+        n_in, n_rows = len(self.blocked_inputs), len(self.row_inputs)
 
         def kernel(*refs: Any) -> None:
             ins, outs = refs[:n_in], refs[n_in + n_rows:]
@@ -193,36 +199,43 @@ class Kernel:
             lax.fori_loop(jnp.int32(0), jnp.int32(layout.block_rows // strip), step, jnp.int32(0))
 
         block_spec = pl.BlockSpec(layout.block, lambda i: (i, 0))
+        column_spec = pl.BlockSpec((layout.block_rows, 1), lambda i: (i, 0))
         row_spec = pl.BlockSpec((1, layout.lanes), lambda i: (0, 0))
+        in_specs = [block_spec] * len(group.inputs) + [column_spec] * len(group.columns) + [row_spec] * n_rows
         out_shape = [jax.ShapeDtypeStruct((layout.rows, layout.lanes), v.aval.dtype) for v in group.outputs]
         nbytes = layout.rows * layout.lanes * sum(np.dtype(v.aval.dtype).itemsize
                                                   for v in group.inputs + group.outputs)
+        nbytes += layout.rows * sum(np.dtype(v.aval.dtype).itemsize for v in group.columns)
         call = pl.pallas_call(
             kernel, out_shape=out_shape, grid=(layout.grid,),
-            in_specs=[block_spec] * n_in + [row_spec] * n_rows, out_specs=[block_spec] * len(out_shape),
+            in_specs=in_specs, out_specs=[block_spec] * len(out_shape),
             interpret=pltpu.InterpretParams() if interpret else False,
             compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),
             cost_estimate=pl.CostEstimate(flops=layout.size * len(group.eqns),
                                           transcendentals=layout.size * group.expensive, bytes_accessed=nbytes),
             name=f"jitkernel_kernel_{self.number}")
 
-        def run(inputs: list, scalars: list) -> list:
-            views = [layout.to_rows(x) for x in inputs]
-            rows = [jnp.broadcast_to(jnp.reshape(s, (1, 1)), (1, layout.lanes)) for s in scalars]
-            return [layout.from_rows(o) for o in call(*views, *rows)]
+        def run(blocked: list, rows: list) -> list:
+            """`blocked`: values of `blocked_inputs`, `rows`: of `row_inputs`."""
+            views = [layout.to_rows(x) for x in blocked[:len(group.inputs)]]
+            views += [jnp.reshape(c, (layout.rows, 1)) for c in blocked[len(group.inputs):]]
+            views += [jnp.broadcast_to(jnp.reshape(r, (1, -1)), (1, layout.lanes)) for r in rows]
+            return [layout.from_rows(o) for o in call(*views)]
         return run
 
     def specs(self) -> tuple[list, list]:
-        """Abstract inputs of `pallas_call(...)`'s function, for checking and printing it."""
-        return ([jax.ShapeDtypeStruct(self.group.shape, v.aval.dtype) for v in self.group.inputs],
-                [jax.ShapeDtypeStruct((), v.aval.dtype) for v in self.row_scalars])
+        """Abstract inputs of `pallas_call(...)`'s function, for checking it."""
+        struct = lambda v: jax.ShapeDtypeStruct(tuple(v.aval.shape), v.aval.dtype)  # noqa: E731
+        return [struct(v) for v in self.blocked_inputs], [struct(v) for v in self.row_inputs]
 
     def text(self) -> str:
         g = self.group
         head = f"kernel {self.number}: {self.choice}" + (f" ({self.why})" if self.why else "")
         lines = [head, f"  steps: {' '.join(e.prim for e in g.eqns)} on {g.shape}"]
         types = lambda vs: ", ".join(str(v.aval) for v in vs) or "none"  # noqa: E731
-        lines.append(f"  inputs: {types(g.inputs)}; scalars: {types(g.scalars)}; outputs: {types(g.outputs)}")
+        read = f"inputs: {types(g.inputs)}; scalars: {types(g.scalars)}"
+        read += "".join(f"; {name}: {types(vs)}" for name, vs in (("rows", g.rows), ("columns", g.columns)) if vs)
+        lines.append(f"  {read}; outputs: {types(g.outputs)}")
         if self.choice == "pallas":
             lines.append(f"  layout: {self.layout}")
             lines.append("  body: " + self.body_text.replace("\n", "\n  "))
@@ -297,7 +310,8 @@ class PallasKernels:
         layout = kernel.layout
         block = (layout.strip_rows, layout.lanes) if layout.strip_rows else layout.block
         blocks = [jax.ShapeDtypeStruct(block, v.aval.dtype) for v in kernel.group.inputs]
-        rows = [jax.ShapeDtypeStruct((1, block[1]), v.aval.dtype) for v in kernel.row_scalars]
+        blocks += [jax.ShapeDtypeStruct((block[0], 1), v.aval.dtype) for v in kernel.group.columns]
+        rows = [jax.ShapeDtypeStruct((1, block[1]), v.aval.dtype) for v in kernel.row_inputs]
         try:
             body = jax.make_jaxpr(lambda b, r: kernel.body(b, r, block))(blocks, rows)
         except NeedsXla as e:

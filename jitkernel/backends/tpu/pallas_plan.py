@@ -1,14 +1,16 @@
 """Which equations of a program form a Pallas kernel (backends/tpu/pallas.py renders them).
 
-A *kernel group* is a maximal run of elementwise equations of one shape, in program order, that
+A *kernel group* is a maximal run of elementwise equations of one shape (not 0-d, not empty), in program order, that
 a Pallas TPU kernel can compute block by block:
 
 - the primitive is elementwise (`Primitive.kind`), has a lax rule, cannot raise (no check state
   inside a kernel: integer `power` stays with XLA) and is no effect;
 - every operand and result has the group's shape and a dtype of at most 32 bits (the chip's
   float64 is emulated and Mosaic has no 64-bit vectors);
-- `broadcast_in_dim` of a one-element value joins the group as a scalar read in the kernel
-  (a literal when it is a constant);
+- `broadcast_in_dim` joins the group when the kernel can read its operand as it is: a
+  one-element value (a scalar, a literal when it is a constant), and where the group's last dim is
+  the kernel's row (`wide`), a row (`b` of `x + b`, an operand along the last dim only) or a
+  column (`m` of `x - x.max(axis=-1, keepdims=True)`, every dim but the last);
 - a group is cut where an equation outside it reads one of its values (the kernel runs at the
   place of its last equation, so nothing before that may need its results).
 
@@ -32,6 +34,9 @@ from ...ir.primitives import PRIMITIVES, raises_on_data
 from . import rules_arrays, rules_control, rules_elementwise, rules_library  # noqa: F401  (register the rules)
 from .rules import LAX_RULES
 
+LANES = 128  # a vector register's lanes: the kernel's rows are 128 wide, or the group's last dim
+MAX_WIDE_LANES = 2048  # a last dim up to this (a multiple of 128) is the kernel's row itself
+
 # What a Pallas TPU kernel computes in: no 64-bit type (Mosaic has none, and the chip's float64 is
 # float32 pairs), no complex. bfloat16 is not a NumPy dtype.
 KERNEL_DTYPES = frozenset(map(np.dtype, (np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
@@ -47,6 +52,8 @@ class KernelGroup:
     defined: set[Var] = field(default_factory=set)  # the members' results
     inputs: list[Var] = field(default_factory=list)  # values of the group's shape read from outside
     scalars: list[Var] = field(default_factory=list)  # one-element values broadcast inside
+    rows: list[Var] = field(default_factory=list)  # values along the last dim broadcast inside
+    columns: list[Var] = field(default_factory=list)  # values along every dim but the last
     outputs: list[Var] = field(default_factory=list)  # members' results read outside
 
     @property
@@ -71,12 +78,32 @@ def _fits(v: Var) -> bool:
     return np.dtype(v.aval.dtype) in KERNEL_DTYPES
 
 
-def is_scalar_broadcast(eqn: Eqn) -> bool:
-    """`broadcast_in_dim` of a one-element value: read as a scalar inside the kernel."""
+def wide(shape: tuple[int, ...]) -> bool:
+    """Whether a kernel of this shape takes its last dim as its row (no flattening)."""
+    return len(shape) >= 2 and shape[-1] % LANES == 0 and shape[-1] <= MAX_WIDE_LANES
+
+
+def broadcast_kind(eqn: Eqn) -> str | None:
+    """How a kernel reads the operand of a `broadcast_in_dim`: "scalar" (one element), "row"
+    (along the last dim only), "column" (along every dim but the last), or None (XLA does it)."""
     if eqn.prim != "broadcast_in_dim":
-        return False
+        return None
     (x,), (out,) = eqn.inputs, eqn.outputs
-    return _concrete(x.aval.shape) and math.prod(x.aval.shape) == 1 and _fits(x) and _fits(out)
+    shape = tuple(out.aval.shape)
+    if not (_concrete(x.aval.shape) and _concrete(shape) and _fits(x) and _fits(out)):
+        return None
+    if math.prod(x.aval.shape) == 1:
+        return "scalar"
+    if not wide(shape):
+        return None
+    spread = [1] * len(shape)  # the operand's extent along each dim of the result
+    for i, d in enumerate(eqn.params["broadcast_dimensions"]):
+        spread[d] = int(x.aval.shape[i])
+    if all(e == 1 for e in spread[:-1]) and spread[-1] == shape[-1]:
+        return "row"
+    if spread[-1] == 1 and tuple(spread[:-1]) == shape[:-1]:
+        return "column"
+    return None
 
 
 def kernel_shape(eqn: Eqn) -> tuple[int, ...] | None:
@@ -84,9 +111,9 @@ def kernel_shape(eqn: Eqn) -> tuple[int, ...] | None:
     if len(eqn.outputs) != 1 or not eqn.inputs and eqn.prim != "broadcast_in_dim":
         return None
     shape = tuple(eqn.outputs[0].aval.shape)
-    if not _concrete(shape) or math.prod(shape) == 0 or not _fits(eqn.outputs[0]):
+    if not shape or not _concrete(shape) or math.prod(shape) == 0 or not _fits(eqn.outputs[0]):
         return None
-    if is_scalar_broadcast(eqn):
+    if broadcast_kind(eqn):
         return tuple(int(d) for d in shape)
     prim = PRIMITIVES[eqn.prim]
     if prim.kind != "elementwise" or eqn.prim not in LAX_RULES or prim.effect:
@@ -137,7 +164,8 @@ def _boundaries(program: Program, groups: list[KernelGroup]) -> None:
             for v in eqn.inputs:
                 if v in g.defined:
                     continue
-                bucket = g.scalars if is_scalar_broadcast(eqn) else g.inputs
+                kind = broadcast_kind(eqn)
+                bucket = {"scalar": g.scalars, "row": g.rows, "column": g.columns, None: g.inputs}[kind]
                 if v not in bucket:
                     bucket.append(v)
             g.outputs.extend(v for v in eqn.outputs if readers.get(v))
