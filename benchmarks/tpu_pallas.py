@@ -29,14 +29,34 @@ import numpy as np
 from .tpu_vs_jax import _median_time
 
 
-def workloads() -> list[tuple[str, Callable, int]]:
-    """(name, NumPy function, number of inputs)."""
+def _softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _layer_norm(x):
+    mu = x.mean(axis=1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=1, keepdims=True)
+    return (x - mu) / np.sqrt(var + 1e-5)
+
+
+def workloads() -> list[tuple[str, Callable, int, bool]]:
+    """(name, NumPy function, number of inputs, whether its inputs are matrices)."""
     return [
-        ("copy x * 2", lambda x: x * 2, 1),
-        ("a * b + c", lambda a, b, c: a * b + c, 3),
-        ("W1 sin*cos+sin**2", lambda x: np.sin(x) * np.cos(x) + np.sin(x) ** 2, 1),
-        ("tanh(x) * exp(-x) / (1 + x*x)", lambda x: np.tanh(x) * np.exp(-x) / (1 + x * x), 1),
+        ("copy x * 2", lambda x: x * 2, 1, False),
+        ("a * b + c", lambda a, b, c: a * b + c, 3, False),
+        ("W1 sin*cos+sin**2", lambda x: np.sin(x) * np.cos(x) + np.sin(x) ** 2, 1, False),
+        ("tanh(x) * exp(-x) / (1 + x*x)", lambda x: np.tanh(x) * np.exp(-x) / (1 + x * x), 1, False),
+        ("W3 softmax", _softmax, 1, True),
+        ("W4 layer norm", _layer_norm, 1, True),
     ]
+
+
+def _shape(elements: int, matrix: bool) -> tuple[int, ...]:
+    if not matrix:
+        return (elements,)
+    cols = 4096 if elements >= 1 << 16 else 256
+    return (elements // cols, cols)
 
 
 def _expensive(text: str) -> int:
@@ -89,15 +109,16 @@ def main() -> None:
             return _median_time(lambda: executable(*on_chip)[0], args.repeat), lowered.as_text("pallas")
 
     try:
-        for name, fn, n_inputs in workloads():
+        for name, fn, n_inputs, matrix in workloads():
             for log2 in sizes:
-                inputs = [rng.random(1 << log2, dtype=np.float32) for _ in range(n_inputs)]
+                inputs = [rng.random(_shape(1 << log2, matrix), dtype=np.float32) for _ in range(n_inputs)]
                 t_xla, _ = device_time(fn, inputs, "xla")
                 for rows in block_rows:
                     for strip in sub_rows:
                         renderer.MAX_BLOCK_ROWS, renderer.SUB_ROWS = rows, strip
                         t_pallas, text = device_time(fn, inputs, "pallas")
-                        emit({"workload": name, "elements": 1 << log2, "xla_ms": round(t_xla * 1e3, 4),
+                        emit({"workload": name, "elements": 1 << log2, "shape": list(inputs[0].shape),
+                              "xla_ms": round(t_xla * 1e3, 4),
                               "pallas_ms": round(t_pallas * 1e3, 4), "ratio": round(t_pallas / t_xla, 3),
                               "pallas_kernels": text.count(": pallas"), "expensive_steps": _expensive(text),
                               "max_block_rows": rows, "sub_rows": strip, "backend": args.backend,

@@ -6,7 +6,8 @@ loaded blocks, so NumPy's semantics (backends/semantic_rules.py, float-to-intege
 decided once. What this module decides is the layout:
 
 - the group's values are flattened and viewed as (rows, 128) (or (rows, last dim) when the last
-  dim is a multiple of 128: no copy), padded with zeros to a whole row when the size is ragged;
+  dim is a multiple of 128 up to 4096: no copy), padded with zeros to a whole row when the size
+  is ragged;
 - a block is (block_rows, lanes), block_rows a multiple of 32 (the sublane tile of 8-bit types,
   a multiple of float32's 8), sized so that every operand's block, double-buffered, fits in
   `VMEM_BUDGET`; an array smaller than a block is one block of its own size;

@@ -35,7 +35,7 @@ from . import rules_arrays, rules_control, rules_elementwise, rules_library  # n
 from .rules import LAX_RULES
 
 LANES = 128  # a vector register's lanes: the kernel's rows are 128 wide, or the group's last dim
-MAX_WIDE_LANES = 2048  # a last dim up to this (a multiple of 128) is the kernel's row itself
+MAX_WIDE_LANES = 4096  # a last dim up to this (a multiple of 128) is the kernel's row itself
 
 # What a Pallas TPU kernel computes in: no 64-bit type (Mosaic has none, and the chip's float64 is
 # float32 pairs), no complex. bfloat16 is not a NumPy dtype.
