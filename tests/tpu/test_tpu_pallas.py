@@ -213,6 +213,19 @@ def test_intermediates_read_outside_are_outputs(pallas):
     assert "outputs: f32[2000], f32[2000]" in _kernels(fn, x)
 
 
+def test_interleaved_chains_of_two_shapes(pallas):
+    """Two chains of different shapes written interleaved are two kernels, not six."""
+    x, y = _rng(11).random(1000, dtype=np.float32), _rng(12).random(300, dtype=np.float32)
+
+    def fn(x, y):
+        a, b = np.sin(x), np.cos(y)
+        c, d = a * 2 + x, b * 3 + y
+        return c, d, c.sum() + d.sum()
+    check(fn, x, y, backend=TPU_INTERPRET, rtol=1e-5)
+    text = _kernels(fn, x, y)
+    assert text.startswith("2 Pallas kernels of 2 elementwise chains"), text
+
+
 def test_kernels_inside_loop_bodies(pallas):
     x = _rng(6).random(1000, dtype=np.float32)
 

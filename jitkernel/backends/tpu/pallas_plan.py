@@ -12,7 +12,8 @@ a Pallas TPU kernel can compute block by block:
   the kernel's row (`wide`), a row (`b` of `x + b`, an operand along the last dim only) or a
   column (`m` of `x - x.max(axis=-1, keepdims=True)`, every dim but the last);
 - a group is cut where an equation outside it reads one of its values (the kernel runs at the
-  place of its last equation, so nothing before that may need its results).
+  place of its last equation, so nothing before that may need its results); chains of other
+  shapes in between do not cut it.
 
 Values of the group read elsewhere (later equations, the program's outputs) are the kernel's
 outputs; the others stay in the kernel's registers and VMEM.
@@ -126,23 +127,21 @@ def kernel_shape(eqn: Eqn) -> tuple[int, ...] | None:
 
 
 def kernel_groups(program: Program) -> list[KernelGroup]:
-    """The program's kernel groups, each with at least one step that is not a broadcast."""
+    """The program's kernel groups, each with at least one step that is not a broadcast. Chains
+    of different shapes may interleave: one group is open per shape, and a group closes when an
+    equation outside it reads one of its values (its kernel runs before that reader)."""
     groups: list[KernelGroup] = []
-    current: KernelGroup | None = None
+    open_groups: dict[tuple[int, ...], KernelGroup] = {}
     for eqn in program.eqns:
         shape = kernel_shape(eqn)
-        reads_current = current is not None and any(v in current.defined for v in eqn.inputs)
-        if shape is not None and current is not None and shape == current.shape:
-            current.add(eqn)
-            continue
-        if current is not None and (shape is not None or reads_current):
-            groups.append(current)  # another shape, or an outside reader: the kernel ends here
-            current = None
+        for other, group in list(open_groups.items()):
+            if other != shape and any(v in group.defined for v in eqn.inputs):
+                groups.append(open_groups.pop(other))
         if shape is not None:
-            current = KernelGroup(shape)
-            current.add(eqn)
-    if current is not None:
-        groups.append(current)
+            open_groups.setdefault(shape, KernelGroup(shape)).add(eqn)
+    groups.extend(open_groups.values())
+    position = {id(e): k for k, e in enumerate(program.eqns)}
+    groups.sort(key=lambda g: position[id(g.eqns[0])])  # numbered in program order
     kept = [g for g in groups if any(e.prim != "broadcast_in_dim" for e in g.eqns)]
     _boundaries(program, kept)
     return kept
