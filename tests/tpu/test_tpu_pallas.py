@@ -275,6 +275,20 @@ def test_xla_and_auto_modes(fusion):
     assert "sin a" in text and "cos a" in text, text
 
 
+def test_auto_follows_the_measured_rule(fusion, monkeypatch):
+    """Once AUTO_RULE holds measured numbers, "auto" renders the chains at or above them with
+    Pallas, per chain, and leaves the others to XLA."""
+    from jitkernel.backends.tpu import options
+    monkeypatch.setattr(options, "AUTO_RULE", options.AutoRule(min_elements=2000, min_expensive=1))
+    fusion("auto")
+    big, small = _rng(13).random(4000, dtype=np.float32), _rng(14).random(100, dtype=np.float32)
+    fn = lambda x, y: (np.sin(x) * 2, np.sin(y) * 2, x * 3)  # noqa: E731
+    check(fn, big, small, backend=TPU_INTERPRET)
+    lines = [line for line in _kernels(fn, big, small).splitlines() if line.startswith("kernel")]
+    assert lines == ["kernel 0: pallas (auto: AutoRule(min_elements=2000, min_expensive=1))",
+                     "kernel 1: xla (auto: below AutoRule(min_elements=2000, min_expensive=1))"], lines
+
+
 def test_the_option_checks_its_value(monkeypatch):
     with pytest.raises(ValueError, match="'tpu_fusion' must be one of 'pallas', 'xla', 'auto', got 'fast'"):
         jk.config.update("tpu_fusion", "fast")
