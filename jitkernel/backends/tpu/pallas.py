@@ -122,13 +122,13 @@ class _NoChecks:
 
 
 class _KernelContext:
-    """The `ctx` the lax rules see inside a kernel body: no check state, no host steps."""
+    """The `ctx` the lax rules see inside a kernel body: no check state, no host steps, no
+    sub-programs (a rule asking for them leaves its chain to XLA)."""
 
     checks = _NoChecks()
 
-    @property
-    def host_steps(self) -> list:
-        raise NeedsXla("a step runs on the host")
+    def __getattr__(self, name: str) -> Any:
+        raise NeedsXla(f"a step needs the lowering's {name} (a host step or a sub-program)")
 
 
 @dataclass(eq=False)
@@ -177,7 +177,7 @@ class Kernel:
         return jnp.broadcast_to(value, block).astype(dtype)
 
     def pallas_call(self, interpret: bool) -> Callable[..., list]:
-        """(inputs, row scalars) -> outputs of the group's shapes, as one `pl.pallas_call`."""
+        """(values of `blocked_inputs`, of `row_inputs`) -> the group's outputs, as one `pl.pallas_call`."""
         layout, group = self.layout, self.group
         n_in, n_rows = len(self.blocked_inputs), len(self.row_inputs)
 
