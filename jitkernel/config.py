@@ -66,6 +66,15 @@ class Config:
         config reads no layer above it."""
         _CHECKS[name] = check
 
+    def register_option(self, name: str, default: Any, check: Callable[[Any], None] | None = None) -> None:
+        """Add option `name` with its `default` (and `check`, as `register_check`): an option
+        a layer above config owns (a backend's own setting, `tpu_fusion`), registered when that
+        layer is imported, so config reads no layer above it."""
+        if not hasattr(self, name):
+            setattr(self, name, default)
+        if check is not None:
+            self.register_check(name, check)
+
 
 _CHECKS: dict[str, Callable[[Any], None]] = {}
 

@@ -73,6 +73,7 @@ register_backend("tpu", "jitkernel.backends.tpu.backend:TpuBackend", note="a Goo
 register_backend("tpu-interpret", "jitkernel.backends.tpu.backend:TpuInterpretBackend",
                  note="the TPU lowering on this CPU")
 register_device_platform("tpu", "jitkernel.backends.tpu.device_array:tpu_devices")
+from .tpu import options as _tpu_options  # noqa: E402,F401  (registers jk.config's tpu_fusion; no JAX)
 
 
 def backend_names() -> tuple[str, ...]:

@@ -28,6 +28,7 @@ from ...passes.complex_lower import Packed, lower_complex
 from ..base import Backend
 from .device_array import TpuArray, tpu_devices
 from .narrow import narrow_float64
+from .options import fusion_mode
 
 
 def _missing_jax(name: str) -> str | None:
@@ -64,7 +65,7 @@ class TpuBackend(Backend):
     name = "tpu"
     platform: ClassVar[str] = "tpu"  # JAX's platform the executable runs on
     device_arrays = True  # results stay on the chip as jk.DeviceArray (backends/tpu/device_array.py)
-    device_stages = ("hlo",)
+    device_stages = ("hlo", "pallas")
 
     @classmethod
     def check_available(cls, name: str) -> None:
@@ -99,26 +100,47 @@ class TpuBackend(Backend):
         # complex semantics decided once (passes/complex_lower.py), complex transcendental
         # functions as NumPy's loops (host steps here), and no complex128 on the chip.
         program, packed = lower_complex(narrow_float64(program))
-        device = self.device()
+        device, fusion, no_kernels = self.device(), fusion_mode(), ""
         if device.platform == "tpu" and holds_float64(program):
-            device = jax.devices("cpu")[0]
+            device, fusion = jax.devices("cpu")[0], "xla"
+            no_kernels = "the program runs on the host CPU (float64), where XLA fuses"
             warnings.warn(FLOAT64_NOTE.format(name=name), RuntimeWarning, stacklevel=2)
         guard = device.platform == "cpu"  # XLA's CPU code contracts a * b + c (rules_elementwise._multiply)
-        lowered_program = lower(program, contraction_guard=guard)
+        # Pallas kernels: compiled by Mosaic on the chip, simulated by Pallas's TPU interpret mode
+        # on the CPU (backends/tpu/pallas.py)
+        interpret = device.platform != "tpu"
         specs = [jax.ShapeDtypeStruct(tuple(int(d) for d in v.aval.shape), v.aval.dtype) for v in program.invars]
         if guard:
             specs.append(jax.ShapeDtypeStruct((), np.float64))  # the run-time -0.0 (lowering.py)
-        with jax.enable_x64(True), jax.default_device(device):
-            staged = jax.jit(lowered_program.fn).lower(*specs)
-            executable = _compile_cached(staged, device, name, disk_cache and not lowered_program.lowering.host_steps)
+        lowered_program = lower(program, fusion, interpret=interpret, contraction_guard=guard)
+        try:
+            staged, executable = self._xla_compile(lowered_program, specs, device, name, disk_cache)
+        except Exception as e:  # noqa: BLE001 - raised again below unless the Pallas kernels caused it
+            if not lowered_program.lowering.pallas.rendered():
+                raise
+            # Mosaic's compile (on the chip only) refused a kernel its lowering took: XLA fuses
+            # everything instead, said in as_text("pallas"); another error is raised again here.
+            no_kernels = f"the chip's compile refused them ({type(e).__name__}: {str(e).splitlines()[0][:200]})"
+            warnings.warn(f"jitkernel: {name}: {no_kernels}; XLA fuses its elementwise steps instead",
+                          RuntimeWarning, stacklevel=2)
+            lowered_program = lower(program, "xla", interpret=interpret, contraction_guard=guard)
+            staged, executable = self._xla_compile(lowered_program, specs, device, name, disk_cache)
         if events.SUBSCRIBERS:
             events.publish(events.CodegenEvent(name, t0, events.clock() - t0, self.name))
         on_device = None
         if self.device_arrays:
             on_device = next((d for d in tpu_devices() if d.backing == device), None)
         run = TpuExecutable(executable, lowered_program.lowering, device, packed, name, on_device)
-        hlo = staged.as_text()
-        return run, {"hlo": lambda: hlo}
+        hlo, kernels = staged.as_text(), lowered_program.lowering.pallas.text(no_kernels)
+        return run, {"hlo": lambda: hlo, "pallas": lambda: kernels}
+
+    @staticmethod
+    def _xla_compile(lowered_program: Any, specs: list, device: Any, name: str, disk_cache: bool) -> tuple[Any, Any]:
+        import jax  # optional dependency
+        with jax.enable_x64(True), jax.default_device(device):
+            staged = jax.jit(lowered_program.fn).lower(*specs)
+            use_disk = disk_cache and not lowered_program.lowering.host_steps
+            return staged, _compile_cached(staged, device, name, use_disk)
 
 
 def _compile_cached(staged: Any, device: Any, name: str, use_disk: bool) -> Any:

@@ -2,6 +2,9 @@
 in backends/tpu/rules.py (a host step when it has none), the check state threaded through in
 program order (backends/tpu/checks.py).
 
+Chains of elementwise equations may run as Pallas kernels instead (backends/tpu/pallas.py, by the
+`tpu_fusion` option): a kernel runs at the place of its last equation, the others are skipped.
+
 `lower(program)` returns a `LoweredProgram`: `fn(*arrays) -> (outputs, check state)`, ready for
 `jax.jit`, plus what the runtime needs after a call (the checks' host side, the host steps).
 """
@@ -16,6 +19,7 @@ from ...ir import Program
 from . import rules_arrays, rules_control, rules_elementwise, rules_extra, rules_library  # noqa: F401  (register the rules)
 from .checks import Checks
 from .host_steps import ExceptionSlots, lower_host_step
+from .pallas import PallasKernels
 from .rules import LAX_RULES
 
 
@@ -34,6 +38,7 @@ class Lowering:
     # the rules that read one (add of +0.0, rules_elementwise.py).
     constants: dict = field(default_factory=dict)
     negative_zero: Any = None  # the run-time -0.0 argument (lower's `fn`), None: no guard
+    pallas: PallasKernels = field(default_factory=lambda: PallasKernels("xla", interpret=False))
 
     def run(self, program: Program, args: Sequence[Any]) -> list:
         """The jax values of `program`'s outputs for jax values `args` of its inputs, inside
@@ -42,7 +47,15 @@ class Lowering:
         for v, c in zip(program.constvars, program.consts):
             env[v] = jnp.asarray(c)
             self.constants[v] = c
+        plan = self.pallas.plan(program)
         for eqn in program.eqns:
+            if id(eqn) in plan.members:
+                kernel = plan.runs_at.get(id(eqn))
+                if kernel is not None:
+                    run = kernel.pallas_call(self.pallas.interpret)
+                    outs = run([env[v] for v in kernel.blocked_inputs], [env[v] for v in kernel.row_inputs])
+                    env.update(zip(kernel.group.outputs, outs))
+                continue
             rule = LAX_RULES.get(eqn.prim, lower_host_step)
             outs = rule(self, eqn, *[env[v] for v in eqn.inputs])
             if eqn.prim in _SAME_VALUES and eqn.inputs[0] in self.constants:
@@ -70,11 +83,14 @@ class LoweredProgram:
     lowering: Lowering
 
 
-def lower(program: Program, contraction_guard: bool = False) -> LoweredProgram:
-    """`program` as a JAX function. `contraction_guard`: the function takes a last argument, a
-    run-time -0.0, that keeps XLA's CPU code from fusing products into later adds (the host's
-    XLA contracts them; on the TPU this was not measured to matter)."""
-    lowering = Lowering()
+def lower(program: Program, fusion: str = "xla", interpret: bool = False,
+          contraction_guard: bool = False) -> LoweredProgram:
+    """`program` as a JAX function. `fusion`: the `tpu_fusion` option ("pallas" | "xla" |
+    "auto"); `interpret`: run the Pallas kernels in Pallas's TPU interpret mode (on the CPU);
+    `contraction_guard`: the function takes a last argument, a run-time -0.0, that keeps XLA's
+    CPU code from fusing products into later adds (the host's XLA contracts them; on the TPU
+    this was not measured to matter)."""
+    lowering = Lowering(pallas=PallasKernels(fusion, interpret))
 
     def fn(*arrays: Any) -> tuple:
         # the last argument is a run-time -0.0 (float64): the multiply rule adds it to every
@@ -82,8 +98,9 @@ def lower(program: Program, contraction_guard: bool = False) -> LoweredProgram:
         # (rules_elementwise.py `_multiply`)
         if contraction_guard:
             *arrays, lowering.negative_zero = arrays
-        # a fresh trace (jax.jit traces once per signature) starts with no sites or host steps
+        # a fresh trace (jax.jit traces once per signature) starts with no sites, host steps or kernels
         lowering.checks, lowering.host_steps = Checks(), []
+        lowering.pallas.reset()
         lowering.checks.start()
         outs = lowering.run(program, arrays)
         return outs, lowering.checks.packed()
