@@ -306,8 +306,8 @@ def test_a_kernel_the_compile_refuses_falls_back_to_xla(pallas, monkeypatch):
     from jitkernel.backends.tpu.backend import TpuBackend
     real = TpuBackend._xla_compile
 
-    def refuse(lowered_program, specs, device):
-        compiled = real(lowered_program, specs, device)
+    def refuse(lowered_program, *rest):
+        compiled = real(lowered_program, *rest)
         if lowered_program.lowering.pallas.rendered():
             raise RuntimeError("Mosaic failed to compile TPU kernel: (a test's refusal)")
         return compiled
