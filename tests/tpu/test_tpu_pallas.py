@@ -334,3 +334,16 @@ def test_random_elementwise_chains(pallas, data):
     """The differential suite's random chains (broadcasts, promotion, weak scalars, where,
     casts, special values, every dtype) with fusion="pallas"."""
     _check_program(*data, TPU_INTERPRET)
+
+
+def test_block_indices_are_int32_under_64_bit_tracing():
+    """Mosaic has no int64 block index: the index maps return int32 even though the lowering
+    traces with jax.enable_x64 (a Python 0 became int64 and the chip refused every kernel)."""
+    import jax
+    import jax.numpy as jnp
+
+    from jitkernel.backends.tpu.pallas import block_index, first_block
+    with jax.enable_x64(True):
+        for index_map in (block_index, first_block):
+            jaxpr = jax.make_jaxpr(index_map)(jnp.int32(3))
+            assert [v.aval.dtype for v in jaxpr.jaxpr.outvars] == [jnp.int32, jnp.int32]

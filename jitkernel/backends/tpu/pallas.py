@@ -121,6 +121,18 @@ class _NoChecks:
         raise NeedsXla(f"its steps record a run-time check ({name})")
 
 
+def block_index(i: Any) -> tuple:
+    """The block a grid step reads: row block i, column block 0. int32, not a Python 0: the
+    lowering traces with 64-bit types on, and Mosaic cannot return an int64 block index (the
+    chip's compile refused every kernel with `func.return (i32, i64)`, measured on a v5e)."""
+    return i, jnp.int32(0)
+
+
+def first_block(i: Any) -> tuple:
+    """The one block of a row operand, read by every grid step (int32, as `block_index`)."""
+    return jnp.int32(0), jnp.int32(0)
+
+
 class _KernelContext:
     """The `ctx` the lax rules see inside a kernel body: no check state, no host steps, no
     sub-programs (a rule asking for them leaves its chain to XLA). The constants it knows are
@@ -208,9 +220,9 @@ class Kernel:
             # int32 bounds: the lowering traces with 64-bit types on, and Mosaic has none
             lax.fori_loop(jnp.int32(0), jnp.int32(layout.block_rows // strip), step, jnp.int32(0))
 
-        block_spec = pl.BlockSpec(layout.block, lambda i: (i, 0))
-        column_spec = pl.BlockSpec((layout.block_rows, 1), lambda i: (i, 0))
-        row_spec = pl.BlockSpec((1, layout.lanes), lambda i: (0, 0))
+        block_spec = pl.BlockSpec(layout.block, block_index)
+        column_spec = pl.BlockSpec((layout.block_rows, 1), block_index)
+        row_spec = pl.BlockSpec((1, layout.lanes), first_block)
         in_specs = [block_spec] * len(group.inputs) + [column_spec] * len(group.columns) + [row_spec] * n_rows
         out_shape = [jax.ShapeDtypeStruct((layout.rows, layout.lanes), v.aval.dtype) for v in group.outputs]
         nbytes = layout.rows * layout.lanes * sum(np.dtype(v.aval.dtype).itemsize
