@@ -110,7 +110,7 @@ def test_the_suite_prebuilds_a_test_with_many_programs_and_drawn_shapes(pytester
     here = Path(__file__).parent
     root = str(Path(jk.__file__).parent.parent)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
-    for name in ("conftest.py", "emulator_suite.py", "helpers.py"):  # the conftest imports helpers
+    for name in ("conftest.py", "emulator_suite.py", "tpu_suite.py", "helpers.py"):  # the conftest imports helpers
         pytester.makepyfile(**{name[:-3]: (here / name).read_text()})
     pytester.makepyfile(test_many=MANY_PROGRAMS)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rf", "-q")

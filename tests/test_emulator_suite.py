@@ -151,7 +151,7 @@ def test_the_suite_runs_opted_in_modules_on_the_emulator(pytester, monkeypatch) 
     here = Path(__file__).parent
     root = str(Path(jk.__file__).parent.parent)  # the subprocess imports this very jitkernel
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
-    for name in ("conftest.py", "emulator_suite.py", "helpers.py"):  # the conftest imports helpers
+    for name in ("conftest.py", "emulator_suite.py", "tpu_suite.py", "helpers.py"):  # the conftest imports helpers
         pytester.makepyfile(**{name[:-3]: (here / name).read_text()})
     pytester.makepyfile(test_opted_in=SUITE_MODULE)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rsf", "-q")

@@ -176,7 +176,7 @@ def test_debugging(kernels_dir, tmp_path):
     assert len(fused) == 1 and "sin" in fused[0] and "reduce_sum" in fused[0], text
     assert "jit debug nans: on" in text and "jit debug nans: off" in text, text
     assert re.search(r"FloatingPointError: debug_nans: NaN produced by 'log' in model \(kernel k\w+\), "
-                     r"at \S+:4: z = np.log\(y - 3\)", text), text
+                     r"at (Cell In\[\d+\], line 4|\S+:4): z = np.log\(y - 3\)", text), text
     assert re.search(r"NaN passed in is not an error: \[ +nan 2\.9459", text) and "off again: [nan nan nan]" in text, text
     assert "Traceback" not in text, text
     assert _count(nb, "image/png") == 1  # the timeline with the debug_nans marker
