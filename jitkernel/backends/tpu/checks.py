@@ -16,7 +16,7 @@ from typing import Any, Callable
 import jax.numpy as jnp
 import numpy as np
 
-from ..status import STATUS_INDEX, STATUS_MESSAGES
+from ..status import STATUS_INDEX, StatusWord, raise_status
 
 _WORD, _SITE, _INDEX, _AXIS, _SIZE = range(5)
 
@@ -75,8 +75,6 @@ class Checks:
         word, site, index, axis, size = (int(v) for v in np.asarray(values))
         if site:
             raise self.sites[site - 1]()
-        for bit, (exc, msg) in STATUS_MESSAGES.items():
-            if word & bit:
-                if bit == STATUS_INDEX:
-                    msg = f"index {index} is out of bounds for axis {axis} with size {size}"
-                raise exc(msg)
+        status = StatusWord()  # the CPU runtime's word: one place words NumPy's messages
+        status.value, status.index, status.axis, status.size = word, index, axis, size
+        raise_status(status)

@@ -64,7 +64,7 @@ class Lowering:
                 env[v] = o
         return [env[v] for v in program.outvars]
 
-    def body(self, program: Program, n_extra_in: int = 0) -> Callable[..., tuple]:
+    def body(self, program: Program) -> Callable[..., tuple]:
         """`program` as a function of (check state, *inputs) -> (check state, outputs), for a
         loop or branch body traced by lax (the state is part of its carry or operands)."""
         def fn(state: tuple, *args: Any) -> tuple:
