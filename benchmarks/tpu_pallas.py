@@ -20,13 +20,12 @@ to set them by.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from typing import Callable
 
 import numpy as np
 
-from .tpu_vs_jax import _median_time
+from .tpu_vs_jax import _median_time, executable_on_device, json_lines_emitter
 
 
 def _softmax(x):
@@ -86,27 +85,17 @@ def main() -> None:
     settings_before = renderer.MAX_BLOCK_ROWS, renderer.SUB_ROWS
     sizes = [int(s) for s in (args.sizes or ("10,12" if args.quick else "16,20,24,26")).split(",")]
     device = jk.backends.get_backend(args.backend).device()
-    sink = open(args.json_lines, "a") if args.json_lines else None
     before = jk.config.tpu_fusion
-    table = []
+    table: list = []
+    emit, sink = json_lines_emitter(args.json_lines, table)
     rng = np.random.default_rng(0)
-
-    def emit(row: dict) -> None:
-        line = json.dumps(row)
-        print(line, flush=True)
-        if sink:
-            sink.write(line + "\n")
-            sink.flush()
-        table.append(row)
 
     def device_time(fn: Callable, inputs: list, mode: str) -> tuple[float, str]:
         """Median device time of `fn` compiled with `tpu_fusion=mode`, and its as_text("pallas")."""
         jk.config.update("tpu_fusion", mode)
         lowered = jk.jit(fn, backend=args.backend).lower(*inputs)
-        executable = lowered.compiled.executable.executable
         with jax.enable_x64(True):
-            on_chip = jax.device_put(inputs, device)
-            return _median_time(lambda: executable(*on_chip)[0], args.repeat), lowered.as_text("pallas")
+            return _median_time(executable_on_device(lowered, inputs, device), args.repeat), lowered.as_text("pallas")
 
     try:
         for name, fn, n_inputs, matrix in workloads():

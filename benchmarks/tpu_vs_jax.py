@@ -32,6 +32,32 @@ def _median_time(run: Callable[[], Any], repeat: int) -> float:
     return statistics.median(times)
 
 
+def executable_on_device(lowered: Any, inputs: list, device: Any) -> Callable[[], Any]:
+    """A call of the XLA executable jitkernel built for `lowered`, on `inputs` already put on
+    `device` (device time, no transfer): with the run-time -0.0 the program takes on the CPU
+    platform (backends/tpu: products guarded from XLA's multiply-add contraction)."""
+    import jax
+    run = lowered.compiled.executable
+    with jax.enable_x64(True):
+        on_device = jax.device_put(inputs + ([np.float64(-0.0)] if run.guard else []), device)
+    return lambda: run.executable(*on_device)[0]
+
+
+def json_lines_emitter(path: str | None, table: list) -> tuple[Callable[[dict], None], Any]:
+    """(emit, sink): `emit(row)` prints a row as a JSON line, appends it to `path` (when given)
+    and to `table`; close `sink` (None without a path) at the end."""
+    sink = open(path, "a") if path else None
+
+    def emit(row: dict) -> None:
+        line = json.dumps(row)
+        print(line, flush=True)
+        if sink:
+            sink.write(line + "\n")
+            sink.flush()
+        table.append(row)
+    return emit, sink
+
+
 def _workloads(quick: bool) -> list[tuple[str, Callable, Callable, Callable[[], list]]]:
     """(name, NumPy-as-written function for jitkernel, the jax.numpy function, inputs)."""
     import jax
@@ -121,24 +147,14 @@ def main() -> None:
 
     import jitkernel as jk
     device = jk.backends.get_backend(args.backend).device()
-    sink = open(args.json_lines, "a") if args.json_lines else None
-    table = []
-
-    def emit(row: dict) -> None:
-        line = json.dumps(row)
-        print(line, flush=True)
-        if sink:
-            sink.write(line + "\n")
-            sink.flush()
-        table.append(row)
+    table: list = []
+    emit, sink = json_lines_emitter(args.json_lines, table)
 
     for name, ours, theirs, make in _workloads(args.quick):
         inputs = make()
         lowered = jk.jit(ours, backend=args.backend).lower(*inputs)
-        executable = lowered.compiled.executable.executable
         with jax.enable_x64(True):
-            on_chip = jax.device_put(inputs, device)
-            t_ours = _median_time(lambda: executable(*on_chip)[0], args.repeat)
+            t_ours = _median_time(executable_on_device(lowered, inputs, device), args.repeat)
         on_chip32 = jax.device_put(inputs, device)
         peer = jax.jit(theirs)
         t_jax = _median_time(lambda: peer(*on_chip32), args.repeat)
