@@ -167,8 +167,19 @@ def check(fn: Callable[..., Any], *args: Any, backend: str, rtol: float | None =
             jk.jit(fn, backend=backend, **(jit_kwargs or {}))(*args, **kwargs)
         return None
     got = jk.jit(fn, backend=backend, **(jit_kwargs or {}))(*args, **kwargs)
-    assert_matches_numpy(got, expected, rtol=rtol, atol=atol)
+    assert_matches_numpy(on_host(got) if backend == "tpu" else got, expected, rtol=rtol, atol=atol)
     return got
+
+
+def on_host(tree: Any) -> Any:
+    """Backend "tpu" keeps results on the chip as device arrays (docs/tpu.md): NumPy's arrays (and
+    scalars for 0-d) here, through tuples and lists."""
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(on_host(t) for t in tree)
+    if isinstance(tree, jk.DeviceArray):
+        host = np.asarray(tree)
+        return host[()] if host.ndim == 0 else host
+    return tree
 
 
 def raises_like_numpy(fn: Callable[..., Any], *args: Any, same_message: bool = False) -> None:

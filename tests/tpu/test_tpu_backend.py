@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jitkernel as jk  # noqa: E402
-from helpers import assert_matches_numpy, check, numpy_result  # noqa: E402
+from helpers import assert_matches_numpy, check, numpy_result, on_host  # noqa: E402
 from tpu_suite import TPU_INTERPRET, have_jax  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not have_jax(), reason="JAX is not installed (the test extra brings it)")
@@ -85,23 +85,13 @@ CASES = {
 }
 
 
-def _on_host(tree):
-    """Results of backend "tpu" are device arrays: NumPy's arrays (and scalars for 0-d) here."""
-    if isinstance(tree, tuple):
-        return tuple(_on_host(t) for t in tree)
-    if isinstance(tree, jk.DeviceArray):
-        host = np.asarray(tree)
-        return host[()] if host.ndim == 0 else host
-    return tree
-
-
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", list(CASES))
 def test_matches_numpy(case, backend):
     fn, *args = CASES[case]
     with np.errstate(all="ignore"):
         expected = numpy_result(fn, *args)
-        assert_matches_numpy(_on_host(jk.jit(fn, backend=backend)(*args)), expected)
+        assert_matches_numpy(on_host(jk.jit(fn, backend=backend)(*args)), expected)
 
 
 @settings(max_examples=40, deadline=None, derandomize=True, database=None)

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jitkernel as jk  # noqa: E402
-from helpers import assert_matches_numpy, check, numpy_result  # noqa: E402
+from helpers import assert_matches_numpy, check, numpy_result, on_host  # noqa: E402
 from test_differential import _check_program, programs  # noqa: E402  (its random program generator)
 from tpu_suite import TPU_INTERPRET, have_jax  # noqa: E402
 
@@ -86,7 +86,9 @@ def test_chains_match_numpy(pallas, dtype, size, backend):
     args = make(size, _rng(size))
     check(fn, *args, backend=backend)
     text = _kernels(fn, *args, backend=backend)
-    if size:
+    if size and np.dtype(dtype).itemsize < 4:  # Mosaic on the v5e refused 8- and 16-bit blocks
+        assert f"kernel 0: xla (a {np.dtype(dtype)} block: Mosaic on the v5e computes in 32-bit vectors)" in text, text
+    elif size:
         assert "kernel 0: pallas" in text and "body: { lambda" in text, text
     else:
         assert text.startswith("no Pallas kernels"), text
@@ -183,9 +185,11 @@ def test_special_values(pallas, backend):
     x, y = SPECIALS, SPECIALS[::-1].copy()
 
     def fn(x, y):
+        one = np.float32(1)  # the masks leave as float32: a kernel writes no bool block
         return (x * y, x / y, np.maximum(x, y), np.fmin(x, y), x // y, x % y, np.copysign(x, y),
-                np.signbit(x), np.isnan(x * y), (x > 0) * y, np.where(np.isfinite(x), x, 0).astype(np.int32))
-    got = jk.jit(fn, backend=backend)(x, y)
+                np.signbit(x) * one, np.isnan(x * y) * one, (x > 0) * y,
+                np.where(np.isfinite(x), x, 0).astype(np.int32))
+    got = on_host(jk.jit(fn, backend=backend)(x, y))
     expected = numpy_result(fn, x, y)
     assert_matches_numpy(got, expected)
     for g, e in zip(got[:4] + got[6:7], expected[:4] + expected[6:7]):

@@ -264,6 +264,31 @@ class Kernel:
         return "\n".join(lines)
 
 
+# Mosaic on the v5e computes in 32-bit vectors: measured on the chip, a kernel of uint8 or bool
+# blocks failed to compile ("Only vector<i16> and vector<i32> are supported, but got 'i8'") and one
+# of float16 blocks too ("Invalid vector type for load"). bool stays allowed *inside* a kernel
+# (comparison masks for `where`), where it is a register mask, never a block in memory.
+BLOCK_ITEMSIZE = 4
+
+
+def narrow_values(kernel_inputs: list, jaxpr: Any) -> str:
+    """The first value of a kernel narrower than 32 bits, as text ("" when there is none): a block
+    it reads or writes (bool included), or a step computing in 8 or 16 bits."""
+    for v in kernel_inputs:
+        if np.dtype(v.aval.dtype).itemsize < BLOCK_ITEMSIZE:
+            return f"a {np.dtype(v.aval.dtype)} block"
+    for eqn in jaxpr.eqns:
+        for v in eqn.outvars:
+            dtype = np.dtype(getattr(v.aval, "dtype", np.float32))
+            if dtype != np.bool_ and dtype.itemsize < BLOCK_ITEMSIZE:
+                return f"a {dtype} step ({eqn.primitive.name})"
+        for p in eqn.params.values():
+            sub = getattr(p, "jaxpr", p)
+            if hasattr(sub, "eqns") and (found := narrow_values([], sub)):
+                return found
+    return ""
+
+
 def _holds_64_bit(jaxpr: Any) -> bool:
     """Whether any value of a jaxpr (its sub-jaxprs included) is 64 bits wide."""
     for eqn in jaxpr.eqns:
@@ -340,6 +365,10 @@ class PallasKernels:
             return str(e)
         if _holds_64_bit(body.jaxpr):
             return "its steps compute in 64 bits, which Mosaic has no vectors for"
+        group = kernel.group
+        narrow = narrow_values(group.inputs + group.scalars + group.rows + group.columns + group.outputs, body.jaxpr)
+        if narrow:
+            return f"{narrow}: Mosaic on the v5e computes in 32-bit vectors"
         kernel.body_text = str(body)
         inputs, scalars = kernel.specs()
         try:  # Mosaic's lowering runs in Python on any machine; its compile only on the chip
