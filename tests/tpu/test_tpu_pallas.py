@@ -100,7 +100,7 @@ def test_partial_last_block_and_several_blocks(pallas, backend):
     padding of a ragged size sliced off."""
     n = 2 * 1024 * 128 + 5
     x = _rng(1).uniform(-3, 3, n).astype(np.float32)
-    fn = lambda x: np.tanh(x) * x + 1  # noqa: E731
+    fn = lambda x: np.sin(x) * x + 1  # noqa: E731
     check(fn, x, backend=backend)
     text = _kernels(fn, x, backend=backend)
     assert "viewed as (2049, 128), 123 elements of padding; blocks of (1024, 128), grid (3,)" in text, text
@@ -167,7 +167,7 @@ def test_rows_and_columns_read_as_they_are(pallas, backend, strips, monkeypatch)
     check(_softmax, x, backend=backend, rtol=1e-5, atol=1e-7)
     assert "columns: f32[2100,1]" in _kernels(_softmax, x, backend=backend)
     check(_layer_norm, x, backend=backend, rtol=1e-4, atol=1e-5)
-    bias = lambda x, b: np.tanh(x + b) * 2  # noqa: E731
+    bias = lambda x, b: np.sin(x + b) * 2  # noqa: E731
     check(bias, x, b, backend=backend)
     assert "rows: f32[256]" in _kernels(bias, x, b, backend=backend)
     x3 = r.standard_normal((3, 50, 128)).astype(np.float32)
@@ -193,7 +193,8 @@ def test_special_values(pallas, backend):
     expected = numpy_result(fn, x, y)
     assert_matches_numpy(got, expected)
     for g, e in zip(got[:4] + got[6:7], expected[:4] + expected[6:7]):
-        assert np.array_equal(np.signbit(g), np.signbit(e)), (g, e)  # -0.0 kept
+        numbers = ~np.isnan(e)  # a NaN's sign is not NumPy's promise (x86 and the TPU differ)
+        assert np.array_equal(np.signbit(g)[numbers], np.signbit(e)[numbers]), (g, e)  # -0.0 kept
     assert "kernel 0: pallas" in _kernels(fn, x, y, backend=backend)
 
 
@@ -260,6 +261,8 @@ def test_what_stays_with_xla(pallas):
     check(lambda a, b: a ** b, a, a, backend=TPU_INTERPRET)
     check(lambda a, b: a ** b, a, a - 3, backend=TPU_INTERPRET)  # NumPy's ValueError
     assert _kernels(lambda a, b: a ** b, a, a).startswith("no Pallas kernels")
+    check(lambda x: np.tanh(x) * 2, x, backend=TPU_INTERPRET)
+    assert "kernel 0: xla (Mosaic's tanh is an approximation" in _kernels(lambda x: np.tanh(x) * 2, x)
 
 
 def test_xla_and_auto_modes(fusion):
