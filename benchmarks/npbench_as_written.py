@@ -186,9 +186,20 @@ def median_time(call, args: list, budget_s: float, max_repeat: int) -> float:
     while len(times) < max_repeat and (len(times) < 3 or time.perf_counter() - started < budget_s):
         fresh = copy.deepcopy(args)
         t0 = time.perf_counter()
-        call(*fresh)
+        to_host(call(*fresh))
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
+
+
+def to_host(tree: Any) -> Any:
+    """The result as NumPy returns it: a device array (backend "tpu" keeps results on the chip)
+    copied to the host, which also waits for the asynchronous call to finish."""
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(to_host(t) for t in tree)
+    if hasattr(tree, "block_until_ready") and not isinstance(tree, np.ndarray):
+        host = np.asarray(tree)
+        return host[()] if host.ndim == 0 else host
+    return tree
 
 
 def run_one(root: pathlib.Path, name: str, preset: str, scale: float, backend: str,
@@ -211,7 +222,7 @@ def run_one(root: pathlib.Path, name: str, preset: str, scale: float, backend: s
     jk_args = copy.deepcopy(args)
     t0 = time.perf_counter()
     try:
-        got = jitted(*jk_args)
+        got = to_host(jitted(*jk_args))
     except Exception as exc:
         return Result(name, "raises", first_line(exc), sizes=sizes)
     first_call = time.perf_counter() - t0

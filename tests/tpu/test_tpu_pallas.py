@@ -186,7 +186,7 @@ def test_special_values(pallas, backend):
 
     def fn(x, y):
         one = np.float32(1)  # the masks leave as float32: a kernel writes no bool block
-        return (x * y, x / y, np.maximum(x, y), np.fmin(x, y), x // y, x % y, np.copysign(x, y),
+        return (x * y, x / y, np.maximum(x, y), np.fmin(x, y), x // y, x % y, -x,
                 np.signbit(x) * one, np.isnan(x * y) * one, (x > 0) * y,
                 np.where(np.isfinite(x), x, 0).astype(np.int32))
     got = on_host(jk.jit(fn, backend=backend)(x, y))
@@ -263,6 +263,8 @@ def test_what_stays_with_xla(pallas):
     assert _kernels(lambda a, b: a ** b, a, a).startswith("no Pallas kernels")
     check(lambda x: np.tanh(x) * 2, x, backend=TPU_INTERPRET)
     assert "kernel 0: xla (Mosaic's tanh is an approximation" in _kernels(lambda x: np.tanh(x) * 2, x)
+    check(lambda x: np.copysign(x, -x) + 1, x, backend=TPU_INTERPRET)
+    assert "kernel 0: xla (Mosaic's copysign loses" in _kernels(lambda x: np.copysign(x, -x) + 1, x)
 
 
 def test_xla_and_auto_modes(fusion):
