@@ -4,7 +4,7 @@ then the benchmark against JAX (benchmarks/tpu_vs_jax.py), in one process (only 
 hold the chip, and opening it costs about 15 s). Prints a JSON line per test and per benchmark
 row as it goes, and appends them to benchmarks/results/tpu-check.jsonl; the table last.
 
-    python3 scripts/tpu_check.py [--quick]          # NPBENCH=PATH also runs NPBench as written on the chip
+    python3 scripts/tpu_check.py [--quick] [--tests-only]   # NPBENCH=PATH also runs NPBench as written on the chip
 """
 from __future__ import annotations
 
@@ -40,6 +40,8 @@ def main() -> int:
         sink.write(json.dumps({"tpu_check": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}) + "\n")
         code = pytest.main(["-q", "-p", "no:cacheprovider", "-o", "addopts=", os.path.join(ROOT, "tests", "tpu")],
                            plugins=[_JsonLines(sink)])
+    if "--tests-only" in sys.argv:
+        return int(code)
     sys.argv = [sys.argv[0], "--backend", "tpu", "--json-lines", RESULTS] + (["--quick"] if quick else [])
     from benchmarks import tpu_vs_jax
     tpu_vs_jax.main()

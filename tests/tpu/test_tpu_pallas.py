@@ -126,8 +126,8 @@ def test_strips_of_a_block(pallas, backend, monkeypatch):
 def test_wide_rows_are_not_copied(pallas):
     """A last dim that is a multiple of 128 is the row itself (no flattening, no padding)."""
     m = _rng(2).random((40, 256), dtype=np.float32)
-    check(lambda m: np.exp(-m) * m - 1, m, backend=TPU_INTERPRET)
-    assert "viewed as (40, 256); blocks of (40, 256)" in _kernels(lambda m: np.exp(-m) * m - 1, m)
+    check(lambda m: np.exp(m) * m - 1, m, backend=TPU_INTERPRET)
+    assert "viewed as (40, 256); blocks of (40, 256)" in _kernels(lambda m: np.exp(m) * m - 1, m)
 
 
 def test_broadcasts_of_scalars_and_rows(pallas):
@@ -186,7 +186,7 @@ def test_special_values(pallas, backend):
 
     def fn(x, y):
         one = np.float32(1)  # the masks leave as float32: a kernel writes no bool block
-        return (x * y, x / y, np.maximum(x, y), np.fmin(x, y), x // y, x % y, -x,
+        return (x * y, x / y, np.maximum(x, y), np.fmin(x, y), x + y, x - y, np.abs(x),
                 np.signbit(x) * one, np.isnan(x * y) * one, (x > 0) * y,
                 np.where(np.isfinite(x), x, 0).astype(np.int32))
     got = on_host(jk.jit(fn, backend=backend)(x, y))
@@ -196,6 +196,12 @@ def test_special_values(pallas, backend):
         numbers = ~np.isnan(e)  # a NaN's sign is not NumPy's promise (x86 and the TPU differ)
         assert np.array_equal(np.signbit(g)[numbers], np.signbit(e)[numbers]), (g, e)  # -0.0 kept
     assert "kernel 0: pallas" in _kernels(fn, x, y, backend=backend)
+    floor_ops = lambda x, y: (x // y, x % y, -x)  # noqa: E731  (negations: XLA, with NumPy's -0.0)
+    got, expected = on_host(jk.jit(floor_ops, backend=backend)(x, y)), numpy_result(floor_ops, x, y)
+    assert_matches_numpy(got, expected)
+    for g, e in zip(got, expected):
+        assert np.array_equal(np.signbit(g)[~np.isnan(e)], np.signbit(e)[~np.isnan(e)]), (g, e)
+    assert "kernel 0: xla (Mosaic negates a float" in _kernels(floor_ops, x, y, backend=backend)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -264,6 +270,8 @@ def test_what_stays_with_xla(pallas):
     check(lambda x: np.tanh(x) * 2, x, backend=TPU_INTERPRET)
     assert "kernel 0: xla (Mosaic's tanh is an approximation" in _kernels(lambda x: np.tanh(x) * 2, x)
     check(lambda x: np.copysign(x, -x) + 1, x, backend=TPU_INTERPRET)
+    check(lambda x: -np.sin(x), x, backend=TPU_INTERPRET)
+    assert "kernel 0: xla (Mosaic negates a float as 0 - x" in _kernels(lambda x: -np.sin(x), x)
     assert "kernel 0: xla (Mosaic's copysign loses" in _kernels(lambda x: np.copysign(x, -x) + 1, x)
 
 

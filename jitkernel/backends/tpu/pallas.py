@@ -292,14 +292,30 @@ def narrow_values(kernel_inputs: list, jaxpr: Any) -> str:
 # Steps Mosaic computes differently from XLA and NumPy, measured on the v5e: kept with XLA so that
 # "pallas" never trades NumPy's answer for speed. tanh: 3e-5 relative error (about 250 float32 ulp;
 # XLA's tanh and the other transcendental functions met the tests' 2e-5); copysign: the sign of a
-# negative zero lost (copysign(-0.0, -2.5) gave +0.0).
+# negative zero lost (copysign(-0.0, -2.5) gave +0.0). Keyed by the program's primitive.
 DIFFERS_IN_MOSAIC = {"tanh": "Mosaic's tanh is an approximation (3e-5 relative error on the v5e)",
                      "copysign": "Mosaic's copysign loses the sign of -0.0 (measured on the v5e)"}
+# Keyed by the kernel body's lax primitive, whichever rule emitted it: Mosaic negates a float as
+# 0 - x (-x of +0.0 gave +0.0 on the v5e, NumPy -0.0).
+DIFFERS_IN_MOSAIC_LAX = {"neg": "Mosaic negates a float as 0 - x, losing -0.0 (measured on the v5e)"}
 
 
-def differs_in_mosaic(group: KernelGroup) -> str:
+def differs_in_mosaic(group: KernelGroup, jaxpr: Any) -> str:
     """Why a step of the group would not give NumPy's answer in a Mosaic kernel ("" when none)."""
-    return next((DIFFERS_IN_MOSAIC[e.prim] for e in group.eqns if e.prim in DIFFERS_IN_MOSAIC), "")
+    found = next((DIFFERS_IN_MOSAIC[e.prim] for e in group.eqns if e.prim in DIFFERS_IN_MOSAIC), "")
+    return found or _lax_step_differs(jaxpr)
+
+
+def _lax_step_differs(jaxpr: Any) -> str:
+    for eqn in jaxpr.eqns:
+        floats = any(np.issubdtype(getattr(v.aval, "dtype", np.int32), np.floating) for v in eqn.outvars)
+        if eqn.primitive.name in DIFFERS_IN_MOSAIC_LAX and floats:
+            return DIFFERS_IN_MOSAIC_LAX[eqn.primitive.name]
+        for p in eqn.params.values():
+            sub = getattr(p, "jaxpr", p)
+            if hasattr(sub, "eqns") and (found := _lax_step_differs(sub)):
+                return found
+    return ""
 
 
 def _holds_64_bit(jaxpr: Any) -> bool:
@@ -382,7 +398,7 @@ class PallasKernels:
         narrow = narrow_values(group.inputs + group.scalars + group.rows + group.columns + group.outputs, body.jaxpr)
         if narrow:
             return f"{narrow}: Mosaic on the v5e computes in 32-bit vectors"
-        if differs := differs_in_mosaic(group):
+        if differs := differs_in_mosaic(group, body.jaxpr):
             return differs
         kernel.body_text = str(body)
         inputs, scalars = kernel.specs()
