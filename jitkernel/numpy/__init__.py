@@ -80,6 +80,7 @@ from . import _apply  # noqa: E402
 from . import _histogram_nd  # noqa: E402
 from . import _polynomial  # noqa: E402
 from . import _stride_tricks  # noqa: E402
+from . import _datadep_sets  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
@@ -119,6 +120,7 @@ _EXTENSION_MODULES = (
     _histogram_nd,
     _polynomial,
     _stride_tricks,
+    _datadep_sets,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})
