@@ -146,6 +146,6 @@ _TRACE_NUMPY.register(
     getitem=_indexing.getitem, index_kind=_indexing.index_kind, reshape=_shape.reshape, view_of=_shape.view_of,
     dynamic_update=_dynamic_mod.dynamic_update, advanced_update=_advanced.advanced_update, put=_advanced.put,
     raise_if=_statistics.raise_if, apply_ufunc=_ufuncs.apply_ufunc, select_by_exponent=_ufuncs.select_by_exponent,
-    ufunc_at=_advanced.ufunc_at,
+    ufunc_at=_advanced.ufunc_at, as_strided=_stride_tricks.as_strided,
     apply_ufunc_protocol=_dispatch.apply_ufunc_protocol, apply_function_protocol=_dispatch.apply_function_protocol,
     unsupported_rows=_unsupported_rows, unsupported_reason=_unsupported_reason)
