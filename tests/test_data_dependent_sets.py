@@ -86,7 +86,7 @@ def test_set_functions_match_numpy(case, dtype, data):
     fn = _BINARY[case]
     want = fn(a, b)
     for backend in HOST_BACKENDS:
-        assert_same(jitted(("binary", case), fn, backend)(a, b), want)
+        assert_same(jitted(("binary", case, np.dtype(dtype).str), fn, backend)(a, b), want)
 
 
 _UNARY = {
@@ -113,7 +113,7 @@ def test_unique_functions_and_trim_zeros_match_numpy(case, dtype, data):
     fn = _UNARY[case]
     want = fn(x)
     for backend in HOST_BACKENDS:
-        assert_same(jitted(("unary", case), fn, backend)(x), want)
+        assert_same(jitted(("unary", case, np.dtype(dtype).str), fn, backend)(x), want)
 
 
 def test_unique_values_keeps_numpys_unsorted_order(backend):
@@ -217,3 +217,53 @@ def test_grad_and_vmap_refuse():
         jk.grad(lambda x: np.union1d(x, x).sum())(x)
     with pytest.raises(UnsupportedOperationError, match="vmap"):
         jk.vmap(lambda x: np.unique_counts(x).counts.max())(np.ones((2, 3)))
+
+
+_TRACED_OBJ = {
+    "repeat_flat": (lambda a, r: np.repeat(a, r), lambda rng, n: rng.integers(0, 4, n).astype(np.uint8)),
+    "repeat_rows": (lambda a, r: np.repeat(a.reshape(-1, 1) * [1, 2], r, axis=0),
+                    lambda rng, n: rng.integers(0, 3, n).astype(np.int16)),
+    "repeat_mask": (lambda a, r: np.repeat(a, r), lambda rng, n: rng.integers(0, 2, n).astype(bool)),
+    "repeat_one_count": (lambda a, r: a.repeat(r[:1].sum(dtype=np.uint8)) if a.size else a,
+                         lambda rng, n: rng.integers(0, 3, n).astype(np.uint8)),
+    "delete_indices": (lambda a, i: np.delete(a, i), lambda rng, n: rng.integers(-n, n, 3) if n else np.zeros(0, int)),
+    "delete_mask": (lambda a, m: np.delete(a, m), lambda rng, n: rng.integers(0, 2, n).astype(bool)),
+    "delete_one": (lambda a, i: np.delete(a, i[0]) if a.size else a, lambda rng, n: rng.integers(-max(n, 1), max(n, 1), 1)),
+    "insert_indices": (lambda a, i: np.insert(a, i, a[:1].sum() + 7), lambda rng, n: rng.integers(-n, n + 1, 3)),
+    "insert_one": (lambda a, i: np.insert(a, i[0], [5, 6]), lambda rng, n: rng.integers(-n, n + 1, 1)),
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=st.sampled_from(sorted(_TRACED_OBJ)), dtype=st.sampled_from(DTYPES), n=_SIZES, seed=st.integers(0, 99))
+def test_traced_repeats_and_delete_insert_indices_match_numpy(case, dtype, n, seed):
+    rng = np.random.default_rng(seed)
+    fn, make = _TRACED_OBJ[case]
+    a, obj = _array(rng.integers(0, 6, n), dtype), make(rng, n)
+    want = fn(a, obj)
+    for backend in HOST_BACKENDS:
+        assert_same(jitted(("traced_obj", case, np.dtype(dtype).str), fn, backend)(a, obj), want)
+
+
+def test_traced_repeats_without_a_bound_raise(backend):
+    with pytest.raises(UnsupportedOperationError, match="needs a static bound"):
+        jk.jit(lambda a, r: np.repeat(a, r), backend=backend)(np.arange(3.0), np.array([1, 2, 3]))
+    with pytest.raises(UnsupportedOperationError, match="along axis 1"):
+        jk.jit(lambda a, r: np.repeat(a, r, axis=1), backend=backend)(np.ones((2, 3)), np.ones(3, np.uint8))
+    with pytest.raises(ValueError, match="negative"):
+        jk.jit(lambda a, r: np.repeat(a, r), backend=backend)(np.arange(2.0), np.array([1, -1], np.int8))
+
+
+def test_traced_delete_and_insert_errors(backend):
+    with pytest.raises(IndexError, match="out of bounds"):
+        jk.jit(lambda a, i: np.delete(a, i), backend=backend)(np.arange(3.0), np.array(5))
+    with pytest.raises(IndexError, match="out of bounds"):
+        jk.jit(lambda a, i: np.insert(a, i, 0.0), backend=backend)(np.arange(3.0), np.array([9]))
+    with pytest.raises(UnsupportedOperationError, match="axis 1"):
+        jk.jit(lambda a, i: np.delete(a, i, axis=1), backend=backend)(np.ones((2, 3)), np.array([0, 1]))
+    with pytest.raises(UnsupportedOperationError, match="boolean obj"):
+        jk.jit(lambda a, m: np.insert(a, m, 0.0), backend=backend)(np.arange(3.0), np.array([True, False, True]))
+    # one traced index keeps a static shape, along any axis
+    x = np.arange(6.0).reshape(2, 3)
+    assert_same(jk.jit(lambda a, i: np.delete(a, i, axis=1), backend=backend)(x, np.array(-1)),
+                np.delete(x, -1, axis=1))

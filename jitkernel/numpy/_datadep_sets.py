@@ -228,6 +228,100 @@ def _bincount_of_selection(x: Any, weights: Any = None, minlength: Any = 0) -> A
     return _new_length("bincount", operands, _hashable({"minlength": minlength}), max(bound, minlength), ("new",))[0]
 
 
+# ----------------------------------------------------------------------------- repeat with traced repeats
+
+# The largest repeat count a repeats dtype allows.
+_LARGEST_REPEAT = {np.dtype(np.bool_): 1, np.dtype(np.uint8): 255, np.dtype(np.int8): 127,
+                   np.dtype(np.uint16): 65535, np.dtype(np.int16): 32767}
+_LARGEST_PADDED = 1 << 24  # elements of the padded buffer
+
+
+def repeat_traced(a: Tracer, repeats: Tracer, axis: Any = None) -> DataDependent:
+    """numpy.repeat with traced repeats: the length is their sum, known at run time. Its static
+    bound is the axis length times the largest count the repeats dtype holds (bool, 8- and
+    16-bit integers); along axis 0 or of the flattened array."""
+    if isinstance(axis, Tracer):
+        raise _unsupported("numpy.repeat with a traced axis")
+    largest = _LARGEST_REPEAT.get(np.dtype(repeats.dtype))
+    if largest is None:
+        raise _unsupported(
+            f"numpy.repeat with traced repeats of dtype {repeats.dtype}",
+            "The result's length is their sum, which needs a static bound: give the repeats a bool, 8- or 16-bit "
+            "integer dtype (repeats.astype(np.uint8) when every count is below 256), or pass them as a static argument.")
+    if axis is not None and a.ndim > 0:
+        from numpy.lib.array_utils import normalize_axis_index
+        if normalize_axis_index(operator.index(axis), a.ndim) != 0:
+            raise _unsupported(f"numpy.repeat with traced repeats along axis {axis}",
+                               "Only the first axis can have a data-dependent length: transpose to make it axis 0.")
+    n = a.size if axis is None or a.ndim == 0 else a.shape[0]
+    rest = () if axis is None or a.ndim == 0 else a.shape[1:]
+    bound = n * largest
+    if bound * math.prod(rest) > _LARGEST_PADDED:
+        raise _unsupported(
+            f"numpy.repeat with traced {repeats.dtype} repeats of {n} rows",
+            f"Its padded result would hold up to {bound * math.prod(rest)} elements; pass smaller repeat dtypes or "
+            "static repeats.")
+    kwargs = _hashable({"axis": None if axis is None else 0})
+    return _new_length("repeat", (a, repeats), kwargs, bound, ("new",))[0]
+
+
+# ----------------------------------------------------------------------------- delete / insert with a traced obj
+
+
+def _axis_of(t: Tracer, axis: Any) -> int | None:
+    if isinstance(axis, Tracer):
+        raise _unsupported("a traced axis")
+    if axis is None:
+        return None
+    from numpy.lib.array_utils import normalize_axis_index
+    return normalize_axis_index(operator.index(axis), t.ndim)
+
+
+def delete_traced(t: Tracer, obj: Tracer, axis: Any = None) -> Any:
+    """numpy.delete with traced indices, NumPy's own delete in one step (its index rules and
+    IndexError): one index keeps a static shape; an index array or a boolean mask gives a
+    data-dependent length along axis 0 or of the flattened array."""
+    ax = _axis_of(t, axis)
+    n = t.size if ax is None else t.shape[ax]
+    kwargs = _hashable({"axis": ax})
+    if obj.ndim == 0 and obj.dtype.kind in "iu":
+        shape = (n - 1,) if ax is None else t.shape[:ax] + (n - 1,) + t.shape[ax + 1:]
+        if n == 0:
+            raise IndexError(f"index out of bounds for axis {ax or 0} with size 0")
+        (out,) = datadep_call("call", (t, obj), (("name", "delete"), ("kwargs", kwargs), ("module", "numpy")),
+                              (("static", shape, t.dtype),), _origin("numpy.delete"))
+        return out
+    if obj.dtype.kind not in "iub":
+        raise IndexError("arrays used as indices must be of integer (or boolean) type")
+    if ax not in (None, 0):
+        raise _unsupported(f"numpy.delete of traced indices along axis {ax}",
+                           "Only the first axis can have a data-dependent length: transpose to make it axis 0.")
+    rest = () if ax is None else t.shape[1:]
+    outs = (("pad", (n,) + rest, t.dtype), ("len", (), _I64))
+    origin = _origin("numpy.delete")
+    data, count = datadep_call("call", (t, obj), (("name", "delete"), ("kwargs", kwargs), ("module", "numpy")),
+                               outs, origin)
+    return DataDependent(data, count, origin)
+
+
+def insert_traced(t: Tracer, obj: Tracer, values: Any, axis: Any = None) -> Any:
+    """numpy.insert with traced integer indices: the result's shape does not depend on their
+    values (NumPy's own insert on index 0 of the same shape gives it); NumPy's insert runs in one
+    step (its placement of equal indices, its IndexError)."""
+    if obj.dtype.kind not in "iu":
+        raise _unsupported(f"numpy.insert with traced {obj.dtype} indices",
+                           "A boolean obj inserts at its True positions, a number that only the data decides.")
+    ax = _axis_of(t, axis)
+    values = _as_operand(values)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sample = np.insert(np.zeros(t.shape, t.dtype), np.zeros(obj.shape, obj.dtype), _probe(values), ax)
+    kwargs = _hashable({"axis": ax})
+    (out,) = datadep_call("call", (t, obj, values), (("name", "insert"), ("kwargs", kwargs), ("module", "numpy")),
+                          (("static", sample.shape, sample.dtype),), _origin("numpy.insert"))
+    return out
+
+
 for _np_func, _impl in ((np.intersect1d, intersect1d), (np.union1d, union1d), (np.setdiff1d, setdiff1d),
                         (np.setxor1d, setxor1d), (np.unique_values, unique_values), (np.unique_counts, unique_counts),
                         (np.unique_inverse, unique_inverse), (np.unique_all, unique_all),
