@@ -267,3 +267,11 @@ def test_traced_delete_and_insert_errors(backend):
     x = np.arange(6.0).reshape(2, 3)
     assert_same(jk.jit(lambda a, i: np.delete(a, i, axis=1), backend=backend)(x, np.array(-1)),
                 np.delete(x, -1, axis=1))
+
+
+def test_unique_of_selected_rows(backend):
+    x = np.array([[1, 2], [3, 1], [0, 0], [2, 2]])
+    m = np.array([True, True, False, True])
+    for kw in (dict(), dict(axis=0), dict(return_counts=True, sorted=False)):
+        f = jk.jit(lambda x, m: np.unique(x[m], **kw), backend=backend)
+        assert_same(f(x, m), np.unique(x[m], **kw))

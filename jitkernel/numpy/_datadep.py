@@ -806,7 +806,7 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False, re
             raise _unsupported(f"numpy.unique(..., axis={axis}) of a {ar.ndim}-D array",
                                "Only the first axis can have a data-dependent length: transpose to make it axis 0.")
     flat_max = ar.maximum * math.prod(ar.rest) if is_data_dependent(ar) else ar.size
-    rows_max = ar.maximum if is_data_dependent(ar) else ar.shape[0] if axis == 0 else flat_max
+    rows_max = flat_max if axis is None else ar.maximum if is_data_dependent(ar) else ar.shape[0]
     settings = {"return_index": bool(return_index), "return_inverse": bool(return_inverse),
                 "return_counts": bool(return_counts), "equal_nan": bool(equal_nan), "sorted": bool(sorted)}
     if axis is not None:
