@@ -76,6 +76,8 @@ _BINARY = {
     "setxor1d_unique": lambda a, b: np.setxor1d(np.unique(a), np.unique(b), assume_unique=True),
     "isin": lambda a, b: np.isin(a, b),
     "union1d_of_selections": lambda a, b: np.union1d(a[a != a[:1].sum()], b),
+    "isin_of_a_selection": lambda a, b: np.isin(a[a != a[:1].sum()], b, invert=True),
+    "isin_in_a_selection": lambda a, b: np.isin(a, b[b != b[:1].sum()]),
 }
 
 
@@ -275,3 +277,12 @@ def test_unique_of_selected_rows(backend):
     for kw in (dict(), dict(axis=0), dict(return_counts=True, sorted=False)):
         f = jk.jit(lambda x, m: np.unique(x[m], **kw), backend=backend)
         assert_same(f(x, m), np.unique(x[m], **kw))
+
+
+def test_byte_order_is_numpys(backend):
+    x = np.array([0.0, 2.0, 1.0, 2.0, 0.0], ">f8")
+    for fn in (np.unique_values, np.unique_all, lambda x: np.setdiff1d(x, x[:1]), lambda x: np.union1d(x, x),
+               np.trim_zeros, lambda x: np.intersect1d(x, x, return_indices=True)):
+        got, want = jk.jit(fn, backend=backend)(x), fn(x)
+        got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+        assert [g.dtype.str for g in got] == [w.dtype.str for w in want]

@@ -26,8 +26,8 @@ import numpy as np
 
 from ..trace.tracer import Tracer
 from ._dispatch import register_function
-from ._datadep import (_FUNCTIONS, DataDependent, _hashable, _I64, _origin, _probe, _unsupported, datadep_call,
-                       is_data_dependent)
+from ._datadep import (_FUNCTIONS, DataDependent, _call, _hashable, _I64, _origin, _probe, _unsupported,
+                       datadep_call, is_data_dependent)
 
 __all__ = ["intersect1d", "union1d", "setdiff1d", "setxor1d", "unique_values", "unique_counts", "unique_inverse",
            "unique_all", "trim_zeros"]
@@ -122,6 +122,17 @@ def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False) -> Any:
     a, b = _as_operand(ar1), _as_operand(ar2)
     kwargs = _hashable({"assume_unique": bool(assume_unique)})
     return _new_length("setxor1d", (a, b), kwargs, _flat_size(a) + _flat_size(b), ("new",))[0]
+
+
+def _isin_of_selection(element: Any, test_elements: Any, assume_unique: bool = False, invert: bool = False, *,
+                       kind: Any = None) -> Any:
+    """numpy.isin where an operand is data-dependent: NumPy's isin on the exact values; the result
+    has element's shape (a selection's count when element is one)."""
+    element, test_elements = _as_operand(element), _as_operand(test_elements)
+    kwargs = _hashable({"assume_unique": bool(assume_unique), "invert": bool(invert), "kind": kind})
+    if is_data_dependent(element):
+        return _call("isin", (element, test_elements), kwargs, "same", like=element)
+    return _call("isin", (element, test_elements), kwargs, "static")
 
 
 # ----------------------------------------------------------------------------- unique_* (array API)
@@ -329,6 +340,7 @@ for _np_func, _impl in ((np.intersect1d, intersect1d), (np.union1d, union1d), (n
     register_function(_np_func, _impl)
     _FUNCTIONS[_np_func] = _impl  # the same functions of a data-dependent value (x[mask], ...)
 _FUNCTIONS[np.bincount] = _bincount_of_selection
+_FUNCTIONS[np.isin] = _isin_of_selection
 
 trim_zeros.__jk_support__ = ("partly: a 1-D array, or axis=0 of an n-D one (a copy where NumPy returns a view); "
                              "other axes raise")
