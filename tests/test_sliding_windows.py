@@ -1,7 +1,7 @@
 """np.lib.stride_tricks.sliding_window_view inside jit: NumPy 2.4's windows (values, dtype,
 shape) for every window_shape/axis form, NumPy's errors, read-only results (writes raise
-NumPy's ValueError), derivatives (jacfwd == jacrev), vmap and the emulated GPU. as_strided
-stays refused (tests/test_errors.py)."""
+NumPy's ValueError), derivatives (jacfwd == jacrev), vmap and the emulated GPU. as_strided:
+tests/test_as_strided.py."""
 from __future__ import annotations
 
 import numpy as np
@@ -60,6 +60,15 @@ def test_results_are_read_only():
     check(copy_then_write, X, backend="cpu")
     with pytest.raises(jk.errors.UnsupportedOperationError, match="writeable=True"):
         jk.jit(lambda x: swv(x, 3, writeable=True))(X[0])
+
+
+def test_a_write_into_the_source_after_taking_windows_raises():
+    def f(x):
+        w = swv(x, 3)
+        x[1] = -1.0  # NumPy's windows are a view: they see this write; a copy would not
+        return w.sum(-1)
+    with pytest.raises(jk.errors.UnsupportedOperationError, match="after np.lib.stride_tricks.sliding_window_view"):
+        jk.jit(f)(X[0].copy())
 
 
 @pytest.mark.parametrize("backend", HOST_BACKENDS)

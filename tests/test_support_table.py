@@ -21,9 +21,10 @@ def test_table_reflects_the_registry():
     assert rows["numpy.pad"][0] == "partly" and "linear_ramp" in rows["numpy.pad"][1]
     assert rows["numpy.eye"][0] == "static"
     assert rows["numpy.nanmedian"][0] == "partly"
-    # (np.nonzero, np.unique: data-dependent lengths, numpy/_datadep.py; set operations not yet)
+    # (np.nonzero, np.unique, the set functions: data-dependent lengths, numpy/_datadep.py)
     assert rows["numpy.unique"][0] == "partly" and "axis=" in rows["numpy.unique"][1]
-    assert rows["numpy.intersect1d"][0] == "unsupported" and "data-dependent output shape" in rows["numpy.intersect1d"][1]
+    assert rows["numpy.intersect1d"][0] == "supported" and rows["numpy.unique_all"][0] == "supported"
+    assert rows["numpy.fromfile"][0] == "unsupported" and "files" in rows["numpy.fromfile"][1]
     # every public callable of numpy is listed
     assert len(rows) == len(support_table.public_callables(np))
 

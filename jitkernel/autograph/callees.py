@@ -36,6 +36,7 @@ import numpy as np
 from ..entry import converter
 from ..trace.context import is_tracing
 from ..trace.creation import traced_creation
+from ..trace.strided import traced_as_strided
 from ..trace.unsupported import refuse_unsupported
 from .analysis import written_bases
 
@@ -81,6 +82,8 @@ def call(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """`f(*args, **kwargs)` as converted code calls it (see the module docstring)."""
     if is_tracing():
         made = traced_creation(f, args, kwargs)
+        if made is NotImplemented:
+            made = traced_as_strided(f, args, kwargs)
         if made is not NotImplemented:
             return made
         refuse_unsupported(f)

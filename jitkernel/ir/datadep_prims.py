@@ -104,7 +104,9 @@ register(Primitive("datadep_pure", "library", _rule, _impl))
 DATADEP_PRIMITIVES = frozenset({"datadep_call", "datadep_pure"})
 PURE_FUNCTIONS = frozenset({"mask_select", "nonzero", "window"})
 PURE_NUMPY_FUNCTIONS = frozenset({"sort", "argsort", "unique", "argwhere", "cumsum", "cumprod", "ravel",
-                                  "flatnonzero", "sum", "prod", "any", "all", "mean", "count_nonzero"})
+                                  "flatnonzero", "sum", "prod", "any", "all", "mean", "count_nonzero",
+                                  "intersect1d", "union1d", "setdiff1d", "setxor1d", "isin", "unique_values",
+                                  "unique_counts", "unique_inverse", "unique_all", "trim_zeros"})
 
 
 # ----------------------------------------------------------------------------- the functions

@@ -80,6 +80,7 @@ from . import _apply  # noqa: E402
 from . import _histogram_nd  # noqa: E402
 from . import _polynomial  # noqa: E402
 from . import _stride_tricks  # noqa: E402
+from . import _datadep_sets  # noqa: E402
 _EXTENSION_MODULES = (
     _advanced,
     _dynamic,
@@ -119,6 +120,7 @@ _EXTENSION_MODULES = (
     _histogram_nd,
     _polynomial,
     _stride_tricks,
+    _datadep_sets,
 )
 for _module in _EXTENSION_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in _module.__all__})
@@ -144,6 +146,6 @@ _TRACE_NUMPY.register(
     getitem=_indexing.getitem, index_kind=_indexing.index_kind, reshape=_shape.reshape, view_of=_shape.view_of,
     dynamic_update=_dynamic_mod.dynamic_update, advanced_update=_advanced.advanced_update, put=_advanced.put,
     raise_if=_statistics.raise_if, apply_ufunc=_ufuncs.apply_ufunc, select_by_exponent=_ufuncs.select_by_exponent,
-    ufunc_at=_advanced.ufunc_at,
+    ufunc_at=_advanced.ufunc_at, as_strided=_stride_tricks.as_strided,
     apply_ufunc_protocol=_dispatch.apply_ufunc_protocol, apply_function_protocol=_dispatch.apply_function_protocol,
     unsupported_rows=_unsupported_rows, unsupported_reason=_unsupported_reason)

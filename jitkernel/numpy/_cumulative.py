@@ -302,9 +302,15 @@ def bincount(x: Any, /, weights: Any = None, minlength: Any = 0) -> Any:
     if minlength < 0:
         raise ValueError("'minlength' must not be negative")
     if minlength == 0:
+        from ._datadep_sets import bincount_bounded  # (imports _datadep, which imports this module's users)
+        counted = bincount_bounded(lift(ctx, x), weights) if np.ndim(x) == 1 else None
+        if counted is not None:
+            return counted
         raise UnsupportedOperationError(
-            "numpy.bincount: the result length is max(x) + 1, which depends on the data; inside jit pass "
-            "minlength= larger than every value of x (the call raises ValueError if a value is not)")
+            "numpy.bincount: the result length is max(x) + 1, which depends on the data and has no bound for "
+            f"{lift(ctx, x).dtype} input; inside jit pass minlength= larger than every value of x (the call raises "
+            "ValueError if a value is not), or give x a bool, 8- or 16-bit integer dtype (a data-dependent length "
+            "of at most 2, 256 or 65536)")
     ins = [lift(ctx, x)] + ([] if weights is None else [lift(ctx, weights)])
     return ctx.bind1("bincount", *ins, minlength=minlength)
 
@@ -322,6 +328,7 @@ Tracer.cumprod = lambda self, axis=None, dtype=None, out=None: cumprod(self, axi
 
 # Notes for the generated support table (jitkernel/numpy/support_table.py, branch arrayfns).
 histogram.__jk_support__ = "partly: bins an int or an array (string rules pick the count from the data); static range"
-bincount.__jk_support__ = "partly: needs a static minlength; a value >= minlength raises ValueError"
+bincount.__jk_support__ = ("partly: a static minlength (a value >= minlength raises ValueError); without one, bool, 8- "
+                            "and 16-bit integer input only (a data-dependent length)")
 cumsum.__jk_support__ = "partly: out= unsupported"
 cumprod.__jk_support__ = "partly: out= unsupported"

@@ -793,32 +793,41 @@ def dot(a: Any, b: Any) -> Any:
 
 def unique(ar: Any, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False,
            axis: Any = None, *, equal_nan: bool = True, sorted: bool = True) -> Any:
-    """numpy.unique (sorted) with return_index / return_inverse / return_counts: one step, the
-    number of distinct values is the new count."""
+    """numpy.unique with return_index / return_inverse / return_counts, sorted=False (NumPy's own
+    order) and axis=0 (distinct rows): one step, the number of distinct values (rows) is the
+    new count. Another axis raises: only the first axis can have a data-dependent length."""
     if not isinstance(ar, Tracer) and not is_data_dependent(ar):
-        return np.unique(ar, return_index, return_inverse, return_counts, axis, equal_nan=equal_nan)
+        return np.unique(ar, return_index, return_inverse, return_counts, axis, equal_nan=equal_nan, sorted=sorted)
+    if isinstance(axis, Tracer) or is_data_dependent(axis):
+        raise _unsupported("numpy.unique with a traced axis=")
     if axis is not None:
-        raise _unsupported("numpy.unique(..., axis=...)")
-    if not sorted:
-        raise _unsupported("numpy.unique(..., sorted=False)")
+        (axis,) = _axes(axis, ar.ndim)
+        if axis != 0:
+            raise _unsupported(f"numpy.unique(..., axis={axis}) of a {ar.ndim}-D array",
+                               "Only the first axis can have a data-dependent length: transpose to make it axis 0.")
     flat_max = ar.maximum * math.prod(ar.rest) if is_data_dependent(ar) else ar.size
-    kwargs = _hashable({"return_index": bool(return_index), "return_inverse": bool(return_inverse),
-                        "return_counts": bool(return_counts), "equal_nan": bool(equal_nan)})
-    probe = np.unique(np.ones(1, ar.dtype), **dict(kwargs))  # the dtypes (every result is 1-D)
+    rows_max = flat_max if axis is None else ar.maximum if is_data_dependent(ar) else ar.shape[0]
+    settings = {"return_index": bool(return_index), "return_inverse": bool(return_inverse),
+                "return_counts": bool(return_counts), "equal_nan": bool(equal_nan), "sorted": bool(sorted)}
+    if axis is not None:
+        settings["axis"] = 0
+    kwargs = _hashable(settings)
+    probe_input = np.ones((1,) + ar.shape[1:] if axis == 0 else (1,), ar.dtype)
+    probe = np.unique(probe_input, **dict(kwargs))  # the dtypes and the trailing shape of the values
     probes = probe if isinstance(probe, tuple) else (probe,)
-    outs: list[tuple] = [("pad", (flat_max,), probes[0].dtype), ("len", (), _I64)]
+    outs: list[tuple] = [("pad", (rows_max,) + probes[0].shape[1:], probes[0].dtype), ("len", (), _I64)]
     kinds = ["values"]
     if return_index:
-        outs.append(("pad", (flat_max,), _I64))
+        outs.append(("pad", (rows_max,), _I64))
         kinds.append("index")
     if return_inverse:
         if is_data_dependent(ar):
-            outs.append(("pad", (ar.maximum,) + ar.rest, _I64))
+            outs.append(("pad", (ar.maximum,) + (ar.rest if axis is None else ()), _I64))
         else:
-            outs.append(("static", ar.shape, _I64))
+            outs.append(("static", ar.shape if axis is None else (ar.shape[0],), _I64))
         kinds.append("inverse")
     if return_counts:
-        outs.append(("pad", (flat_max,), _I64))
+        outs.append(("pad", (rows_max,), _I64))
         kinds.append("counts")
     origin = _origin("numpy.unique")
     results = datadep_call("call", (ar,), (("name", "unique"), ("kwargs", kwargs), ("module", "numpy")),
@@ -1130,7 +1139,7 @@ def _register_tables() -> None:
 _register_tables()
 _install_operators()
 
-unique.__jk_support__ = "partly: sorted values (with return_index/inverse/counts); axis= and sorted=False unsupported"
+unique.__jk_support__ = "partly: axis=None or axis=0 (another axis raises: only the first axis can have a data-dependent length)"
 compress.__jk_support__ = "partly: a traced condition selects along axis 0 or of the flattened array"
 nonzero.__jk_support__ = flatnonzero.__jk_support__ = argwhere.__jk_support__ = extract.__jk_support__ = \
     "supported: a data-dependent length, traced once for every count (docs/numpy-support.md)"

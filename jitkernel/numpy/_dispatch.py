@@ -98,7 +98,8 @@ BYTEORDER_KEEPING_FUNCTIONS = frozenset({
     "take", "take_along_axis", "compress", "extract", "repeat", "tile", "roll", "pad", "unique", "delete",
     "insert", "diag", "diagonal", "real", "nan_to_num", "trim_zeros", "zeros_like", "ones_like", "empty_like",
     "full_like", "flip", "fliplr", "flipud", "rot90", "ravel", "reshape", "transpose", "swapaxes", "moveaxis",
-    "rollaxis", "squeeze", "expand_dims", "broadcast_to", "atleast_1d", "atleast_2d", "atleast_3d"})
+    "rollaxis", "squeeze", "expand_dims", "broadcast_to", "atleast_1d", "atleast_2d", "atleast_3d",
+    "unique_values", "unique_counts", "unique_inverse", "unique_all", "setdiff1d"})
 # Where the array whose dtype is kept stands, when not first (the condition comes first).
 _SOURCE_POSITION = {"compress": 1, "extract": 1}
 # Where those functions take a dtype positionally: one given there decides the byte order.

@@ -99,6 +99,9 @@ def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
     ctx = context_of(a)
     if ctx is None or not isinstance(a, Tracer):
         return np.repeat(a, repeats, axis)
+    if isinstance(repeats, Tracer):
+        from ._datadep_sets import repeat_traced  # (a data-dependent length: numpy/_datadep.py)
+        return repeat_traced(a, repeats, axis)
     _static(repeats, "repeat", "repeats")
     t = _strong(ctx, a)
     if axis is None or t.ndim == 0:  # NumPy ravels a 0-d array first (axis 0 or -1 of it)
@@ -288,6 +291,9 @@ def delete(arr: Any, obj: Any, axis: Any = None) -> Any:
     ctx = context_of(arr)
     if ctx is None or not isinstance(arr, Tracer):
         return np.delete(arr, obj, axis)
+    if isinstance(obj, Tracer):
+        from ._datadep_sets import delete_traced  # (a data-dependent length: numpy/_datadep.py)
+        return delete_traced(_strong(ctx, arr), obj, axis)
     _static(obj, "delete", "index")
     if isinstance(obj, slice) and any(isinstance(p, Tracer) for p in (obj.start, obj.stop, obj.step)):
         _static(obj.start if isinstance(obj.start, Tracer) else obj.stop, "delete", "slice bound")
@@ -309,6 +315,9 @@ def insert(arr: Any, obj: Any, values: Any, axis: Any = None) -> Any:
     ctx = context_of(arr, values)
     if ctx is None:
         return np.insert(arr, obj, values, axis)
+    if isinstance(obj, Tracer):
+        from ._datadep_sets import insert_traced  # (NumPy's own insert, one library step)
+        return insert_traced(_strong(ctx, arr), obj, values, axis)
     _static(obj, "insert", "index")
     t = _strong(ctx, arr)
     v = lift(ctx, lift(ctx, values), t.dtype)  # NumPy converts values to arr's dtype first
@@ -478,9 +487,11 @@ _register_fft_shifts()
 
 
 # What the generated support table (numpy/support_table.py) says beyond "supported".
-repeat.__jk_support__ = "partly: repeats must be static"
+repeat.__jk_support__ = ("partly: static repeats, or traced repeats of a bool, 8- or 16-bit integer dtype (a "
+                         "data-dependent length along axis 0 or of the flattened array)")
 tile.__jk_support__ = "partly: reps must be static"
-delete.__jk_support__ = "partly: obj (the indices) must be static"
-insert.__jk_support__ = "partly: obj (the indices) must be static"
+delete.__jk_support__ = ("partly: a traced obj is one index (any axis), or an index array or mask along axis 0 "
+                         "or of the flattened array (a data-dependent length)")
+insert.__jk_support__ = "partly: a traced obj holds integer indices (a boolean one raises)"
 pad.__jk_support__ = ("partly: modes constant, empty (zeros), edge, reflect, symmetric, wrap; "
                       "linear_ramp, maximum, mean, median, minimum and callable modes raise; pad_width static")

@@ -32,9 +32,6 @@ from ._dispatch import _table
 
 # Why a family of NumPy functions is not supported (functions not listed: "not implemented").
 _REASONS = {
-    'data-dependent output shape: see "Data-dependent shapes" in docs/numpy-support.md': {
-        "trim_zeros", "unique_all", "unique_counts", "unique_inverse", "unique_values", "intersect1d",
-        "union1d", "setdiff1d", "setxor1d"},
     "files, text and printing: outside the compiled subset": {
         "load", "save", "savez", "savez_compressed", "loadtxt", "savetxt", "genfromtxt", "fromfile",
         "fromregex", "frombuffer", "fromstring", "fromiter", "memmap", "array2string", "array_repr",

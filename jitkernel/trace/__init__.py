@@ -10,7 +10,7 @@ from ..forking import compile_section
 from ..ir import AType, Program, Var, live_variables, primitives
 from ..tree import TreeDef, tree_flatten
 from .context import TraceContext, current_context, user_line_warnings
-from . import creation, random_guard, unsupported
+from . import creation, random_guard, strided, unsupported
 from . import inplace, operators  # noqa: F401  (attach the Tracer's writes and operators)
 from .tracer import Tracer, conversion_error
 from .views import argument_view_chain
@@ -27,6 +27,7 @@ def trace_program(fun: Callable[..., Any], name: str,
     watch = random_guard.RandomStateWatch(fun)
     random_guard.install()
     creation.install()
+    strided.install()
     watch.start()  # (records, in this thread only, the lines naming a generator that the trace runs)
     try:
         unsupported.install()  # inside: a failure still uninstalls the others
@@ -70,6 +71,7 @@ def trace_program(fun: Callable[..., Any], name: str,
     finally:
         unsupported.uninstall()
         watch.stop()
+        strided.uninstall()
         creation.uninstall()
         random_guard.uninstall()
     watch.check(name)

@@ -90,6 +90,9 @@ def check_writeable(t: Any) -> None:
         if node._view[1] in _READ_ONLY_VIEWS:
             raise ValueError("assignment destination is read-only")
         node = node._view[0]
+    refused = getattr(t._ctx, "_refused_writes", None)
+    if refused and t._mem is not None and id(t._mem) in refused:
+        raise UnsupportedOperationError(f"{refused[id(t._mem)][1]} (at {_where()})")
     mem = t._mem
     # (a view made inside a loop body of an enclosing trace's array shares that trace's Memory:
     # writing it there would give the enclosing base a value of the body)
@@ -98,6 +101,18 @@ def check_writeable(t: Any) -> None:
             f"in jitted function {current_context().name if current_context() else '?'!r}: an array of the "
             f"enclosing trace ({(t._ctx if t._ctx is not current_context() else mem.ctx).name!r}) is written inside a nested trace (a loop body or a branch); "
             "pass it in as a loop carry (or an operand) and write the result back after the loop")
+
+
+def refuse_writes(t: Any, message: str) -> None:
+    """Make every later write into `t`'s memory (t, its base, any view of them) raise
+    UnsupportedOperationError(message): for arrays that NumPy would link by a view that jitkernel
+    computes as a copy (as_strided, sliding_window_view), where a write would reach the other
+    array in NumPy and not here."""
+    refused = getattr(t._ctx, "_refused_writes", None)
+    if refused is None:
+        refused = t._ctx._refused_writes = {}
+    mem = ensure_memory(t)
+    refused[id(mem)] = (mem, message)  # (the Memory is kept alive: its id is never reused)
 
 
 def write(t: Any, value: Any) -> None:
