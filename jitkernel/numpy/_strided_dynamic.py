@@ -169,7 +169,7 @@ def strided_getitem(x: Tracer, index: tuple) -> Any:
     if sign == -1:
         return traced_mask_getitem(flipped, (flipped_mask,))
     up = step > 0
-    values = jnp.where(_along(up, 0, y.ndim) if y.ndim else up, y, flipped)
+    values = jnp.where(up, y, flipped)  # (a 0-d condition: the whole array or its flip)
     return traced_mask_getitem(values, (jnp.where(up, selected, flipped_mask),))
 
 
