@@ -30,6 +30,7 @@ from ..trace.operands import lift
 from ..trace.python_int import unchecked_index
 from ..trace.tracer import Tracer, _scalar_type_name
 from ..tree import tree_flatten, tree_unflatten
+from . import conversions
 from .callees import call  # noqa: F401  (ag__.call: calls of user functions and creation functions)
 
 UNROLL_LIMIT = 4  # a static range with at most this many iterations is unrolled
@@ -267,7 +268,10 @@ def builtin_call(fn: Any, *args: Any) -> Any:
     Python does (`max(a, b)` is `b if b > a else a`, so a NaN first argument is kept and a NaN
     later one is skipped), as a select whose dtype is the operands' NumPy promotion. `len(v)` of
     a data-dependent value (x[mask], np.unique(x)): its traced length, which Python's len()
-    cannot return."""
+    cannot return. `int(x)` / `float(x)` of a traced scalar in a compiled loop body or branch: a
+    traced value (conversions.py)."""
+    if conversions.converts(fn, args):
+        return conversions.convert(fn, args[0])
     if fn is builtins.len and len(args) == 1 and getattr(type(args[0]), "_jk_datadep", False):
         return args[0].shape[0]
     if fn is not builtins.max and fn is not builtins.min:

@@ -35,7 +35,7 @@ from .analysis import (always_returns, bound_names, contains, declared_outside, 
 from .walrus import NamedExpressions
 
 AG = "ag__"
-_BUILTIN_CALLS = ("max", "min", "len")
+_BUILTIN_CALLS = ("max", "min", "len", "int", "float")
 
 
 def _load(name: str) -> ast.Name:

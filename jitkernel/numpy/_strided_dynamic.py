@@ -16,7 +16,12 @@ the run-time values (`_run_time_indices`, CPython's `PySlice_AdjustIndices`):
 
 Other index entries (integers, static slices, None, another traced strided slice) are taken
 first by ordinary indexing (`x[i, a::s]` is `x[i][a::s]`), and a write goes back through the
-same index. A step of zero raises NumPy's ValueError at run time.
+same index. A step of zero raises NumPy's ValueError at run time; that check is made only where
+the trace does not know the step's sign (a traced argument, a loop index over a range with
+traced bounds), since a raise_if step keeps a loop Python-driven on the CPU backend
+(fusion/loops.py): correct but slower. A loop index over a static range, or a constant, needs
+none. Cost: a write touches the whole axis (n elements, not n / step), a read is a selection
+step; `benchmarks/first_calls.py` times the sieve.
 
 >>> import numpy as np, jitkernel as jk
 >>> def sieve(flags):
@@ -89,7 +94,8 @@ def _run_time_indices(ctx: Any, ix: slice, n: int) -> tuple[Tracer, Tracer, Trac
     (NumPy's ValueError for a zero step)."""
     jnp = NUMPY.namespace
     step = _as_i64(ctx, 1 if ix.step is None else ix.step)
-    step = raise_if(step, step == 0, "ValueError", "slice step cannot be zero")
+    if _sign(ix.step) is None:  # (a raise_if step keeps a loop out of the native loops: only where needed)
+        step = raise_if(step, step == 0, "ValueError", "slice step cannot be zero")
     up = step > 0
     # defaults: start 0 or n - 1, stop n or -1 (before the first element)
     start = jnp.where(up, 0, n - 1) if ix.start is None else _adjust(jnp, _as_i64(ctx, ix.start), n, up)
@@ -161,8 +167,9 @@ def strided_getitem(x: Tracer, index: tuple) -> Any:
             f"result ({_text(ix)}) is not supported yet, at {user_frame_location()}: its length is known only at "
             "run time. Move the axis first (np.moveaxis) or write through the slice instead.")
     selected, _, _, step = _selection(ctx, ix, y.shape[0])
-    y = raise_if(y, step == 0, "ValueError", "slice step cannot be zero")
     sign = _sign(ix.step)
+    if sign is None:
+        y = raise_if(y, step == 0, "ValueError", "slice step cannot be zero")
     if sign == 1:
         return traced_mask_getitem(y, (selected,))
     flipped, flipped_mask = jnp.flip(y, 0), jnp.flip(selected, 0)
