@@ -338,6 +338,45 @@ def test_a_10000_iteration_loop_compiles_in_about_the_time_of_one():
     assert primitive_names(program).count("fori_loop") == 1 and len(program.eqns) < 15
 
 
+# ----------------------------------------------------------------------------- int() and float() in loops
+# `k = int(x * bins)` in a loop body used to need the concrete value: the loop was unrolled (or
+# refused over a traced range). In a compiled body it is a traced Python-like int.
+
+def histogram_by_loop(a, bins):
+    counts = np.zeros(bins, dtype=np.int64)
+    lo, hi = a.min(), a.max()
+    for x in a:
+        k = int((x - lo) / (hi - lo) * bins)
+        if k == bins:
+            k = bins - 1
+        counts[k] += 1
+    return counts
+
+
+def conversions_in_a_traced_loop(a, n):
+    total = 0.0
+    for i in range(n):
+        total += float(a[i]) + int(-a[i] * 2.5) + int(a[i] > 0)
+    return total
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_int_and_float_of_traced_scalars_in_loops_match_numpy(backend):
+    a = RNG.standard_normal(300)
+    check(histogram_by_loop, a, 7, backend=backend, jit_kwargs={"static_argnums": 1})
+    assert primitive_names(jk.make_ir(histogram_by_loop, static_argnums=1)(a, 7)).count("fori_loop") == 1
+    check(conversions_in_a_traced_loop, a, 20, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bad, error", [(np.nan, ValueError), (np.inf, OverflowError),
+                                        (1e19, OverflowError)])  # (past int64: jitkernel's bound, loud)
+def test_int_of_a_traced_float_raises_pythons_errors(backend, bad, error):
+    a = np.array([1.0, bad, 2.0])
+    with pytest.raises(error):
+        jk.jit(conversions_in_a_traced_loop, backend=backend)(a, 3)
+
+
 # ----------------------------------------------------------------------------- state types
 
 
