@@ -31,6 +31,7 @@ from ..trace.python_int import unchecked_index
 from ..trace.tracer import Tracer, _scalar_type_name
 from ..tree import tree_flatten, tree_unflatten
 from . import conversions
+from .iteration import IndexedSequence, iter_enumerate, iter_zip  # noqa: F401  (ag__.iter_zip, ...)
 from .callees import call  # noqa: F401  (ag__.call: calls of user functions and creation functions)
 
 UNROLL_LIMIT = 4  # a static range with at most this many iterations is unrolled
@@ -484,6 +485,8 @@ def _closure_values(fns: Sequence[Callable]) -> list[tuple[str, Any]]:
 def _tracers_in(value: Any) -> list[Tracer]:
     if isinstance(value, Tracer):
         return [value]
+    if isinstance(value, IndexedSequence):  # enumerate/zip of traced arrays: the arrays it reads
+        return [t for x in value.sources for t in _tracers_in(x)]
     if isinstance(value, (list, tuple, dict)):
         try:
             return [x for x in tree_flatten(value)[0] if isinstance(x, Tracer)]
@@ -748,12 +751,17 @@ def for_iter(iterable: Any, body: Callable, target: Any, state: tuple, names: tu
     """`for x in iterable: state = body(x, state)`. Over a traced array it is
     `for i in range(len(a)): x = a[i]` (one loop with a traced index, NumPy's iteration over
     the first axis); any other iterable runs as Python. Returns (x's final value, the state)."""
-    if not (_traced(iterable) and iterable.ndim >= 1 and is_tracing()):
+    indexed = isinstance(iterable, IndexedSequence)  # enumerate/zip of traced arrays (iteration.py)
+    if not ((indexed or (_traced(iterable) and iterable.ndim >= 1)) and is_tracing()):
         return _python_for(iterable, body, target, state, names, brk)
-    n = iterable.shape[0]
+    n = len(iterable) if indexed else iterable.shape[0]
+
+    def item(i: Any) -> Any:
+        return iterable.item(i) if indexed else iterable[i]
 
     def element_body(i: Any, st: tuple) -> tuple:
-        return body(iterable[i], st)
+        # (reads `iterable` itself: _touches_traced sees the traced arrays in its closure)
+        return body(iterable.item(i) if indexed else iterable[i], st)
 
     index, state = for_range(builtins.range, (n,), element_body, Undefined("the index"), state, names, written,
                              brk, unsupported)
@@ -761,9 +769,9 @@ def for_iter(iterable: Any, body: Callable, target: Any, state: tuple, names: tu
         return target, state
     if isinstance(index, MaybeBound):  # (a length known at run time only) maybe no iteration ran
         if isinstance(target, Undefined):
-            return MaybeBound(iterable[index.value], index.bound, target.name), state
+            return MaybeBound(item(index.value), index.bound, target.name), state
         index = index.value
-    return iterable[index], state
+    return item(index), state
 
 
 def _python_for(iterable: Any, body: Callable, target: Any, state: tuple, names: tuple,
