@@ -1,5 +1,6 @@
 """First calls of small NumPy exercise-style functions with Python loops and `if`s (a sieve,
-Collatz lengths, a bubble sort, Pascal's triangle, a Newton iteration, a game-of-life step...):
+Collatz lengths, bubble and selection sorts, Pascal's triangle, a Newton iteration, a histogram,
+a game-of-life step...):
 how long the first call takes (trace + compile + run, with an empty compile cache), how long a
 warm call takes, and whether autograph made each Python loop a native loop or unrolled it.
 
@@ -74,6 +75,21 @@ def bubble_sort(a):
     return a
 
 
+def selection_sort(a):
+    a = a.copy()
+    for i in range(len(a)):
+        j = i + np.argmin(a[i:])
+        a[i], a[j] = a[j], a[i]
+    return a
+
+
+def weighted_dot(a, b):
+    total = 0.0
+    for i, (x, y) in enumerate(zip(a, b)):
+        total += (i + 1) * x * y
+    return total
+
+
 def prefix_sums(a):
     out = np.zeros_like(a)
     total = 0.0
@@ -145,6 +161,8 @@ def _inputs() -> dict[str, tuple[Callable, tuple, dict]]:
         "collatz_lengths": (collatz_lengths, (1000,), {"static_argnums": 0}),
         "running_max": (running_max, (rng.standard_normal(1000),), {}),
         "bubble_sort": (bubble_sort, (rng.standard_normal(200),), {}),
+        "selection_sort": (selection_sort, (rng.standard_normal(200),), {}),
+        "weighted_dot": (weighted_dot, (rng.standard_normal(1000), rng.standard_normal(1000)), {}),
         "prefix_sums": (prefix_sums, (rng.standard_normal(1000),), {}),
         "pascal_rows": (pascal_rows, (30,), {"static_argnums": 0}),
         "newton_sqrt": (newton_sqrt, (rng.random(1000) * 100 + 1,), {}),
