@@ -188,6 +188,14 @@ def _measure(name: str, warm_calls: int) -> dict[str, Any]:
             unrolled.append(len(r))
         return python_for(r, *args, **kwargs)
     runtime._python_for = counting_python_for
+    from jitkernel.trace.tracer import Tracer
+    tracer_iter = Tracer.__iter__
+
+    def counting_iter(self: Any) -> Any:  # Python iterating a traced array: one body per element
+        if self.ndim and self.shape[0] > runtime.UNROLL_LIMIT:
+            unrolled.append(self.shape[0])
+        return tracer_iter(self)
+    Tracer.__iter__ = counting_iter
 
     fn, args, kwargs = _inputs()[name]
     expected = fn(*(np.copy(a) if isinstance(a, np.ndarray) else a for a in args))

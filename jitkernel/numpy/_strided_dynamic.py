@@ -121,9 +121,12 @@ def _selection(ctx: Any, ix: slice, n: int) -> tuple[Tracer, Tracer, Tracer, Tra
     k = ctx.const(np.arange(n, dtype=_I64))
     offset = jnp.where(step > 0, k - start, start - k)  # >= 0 on the slice's side of start
     magnitude = jnp.abs(step)
-    position = offset // magnitude
-    selected = (offset >= 0) & (offset % magnitude == 0) & (position < length)
-    return selected, position, length, step
+    # The quotient in float64 (vectorised, where an int64 division per element is not): exact
+    # for a multiple of the step (both below 2**53, an axis length), and for any other offset
+    # the check `quotient * step == offset` fails whatever the rounding.
+    quotient = jnp.astype(jnp.trunc(jnp.astype(offset, np.float64) / jnp.astype(magnitude, np.float64)), _I64)
+    selected = (offset >= 0) & (quotient * magnitude == offset) & (quotient < length)
+    return selected, quotient, length, step
 
 
 # ----------------------------------------------------------------------------- the index around it
