@@ -310,6 +310,44 @@ def test_a_selection_sort_is_one_native_loop():
     assert [e.prim for e in jk.make_ir(_selection_sort)(np.ones(100)).eqns] == ["fori_loop"]
 
 
+# ----------------------------------------------------------------------------- loops that stop early
+# A `return` or `break` makes the loop a while loop, whose index had no known range, so
+# `A[k:, k]` was refused ("the range of a traced bound is not known").
+
+def _determinant(A):
+    A = A.copy()
+    det = 1.0
+    for k in range(A.shape[0]):
+        p = np.argmax(np.abs(A[k:, k])) + k
+        if A[p, k] == 0:
+            return 0.0
+        if p != k:
+            A[[k, p]] = A[[p, k]]
+            det = -det
+        det *= A[k, k]
+        A[k + 1:] -= np.outer(A[k + 1:, k] / A[k, k], A[k])
+    return det
+
+
+def _first_prefix_over(a, limit):
+    for i in range(1, len(a)):
+        if a[:i].sum() > limit:
+            break
+    return i, a[i:].max()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_loop_index_slices_in_loops_with_return_or_break(backend):
+    A = RNG.random((9, 9))
+    run_both(_determinant, A, backend=backend, rtol=1e-9)
+    singular = A.copy()
+    singular[:, 3] = 0.0
+    run_both(_determinant, singular, backend=backend)
+    for limit in (0.5, 3.0, 100.0):
+        run_both(_first_prefix_over, RNG.random(20), limit, backend=backend)
+    assert "while_loop" in [e.prim for e in jk.make_ir(_determinant)(A).eqns]
+
+
 # ----------------------------------------------------------------------------- errors
 
 

@@ -962,6 +962,8 @@ def _traced_for(bounds: tuple, body: Callable, target: Any, state: tuple, names:
 
                 def step_body(c: tuple) -> tuple:
                     j, carry = c
+                    if static_range is not None:
+                        _note_trip_range(j, static_range)
                     return unchecked_index(j, 1, 1), run_body(unchecked_index(start, j, step), carry)
                 count, carry = lax.while_loop(cond, step_body, (0, st.carry()))
             break
@@ -983,6 +985,16 @@ def _traced_for(bounds: tuple, body: Callable, target: Any, state: tuple, names:
             "static (a shape, or a static argument).")
     result = _write_back(st, st.rebuild(carry), set.intersection(*in_place[-1:]) if in_place else set(), written)
     return _final_index(start, step, count, target), result
+
+
+def _note_trip_range(trip: Any, r: range) -> None:
+    """The trip counter of a loop over a static range that may stop early (a `break` or
+    `return`: a while loop) is in [0, len(r) - 1] on every trip that runs the body: recorded as
+    a loose range (numpy/_dynamic.py linear_form), so the index `start + trip * step` has a known
+    range and slices of loop-index length (`A[k:, k]`) work there as in a fori_loop."""
+    ctx = getattr(trip, "_ctx", None)
+    if _traced(trip) and len(r) and hasattr(ctx, "loose_ranges"):
+        ctx.loose_ranges[trip.ir_var] = (0, len(r) - 1)
 
 
 def _first_bound_as_zeros(st: _State, changed: _Changed) -> list | None:
