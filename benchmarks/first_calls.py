@@ -1,6 +1,6 @@
 """First calls of small NumPy exercise-style functions with Python loops and `if`s (a sieve,
 Collatz lengths, bubble and selection sorts, Pascal's triangle, a Newton iteration, a histogram,
-a game-of-life step...):
+a determinant by elimination, a game-of-life step...):
 how long the first call takes (trace + compile + run, with an empty compile cache), how long a
 warm call takes, and whether autograph made each Python loop a native loop or unrolled it.
 
@@ -140,6 +140,21 @@ def histogram(a, bins):
     return counts
 
 
+def determinant(A):
+    A = A.copy()
+    det = 1.0
+    for k in range(A.shape[0]):
+        p = np.argmax(np.abs(A[k:, k])) + k
+        if A[p, k] == 0:
+            return 0.0
+        if p != k:
+            A[[k, p]] = A[[p, k]]
+            det = -det
+        det *= A[k, k]
+        A[k + 1:] -= np.outer(A[k + 1:, k] / A[k, k], A[k])
+    return det
+
+
 def life_step(G):
     n, m = G.shape
     new = G.copy()
@@ -169,6 +184,7 @@ def _inputs() -> dict[str, tuple[Callable, tuple, dict]]:
         "matrix_power": (matrix_power, (spd, 20), {}),
         "moving_average": (moving_average, (rng.standard_normal(1000), 7), {"static_argnums": 1}),
         "histogram": (histogram, (rng.standard_normal(1000), 10), {"static_argnums": 1}),
+        "determinant": (determinant, (rng.random((12, 12)),), {}),
         "life_step": (life_step, ((rng.random((32, 32)) < 0.3).astype(np.int64),), {}),
     }
 
