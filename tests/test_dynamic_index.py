@@ -241,6 +241,22 @@ def test_a_zero_traced_step_and_a_value_of_the_wrong_length_raise_numpys_value_e
         jk.jit(wrong_length, backend=backend)(np.zeros(12), np.arange(3.0))
 
 
+def _augmented_strided(a, A, k):
+    for i in range(1, 6):
+        a[::i] += 1  # reads the slice (a selection), writes it back
+        a[-1::-i] *= 2
+        A[i % 3::k] -= A[i % 3::k] * 0.5
+        if a[i % 12] > 20:
+            break  # (a while loop)
+    return a, A
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("k", [1, 2, -1, -3])
+def test_augmented_assignment_to_strided_slices_with_traced_bounds(backend, k):
+    _same_outcome(_augmented_strided, (np.arange(12.0) % 5, np.arange(12.0).reshape(4, 3), k), backend)
+
+
 _BOUNDS = ["", "i", "-i", "2 * i", "i * i", "i + 1", "n - i", "-1", "3", "-(i + 2)"]
 _STEPS = ["i", "-i", "2", "-1", "i + 1", "-(i + 1)", "3 - i", "1"]
 
@@ -249,7 +265,7 @@ _STEPS = ["i", "-i", "2", "-1", "i + 1", "-(i + 1)", "3 - i", "1"]
 def strided_loop_programs(draw):
     """A loop (over a static range, or a traced one `range(1, n)`) whose body reads and writes
     slices whose start, stop and step are expressions of the loop index, some under an `if` on
-    an array value."""
+    an array value, maybe with a `break`."""
     def sl():
         return f"{draw(st.sampled_from(_BOUNDS))}:{draw(st.sampled_from(_BOUNDS))}:{draw(st.sampled_from(_STEPS))}"
     lines = []
@@ -264,12 +280,15 @@ def strided_loop_programs(draw):
             lines += [f"if a[i % 12] > {draw(st.integers(0, 8))}:", "    " + line]
         else:
             lines.append(line)
+    if draw(st.booleans()):  # an early exit: the loop is a while loop
+        lines.append(f"if a[i % 12] > {draw(st.integers(2, 9))}:")
+        lines.append("    break")
     loop = draw(st.sampled_from(["for i in range(1, n):", "for i in range(1, 6):"]))
     body = "\n".join(f"        {line}" for line in lines)
     return f"def f(a, b, n):\n    s = 0.0\n    {loop}\n{body}\n    return a, b, s\n"
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@settings(max_examples=80, deadline=None, derandomize=True, database=None)
 @given(src=strided_loop_programs(), n=st.integers(0, 7), backend=st.sampled_from(DRAWN_BACKENDS))
 def test_random_loops_over_strided_slices_with_traced_bounds_match_numpy(tmp_path_factory, src, n, backend):
     from helpers import load

@@ -198,6 +198,9 @@ def strided_update(x: Tracer, index: tuple, value: Any) -> Tracer:
     y = x if whole else x[outer]
     if not isinstance(y, Tracer) or y.ndim == 0:  # pragma: no cover (the slice's axis exists)
         raise UnsupportedOperationError(f"the assignment at {user_frame_location()} is not supported")
+    if getattr(type(value), "_jk_datadep", False):
+        new = _update_from_selection(ctx, y, axis, ix, value)
+        return new if whole else NUMPY.dynamic_update(x, outer, new)
     v = lift(ctx, value)
     if v.dtype != y.dtype:
         v = jnp.astype(v, y.dtype)  # NumPy's setitem casts the value (unsafe casting)
@@ -217,6 +220,31 @@ def strided_update(x: Tracer, index: tuple, value: Any) -> Tracer:
     if whole:
         return new
     return NUMPY.dynamic_update(x, outer, new)
+
+
+def _update_from_selection(ctx: Any, y: Tracer, axis: int, ix: slice, value: Any) -> Tracer:
+    """`y[ix] = value` along `axis` where the value has a length known only at run time (a
+    selection: `x[a::s] += 1` reads `x[a::s]`, a selection, and writes it back): the slice's
+    q-th position takes the value's q-th element (its padded buffer, `_datadep.DataDependent`);
+    a count that differs from the slice's length raises NumPy's ValueError at run time."""
+    jnp = NUMPY.namespace
+    if axis != 0:
+        raise UnsupportedOperationError(
+            f"assigning a value of data-dependent length to a slice with traced bounds and a step other than 1 "
+            f"on an axis other than the first ({_text(ix)}) is not supported yet, at {user_frame_location()}")
+    data = value.padded if value.padded.dtype == y.dtype else jnp.astype(value.padded, y.dtype)
+    rest = tuple(data.shape[1:])
+    if len(rest) > y.ndim - 1 or any(s not in (1, d) for s, d in zip(rest[::-1], y.shape[:0:-1])):
+        raise ValueError(f"could not broadcast input array from shape (<count>, {', '.join(map(str, rest))}) into "
+                         f"the slice {_text(ix)} of an array of shape {tuple(y.shape)}")
+    selected, position, length, _ = _selection(ctx, ix, y.shape[0])
+    g = jnp.take(data, jnp.clip(position, 0, data.shape[0] - 1), axis=0)  # (n, *rest)
+    g = jnp.reshape(g, (g.shape[0],) + (1,) * (y.ndim - 1 - len(rest)) + rest)
+    g = jnp.broadcast_to(g, tuple(y.shape))
+    g = raise_if(g, value.count != length, "ValueError",
+                 f"could not broadcast a value of data-dependent length into the slice {_text(ix)} (the lengths "
+                 f"differ), at {user_frame_location()}")
+    return jnp.where(_along(selected, 0, y.ndim), g, y)
 
 
 def _aligned_value(v: Tracer, region: tuple, axis: int, ix: slice) -> Tracer:
