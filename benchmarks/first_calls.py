@@ -2,7 +2,9 @@
 Collatz lengths, bubble and selection sorts, Pascal's triangle, a Newton iteration, a histogram,
 a determinant by elimination, a game-of-life step...):
 how long the first call takes (trace + compile + run, with an empty compile cache), how long a
-warm call takes, and whether autograph made each Python loop a native loop or unrolled it.
+warm call takes, and whether autograph made each Python loop one loop ("native": machine code;
+"Python-driven": one compiled loop whose body steps the CPU backend calls from Python, because
+the body holds a library step such as a selection or a run-time check) or unrolled it.
 
     .venv/bin/python -m benchmarks.first_calls            # the table
     .venv/bin/python -m benchmarks.first_calls --json out.json
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -225,7 +228,10 @@ def _measure(name: str, warm_calls: int) -> dict[str, Any]:
         t0 = time.perf_counter()
         f(*args)
         warm.append(time.perf_counter() - t0)
-    loops = "unrolled " + "+".join(str(n) for n in unrolled) if unrolled else "native"
+    kernels = str(f.lower(*args))  # a loop the CPU backend drives from Python is a library step there
+    driven = re.findall(r"library k\d+_(?:fori_loop|while_loop)", kernels)
+    loops = ("unrolled " + "+".join(str(n) for n in unrolled) if unrolled
+             else f"Python-driven ({len(driven)})" if driven else "native")
     return {"function": name, "first_s": first, "warm_s": float(np.median(warm)), "loops": loops}
 
 
