@@ -338,6 +338,101 @@ def test_a_10000_iteration_loop_compiles_in_about_the_time_of_one():
     assert primitive_names(program).count("fori_loop") == 1 and len(program.eqns) < 15
 
 
+# ----------------------------------------------------------------------------- int() and float() in loops
+# `k = int(x * bins)` in a loop body used to need the concrete value: the loop was unrolled (or
+# refused over a traced range). In a compiled body it is a traced Python-like int.
+
+def histogram_by_loop(a, bins):
+    counts = np.zeros(bins, dtype=np.int64)
+    lo, hi = a.min(), a.max()
+    for x in a:
+        k = int((x - lo) / (hi - lo) * bins)
+        if k == bins:
+            k = bins - 1
+        counts[k] += 1
+    return counts
+
+
+def conversions_in_a_traced_loop(a, n):
+    total = 0.0
+    for i in range(n):
+        total += float(a[i]) + int(-a[i] * 2.5) + int(a[i] > 0)
+    return total
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_int_and_float_of_traced_scalars_in_loops_match_numpy(backend):
+    a = RNG.standard_normal(300)
+    check(histogram_by_loop, a, 7, backend=backend, jit_kwargs={"static_argnums": 1})
+    assert primitive_names(jk.make_ir(histogram_by_loop, static_argnums=1)(a, 7)).count("fori_loop") == 1
+    check(conversions_in_a_traced_loop, a, 20, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bad, error", [(np.nan, ValueError), (np.inf, OverflowError),
+                                        (1e19, OverflowError)])  # (past int64: jitkernel's bound, loud)
+def test_int_of_a_traced_float_raises_pythons_errors(backend, bad, error):
+    a = np.array([1.0, bad, 2.0])
+    with pytest.raises(error):
+        jk.jit(conversions_in_a_traced_loop, backend=backend)(a, 3)
+
+
+# ----------------------------------------------------------------------------- enumerate and zip
+# `for i, x in enumerate(a)` was not converted: Python iterated the traced array and unrolled
+# every element's body (1,000 bodies for 1,000 elements). Now it is one loop.
+
+def enumerate_forms(a, A):
+    out = np.zeros_like(a)
+    for i, x in enumerate(a):
+        out[i] = x * i
+    s = 0.0
+    for k, (x, y) in enumerate(zip(a, a[::-1]), 1):
+        if x > y:
+            s += k * x
+    for i, row in enumerate(A):
+        if row.sum() > 2:
+            break
+        out[i] += row.max()
+    return out, s, i, row, k, x, y
+
+
+def zip_forms(a, b, c):
+    s = 0.0
+    for x, y in zip(a, b):  # b is shorter: zip stops at its end
+        s += x * y
+    for x, (y, z) in zip(a, zip(b, c)):
+        s -= x * y * z
+    for x, y in zip(a, [1.0, 2.0, 3.0]):  # a list: runs as Python
+        s += x * y
+    return s, x, y
+
+
+def writes_the_array_it_enumerates(a):
+    for i, x in enumerate(a):
+        a[i] = x + a[i - 1]
+    return a
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_enumerate_and_zip_of_traced_arrays_match_numpy(backend):
+    a = RNG.standard_normal(40)
+    check(enumerate_forms, a, RNG.random((30, 3)), backend=backend)
+    check(zip_forms, a, RNG.standard_normal(25), RNG.standard_normal(30), backend=backend)
+    check(writes_the_array_it_enumerates, a, backend=backend)
+    prims = primitive_names(jk.make_ir(enumerate_forms)(RNG.standard_normal(40), RNG.random((30, 3))))
+    assert prims.count("fori_loop") == 2 and prims.count("while_loop") == 1  # (the `break`: a while loop)
+
+
+def test_zip_strict_of_unequal_traced_arrays_raises_value_error():
+    def f(a, b):
+        s = 0.0
+        for x, y in zip(a, b, strict=True):
+            s += x * y
+        return s
+    with pytest.raises(ValueError):
+        jk.jit(f)(np.ones(6), np.ones(5))
+
+
 # ----------------------------------------------------------------------------- state types
 
 

@@ -170,3 +170,127 @@ def test_indexing_a_numpy_constant_by_a_traced_value_says_what_to_do():
     table = np.arange(4.0)
     with pytest.raises(jk.TracerArrayConversionError, match="pass that array as an argument"):
         jk.jit(lambda k: table[k])(1)
+
+
+# ----------------------------------------------------------------------------- strided slices with traced bounds
+# `x[i*i::i] = False` (a sieve), `x[-i::-i]`, `x[a:b:k].sum()`: the slice's length and stride
+# depend on a traced value. Writes are a `where` over the axis and reads a data-dependent
+# selection, so a loop over them compiles as one loop (it used to be unrolled, or refused).
+
+def _sieve(flags):
+    for i in range(2, 100):
+        if flags[i]:
+            flags[i * i::i] = False
+    return flags
+
+
+def test_a_sieve_with_strided_writes_is_one_native_loop():
+    flags = np.ones(10001, bool)
+    assert [e.prim for e in jk.make_ir(_sieve)(flags).eqns] == ["fori_loop"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_sieve_with_strided_writes_matches_numpy(backend):
+    flags = np.ones(1000, bool)
+    flags[:2] = False
+    assert_matches_numpy(jk.jit(_sieve, backend=backend)(flags.copy()), _sieve(flags.copy()))
+
+
+def _strided_forms(a, b, k):
+    for i in range(1, 5):
+        a[-i::-i] = i  # negative step from the end
+        b[i % 4, i::2] += a[i::i].sum()
+        b[1, i - 1:i + 3:2] = a[:2]  # an array value: its length must match at run time
+    return a, b, a[k::k].sum(), a[2::k].max(), b[k % 4, ::k]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("k", [1, 3, -2, -20, 20])
+def test_strided_slices_with_traced_bounds_match_numpy(backend, k):
+    args = (np.arange(12.0), np.arange(24.0).reshape(4, 6), k)  # k = 20: a[2::k].max() is empty, ValueError
+    _same_outcome(_strided_forms, args, backend)
+
+
+def _same_outcome(f, args, backend, src=""):
+    from helpers import run_on_copies
+    expected, got = run_on_copies(f, *args), run_on_copies(jk.jit(f, backend=backend), *args)
+    assert got[0] == expected[0], (src, got, expected)
+    if got[0] == "raise":
+        assert issubclass(got[1], expected[1]), (src, got, expected)
+        return
+    for x, y in zip(got[1], expected[1]):
+        assert_matches_numpy(x, y)
+    for x, y in zip(got[2], expected[2]):  # the arrays' final contents
+        if isinstance(y, np.ndarray):
+            assert_matches_numpy(x, y)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_zero_traced_step_and_a_value_of_the_wrong_length_raise_numpys_value_error(backend):
+    def zero_step(a, k):
+        a[::k] = 1
+        return a
+
+    def wrong_length(a, v):
+        for i in range(1, 4):
+            a[i::2] = v
+        return a
+    with pytest.raises(ValueError, match="slice step cannot be zero"):
+        jk.jit(zero_step, backend=backend)(np.zeros(5), 0)
+    with pytest.raises(ValueError, match="could not broadcast"):
+        jk.jit(wrong_length, backend=backend)(np.zeros(12), np.arange(3.0))
+
+
+def _augmented_strided(a, A, k):
+    for i in range(1, 6):
+        a[::i] += 1  # reads the slice (a selection), writes it back
+        a[-1::-i] *= 2
+        A[i % 3::k] -= A[i % 3::k] * 0.5
+        if a[i % 12] > 20:
+            break  # (a while loop)
+    return a, A
+
+
+@pytest.mark.parametrize("backend", HOST_BACKENDS)  # (the CUDA renderer has no selection step)
+@pytest.mark.parametrize("k", [1, 2, -1, -3])
+def test_augmented_assignment_to_strided_slices_with_traced_bounds(backend, k):
+    _same_outcome(_augmented_strided, (np.arange(12.0) % 5, np.arange(12.0).reshape(4, 3), k), backend)
+
+
+_BOUNDS = ["", "i", "-i", "2 * i", "i * i", "i + 1", "n - i", "-1", "3", "-(i + 2)"]
+_STEPS = ["i", "-i", "2", "-1", "i + 1", "-(i + 1)", "3 - i", "1"]
+
+
+@st.composite
+def strided_loop_programs(draw):
+    """A loop (over a static range, or a traced one `range(1, n)`) whose body reads and writes
+    slices whose start, stop and step are expressions of the loop index, some under an `if` on
+    an array value, maybe with a `break`."""
+    def sl():
+        return f"{draw(st.sampled_from(_BOUNDS))}:{draw(st.sampled_from(_BOUNDS))}:{draw(st.sampled_from(_STEPS))}"
+    lines = []
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["write", "write_row", "read", "read_rows", "add"]))
+        line = {"write": f"a[{sl()}] = {draw(st.sampled_from(['7', 'i', 'a[0]', '-a[i % 12]']))}",
+                "write_row": f"b[i % 4, {sl()}] = s",
+                "read": f"s = s + a[{sl()}].sum()",
+                "read_rows": f"s = s + (b[{sl()}] * 2).sum()",
+                "add": f"a[{sl()}] += 1"}[kind]
+        if draw(st.booleans()):
+            lines += [f"if a[i % 12] > {draw(st.integers(0, 8))}:", "    " + line]
+        else:
+            lines.append(line)
+    if draw(st.booleans()):  # an early exit: the loop is a while loop
+        lines.append(f"if a[i % 12] > {draw(st.integers(2, 9))}:")
+        lines.append("    break")
+    loop = draw(st.sampled_from(["for i in range(1, n):", "for i in range(1, 6):"]))
+    body = "\n".join(f"        {line}" for line in lines)
+    return f"def f(a, b, n):\n    s = 0.0\n    {loop}\n{body}\n    return a, b, s\n"
+
+
+@settings(max_examples=80, deadline=None, derandomize=True, database=None)
+@given(src=strided_loop_programs(), n=st.integers(0, 7), backend=st.sampled_from(DRAWN_BACKENDS))
+def test_random_loops_over_strided_slices_with_traced_bounds_match_numpy(tmp_path_factory, src, n, backend):
+    from helpers import load
+    f = load(tmp_path_factory.mktemp("strided"), src)
+    _same_outcome(f, (np.arange(12.0) % 5, np.arange(24.0).reshape(4, 6), n), backend, src)

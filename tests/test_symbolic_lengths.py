@@ -276,6 +276,78 @@ def test_nested_loop_over_range_of_an_outer_index(backend):
     run_both(f, RNG.standard_normal((300, 300)), backend=backend, rtol=1e-12)
 
 
+# ----------------------------------------------------------------------------- argmin and argmax
+# `j = i + np.argmin(a[i:])` (a selection sort) used to be refused, so a static loop unrolled
+# (100 bodies: 10 s for the first call). The padding never wins a tie, NaN wins as in NumPy.
+
+def _selection_sort(a):
+    a = a.copy()
+    for i in range(len(a)):
+        j = i + np.argmin(a[i:])
+        a[i], a[j] = a[j], a[i]
+    return a
+
+
+def _arg_forms(a, A):
+    s = 0
+    for i in range(1, len(a)):
+        s += np.argmax(a[:i]) + np.argmin(a[i:]) * 10 + np.argmax(a[i - 1:]) * 100
+    for i in range(1, 4):
+        s += np.argmin(A[i:, 1:], axis=0).sum() + np.argmax(A[:i], axis=1).sum() + np.argmin(A[i:])
+    return s
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("a", [RNG.random(40), np.array([3.0, np.nan, 1, np.nan, 0.5, 7]), np.full(6, np.inf),
+                               np.array([-np.inf, 2, -np.inf, 5, 1, 1]), RNG.integers(-5, 5, 12),
+                               np.full(8, np.iinfo(np.int64).max)], ids=["random", "nan", "inf", "-inf", "int", "intmax"])
+def test_argmin_and_argmax_of_loop_index_slices_match_numpy(backend, a):
+    run_both(_selection_sort, a, backend=backend)
+    run_both(_arg_forms, a, np.resize(a, (5, 6)).astype(float), backend=backend)
+
+
+def test_a_selection_sort_is_one_native_loop():
+    assert [e.prim for e in jk.make_ir(_selection_sort)(np.ones(100)).eqns] == ["fori_loop"]
+
+
+# ----------------------------------------------------------------------------- loops that stop early
+# A `return` or `break` makes the loop a while loop, whose index had no known range, so
+# `A[k:, k]` was refused ("the range of a traced bound is not known").
+
+def _determinant(A):
+    A = A.copy()
+    det = 1.0
+    for k in range(A.shape[0]):
+        p = np.argmax(np.abs(A[k:, k])) + k
+        if A[p, k] == 0:
+            return 0.0
+        if p != k:
+            A[[k, p]] = A[[p, k]]
+            det = -det
+        det *= A[k, k]
+        A[k + 1:] -= np.outer(A[k + 1:, k] / A[k, k], A[k])
+    return det
+
+
+def _first_prefix_over(a, limit):
+    for i in range(1, len(a)):
+        if a[:i].sum() > limit:
+            break
+    return i, a[i:].max()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_loop_index_slices_in_loops_with_return_or_break(backend):
+    A = RNG.random((9, 9))
+    run_both(_determinant, A, backend=backend, rtol=1e-9)
+    singular = A.copy()
+    singular[:, 3] = 0.0
+    run_both(_determinant, singular, backend=backend)
+    for limit in (0.5, 3.0, 100.0):
+        run_both(_first_prefix_over, RNG.random(20), limit, backend=backend)
+    assert "while_loop" in [e.prim for e in jk.make_ir(_determinant)(A).eqns]
+
+
 # ----------------------------------------------------------------------------- errors
 
 

@@ -30,6 +30,8 @@ from ..trace.operands import lift
 from ..trace.python_int import unchecked_index
 from ..trace.tracer import Tracer, _scalar_type_name
 from ..tree import tree_flatten, tree_unflatten
+from . import conversions
+from .iteration import IndexedSequence, iter_enumerate, iter_zip  # noqa: F401  (ag__.iter_zip, ...)
 from .callees import call  # noqa: F401  (ag__.call: calls of user functions and creation functions)
 
 UNROLL_LIMIT = 4  # a static range with at most this many iterations is unrolled
@@ -267,7 +269,10 @@ def builtin_call(fn: Any, *args: Any) -> Any:
     Python does (`max(a, b)` is `b if b > a else a`, so a NaN first argument is kept and a NaN
     later one is skipped), as a select whose dtype is the operands' NumPy promotion. `len(v)` of
     a data-dependent value (x[mask], np.unique(x)): its traced length, which Python's len()
-    cannot return."""
+    cannot return. `int(x)` / `float(x)` of a traced scalar in a compiled loop body or branch: a
+    traced value (conversions.py)."""
+    if conversions.converts(fn, args):
+        return conversions.convert(fn, args[0])
     if fn is builtins.len and len(args) == 1 and getattr(type(args[0]), "_jk_datadep", False):
         return args[0].shape[0]
     if fn is not builtins.max and fn is not builtins.min:
@@ -480,6 +485,8 @@ def _closure_values(fns: Sequence[Callable]) -> list[tuple[str, Any]]:
 def _tracers_in(value: Any) -> list[Tracer]:
     if isinstance(value, Tracer):
         return [value]
+    if isinstance(value, IndexedSequence):  # enumerate/zip of traced arrays: the arrays it reads
+        return [t for x in value.sources for t in _tracers_in(x)]
     if isinstance(value, (list, tuple, dict)):
         try:
             return [x for x in tree_flatten(value)[0] if isinstance(x, Tracer)]
@@ -744,12 +751,17 @@ def for_iter(iterable: Any, body: Callable, target: Any, state: tuple, names: tu
     """`for x in iterable: state = body(x, state)`. Over a traced array it is
     `for i in range(len(a)): x = a[i]` (one loop with a traced index, NumPy's iteration over
     the first axis); any other iterable runs as Python. Returns (x's final value, the state)."""
-    if not (_traced(iterable) and iterable.ndim >= 1 and is_tracing()):
+    indexed = isinstance(iterable, IndexedSequence)  # enumerate/zip of traced arrays (iteration.py)
+    if not ((indexed or (_traced(iterable) and iterable.ndim >= 1)) and is_tracing()):
         return _python_for(iterable, body, target, state, names, brk)
-    n = iterable.shape[0]
+    n = len(iterable) if indexed else iterable.shape[0]
+
+    def item(i: Any) -> Any:
+        return iterable.item(i) if indexed else iterable[i]
 
     def element_body(i: Any, st: tuple) -> tuple:
-        return body(iterable[i], st)
+        # (reads `iterable` itself: _touches_traced sees the traced arrays in its closure)
+        return body(iterable.item(i) if indexed else iterable[i], st)
 
     index, state = for_range(builtins.range, (n,), element_body, Undefined("the index"), state, names, written,
                              brk, unsupported)
@@ -757,9 +769,9 @@ def for_iter(iterable: Any, body: Callable, target: Any, state: tuple, names: tu
         return target, state
     if isinstance(index, MaybeBound):  # (a length known at run time only) maybe no iteration ran
         if isinstance(target, Undefined):
-            return MaybeBound(iterable[index.value], index.bound, target.name), state
+            return MaybeBound(item(index.value), index.bound, target.name), state
         index = index.value
-    return iterable[index], state
+    return item(index), state
 
 
 def _python_for(iterable: Any, body: Callable, target: Any, state: tuple, names: tuple,
@@ -950,6 +962,8 @@ def _traced_for(bounds: tuple, body: Callable, target: Any, state: tuple, names:
 
                 def step_body(c: tuple) -> tuple:
                     j, carry = c
+                    if static_range is not None:
+                        _note_trip_range(j, static_range)
                     return unchecked_index(j, 1, 1), run_body(unchecked_index(start, j, step), carry)
                 count, carry = lax.while_loop(cond, step_body, (0, st.carry()))
             break
@@ -971,6 +985,16 @@ def _traced_for(bounds: tuple, body: Callable, target: Any, state: tuple, names:
             "static (a shape, or a static argument).")
     result = _write_back(st, st.rebuild(carry), set.intersection(*in_place[-1:]) if in_place else set(), written)
     return _final_index(start, step, count, target), result
+
+
+def _note_trip_range(trip: Any, r: range) -> None:
+    """The trip counter of a loop over a static range that may stop early (a `break` or
+    `return`: a while loop) is in [0, len(r) - 1] on every trip that runs the body: recorded as
+    a loose range (numpy/_dynamic.py linear_form), so the index `start + trip * step` has a known
+    range and slices of loop-index length (`A[k:, k]`) work there as in a fori_loop."""
+    ctx = getattr(trip, "_ctx", None)
+    if _traced(trip) and len(r) and hasattr(ctx, "loose_ranges"):
+        ctx.loose_ranges[trip.ir_var] = (0, len(r) - 1)
 
 
 def _first_bound_as_zeros(st: _State, changed: _Changed) -> list | None:

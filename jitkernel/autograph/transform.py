@@ -32,10 +32,11 @@ from typing import Callable, Iterable
 
 from .analysis import (always_returns, bound_names, contains, declared_outside, function_locals, is_generator,
                        walk_scope, written_bases)
+from .iteration import desugar as desugar_tuple_targets
 from .walrus import NamedExpressions
 
 AG = "ag__"
-_BUILTIN_CALLS = ("max", "min", "len")
+_BUILTIN_CALLS = ("max", "min", "len", "int", "float")
 
 
 def _load(name: str) -> ast.Name:
@@ -294,6 +295,8 @@ class FunctionConverter:
         walrus = NamedExpressions(_located)
         fn.body = walrus.block(fn.body)
         self.converted += walrus.converted
+        # pass 0: `for i, x in enumerate(a)` / `for x, y in zip(a, b)` get a plain target
+        self.converted += desugar_tuple_targets(fn.body, function_locals(fn), self._ids, AG)
         self.locals = function_locals(fn)
         expressions = _Expressions(self.locals, _bound_in_control_flow(fn.body) & self.locals)
         fn.body = _flatten([expressions.visit(s) for s in fn.body])

@@ -6,7 +6,8 @@ bounds clamp, an out-of-bounds integer raises IndexError).
 form of `x[index] = value` (returns the new array; trace/inplace.py writes it back into `x`'s
 base). `index` is the tuple the user wrote, with at least one traced scalar and no arrays.
 
-Both become the primitives of ir/dynamic_slice.py (one start per dimension, static sizes),
+A slice with traced bounds and a step other than 1 (`x[i*i::i]`) goes to _strided_dynamic.py.
+The others become the primitives of ir/dynamic_slice.py (one start per dimension, static sizes),
 whose implementation applies NumPy's rules to the run-time values. A slice whose length would
 depend on a traced value is supported only when the trace proves the length constant: its
 bounds are `v + a` and `v + b` for the same traced `v` whose range is known (a jk.lax.fori_loop
@@ -28,6 +29,7 @@ from ..trace.tracer import Tracer
 from ..trace.numpy_api import NUMPY
 from ..trace.operands import expand_index, broadcast_to_shape, lift
 from ._datadep import window as data_dependent_window  # CSR: data[ptr[i]:ptr[i + 1]]
+from ._strided_dynamic import holds_traced_strided, strided_getitem, strided_update  # x[i*i::i]
 from ._shape import reshape, astype
 
 __all__: list[str] = []
@@ -297,6 +299,8 @@ def _start_tracers(ctx: Any, axes: list[_Axis]) -> list[Tracer]:
 
 def dynamic_getitem(x: Any, index: tuple) -> Any:
     """`x[index]` where `index` holds traced scalar integers (or slice bounds)."""
+    if holds_traced_strided(index):
+        return strided_getitem(x, index)
     ctx = _context(x)
     try:
         axes, new_axes = _parse(x, index)
@@ -325,6 +329,8 @@ def dynamic_getitem(x: Any, index: tuple) -> Any:
 def dynamic_update(x: Any, index: tuple, value: Any) -> Any:
     """The new array `x` with `x[index] = value` applied (NumPy's casting and broadcasting of
     `value`); `x` itself is not changed."""
+    if holds_traced_strided(index):
+        return strided_update(x, index, value)
     ctx = _context(x)
     axes, _ = _parse(x, index, allow_none=False)
     if any(isinstance(a.start, slice) for a in axes):

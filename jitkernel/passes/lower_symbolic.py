@@ -364,6 +364,43 @@ def _reduce(lw: Lowering, eqn: Eqn) -> None:
     lw.define(out, new, tuple(o for a, o in enumerate(lw.offsets(x)) if a not in axes))
 
 
+def _arg_reduce(lw: Lowering, eqn: Eqn) -> None:
+    """argmin/argmax over a symbolic axis (`i + np.argmin(a[i:])`, a selection sort): the
+    extreme value of the valid part first (padding filled with the identity, NaN propagated as
+    np.min does), then the first valid position holding it (NaN: the first NaN, NumPy's rule),
+    minus the offset of the valid part. Padding never wins a tie."""
+    (x,), (out,) = eqn.inputs, eqn.outputs
+    ax = eqn.params["axis"]
+    dim, dtype = x.aval.shape[ax], x.aval.dtype
+    if isinstance(dim, SymDim) and dim.lo < 1:
+        raise lw.error(f"{eqn.prim} over a symbolic length that may be 0 (NumPy raises: an empty sequence)")
+    if dtype.kind == "c":
+        raise lw.error(f"{eqn.prim} of a complex value of symbolic length is not supported yet")
+    extreme = "reduce_min" if eqn.prim == "argmin" else "reduce_max"
+    filled = lw.fill_padding(x, [ax], reduction_identity(extreme, dtype))
+    value = lw.bind1(extreme, filled, axes=(ax,))
+    shape = filled.aval.shape
+    kept = tuple(d for d in range(len(shape)) if d != ax)
+    spread = lw.bind1("broadcast_in_dim", value, shape=shape, broadcast_dimensions=kept)
+    hit = lw.bind1("equal", filled, spread)
+    if dtype.kind == "f":
+        nan = lw.bind1("logical_and", lw.bind1("isnan", filled), lw.bind1("isnan", spread))
+        hit = lw.bind1("logical_or", hit, nan)
+    mask = lw.mask_of(x, [ax])
+    if mask is not None:
+        hit = lw.bind1("logical_and", hit, mask)
+    position = lw.bind1("argmax", hit, axis=ax)
+    offset = lw.offsets(x)[ax]
+    if offset is not None and not (isinstance(offset, int) and offset == 0):
+        start = lw.length(offset)
+        if position.aval.ndim:
+            start = lw.bind1("broadcast_in_dim", start, shape=position.aval.shape, broadcast_dimensions=())
+        if start.aval.dtype != position.aval.dtype:
+            start = lw.bind1("convert", start, dtype=position.aval.dtype)
+        position = lw.bind1("subtract", position, start)
+    lw.define(out, position, tuple(o for d, o in enumerate(lw.offsets(x)) if d != ax))
+
+
 def _dot_general(lw: Lowering, eqn: Eqn) -> None:
     """A dot with a symbolic axis: a broadcast multiply, masked on the contracted symbolic axes,
     and a sum (fuses into one reduction kernel; a native loop needs no BLAS step)."""
@@ -484,6 +521,8 @@ def _register_builtin_rules() -> None:
     register_lowering("transpose", _transpose)
     register_lowering("reshape", _reshape)
     register_lowering("dot_general", _dot_general)
+    register_lowering("argmin", _arg_reduce)
+    register_lowering("argmax", _arg_reduce)
     register_lowering("dynamic_slice", _dynamic_slice)
     register_lowering("dynamic_update_slice", _dynamic_update_slice)
 

@@ -194,6 +194,11 @@ def setitem(target: Any, index: Any, value: Any) -> None:
     key = index if isinstance(index, tuple) else (index,)
     _datadep = NUMPY.datadep
     if _datadep.involved(key, value):  # a data-dependent index or value (x[np.nonzero(m)] = v, y[m] = x[m])
+        if NUMPY.holds_traced_strided(key) and _datadep.is_data_dependent(value):
+            # x[a::s] += v: the value read from a strided slice with traced bounds is a selection
+            # (numpy/_strided_dynamic.py writes it back position by position)
+            write(target, NUMPY.dynamic_update(target, key, value))
+            return
         write(target, _datadep.update(target, key, store_operand(value, target.dtype)))
         return
     kind = index_kind(key)

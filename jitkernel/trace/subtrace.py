@@ -99,8 +99,8 @@ class SubTraceContext(TraceContext):
             raise UnsupportedOperationError(
                 f"{eqn.prim} of a value of symbolic length ({', '.join(str(v.aval) for v in eqn.inputs)}) is "
                 f"not supported yet, at {where}. Slices whose length depends on a loop index support "
-                "elementwise math, broadcasting, reductions, dot/@, reshapes and transposes that keep the "
-                "symbolic axis, and assignment")
+                "elementwise math, broadcasting, reductions, argmin/argmax, dot/@, reshapes and transposes that "
+                "keep the symbolic axis, and assignment")
 
     def _leak_error(self) -> UnsupportedOperationError:
         return UnsupportedOperationError(
