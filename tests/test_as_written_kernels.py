@@ -452,21 +452,79 @@ def test_setting_the_shape_of_a_fresh_array_works_and_of_an_argument_is_a_clear_
         jk.jit(g)(np.ones((2, 3)))
 
 
-def test_a_long_loop_whose_state_changes_kind_is_a_clear_error_not_a_huge_unroll():
-    """NPBench's azimint_naive: a selection bound in the body of `for i in range(npt)` is
-    state whose kind changes, and the static loop was unrolled whole. At npt=1000 that made a
-    program LLVM's optimiser crashed on (N=400000) or a call of more than ctypes' 1024
-    arguments. Past UNROLL_FALLBACK_LIMIT iterations it is an error naming the line."""
+def test_a_selection_bound_in_a_long_loop_body_is_local_to_the_iteration():
+    """NPBench's azimint_naive: a selection bound in the body of `for i in range(npt)` and used
+    only there is no loop state (autograph/analysis.iteration_locals): the loop is one compiled
+    loop with the data-dependent selection inside, at npt=300 as at 20 (it was state whose kind
+    changes, and the loop was unrolled whole: 1000 bodies crashed LLVM's optimiser)."""
     def azimint(data, radius, npt):
+        rmax = radius.max()
         res = np.zeros(npt)
+        for i in range(npt):
+            r1 = rmax * i / npt
+            r2 = rmax * (i + 1) / npt
+            mask = np.logical_and((r1 <= radius), (radius < r2))
+            values = data[mask]
+            res[i] = values.mean()
+        return res
+
+    rng = np.random.default_rng(0)
+    data, radius = rng.random(2000), rng.random(2000)
+    for npt in (20, 300):
+        np.testing.assert_allclose(jk.jit(azimint, static_argnames=("npt",))(data, radius, npt),
+                                   azimint(data, radius, npt), rtol=1e-12)
+
+
+def test_a_long_loop_whose_state_changes_kind_is_a_clear_error_not_a_huge_unroll():
+    """A selection that is loop state (read after the loop) changes kind from one iteration to
+    the next: past UNROLL_FALLBACK_LIMIT iterations that is an error naming the line, not an
+    unroll of the whole loop (LLVM's optimiser crashed on 1000 bodies)."""
+    def last_selection(data, radius, npt):
+        res = np.zeros(npt)
+        values = data[:0]
         for i in range(npt):
             mask = np.logical_and(i / npt <= radius, radius < (i + 1) / npt)
             values = data[mask]
             res[i] = values.sum()
-        return res
+        return res, values
 
     rng = np.random.default_rng(0)
     data, radius = rng.random(50), rng.random(50)
     with pytest.raises(jk.errors.UnsupportedOperationError, match=r"test_as_written_kernels.py:\d+.*unrolling its"):
-        jk.jit(azimint, static_argnames=("npt",))(data, radius, 300)
-    np.testing.assert_allclose(jk.jit(azimint, static_argnames=("npt",))(data, radius, 20), azimint(data, radius, 20))
+        jk.jit(last_selection, static_argnames=("npt",))(data, radius, 300)
+    for got, want in zip(jk.jit(last_selection, static_argnames=("npt",))(data, radius, 20),
+                         last_selection(data, radius, 20)):
+        np.testing.assert_allclose(got, want)
+
+
+# ----------------------------------------------------------------------------- CSR matrix-vector product
+# NPBench's spmv: per row, slices `A_col[A_row[i]:A_row[i + 1]]` whose bounds are data, bound in
+# the loop body and used only there (iteration locals: autograph/analysis.py), gathered `x[cols]`.
+
+def spmv(A_row, A_col, A_val, x):
+    y = np.empty(A_row.size - 1, A_val.dtype)
+    for i in range(A_row.size - 1):
+        cols = A_col[A_row[i]:A_row[i + 1]]
+        vals = A_val[A_row[i]:A_row[i + 1]]
+        y[i] = vals @ x[cols]
+    return y
+
+
+@st.composite
+def csr_matrices(draw):
+    """A random CSR matrix (uint32 indices as NPBench's initialize makes them, empty rows
+    included) and a vector."""
+    m, n = draw(st.integers(1, 300)), draw(st.integers(1, 12))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    dense = rng.random((m, n)) * (rng.random((m, n)) < draw(st.sampled_from([0.0, 0.1, 0.5, 1.0])))
+    rows = np.concatenate([[0], np.cumsum((dense != 0).sum(axis=1))]).astype(np.uint32)
+    cols = np.nonzero(dense)[1].astype(np.uint32)
+    return rows, cols, dense[dense != 0], rng.random(n)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(csr_matrices())
+def test_csr_matrix_vector_product_as_written_matches_numpy(csr):
+    for backend in HOST_BACKENDS:
+        same_as_numpy(spmv, *csr, backend=backend)

@@ -882,3 +882,83 @@ def test_random_programs_converted_match_plain_python(source, n):
         assert_matches_numpy(got[:2], expected[:2], rtol=1e-9, atol=1e-9)
         np.testing.assert_allclose(y, expected_y, rtol=1e-9, atol=1e-9)
         np.testing.assert_allclose(got[2], expected_y, rtol=1e-9, atol=1e-9)
+
+
+# ----------------------------------------------------------------------------- iteration-local names
+# A name each iteration binds before reading it, and that nothing outside the loop reads, is no
+# loop state (analysis.iteration_locals): its value may change type or shape from one iteration
+# to the next (a selection `x[x > c]`), and the loop is still one compiled loop.
+
+def _local_statement(draw, bound: set) -> list[str]:
+    kind = draw(st.integers(0, 6))
+    if kind == 0:
+        bound.add("u")
+        return [f"u = x[i % 9] * {draw(st.sampled_from([0.5, 2.0, -1.0]))}"]
+    if kind == 1:
+        bound.add("v")
+        return [f"v = x[x >= x[(i * {draw(st.integers(1, 4))}) % 9]]"]
+    if kind == 2:
+        return [f"if x[i % 9] > {draw(st.sampled_from([-0.5, 0.0, 0.5]))}:", "    u = u + 1.0"]
+    if kind == 3:
+        return ["s = s + u"]
+    if kind == 4 and "v" in bound:
+        return [draw(st.sampled_from(["s = s + v.sum()", "y[i % 5] = v.size + u", "s = s + v.mean() * 0.0"]))]
+    if kind == 5:
+        return ["y[i % 5] = s * 0.5 + u"]
+    return ["s = s * 0.5"]
+
+
+@st.composite
+def iteration_local_programs(draw):
+    """A loop over i whose body binds a scalar u (sometimes read first: then it is state) and a
+    selection v (read only after it is bound in the same iteration), with reads of u after the
+    loop in some programs."""
+    bound: set = set()
+    body: list[str] = []
+    for _ in range(draw(st.integers(1, 7))):
+        body += _local_statement(draw, bound)
+    after = draw(st.sampled_from(["return s, y", "return s + u, y"]))
+    loop = draw(st.sampled_from(["for i in range(x.shape[0] * 40):", "for i in range(n):"]))
+    lines = ["s = 0.0", "u = 0.25", loop] + ["    " + b for b in body] + [after]
+    return "def prog(x, y, n):\n" + "\n".join("    " + line for line in lines) + "\n"
+
+
+@settings(max_examples=40, deadline=None)
+@given(iteration_local_programs())
+def test_iteration_local_names_are_not_loop_state(source):
+    filename = f"<autograph iteration-local program {next(_COUNTER)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict = {"np": np}
+    exec(compile(source, filename, "exec"), namespace)
+    prog = namespace["prog"]
+    x = np.linspace(-1.0, 1.3, 9)
+    expected_y = np.zeros(5)
+    expected = prog(x, expected_y, 360)
+    for backend in HOST_BACKENDS:
+        y = np.zeros(5)
+        got = jk.jit(prog, backend=backend)(x, y, 360)  # 360 trips: past any unrolling
+        assert_matches_numpy(got[0], expected[0], rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(y, expected_y, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(got[1], expected_y, rtol=1e-9, atol=1e-9)
+
+
+def test_iteration_locals_by_the_analysis():
+    import ast
+    from jitkernel.autograph.analysis import iteration_locals
+    source = textwrap.dedent("""
+        def f(x, n):
+            c = 0
+            for i in range(n):
+                a = x[i]            # bound first: local
+                b = b + a           # read first: state
+                if a > 0:
+                    d = a           # bound on one path only, read after: state
+                e = d * 2
+                g = x[x > a]        # bound first, read only in the loop: local
+                c = c + g.sum() + e
+                h = 1               # bound first, read after the loop: state
+            return c + h + b
+    """)
+    fn = ast.parse(source).body[0]
+    loop = fn.body[1]
+    assert iteration_locals(fn.body, loop) == {"a", "e", "g"}

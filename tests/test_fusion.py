@@ -56,6 +56,23 @@ def test_broadcast_reduce_never_materialises_the_broadcast():
     assert all(b.shape != (300, 200) for b in kp.buffers.values())
 
 
+def test_expensive_row_vector_broadcast_over_rows_is_computed_once(backend):
+    """`data / np.sqrt(var)` with `var` of a row's shape: the square roots get a buffer of the
+    row's shape (one per column), not one per element of the matrix (the inner loop runs along
+    the row, so LLVM cannot hoist them); a cheap row vector stays fused."""
+    def scaled(data):
+        std = np.sqrt(data.var(axis=0))
+        return data / np.where(std <= 0.1, 1.0, std), data - data.mean(axis=0)
+    data = np.random.default_rng(0).random((60, 50))
+    got = jk.jit(scaled, backend=backend)(data)
+    for g, e in zip(got, scaled(data)):
+        assert_matches_numpy(g, e, rtol=1e-12, atol=1e-12)
+    kp = _kernels(scaled, data)
+    sqrt_domains = [k.domain for k in kp.steps if "sqrt" in str(k)]
+    assert sqrt_domains and all(d == (50,) for d in sqrt_domains), sqrt_domains
+    assert not any(b.role == "temp" and b.shape == (60, 50) for b in kp.buffers.values())
+
+
 def test_transpose_and_slices_are_index_maps():
     kp = _kernels(lambda x: (x.T[::-1, 1:] * 2).sum(0), np.ones((5, 7), np.float32))
     assert len(kp.steps) == 1

@@ -118,3 +118,23 @@ def test_fused_and_generic_reductions_follow_numpy_order():
     for n in (5, 7, 9, 300):
         x = rng.standard_normal((3, 4, n)).astype(np.float64)
         assert same_bits(g(x), x.sum(axis=(0, 2)))
+
+
+@SETTINGS
+@given(rows=st.integers(0, 23), cols=st.integers(1, 70), dtype=st.sampled_from(FLOATS),
+       form=st.sampled_from(["plain", "scaled", "masked_rows", "int_rows"]), seed=st.integers(0, 2**16))
+def test_column_sums_added_rows_at_a_time_are_numpys_bit_for_bit(rows, cols, dtype, form, seed):
+    """A sum over the outer axis of a matrix walks it in memory order and accumulates into the
+    output; the CPU renderer adds several rows per pass (backends/cpu/render.py JAM), in order,
+    so every row count (multiples of the pass and remainders) gives NumPy's bits. NaN, inf and
+    -0.0 included."""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((rows, cols)) * 10.0 ** rng.integers(-4, 5, (rows, cols))).astype(dtype)
+    if x.size:
+        x.flat[rng.integers(0, x.size, 3)] = rng.choice([np.nan, np.inf, -0.0, 0.0], 3)
+    f = {"plain": lambda a: a.sum(axis=0),
+         "scaled": lambda a: (a * 3 - 1).sum(axis=0),
+         "masked_rows": lambda a: np.where(a > 0, a, 0).sum(axis=0, dtype=a.dtype),
+         "int_rows": lambda a: (a * 2).sum(axis=0, keepdims=True)}[form]
+    for backend in HOST_BACKENDS:
+        assert same_bits(jk.jit(f, backend=backend)(x), f(x))

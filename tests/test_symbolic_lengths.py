@@ -496,3 +496,163 @@ def test_sums_of_prefixes_follow_numpys_pairwise_order_exactly(backend):
         np.testing.assert_array_equal(got, expected)
     else:
         np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------- reversed windows
+# `np.flip(r[:k])`, `x[k:][::-1]`: a window of loop-index length reversed (PolyBench durbin), and
+# a dot of two windows of one length at different positions (`x[:k] @ y[n - k:]`: the valid
+# parts are realigned; they were paired position by position before, a silent wrong answer).
+
+
+def durbin(r):
+    """PolyBench durbin as NPBench writes it (Levinson-Durbin with np.flip of loop-index slices)."""
+    y = np.empty_like(r)
+    alpha = -r[0]
+    beta = 1.0
+    y[0] = -r[0]
+    for k in range(1, r.shape[0]):
+        beta *= 1.0 - alpha * alpha
+        alpha = -(r[k] + np.dot(np.flip(r[:k]), y[:k])) / beta
+        y[:k] += alpha * np.flip(y[:k])
+        y[k] = alpha
+    return y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("n", [2, 7, 300])
+def test_durbin_with_flipped_loop_index_slices(backend, n):
+    r = RNG.uniform(0.0, 1.0, n) / n  # a diagonally dominant Toeplitz system: stable
+    run_both(durbin, r, backend=backend, rtol=1e-10, atol=1e-13)
+
+
+@st.composite
+def reversed_windows(draw):
+    """A loop over i in [lo, hi) with a window W = [c0 + k0 i, c1 + k1 i) of x and a second window
+    V of the same length (W itself, W shifted, or the suffix of the same length), either one
+    reversed, combined by `op`."""
+    lo = draw(st.integers(0, 2))
+    hi = draw(st.integers(lo + 1, M))
+    if any(2 * i > M for i in range(lo, hi)):
+        hi = lo + 1
+    (c0, k0), (c1, k1) = draw(affine_bound(lo, hi)), draw(affine_bound(lo, hi))
+    lengths = [max(c1 + k1 * i - (c0 + k0 * i), 0) for i in range(lo, hi)]
+    other = draw(st.sampled_from(["same", "shifted", "suffix"]))
+    bounds = [b for i in range(lo, hi) for b in (c0 + k0 * i, c1 + k1 * i)]
+    shift = draw(st.integers(-min(bounds), M - max(bounds))) if -min(bounds) <= M - max(bounds) else 0
+    if other == "shifted" and shift == 0 or any(n == 0 for n in lengths) and other == "suffix":
+        other = "same"  # (a suffix of length <= 0 is x[M - n:] with a wrapping start)
+    return dict(lo=lo, hi=hi, w=(c0, k0, c1, k1), other=other, shift=shift,
+                flip=draw(st.sampled_from(["first", "second", "both"])),
+                op=draw(st.sampled_from(["dot", "assign", "add", "sum2d", "row"])))
+
+
+def _reversed_window_function(p):
+    c0, k0, c1, k1 = p["w"]
+
+    def windows(i):
+        w = slice(c0 + k0 * i, c1 + k1 * i)
+        if p["other"] == "same":
+            return w, w
+        if p["other"] == "shifted":
+            return w, slice(c0 + p["shift"] + k0 * i, c1 + p["shift"] + k1 * i)
+        return w, slice(M - (c1 - c0) - (k1 - k0) * i, None)  # x[M - length:]
+
+    def f(a, x, y):
+        def body(i, carry):
+            x, acc = carry
+            w, v = windows(i)
+            u, t = x[w], y[v]
+            if p["flip"] in ("first", "both"):
+                u = np.flip(u)
+            if p["flip"] in ("second", "both"):
+                t = t[::-1]
+            if p["op"] == "dot":
+                acc = acc + u @ t
+            elif p["op"] == "assign":
+                x[w] = np.flip(y[w]) * 2.0 + x[w]
+            elif p["op"] == "add":
+                x[w] += 0.5 * np.flip(x[w])
+            elif p["op"] == "sum2d":
+                acc = acc + (np.flip(a[w, w], axis=p["flip"] == "first") * a[w, w]).sum()
+            else:
+                acc = acc + np.flip(a[i, w]) @ t
+            return x, acc
+        return lax.fori_loop(p["lo"], p["hi"], body, (x, 0.0))
+    return f
+
+
+@settings(max_examples=40, deadline=None)
+@given(reversed_windows(), st.sampled_from(BACKENDS))
+def test_reversed_windows_and_realigned_dots_match_numpy(p, backend):
+    a = RNG.uniform(-3, 3, (M, M))
+    x, y = RNG.uniform(-3, 3, M), RNG.uniform(-3, 3, M)
+    f = _reversed_window_function(p)
+    got = jk.jit(f, backend=backend)(a.copy(), x.copy(), y.copy())
+    assert_matches_numpy(got, f(a.copy(), x.copy(), y.copy()), rtol=1e-12, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- vector times a matrix window
+# `data[:, i] @ data[:, i:M]` (PolyBench covariance, correlation), `x[:i] @ a[:i, i:]` (lu): the
+# right operand holds its contracted axis before its free one. The product is laid out with the
+# contraction outermost, so the kernel reads the matrix's rows in memory order and accumulates
+# into the output (as BLAS's gemv does); it read columns with a stride before, 10x slower.
+
+
+def covariance(data):
+    M = data.shape[1]
+    cov = np.zeros((M, M), dtype=data.dtype)
+    for i in range(M):
+        cov[i:M, i] = cov[i, i:M] = data[:, i] @ data[:, i:M] / 3.0
+    return cov
+
+
+def test_a_vector_times_a_matrix_window_walks_the_matrix_in_memory_order():
+    data = RNG.standard_normal((40, 300))
+    run_both(covariance, data, backend="cpu", rtol=1e-12, atol=1e-12)
+    text = jk.jit(covariance).lower(data).as_text("kernels")
+    kernel = text[text.index("dot_sum over"):]
+    assert re.search(r"over \[i0<40, i1<300\]", kernel[:40]), kernel[:200]
+    assert re.search(r"store %\d+\[i1\] <- sum-reduce", kernel), kernel[:800]
+
+
+@st.composite
+def vector_matrix_windows(draw):
+    lo = draw(st.integers(0, 2))
+    hi = draw(st.integers(lo + 1, M))
+    if any(2 * i > M for i in range(lo, hi)):
+        hi = lo + 1
+    return dict(lo=lo, hi=hi, w=draw(affine_bound(lo, hi)) + draw(affine_bound(lo, hi)),
+                form=draw(st.sampled_from(["static_contract", "window_contract", "both", "matrix_rows"])),
+                dtype=draw(st.sampled_from([np.float64, np.float32, np.int64, np.complex128])))
+
+
+@settings(max_examples=40, deadline=None)
+@given(vector_matrix_windows(), st.sampled_from(BACKENDS))
+def test_vector_times_matrix_windows_match_numpy(p, backend):
+    c0, k0, c1, k1 = p["w"]
+    form = p["form"]
+
+    def f(a, b, x):
+        def body(i, c):
+            y, acc = c
+            w = slice(c0 + k0 * i, c1 + k1 * i)
+            if form == "static_contract":
+                acc = acc + (x @ a[:, w]).sum()
+                y[w] = y[w] + x @ a[:, w]
+            elif form == "window_contract":
+                acc = acc + (x[w] @ a[w, :] * b[i]).sum()
+            elif form == "both":
+                y[w] = x[w] @ a[w, w] - y[w]
+            else:
+                acc = acc + (b[w, :] @ a[:, w]).sum()
+            return y, acc
+        return lax.fori_loop(p["lo"], p["hi"], body, (np.zeros(M, a.dtype), np.zeros((), a.dtype)))
+
+    dt = p["dtype"]
+    a, b, x = (RNG.uniform(-3, 3, s).astype(dt) for s in ((M, M), (M, M), M))
+    got = jk.jit(f, backend=backend)(a.copy(), b.copy(), x.copy())
+    want = f(a.copy(), b.copy(), x.copy())
+    tol = 1e-4 if dt == np.float32 else 1e-12
+    for g, e in zip(got, want):
+        assert g.dtype == e.dtype and g.shape == e.shape
+        np.testing.assert_allclose(g, e, rtol=tol, atol=tol)

@@ -239,3 +239,75 @@ def always_returns(stmts: list[ast.stmt]) -> bool:
     if isinstance(last, ast.If):
         return always_returns(last.body) and always_returns(last.orelse)
     return False
+
+
+def _loads(node: ast.AST) -> set[str]:
+    """Every name read anywhere under `node`, nested scopes included (a closure or a
+    comprehension that reads a name counts as a read of it where it stands)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _stores(node: ast.AST) -> set[str]:
+    """The names a simple statement binds (its targets, `:=` included), not inside nested scopes."""
+    return {n.id for n in walk_scope(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def exposed_reads(stmts: list[ast.stmt], assigned: frozenset[str] = frozenset()) -> tuple[set[str], frozenset[str]]:
+    """(the names some read in `stmts` may see from before them, the names every path through
+    them binds), given the names already bound (`assigned`). A read is exposed unless every path
+    from the start of the block to it binds the name first: `if` binds what both branches bind,
+    a loop (which may run no iteration) what was bound before it; statements this does not model
+    (`try`, `match`) count every read as exposed and bind nothing."""
+    exposed: set[str] = set()
+    for s in stmts:
+        if isinstance(s, ast.If):
+            exposed |= _loads(s.test) - assigned
+            body_reads, body_bound = exposed_reads(s.body, assigned)
+            else_reads, else_bound = exposed_reads(s.orelse, assigned)
+            exposed |= body_reads | else_reads
+            assigned = body_bound & else_bound
+        elif isinstance(s, (ast.For, ast.While)):
+            head = _loads(s.iter) if isinstance(s, ast.For) else _loads(s.test)
+            exposed |= head - assigned
+            inner = assigned | (_stores(s.target) if isinstance(s, ast.For) else frozenset())
+            exposed |= exposed_reads(s.body, frozenset(inner))[0]
+            exposed |= exposed_reads(s.orelse, assigned)[0]
+        elif isinstance(s, ast.With):
+            for item in s.items:
+                exposed |= _loads(item.context_expr) - assigned
+                if item.optional_vars is not None:
+                    assigned = assigned | _stores(item.optional_vars)
+            reads, assigned = exposed_reads(s.body, assigned)
+            exposed |= reads
+        elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            exposed |= _loads(s) - assigned  # (its closure may read any name when called)
+            assigned = assigned | {s.name}
+        elif hasattr(s, "body") or isinstance(s, (ast.Delete, ast.Global, ast.Nonlocal)):
+            exposed |= _loads(s)  # try, match, async forms: not modelled
+        else:
+            exposed |= _loads(s) - assigned  # (the value is read before the targets bind)
+            if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+                exposed |= {s.target.id} - assigned
+            assigned = assigned | _stores(s)
+    return exposed, assigned
+
+
+def iteration_locals(fn_body: list[ast.stmt], loop: ast.For | ast.While) -> set[str]:
+    """The names `loop`'s body binds that are local to one iteration: every iteration binds the
+    name before any read of it, and nothing outside the loop's body reads it (not after the loop,
+    not in its test, not in a closure). Such a name is no loop state: Python would keep the last
+    iteration's value, but nobody looks at it, so each iteration's value may have its own type
+    and shape (`vals = data[mask]` inside `for i in range(n)`)."""
+    reads_outside = set()
+    todo: list[ast.AST] = list(fn_body)
+    body_ids = {id(s) for s in loop.body}
+    while todo:
+        n = todo.pop()
+        if id(n) in body_ids:
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            reads_outside.add(n.id)
+        todo.extend(ast.iter_child_nodes(n))
+    bound = set(bound_names(loop.body))
+    exposed, _ = exposed_reads(loop.body)
+    return bound - exposed - reads_outside

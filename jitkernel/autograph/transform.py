@@ -31,7 +31,7 @@ import itertools
 from typing import Callable, Iterable
 
 from .analysis import (always_returns, bound_names, contains, declared_outside, function_locals, is_generator,
-                       walk_scope, written_bases)
+                       iteration_locals, walk_scope, written_bases)
 from .iteration import desugar as desugar_tuple_targets
 from .walrus import NamedExpressions
 
@@ -303,8 +303,12 @@ class FunctionConverter:
         self.converted += expressions.converted
         fn.body = self._lower_block(fn.body)
         fn.body = _normalize_returns(fn.body)
+        saved_iteration_locals = getattr(self, "iteration_locals", None)
+        # (read from the function as it stands before pass 4 hides loop bodies in functions)
+        self.iteration_locals = {id(n): iteration_locals(fn.body, n) for n in walk_scope(fn.body)
+                                 if hasattr(n, "_ag_break")}
         fn.body = self._convert_block(fn.body, tail=True)
-        self.locals = saved
+        self.locals, self.iteration_locals = saved, saved_iteration_locals
 
     # -- pass 2: break / continue / return inside loops become flags ------------------------
     def _lower_block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
@@ -440,7 +444,13 @@ class FunctionConverter:
         name) carries it: after the loop it holds what the last iteration left, as in Python."""
         target = loop.target.id if isinstance(loop, ast.For) else None
         rebinds_target = target is not None and target in bound_names(loop.body)
-        return self._state(loop.body, exclude=[target] if target and not rebinds_target else [], loop=True)
+        exclude = {target} if target and not rebinds_target else set()
+        # A name each iteration binds before reading it, read nowhere else, is the iteration's
+        # own (analysis.iteration_locals): not carried, so its type and shape may differ from one
+        # iteration to the next. Arrays written in place stay state (a view's base is carried).
+        written = set(written_bases(loop.body, callee_writes=self.callee_writes))
+        local = {n for n in self.iteration_locals.get(id(loop), ()) if not n.startswith(AG) and n not in written}
+        return self._state(loop.body, exclude=exclude | local, loop=True)
 
     def _convert_loop(self, loop: ast.For | ast.While, state: tuple[list[str], list[str]]) -> list[ast.stmt]:
         n = next(self._ids)

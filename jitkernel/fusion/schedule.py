@@ -29,6 +29,8 @@ from .schedule_control import schedule_control
 from .update import adopt_argument_buffers, chain_end, in_place_arguments, in_place_chains, update_slice_steps
 
 RECOMPUTE_LIMIT = 3
+# The cost (_op_cost) of one expensive op: a broadcast value that costs this much is computed once.
+_EXPENSIVE_COST = 8
 
 _REDUCE_OPS = {"reduce_sum": "sum", "reduce_prod": "prod", "reduce_max": "max", "reduce_min": "min",
                "reduce_and": "and", "reduce_or": "or", "argmax": "argmax", "argmin": "argmin",
@@ -100,6 +102,8 @@ class _Scheduler:
             if kind == "library":
                 mat.update(eqn.inputs)
         cost = self._costs(mat)
+        if self._broadcast_along_outer_axes(mat, cost):
+            cost = self._costs(mat)
         # A virtual value that the kernels of two or more materialised values would each
         # recompute, at a cost of RECOMPUTE_LIMIT or more, gets a buffer. Deciding the latest
         # such value first may make earlier ones single-use, so decide in reverse program
@@ -118,6 +122,27 @@ class _Scheduler:
                 if u not in self.leaves:
                     root[u] = _merge_roots(root.get(u), reach)
         return mat
+
+    def _broadcast_along_outer_axes(self, mat: set[Var], cost: dict[Var, float]) -> bool:
+        """Give a buffer to each virtual value with an expensive op in it (`np.sqrt(var)`, a
+        division) that is broadcast along outer axes of a larger value while keeping its last
+        axis (a row vector over the rows of a matrix: `data / np.sqrt(var)`). The kernel's inner
+        loop runs along that kept axis, so LLVM cannot hoist the work out of it: every row would
+        recompute the whole vector (PolyBench correlation: 600 square roots and divisions per
+        column instead of one). Returns whether any was added."""
+        added = False
+        for eqn in self.program.eqns:
+            if eqn.prim != "broadcast_in_dim":
+                continue
+            (x,), (out,) = eqn.inputs, eqn.outputs
+            dims = eqn.params["broadcast_dimensions"]
+            if (x in mat or x in self.leaves or not dims or x.aval.ndim == 0
+                    or dims[-1] != out.aval.ndim - 1 or x.aval.shape[-1] == 1
+                    or out.aval.size < 2 * x.aval.size or cost.get(x, 0.0) < _EXPENSIVE_COST):
+                continue
+            mat.add(x)
+            added = True
+        return added
 
     def _costs(self, mat: set[Var]) -> dict[Var, float]:
         """Per-element cost of recomputing each virtual variable (0 for materialised ones and

@@ -237,9 +237,16 @@ register(Primitive("transpose", "movement", _transpose_rule,
 
 
 def _slice_rule(in_avals: list[AType], *, starts: tuple[int, ...], steps: tuple[int, ...], shape: tuple[int, ...]) -> list[AType]:
-    """out[i] = x[starts + steps * i] per dimension; steps may be negative, never zero."""
+    """out[i] = x[starts + steps * i] per dimension; steps may be negative, never zero. On an
+    axis of symbolic length (inside a loop body, before passes/lower_symbolic.py) a slice takes
+    the whole axis, forwards (start 0, step 1) or reversed (start 0, step -1: `x[:i][::-1]`)."""
     (x,) = in_avals
     for d, (s, st, n) in enumerate(zip(starts, steps, shape)):
+        if isinstance(x.shape[d], SymDim) or isinstance(n, SymDim):
+            if not (n == x.shape[d] and s == 0 and st in (1, -1)):
+                raise ValueError(f"a slice of the symbolic axis {d} of {x} takes it whole (forwards or "
+                                 f"reversed), not start {s}, step {st}, length {n}")
+            continue
         if st == 0 or n < 0 or (n > 0 and not (0 <= s < x.shape[d] and 0 <= s + st * (n - 1) < x.shape[d])):
             raise ValueError(f"slice out of bounds in dimension {d}: start {s}, step {st}, length {n}, size {x.shape[d]}")
     return [AType(shape, x.dtype)]

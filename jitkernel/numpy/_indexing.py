@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ir.symdim import SymDim
 from ..trace.tracer import Tracer
 from ..trace.operands import expand_index, lift
 from ._shape import reshape, _view_of
@@ -57,6 +58,15 @@ def _deferred_out_of_bounds(t: Tracer, index: tuple) -> Tracer | None:
     return dynamic_getitem(t, as_traced)
 
 
+def _whole_axis_step(ix: slice) -> int | None:
+    """1 for `:` and `::1`, -1 for `::-1` (the whole axis, reversed), else None."""
+    if ix.start is not None or ix.stop is not None:
+        return None
+    if ix.step is None or (_is_static_int(ix.step) and int(ix.step) in (1, -1)):
+        return 1 if ix.step is None else int(ix.step)
+    return None
+
+
 def getitem(t: Tracer, index: Any) -> Tracer:
     """x[index] for a Tracer, with NumPy's IndexError wording for out-of-range ints."""
     ctx = t._ctx
@@ -76,7 +86,14 @@ def getitem(t: Tracer, index: Any) -> Tracer:
             final_shape.append(1)
             continue
         n = t.shape[dim]
-        if isinstance(ix, slice):
+        if isinstance(ix, slice) and isinstance(n, SymDim) and _whole_axis_step(ix) is not None:
+            # `x[:i][::-1]`, `np.flip(x[:i])`: the whole axis of symbolic length, reversed or not
+            # (start 0 by the slice primitive's convention there; passes/lower_symbolic.py)
+            starts.append(0)
+            steps.append(_whole_axis_step(ix))
+            sizes.append(n)
+            final_shape.append(n)
+        elif isinstance(ix, slice):
             start, stop, step = ix.indices(n)
             length = len(range(start, stop, step))
             starts.append(start if length else 0)

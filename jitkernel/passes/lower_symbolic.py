@@ -403,7 +403,12 @@ def _arg_reduce(lw: Lowering, eqn: Eqn) -> None:
 
 def _dot_general(lw: Lowering, eqn: Eqn) -> None:
     """A dot with a symbolic axis: a broadcast multiply, masked on the contracted symbolic axes,
-    and a sum (fuses into one reduction kernel; a native loop needs no BLAS step)."""
+    and a sum (fuses into one reduction kernel; a native loop needs no BLAS step).
+
+    The product's axes are (batch, lfree, rfree, contract), or (batch, contract, lfree, rfree)
+    when the right operand holds its contracted axes before its free ones (`v @ B[:, i:]`,
+    `A[i, :i] @ A[:i, i:]`): then the kernel walks B's rows in memory order and accumulates
+    into the output, as BLAS's gemv does, instead of reading B's columns with a stride."""
     (a, b), (out,) = eqn.inputs, eqn.outputs
     (lc, rc), (lb, rb) = eqn.params["contracting"], eqn.params["batch"]
     if a.aval.dtype == np.bool_:
@@ -411,30 +416,45 @@ def _dot_general(lw: Lowering, eqn: Eqn) -> None:
     lfree = [d for d in range(a.aval.ndim) if d not in lc and d not in lb]
     rfree = [d for d in range(b.aval.ndim) if d not in rc and d not in rb]
     nb, nl, nr, nc = len(lb), len(lfree), len(rfree), len(lc)
-    # Both operands as (batch, lfree, rfree, contract): the product's axes.
-    a_order = list(lb) + lfree + list(lc)
-    b_order = list(rb) + rfree + list(rc)
-    a_sym = AType(tuple(a.aval.shape[d] for d in lb) + tuple(a.aval.shape[d] for d in lfree)
-                  + tuple(b.aval.shape[d] for d in rfree) + tuple(a.aval.shape[d] for d in lc), a.aval.dtype)
+    contract_first = bool(rfree) and bool(rc) and max(rc) < min(rfree)
+    # the position in the product of each operand axis
+    c_pos = list(range(nb, nb + nc)) if contract_first else list(range(nb + nl + nr, nb + nl + nr + nc))
+    l_pos = [p + (nc if contract_first else 0) for p in range(nb, nb + nl)]
+    r_pos = [p + (nc if contract_first else 0) for p in range(nb + nl, nb + nl + nr)]
+    a_pos = {**dict(zip(lb, range(nb))), **dict(zip(lfree, l_pos)), **dict(zip(lc, c_pos))}
+    b_pos = {**dict(zip(rb, range(nb))), **dict(zip(rfree, r_pos)), **dict(zip(rc, c_pos))}
+    a_order = sorted(a_pos, key=a_pos.get)
+    b_order = sorted(b_pos, key=b_pos.get)
+    sym_shape: list = [None] * (nb + nl + nr + nc)
+    for d, p in a_pos.items():
+        sym_shape[p] = a.aval.shape[d]
+    for d in rfree:
+        sym_shape[b_pos[d]] = b.aval.shape[d]
+    a_sym = AType(tuple(sym_shape), a.aval.dtype)
     shape = a_sym.max_shape
-    a_offs, b_offs = lw.offsets(a), lw.offsets(b)
+    a_offs, b_offs = lw.offsets(a), list(lw.offsets(b))
+    b_new = lw.read(b)
+    for da, db in zip(lc, rc):
+        # windows of one length at different positions (`x[:i] @ y[n - i:]`): b's valid part is
+        # moved to a's, so that the products pair NumPy's elements
+        if a_offs[da] is not None and b_offs[db] is not None and a_offs[da] != b_offs[db]:
+            b_new = shifted(lw, b_new, db, b_offs[db] - a_offs[da])
+            b_offs[db] = a_offs[da]
     at = lw.bind1("transpose", lw.read(a), permutation=tuple(a_order))
-    bt = lw.bind1("transpose", lw.read(b), permutation=tuple(b_order))
-    a_dims = tuple(range(nb + nl)) + tuple(range(nb + nl + nr, nb + nl + nr + nc))
-    b_dims = tuple(range(nb)) + tuple(range(nb + nl, nb + nl + nr + nc))
-    ab = lw.bind1("broadcast_in_dim", at, shape=shape, broadcast_dimensions=a_dims)
-    bb = lw.bind1("broadcast_in_dim", bt, shape=shape, broadcast_dimensions=b_dims)
+    bt = lw.bind1("transpose", b_new, permutation=tuple(b_order))
+    ab = lw.bind1("broadcast_in_dim", at, shape=shape, broadcast_dimensions=tuple(a_pos[d] for d in a_order))
+    bb = lw.bind1("broadcast_in_dim", bt, shape=shape, broadcast_dimensions=tuple(b_pos[d] for d in b_order))
     prod = lw.bind1("multiply", ab, bb)
     mask = None
     prod_offs: list = [None] * len(shape)
     for k in range(nb):
         prod_offs[k] = merge_offsets(lw, [(a_offs[lb[k]],), (b_offs[rb[k]],)])[0]
-    for k, d in enumerate(lfree):
-        prod_offs[nb + k] = a_offs[d]
-    for k, d in enumerate(rfree):
-        prod_offs[nb + nl + k] = b_offs[d]
-    for k, (da, db) in enumerate(zip(lc, rc)):
-        ax = nb + nl + nr + k
+    for d in lfree:
+        prod_offs[a_pos[d]] = a_offs[d]
+    for d in rfree:
+        prod_offs[b_pos[d]] = b_offs[d]
+    for da, db in zip(lc, rc):
+        ax = a_pos[da]
         dim = a_sym.shape[ax]
         if not isinstance(dim, SymDim):
             continue
@@ -445,11 +465,10 @@ def _dot_general(lw: Lowering, eqn: Eqn) -> None:
     if mask is not None:
         zero = lw.bind1("broadcast_in_dim", lw.literal(0, prod.aval.dtype), shape=shape, broadcast_dimensions=())
         prod = lw.bind1("pad_fill", mask, prod, zero)
-    free = range(nb + nl + nr)
+    free = [p for p in range(len(shape)) if p not in c_pos]
     prod = lw.only_valid(prod, [(ax, a_sym.shape[ax], prod_offs[ax]) for ax in free])
-    contract = tuple(range(nb + nl + nr, nb + nl + nr + nc))
-    new = lw.bind1("dot_sum", prod, axes=contract) if contract else prod
-    lw.define(out, new, tuple(prod_offs[: nb + nl + nr]))
+    new = lw.bind1("dot_sum", prod, axes=tuple(c_pos)) if c_pos else prod
+    lw.define(out, new, tuple(prod_offs[p] for p in free))
 
 
 def window_layout(lw: Lowering, x: Var, sizes: tuple, layout: tuple, starts: Sequence[Var]) -> tuple[list, list, list]:
@@ -514,6 +533,47 @@ def _dynamic_update_slice(lw: Lowering, eqn: Eqn) -> None:
     lw.define(out, new, (None,) * x.aval.ndim)
 
 
+def _slice(lw: Lowering, eqn: Eqn) -> None:
+    """A static slice of a value of symbolic shape: static axes as they are; a symbolic axis is
+    taken whole (tracer convention, ir/primitives.py), forwards or reversed. A reversed valid
+    part stays where it was (same offset, so it meets the windows it came from: `np.dot(
+    np.flip(r[:k]), y[:k])`): out[j] = x[2 * offset + length - 1 - j] for the valid j, read from
+    the reversed buffer shifted by `hi - 2 * offset - length` (in [-hi, hi]) through a buffer
+    padded by `hi` on both sides, so the window never leaves it."""
+    (x,), (out,) = eqn.inputs, eqn.outputs
+    starts, steps, shape = eqn.params["starts"], eqn.params["steps"], eqn.params["shape"]
+    static = [d for d, n in enumerate(x.aval.shape) if not isinstance(n, SymDim)]
+    new = lw.read(x)
+    padded = new.aval.shape
+    new = lw.bind1("slice", new, starts=tuple(starts[d] if d in static else (padded[d] - 1 if steps[d] < 0 else 0)
+                                              for d in range(len(padded))),
+                   steps=tuple(steps),
+                   shape=tuple(shape[d] if d in static else padded[d] for d in range(len(padded))))
+    offs = lw.offsets(x)
+    for d, n in enumerate(x.aval.shape):
+        if not isinstance(n, SymDim) or steps[d] > 0 or offs[d] is None:
+            continue  # (an axis valid everywhere, None, is a broadcast one: equal along it)
+        new = shifted(lw, new, d, padded[d] - 2 * offs[d] - n)
+    lw.define(out, new, tuple(offs[d] for d in range(len(shape))))
+
+
+def shifted(lw: Lowering, new: Var, axis: int, shift: Dim) -> Var:
+    """The lowered buffer `new` moved along `axis` by the run-time amount `shift` (a Dim in
+    [-n, n] wherever the valid part is not empty, n the padded length): out[j] = new[j + shift]
+    where that lies in the buffer, zero elsewhere. Read through a copy padded by n zeros on both sides, so the window (a
+    dynamic_slice, which would clamp a start that leaves the buffer) stays inside."""
+    n = new.aval.shape[axis]
+    zeros = lw.bind1("broadcast_in_dim", lw.literal(0, new.aval.dtype),
+                     shape=tuple(n if k == axis else m for k, m in enumerate(new.aval.shape)),
+                     broadcast_dimensions=())
+    wide = lw.bind1("concatenate", zeros, new, zeros, axis=axis)
+    zero = lw.literal(0, INT64)
+    # (clamped: a length whose affine form is negative, an empty slice, may push the start out)
+    start = lw.bind1("maximum", lw.bind1("minimum", lw.length(n + shift), lw.literal(2 * n, INT64)), zero)
+    return lw.bind1("dynamic_slice", wide, *[start if k == axis else zero for k in range(new.aval.ndim)],
+                    sizes=tuple(new.aval.shape))
+
+
 def _register_builtin_rules() -> None:
     for name in REDUCE_UFUNCS:
         register_lowering(name, _reduce)
@@ -524,6 +584,7 @@ def _register_builtin_rules() -> None:
     register_lowering("argmin", _arg_reduce)
     register_lowering("argmax", _arg_reduce)
     register_lowering("dynamic_slice", _dynamic_slice)
+    register_lowering("slice", _slice)
     register_lowering("dynamic_update_slice", _dynamic_update_slice)
 
 

@@ -87,6 +87,8 @@ PAIRWISE_SCRATCH = 4096
 
 # Kernel functions with at least this many operations are not inlined into their segment.
 NOINLINE_MIN_COMPUTES = 256
+# Outer rows added per pass of a sum into memory over the outer loop (KernelRenderer.emit_phase).
+JAM = 4
 
 
 def _computes(phases: list[Kernel]) -> int:
@@ -649,10 +651,56 @@ class KernelRenderer:
                     bb.store(self.combine(bb, s, acc, x, ops), accs[id(s)])
             return vals
 
+        jam = (first == 0 and not reduced and len(kernel.domain) == 2 and len(in_memory) == len(kernel.stores)
+               and all(s.reduce == "sum" and s.value.dtype.kind == "f" and 0 not in s.offset.loop_vars()
+                       for s in in_memory))
+
+        def bounds(bb: ir.IRBuilder, depth: int) -> tuple[ir.Value, ir.Value]:
+            lo = env["start"] if depth == 0 else ir.Constant(I64, 0)
+            hi = env["end"] if depth == 0 else self.ival(bb, kernel.domain[depth])
+            if "hi" in limits.get(depth, {}):
+                hi = _smin(bb, hi, limits[depth]["hi"])
+            if "lo" in limits.get(depth, {}):
+                lo = _smax(bb, lo, limits[depth]["lo"])
+            return lo, hi
+
+        def jammed(bb: ir.IRBuilder) -> None:
+            """A sum into memory over the outer loop (`x.sum(axis=0)`, the rows of a vector times a
+            matrix, fusion's column-like reductions): JAM outer rows per pass of the inner loop,
+            each output element loaded and stored once per pass and the rows added in order, so
+            the sums are NumPy's bit for bit with a quarter of the memory traffic to the output
+            (gemv's unroll-and-jam)."""
+            lo, hi = bounds(bb, 0)
+            passes = bb.sdiv(_smax(bb, bb.sub(hi, lo), ir.Constant(I64, 0)), ir.Constant(I64, JAM))
+            rest = bb.add(lo, bb.mul(passes, ir.Constant(I64, JAM)))
+
+            def one_pass(b2: ir.IRBuilder, q: ir.Value) -> None:
+                row = b2.add(lo, b2.mul(q, ir.Constant(I64, JAM)))
+
+                def inner(b3: ir.IRBuilder, j: ir.Value) -> None:
+                    env["loops"][1] = j
+                    for s in in_memory:
+                        env["loops"][0] = row
+                        ptr = b3.gep(env["bufs"][s.buffer], [self.aff(b3, s.offset, env["loops"])],
+                                     inbounds=True, source_etype=mem_type(s.value.dtype))
+                        acc = b3.load(ptr, typ=mem_type(s.value.dtype))
+                        for u in range(JAM):
+                            env["loops"][0] = b3.add(row, ir.Constant(I64, u)) if u else row
+                            x = self.node(b3, s.value, env, {}, ops)
+                            acc = self.combine(b3, s, acc, x, ops, in_memory=True)
+                        b3.store(acc, ptr)
+                lo1, hi1 = bounds(b2, 1)
+                self.loop(b2, lo1, hi1, inner, "j1")
+            self.loop(bb, ir.Constant(I64, 0), passes, one_pass, "j0")
+            self.loop(bb, rest, hi, body_at(1), "i0")
+
         def body_at(depth: int):
             def emit(bb: ir.IRBuilder, i: ir.Value | None) -> None:
                 if i is not None:
                     env["loops"][depth - 1] = i
+                if depth == 0 and jam:
+                    jammed(bb)
+                    return
                 if depth == n_kept and reduced:
                     for s in reduced:
                         bb.store(self.reduce_init(s), accs[id(s)])
@@ -663,12 +711,7 @@ class KernelRenderer:
                 elif depth == len(kernel.domain):
                     point(bb)
                 else:
-                    lo = env["start"] if depth == 0 else ir.Constant(I64, 0)
-                    hi = env["end"] if depth == 0 else self.ival(bb, kernel.domain[depth])
-                    if "hi" in limits.get(depth, {}):
-                        hi = _smin(bb, hi, limits[depth]["hi"])
-                    if "lo" in limits.get(depth, {}):
-                        lo = _smax(bb, lo, limits[depth]["lo"])
+                    lo, hi = bounds(bb, depth)
                     self.loop(bb, lo, hi, body_at(depth + 1), f"i{depth}")
                 if depth == n_kept and reduced:
                     for s in tree:
