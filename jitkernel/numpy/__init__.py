@@ -139,12 +139,12 @@ def _unsupported_reason(name: str) -> str | None:
 
 # What the trace layer calls (a Tracer's ndarray methods, in-place updates, scalar stores):
 # registered here so that jitkernel.trace never imports jitkernel.numpy (trace/numpy_api.py).
-from . import _dispatch, _dynamic as _dynamic_mod, _indexing, _shape, _strided_dynamic, _ufuncs  # noqa: E402
+from . import _dispatch, _indexing, _shape, _strided_dynamic, _ufuncs  # noqa: E402
 from ..trace.numpy_api import NUMPY as _TRACE_NUMPY  # noqa: E402
 _TRACE_NUMPY.register(
     namespace=_sys.modules[__name__], datadep=_datadep, dispatch=_dispatch,
     getitem=_indexing.getitem, index_kind=_indexing.index_kind, reshape=_shape.reshape, view_of=_shape.view_of,
-    dynamic_update=_dynamic_mod.dynamic_update, advanced_update=_advanced.advanced_update, put=_advanced.put,
+    dynamic_update=_strided_dynamic.traced_update, advanced_update=_advanced.advanced_update, put=_advanced.put,
     raise_if=_statistics.raise_if, apply_ufunc=_ufuncs.apply_ufunc, select_by_exponent=_ufuncs.select_by_exponent,
     ufunc_at=_advanced.ufunc_at, as_strided=_stride_tricks.as_strided,
     holds_traced_strided=_strided_dynamic.holds_traced_strided,

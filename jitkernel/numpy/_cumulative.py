@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -289,6 +289,12 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None, we
     return hist, edges
 
 
+# numpy.bincount without minlength: a data-dependent length, bounded by a narrow dtype. _datadep_sets
+# computes it and sets this when it is imported (it sits above this module: it imports _datadep,
+# which imports _dispatch, which imports this); (x, weights) -> the counts, or None when unbounded.
+bincount_without_minlength: Callable[[Any, Any], Any] | None = None
+
+
 def bincount(x: Any, /, weights: Any = None, minlength: Any = 0) -> Any:
     """numpy.bincount with a static minlength: the result has length minlength, and a call whose
     largest value is >= minlength raises ValueError (NumPy would return a longer array, a length
@@ -302,8 +308,9 @@ def bincount(x: Any, /, weights: Any = None, minlength: Any = 0) -> Any:
     if minlength < 0:
         raise ValueError("'minlength' must not be negative")
     if minlength == 0:
-        from ._datadep_sets import bincount_bounded  # (imports _datadep, which imports this module's users)
-        counted = bincount_bounded(lift(ctx, x), weights) if np.ndim(x) == 1 else None
+        counted = None
+        if bincount_without_minlength is not None and np.ndim(x) == 1:
+            counted = bincount_without_minlength(lift(ctx, x), weights)
         if counted is not None:
             return counted
         raise UnsupportedOperationError(

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..trace.tracer import Tracer
+from . import _cumulative
 from ._dispatch import register_function
 from ._datadep import (_FUNCTIONS, DataDependent, _call, _hashable, _I64, _origin, _probe, _unsupported,
                        datadep_call, is_data_dependent)
@@ -224,6 +225,9 @@ def bincount_bounded(x: Any, weights: Any = None) -> Any | None:
         return None
     operands = (x,) if weights is None else (x, _as_operand(weights))
     return _new_length("bincount", operands, (), bound, ("new",))[0]
+
+
+_cumulative.bincount_without_minlength = bincount_bounded
 
 
 def _bincount_of_selection(x: Any, weights: Any = None, minlength: Any = 0) -> Any:

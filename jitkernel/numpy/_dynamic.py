@@ -6,7 +6,8 @@ bounds clamp, an out-of-bounds integer raises IndexError).
 form of `x[index] = value` (returns the new array; trace/inplace.py writes it back into `x`'s
 base). `index` is the tuple the user wrote, with at least one traced scalar and no arrays.
 
-A slice with traced bounds and a step other than 1 (`x[i*i::i]`) goes to _strided_dynamic.py.
+A slice with traced bounds and a step other than 1 (`x[i*i::i]`) is _strided_dynamic.py's: its
+`traced_getitem` / `traced_update` come first and call these for every other index.
 The others become the primitives of ir/dynamic_slice.py (one start per dimension, static sizes),
 whose implementation applies NumPy's rules to the run-time values. A slice whose length would
 depend on a traced value is supported only when the trace proves the length constant: its
@@ -29,7 +30,6 @@ from ..trace.tracer import Tracer
 from ..trace.numpy_api import NUMPY
 from ..trace.operands import expand_index, broadcast_to_shape, lift
 from ._datadep import window as data_dependent_window  # CSR: data[ptr[i]:ptr[i + 1]]
-from ._strided_dynamic import holds_traced_strided, strided_getitem, strided_update  # x[i*i::i]
 from ._shape import reshape, astype
 
 __all__: list[str] = []
@@ -298,9 +298,8 @@ def _start_tracers(ctx: Any, axes: list[_Axis]) -> list[Tracer]:
 
 
 def dynamic_getitem(x: Any, index: tuple) -> Any:
-    """`x[index]` where `index` holds traced scalar integers (or slice bounds)."""
-    if holds_traced_strided(index):
-        return strided_getitem(x, index)
+    """`x[index]` where `index` holds traced scalar integers (or slice bounds of step 1: traced
+    bounds with another step are _strided_dynamic's, which dispatches here otherwise)."""
     ctx = _context(x)
     try:
         axes, new_axes = _parse(x, index)
@@ -329,8 +328,6 @@ def dynamic_getitem(x: Any, index: tuple) -> Any:
 def dynamic_update(x: Any, index: tuple, value: Any) -> Any:
     """The new array `x` with `x[index] = value` applied (NumPy's casting and broadcasting of
     `value`); `x` itself is not changed."""
-    if holds_traced_strided(index):
-        return strided_update(x, index, value)
     ctx = _context(x)
     axes, _ = _parse(x, index, allow_none=False)
     if any(isinstance(a.start, slice) for a in axes):

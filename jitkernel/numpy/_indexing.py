@@ -13,7 +13,7 @@ from ._shape import reshape, _view_of
 from ..trace.context import current_context
 from ..trace.subtrace import SubTraceContext
 from ._advanced import advanced_getitem
-from ._dynamic import dynamic_getitem
+from ._strided_dynamic import traced_getitem
 
 
 def _is_static_int(ix: Any) -> bool:
@@ -55,7 +55,7 @@ def _deferred_out_of_bounds(t: Tracer, index: tuple) -> Tracer | None:
     if not isinstance(ctx, SubTraceContext):
         return None
     as_traced = tuple(ctx.const(np.asarray(ix, np.int64)) if _is_static_int(ix) else ix for ix in index)
-    return dynamic_getitem(t, as_traced)
+    return traced_getitem(t, as_traced)
 
 
 def _whole_axis_step(ix: slice) -> int | None:
@@ -76,7 +76,7 @@ def getitem(t: Tracer, index: Any) -> Tracer:
     if kind == "advanced":
         return advanced_getitem(t, index)
     if kind == "dynamic":
-        return dynamic_getitem(t, index)
+        return traced_getitem(t, index)
     expanded = expand_index(index, t.ndim)
 
     starts, steps, sizes, final_shape = [], [], [], []

@@ -23,6 +23,7 @@ from ..trace.operands import broadcast_to_shape, context_of, lift, normalize_axi
 from ._shape import concatenate, flip, ravel, reshape, transpose
 from ._ufuncs import apply_ufunc
 from ._dispatch import register_function
+from ._datadep_sets import delete_traced, insert_traced, repeat_traced  # data-dependent lengths (numpy/_datadep.py)
 
 __all__ = ["repeat", "tile", "roll", "fliplr", "flipud", "rot90", "pad", "append", "delete", "insert"]
 
@@ -100,7 +101,6 @@ def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
     if ctx is None or not isinstance(a, Tracer):
         return np.repeat(a, repeats, axis)
     if isinstance(repeats, Tracer):
-        from ._datadep_sets import repeat_traced  # (a data-dependent length: numpy/_datadep.py)
         return repeat_traced(a, repeats, axis)
     _static(repeats, "repeat", "repeats")
     t = _strong(ctx, a)
@@ -292,7 +292,6 @@ def delete(arr: Any, obj: Any, axis: Any = None) -> Any:
     if ctx is None or not isinstance(arr, Tracer):
         return np.delete(arr, obj, axis)
     if isinstance(obj, Tracer):
-        from ._datadep_sets import delete_traced  # (a data-dependent length: numpy/_datadep.py)
         return delete_traced(_strong(ctx, arr), obj, axis)
     _static(obj, "delete", "index")
     if isinstance(obj, slice) and any(isinstance(p, Tracer) for p in (obj.start, obj.stop, obj.step)):
@@ -316,7 +315,6 @@ def insert(arr: Any, obj: Any, values: Any, axis: Any = None) -> Any:
     if ctx is None:
         return np.insert(arr, obj, values, axis)
     if isinstance(obj, Tracer):
-        from ._datadep_sets import insert_traced  # (NumPy's own insert, one library step)
         return insert_traced(_strong(ctx, arr), obj, values, axis)
     _static(obj, "insert", "index")
     t = _strong(ctx, arr)

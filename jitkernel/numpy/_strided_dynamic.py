@@ -44,6 +44,8 @@ from ..trace.context import current_context, user_frame_location
 from ..trace.numpy_api import NUMPY
 from ..trace.operands import expand_index, lift
 from ..trace.tracer import Tracer
+from ._datadep import traced_mask_getitem
+from ._dynamic import dynamic_getitem, dynamic_update, value_range
 from ._statistics import raise_if
 
 __all__: list[str] = []
@@ -63,6 +65,17 @@ def holds_traced_strided(index: tuple) -> bool:
     return any(is_traced_strided(ix) for ix in index)
 
 
+def traced_getitem(x: Any, index: tuple) -> Any:
+    """`x[index]` for an index holding traced values: strided slices here, the rest by
+    _dynamic.dynamic_getitem."""
+    return strided_getitem(x, index) if holds_traced_strided(index) else dynamic_getitem(x, index)
+
+
+def traced_update(x: Any, index: tuple, value: Any) -> Any:
+    """`x` with `x[index] = value` for an index holding traced values (as `traced_getitem`)."""
+    return strided_update(x, index, value) if holds_traced_strided(index) else dynamic_update(x, index, value)
+
+
 # ----------------------------------------------------------------------------- run-time slice rules
 
 
@@ -71,7 +84,6 @@ def _sign(step: Any) -> int | None:
     known range), else None."""
     if not isinstance(step, Tracer):
         return 1 if step is None or int(step) > 0 else -1
-    from ._dynamic import value_range
     try:
         r = value_range(step)
     except Exception:  # (a value outside any trace's bookkeeping: decide at run time)
@@ -159,7 +171,6 @@ def _along(mask: Tracer, axis: int, ndim: int) -> Tracer:
 def strided_getitem(x: Tracer, index: tuple) -> Any:
     """`x[index]` where an entry is a traced strided slice: a data-dependent selection (its
     length is known at run time)."""
-    from ._datadep import traced_mask_getitem
     jnp = NUMPY.namespace
     ctx = current_context() or x._ctx
     outer, axis, ix = _split(x, index)
