@@ -69,15 +69,18 @@ def main(argv: list[str] | None = None) -> int:
 
     lines = [f"command: python -m benchmarks.array_api_conformance --suite SUITE --max-examples {args.max_examples} "
              f"--backend {args.backend}" + (" -- " + " ".join(args.pytest_args) if args.pytest_args else ""),
-             "", f"{'namespace':<28} {'passed':>7} {'failed':>7} {'skipped':>8} {'seconds':>8}"]
+             "", f"{'namespace':<40} {'passed':>7} {'failed':>7} {'skipped':>8} {'seconds':>8}"]
     names = {"numpy": "numpy (NumPy 2 itself)", "jit": f"jitkernel.array_api, jk.jit {args.backend}"}
     for target, outcomes in results.items():
         c = counts(outcomes)
-        lines.append(f"{names[target]:<28} {c['passed']:>7} {c['failed']:>7} {c['skipped']:>8} {seconds[target]:>8.0f}")
+        lines.append(f"{names[target]:<40} {c['passed']:>7} {c['failed']:>7} {c['skipped']:>8} {seconds[target]:>8.0f}")
     if "numpy" in results and "jit" in results:
         extra = sorted(n for n, o in results["jit"].items() if o == "failed" and results["numpy"].get(n) != "failed")
         fixed = sorted(n for n, o in results["numpy"].items() if o == "failed" and results["jit"].get(n) == "passed")
+        both = sorted(n for n, o in results["jit"].items() if o == "failed" and results["numpy"].get(n) == "failed")
         lines += ["", f"failing under jit, not with NumPy: {len(extra)}", *(f"  {n}" for n in extra),
+                  "", f"failing in both (NumPy's own deviations, or NumPy's ndarray under test): {len(both)}",
+                  *(f"  {n}" for n in both),
                   "", f"failing with NumPy, passing under jit: {len(fixed)}", *(f"  {n}" for n in fixed)]
     text = "\n".join(lines) + "\n"
     print(text, end="")
