@@ -144,6 +144,18 @@ def test_array_api_programs_match_numpy(program, backend):
         _same(g, w)
 
 
+def test_array_api_compat_finds_the_namespace_inside_jit(backend):
+    compat = pytest.importorskip("array_api_compat")
+
+    def pairwise_distance(x, y):  # as array-api-compat users write it
+        xp = compat.array_namespace(x, y)
+        return xp.linalg.vector_norm(x[:, None, :] - y[None, :, :], axis=-1)
+
+    x, y = np.arange(6.0).reshape(3, 2), np.ones((2, 2))
+    assert compat.array_namespace(x) is not array_api  # NumPy arrays keep NumPy's namespace
+    _same(jk.jit(pairwise_distance, backend=backend)(x, y), np.linalg.norm(x[:, None, :] - y[None, :, :], axis=-1))
+
+
 def test_sum_of_int32_is_the_default_integer(backend):
     got = jk.jit(lambda x: array_api.sum(x), backend=backend)(np.arange(5, dtype=np.int32))
     assert np.asarray(got).dtype == np.int64 and int(got) == 10
