@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = {
     "numpy": "numpy",
+    "eager": "jitkernel.array_api",
     "jit": "exec('import benchmarks.array_api_jitted as m; xp = m.namespace(\"{backend}\")')",
 }
 
@@ -56,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suite", type=Path, required=True, help="a checkout of data-apis/array-api-tests")
     parser.add_argument("--max-examples", type=int, default=10, help="hypothesis examples per test")
     parser.add_argument("--backend", default="cpu", help="jk.jit backend of the jitted namespace")
-    parser.add_argument("--targets", default="numpy,jit", help="comma-separated: numpy, jit")
+    parser.add_argument("--targets", default="numpy,jit",
+                        help="comma-separated: numpy, jit, eager (jitkernel.array_api on NumPy arrays, no jit)")
     parser.add_argument("--out", type=Path, help="also write the report to this file")
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --), e.g. -k sum")
     args = parser.parse_args(argv)
@@ -68,20 +70,23 @@ def main(argv: list[str] | None = None) -> int:
         seconds[target] = time.perf_counter() - start
 
     lines = [f"command: python -m benchmarks.array_api_conformance --suite SUITE --max-examples {args.max_examples} "
-             f"--backend {args.backend}" + (" -- " + " ".join(args.pytest_args) if args.pytest_args else ""),
+             f"--backend {args.backend} --targets {args.targets}" + (" -- " + " ".join(args.pytest_args) if args.pytest_args else ""),
              "", f"{'namespace':<40} {'passed':>7} {'failed':>7} {'skipped':>8} {'seconds':>8}"]
-    names = {"numpy": "numpy (NumPy 2 itself)", "jit": f"jitkernel.array_api, jk.jit {args.backend}"}
+    names = {"numpy": "numpy (NumPy 2 itself)", "jit": f"jitkernel.array_api, jk.jit {args.backend}",
+             "eager": "jitkernel.array_api, eager (no jit)"}
     for target, outcomes in results.items():
         c = counts(outcomes)
         lines.append(f"{names[target]:<40} {c['passed']:>7} {c['failed']:>7} {c['skipped']:>8} {seconds[target]:>8.0f}")
-    if "numpy" in results and "jit" in results:
-        extra = sorted(n for n, o in results["jit"].items() if o == "failed" and results["numpy"].get(n) != "failed")
-        fixed = sorted(n for n, o in results["numpy"].items() if o == "failed" and results["jit"].get(n) == "passed")
-        both = sorted(n for n, o in results["jit"].items() if o == "failed" and results["numpy"].get(n) == "failed")
-        lines += ["", f"failing under jit, not with NumPy: {len(extra)}", *(f"  {n}" for n in extra),
-                  "", f"failing in both (NumPy's own deviations, or NumPy's ndarray under test): {len(both)}",
+    for target in (t for t in results if t != "numpy" and "numpy" in results):
+        mine, numpy = results[target], results["numpy"]
+        extra = sorted(n for n, o in mine.items() if o == "failed" and numpy.get(n) != "failed")
+        both = sorted(n for n, o in mine.items() if o == "failed" and numpy.get(n) == "failed")
+        fixed = sorted(n for n, o in numpy.items() if o == "failed" and mine.get(n) == "passed")
+        lines += ["", f"== {names[target]}",
+                  f"failing here, not with NumPy: {len(extra)}", *(f"  {n}" for n in extra),
+                  f"failing in both (NumPy's own deviations, or NumPy's ndarray under test): {len(both)}",
                   *(f"  {n}" for n in both),
-                  "", f"failing with NumPy, passing under jit: {len(fixed)}", *(f"  {n}" for n in fixed)]
+                  f"failing with NumPy, passing here: {len(fixed)}", *(f"  {n}" for n in fixed)]
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if args.out:
