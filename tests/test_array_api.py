@@ -174,6 +174,37 @@ def test_unique_values_inside_jit(backend):
     np.testing.assert_array_equal(inverse, [[1, 0], [1, 2]])
 
 
+def test_created_arrays_take_writes_inside_jit(backend):
+    # Array-API code fills arrays it creates (`out = xp.zeros(n); out[i] = ...`): inside jit the
+    # creation functions return new traced arrays, as np.zeros does in the user's code.
+    def fill(x):
+        xp = x.__array_namespace__()
+        z, o, a = xp.zeros(3, dtype=x.dtype), xp.ones_like(x, dtype=xp.int8), xp.asarray([0.0, 1.0])
+        e, r = xp.full((2,), 3.0), xp.arange(3.0)
+        z[0], o[1], a[0], e[1], r[2] = xp.sum(x), 9, x[2], x[1], x[0] * 7
+        return z, o, a, e, r
+
+    x = np.arange(3.0) + 1
+    for got, want in zip(jk.jit(fill, backend=backend)(x), fill(x.view(_EagerArray))):
+        _same(got, want)
+
+
+def test_asarray_copy_inside_jit(backend):
+    captured = np.arange(3.0)
+
+    def f(x):
+        copied = array_api.asarray(captured, copy=True)
+        copied[0] = x[1]
+        with pytest.raises(ValueError, match="copy=False"):
+            array_api.asarray(x, dtype=array_api.float32, copy=False)
+        return copied, array_api.asarray(x, copy=False)
+
+    copied, same = jk.jit(f, backend=backend)(np.arange(3.0) + 10)
+    np.testing.assert_array_equal(copied, [11.0, 1.0, 2.0])
+    np.testing.assert_array_equal(same, [10.0, 11.0, 12.0])
+    np.testing.assert_array_equal(captured, [0.0, 1.0, 2.0])
+
+
 def test_data_dependent_repeat_is_refused_by_name():
     with pytest.raises(UnsupportedOperationError, match="repeat"):
         jk.jit(lambda x, r: array_api.repeat(x, r))(np.arange(3.0), np.array([1, 2, 0]))
