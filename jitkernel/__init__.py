@@ -19,6 +19,7 @@ from .interpreter import eval_program
 from . import numpy as numpy  # jk.numpy; it also registers the functions a Tracer's methods call
 from .benchmarking import BenchmarkRecord, benchmark
 from . import lax  # jk.lax: cond, switch, while_loop, fori_loop, scan
+from . import array_api  # jk.array_api: the array API standard's namespace (x.__array_namespace__() in jit)
 from . import debug  # jk.debug: print, callback (run time, inside compiled code; docs/debugging.md)
 from . import sharding  # jk.sharding: Mesh, PartitionSpec (P), NamedSharding (docs/distributed.md)
 from .sharding import ShardedArray, dask_devices, device_put, devices, visualize_sharding
@@ -38,7 +39,7 @@ if config.default_backend != "cpu":  # JITKERNEL_BACKEND: an unknown name fails 
     except ValueError as _e:
         raise ValueError(f"environment variable JITKERNEL_BACKEND: {_e}") from None
 
-__all__ = ["jit", "make_ir", "lax", "debug", "sharding", "ShardedArray", "devices", "dask_devices", "device_put",
+__all__ = ["jit", "make_ir", "lax", "array_api", "debug", "sharding", "ShardedArray", "devices", "dask_devices", "device_put",
            "visualize_sharding", "DeviceArray", "benchmark", "BenchmarkRecord",
            "grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "vmap", "stop_gradient", "check_grads",
            "custom_jvp", "custom_vjp", "CustomDerivativeError", "ArgumentNotWrittenWarning", "GradientCheckError",

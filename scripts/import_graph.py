@@ -32,7 +32,7 @@ LAYERS = [
     ("pipeline", ("pipeline", "pickling")),
     ("transforms", ("transforms",)),
     ("numpy", ("numpy",)),
-    ("library", ("lax", "random", "autograph", "debug")),
+    ("library", ("lax", "random", "autograph", "debug", "array_api")),
     ("distributed", ("distributed", "sharding")),
     ("api", ("api", "jitted", "benchmarking", "coverage", "cli", "__main__", "__init__", "examples")),
 ]

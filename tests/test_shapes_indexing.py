@@ -337,6 +337,18 @@ def test_creation_constants(backend):
     check(f, x, backend=backend)
 
 
+def test_asarray_of_concrete_lists_is_numpys_constant(backend):
+    # An empty list or one without traced values is NumPy's array (an empty list: float64 (0,));
+    # only a list holding traced values is stacked.
+    x = np.arange(3.0, dtype=np.float32)
+    got = jk.jit(lambda x: (jnp.asarray([]), jnp.asarray([[], []], dtype=np.int8), jnp.asarray([[1, 2]]) + x[:2],
+                            jnp.asarray([x[0], 1.0])), backend=backend)(x)
+    want = (np.asarray([]), np.asarray([[], []], dtype=np.int8), np.asarray([[1, 2]]) + x[:2], np.asarray([x[0], 1.0]))
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+
+
 def test_empty_like_shape_and_dtype(backend):
     x = np.ones((2, 3), np.float32)
     got = jk.jit(lambda x: (np.empty_like(x), np.empty_like(x, dtype=np.int8)), backend=backend)(x)

@@ -79,9 +79,16 @@ def asarray(a: Any, dtype: Any = None, order: Any = None, **kw: Any) -> Any:
             return _new_array(lift(ctx, a, check_dtype(dtype)))
         return a if a.weak is None and not (a.ndim == 0 and a.scalar) else _new_array(a)
     if isinstance(a, (list, tuple)):
+        if not _holds_tracer(a):  # concrete data (an empty list too: NumPy's float64 (0,)), a new array
+            return fresh(ctx.const(np.asarray(a, dtype=dtype)))
         out = stack([asarray(x) for x in a])
         return out if dtype is None else lift(ctx, out, check_dtype(dtype))
     return np.asarray(a, dtype=dtype)
+
+
+def _holds_tracer(items: Any) -> bool:
+    """Whether a Tracer is anywhere in nested lists and tuples."""
+    return any(isinstance(x, Tracer) or (isinstance(x, (list, tuple)) and _holds_tracer(x)) for x in items)
 
 
 def asanyarray(a: Any, dtype: Any = None, order: Any = None, **kw: Any) -> Any:
