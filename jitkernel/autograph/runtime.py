@@ -720,7 +720,7 @@ def _touches_traced(fns: Sequence[Callable], state: tuple) -> bool:
     if any(_tracers_in(v) for v in state):
         return True
     values = _closure_values(fns)
-    nested = [v for _, v in values if callable(getattr(v, "__code__", None)) and getattr(v, "__closure__", None)]
+    nested = [v for _, v in values if hasattr(v, "__code__") and getattr(v, "__closure__", None)]
     values += _closure_values(nested)
     return any(_tracers_in(v) for _, v in values)
 
