@@ -962,3 +962,39 @@ def test_iteration_locals_by_the_analysis():
     fn = ast.parse(source).body[0]
     loop = fn.body[1]
     assert iteration_locals(fn.body, loop) == {"a", "e", "g"}
+
+
+@st.composite
+def nested_view_write_programs(draw):
+    """A loop of more than UNROLL_LIMIT trips (one loop), a short loop inside it, and a write
+    through a view at the outer index (`S[E] += ...`, a window at a traced start) inside a branch
+    or directly in the inner loop: the view's start belongs to the enclosing loop's trace."""
+    outer = draw(st.integers(UNROLL_LIMIT + 1, UNROLL_LIMIT + 3))
+    inner = draw(st.integers(1, 3))
+    write = draw(st.sampled_from(["S[E] += G[E - w]", "S[E, :] = S[E, :] * 0.5 + G[E - w]",
+                                  "S[E][1:] -= G[E - w][:-1]", "S[E - w] += 1.0", "row = S[E]\n        row *= 2.0"]))
+    cond = draw(st.sampled_from([None, "E - w >= 0", "E - w >= 1", "G[E - w, 0] > 3.0"]))
+    lines = [f"for E in range({outer}):", f"    for w in range({inner}):"]
+    if cond is None:
+        lines += ["        " + part for part in write.replace("\n        ", "\n").splitlines()]
+    else:
+        lines += [f"        if {cond}:"] + ["            " + part for part in write.replace("\n        ", "\n").splitlines()]
+    return outer, "def prog(S, G):\n" + "\n".join("    " + line for line in lines) + "\n    return S\n"
+
+
+@settings(max_examples=40, deadline=None)
+@given(nested_view_write_programs())
+def test_writes_through_views_at_an_enclosing_loop_index(case):
+    """Writing through `S[E]` inside a branch or a short inner loop, with E the enclosing loop's
+    index: the write-back reads the index as the nested trace captured it (it read the enclosing
+    trace's variable, and the program failed verification: NPBench's scattering_self_energies
+    at NE > 4)."""
+    outer, source = case
+    filename = f"<nested view write {next(_COUNTER)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict = {"np": np}
+    exec(compile(source, filename, "exec"), namespace)
+    prog = namespace["prog"]
+    G = np.arange(outer * 4, dtype=np.float64).reshape(outer, 4) / 3.0
+    for backend in HOST_BACKENDS:
+        check(prog, np.ones((outer, 4)), G, backend=backend)

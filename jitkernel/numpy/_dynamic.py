@@ -321,7 +321,12 @@ def dynamic_getitem(x: Any, index: tuple) -> Any:
         return reshape(window, tuple(shape))  # (trace/views.py check_writeable)
     # NumPy returns a view of x: a write through it must land in x's window at these starts
     # (trace/views.py writes it back with dynamic_update_slice), never replace x.
-    window.share_memory_with(x, "dynamic_slice", {"sizes": sizes, "starts": tuple(s.ir_var for s in starts)})
+    # The starts as the equation reads them: inside a loop body or branch, a start traced outside
+    # it (the enclosing loop's index) is captured as an input of the body, and the write-back in
+    # that body must read the captured value, not the enclosing trace's (which the body cannot see).
+    eqn = window._ctx.eqns[-1]
+    assert eqn.outputs[0] is window.ir_var, eqn
+    window.share_memory_with(x, "dynamic_slice", {"sizes": sizes, "starts": tuple(eqn.inputs[1:])})
     return reshape(window, tuple(shape))
 
 
