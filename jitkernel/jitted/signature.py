@@ -21,6 +21,11 @@ _PY_SCALAR_DTYPES = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: n
                      complex: np.dtype(np.complex128)}
 
 
+# NumPy scalar types whose type alone fixes the dtype (datetime and timedelta carry a unit, and
+# str_, bytes_, void a length): a warm call with one is keyed by its type on the fast path.
+NUMPY_SCALAR_TYPES = frozenset(t for t in np.sctypeDict.values()
+                               if issubclass(t, (np.bool_, np.number)) and not issubclass(t, np.timedelta64))
+
 NUMPY_SCALAR = "numpy scalar"  # the fourth entry of the spec of a NumPy scalar argument
 
 
