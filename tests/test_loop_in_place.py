@@ -198,3 +198,22 @@ def test_a_read_that_wraps_onto_the_window_written_is_not_in_place(tmp_path, bac
     # [j, j + 2), holds it, so the second column must see the old value, not the new one.
     f = load(tmp_path, WRAPPED_READ)
     same_as_numpy(f, np.arange(200.0).reshape(5, 40) ** 1.5, backend=backend)
+
+
+AUGMENTED_COLUMN = """
+def f(A, q):
+    for j in range(1, A.shape[1]):
+        A[:, j] -= q * A[0, j - 1]
+    return A
+"""
+
+
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
+def test_an_augmented_assignment_to_a_column_is_one_update_in_place(tmp_path, backend):
+    # `A[:, j] -= x` writes the window twice (through the view, then __setitem__ with the same
+    # values); the repeated write is dropped (passes/cse.py), so the carry is updated in place.
+    f = load(tmp_path, AUGMENTED_COLUMN)
+    rng = np.random.default_rng(5)
+    same_as_numpy(f, rng.random((7, 9)), rng.random(7), backend=backend)
+    text = _loop_kernels(f, np.ones((7, 9)), np.ones(7))
+    assert "[native]" in text and "update_copy" not in text, text
