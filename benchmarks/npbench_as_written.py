@@ -154,6 +154,13 @@ def first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:200]
 
 
+def described(value: Any) -> str:
+    """A value in a few words (an array by dtype and shape, not by its contents)."""
+    if isinstance(value, np.ndarray):
+        return f"{value.dtype}{list(value.shape)} array"
+    return "None" if value is None else type(value).__name__
+
+
 def compare(expected: Any, got: Any, where: str) -> str | None:
     """None when ``got`` is ``expected`` as NumPy's semantics require, else what differs."""
     if isinstance(expected, (tuple, list)):
@@ -165,7 +172,7 @@ def compare(expected: Any, got: Any, where: str) -> str | None:
                 return diff
         return None
     if expected is None or got is None:
-        return None if expected is got else f"{where}: {expected!r} vs {got!r}"
+        return None if expected is got else f"{where}: {described(expected)} vs {described(got)}"
     if isinstance(expected, np.ndarray) != isinstance(got, np.ndarray):
         return f"{where}: {type(expected).__name__} vs {type(got).__name__}"
     e, g = np.asarray(expected), np.asarray(got)
@@ -418,7 +425,7 @@ def numba_failures(results: list[Result]) -> list[str]:
     """Numba variants that did not run or did not match NumPy, one line per kernel."""
     lines = []
     for r in results:
-        bad = [f"{k} {v['status']}: {v['detail']}" for k, v in r.numba.items() if v["status"] != "ok"]
+        bad = [f"{k} {v['status']}: {v['detail'][:150]}" for k, v in r.numba.items() if v["status"] != "ok"]
         if bad:
             lines.append(f"  {r.name}: " + "; ".join(bad))
     return ["numba variants that did not run or match:"] + lines if lines else []
