@@ -425,7 +425,7 @@ def numba_failures(results: list[Result]) -> list[str]:
     """Numba variants that did not run or did not match NumPy, one line per kernel."""
     lines = []
     for r in results:
-        bad = [f"{k} {v['status']}: {v['detail'][:150]}" for k, v in r.numba.items() if v["status"] != "ok"]
+        bad = [f"{k} {v['status']}: {(v['detail'].splitlines() or [''])[0][:150]}" for k, v in r.numba.items() if v["status"] != "ok"]
         if bad:
             lines.append(f"  {r.name}: " + "; ".join(bad))
     return ["numba variants that did not run or match:"] + lines if lines else []
