@@ -217,3 +217,24 @@ def test_an_augmented_assignment_to_a_column_is_one_update_in_place(tmp_path, ba
     same_as_numpy(f, rng.random((7, 9)), rng.random(7), backend=backend)
     text = _loop_kernels(f, np.ones((7, 9)), np.ones(7))
     assert "[native]" in text and "update_copy" not in text, text
+
+
+TRIANGLE_ROWS = """
+def f(alpha, beta, C, A):
+    for i in range(A.shape[0]):
+        C[i, :i + 1] *= beta
+        for k in range(A.shape[1]):
+            C[i, :i + 1] += alpha * A[i, k] * A[:i + 1, k]
+    return C
+"""
+
+
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
+def test_a_masked_row_update_of_loop_index_length_is_in_place(tmp_path, backend):
+    # syrk: `C[i, :i + 1] *= beta` is a masked write of the whole row that reads the row itself
+    # at the same elements; its starts are two constants 0 that are different Vars.
+    f = load(tmp_path, TRIANGLE_ROWS)
+    rng = np.random.default_rng(6)
+    same_as_numpy(f, 1.5, 1.2, rng.random((9, 9)), rng.random((9, 5)), backend=backend)
+    text = _loop_kernels(f, 1.5, 1.2, np.ones((9, 9)), np.ones((9, 5)))
+    assert "[native]" in text and "update_copy" not in text, text

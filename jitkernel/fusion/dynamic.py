@@ -300,8 +300,10 @@ def _fused_reads(body: Program, v: Var, x: Var, update: Eqn | None = None) -> bo
         seen.add((u, pointwise))
         e = producer[u]
         if (pointwise and update is not None and update.prim == UPDATE and e.prim == SLICE and e.inputs[0] is x
-                and e.inputs[1:] == update.inputs[2:] and tuple(e.params["sizes"]) == window(update)):
-            continue
+                and tuple(e.params["sizes"]) == window(update)
+                and all(_affine_start(body, producer, a) == _affine_start(body, producer, b)
+                        for a, b in zip(e.inputs[1:], update.inputs[2:]))):
+            continue  # the window itself (its starts the same Vars, or equal constants: C[i, :i + 1] *= b)
         if update is not None and e.inputs and e.inputs[0] is x and _disjoint_windows(body, producer, e, update):
             continue
         kind = fusion_kind(e.prim)
