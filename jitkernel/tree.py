@@ -41,6 +41,14 @@ _LEAF = TreeDef("leaf")
 _NONE = TreeDef("none")
 
 
+# The recursions below are module functions, not closures over a nested function that calls
+# itself: such a closure is a reference cycle (function -> cell -> function) that keeps the
+# leaves list, and so every argument and result of a call, alive until the cyclic garbage
+# collector runs. A jitted call's result then looked still referenced to the executable, which
+# allocated (and page-faulted) a fresh output on every call instead of reusing its own
+# (backends/cpu/runtime.py reuse_lines).
+
+
 def tree_flatten(tree: Any, namedtuples: bool = False) -> tuple[list[Any], TreeDef]:
     """Split a pytree into its leaves (depth first) and its structure.
 
@@ -49,45 +57,44 @@ def tree_flatten(tree: Any, namedtuples: bool = False) -> tuple[list[Any], TreeD
     ([2.0, 1], "{'a': [*], 'b': (*, None)}")
     """
     leaves: list[Any] = []
+    return leaves, _flatten_into(tree, leaves, namedtuples)
 
-    def walk(node: Any) -> TreeDef:
-        if node is None:
-            return _NONE
-        if isinstance(node, tuple) and not hasattr(node, "_fields"):
-            return TreeDef("tuple", tuple(walk(c) for c in node))
-        if namedtuples and isinstance(node, tuple):
-            # Outputs only (np.linalg.eigh's EighResult, ...): rebuilt as the same class.
-            return TreeDef("namedtuple", tuple(walk(c) for c in node), (type(node),))
-        if isinstance(node, list):
-            return TreeDef("list", tuple(walk(c) for c in node))
-        if isinstance(node, dict):
-            keys = tuple(sorted(node))
-            return TreeDef("dict", tuple(walk(node[k]) for k in keys), keys)
-        leaves.append(node)
-        return _LEAF
 
-    return leaves, walk(tree)
+def _flatten_into(node: Any, leaves: list[Any], namedtuples: bool) -> TreeDef:
+    if node is None:
+        return _NONE
+    if isinstance(node, tuple) and not hasattr(node, "_fields"):
+        return TreeDef("tuple", tuple(_flatten_into(c, leaves, namedtuples) for c in node))
+    if namedtuples and isinstance(node, tuple):
+        # Outputs only (np.linalg.eigh's EighResult, ...): rebuilt as the same class.
+        return TreeDef("namedtuple", tuple(_flatten_into(c, leaves, namedtuples) for c in node), (type(node),))
+    if isinstance(node, list):
+        return TreeDef("list", tuple(_flatten_into(c, leaves, namedtuples) for c in node))
+    if isinstance(node, dict):
+        keys = tuple(sorted(node))
+        return TreeDef("dict", tuple(_flatten_into(node[k], leaves, namedtuples) for k in keys), keys)
+    leaves.append(node)
+    return _LEAF
 
 
 def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
     """Inverse of tree_flatten."""
-    it = iter(leaves)
+    return _build(treedef, iter(leaves))
 
-    def build(td: TreeDef) -> Any:
-        if td.kind == "leaf":
-            return next(it)
-        if td.kind == "none":
-            return None
-        kids = [build(c) for c in td.children]
-        if td.kind == "tuple":
-            return tuple(kids)
-        if td.kind == "list":
-            return kids
-        if td.kind == "namedtuple":
-            return td.keys[0](*kids)
-        return dict(zip(td.keys, kids))
 
-    return build(treedef)
+def _build(td: TreeDef, it: Any) -> Any:
+    if td.kind == "leaf":
+        return next(it)
+    if td.kind == "none":
+        return None
+    kids = [_build(c, it) for c in td.children]
+    if td.kind == "tuple":
+        return tuple(kids)
+    if td.kind == "list":
+        return kids
+    if td.kind == "namedtuple":
+        return td.keys[0](*kids)
+    return dict(zip(td.keys, kids))
 
 
 def plain(tree: Any) -> Any:

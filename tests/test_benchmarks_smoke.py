@@ -73,3 +73,34 @@ def test_wrong_result_is_reported_not_timed(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert rc == 1
     assert "MISMATCH" in out and "PROBLEMS (1)" in out and "W7 jitkernel" in out
+
+
+def test_npbench_table_with_numba_columns_and_summary():
+    # benchmarks/npbench_as_written.py --numba-python: the columns and the two summary lines,
+    # from results made here (no NPBench checkout, no Numba, no timing).
+    import argparse
+    import pathlib
+
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        import npbench_as_written as h
+    finally:
+        sys.path.pop(0)
+    rows = [h.Result("fast", "ok", numpy_s=4e-3, jit_s=1e-3, first_call_s=0.2,
+                     numba={"n": {"status": "ok", "detail": "", "time_s": 2e-3},
+                            "np": {"status": "WRONG", "detail": "return: 3 of 9 values differ\nmore"}}),
+            h.Result("slow", "ok", numpy_s=4e-3, jit_s=8e-3, first_call_s=0.2,
+                     numba={"n": {"status": "ok", "detail": "", "time_s": 3e-3},
+                            "npr": {"status": "ok", "detail": "", "time_s": 2e-3}}),
+            h.Result("alone", "raises", "ValueError: no")]
+    ns = argparse.Namespace(backend="cpu", preset="S", scale=1.0, timeout=60.0, time=True,
+                            numba_python="/venv/bin/python", numba_variants="n,np,npr")
+    text = h.render(rows, ns, pathlib.Path("/npbench"))
+    assert "numba best" in text and "jit/numba" in text
+    fast = next(line for line in text.splitlines() if line.startswith("fast "))
+    slow = next(line for line in text.splitlines() if line.startswith("slow "))
+    assert fast.split()[-2:] == ["n", "0.50"] and slow.split()[-2:] == ["npr", "4.00"]
+    assert "over the 2 kernels both ran and matched: 0.71x" in text  # sqrt(2 / 1 * 2 / 8)
+    assert "at least as fast as Numba's best on 1 of 2 kernels (50%)" in text
+    assert "  fast: np WRONG: return: 3 of 9 values differ" in text and "more" not in text
+    assert h.described(np.zeros((2, 3))) == "float64[2, 3] array" and h.described(None) == "None"

@@ -216,14 +216,24 @@ def test_a_body_with_a_library_step_the_gpu_lacks_raises_naming_it() -> None:
 
 
 def test_cpu_backend_keeps_library_bodies_python_driven() -> None:
-    """The CPU's schedule is unchanged: its native loops hold kernels only."""
+    """The CPU's native loops hold kernels only: a product too large for a fused reduction keeps
+    the loop Python-driven; a small one (this rnn's 4x8 by 8x8) becomes a reduction in a native
+    loop (passes/loop_dots.py)."""
     from jitkernel.fusion import schedule
-    from jitkernel.fusion.loops import is_control
+    from jitkernel.fusion.kernel_ir import LibraryCall
+    from jitkernel.fusion.loops import all_steps, is_control
     case = CASES[0]
     compiled = jk.jit(case.fn, backend="interpret").lower(*case.args).compiled
+    steps = schedule(compiled.optimized).steps
+    assert any(is_control(s) for s in steps)
+    assert not any(isinstance(sub, LibraryCall) for s in steps if is_control(s) for sub in all_steps([s]))
+    big = (RNG.standard_normal((64, 64)) * 0.1).astype(np.float32)
+    h0 = RNG.standard_normal((32, 64)).astype(np.float32)
+    compiled = jk.jit(rnn, backend="interpret").lower(h0, big, np.int64(3)).compiled
     assert not any(is_control(s) for s in schedule(compiled.optimized).steps)
     assert any(is_control(s) for s in kernel_program(case).steps)
     assert_matches_numpy(jk.jit(rnn)(H0, W, np.int64(3)), rnn_reference(H0, W, 3), rtol=1e-5)
+    assert_matches_numpy(jk.jit(rnn)(h0, big, np.int64(3)), rnn_reference(h0, big, 3), rtol=1e-5)
 
 
 @needs_nvcc

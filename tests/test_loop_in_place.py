@@ -137,3 +137,104 @@ def test_a_constant_offset_past_the_end_inside_a_branch_still_raises(tmp_path, b
     f = load(tmp_path, OUT_OF_BOUNDS_IN_BRANCH)
     same_as_numpy(f, np.array([1.0, -1.0, 2.0]), backend=backend)  # a[3]: IndexError in NumPy
     same_as_numpy(f, np.array([1.0, -1.0, -2.0]), backend=backend)  # never reaches a[3]
+
+
+RECURRENCE = """
+def f(y, x, a, b):
+    for j in range(2, y.shape[1]):
+        y[:, j] = a * x[:, j] + b * y[:, j - 1] - y[:, j - 2]
+    for i in range(y.shape[0] - 3, -1, -1):
+        y[i, :] = y[i + 1, :] * a + b * y[i + 2, :]
+    return y
+"""
+
+
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
+def test_a_recurrence_reading_other_windows_of_its_array_is_in_place(tmp_path, backend):
+    # deriche's recurrences: the column (row) written is never one the update reads, so no
+    # copy of the whole array per iteration.
+    f = load(tmp_path, RECURRENCE)
+    rng = np.random.default_rng(4)
+    same_as_numpy(f, rng.random((9, 11)), rng.random((9, 11)), 0.5, 0.25, backend=backend)
+    text = _loop_kernels(f, np.ones((9, 11)), np.ones((9, 11)), 0.5, 0.25)
+    assert "[native]" in text and "update_copy" not in text, text
+
+
+_WINDOW_WRITES = ["y[:, j] = y[:, j - 1] + 1", "y[:, j] = y[:, j - 1] + y[:, j + 1]",
+                  "y[:, j] = y[:, j - 4] * 2", "y[:, j] = y[:, j - 5] + 1", "y[:, j] = y[:, j] + y[:, j - 1]",
+                  "y[:, j:j + 2] = y[:, j - 1:j + 1] + 1", "y[:, j:j + 2] = y[:, j - 2:j] + 1",
+                  "y[:, j:j + 2] = y[:, j + 2:j + 4] + 1", "y[j, :] = y[j - 1, :] + y[j - 1, 0]",
+                  "y[1:, j] = y[:-1, j - 1] + 1", "y[:, j] = y[:, 2] + 1", "y[:, 2] = y[:, j] + 1",
+                  "y[j - 1, j] = y[j, j - 1] + 1", "y[:, j] = y[:, j - 1] + 1\n        y[:, j - 1] = y[:, j] * 2"]
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(write=st.sampled_from(_WINDOW_WRITES), start=st.sampled_from([0, 1, 2]),
+       backend=st.sampled_from(HOST_BACKENDS))
+def test_random_window_updates_in_loops_match_numpy(tmp_path_factory, write, start, backend):
+    """Window updates whose value reads other windows of the same array, with starts that wrap
+    (`y[:, j - 5]` of 5 columns at j = 0 is the column written) and windows that overlap the one
+    written: in place only where no element read is written."""
+    src = f"def f(y):\n    for j in range({start}, y.shape[1] - 3):\n        {write}\n    return y\n"
+    f = load(tmp_path_factory.mktemp("win"), src)
+    try:
+        same_as_numpy(f, np.arange(35.0).reshape(5, 7) ** 1.5, backend=backend)
+    except AssertionError as e:
+        raise AssertionError(f"{src}\n{e}") from None
+
+
+WRAPPED_READ = """
+def f(y):
+    for j in range(0, y.shape[1] - 3):
+        y[:, j:j + 2] = (y[:, j - 40] * 2.0)[:, None] + 1
+    return y
+"""
+
+
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
+def test_a_read_that_wraps_onto_the_window_written_is_not_in_place(tmp_path, backend):
+    # y[:, j - 40] of 40 columns is column j (a negative index wraps): the window written,
+    # [j, j + 2), holds it, so the second column must see the old value, not the new one.
+    f = load(tmp_path, WRAPPED_READ)
+    same_as_numpy(f, np.arange(200.0).reshape(5, 40) ** 1.5, backend=backend)
+
+
+AUGMENTED_COLUMN = """
+def f(A, q):
+    for j in range(1, A.shape[1]):
+        A[:, j] -= q * A[0, j - 1]
+    return A
+"""
+
+
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
+def test_an_augmented_assignment_to_a_column_is_one_update_in_place(tmp_path, backend):
+    # `A[:, j] -= x` writes the window twice (through the view, then __setitem__ with the same
+    # values); the repeated write is dropped (passes/cse.py), so the carry is updated in place.
+    f = load(tmp_path, AUGMENTED_COLUMN)
+    rng = np.random.default_rng(5)
+    same_as_numpy(f, rng.random((7, 9)), rng.random(7), backend=backend)
+    text = _loop_kernels(f, np.ones((7, 9)), np.ones(7))
+    assert "[native]" in text and "update_copy" not in text, text
+
+
+TRIANGLE_ROWS = """
+def f(alpha, beta, C, A):
+    for i in range(A.shape[0]):
+        C[i, :i + 1] *= beta
+        for k in range(A.shape[1]):
+            C[i, :i + 1] += alpha * A[i, k] * A[:i + 1, k]
+    return C
+"""
+
+
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
+def test_a_masked_row_update_of_loop_index_length_is_in_place(tmp_path, backend):
+    # syrk: `C[i, :i + 1] *= beta` is a masked write of the whole row that reads the row itself
+    # at the same elements; its starts are two constants 0 that are different Vars.
+    f = load(tmp_path, TRIANGLE_ROWS)
+    rng = np.random.default_rng(6)
+    same_as_numpy(f, 1.5, 1.2, rng.random((9, 9)), rng.random((9, 5)), backend=backend)
+    text = _loop_kernels(f, 1.5, 1.2, np.ones((9, 9)), np.ones((9, 5)))
+    assert "[native]" in text and "update_copy" not in text, text

@@ -281,8 +281,10 @@ def test_loop_invariant_work_is_hoisted():
 
 
 def test_library_body_falls_back_to_python_driven_loop():
-    a = np.eye(3) * 0.5
-    x = np.ones((3, 3))
+    # A matrix product too large for a fused reduction (passes/loop_dots.py MAX_WORK) stays a
+    # library call, and the loop Python-driven.
+    a = np.eye(48) * 0.5
+    x = np.ones((48, 48))
     prog = fori_program(lambda i, a, x: a @ x + 1.0, [a], [x])
     got = run_both(prog, [np.int64(0), np.int64(3), a, x])
     want = x.copy()
@@ -290,6 +292,21 @@ def test_library_body_falls_back_to_python_driven_loop():
         want = a @ want + 1.0
     np.testing.assert_allclose(got[0], want)
     assert not loop_steps(prog)
+
+
+def test_small_products_in_a_body_become_reductions_and_the_loop_native():
+    # Gram-Schmidt's `np.dot(Q[:, k], A[:, j])` and a small matrix-vector product per trip:
+    # fused reductions instead of one library call per trip.
+    a = np.arange(12.0).reshape(3, 4) / 10
+    v = np.ones(4)
+    prog = fori_program(lambda i, a, v: (np.tanh(a @ v) @ a + v * np.dot(v, v) / 8,), [a], [v])
+    got = run_both(prog, [np.int64(0), np.int64(5), a, v])
+    want = v.copy()
+    for _ in range(5):
+        want = np.tanh(a @ want) @ a + want * np.dot(want, want) / 8
+    np.testing.assert_allclose(got[0], want, rtol=1e-12)
+    (loop,) = loop_steps(prog)
+    assert "reduce" in "\n".join(str(s) for s in loop.body)
 
 
 @settings(max_examples=30, deadline=None)

@@ -89,3 +89,24 @@ def test_a_training_loop_alternates_between_two_output_arrays():
         del previous
     # steady state: each call's array is the one of two calls before
     assert refs[5]() is refs[3]() is not None and refs[4]() is not refs[5]()
+
+
+def test_a_call_on_the_checked_path_leaves_no_cycle_and_its_dropped_result_is_reused():
+    # NumPy scalar arguments take the checked path on every call; a reference cycle left by it
+    # (a nested function calling itself holds the leaves) kept each result alive until the
+    # garbage collector ran, so every call allocated and page-faulted a fresh output.
+    import gc
+
+    f = jk.jit(lambda a, b, k: {"r": (np.clip(a, 0, 1) * k + b,)})
+    args = (A, A * 2, np.float32(3))
+    f(*args)
+    gc.collect()
+    gc.disable()
+    try:
+        pointers = set()
+        for _ in range(6):
+            pointers.add(f(*args)["r"][0].ctypes.data)
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+    assert len(pointers) == 1

@@ -286,7 +286,9 @@ def _fused_reads(body: Program, v: Var, x: Var, update: Eqn | None = None) -> bo
     library steps have buffers of their own, computed before.) A read of x's window itself
     (the same starts and sizes as `update`) reached through elementwise operations only reads
     each element where it is then written: the masked write of a window of symbolic length,
-    `select(mask, new, old)` (passes/lower_symbolic.py), is such a read."""
+    `select(mask, new, old)` (passes/lower_symbolic.py), is such a read. So is a read of a window
+    of x that the update's window never overlaps (`y[:, j] = a * y[:, j - 1] + b * y[:, j - 2]`,
+    a recurrence along one axis): no element it reads is written by the update."""
     producer = {o: e for e in body.eqns for o in e.outputs}
     stack, seen = [(v, True)], set()
     while stack:
@@ -298,12 +300,70 @@ def _fused_reads(body: Program, v: Var, x: Var, update: Eqn | None = None) -> bo
         seen.add((u, pointwise))
         e = producer[u]
         if (pointwise and update is not None and update.prim == UPDATE and e.prim == SLICE and e.inputs[0] is x
-                and e.inputs[1:] == update.inputs[2:] and tuple(e.params["sizes"]) == window(update)):
+                and tuple(e.params["sizes"]) == window(update)
+                and all(_affine_start(body, producer, a) == _affine_start(body, producer, b)
+                        for a, b in zip(e.inputs[1:], update.inputs[2:]))):
+            continue  # the window itself (its starts the same Vars, or equal constants: C[i, :i + 1] *= b)
+        if update is not None and e.inputs and e.inputs[0] is x and _disjoint_windows(body, producer, e, update):
             continue
         kind = fusion_kind(e.prim)
         if kind in ("elementwise", "movement"):
             same_order = kind == "elementwise" or (e.prim == "reshape" and _unit_axes_only(e))
             stack.extend((w, pointwise and same_order) for w in e.inputs)
+    return False
+
+
+def _window_of(eqn: Eqn) -> tuple[list, tuple[int, ...]] | None:
+    """(start Vars or constant ints per axis, window sizes) of a window read (dynamic_slice, a
+    slice of unit steps) or written (dynamic_update_slice, update_slice of unit steps); None for
+    anything else."""
+    if eqn.prim == SLICE:
+        return list(eqn.inputs[1:]), tuple(eqn.params["sizes"])
+    if eqn.prim == UPDATE:
+        return list(eqn.inputs[2:]), tuple(eqn.inputs[1].aval.shape)
+    if eqn.prim in ("slice", "update_slice") and all(int(st) == 1 for st in eqn.params["steps"]):
+        sizes = eqn.outputs[0].aval.shape if eqn.prim == "slice" else eqn.inputs[1].aval.shape
+        return [int(st) for st in eqn.params["starts"]], tuple(sizes)
+    return None
+
+
+def _affine_start(body: Program, producer: dict, start: Any) -> tuple[Var | None, int]:
+    """A start as (base, c), start = base + c: base None for a constant; additions and
+    subtractions of constants are followed (`j - 1`, `197 - i + 2`)."""
+    if isinstance(start, int):
+        return None, start
+    consts = {id(cv): c for cv, c in zip(body.constvars, body.consts)}
+    if id(start) in consts and np.ndim(consts[id(start)]) == 0:
+        return None, int(consts[id(start)])
+    e = producer.get(start)
+    if e is not None and e.prim in ("add", "subtract") and len(e.inputs) == 2:
+        (a_base, a_c), (b_base, b_c) = (_affine_start(body, producer, w) for w in e.inputs)
+        if b_base is None:
+            return a_base, a_c + b_c if e.prim == "add" else a_c - b_c
+        if a_base is None and e.prim == "add":
+            return b_base, a_c + b_c
+    return start, 0
+
+
+def _disjoint_windows(body: Program, producer: dict, read: Eqn, update: Eqn) -> bool:
+    """Does the window `read` takes of x lie apart from the one `update` writes, on some axis, for
+    every value of their run-time starts? A run-time start is wrapped once when negative (NumPy's
+    `y[:, j - 1]` at j = 0 reads the last column) and checked to lie in bounds
+    (`emit_checks`), so two starts `base + c` of one base differ by their constants' difference,
+    give or take the axis length."""
+    r, w = _window_of(read), _window_of(update)
+    if r is None or w is None or read.inputs[0].aval.shape != update.inputs[0].aval.shape:
+        return False
+    for n, r_start, w_start, r_size, w_size in zip(read.inputs[0].aval.shape, r[0], w[0], r[1], w[1]):
+        (r_base, r_c), (w_base, w_c) = _affine_start(body, producer, r_start), _affine_start(body, producer, w_start)
+        if r_base is None and w_base is None:
+            gaps = {(r_c + n if r_c < 0 else r_c) - (w_c + n if w_c < 0 else w_c)}
+        elif r_base is not None and r_base is w_base:
+            gaps = {r_c - w_c, r_c - w_c + n, r_c - w_c - n}
+        else:
+            continue  # starts not comparable on this axis
+        if all(g >= w_size or g <= -r_size for g in gaps):
+            return True
     return False
 
 

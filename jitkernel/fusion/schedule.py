@@ -16,6 +16,7 @@ from typing import Any, Callable
 from ..ir import AType, Eqn, Program, Var, primitives, semantics
 from ..ir.datadep_prims import describe_split
 from ..passes.complex_lower import lower_complex
+from ..passes.loop_dots import dots_in_loops_as_reductions
 from ..passes.loops import hoist_loop_invariants, scans_to_fori
 from ..passes.native_loops import CONTROL_FLOW, body_library_prims, native_ok
 from . import dynamic, index as ix, loops
@@ -463,7 +464,7 @@ def schedule(program: Program) -> KernelProgram:
     """
     # complex -> (real, imag) float pairs; loops too where the backend runs complex steps in bodies
     lowered, packed = lower_complex(program, "complex_library" in body_library_prims())
-    kp = _Scheduler(hoist_loop_invariants(scans_to_fori(lowered))).build()
+    kp = _Scheduler(hoist_loop_invariants(scans_to_fori(dots_in_loops_as_reductions(lowered)))).build()
     kp.complex_views = {**{kp.inputs[i]: dt for i, dt in packed.inputs.items()},
                         **{kp.outputs[k]: dt for k, dt in packed.outputs.items()}}
     return kp

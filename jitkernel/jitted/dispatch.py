@@ -16,7 +16,7 @@ from ..tracebacks import hide_engine_frames
 from ..tree import tree_flatten
 from .sequence_hint import add_sequence_hint
 from .debug_nans import check_call, checked_entry
-from .signature import _PY_SCALAR_DTYPES, Signature, _ndarray
+from .signature import _PY_SCALAR_DTYPES, NUMPY_SCALAR_TYPES, Signature, _ndarray
 from .write_back import _guarded_by_globals, _restore_byteorder
 
 
@@ -118,6 +118,9 @@ class DispatchMixin:
             elif type(a) in _PY_SCALAR_DTYPES:
                 key.append(type(a))
                 scalars.append(_PY_SCALAR_DTYPES[type(a)])
+            elif type(a) in NUMPY_SCALAR_TYPES:  # np.float64(1.5): passed as a 0-d array, as the checked path does
+                key.append(type(a))
+                scalars.append(a.dtype)
             elif isinstance(a, _DeviceArray) and compiled.backend in DEVICE_ARRAY_BACKENDS:
                 key.append((a.shape, a.dtype, type(a)))  # used where it is (device.put)
                 scalars.append(None)

@@ -21,6 +21,11 @@ _PY_SCALAR_DTYPES = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: n
                      complex: np.dtype(np.complex128)}
 
 
+# NumPy scalar types whose type alone fixes the dtype (datetime and timedelta carry a unit, and
+# str_, bytes_, void a length): a warm call with one is keyed by its type on the fast path.
+NUMPY_SCALAR_TYPES = frozenset(t for t in np.sctypeDict.values()
+                               if issubclass(t, (np.bool_, np.number)) and not issubclass(t, np.timedelta64))
+
 NUMPY_SCALAR = "numpy scalar"  # the fourth entry of the spec of a NumPy scalar argument
 
 
@@ -216,24 +221,11 @@ class SignatureMixin:
 
     def _leaf_names(self, dyn_args: tuple, dyn_kwargs: dict) -> list[str]:
         names: list[str] = []
-
-        def walk(node: Any, path: str) -> None:
-            if node is None:
-                return
-            if isinstance(node, (tuple, list)) and not hasattr(node, "_fields"):
-                for i, c in enumerate(node):
-                    walk(c, f"{path}[{i}]")
-            elif isinstance(node, dict):
-                for k in sorted(node):
-                    walk(node[k], f"{path}[{k!r}]")
-            else:
-                names.append(path)
-
         dyn_positions = [i for i in range(len(dyn_args) + len(self.static_argnums)) if i not in self.static_argnums]
         for i, a in zip(dyn_positions, dyn_args):
-            walk(a, self._arg_name(i))
+            _append_leaf_names(a, self._arg_name(i), names)
         for k in sorted(dyn_kwargs):
-            walk(dyn_kwargs[k], k)
+            _append_leaf_names(dyn_kwargs[k], k, names)
         return names
 
     def _dynamic_leaves(self, args: tuple, kwargs: dict) -> list:
@@ -258,3 +250,18 @@ class SignatureMixin:
         nums = {i for i, a in enumerate(args) if is_int(a) and i not in self.static_argnums}
         names = {k for k, a in kwargs.items() if is_int(a) and k not in self.static_argnames}
         return (nums, names) if nums or names else None
+
+
+def _append_leaf_names(node: Any, path: str, names: list[str]) -> None:
+    """The names of `node`'s leaves (`x[0]['k']`), in tree_flatten's order. A module function: a
+    nested one calling itself would be a reference cycle left behind by every checked call."""
+    if node is None:
+        return
+    if isinstance(node, (tuple, list)) and not hasattr(node, "_fields"):
+        for i, c in enumerate(node):
+            _append_leaf_names(c, f"{path}[{i}]", names)
+    elif isinstance(node, dict):
+        for k in sorted(node):
+            _append_leaf_names(node[k], f"{path}[{k!r}]", names)
+    else:
+        names.append(path)

@@ -33,7 +33,10 @@ def _has_library_loops(kp: KernelProgram) -> bool:
 def device_text(program: Program, stage: str, kp: KernelProgram | None = None) -> str:
     """The "cuda" (translation unit) or "ptx" text of an optimised program, whatever backend
     compiled it: `f.lower(x).as_text("cuda")` works on the CPU backend too."""
-    if kp is None or _has_library_loops(kp):  # a CPU schedule keeps such loops library steps
+    # A CPU schedule keeps loops with library steps library steps, and turns small products in
+    # bodies into reductions (passes/loop_dots.py) where the CUDA backends keep the product:
+    # a program with control flow is scheduled again as they schedule it.
+    if kp is None or _has_library_loops(kp) or any(e.prim in CONTROL_FLOW_PRIMITIVES for e in program.eqns):
         with library_steps_in_bodies(BODY_LIBRARY_PRIMS):
             kp = schedule(program)
     source = render_program(kp).source
