@@ -16,6 +16,7 @@ Decisions (docs/numpy-support.md, "Python control flow"):
 from __future__ import annotations
 
 import builtins
+import contextvars
 import operator
 from typing import Any, Callable, Sequence
 
@@ -35,6 +36,11 @@ from .iteration import IndexedSequence, iter_enumerate, iter_zip  # noqa: F401  
 from .callees import call  # noqa: F401  (ag__.call: calls of user functions and creation functions)
 
 UNROLL_LIMIT = 4  # a static range with at most this many iterations is unrolled
+# ... unless the short loops around it, unrolled too, would copy its body more often than this: nested
+# short loops multiply (NPBench's scattering_self_energies: six loops of 2-4 trips were 128 copies of
+# the inner loops and a 5.9 s first call); past it the short loop is one loop as a long one is.
+MAX_UNROLLED_COPIES = 16
+_unrolled_copies = contextvars.ContextVar("jitkernel_unrolled_copies", default=1)  # copies of the body being traced
 MAX_PEELED = 2  # iterations run as Python before a loop whose state changes type is unrolled
 # a static loop whose body cannot be traced with a traced index (a Python list indexed by it, a
 # slice whose length depends on it) is unrolled up to this many iterations, else the error stands
@@ -738,8 +744,14 @@ def for_range(range_fn: Any, args: tuple, body: Callable, target: Any, state: tu
     static = all(not _traced(a) for a in args)
     if static:
         r = range(*args)
-        if len(r) <= UNROLL_LIMIT or not _touches_traced((body,), state) or unsupported:
-            return _python_for(r, body, target, state, names, brk, written)  # (a try/raise body runs as Python)
+        copies = _unrolled_copies.get() * len(r)
+        short = len(r) <= UNROLL_LIMIT and copies <= MAX_UNROLLED_COPIES
+        if short or not _touches_traced((body,), state) or unsupported:
+            token = _unrolled_copies.set(max(copies, 1))
+            try:  # (a try/raise body runs as Python)
+                return _python_for(r, body, target, state, names, brk, written)
+            finally:
+                _unrolled_copies.reset(token)
         return _static_traced_for(r, body, target, state, names, written, brk)
     _refuse(unsupported, "a loop whose range is traced", "loop")
     bounds = _range_bounds(args)
@@ -938,7 +950,11 @@ def _traced_for(bounds: tuple, body: Callable, target: Any, state: tuple, names:
     for attempt in range(3):
         def run_body(i: Any, carry: tuple) -> tuple:
             inputs = st.rebuild(carry)
-            out = st.check(body(i, inputs), kind_changes=static_range is not None)
+            token = _unrolled_copies.set(1)  # a loop body is traced once
+            try:
+                out = st.check(body(i, inputs), kind_changes=static_range is not None)
+            finally:
+                _unrolled_copies.reset(token)
             in_place.append(_in_place_positions(_State(inputs, names), out))
             return st.carry(out)
 
