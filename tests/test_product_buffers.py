@@ -9,6 +9,7 @@ import threading
 import numpy as np
 
 import jitkernel as jk
+from helpers import assert_clean_exit, run_script
 
 RNG = np.random.default_rng(3)
 A = RNG.standard_normal((64, 96)).astype(np.float32)
@@ -94,19 +95,27 @@ def test_a_training_loop_alternates_between_two_output_arrays():
 def test_a_call_on_the_checked_path_leaves_no_cycle_and_its_dropped_result_is_reused():
     # NumPy scalar arguments take the checked path on every call; a reference cycle left by it
     # (a nested function calling itself holds the leaves) kept each result alive until the
-    # garbage collector ran, so every call allocated and page-faulted a fresh output.
-    import gc
-
-    f = jk.jit(lambda a, b, k: {"r": (np.clip(a, 0, 1) * k + b,)})
-    args = (A, A * 2, np.float32(3))
-    f(*args)
-    gc.collect()
-    gc.disable()
-    try:
+    # garbage collector ran, so every call allocated and page-faulted a fresh output. In a fresh
+    # interpreter: in this one, other tests' threads (Dask workers, kernels) make cyclic garbage
+    # of their own while the collector is off.
+    proc = run_script("""
+        import gc, sys
+        import numpy as np
+        import jitkernel as jk
+        A = np.random.default_rng(0).standard_normal((64, 96)).astype(np.float32)
+        f = jk.jit(lambda a, b, k: {"r": (np.clip(a, 0, 1) * k + b,)})
+        args = (A, A * 2, np.float32(3))
+        f(*args)
+        gc.collect()
+        gc.disable()
         pointers = set()
         for _ in range(6):
             pointers.add(f(*args)["r"][0].ctypes.data)
-        assert gc.collect() == 0
-    finally:
+        garbage = gc.collect()
         gc.enable()
-    assert len(pointers) == 1
+        print(garbage, len(pointers))
+    """, 300)
+    assert_clean_exit(proc)
+    garbage, arrays = proc.stdout.split()
+    assert garbage == "0", proc.stdout  # no cycle left by the calls
+    assert arrays == "1", proc.stdout  # every call wrote the same (reused) output
