@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import jax
 import jax.numpy as jnp
@@ -271,21 +271,30 @@ class Kernel:
 BLOCK_ITEMSIZE = 4
 
 
+def _all_eqns(jaxpr: Any) -> Iterator[Any]:
+    """Every equation of a jaxpr, each followed by those of its sub-jaxprs (loops, branches)."""
+    for eqn in jaxpr.eqns:
+        yield eqn
+        for p in eqn.params.values():
+            sub = getattr(p, "jaxpr", p)
+            if hasattr(sub, "eqns"):
+                yield from _all_eqns(sub)
+
+
+def _out_dtypes(eqn: Any) -> list[np.dtype]:
+    return [np.dtype(v.aval.dtype) for v in eqn.outvars if hasattr(v.aval, "dtype")]
+
+
 def narrow_values(kernel_inputs: list, jaxpr: Any) -> str:
     """The first value of a kernel narrower than 32 bits, as text ("" when there is none): a block
     it reads or writes (bool included), or a step computing in 8 or 16 bits."""
     for v in kernel_inputs:
         if np.dtype(v.aval.dtype).itemsize < BLOCK_ITEMSIZE:
             return f"a {np.dtype(v.aval.dtype)} block"
-    for eqn in jaxpr.eqns:
-        for v in eqn.outvars:
-            dtype = np.dtype(getattr(v.aval, "dtype", np.float32))
+    for eqn in _all_eqns(jaxpr):
+        for dtype in _out_dtypes(eqn):
             if dtype != np.bool_ and dtype.itemsize < BLOCK_ITEMSIZE:
                 return f"a {dtype} step ({eqn.primitive.name})"
-        for p in eqn.params.values():
-            sub = getattr(p, "jaxpr", p)
-            if hasattr(sub, "eqns") and (found := narrow_values([], sub)):
-                return found
     return ""
 
 
@@ -303,31 +312,14 @@ DIFFERS_IN_MOSAIC_LAX = {"neg": "Mosaic negates a float as 0 - x, losing -0.0 (m
 def differs_in_mosaic(group: KernelGroup, jaxpr: Any) -> str:
     """Why a step of the group would not give NumPy's answer in a Mosaic kernel ("" when none)."""
     found = next((DIFFERS_IN_MOSAIC[e.prim] for e in group.eqns if e.prim in DIFFERS_IN_MOSAIC), "")
-    return found or _lax_step_differs(jaxpr)
-
-
-def _lax_step_differs(jaxpr: Any) -> str:
-    for eqn in jaxpr.eqns:
-        floats = any(np.issubdtype(getattr(v.aval, "dtype", np.int32), np.floating) for v in eqn.outvars)
-        if eqn.primitive.name in DIFFERS_IN_MOSAIC_LAX and floats:
-            return DIFFERS_IN_MOSAIC_LAX[eqn.primitive.name]
-        for p in eqn.params.values():
-            sub = getattr(p, "jaxpr", p)
-            if hasattr(sub, "eqns") and (found := _lax_step_differs(sub)):
-                return found
-    return ""
+    return found or next((DIFFERS_IN_MOSAIC_LAX[e.primitive.name] for e in _all_eqns(jaxpr)
+                          if e.primitive.name in DIFFERS_IN_MOSAIC_LAX
+                          and any(np.issubdtype(d, np.floating) for d in _out_dtypes(e))), "")
 
 
 def _holds_64_bit(jaxpr: Any) -> bool:
     """Whether any value of a jaxpr (its sub-jaxprs included) is 64 bits wide."""
-    for eqn in jaxpr.eqns:
-        if any(np.dtype(v.aval.dtype).itemsize == 8 for v in eqn.outvars if hasattr(v.aval, "dtype")):
-            return True
-        for p in eqn.params.values():
-            sub = getattr(p, "jaxpr", p)
-            if hasattr(sub, "eqns") and _holds_64_bit(sub):
-                return True
-    return False
+    return any(d.itemsize == 8 for eqn in _all_eqns(jaxpr) for d in _out_dtypes(eqn))
 
 
 @dataclass
