@@ -130,7 +130,8 @@ class TpuBackend(Backend):
         on_device = None
         if self.device_arrays:
             on_device = next((d for d in tpu_devices() if d.backing == device), None)
-        run = TpuExecutable(executable, lowered_program.lowering, device, packed, name, on_device)
+        wide = any(np.dtype(v.aval.dtype).itemsize == 8 for v in program.invars)
+        run = TpuExecutable(executable, lowered_program.lowering, device, packed, name, on_device, wide)
         hlo, kernels = staged.as_text(), lowered_program.lowering.pallas.text(no_kernels)
         return run, {"hlo": lambda: hlo, "pallas": lambda: kernels}
 
@@ -189,7 +190,7 @@ class TpuExecutable:
     raised after the call."""
 
     def __init__(self, executable: Any, lowering: Any, device: Any, packed: Packed, name: str = "",
-                 on_device: Any = None) -> None:
+                 on_device: Any = None, wide_inputs: bool = True) -> None:
         self.executable, self.lowering, self.device = executable, lowering, device
         self.packed = packed  # complex arguments and results cross as float (..., 2) views
         self.host_steps = tuple(lowering.host_steps)  # primitives run on the host (docs/tpu.md)
@@ -197,9 +198,15 @@ class TpuExecutable:
         self.on_device = on_device  # the TpuDevice results stay on, or None: NumPy results
         self.guard = device.platform == "cpu"  # the program takes a run-time -0.0 last (lowering.py)
         self.negative_zero = None  # that argument on the device, made at the first call
+        # whether an argument is 64-bit: only then does a call need JAX's x64 mode (a host
+        # int64/float64 array would otherwise be narrowed on its way in)
+        # (the run-time -0.0 is a float64 already on the device: it needs no x64 mode)
+        self.wide_inputs = wide_inputs
+        self.out_meta: list | None = None  # the results' (shape, dtype), from the first call
 
     def _argument(self, a: Any, k: int) -> Any:
-        if isinstance(a, TpuArray) and self.on_device is not None and a.device == self.on_device:
+        if isinstance(a, TpuArray) and self.on_device is not None \
+                and (a.device is self.on_device or a.device == self.on_device):
             if k in self.packed.inputs:  # a complex array on the chip: its (real, imag) pairs
                 import jax.numpy as jnp  # optional dependency
                 return jnp.stack([jnp.real(a._buffer), jnp.imag(a._buffer)], axis=-1)
@@ -211,22 +218,35 @@ class TpuExecutable:
         return a
 
     def __call__(self, arrays: list | tuple) -> list:
-        import jax  # optional dependency
-        self.lowering.exception_slots.clear()
+        # (measured on a v5e, a tiny function on a device array: JAX's own jax.jit dispatch
+        # takes 115 us, its compiled executable's call 121 us; what this method adds is kept
+        # to the few microseconds below: benchmarks/tpu_dispatch.py)
+        if self.host_steps:
+            self.lowering.exception_slots.clear()
         inputs = [self._argument(a, k) for k, a in enumerate(arrays)]
-        with jax.enable_x64(True):
-            # host arrays go to the executable as they are: its own (C++) call transfers them to
-            # the device it was compiled for, 13 us for a tiny call where a jax.device_put of
-            # each first took 63 us (measured on tpu-interpret); arrays on the chip cross as
-            # their buffers
-            if self.guard:
-                if self.negative_zero is None:
+        # host arrays go to the executable as they are: its own (C++) call transfers them to
+        # the device it was compiled for, 13 us for a tiny call where a jax.device_put of
+        # each first took 63 us (measured on tpu-interpret); arrays on the chip cross as
+        # their buffers
+        if self.guard:
+            if self.negative_zero is None:
+                import jax  # optional dependency
+                with jax.enable_x64(True):
                     self.negative_zero = jax.device_put(np.float64(-0.0), self.device)
-                inputs.append(self.negative_zero)
+            inputs.append(self.negative_zero)
+        if self.wide_inputs:  # a 64-bit host array must not be narrowed by JAX's x32 default
+            import jax  # optional dependency
+            with jax.enable_x64(True):
+                outs, state = self.executable(*inputs)
+        else:  # (the x64 context costs 6 us a call on the v5e)
             outs, state = self.executable(*inputs)
+        if state is not None:
             self.lowering.checks.raise_for(state)
         if self.on_device is not None and not self.packed.outputs:
-            return [TpuArray._wrap(o, tuple(o.shape), np.dtype(o.dtype), self.on_device, self.name) for o in outs]
+            if self.out_meta is None:  # static for a compiled executable: read once
+                self.out_meta = [(tuple(o.shape), np.dtype(o.dtype)) for o in outs]
+            device, name, wrap = self.on_device, self.name, TpuArray._wrap
+            return [wrap(o, shape, dtype, device, name) for o, (shape, dtype) in zip(outs, self.out_meta)]
         results = [np.array(o) for o in outs]
         for k, dtype in self.packed.outputs.items():
             pairs = np.ascontiguousarray(results[k])
