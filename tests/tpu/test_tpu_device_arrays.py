@@ -84,3 +84,20 @@ def test_benchmark_synchronises(tpu):
     f = jk.jit(lambda x: np.tanh(x) * 2, backend="tpu")
     record = jk.benchmark(f, jk.device_put(np.ones(1024, np.float32), tpu), repeat=3, number=2, baseline=False)
     assert record.compiled.median > 0
+
+
+def test_64_bit_host_arguments_are_not_narrowed_and_32_bit_calls_return_64_bit_results(tpu):
+    # A call enters JAX's x64 mode only when an argument is 64-bit (backends/tpu/backend.py):
+    # an int64 host array beyond int32's range must cross whole, and a float32-only call must
+    # still return NumPy's int64 / float64 results.
+    big = np.array([2**40 + 3, -(2**35)], np.int64)
+    wide = jk.jit(lambda i, x: (i * 2, x + 1), backend="tpu")
+    i2, x1 = wide(big, np.ones(2, np.float32))
+    np.testing.assert_array_equal(np.asarray(i2), big * 2)
+    assert np.asarray(i2).dtype == np.int64 and np.asarray(x1).dtype == np.float32
+    narrow = jk.jit(lambda x: (np.argmax(x), x.astype(np.float64) * 1e300), backend="tpu")
+    x = jk.device_put(np.array([1.0, 5.0, 2.0], np.float32), tpu)
+    for _ in range(2):  # the first call and a warm one (the results' shapes read once)
+        arg, scaled = narrow(x)
+        assert np.asarray(arg).dtype == np.int64 and int(np.asarray(arg)) == 1
+        np.testing.assert_array_equal(np.asarray(scaled), np.array([1.0, 5.0, 2.0]) * 1e300)
