@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import jitkernel as jk
+from benchmarks import first_calls
 from jitkernel.autograph import UNROLL_LIMIT, convert
 from jitkernel.errors import InPlaceUpdateError, TracerBoolConversionError, UnsupportedOperationError
 from tests.helpers import assert_matches_numpy, check
@@ -342,15 +343,8 @@ def test_a_10000_iteration_loop_compiles_in_about_the_time_of_one():
 # `k = int(x * bins)` in a loop body used to need the concrete value: the loop was unrolled (or
 # refused over a traced range). In a compiled body it is a traced Python-like int.
 
-def histogram_by_loop(a, bins):
-    counts = np.zeros(bins, dtype=np.int64)
-    lo, hi = a.min(), a.max()
-    for x in a:
-        k = int((x - lo) / (hi - lo) * bins)
-        if k == bins:
-            k = bins - 1
-        counts[k] += 1
-    return counts
+# (the function benchmarks/first_calls.py times: one definition for both)
+histogram_by_loop = first_calls.histogram
 
 
 def conversions_in_a_traced_loop(a, n):

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import jitkernel as jk
+from benchmarks import first_calls
 from jitkernel.errors import UnsupportedOperationError
 from tests.helpers import assert_matches_numpy
 from helpers import HOST_BACKENDS
@@ -314,19 +315,8 @@ def test_a_selection_sort_is_one_native_loop():
 # A `return` or `break` makes the loop a while loop, whose index had no known range, so
 # `A[k:, k]` was refused ("the range of a traced bound is not known").
 
-def _determinant(A):
-    A = A.copy()
-    det = 1.0
-    for k in range(A.shape[0]):
-        p = np.argmax(np.abs(A[k:, k])) + k
-        if A[p, k] == 0:
-            return 0.0
-        if p != k:
-            A[[k, p]] = A[[p, k]]
-            det = -det
-        det *= A[k, k]
-        A[k + 1:] -= np.outer(A[k + 1:, k] / A[k, k], A[k])
-    return det
+# (the function benchmarks/first_calls.py times: one definition for both)
+_determinant = first_calls.determinant
 
 
 def _first_prefix_over(a, limit):
