@@ -73,15 +73,28 @@ def _schedule_fori(sched: Any, eqn: Eqn, n: int, text: list[str]) -> list:
     body: Program = eqn.params["body"]
     carries = _carries(sched, init, eqn.outputs, body, 1 + nconsts)
     index = register_buffer(sched, body.invars[0].aval)
-    if sched._is_literal(lower) and sched._is_literal(upper):
-        lo, hi = (int(sched.const_value[v].reshape(()).item()) for v in (lower, upper))
+    bounds = [_bound_range(sched, v) for v in (lower, upper)]
+    trips_at_most = None
+    if bounds[0] is not None and bounds[1] is not None:
+        # The index lies in [smallest lower, largest upper - 1] on every trip, whatever the
+        # bounds are at run time: an inner loop's `range(i + 1, n)` gives its index a range too.
+        (lo, _), (_, hi) = bounds
+        trips_at_most = max(hi - lo, 0)
         if hi > lo:
             sched.ranges[index] = (lo, hi - 1)
     ins = [index] + [buf[v] for v in consts] + [c.cur for c in carries]
     steps = sub_steps(sched, body, ins, [c.nxt for c in carries])
     _prefix_names(steps, f"k{n}_fori_")
     return [LoopStep(f"k{n}_fori_loop", "fori", carries, steps, index=index, lower=buf[lower],
-                     upper=buf[upper], graph_ops=text)]
+                     upper=buf[upper], graph_ops=text, trips_at_most=trips_at_most)]
+
+
+def _bound_range(sched: Any, v: Var) -> tuple[int, int] | None:
+    """The range of a loop bound: a literal's value, or the range proved for its buffer."""
+    if sched._is_literal(v):
+        value = int(sched.const_value[v].reshape(()).item())
+        return value, value
+    return sched.ranges.get(sched.buf_of.get(v))
 
 
 def _schedule_while(sched: Any, eqn: Eqn, n: int, text: list[str]) -> list:
