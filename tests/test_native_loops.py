@@ -578,3 +578,58 @@ def test_first_bad_axis_is_named_when_a_constant_index_is_out_of_bounds(backend)
         f(x, 1)
     with pytest.raises(IndexError, match="^index 1 is out of bounds for axis 1 with size 1$"):
         f(x, 0)
+
+
+# -- ranges of loop indices whose bounds are computed (fusion/dynamic.py range_of) --------------
+
+TRIANGULAR_DP = """
+def f(a):
+    n = a.shape[0]
+    t = np.zeros((n, n))
+    for i in range(n - 1, -1, -1):
+        for j in range(i + 1, n):
+            for k in range(i + 1, j):
+                t[i, j] = max(t[i, j], t[i, k] + t[k + 1, j] + a[k])
+    return t
+"""
+
+
+def test_inner_loops_of_a_triangular_nest_are_proved_in_bounds(tmp_path):
+    """`range(i + 1, n)` inside a reversed `range(n - 1, -1, -1)`: interval arithmetic gives j
+    and k their ranges, so the innermost loop reads and writes with no index check, and the
+    nest's trip counts are bounded: the call runs on the calling thread (runtime.py), not on a
+    thread started per call for work of unknown length."""
+    from helpers import load
+    f = load(tmp_path, TRIANGULAR_DP)
+    a = np.random.default_rng(0).random(9)
+    np.testing.assert_array_equal(jk.jit(f)(a), f(a))
+    lowered = jk.jit(f).lower(a)
+    innermost = lowered.as_text("kernels").rsplit("loop ", 1)[1]
+    assert "index_check" not in innermost, innermost
+    assert "on_worker" not in lowered.compiled.executable.source
+
+
+_INDEX_FORMS = ["j + {d}", "n - 1 - j + {d}", "2 * i - j + {d}", "i - k + {d}", "(i * j) % 5 + {d}"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(form=st.sampled_from(_INDEX_FORMS), d=st.integers(-9, 4), c1=st.integers(-3, 3), c2=st.integers(-3, 2),
+       reverse=st.booleans(), n=st.integers(1, 6))
+def test_random_nests_with_computed_bounds_match_numpy(tmp_path_factory, form, d, c1, c2, reverse, n):
+    """Reads through indices of loops whose bounds come from enclosing indices: a check is left
+    out only where the ranges prove it; elsewhere NumPy's wrap of a negative index and its
+    IndexError still apply."""
+    from helpers import load
+    outer = "range(n - 1, -1, -1)" if reverse else "range(n)"
+    src = (f"def f(a):\n    n = a.shape[0]\n    acc = 0.0\n    for i in {outer}:\n"
+           f"        for j in range(i + {c1}, n + {c2}):\n            for k in range(j - 1, j + 1):\n"
+           f"                acc = acc * 0.5 + a[{form.format(d=d)}]\n    return acc\n")
+    f = load(tmp_path_factory.mktemp("nest"), src)
+    a = np.arange(1.0, n + 1)
+    try:
+        want = f(a)
+    except IndexError:
+        with pytest.raises(IndexError):
+            jk.jit(f)(a)
+        return
+    assert float(jk.jit(f)(a)) == want, src
