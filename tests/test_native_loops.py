@@ -633,3 +633,72 @@ def test_random_nests_with_computed_bounds_match_numpy(tmp_path_factory, form, d
             jk.jit(f)(a)
         return
     assert float(jk.jit(f)(a)) == want, src
+
+
+# -- loop versioning: bounds read from arguments (fusion/versioning.py) --------------------------
+
+SWEEP = """
+def f(T, N, A):
+    for t in range(T):
+        for i in range(1, N - 1):
+            for j in range(1, N - 1):
+                A[i, j] = (A[i, j - 1] + A[i - 1, j] + A[i + 1, j + 1]) / 4.0
+    return A
+"""
+
+
+def test_a_nest_with_bounds_from_arguments_has_a_copy_without_index_checks(tmp_path):
+    """`range(1, N - 1)` with N an argument: the nest runs in a copy whose checks are proved
+    from N - 1 <= 48 (checked once before the loop), or in the checked copy otherwise."""
+    from helpers import load
+    f = load(tmp_path, SWEEP)
+    a = np.random.default_rng(1).random((50, 50))
+    for n in (50, 30, 2, 51, 0):
+        try:
+            want = f(3, n, a.copy())
+        except IndexError:
+            with pytest.raises(IndexError):
+                jk.jit(f)(3, n, a.copy())
+            continue
+        np.testing.assert_array_equal(jk.jit(f)(3, n, a.copy()), want)
+    text = jk.jit(f).lower(3, 50, a).as_text("kernels")
+    assert "_versions" in text, text
+    checked, fast = text.split("branch 1:")
+    assert "index_check" in checked and "index_check" not in fast, fast
+
+
+@settings(max_examples=40, deadline=None)
+@given(lo=st.integers(-3, 3), hi=st.integers(-2, 9), d=st.integers(-7, 3), e=st.integers(-2, 2),
+       reverse=st.booleans())
+def test_random_versioned_loops_match_numpy(tmp_path_factory, lo, hi, d, e, reverse):
+    """Loops whose bounds are arguments, reading through `index + c`: whichever copy runs, the
+    result is NumPy's, and so are the wrap of negative indices and the IndexError."""
+    from helpers import load
+    outer = "range(hi - 1, lo - 1, -1)" if reverse else "range(lo, hi)"
+    src = (f"def f(lo, hi, a):\n    acc = 0.0\n    for i in {outer}:\n        for j in range(lo, hi + {e}):\n"
+           f"            acc = acc * 0.5 + a[i + {d}, j] - a[j - 1, i]\n    return acc\n")
+    f = load(tmp_path_factory.mktemp("ver"), src)
+    a = np.arange(42.0).reshape(6, 7) ** 1.5
+    try:
+        want = f(lo, hi, a)
+    except IndexError:
+        with pytest.raises(IndexError):
+            jk.jit(f)(lo, hi, a)
+        return
+    assert float(jk.jit(f)(lo, hi, a)) == want, src
+
+
+def test_a_bound_carried_by_the_loop_is_never_assumed(tmp_path):
+    """An inner bound that the outer loop changes every trip (`m = m + 2`) cannot be compared
+    once before the nest: the inner loop keeps its checks, and NumPy's IndexError comes when m
+    grows past the array."""
+    from helpers import load
+    f = load(tmp_path, "def f(T, a):\n    m = 1\n    acc = 0.0\n    for t in range(T):\n"
+                       "        for j in range(m):\n            acc = acc + a[j]\n        m = m + 2\n    return acc\n")
+    a = np.arange(1.0, 8.0)
+    assert float(jk.jit(f)(3, a)) == f(3, a)
+    with pytest.raises(IndexError):
+        f(5, a)
+    with pytest.raises(IndexError):
+        jk.jit(f)(5, a)
+    assert "_versions" not in jk.jit(f).lower(3, a).as_text("kernels")

@@ -96,6 +96,9 @@ class BranchStep:
     outs: list[int]
     operands: list[int]
     graph_ops: list[str] = field(default_factory=list)
+    # Two copies of one loop (fusion/versioning.py): branch 1, its index checks proved from
+    # assumed bounds, runs whenever the bounds lie in those ranges; branch 0 is the checked loop.
+    versioned: bool = False
 
     domain = ()
     stores: tuple = ()
@@ -203,6 +206,10 @@ def control_work(step: ControlStep, consts: dict, kernel_work: Any, unknown: int
         return sum(kernel_work(s, consts) for s in steps)
 
     if isinstance(step, BranchStep):
+        if step.versioned:
+            # The checked copy runs only for bounds outside the assumed ranges, where its
+            # indices leave the arrays (an IndexError) within about the arrays' lengths.
+            return steps_work(step.branches[1])
         return max((steps_work(br) for br in step.branches), default=0)
     if step.kind != "fori":
         return unknown

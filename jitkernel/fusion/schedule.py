@@ -73,6 +73,7 @@ class _Scheduler:
                  ranges: dict | None = None, in_body: bool = False) -> None:
         self.program = program
         self.in_body = in_body  # a loop body or branch (schedule_control.py)
+        self.versioning = True  # may a fori loop get a versioned copy (fusion/versioning.py)
         self.producer: dict[Var, Eqn] = program.producers()
         self.eqn_index = {id(e): i for i, e in enumerate(program.eqns)}
         self.const_value = dict(zip(program.constvars, program.consts))
@@ -89,7 +90,9 @@ class _Scheduler:
     def nested(self, program: Program) -> _Scheduler:
         """The scheduler of a loop body or branch (fusion/schedule_control.py): it allocates in
         this one's buffer table, constants and known ranges."""
-        return _Scheduler(program, buffers=self.buffers, const_sink=self.const_sink, ranges=self.ranges, in_body=True)
+        sub = _Scheduler(program, buffers=self.buffers, const_sink=self.const_sink, ranges=self.ranges, in_body=True)
+        sub.versioning = self.versioning
+        return sub
 
     # -- which variables get buffers ------------------------------------------------
     def _is_literal(self, v: Var) -> bool:
