@@ -35,7 +35,7 @@ BOOL = np.dtype(np.bool_)
 _OPEN = 1 << 40
 
 
-def _written(steps: list) -> set[int]:
+def written_buffers(steps: list) -> set[int]:
     """Every buffer the steps (and their sub-steps) write, loop indices and carries included."""
     out: set[int] = set()
     for s in all_steps(steps):
@@ -108,7 +108,7 @@ def assumptions(loop: LoopStep, steps: list, literal: Callable[[int], int | None
     has no range yet; a literal bound (`literal(bid)`) must already lie in the needed range."""
     loops = [loop] + [s for s in all_steps(steps) if isinstance(s, LoopStep) and s.kind == "fori"]
     need = _needed_ranges(steps, loops)
-    written = _written([loop])  # its own index and carries too: a carry changes every trip
+    written = written_buffers([loop])  # its own index and carries too: a carry changes every trip
     assumed: dict[int, tuple[int, int]] = {}
     for lp in loops:
         if lp.index not in need or lp.index in ranges:
