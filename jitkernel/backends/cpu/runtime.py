@@ -28,7 +28,9 @@ import numpy as np
 
 from ...config import config
 from ...fusion.kernel_ir import Compute, KernelProgram, LibraryCall, RowKernel
+from ...fusion.dynamic import range_of
 from ...fusion.loops import control_work, is_control
+from ...fusion.versioning import written_buffers
 from ...ir.primitives import dot_general_numpy
 from .in_place_updates import in_place_impl
 from ..status import StatusWord, raise_status
@@ -351,8 +353,6 @@ def work_at_call(kp: KernelProgram, seg: Segment) -> tuple[Callable[..., int], l
     `estimate(*arrays)` is the segment's work with those values, the bounds the segment's own
     scalar kernels compute from them included (interval arithmetic, fusion/dynamic.py range_of).
     None when no such buffer exists. A loop that still has no trip count counts as LONG_WORK."""
-    from ...fusion.dynamic import range_of
-    from ...fusion.versioning import written_buffers
     concrete = kp.steps[seg.step_index: seg.step_index + len(seg.kernels)] if seg.step_index >= 0 else []
     kernels = concrete if len(concrete) == len(seg.kernels) and not any(
         isinstance(k, LibraryCall) for k in concrete) else seg.kernels
