@@ -702,3 +702,27 @@ def test_a_bound_carried_by_the_loop_is_never_assumed(tmp_path):
     with pytest.raises(IndexError):
         jk.jit(f)(5, a)
     assert "_versions" not in jk.jit(f).lower(3, a).as_text("kernels")
+
+
+TRIANGULAR_DOTS = """
+def f(alpha, A, B):
+    for i in range(B.shape[0]):
+        for j in range(B.shape[1]):
+            B[i, j] += np.dot(A[i + 1:, i], B[i + 1:, j])
+    B *= alpha
+    return B
+"""
+
+
+def test_the_mask_of_a_loop_index_window_stays_in_the_inner_loop(tmp_path):
+    """trmm: `A[i + 1:, i] @ B[i + 1:, j]` is a sum over a padded axis masked by `iota >= i + 1`.
+    The mask reads only i, so it is invariant in the j loop, but hoisted it was a buffer and the
+    sum ran over the whole padded axis; in the body it bounds the kernel's loop (extents.py)."""
+    from helpers import load
+    f = load(tmp_path, TRIANGULAR_DOTS)
+    rng = np.random.default_rng(3)
+    a, b = rng.random((9, 9)), rng.random((9, 7))
+    np.testing.assert_allclose(jk.jit(f)(1.5, a, b.copy()), f(1.5, a, b.copy()), rtol=1e-13)
+    text = jk.jit(f).lower(1.5, a, b).as_text("kernels")
+    inner = text.split("k0_fori_k0_fori_loop")[1]
+    assert "greater_equal" in inner and "bool[" not in text.split("outputs:")[0], text
