@@ -726,3 +726,22 @@ def test_the_mask_of_a_loop_index_window_stays_in_the_inner_loop(tmp_path):
     text = jk.jit(f).lower(1.5, a, b).as_text("kernels")
     inner = text.split("k0_fori_k0_fori_loop")[1]
     assert "greater_equal" in inner and "bool[" not in text.split("outputs:")[0], text
+
+
+def test_a_single_loop_with_argument_bounds_runs_unchecked_in_range(tmp_path):
+    """The versioned loop's own index gets the assumed range: `a[j - 1] + a[j + 1]` over
+    `range(lo, hi)` with lo and hi arguments has no check in the fast copy."""
+    from helpers import load
+    f = load(tmp_path, "def f(lo, hi, a):\n    s = 0.0\n    for j in range(lo, hi):\n"
+                       "        s = s * 0.5 + a[j - 1] + a[j + 1]\n    return s\n")
+    a = np.arange(1.0, 11.0)
+    for lo, hi in ((1, 9), (0, 9), (1, 10), (3, 2), (-4, 3)):
+        try:
+            want = f(lo, hi, a)
+        except IndexError:
+            with pytest.raises(IndexError):
+                jk.jit(f)(lo, hi, a)
+            continue
+        assert float(jk.jit(f)(lo, hi, a)) == want, (lo, hi)
+    checked, fast = jk.jit(f).lower(1, 9, a).as_text("kernels").split("branch 1:")
+    assert "index_check" in checked and "index_check" not in fast, fast

@@ -96,13 +96,14 @@ def _schedule_fori(sched: Any, eqn: Eqn, n: int, text: list[str]) -> list:
         assumed = assumptions(loop, steps, _literal_of(sched), sched.ranges) if versioning else {}
         if not assumed:
             return [loop]
-        fast = _fast_copy(sched, body, ins, outs, assumed)
+        lo, hi = (assumed.get(buf[v], r) for v, r in zip((lower, upper), bounds))
+        index_range = (lo[0], hi[1] - 1) if lo is not None and hi is not None else None
+        fast = _fast_copy(sched, body, ins, outs, assumed, index, index_range)
     finally:
         sched.versioning = versioning
     _prefix_names(fast, f"k{n}_fast_")
-    bounds = [_bound_range(sched, v) for v in (lower, upper)]
     fast_loop = LoopStep(f"k{n}_fast_fori_loop", "fori", carries, fast, index=index, lower=buf[lower], upper=buf[upper],
-                         graph_ops=text, trips_at_most=_trips(bounds, assumed, buf[lower], buf[upper]))
+                         graph_ops=text, trips_at_most=None if index_range is None else max(index_range[1] + 1 - index_range[0], 0))
     flag = sched.new_buffer(AType((), np.dtype(np.int32)), "temp")
     dtypes = {b: sched.buffers[b].dtype for b in assumed}
     check = condition_kernel(f"k{n}_versions_check", assumed, dtypes, flag)
@@ -121,12 +122,16 @@ def _literal_of(sched: Any) -> Callable[[int], int | None]:
     return values.get
 
 
-def _fast_copy(sched: Any, body: Program, ins: list[int], outs: list[int], assumed: dict) -> list:
-    """The body scheduled again with the bounds assumed in their ranges; the ranges the
-    assumptions implied for buffers that exist outside this copy are taken back afterwards."""
+def _fast_copy(sched: Any, body: Program, ins: list[int], outs: list[int], assumed: dict, index: int,
+               index_range: tuple[int, int] | None) -> list:
+    """The body scheduled again with the bounds assumed in their ranges (and the loop's own
+    index in the range they give it); the ranges the assumptions implied for buffers that exist
+    outside this copy are taken back afterwards."""
     before = dict(sched.ranges)
     first = len(sched.buffers)
     sched.ranges.update(assumed)
+    if index_range is not None and index_range[0] <= index_range[1]:
+        sched.ranges[index] = index_range
     try:
         return sub_steps(sched, body, ins, outs)
     finally:
@@ -135,13 +140,6 @@ def _fast_copy(sched: Any, body: Program, ins: list[int], outs: list[int], assum
                 sched.ranges[b] = before[b]
             elif b < first:
                 del sched.ranges[b]
-
-
-def _trips(bounds: list, assumed: dict, lower: int, upper: int) -> int | None:
-    """The trip bound of the fast copy: from the assumed (or known) ranges of its bounds."""
-    lo = assumed.get(lower, bounds[0])
-    hi = assumed.get(upper, bounds[1])
-    return None if lo is None or hi is None else max(hi[1] - lo[0], 0)
 
 
 def _bound_range(sched: Any, v: Var) -> tuple[int, int] | None:
