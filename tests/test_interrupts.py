@@ -130,3 +130,33 @@ def test_ctrl_c_interrupts_a_long_call_promptly(mode: str) -> None:
     words = proc.stdout.split()
     assert words[:1] == ["interrupted"], proc.stdout
     assert words[2:3] == ["before-the-end"], proc.stdout
+
+
+def test_a_loop_bounded_by_an_argument_uses_a_worker_thread_only_when_long(monkeypatch):
+    """A loop whose trip count is an argument: the call estimates its work from the argument's
+    value (runtime.work_at_call) and runs short calls on the calling thread (no thread started
+    per call), long ones on a worker thread, where Ctrl-C can still stop the wait."""
+    import numpy as np
+    import jitkernel as jk
+    from jitkernel.backends.cpu import runtime
+
+    on_worker = []
+
+    def spy(*args):
+        on_worker.append(True)
+        return original(*args)
+    original = runtime._run_on_worker
+    monkeypatch.setattr(runtime, "_run_on_worker", spy)
+    monkeypatch.setattr(runtime, "LONG_WORK", 5000)
+
+    def f(x, t):
+        return jk.lax.fori_loop(0, t, lambda i, c: c * 0.5 + x[i % 4], 0.0)
+    g = jk.jit(f)
+    x = np.arange(4.0)
+    for t, long in ((3, False), (100_000, True), (5, False)):
+        want = 0.0
+        for i in range(t):
+            want = want * 0.5 + x[i % 4]
+        on_worker.clear()
+        assert float(g(x, t)) == want
+        assert bool(on_worker) is long, t

@@ -238,3 +238,50 @@ def test_a_masked_row_update_of_loop_index_length_is_in_place(tmp_path, backend)
     same_as_numpy(f, 1.5, 1.2, rng.random((9, 9)), rng.random((9, 5)), backend=backend)
     text = _loop_kernels(f, 1.5, 1.2, np.ones((9, 9)), np.ones((9, 5)))
     assert "[native]" in text and "update_copy" not in text, text
+
+
+SEIDEL_ROWS = """
+def f(T, A):
+    for t in range(T):
+        for i in range(1, A.shape[0] - 1):
+            A[i, 1:-1] += (A[i - 1, :-2] + A[i - 1, 1:-1] + A[i - 1, 2:] + A[i, 2:] + A[i + 1, :-2])
+            for j in range(1, A.shape[1] - 1):
+                A[i, j] += A[i, j - 1]
+                A[i, j] /= 9.0
+    return A
+"""
+
+
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
+def test_a_row_update_reading_its_own_row_elsewhere_is_staged_and_in_place(tmp_path, backend):
+    # seidel_2d: `A[i, 1:-1] += (... + A[i, 2:] + ...)` reads the row it writes one column
+    # ahead, and NumPy evaluates the whole right-hand side first: the new row goes to a buffer
+    # of its own (one row), then into A in place; before, all of A was copied for every row.
+    f = load(tmp_path, SEIDEL_ROWS)
+    rng = np.random.default_rng(8)
+    same_as_numpy(f, 3, rng.random((9, 7)), backend=backend)
+    text = _loop_kernels(f, 3, np.ones((9, 7)))
+    assert "[native]" in text and "update_copy" not in text, text
+
+
+_OVERLAPPING_WRITES = ["y[j, 1:-1] += y[j, 2:] + y[j - 1, :-2]", "y[j, 1:] = y[j, :-1] * 2",
+                       "y[j, :-1] = y[j, 1:] - y[j, :-1]", "y[j, 1:-1] = y[j, ::-1][1:-1] + 1",
+                       "y[:, j:j + 3] = y[:, j + 1:j + 4] * y[:, j:j + 3]", "y[j, 1:] = y[j, :-1]\n        y[j, :-1] += y[j, 1:]",
+                       "if y[j, 0] > 3:\n            y[j, 1:] = y[j, :-1] + 1", "y[j - 1:j + 1, 1:] = y[j - 1:j + 1, :-1].T.T - 1",
+                       "y[j, 2:] = np.sqrt(y[j, :-2] + y[j, 1:-1])"]
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(write=st.sampled_from(_OVERLAPPING_WRITES), start=st.sampled_from([0, 1, 2]),
+       backend=st.sampled_from(HOST_BACKENDS))
+def test_random_overlapping_window_updates_in_loops_match_numpy(tmp_path_factory, write, start, backend):
+    """Window updates whose value reads the window's own array at overlapping, shifted or
+    reversed positions, in loops and branches: staged, then written in place, always NumPy's
+    result (the whole right-hand side before the write)."""
+    src = f"def f(y):\n    for j in range({start}, y.shape[1] - 3):\n        {write}\n    return y\n"
+    f = load(tmp_path_factory.mktemp("win"), src)
+    try:
+        same_as_numpy(f, np.arange(42.0).reshape(6, 7) ** 1.5, backend=backend)
+    except AssertionError as e:
+        raise AssertionError(f"{src}\n{e}") from None

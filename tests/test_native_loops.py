@@ -578,3 +578,170 @@ def test_first_bad_axis_is_named_when_a_constant_index_is_out_of_bounds(backend)
         f(x, 1)
     with pytest.raises(IndexError, match="^index 1 is out of bounds for axis 1 with size 1$"):
         f(x, 0)
+
+
+# -- ranges of loop indices whose bounds are computed (fusion/dynamic.py range_of) --------------
+
+TRIANGULAR_DP = """
+def f(a):
+    n = a.shape[0]
+    t = np.zeros((n, n))
+    for i in range(n - 1, -1, -1):
+        for j in range(i + 1, n):
+            for k in range(i + 1, j):
+                t[i, j] = max(t[i, j], t[i, k] + t[k + 1, j] + a[k])
+    return t
+"""
+
+
+def test_inner_loops_of_a_triangular_nest_are_proved_in_bounds(tmp_path):
+    """`range(i + 1, n)` inside a reversed `range(n - 1, -1, -1)`: interval arithmetic gives j
+    and k their ranges, so the innermost loop reads and writes with no index check, and the
+    nest's trip counts are bounded: the call runs on the calling thread (runtime.py), not on a
+    thread started per call for work of unknown length."""
+    from helpers import load
+    f = load(tmp_path, TRIANGULAR_DP)
+    a = np.random.default_rng(0).random(9)
+    np.testing.assert_array_equal(jk.jit(f)(a), f(a))
+    lowered = jk.jit(f).lower(a)
+    innermost = lowered.as_text("kernels").rsplit("loop ", 1)[1]
+    assert "index_check" not in innermost, innermost
+    assert "on_worker" not in lowered.compiled.executable.source
+
+
+_INDEX_FORMS = ["j + {d}", "n - 1 - j + {d}", "2 * i - j + {d}", "i - k + {d}", "(i * j) % 5 + {d}"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(form=st.sampled_from(_INDEX_FORMS), d=st.integers(-9, 4), c1=st.integers(-3, 3), c2=st.integers(-3, 2),
+       reverse=st.booleans(), n=st.integers(1, 6))
+def test_random_nests_with_computed_bounds_match_numpy(tmp_path_factory, form, d, c1, c2, reverse, n):
+    """Reads through indices of loops whose bounds come from enclosing indices: a check is left
+    out only where the ranges prove it; elsewhere NumPy's wrap of a negative index and its
+    IndexError still apply."""
+    from helpers import load
+    outer = "range(n - 1, -1, -1)" if reverse else "range(n)"
+    src = (f"def f(a):\n    n = a.shape[0]\n    acc = 0.0\n    for i in {outer}:\n"
+           f"        for j in range(i + {c1}, n + {c2}):\n            for k in range(j - 1, j + 1):\n"
+           f"                acc = acc * 0.5 + a[{form.format(d=d)}]\n    return acc\n")
+    f = load(tmp_path_factory.mktemp("nest"), src)
+    a = np.arange(1.0, n + 1)
+    try:
+        want = f(a)
+    except IndexError:
+        with pytest.raises(IndexError):
+            jk.jit(f)(a)
+        return
+    assert float(jk.jit(f)(a)) == want, src
+
+
+# -- loop versioning: bounds read from arguments (fusion/versioning.py) --------------------------
+
+SWEEP = """
+def f(T, N, A):
+    for t in range(T):
+        for i in range(1, N - 1):
+            for j in range(1, N - 1):
+                A[i, j] = (A[i, j - 1] + A[i - 1, j] + A[i + 1, j + 1]) / 4.0
+    return A
+"""
+
+
+def test_a_nest_with_bounds_from_arguments_has_a_copy_without_index_checks(tmp_path):
+    """`range(1, N - 1)` with N an argument: the nest runs in a copy whose checks are proved
+    from N - 1 <= 48 (checked once before the loop), or in the checked copy otherwise."""
+    from helpers import load
+    f = load(tmp_path, SWEEP)
+    a = np.random.default_rng(1).random((50, 50))
+    for n in (50, 30, 2, 51, 0):
+        try:
+            want = f(3, n, a.copy())
+        except IndexError:
+            with pytest.raises(IndexError):
+                jk.jit(f)(3, n, a.copy())
+            continue
+        np.testing.assert_array_equal(jk.jit(f)(3, n, a.copy()), want)
+    text = jk.jit(f).lower(3, 50, a).as_text("kernels")
+    assert "_versions" in text, text
+    checked, fast = text.split("branch 1:")
+    assert "index_check" in checked and "index_check" not in fast, fast
+
+
+@settings(max_examples=40, deadline=None)
+@given(lo=st.integers(-3, 3), hi=st.integers(-2, 9), d=st.integers(-7, 3), e=st.integers(-2, 2),
+       reverse=st.booleans())
+def test_random_versioned_loops_match_numpy(tmp_path_factory, lo, hi, d, e, reverse):
+    """Loops whose bounds are arguments, reading through `index + c`: whichever copy runs, the
+    result is NumPy's, and so are the wrap of negative indices and the IndexError."""
+    from helpers import load
+    outer = "range(hi - 1, lo - 1, -1)" if reverse else "range(lo, hi)"
+    src = (f"def f(lo, hi, a):\n    acc = 0.0\n    for i in {outer}:\n        for j in range(lo, hi + {e}):\n"
+           f"            acc = acc * 0.5 + a[i + {d}, j] - a[j - 1, i]\n    return acc\n")
+    f = load(tmp_path_factory.mktemp("ver"), src)
+    a = np.arange(42.0).reshape(6, 7) ** 1.5
+    try:
+        want = f(lo, hi, a)
+    except IndexError:
+        with pytest.raises(IndexError):
+            jk.jit(f)(lo, hi, a)
+        return
+    assert float(jk.jit(f)(lo, hi, a)) == want, src
+
+
+def test_a_bound_carried_by_the_loop_is_never_assumed(tmp_path):
+    """An inner bound that the outer loop changes every trip (`m = m + 2`) cannot be compared
+    once before the nest: the inner loop keeps its checks, and NumPy's IndexError comes when m
+    grows past the array."""
+    from helpers import load
+    f = load(tmp_path, "def f(T, a):\n    m = 1\n    acc = 0.0\n    for t in range(T):\n"
+                       "        for j in range(m):\n            acc = acc + a[j]\n        m = m + 2\n    return acc\n")
+    a = np.arange(1.0, 8.0)
+    assert float(jk.jit(f)(3, a)) == f(3, a)
+    with pytest.raises(IndexError):
+        f(5, a)
+    with pytest.raises(IndexError):
+        jk.jit(f)(5, a)
+    assert "_versions" not in jk.jit(f).lower(3, a).as_text("kernels")
+
+
+TRIANGULAR_DOTS = """
+def f(alpha, A, B):
+    for i in range(B.shape[0]):
+        for j in range(B.shape[1]):
+            B[i, j] += np.dot(A[i + 1:, i], B[i + 1:, j])
+    B *= alpha
+    return B
+"""
+
+
+def test_the_mask_of_a_loop_index_window_stays_in_the_inner_loop(tmp_path):
+    """trmm: `A[i + 1:, i] @ B[i + 1:, j]` is a sum over a padded axis masked by `iota >= i + 1`.
+    The mask reads only i, so it is invariant in the j loop, but hoisted it was a buffer and the
+    sum ran over the whole padded axis; in the body it bounds the kernel's loop (extents.py)."""
+    from helpers import load
+    f = load(tmp_path, TRIANGULAR_DOTS)
+    rng = np.random.default_rng(3)
+    a, b = rng.random((9, 9)), rng.random((9, 7))
+    np.testing.assert_allclose(jk.jit(f)(1.5, a, b.copy()), f(1.5, a, b.copy()), rtol=1e-13)
+    text = jk.jit(f).lower(1.5, a, b).as_text("kernels")
+    inner = text.split("k0_fori_k0_fori_loop")[1]
+    assert "greater_equal" in inner and "bool[" not in text.split("outputs:")[0], text
+
+
+def test_a_single_loop_with_argument_bounds_runs_unchecked_in_range(tmp_path):
+    """The versioned loop's own index gets the assumed range: `a[j - 1] + a[j + 1]` over
+    `range(lo, hi)` with lo and hi arguments has no check in the fast copy."""
+    from helpers import load
+    f = load(tmp_path, "def f(lo, hi, a):\n    s = 0.0\n    for j in range(lo, hi):\n"
+                       "        s = s * 0.5 + a[j - 1] + a[j + 1]\n    return s\n")
+    a = np.arange(1.0, 11.0)
+    for lo, hi in ((1, 9), (0, 9), (1, 10), (3, 2), (-4, 3)):
+        try:
+            want = f(lo, hi, a)
+        except IndexError:
+            with pytest.raises(IndexError):
+                jk.jit(f)(lo, hi, a)
+            continue
+        assert float(jk.jit(f)(lo, hi, a)) == want, (lo, hi)
+    checked, fast = jk.jit(f).lower(1, 9, a).as_text("kernels").split("branch 1:")
+    assert "index_check" in checked and "index_check" not in fast, fast

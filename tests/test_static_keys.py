@@ -106,3 +106,36 @@ def test_equal_statics_on_the_cpu_backend_in_a_tuple():
         got, want = f(x, ks=ks), x * np.asarray(ks)
         assert got.dtype == want.dtype and np.array_equal(np.signbit(got), np.signbit(want)), ks
     assert f.cache_size() == 3
+
+
+def test_static_integer_calls_take_the_warm_path():
+    """An integer argument used as a size is made static (traced again by value); its calls
+    then have warm entries keyed by the value, each running the program of its own value."""
+    def f(n, x):
+        out = np.zeros((n, 2))
+        out[:, 0] = x[:n]
+        return out
+    j = jk.jit(f)
+    x = np.arange(6.0)
+    assert_same(j(3, x), f(3, x))
+    assert j.static_argnums == frozenset({0}) and len(j._fast) == 1
+    for n in (3, 2, 3, np.int64(2), np.int32(3), 5, 2):
+        assert_same(j(n, x), f(n, x))
+    assert j.cache_size() == 5 and len(j._fast) == 5  # 3, 2, 5 and the two NumPy integers
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(calls=st.lists(st.tuples(st.sampled_from([int, np.int64, np.int16, bool]), st.integers(0, 4)),
+                      min_size=1, max_size=8),
+       static=st.booleans())
+def test_random_static_integer_call_sequences_match_numpy(calls, static):
+    """Warm entries keyed by static integers (user-marked or found by the retrace) never answer
+    a call of another value or type: every call of a sequence matches NumPy. (Booleans only
+    where marked static: the retrace makes integers static, not booleans.)"""
+    def f(x, k):
+        return np.full(k + 1, k) * x[0] + x[:1].sum()
+    j = jk.jit(f, static_argnums=1) if static else jk.jit(f)
+    x = np.array([1.5, 2.0])
+    for kind, v in calls:
+        k = kind(v) if kind is not bool else bool(v % 2) if static else v
+        assert_same(j(x, k), f(x, k))

@@ -118,15 +118,64 @@ def _affine_of(sched: Any, nd: Any) -> tuple[int, int, int] | None:
     return None
 
 
+# Ranges are kept only while every bound is far from int64's limits: the arithmetic below then
+# cannot wrap, so a range is a proof, never a guess.
+_RANGE_LIMIT = 1 << 62
+
+
+def range_of(ranges: dict, nd: Any) -> tuple[int, int] | None:
+    """The interval [lo, hi] an int64 scalar expression lies in, from the ranges of the 0-d
+    buffers it loads (loop indices, values computed from them) and its literals; None when some
+    part of it has no known range. Interval arithmetic: `39 - i` for i in [0, 39] is [0, 39].
+
+    >>> from jitkernel.fusion import index as ix
+    >>> i = Load(5, ix.const(0), INT64)
+    >>> rev = Compute("add", (Compute("multiply", (i, Literal(-1, INT64)), (), INT64), Literal(39, INT64)), (), INT64)
+    >>> range_of({5: (0, 39)}, rev), range_of({}, rev)
+    ((0, 39), None)
+    """
+    if getattr(nd, "dtype", None) != INT64:
+        return None
+    if isinstance(nd, Literal):
+        r = (int(nd.value), int(nd.value))
+    elif isinstance(nd, Load):
+        if nd.offset.terms or nd.buffer not in ranges:
+            return None
+        r = ranges[nd.buffer]
+    elif isinstance(nd, Compute) and nd.prim in _RANGE_RULES and len(nd.args) == _RANGE_RULES[nd.prim][0]:
+        args = [range_of(ranges, a) for a in nd.args]
+        if any(a is None for a in args):
+            return None
+        r = _RANGE_RULES[nd.prim][1](*args)
+    else:
+        return None
+    return r if -_RANGE_LIMIT < r[0] <= r[1] < _RANGE_LIMIT else None
+
+
+def _range_mul(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    corners = [x * y for x in a for y in b]
+    return min(corners), max(corners)
+
+
+_RANGE_RULES: dict[str, tuple[int, Callable]] = {
+    "add": (2, lambda a, b: (a[0] + b[0], a[1] + b[1])),
+    "subtract": (2, lambda a, b: (a[0] - b[1], a[1] - b[0])),
+    "multiply": (2, _range_mul),
+    "negative": (1, lambda a: (-a[1], -a[0])),
+    "maximum": (2, lambda a, b: (max(a[0], b[0]), max(a[1], b[1]))),
+    "minimum": (2, lambda a, b: (min(a[0], b[0]), min(a[1], b[1]))),
+}
+
+
 def note_ranges(sched: Any, stores: list) -> None:
-    """A 0-d int64 value `i + c` stored by a scalar kernel (a loop body's `i + 1`, passed to an
-    inner loop) has i's range shifted by c."""
+    """A 0-d int64 value computed by a scalar kernel from values of known range (a loop body's
+    `i + 1` passed to an inner loop, the `n - 1 - t` of a reversed `range`) gets the range
+    interval arithmetic gives it."""
     for st in stores:
         if st.reduce is None and not st.offset.terms and sched.buffers[st.buffer].dtype == INT64:
-            form = _affine_of(sched, st.value)
-            if form is not None:
-                _, c, (lo, hi) = form
-                sched.ranges[st.buffer] = (lo + c, hi + c)
+            r = range_of(sched.ranges, st.value)
+            if r is not None:
+                sched.ranges[st.buffer] = r
 
 
 def _proved_offset(sched: Any, value: Any, limit: int) -> ix.Aff | None:
@@ -214,7 +263,8 @@ def can_update_in_place(body: Program, x: Var, result: Var) -> bool:
     producer updates x (in_place_operand), reads x through no other operand, and every other
     reader of x (transitively) only feeds that producer: nothing reads the old x afterwards. An
     update window whose value reads x (a DP cell from its neighbours) must be one element: the
-    element's loads come before its store. A chain of updates (`L[j, j] = ...` then
+    element's loads come before its store, or its value is computed into a buffer of its own
+    first (`staged_window_values`). A chain of updates (`L[j, j] = ...` then
     `L[j+1:, j] = ...`) qualifies when every link does (`update_chain`)."""
     chain = update_chain(body, x, result)
     if chain is None or x.aval.ndim == 0:
@@ -274,10 +324,32 @@ def _link_in_place(body: Program, x: Var, producer: Eqn, out: Var) -> bool:
         if id(e) not in anc:
             return False
         tainted.update(e.outputs)
-    if (producer.prim in REGION_UPDATES and int(np.prod(window(producer))) != 1
-            and _fused_reads(body, producer.inputs[1], x, producer)):
-        return False
+    if reads_base_elsewhere(body, producer):
+        # The window's value reads x where other elements of the window are written: it is
+        # computed into a buffer of its own first (`staged_window_values`), unless it is no
+        # computed value at all (x itself, an input of the body).
+        value = producer.inputs[1]
+        if value is x or value in body.invars or value in body.constvars:
+            return False
     return True
+
+
+def reads_base_elsewhere(body: Program, update: Eqn) -> bool:
+    """Is `update` a region update of more than one element whose value, fused into the window
+    kernel, reads the updated array other than element by element where it writes
+    (`A[i, 1:-1] += A[i, 2:]`: NumPy evaluates the whole right-hand side first)?"""
+    return (update.prim in REGION_UPDATES and int(np.prod(window(update))) != 1
+            and _fused_reads(body, update.inputs[1], update.inputs[0], update))
+
+
+def staged_window_values(body: Program) -> set[Var]:
+    """The values of a loop body's region updates that read their updated array elsewhere
+    (`reads_base_elsewhere`): each gets a window-sized buffer, computed before the update, so
+    the update may write the array in place (can_update_in_place) and copies one window instead
+    of the whole array (seidel_2d: 48 values per row, not 2,500)."""
+    leaves = set(body.invars) | set(body.constvars)
+    return {e.inputs[1] for e in body.eqns
+            if reads_base_elsewhere(body, e) and e.inputs[1] not in leaves and e.inputs[1] is not e.inputs[0]}
 
 
 def _fused_reads(body: Program, v: Var, x: Var, update: Eqn | None = None) -> bool:

@@ -60,6 +60,10 @@ class LoopStep:
     cond: list = field(default_factory=list)
     cond_out: int | None = None
     graph_ops: list[str] = field(default_factory=list)
+    # A bound on the trip count proved at scheduling (from the bounds' ranges) where the bounds
+    # are not constants: `for j in range(i + 1, n)` inside `for i in range(n)` runs at most n
+    # trips. Only the work estimate reads it.
+    trips_at_most: int | None = None
 
     domain = ()  # no loop of its own over elements: never split across threads
     stores: tuple = ()
@@ -92,6 +96,9 @@ class BranchStep:
     outs: list[int]
     operands: list[int]
     graph_ops: list[str] = field(default_factory=list)
+    # Two copies of one loop (fusion/versioning.py): branch 1, its index checks proved from
+    # assumed bounds, runs whenever the bounds lie in those ranges; branch 0 is the checked loop.
+    versioned: bool = False
 
     domain = ()
     stores: tuple = ()
@@ -192,16 +199,26 @@ TRIP_WORK = 4
 
 
 def control_work(step: ControlStep, consts: dict, kernel_work: Any, unknown: int) -> int:
-    """A loop's work: trip count times its body's when the bounds are constants, else `unknown`
-    (a while loop, or bounds read from arguments); a branch: its largest branch."""
+    """A loop's work: trip count times its body's when the bounds are constants or the trip
+    count has a proved bound (`LoopStep.trips_at_most`), else `unknown` (a while loop, or
+    bounds read from arguments); a branch: its largest branch."""
     def steps_work(steps: list) -> int:
         return sum(kernel_work(s, consts) for s in steps)
 
     if isinstance(step, BranchStep):
+        if step.versioned:
+            # The checked copy runs only for bounds outside the assumed ranges, where its
+            # indices leave the arrays (an IndexError) within about the arrays' lengths.
+            return steps_work(step.branches[1])
         return max((steps_work(br) for br in step.branches), default=0)
-    if step.kind != "fori" or step.lower not in consts or step.upper not in consts:
+    if step.kind != "fori":
         return unknown
-    trips = max(int(consts[step.upper]) - int(consts[step.lower]), 0)
+    if step.lower in consts and step.upper in consts:
+        trips = max(int(consts[step.upper]) - int(consts[step.lower]), 0)
+    elif step.trips_at_most is not None:
+        trips = step.trips_at_most
+    else:
+        return unknown
     return trips * (TRIP_WORK + steps_work(step.body))
 
 

@@ -70,8 +70,10 @@ def _op_cost(eqn: Eqn) -> int:
 
 class _Scheduler:
     def __init__(self, program: Program, buffers: dict | None = None, const_sink: list | None = None,
-                 ranges: dict | None = None) -> None:
+                 ranges: dict | None = None, in_body: bool = False) -> None:
         self.program = program
+        self.in_body = in_body  # a loop body or branch (schedule_control.py)
+        self.versioning = True  # may a fori loop get a versioned copy (fusion/versioning.py)
         self.producer: dict[Var, Eqn] = program.producers()
         self.eqn_index = {id(e): i for i, e in enumerate(program.eqns)}
         self.const_value = dict(zip(program.constvars, program.consts))
@@ -88,7 +90,9 @@ class _Scheduler:
     def nested(self, program: Program) -> _Scheduler:
         """The scheduler of a loop body or branch (fusion/schedule_control.py): it allocates in
         this one's buffer table, constants and known ranges."""
-        return _Scheduler(program, buffers=self.buffers, const_sink=self.const_sink, ranges=self.ranges)
+        sub = _Scheduler(program, buffers=self.buffers, const_sink=self.const_sink, ranges=self.ranges, in_body=True)
+        sub.versioning = self.versioning
+        return sub
 
     # -- which variables get buffers ------------------------------------------------
     def _is_literal(self, v: Var) -> bool:
@@ -102,6 +106,10 @@ class _Scheduler:
                 mat.update(eqn.outputs)
             if kind == "library":
                 mat.update(eqn.inputs)
+        if self.in_body:
+            # A window update whose value reads the array elsewhere writes in place after its
+            # value is staged in a window-sized buffer (fusion/dynamic.py, can_update_in_place).
+            mat |= dynamic.staged_window_values(self.program)
         cost = self._costs(mat)
         if self._broadcast_along_outer_axes(mat, cost):
             cost = self._costs(mat)

@@ -10,12 +10,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable
 
-from ..ir import Eqn, Program, Var
+import numpy as np
+
+from ..ir import AType, Eqn, Program, Var
 from ..passes.loops import hoist_loop_invariants
 from .dynamic import can_update_in_place, update_chain
 from .kernel_ir import KernelProgram
 from .kernel_passes import fuse_kernels
 from .loops import BranchStep, Carry, LoopStep, all_steps
+from .versioning import assumptions, condition_kernel
 
 
 def register_buffer(sched: Any, aval: Any) -> int:
@@ -73,15 +76,78 @@ def _schedule_fori(sched: Any, eqn: Eqn, n: int, text: list[str]) -> list:
     body: Program = eqn.params["body"]
     carries = _carries(sched, init, eqn.outputs, body, 1 + nconsts)
     index = register_buffer(sched, body.invars[0].aval)
-    if sched._is_literal(lower) and sched._is_literal(upper):
-        lo, hi = (int(sched.const_value[v].reshape(()).item()) for v in (lower, upper))
+    bounds = [_bound_range(sched, v) for v in (lower, upper)]
+    trips_at_most = None
+    if bounds[0] is not None and bounds[1] is not None:
+        # The index lies in [smallest lower, largest upper - 1] on every trip, whatever the
+        # bounds are at run time: an inner loop's `range(i + 1, n)` gives its index a range too.
+        (lo, _), (_, hi) = bounds
+        trips_at_most = max(hi - lo, 0)
         if hi > lo:
             sched.ranges[index] = (lo, hi - 1)
     ins = [index] + [buf[v] for v in consts] + [c.cur for c in carries]
-    steps = sub_steps(sched, body, ins, [c.nxt for c in carries])
-    _prefix_names(steps, f"k{n}_fori_")
-    return [LoopStep(f"k{n}_fori_loop", "fori", carries, steps, index=index, lower=buf[lower],
-                     upper=buf[upper], graph_ops=text)]
+    outs = [c.nxt for c in carries]
+    versioning, sched.versioning = sched.versioning, False  # one versioned copy per nest
+    try:
+        steps = sub_steps(sched, body, ins, outs)
+        _prefix_names(steps, f"k{n}_fori_")
+        loop = LoopStep(f"k{n}_fori_loop", "fori", carries, steps, index=index, lower=buf[lower],
+                        upper=buf[upper], graph_ops=text, trips_at_most=trips_at_most)
+        assumed = assumptions(loop, steps, _literal_of(sched), sched.ranges) if versioning else {}
+        if not assumed:
+            return [loop]
+        lo, hi = (assumed.get(buf[v], r) for v, r in zip((lower, upper), bounds))
+        index_range = (lo[0], hi[1] - 1) if lo is not None and hi is not None else None
+        fast = _fast_copy(sched, body, ins, outs, assumed, index, index_range)
+    finally:
+        sched.versioning = versioning
+    _prefix_names(fast, f"k{n}_fast_")
+    fast_loop = LoopStep(f"k{n}_fast_fori_loop", "fori", carries, fast, index=index, lower=buf[lower], upper=buf[upper],
+                         graph_ops=text, trips_at_most=None if index_range is None else max(index_range[1] + 1 - index_range[0], 0))
+    flag = sched.new_buffer(AType((), np.dtype(np.int32)), "temp")
+    dtypes = {b: sched.buffers[b].dtype for b in assumed}
+    check = condition_kernel(f"k{n}_versions_check", assumed, dtypes, flag)
+    return [check, BranchStep(f"k{n}_versions", flag, [[loop], [fast_loop]], [c.out for c in carries],
+                              sorted(set(loop.inputs) | set(assumed)), text, versioned=True)]
+
+
+def _literal_of(sched: Any) -> Callable[[int], int | None]:
+    """A buffer's value when it holds an integer constant (a constant loop bound): a literal of
+    this program or a 0-d constant buffer of an enclosing one."""
+    values = {b: int(np.asarray(c).reshape(()).item()) for b, c in sched.const_sink
+              if np.ndim(c) == 0 and np.asarray(c).dtype.kind in "iu"}
+    values.update({sched.buf_of[v]: int(sched.const_value[v].reshape(()).item())
+                   for v in sched.const_value if sched._is_literal(v) and v in sched.buf_of
+                   and np.asarray(sched.const_value[v]).dtype.kind in "iu"})
+    return values.get
+
+
+def _fast_copy(sched: Any, body: Program, ins: list[int], outs: list[int], assumed: dict, index: int,
+               index_range: tuple[int, int] | None) -> list:
+    """The body scheduled again with the bounds assumed in their ranges (and the loop's own
+    index in the range they give it); the ranges the assumptions implied for buffers that exist
+    outside this copy are taken back afterwards."""
+    before = dict(sched.ranges)
+    first = len(sched.buffers)
+    sched.ranges.update(assumed)
+    if index_range is not None and index_range[0] <= index_range[1]:
+        sched.ranges[index] = index_range
+    try:
+        return sub_steps(sched, body, ins, outs)
+    finally:
+        for b in list(sched.ranges):
+            if b in before:
+                sched.ranges[b] = before[b]
+            elif b < first:
+                del sched.ranges[b]
+
+
+def _bound_range(sched: Any, v: Var) -> tuple[int, int] | None:
+    """The range of a loop bound: a literal's value, or the range proved for its buffer."""
+    if sched._is_literal(v):
+        value = int(sched.const_value[v].reshape(()).item())
+        return value, value
+    return sched.ranges.get(sched.buf_of.get(v))
 
 
 def _schedule_while(sched: Any, eqn: Eqn, n: int, text: list[str]) -> list:

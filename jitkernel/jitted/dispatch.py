@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from ..config import config
 from ..device_array import DeviceArray as _DeviceArray
 from ..sharding import call as sharded_call
@@ -53,8 +55,9 @@ class DispatchMixin:
                                  for a in args])
                 entry = self._fast[key]
             except (KeyError, TypeError, AttributeError):
-                pass
-            else:
+                # Static integer arguments (a size `n`): entries keyed by their values too.
+                entry = self._fast.get(valued_key(args, self.static_argnums)) if self.static_argnums else None
+            if entry is not None:
                 try:  # lock-free: one dict read above; a try costs nothing until something raises
                     return entry(args)
                 except AliasedArguments:
@@ -102,15 +105,20 @@ class DispatchMixin:
             result = _restore_byteorder(result, compiled, leaves)
         if config.debug_nans:
             check_call(self, compiled, args, kwargs, result)
-        if not kwargs and not self.static_argnums:
+        if not kwargs:
             self._register_fast(args, compiled, sig)
         return result
 
     def _register_fast(self, args: tuple, compiled: Compiled, sig: Signature) -> None:
         key: list = []
         scalars: list = []
-        for a in args:
-            if type(a) is _ndarray:
+        statics = self.static_argnums
+        for i, a in enumerate(args):
+            if i in statics:
+                if type(a) not in STATIC_INT_TYPES:
+                    return  # other static values (strings, tuples, floats) take the checked path
+                key.append((type(a), a))  # keyed by value; not an input of the program
+            elif type(a) is _ndarray:
                 if not a.dtype.isnative:
                     return  # byte-swapped inputs take the slow path (_restore_byteorder)
                 key.append((a.shape, a.dtype))
@@ -134,6 +142,41 @@ class DispatchMixin:
         if compiled.program.written_args and (self._captured.names or self._captured.cells):
             # (names, not the arrays they hold now: a global may be bound to an array later)
             entry = _guarded_by_globals(entry, self._captured, tuple(i for i, _ in compiled.program.written_args))
+        fast_key: Any = key[0] if len(key) == 1 else tuple(key)
+        if statics:
+            entry = _without_statics(entry, tuple(i for i in range(len(args)) if i not in statics))
+            fast_key = ("static", *key)
         with self._lock:
             if self._cache.get(sig.key) is compiled:  # not evicted by another thread meanwhile
-                self._fast[key[0] if len(key) == 1 else tuple(key)] = entry
+                self._fast[fast_key] = entry
+
+
+# The static argument values a warm entry may be keyed by: integers and booleans, whose equal
+# values have equal bits within one type (0.0 and -0.0 are equal floats of different bits).
+STATIC_INT_TYPES = frozenset({int, bool} | {t for t in NUMPY_SCALAR_TYPES if issubclass(t, (np.integer, np.bool_))})
+
+
+def valued_key(args: tuple, statics: frozenset) -> tuple | None:
+    """The warm-entry key of a call with static arguments: the arrays' shapes and dtypes, the
+    scalars' types, and each static integer's type and value; None when a static argument is
+    not an integer (such calls take the checked path)."""
+    key: list = ["static"]
+    for i, a in enumerate(args):
+        if i in statics:
+            if type(a) not in STATIC_INT_TYPES:
+                return None
+            key.append((type(a), a))
+        elif type(a) is _ndarray:
+            key.append((a.shape, a.dtype))
+        elif isinstance(a, _DeviceArray):
+            key.append((a.shape, a.dtype, type(a)))
+        else:
+            key.append(type(a))
+    return tuple(key)
+
+
+def _without_statics(entry: Callable[[tuple], Any], dynamic: tuple[int, ...]) -> Callable[[tuple], Any]:
+    """An entry taking every positional argument, passing the program its dynamic ones only."""
+    def entry_with_statics(args: tuple) -> Any:
+        return entry(tuple([args[i] for i in dynamic]))
+    return entry_with_statics

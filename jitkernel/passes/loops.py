@@ -58,11 +58,34 @@ def hoist_loop_invariants(program: Program) -> Program:
                    consts=program.consts + [c for _, c in consts])
 
 
+_INDEX_COMPARISONS = frozenset({"less", "less_equal", "greater", "greater_equal"})
+
+
+def _index_mask(eqn: Eqn, producer: dict) -> bool:
+    """`iota(n) >= i` (through broadcasts and reshapes) against a 0-d value: the mask of a
+    window of loop-index length (`A[i + 1:, i] @ B[i + 1:, j]`). Left in the body, where it
+    costs one compare per element and fusion turns it into the bound of the kernel's loop
+    (fusion/extents.py); hoisted, it would be a buffer read in full on every trip."""
+    if eqn.prim not in _INDEX_COMPARISONS or len(eqn.inputs) != 2:
+        return False
+    found_iota = False
+    for v in eqn.inputs:
+        e = producer.get(v)
+        while e is not None and e.prim in ("broadcast_in_dim", "reshape", "transpose") and len(e.inputs) == 1:
+            if e.inputs[0].aval.ndim == 0:
+                break
+            e = producer.get(e.inputs[0])
+        if e is not None and e.prim == "iota":
+            found_iota = True
+    return found_iota
+
+
 def _split_invariant(body: Program, invariant_in: set[Var]) -> tuple[list[Eqn], list[Eqn]]:
     inv = set(invariant_in) | set(body.constvars)
+    body_producer = {o: e for e in body.eqns for o in e.outputs}
     candidates = []
     for e in body.eqns:
-        if all(v in inv for v in e.inputs) and not _may_raise(e):
+        if all(v in inv for v in e.inputs) and not _may_raise(e) and not _index_mask(e, body_producer):
             inv.update(e.outputs)
             candidates.append(e)
     producer = {o: e for e in candidates for o in e.outputs}

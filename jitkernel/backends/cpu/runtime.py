@@ -28,7 +28,9 @@ import numpy as np
 
 from ...config import config
 from ...fusion.kernel_ir import Compute, KernelProgram, LibraryCall, RowKernel
+from ...fusion.dynamic import range_of
 from ...fusion.loops import control_work, is_control
+from ...fusion.versioning import written_buffers
 from ...ir.primitives import dot_general_numpy
 from .in_place_updates import in_place_impl
 from ..status import StatusWord, raise_status
@@ -197,15 +199,24 @@ class CpuExecutable:
                     ns[f"params{n}"] = params
                     word = "st" if sets_status else "None"
                     lines.append(f"    split(seg{n}, {arrays}, chunks{n}, params{n}, {word})")
-                elif work >= LONG_WORK:
-                    ns[f"params{n}"] = params
-                    word = "st" if sets_status else "None"
-                    lines.append(f"    on_worker(seg{n}, {arrays}, params{n}, {word})")
                 else:
                     args = ", ".join(f"id(b{b})" for b in step.buffers)
                     addr = "st.addr" if sets_status else str(_NO_STATUS.addr)
                     extra = f", {params[0]}" if params else ""
-                    lines.append(f"    seg{n}({args}, {addr}{extra})")
+                    direct = f"seg{n}({args}, {addr}{extra})"
+                    ns[f"params{n}"] = params
+                    word = "st" if sets_status else "None"
+                    worker = f"on_worker(seg{n}, {arrays}, params{n}, {word})"
+                    at_call = work_at_call(kp, step) if work >= LONG_WORK else None
+                    if work < LONG_WORK:
+                        lines.append(f"    {direct}")
+                    elif at_call is None:
+                        lines.append(f"    {worker}")
+                    else:  # the trip counts come from values the call has: decided per call
+                        estimate, names = at_call
+                        ns[f"work{n}"] = estimate
+                        lines += [f"    if work{n}({', '.join(f'b{b}' for b in names)}) >= {LONG_WORK}:",
+                                  f"        {worker}", "    else:", f"        {direct}"]
             else:
                 lines += _library_lines(kp, step, n, ns, library_impl)
         return lines
@@ -334,6 +345,45 @@ def _segment_work(kp: KernelProgram, seg: Segment) -> int:
         isinstance(k, LibraryCall) for k in concrete) else seg.kernels
     consts = {bid: value for bid, value in kp.consts}
     return sum(_kernel_work(k, consts) for k in kernels)
+
+
+def work_at_call(kp: KernelProgram, seg: Segment) -> tuple[Callable[..., int], list[int]] | None:
+    """(estimate, buffers) for a segment whose loops' trip counts are not constants but follow
+    from 0-d integer buffers it receives (a program input `T`, a value an earlier step computed):
+    `estimate(*arrays)` is the segment's work with those values, the bounds the segment's own
+    scalar kernels compute from them included (interval arithmetic, fusion/dynamic.py range_of).
+    None when no such buffer exists. A loop that still has no trip count counts as LONG_WORK."""
+    concrete = kp.steps[seg.step_index: seg.step_index + len(seg.kernels)] if seg.step_index >= 0 else []
+    kernels = concrete if len(concrete) == len(seg.kernels) and not any(
+        isinstance(k, LibraryCall) for k in concrete) else seg.kernels
+    written = written_buffers(kernels)
+    names = [b for b in seg.buffers if b in kp.buffers and not kp.buffers[b].shape and b not in written
+             and kp.buffers[b].dtype.kind in "iu" and kp.buffers[b].role != "const"]
+    if not names:
+        return None
+    consts = {bid: int(np.asarray(v).reshape(()).item()) for bid, v in kp.consts
+              if np.ndim(v) == 0 and np.asarray(v).dtype.kind in "iu"}
+    scalar_stores = [st for k in kernels if not is_control(k) and not isinstance(k, (RowKernel, LibraryCall))
+                     and not k.domain for st in k.stores if st.reduce is None and not st.offset.terms]
+    memo: dict[int, int] = {}
+
+    def kernel_work(k: Any, env: dict) -> int:
+        if is_control(k):
+            return control_work(k, env, kernel_work, LONG_WORK)
+        if id(k) not in memo:
+            memo[id(k)] = _kernel_work(k)
+        return memo[id(k)]
+
+    def estimate(*arrays: np.ndarray) -> int:
+        env = dict(consts)
+        env.update((b, int(a)) for b, a in zip(names, arrays))
+        ranges = {b: (v, v) for b, v in env.items()}
+        for st in scalar_stores:
+            r = range_of(ranges, st.value)
+            if r is not None and r[0] == r[1]:
+                env[st.buffer], ranges[st.buffer] = r[0], r
+        return sum(kernel_work(k, env) for k in kernels)
+    return estimate, names
 
 
 def _chunks(outer: int, n: int) -> tuple[tuple[int, int], ...]:
