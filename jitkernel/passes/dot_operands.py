@@ -95,7 +95,7 @@ class _Emitter:
     def placed(self, x: Var, order: list[int], out: AType, dims: list[int]) -> Var:
         """`x`'s dimensions `order` (the rest have size 1 and are dropped), broadcast into `out`
         at `dims`."""
-        return placed(x, order, out.shape, dims, lambda prim, v, shape, **p: self.emit(prim, [v], AType(shape, v.aval.dtype), **p))
+        return placed(x, order, out.shape, dims, lambda prim, v, out_shape, **p: self.emit(prim, [v], AType(out_shape, v.aval.dtype), **p))
 
 
 Emit = Callable[..., Var]  # emit(prim, operand, result shape, **params) -> the result
