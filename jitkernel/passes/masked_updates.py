@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from ..ir import AType, Eqn, Program, Var, primitives
 from ..ir.primitives import raises_on_data
 
@@ -37,20 +39,25 @@ def masked_updates_as_selects(program: Program) -> Program:
     if not any(_is_masked_setitem(e) for e in program.eqns):
         return program
     producer = {v: e for e in program.eqns for v in e.outputs}
+    consts = dict(zip(program.constvars, program.consts))
+    new_consts: dict[Var, np.ndarray] = {}
     eqns: list[Eqn] = []
     changed = False
     for eqn in program.eqns:
         if _is_masked_setitem(eqn):
             x, value, mask = eqn.inputs[1:4]
             built: list[Eqn] = []
-            full = _whole(value, mask, producer, built, {})
+            full = _whole(value, mask, producer, built, {}, (consts, new_consts))
             if full is not None and full.aval.dtype == x.aval.dtype:
                 eqns += built
                 eqns.append(Eqn("select", [mask, full, x], list(eqn.outputs), {}))
                 changed = True
                 continue
         eqns.append(eqn)
-    return dataclasses.replace(program, eqns=eqns) if changed else program
+    if not changed:
+        return program
+    return dataclasses.replace(program, eqns=eqns, constvars=list(program.constvars) + list(new_consts),
+                               consts=list(program.consts) + list(new_consts.values()))
 
 
 def _is_masked_setitem(eqn: Eqn) -> bool:
@@ -63,16 +70,26 @@ def _is_masked_setitem(eqn: Eqn) -> bool:
     return mask.aval.dtype.kind == "b" and mask.aval.shape == x.aval.shape and value.aval.ndim == 1
 
 
-def _whole(v: Var, mask: Var, producer: dict, built: list[Eqn], memo: dict) -> Var | None:
+def _whole(v: Var, mask: Var, producer: dict, built: list[Eqn], memo: dict, consts: tuple) -> Var | None:
     """The whole-array counterpart (shape of `mask`) of the selected value `v`, its equations
-    appended to `built`; None when `v` is not such a value."""
+    appended to `built` (and its new 0-d constants to `consts[1]`); None when `v` is not such a
+    value."""
     if v in memo:
         return memo[v]
     eqn = producer.get(v)
     shape = tuple(mask.aval.shape)
     out = None
+    known, new = consts
     if eqn is None:
-        return None
+        c = known.get(v)
+        if c is None or c.size == 0 or not np.all(c.reshape(-1) == c.reshape(-1)[0]) or np.isnan(c).any():
+            return None  # an argument, or a constant that is not one value everywhere
+        scalar = Var(AType((), v.aval.dtype))
+        new[scalar] = np.array(c.reshape(-1)[0])
+        out = Var(AType(shape, v.aval.dtype))
+        built.append(Eqn("broadcast_in_dim", [scalar], [out], {"shape": shape, "broadcast_dimensions": ()}))
+        memo[v] = out
+        return out
     if (eqn.prim == "datadep_pure" and eqn.params.get("fn") == "mask_select" and eqn.params["ncounts"] == 0
             and len(eqn.inputs) == 2 and eqn.inputs[1] is mask and tuple(eqn.inputs[0].aval.shape) == shape):
         out = eqn.inputs[0]
@@ -81,7 +98,7 @@ def _whole(v: Var, mask: Var, producer: dict, built: list[Eqn], memo: dict) -> V
         built.append(Eqn("broadcast_in_dim", [eqn.inputs[0]], [out], {"shape": shape, "broadcast_dimensions": ()}))
     elif (primitives.PRIMITIVES[eqn.prim].kind == "elementwise" and len(eqn.outputs) == 1
           and not raises_on_data(eqn.prim, [o.aval for o in eqn.outputs])):
-        args = [_whole(a, mask, producer, built, memo) for a in eqn.inputs]
+        args = [_whole(a, mask, producer, built, memo, consts) for a in eqn.inputs]
         if any(a is None for a in args):
             return None
         out = Var(AType(shape, v.aval.dtype))
