@@ -690,3 +690,17 @@ def test_complex_loops_elementwise_exact(dt):
         return w
 
     check(fn, 3, g, backend="cpu")
+
+
+@pytest.mark.parametrize("dt", CDTYPES, ids=["c64", "c128"])
+def test_power_by_constant_integer_exponents_exact(dt, backend):
+    """np.power(z, n + 0j) with a constant integer n (|n| < 100) is computed in kernels as
+    NumPy's nc_pow does (products without fused multiply-adds, 1 / z^|n| by the complex divide,
+    its cases for n = 0 and z = 0), bit for bit on every special value; 2.5 stays NumPy's cpow."""
+    g = special_grid(dt)
+    for n in (-7, -3, -1, 0, 1, 2, 3, 4, 6, 11, 99, 100, 2.5):
+        e = np.asarray(complex(n, 0), dt)
+        check(lambda z: (np.power(z, e), np.power(z[::-1], e) * 2), g, backend=backend)
+    z = random_complex(dt, 8, scale=1)
+    lowered = jk.jit(lambda z: np.power(z, np.asarray(5 + 0j, dt))).lower(z).as_text("kernels")
+    assert "complex_library" not in lowered

@@ -129,6 +129,11 @@ class _Lowering:
         self.constvars: list[Var] = []
         self.consts: list[np.ndarray] = []
         self.const_values = dict(zip(program.constvars, program.consts))
+        # constants and their broadcasts: the value each holds everywhere (power's exponent)
+        self.uniform: dict[Var, np.ndarray] = {v: c for v, c in self.const_values.items() if np.size(c) == 1}
+        for e in program.eqns:
+            if e.prim in ("broadcast_in_dim", "reshape") and e.inputs[0] in self.uniform:
+                self.uniform[e.outputs[0]] = self.uniform[e.inputs[0]]
         self.literals: dict[tuple, Var] = {}
         self.packed: dict[tuple[int, int], Var] = {}  # (id(re), id(im)) -> a packed var holding them
 
@@ -421,6 +426,63 @@ def _reciprocal(lw, args, eqn):
     re = lw.op("divide", lw.select(big, one, r), d)
     im = lw.op("divide", lw.select(big, lw.op("negative", r), lw.literal(-1.0, ar)), d)
     return [(re, im)]
+
+
+def _product_unfused(lw: _Lowering, a: tuple, b: tuple) -> tuple:
+    """NumPy's `nc_prod` (its complex power's products): re = ar*br - ai*bi, im = ar*bi + ai*br,
+    each product rounded (no fused multiply-add, unlike the multiply loop)."""
+    (ar, ai), (br, bi) = a, b
+    return (lw.op("subtract", lw.op("multiply", ar, br), lw.op("multiply", ai, bi)),
+            lw.op("add", lw.op("multiply", ar, bi), lw.op("multiply", ai, br)))
+
+
+def _integer_exponent(lw: _Lowering, v: Var) -> int | None:
+    """n when `v` is a constant complex exponent n + 0j (one value, maybe broadcast), |n| < 100:
+    the exponents for which NumPy's complex power multiplies instead of calling cpow."""
+    c = lw.uniform.get(v)
+    if c is None:
+        return None
+    c = complex(np.asarray(c).reshape(-1)[0])
+    if c.imag != 0 or not np.isfinite(c.real) or c.real != np.trunc(c.real):
+        return None
+    n = c.real
+    return int(n) if abs(n) < 100 else None
+
+
+@rule("power")
+def _power(lw, args, eqn):
+    """z ** n for a constant integer exponent n + 0j, as NumPy's `nc_pow`: 1 for n = 0 (any z);
+    a zero z gives 0 for n > 0 and nan + nanj for n < 0; z itself for n = 1; else products by
+    binary powering (`nc_prod`), and for n < 0 one over the result (NumPy's complex divide).
+    Any other exponent runs NumPy's power (cpow: the library step)."""
+    n = _integer_exponent(lw, eqn.inputs[1])
+    if n is None or not isinstance(args[0], tuple):
+        return None
+    a = args[0]
+    zero, one = lw.literal(0.0, a[0]), lw.literal(1.0, a[0])
+    if n == 0:
+        return [(one, zero)]
+    if n == 1:
+        result = a
+    elif n == 2:
+        result = _product_unfused(lw, a, a)
+    elif n == 3:
+        result = _product_unfused(lw, a, _product_unfused(lw, a, a))
+    else:
+        m, bit, acc, p = abs(n), 1, (one, zero), a
+        while True:
+            if m & bit:
+                acc = _product_unfused(lw, acc, p)  # from 1 + 0j, as NumPy (1 * z is not z for inf)
+            bit <<= 1
+            if m < bit:
+                break
+            p = _product_unfused(lw, p, p)
+        result = acc
+        if n < 0:
+            result = _divide(lw, [(one, zero), result], eqn)[0]
+    is_zero = lw.and_(lw.op("equal", a[0], zero), lw.op("equal", a[1], zero))
+    at_zero = zero if n > 0 else lw.literal(np.nan, a[0])
+    return [(lw.select(is_zero, at_zero, result[0]), lw.select(is_zero, at_zero, result[1]))]
 
 
 @rule("negative")
