@@ -14,12 +14,20 @@ expressions and never a complex buffer inside a kernel:
   (multiply and square with fused multiply-adds as its AVX-512 loops, division by Smith's
   algorithm with its 0/0 case, absolute by its scaled hypot, ordering lexicographic with its
   NaN rules): the one place these semantics are decided for compiled code;
-- anything else complex (exp, log, sqrt, power, trig and their inverses: C99 Annex G special
-  cases included; sums in NumPy's complex pairwise order, products, max/min reductions,
-  argmax/argmin, matmul; control flow whose sub-programs hold complex values) runs NumPy's own
-  loop as a `complex_library` step on packed operands: the interpreter's values by construction.
-  Scheduled for the CUDA backend (whose loop bodies may hold complex library steps), control
-  flow is lowered body and all instead: complex carries and operands cross it packed.
+- `power` by a constant integer exponent n + 0j (|n| < 100) is NumPy's `nc_pow` (products
+  without fused multiply-adds, binary powering, 1 / z^|n| by the complex divide);
+- inside loop bodies, a small complex product (`@` of static shapes, at most
+  loop_dots.MAX_WORK multiply-adds) is NumPy's multiply of each pair of terms summed over the
+  contracting axes: fused reductions instead of a library call per trip;
+- anything else complex (exp, log, sqrt, other powers, trig and their inverses: C99 Annex G
+  special cases included; sums in NumPy's complex pairwise order, products, max/min
+  reductions, argmax/argmin, matmul outside loops) runs NumPy's own loop as a
+  `complex_library` step on packed operands: the interpreter's values by construction;
+- control flow (`lower_bodies`, the CPU and CUDA schedules) is lowered body and all: a complex
+  operand, carry or result crosses it as two float ones, so a loop whose body only computes
+  runs as a native loop over float kernels (a carry updated in place stays two float arrays).
+  Without `lower_bodies` (the TPU backend) a loop holding complex values is one
+  `complex_library` step run by the interpreter.
 
 >>> import numpy as np, jitkernel as jk
 >>> from jitkernel.passes import optimize

@@ -10,11 +10,13 @@ fuses with the branches and the code after them: one pass over `X` instead of th
 
 >>> import numpy as np, jitkernel as jk
 >>> from jitkernel.passes import optimize
->>> def f(x, s):
-...     if s < 1:
-...         x = -x
+>>> def f(x, s, n):
+...     for i in range(n):
+...         if s < i:
+...             x = -x
 ...     return x + 1
->>> prims = [e.prim for e in optimize(jk.make_ir(f)(np.ones(3), 0.5)).eqns]
+>>> loop = optimize(jk.make_ir(f)(np.ones(3), 0.5, 10)).eqns[-2]
+>>> prims = [e.prim for e in loop.params["body"].eqns]
 >>> "cond" in prims, "select" in prims
 (False, True)
 """
@@ -32,11 +34,51 @@ from ..ir.primitives import raises_on_data
 MAX_BRANCH_OPS = 4
 
 
+_LOOPS = ("fori_loop", "while_loop", "scan")
+
+
 def conds_as_selects(program: Program) -> Program:
-    """Each small two-way `cond` at the top level of `program` as its branches and selects (its
-    sub-programs are `optimize`d first)."""
-    if not any(_small_cond(e) for e in program.eqns):
+    """Each small two-way `cond` inside the loops of `program` (at any depth) as its branches and
+    selects. Only in loops, where a branch step costs its copies on every trip; a cond outside
+    runs once, and stays a branch (which computes one side only)."""
+    if not any(e.prim in _LOOPS for e in program.eqns):
         return program
+    eqns = [_in_loops(e) if e.prim in _LOOPS else e for e in program.eqns]
+    if all(a is b for a, b in zip(eqns, program.eqns)):
+        return program
+    return dataclasses.replace(program, eqns=eqns)
+
+
+def _in_loops(eqn: Eqn) -> Eqn:
+    """A loop with the small conds of its sub-programs (and of their loops and branches) as selects."""
+    params, changed = {}, False
+    for key, value in eqn.params.items():
+        if isinstance(value, Program):
+            new = _selects(value)
+            changed |= new is not value
+            value = new
+        params[key] = value
+    return Eqn(eqn.prim, eqn.inputs, eqn.outputs, params) if changed else eqn
+
+
+def _selects(program: Program) -> Program:
+    """`program` (a loop body) with its small conds as selects, recursively."""
+    eqns = []
+    for e in program.eqns:
+        if e.prim in _LOOPS:
+            e = _in_loops(e)
+        elif e.prim == "cond" and not _small_cond(e):
+            branches = tuple(_selects(b) for b in e.params["branches"])
+            if any(a is not b for a, b in zip(branches, e.params["branches"])):
+                e = Eqn(e.prim, e.inputs, e.outputs, {**e.params, "branches": branches})
+        eqns.append(e)
+    if any(a is not b for a, b in zip(eqns, program.eqns)):
+        program = dataclasses.replace(program, eqns=eqns)
+    return _inline_small_conds(program) if any(_small_cond(e) for e in program.eqns) else program
+
+
+def _inline_small_conds(program: Program) -> Program:
+    """Each small two-way `cond` at the top level of `program` as its branches and selects."""
     rename: dict[Var, Var] = {}
     constvars, consts = list(program.constvars), list(program.consts)
     eqns: list[Eqn] = []
