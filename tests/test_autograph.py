@@ -313,6 +313,20 @@ def test_short_static_loops_unroll_and_the_threshold_is_documented():
     assert f"UNROLL_LIMIT` ({UNROLL_LIMIT})" in open("docs/numpy-support.md").read()
 
 
+def test_a_short_loop_holding_a_loop_is_one_loop():
+    """Unrolling a short loop copies the loops in its body (compiled code per copy): it stays one
+    loop, and a short innermost loop still unrolls."""
+    def nest(x):
+        for k in range(2):
+            for a in range(UNROLL_LIMIT + 3):
+                for b in range(2):
+                    x = x + k * a - b
+        return x
+    names = primitive_names(jk.make_ir(nest)(np.zeros(3)))
+    assert names.count("fori_loop") == 1  # the outer loop; the middle one is in its body, b unrolled
+    check(nest, np.zeros(3), backend="cpu")
+
+
 def long_loop(x, n):
     acc = x
     for i in range(n):

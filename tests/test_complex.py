@@ -596,3 +596,111 @@ def test_composed_functions_on_special_values(dt, backend):
     g = special_grid(dt)
     check(lambda z: (np.clip(z, -1 - 1j, 2 + 0.5j), np.all(z), np.any(z), np.all(z.reshape(15, 15), axis=1),
                      np.where(np.isfinite(z), z, 0), np.mean(z.reshape(15, 15), axis=0)), g, backend=backend)
+
+
+# ----------------------------------------------------------------------------- loops
+
+@st.composite
+def complex_loop_programs(draw):
+    """A loop (a traced trip count: never unrolled) whose body multiplies small complex matrices
+    (`@` of static shapes, scaled by an element), reads a row at the loop index and accumulates
+    into a carry updated in place: complex64 or complex128, with special parts sometimes."""
+    dt = np.dtype(draw(st.sampled_from(["complex64", "complex128"])))
+    n, k, m = (draw(st.integers(1, 4)) for _ in range(3))
+    trips = draw(st.integers(1, 5))
+    arrays = []
+    for shape in [(trips, n, k), (k, m), (trips, n, m)]:
+        z = np.empty(shape, dt)
+        with np.errstate(over="ignore"):
+            z.real = _part_values(draw, int(np.prod(shape))).reshape(shape)
+            z.imag = _part_values(draw, int(np.prod(shape))).reshape(shape)
+        arrays.append(z)
+    form = draw(st.sampled_from(["matmul", "scaled", "chain", "elementwise"]))
+    return dt, trips, form, arrays
+
+
+def _loop_program(form):
+    def fn(t, a, b, acc):
+        acc = acc.copy()
+        for i in range(t):
+            if form == "matmul":
+                acc[i] += a[i] @ b
+            elif form == "scaled":
+                acc[i] = (a[i] * a[i, 0, 0]) @ b - acc[i] * 1j
+            elif form == "chain":
+                acc[i] = (a[i] @ b) @ (b.T @ acc[i].T).T if b.shape[0] == b.shape[1] else a[i] @ b
+            else:
+                acc[i] = acc[i] * acc[i, 0, 0] + 1j * (a[i] @ b) / (1 + acc[i])
+        return acc
+    return fn
+
+
+@_H_SETTINGS
+@given(complex_loop_programs())
+def test_random_complex_loops_match_numpy(prog):
+    """Loop bodies computing with complex values run natively (their small products as fused
+    reductions: NumPy's multiply per term, summed); elementwise results are exact, products agree
+    within rounding (BLAS sums in another order), NaN and infinity positions agree."""
+    dt, trips, form, (a, b, acc) = prog
+    note(f"{dt} trips={trips} form={form} shapes={a.shape, b.shape, acc.shape}")
+    fn = _loop_program(form)
+    expected = numpy_of(fn, trips, a, b, acc)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = jk.jit(fn)(trips, a, b, acc)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    for part in (np.real, np.imag):
+        g, e = part(got), part(expected)
+        finite = np.isfinite(e) & np.isfinite(g)
+        # a sum of huge terms in another order may overflow on one side only, or cancel differently
+        assert np.array_equal(np.isnan(g) | ~finite, np.isnan(e) | ~finite)
+        scale = np.max(np.abs(e[finite]), initial=1.0)
+        np.testing.assert_allclose(g[finite], e[finite], rtol=1e-4 if dt == np.complex64 else 1e-9,
+                                   atol=(1e-4 if dt == np.complex64 else 1e-9) * scale)
+
+
+def test_complex_loop_bodies_are_native_without_library_steps():
+    """A loop whose body multiplies 3x3 complex matrices and updates a complex carry in place is
+    one native loop: no complex_library step, the carry as two float arrays (no packing per trip)."""
+    a = random_complex(np.dtype(np.complex128), 4 * 9, seed=5, scale=1).reshape(4, 3, 3)
+    b = random_complex(np.dtype(np.complex128), 9, seed=6, scale=1).reshape(3, 3)
+
+    def fn(t, a, b):
+        s = np.zeros((3, 3), np.complex128)
+        for i in range(t):
+            s += (a[i] @ b) @ a[i]
+        return s
+
+    f = jk.jit(fn)
+    kernels = f.lower(4, a, b).as_text("kernels")
+    assert "complex_library" not in kernels and "[native]" in kernels
+    np.testing.assert_allclose(f(4, a, b), fn(4, a, b), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dt", CDTYPES, ids=["c64", "c128"])
+def test_complex_loops_elementwise_exact(dt):
+    """Elementwise complex arithmetic in a native loop is NumPy's, bit for bit, on special values
+    (inf, nan, -0.0 parts): the same lowering as outside loops."""
+    g = special_grid(dt)
+
+    def fn(t, z):
+        w = z.copy()
+        for i in range(t):
+            w = w * z + np.conj(w) / (z + 1) - abs(w)
+        return w
+
+    check(fn, 3, g, backend="cpu")
+
+
+@pytest.mark.parametrize("dt", CDTYPES, ids=["c64", "c128"])
+def test_power_by_constant_integer_exponents_exact(dt, backend):
+    """np.power(z, n + 0j) with a constant integer n (|n| < 100) is computed in kernels as
+    NumPy's nc_pow does (products without fused multiply-adds, 1 / z^|n| by the complex divide,
+    its cases for n = 0 and z = 0), bit for bit on every special value; 2.5 stays NumPy's cpow."""
+    g = special_grid(dt)
+    for n in (-7, -3, -1, 0, 1, 2, 3, 4, 6, 11, 99, 100, 2.5):
+        e = np.asarray(complex(n, 0), dt)
+        check(lambda z: (np.power(z, e), np.power(z[::-1], e) * 2), g, backend=backend)
+    z = random_complex(dt, 8, scale=1)
+    lowered = jk.jit(lambda z: np.power(z, np.asarray(5 + 0j, dt))).lower(z).as_text("kernels")
+    assert "complex_library" not in lowered

@@ -211,7 +211,9 @@ def test_cond_branches_clamped(index):
 def test_cond_inside_fori():
     # A data-dependent branch per trip (dynamic programming's `if a > best`).
     x = np.array([3.0, -1.0, 4.0, 1.0, -5.0, 9.0])
-    branch_up = _sub(lambda b, v: (b + v,), [np.float64(0), np.float64(0)])
+    # more than MAX_BRANCH_OPS operations (exact scalings), so the cond stays a branch and not a
+    # select (passes/cond_selects.py)
+    branch_up = _sub(lambda b, v: ((((b + v) * 2.0) * 0.5) * 4.0 * 0.25,), [np.float64(0), np.float64(0)])
     branch_dn = _sub(lambda b, v: (b - 1.0,), [np.float64(0), np.float64(0)])
     body0 = _sub(lambda i, x, b: (b + x[0],), [np.int64(0), x, np.float64(0)])
     i_v, x_v, b_v = body0.invars

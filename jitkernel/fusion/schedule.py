@@ -18,7 +18,7 @@ from ..ir.datadep_prims import describe_split
 from ..passes.complex_lower import lower_complex
 from ..passes.loop_dots import dots_in_loops_as_reductions
 from ..passes.loops import hoist_loop_invariants, scans_to_fori
-from ..passes.native_loops import CONTROL_FLOW, body_library_prims, native_ok
+from ..passes.native_loops import CONTROL_FLOW, native_ok
 from . import dynamic, index as ix, loops
 from .index import Aff
 from .kernel_ir import (Buffer, Compute, IndexValue, Kernel, KernelProgram, LibraryCall, Literal,
@@ -470,8 +470,9 @@ def schedule(program: Program) -> KernelProgram:
     >>> [k.name for k in schedule(prog).steps]
     ['k0_reduce_sum']
     """
-    # complex -> (real, imag) float pairs; loops too where the backend runs complex steps in bodies
-    lowered, packed = lower_complex(program, "complex_library" in body_library_prims())
+    # complex -> (real, imag) float pairs, loop and branch bodies too: their complex arithmetic
+    # fuses into the bodies' kernels (a native loop when nothing else keeps it Python-driven)
+    lowered, packed = lower_complex(program, lower_bodies=True)
     kp = _Scheduler(hoist_loop_invariants(scans_to_fori(dots_in_loops_as_reductions(lowered)))).build()
     kp.complex_views = {**{kp.inputs[i]: dt for i, dt in packed.inputs.items()},
                         **{kp.outputs[k]: dt for k, dt in packed.outputs.items()}}

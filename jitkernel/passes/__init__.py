@@ -4,15 +4,17 @@ from __future__ import annotations
 from ..ir import Program, verify_program
 from .control_flow import inline_constant_operands, optimize_sub_programs
 from .custom_inline import inline_custom_calls
+from .cond_selects import conds_as_selects
 from .cse import cse
 from .dce import dce
 from .dot_operands import dot_operands
 from .fold import fold_constants
 from .identities import identities
+from .masked_updates import masked_updates_as_selects
 from .simplify import simplify
 from .sink_effects import sink_effects
 
-PIPELINE = (fold_constants, simplify, identities, dot_operands, cse, dce, sink_effects)
+PIPELINE = (fold_constants, simplify, identities, dot_operands, masked_updates_as_selects, conds_as_selects, cse, dce, sink_effects)
 
 # A shape-generic compile compares the kernel programs of two sizes and turns the constants
 # that differ into run-time parameters: a rewrite that depends on a constant's value would make

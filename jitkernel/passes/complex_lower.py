@@ -14,12 +14,20 @@ expressions and never a complex buffer inside a kernel:
   (multiply and square with fused multiply-adds as its AVX-512 loops, division by Smith's
   algorithm with its 0/0 case, absolute by its scaled hypot, ordering lexicographic with its
   NaN rules): the one place these semantics are decided for compiled code;
-- anything else complex (exp, log, sqrt, power, trig and their inverses: C99 Annex G special
-  cases included; sums in NumPy's complex pairwise order, products, max/min reductions,
-  argmax/argmin, matmul; control flow whose sub-programs hold complex values) runs NumPy's own
-  loop as a `complex_library` step on packed operands: the interpreter's values by construction.
-  Scheduled for the CUDA backend (whose loop bodies may hold complex library steps), control
-  flow is lowered body and all instead: complex carries and operands cross it packed.
+- `power` by a constant integer exponent n + 0j (|n| < 100) is NumPy's `nc_pow` (products
+  without fused multiply-adds, binary powering, 1 / z^|n| by the complex divide);
+- inside loop bodies, a small complex product (`@` of static shapes, at most
+  loop_dots.MAX_WORK multiply-adds) is NumPy's multiply of each pair of terms summed over the
+  contracting axes: fused reductions instead of a library call per trip;
+- anything else complex (exp, log, sqrt, other powers, trig and their inverses: C99 Annex G
+  special cases included; sums in NumPy's complex pairwise order, products, max/min
+  reductions, argmax/argmin, matmul outside loops) runs NumPy's own loop as a
+  `complex_library` step on packed operands: the interpreter's values by construction;
+- control flow (`lower_bodies`, the CPU and CUDA schedules) is lowered body and all: a complex
+  operand, carry or result crosses it as two float ones, so a loop whose body only computes
+  runs as a native loop over float kernels (a carry updated in place stays two float arrays).
+  Without `lower_bodies` (the TPU backend) a loop holding complex values is one
+  `complex_library` step run by the interpreter.
 
 >>> import numpy as np, jitkernel as jk
 >>> from jitkernel.passes import optimize
@@ -41,6 +49,8 @@ from ..ir.complex_prims import component_dtype, is_complex, library_params, pack
 from ..ir.debug_prims import PackedComplex
 from ..ir.primitives import infer_avals
 from ..ir.types import AType
+from .dot_operands import free_dims, placed
+from .loop_dots import small_dot
 
 Value = Union[Var, tuple]  # a real Var, or a (real, imag) pair of float Vars
 
@@ -82,27 +92,56 @@ class Packed:
     outputs: dict[int, np.dtype] = field(default_factory=dict)
 
 
-def lower_complex(program: Program, lower_bodies: bool = False) -> tuple[Program, Packed]:
+def lower_complex(program: Program, lower_bodies: bool = False, in_loop: bool = False) -> tuple[Program, Packed]:
     """`program` with every complex value computed as a (real, imag) pair of floats, and which
     of its inputs and outputs are packed complex arrays (none for a program without complex).
 
-    `lower_bodies`: control flow holding complex values is lowered body and all (for a backend
-    that runs complex library steps inside loop bodies, the CUDA backend); otherwise the whole
-    loop is one complex_library step."""
+    `lower_bodies`: control flow holding complex values is lowered body and all (the CPU and
+    CUDA backends, whose loops run compiled bodies); otherwise the whole loop is one
+    complex_library step. `in_loop`: `program` is a loop body (or inside one), where small
+    complex products become fused reductions instead of a library call per trip."""
     if not has_complex(program):
         return program, Packed()
-    return _Lowering(program, lower_bodies).run()
+    return _Lowering(program, lower_bodies, in_loop).run()
+
+
+_LOOP_PRIMS = ("fori_loop", "while_loop", "scan")
+
+
+def _part_aval(aval: AType) -> AType:
+    return AType(aval.shape, component_dtype(aval.dtype))
+
+
+def _operand_groups(eqn: Eqn) -> dict[str, tuple[int, int]]:
+    """The params of a control-flow equation that count a group of its operands, each with the
+    group's (first input position, length)."""
+    p = eqn.params
+    if eqn.prim == "fori_loop":
+        return {"nconsts": (2, p["nconsts"])}
+    if eqn.prim == "while_loop":
+        return {"cond_nconsts": (0, p["cond_nconsts"]), "body_nconsts": (p["cond_nconsts"], p["body_nconsts"])}
+    if eqn.prim == "scan":
+        return {"nconsts": (0, p["nconsts"]), "ncarry": (p["nconsts"], p["ncarry"])}
+    return {}  # cond: its operands are one group, counted by nothing
 
 
 class _Lowering:
-    def __init__(self, program: Program, lower_bodies: bool = False) -> None:
+    def __init__(self, program: Program, lower_bodies: bool = False, in_loop: bool = False,
+                 split: bool = False) -> None:
         self.program = program
         self.lower_bodies = lower_bodies
+        self.in_loop = in_loop
+        self.split = split  # complex inputs and outputs as two real ones (a body), not packed
         self.eqns: list[Eqn] = []
         self.env: dict[Var, Value] = {}
         self.constvars: list[Var] = []
         self.consts: list[np.ndarray] = []
         self.const_values = dict(zip(program.constvars, program.consts))
+        # constants and their broadcasts: the value each holds everywhere (power's exponent)
+        self.uniform: dict[Var, np.ndarray] = {v: c for v, c in self.const_values.items() if np.size(c) == 1}
+        for e in program.eqns:
+            if e.prim in ("broadcast_in_dim", "reshape") and e.inputs[0] in self.uniform:
+                self.uniform[e.outputs[0]] = self.uniform[e.inputs[0]]
         self.literals: dict[tuple, Var] = {}
         self.packed: dict[tuple[int, int], Var] = {}  # (id(re), id(im)) -> a packed var holding them
 
@@ -129,6 +168,10 @@ class _Lowering:
                 v = self.op("broadcast_in_dim", v, shape=shape, broadcast_dimensions=())
             self.literals[key] = v
         return self.literals[key]
+
+    def placed(self, x: Var, order: list[int], shape: tuple, dims: list[int]) -> Var:
+        """dot_operands.placed: `x` arranged and broadcast as one operand of a product's terms."""
+        return placed(x, order, shape, dims, lambda prim, v, _shape, **p: self.op(prim, v, **p))
 
     def new_const(self, value: np.ndarray) -> Var:
         v = Var(AType(value.shape, value.dtype))
@@ -172,7 +215,10 @@ class _Lowering:
         packed = Packed()
         invars = []
         for i, v in enumerate(self.program.invars):
-            if is_complex(v.aval.dtype):
+            if is_complex(v.aval.dtype) and self.split:
+                pair = self.env[v] = tuple(Var(_part_aval(v.aval)) for _ in range(2))
+                invars += pair
+            elif is_complex(v.aval.dtype):
                 p = Var(packed_aval(v.aval))
                 packed.inputs[i] = v.aval.dtype
                 self.env[v] = self.unpack(p)
@@ -184,6 +230,9 @@ class _Lowering:
         outvars = []
         for k, v in enumerate(self.program.outvars):
             val = self.value(v)
+            if isinstance(val, tuple) and self.split:
+                outvars += val
+                continue
             if isinstance(val, tuple):
                 packed.outputs[k] = v.aval.dtype
                 val = self.pack(val)
@@ -220,20 +269,39 @@ class _Lowering:
         self.bind(eqn, results)
 
     def control(self, eqn: Eqn) -> list[Value]:
-        """A loop or branch with its sub-programs lowered: complex operands, carries and
-        results cross it packed (..., 2), as a lowered program's own arguments and results
-        (`run`), so every sub-program keeps its positional signature."""
-        inputs = [self.pack(a) if isinstance(a, tuple) else a for a in (self.value(v) for v in eqn.inputs)]
+        """A loop or branch with its sub-programs lowered: a complex operand, carry or result
+        crosses it as two real ones, (real, imag) in its place, so bodies compute on the parts
+        directly (a carry updated in place stays two float arrays, with no packing per trip),
+        and the counts of the primitive's operand groups (`nconsts`, ...) count parts."""
+        inputs = []
+        for a in (self.value(v) for v in eqn.inputs):
+            inputs += a if isinstance(a, tuple) else [a]
         params = {}
+        in_loop = self.in_loop or eqn.prim in _LOOP_PRIMS
         for key, val in eqn.params.items():
             if isinstance(val, Program):
-                val = lower_complex(val, self.lower_bodies)[0]
+                val = self.sub_program(val, in_loop)
             elif isinstance(val, tuple) and val and all(isinstance(q, Program) for q in val):
-                val = tuple(lower_complex(q, self.lower_bodies)[0] for q in val)
+                val = tuple(self.sub_program(q, in_loop) for q in val)
             params[key] = val
-        outs = [Var(packed_aval(v.aval)) if is_complex(v.aval.dtype) else Var(v.aval) for v in eqn.outputs]
+        for key, (start, count) in _operand_groups(eqn).items():
+            params[key] = sum(2 if is_complex(v.aval.dtype) else 1 for v in eqn.inputs[start:start + count])
+        outs = []
+        for v in eqn.outputs:
+            outs += [Var(_part_aval(v.aval)), Var(_part_aval(v.aval))] if is_complex(v.aval.dtype) else [Var(v.aval)]
         self.eqns.append(Eqn(eqn.prim, inputs, outs, params))
-        return [self.unpack(o) if is_complex(v.aval.dtype) else o for v, o in zip(eqn.outputs, outs)]
+        results, k = [], 0
+        for v in eqn.outputs:
+            width = 2 if is_complex(v.aval.dtype) else 1
+            results.append(tuple(outs[k:k + 2]) if width == 2 else outs[k])
+            k += width
+        return results
+
+    def sub_program(self, program: Program, in_loop: bool) -> Program:
+        """A body or branch lowered with its complex inputs and outputs split into parts."""
+        if not has_complex(program):
+            return program
+        return _Lowering(program, self.lower_bodies, in_loop, split=True).run()[0]
 
     def bind(self, eqn: Eqn, results: list[Value]) -> None:
         for v, r in zip(eqn.outputs, results):
@@ -366,6 +434,63 @@ def _reciprocal(lw, args, eqn):
     re = lw.op("divide", lw.select(big, one, r), d)
     im = lw.op("divide", lw.select(big, lw.op("negative", r), lw.literal(-1.0, ar)), d)
     return [(re, im)]
+
+
+def _product_unfused(lw: _Lowering, a: tuple, b: tuple) -> tuple:
+    """NumPy's `nc_prod` (its complex power's products): re = ar*br - ai*bi, im = ar*bi + ai*br,
+    each product rounded (no fused multiply-add, unlike the multiply loop)."""
+    (ar, ai), (br, bi) = a, b
+    return (lw.op("subtract", lw.op("multiply", ar, br), lw.op("multiply", ai, bi)),
+            lw.op("add", lw.op("multiply", ar, bi), lw.op("multiply", ai, br)))
+
+
+def _integer_exponent(lw: _Lowering, v: Var) -> int | None:
+    """n when `v` is a constant complex exponent n + 0j (one value, maybe broadcast), |n| < 100:
+    the exponents for which NumPy's complex power multiplies instead of calling cpow."""
+    c = lw.uniform.get(v)
+    if c is None:
+        return None
+    c = complex(np.asarray(c).reshape(-1)[0])
+    if c.imag != 0 or not np.isfinite(c.real) or c.real != np.trunc(c.real):
+        return None
+    n = c.real
+    return int(n) if abs(n) < 100 else None
+
+
+@rule("power")
+def _power(lw, args, eqn):
+    """z ** n for a constant integer exponent n + 0j, as NumPy's `nc_pow`: 1 for n = 0 (any z);
+    a zero z gives 0 for n > 0 and nan + nanj for n < 0; z itself for n = 1; else products by
+    binary powering (`nc_prod`), and for n < 0 one over the result (NumPy's complex divide).
+    Any other exponent runs NumPy's power (cpow: the library step)."""
+    n = _integer_exponent(lw, eqn.inputs[1])
+    if n is None or not isinstance(args[0], tuple):
+        return None
+    a = args[0]
+    zero, one = lw.literal(0.0, a[0]), lw.literal(1.0, a[0])
+    if n == 0:
+        return [(one, zero)]
+    if n == 1:
+        result = a
+    elif n == 2:
+        result = _product_unfused(lw, a, a)
+    elif n == 3:
+        result = _product_unfused(lw, a, _product_unfused(lw, a, a))
+    else:
+        m, bit, acc, p = abs(n), 1, (one, zero), a
+        while True:
+            if m & bit:
+                acc = _product_unfused(lw, acc, p)  # from 1 + 0j, as NumPy (1 * z is not z for inf)
+            bit <<= 1
+            if m < bit:
+                break
+            p = _product_unfused(lw, p, p)
+        result = acc
+        if n < 0:
+            result = _divide(lw, [(one, zero), result], eqn)[0]
+    is_zero = lw.and_(lw.op("equal", a[0], zero), lw.op("equal", a[1], zero))
+    at_zero = zero if n > 0 else lw.literal(np.nan, a[0])
+    return [(lw.select(is_zero, at_zero, result[0]), lw.select(is_zero, at_zero, result[1]))]
 
 
 @rule("negative")
@@ -523,6 +648,44 @@ def _per_part(lw, args, eqn):
     """Movement ops act on each part alone."""
     ((ar, ai),) = args
     return [(lw.op(eqn.prim, ar, **eqn.params), lw.op(eqn.prim, ai, **eqn.params))]
+
+
+@rule("dynamic_slice", "gather")
+def _index_per_part(lw, args, eqn):
+    """A window or a gather of a complex array at run-time positions: each part alone (the
+    positions, real operands, are shared)."""
+    (ar, ai), rest = args[0], args[1:]
+    return [(lw.op(eqn.prim, ar, *rest, **eqn.params), lw.op(eqn.prim, ai, *rest, **eqn.params))]
+
+
+@rule("dynamic_update_slice")
+def _update_per_part(lw, args, eqn):
+    (xr, xi), (ur, ui), starts = args[0], args[1], args[2:]
+    return [(lw.op(eqn.prim, xr, ur, *starts, **eqn.params), lw.op(eqn.prim, xi, ui, *starts, **eqn.params))]
+
+
+@rule("dot_general")
+def _dot_general(lw, args, eqn):
+    """A small complex product inside a loop body: NumPy's complex multiply of each pair of
+    terms, summed over the contracting axes, as fused float reductions (the real products of
+    loop bodies become reductions the same way, passes/loop_dots.py) instead of a library call
+    per trip. Outside loops, and above `MAX_WORK` multiply-adds, it stays NumPy's matmul."""
+    if not lw.in_loop or not small_dot(eqn):
+        return None
+    lhs, rhs = eqn.inputs
+    (lc, rc), (lb, rb) = eqn.params["contracting"], eqn.params["batch"]
+    lfree, rfree = free_dims(lhs.aval.ndim, lc, lb), free_dims(rhs.aval.ndim, rc, rb)
+    nb, nl, nr, nc = len(lb), len(lfree), len(rfree), len(lc)
+    shape = tuple(eqn.outputs[0].aval.shape) + tuple(lhs.aval.shape[d] for d in lc)
+    contract_axes = tuple(range(nb + nl + nr, len(shape)))
+    lhs_dims = list(range(nb + nl)) + list(contract_axes)
+    rhs_dims = list(range(nb)) + list(range(nb + nl, nb + nl + nr)) + list(contract_axes)
+    a = tuple(lw.placed(x, list(lb) + lfree + list(lc), shape, lhs_dims) for x in args[0])
+    b = tuple(lw.placed(x, list(rb) + rfree + list(rc), shape, rhs_dims) for x in args[1])
+    terms = _multiply_pairs(lw, a, b)
+    if not nc:
+        return [terms]
+    return [tuple(lw.op("reduce_sum", t, axes=contract_axes) for t in terms)]
 
 
 @rule("concatenate")

@@ -25,6 +25,7 @@ and in NumPy programs as written (`x.T @ y`, `np.outer`, `a[:, :, None] @ b[:, N
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable
 
 import numpy as np
 
@@ -33,7 +34,7 @@ from ..ir import AType, Eqn, Program, Var
 _REAL_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _free_dims(ndim: int, contracting: tuple, batch: tuple) -> list[int]:
+def free_dims(ndim: int, contracting: tuple, batch: tuple) -> list[int]:
     return [d for d in range(ndim) if d not in contracting and d not in batch]
 
 
@@ -45,7 +46,7 @@ def _fold_transpose(operand: Var, contracting: tuple, batch: tuple, producer: di
     if eqn is None or eqn.prim != "transpose":
         return None
     perm = eqn.params["permutation"]  # operand dim i is input dim perm[i]
-    free = [perm[d] for d in _free_dims(len(perm), contracting, batch)]
+    free = [perm[d] for d in free_dims(len(perm), contracting, batch)]
     if free != sorted(free):
         return None
     return eqn.inputs[0], tuple(perm[d] for d in contracting), tuple(perm[d] for d in batch)
@@ -94,18 +95,26 @@ class _Emitter:
     def placed(self, x: Var, order: list[int], out: AType, dims: list[int]) -> Var:
         """`x`'s dimensions `order` (the rest have size 1 and are dropped), broadcast into `out`
         at `dims`."""
-        dtype = x.aval.dtype
-        if order != sorted(order):
-            perm = tuple(order) + tuple(d for d in range(x.aval.ndim) if d not in order)
-            x = self.emit("transpose", [x], AType(tuple(x.aval.shape[d] for d in perm), dtype), permutation=perm)
-            order = list(range(len(order)))
-        kept = tuple(x.aval.shape[d] for d in order)
-        if kept != tuple(x.aval.shape):
-            x = self.emit("reshape", [x], AType(kept, dtype), new_shape=kept)
-        if tuple(x.aval.shape) == tuple(out.shape) and dims == list(range(out.ndim)):
-            return x
-        return self.emit("broadcast_in_dim", [x], AType(out.shape, dtype), shape=tuple(out.shape),
-                         broadcast_dimensions=tuple(dims))
+        return placed(x, order, out.shape, dims, lambda prim, v, out_shape, **p: self.emit(prim, [v], AType(out_shape, v.aval.dtype), **p))
+
+
+Emit = Callable[..., Var]  # emit(prim, operand, result shape, **params) -> the result
+
+
+def placed(x: Var, order: list[int], shape: tuple, dims: list[int], emit: Emit) -> Var:
+    """`x`'s dimensions `order` (the rest have size 1 and are dropped), broadcast into `shape`
+    at `dims`: the operand of a product written as a multiply and a reduction, through `emit`
+    (the pass rebuilding the program)."""
+    if order != sorted(order):
+        perm = tuple(order) + tuple(d for d in range(x.aval.ndim) if d not in order)
+        x = emit("transpose", x, tuple(x.aval.shape[d] for d in perm), permutation=perm)
+        order = list(range(len(order)))
+    kept = tuple(x.aval.shape[d] for d in order)
+    if kept != tuple(x.aval.shape):
+        x = emit("reshape", x, kept, new_shape=kept)
+    if tuple(x.aval.shape) == tuple(shape) and dims == list(range(len(shape))):
+        return x
+    return emit("broadcast_in_dim", x, tuple(shape), shape=tuple(shape), broadcast_dimensions=tuple(dims))
 
 
 def outer_product_as_multiply(eqn: Eqn, em: _Emitter) -> None:
@@ -113,8 +122,8 @@ def outer_product_as_multiply(eqn: Eqn, em: _Emitter) -> None:
     lhs, rhs = eqn.inputs
     (lc, rc), (lb, rb) = eqn.params["contracting"], eqn.params["batch"]
     out = eqn.outputs[0].aval
-    lfree = _free_dims(lhs.aval.ndim, lc, lb)
-    rfree = _free_dims(rhs.aval.ndim, rc, rb)
+    lfree = free_dims(lhs.aval.ndim, lc, lb)
+    rfree = free_dims(rhs.aval.ndim, rc, rb)
     nb, nl = len(lb), len(lfree)
     a = em.placed(lhs, list(lb) + lfree, out, list(range(nb + nl)))
     b = em.placed(rhs, list(rb) + rfree, out, list(range(nb)) + list(range(nb + nl, out.ndim)))

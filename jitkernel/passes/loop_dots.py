@@ -28,7 +28,7 @@ from typing import Callable
 import numpy as np
 
 from ..ir import AType, Eqn, Program
-from .dot_operands import _Emitter, _free_dims
+from .dot_operands import _Emitter, free_dims
 from .loops import candidate_fori
 from .native_loops import CONTROL_FLOW, native_ok
 
@@ -83,10 +83,17 @@ def _small(eqn: Eqn) -> bool:
     out = eqn.outputs[0].aval
     if not (lhs.aval.dtype == rhs.aval.dtype == out.dtype) or out.dtype not in _REWRITTEN_DTYPES:
         return False
+    return small_dot(eqn)
+
+
+def small_dot(eqn: Eqn) -> bool:
+    """A `dot_general` of static shapes with at most `MAX_WORK` multiply-adds (any dtype: the
+    complex lowering asks too)."""
+    lhs, rhs = eqn.inputs
     if not all(type(d) is int for d in lhs.aval.shape + rhs.aval.shape):
         return False
     contracted = int(np.prod([lhs.aval.shape[d] for d in eqn.params["contracting"][0]], dtype=np.int64))
-    return int(np.prod(out.shape, dtype=np.int64)) * contracted <= MAX_WORK
+    return int(np.prod(eqn.outputs[0].aval.shape, dtype=np.int64)) * contracted <= MAX_WORK
 
 
 def _small_dots_as_reductions(body: Program) -> Program | None:
@@ -111,7 +118,7 @@ def _dot_as_reduction(eqn: Eqn, em: _Emitter) -> None:
     lhs, rhs = eqn.inputs
     (lc, rc), (lb, rb) = eqn.params["contracting"], eqn.params["batch"]
     out = eqn.outputs[0].aval
-    lfree, rfree = _free_dims(lhs.aval.ndim, lc, lb), _free_dims(rhs.aval.ndim, rc, rb)
+    lfree, rfree = free_dims(lhs.aval.ndim, lc, lb), free_dims(rhs.aval.ndim, rc, rb)
     nb, nl, nr, nc = len(lb), len(lfree), len(rfree), len(lc)
     shape = tuple(out.shape) + tuple(lhs.aval.shape[d] for d in lc)
     full = AType(shape, out.dtype)

@@ -17,6 +17,7 @@ from ...fusion.index import Aff
 from ...fusion.extents import loop_limits
 from ...fusion.kernel_ir import (IndexValue, Kernel, KernelProgram, LibraryCall, Literal, Load, Node,
                                  RowKernel, Store, follows_numpy_blocks, postorder)
+from ...errors import UnsupportedOperationError
 from ...ir import semantics
 from . import pairwise as pairwise_rt
 from . import render_loops
@@ -770,18 +771,35 @@ def _smax(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_signed(">", x, y), x, y)
 
 
+# Arrays one segment may take: ctypes calls a function of at most 1024 arguments, and a segment
+# takes its arrays, [start, end), the status word and the parameter array.
+MAX_SEGMENT_BUFFERS = 1000
+
+
 def segments_of(kp: KernelProgram) -> list[Segment | LibraryCall]:
-    """Group consecutive kernels into segments; library calls stay separate steps."""
+    """Group consecutive kernels into segments (each taking at most MAX_SEGMENT_BUFFERS
+    arrays); library calls stay separate steps."""
     out: list[Segment | LibraryCall] = []
+    arrays: set[int] = set()  # the arrays of the last segment
     for i, step in enumerate(kp.steps):
         if isinstance(step, LibraryCall):
             out.append(step)
-        elif splittable(step) and _elements(step) >= PARALLEL_MIN_ELEMENTS:
+            continue
+        mine = {b for b in _kernel_buffers(step) if kp.buffers[b].role not in ("register", "alias", "scratch")}
+        if len(mine) > MAX_SEGMENT_BUFFERS:
+            raise UnsupportedOperationError(
+                f"step {step.name} reads and writes {len(mine)} arrays; a native call takes at most "
+                f"{MAX_SEGMENT_BUFFERS} (ctypes' limit): split the function, or loop instead of unrolling")
+        if splittable(step) and _elements(step) >= PARALLEL_MIN_ELEMENTS:
             out.append(Segment(f"segment_{len(out)}", [step], parallel=True, step_index=i))
-        elif out and isinstance(out[-1], Segment) and not out[-1].parallel:
+        elif (out and isinstance(out[-1], Segment) and not out[-1].parallel
+              and len(arrays | mine) <= MAX_SEGMENT_BUFFERS):
             out[-1].kernels.append(step)
+            arrays |= mine
+            continue
         else:
             out.append(Segment(f"segment_{len(out)}", [step], step_index=i))
+        arrays = mine
     return out
 
 
