@@ -23,6 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir import AType, Eqn, Program, Var, primitives
+from ..passes.native_loops import kernel_gather
 from . import index as ix
 from .kernel_ir import Compute, Literal, Load, Store
 
@@ -45,6 +46,12 @@ def fusion_kind(name: str) -> str:
     ('movement', 'elementwise', 'library')
     """
     return _FUSION_KIND.get(name) or primitives.get(name).kind
+
+
+def eqn_fusion_kind(eqn: Eqn) -> str:
+    """`fusion_kind` of an equation: "gather" for a gather that becomes loads inside kernels
+    (passes/native_loops.py kernel_gather), else its primitive's."""
+    return "gather" if kernel_gather(eqn) else fusion_kind(eqn.prim)
 
 
 def starts_of(eqn: Eqn) -> list[Var]:
@@ -306,10 +313,12 @@ def _fused_reads(body: Program, v: Var, x: Var, update: Eqn | None = None) -> bo
             continue  # the window itself (its starts the same Vars, or equal constants: C[i, :i + 1] *= b)
         if update is not None and e.inputs and e.inputs[0] is x and _disjoint_windows(body, producer, e, update):
             continue
-        kind = fusion_kind(e.prim)
+        kind = eqn_fusion_kind(e)
         if kind in ("elementwise", "movement"):
             same_order = kind == "elementwise" or (e.prim == "reshape" and _unit_axes_only(e))
             stack.extend((w, pointwise and same_order) for w in e.inputs)
+        elif kind == "gather":  # fused too, and it reads x anywhere
+            stack.extend((w, False) for w in e.inputs)
     return False
 
 
