@@ -282,6 +282,81 @@ def test_csr_spmv_as_written(backend):
         np.testing.assert_allclose(got, spmv(A_row, A_col, A_val, x), rtol=1e-12)
 
 
+def test_csr_spmv_as_written_is_one_native_loop():
+    """The windows, the gather `x[cols]` and the dot of a CSR row are graph operations in the
+    body (passes/loop_gathers.py), the gathers loads inside its kernel: no library step."""
+    A_row, A_col, A_val = _csr(np.eye(5) * 2.0)
+    text = jk.jit(spmv).lower(A_row, A_col, A_val, np.ones(5)).as_text("kernels")
+    assert "[native]" in text and "datadep" not in text and "library" not in text
+
+
+def test_csr_column_out_of_bounds_raises_only_inside_a_row():
+    """NumPy raises for a column index of a row outside x (with its message), not for entries
+    of A_col that no row reads."""
+    A_row, A_col, A_val = _csr(np.eye(5) * 2.0)
+    x = np.arange(5.0)
+    f = jk.jit(spmv)
+    tail = np.concatenate([A_col, [99, -99]])  # read by no row
+    np.testing.assert_array_equal(f(A_row, tail, np.concatenate([A_val, [1.0, 1.0]]), x), spmv(A_row, A_col, A_val, x))
+    bad = A_col.copy()
+    bad[3] = 7
+    with pytest.raises(IndexError, match="index 7 is out of bounds for axis 0 with size 5"):
+        spmv(A_row, bad, A_val, x)
+    with pytest.raises(IndexError, match="index 7 is out of bounds for axis 0 with size 5"):
+        f(A_row, bad, A_val, x)
+    bad[3] = -5  # wraps once, as in NumPy
+    np.testing.assert_array_equal(f(A_row, bad, A_val, x), spmv(A_row, bad, A_val, x))
+
+
+_ROW_USES = {
+    "matmul": lambda vals, x, cols: vals @ x[cols],
+    "np.dot": lambda vals, x, cols: np.dot(x[cols], vals),
+    "gathered_twice": lambda vals, x, cols: x[cols] @ x[cols],
+    "sum_of_products": lambda vals, x, cols: (vals * x[cols]).sum(),  # a library step: still right
+}
+_ROW_DTYPES = [(np.float64, np.float64), (np.float32, np.float32), (np.int64, np.int64), (np.float32, np.float64)]
+
+
+@settings(max_examples=50, deadline=None, derandomize=True, database=None)
+@given(ptr=st.lists(st.integers(-4, 12), min_size=6, max_size=9),  # 5 rows or more: a loop, not unrolled
+       cols=st.lists(st.integers(-6, 5), max_size=10),
+       nx=st.integers(1, 5),
+       use=st.sampled_from(sorted(_ROW_USES)),
+       dtypes=st.sampled_from(_ROW_DTYPES),
+       index_dtype=st.sampled_from([np.int64, np.int32, np.uint32]),
+       seed=st.integers(0, 100))
+def test_random_loops_whose_body_gathers_data_dependent_slices(ptr, cols, nx, use, dtypes, index_dtype, seed):
+    """Loops over rows whose bounds are read from a pointer array (unsorted, negative, past the
+    end: Python's slice rules), each row gathering x at its column indices (some out of bounds:
+    NumPy's IndexError) and reducing, against NumPy running the same function."""
+    def rows(ptr, cols, vals, x):
+        y = np.zeros(ptr.size - 1, vals.dtype)
+        for i in range(ptr.size - 1):
+            c = cols[ptr[i]:ptr[i + 1]]
+            v = vals[ptr[i]:ptr[i + 1]]
+            y[i] = _ROW_USES[use](v, x, c)
+        return y
+    rng = np.random.default_rng(seed)
+    vdt, xdt = dtypes
+    ptr_a, cols_a = np.array(ptr), np.array(cols, np.int64)
+    if np.dtype(index_dtype).kind == "u":
+        ptr_a, cols_a = np.abs(ptr_a), np.abs(cols_a)
+    ptr_a, cols_a = ptr_a.astype(index_dtype), cols_a.astype(index_dtype)
+    vals = (rng.integers(-3, 4, len(cols)) if vdt == np.int64 else rng.standard_normal(len(cols))).astype(vdt)
+    x = (rng.integers(-3, 4, nx) if xdt == np.int64 else rng.standard_normal(nx)).astype(xdt)
+    f = jk.jit(rows)
+    if use != "sum_of_products" and cols:  # (a window of an empty array stays a step)
+        assert "[native]" in f.lower(ptr_a, cols_a, vals, x).as_text("kernels")
+    try:
+        want = rows(ptr_a, cols_a, vals, x)
+    except IndexError as e:
+        with pytest.raises(IndexError, match="out of bounds for axis 0 with size"):
+            f(ptr_a, cols_a, vals, x)
+        assert "out of bounds" in str(e)
+        return
+    assert_same(f(ptr_a, cols_a, vals, x), want, rtol=1e-5 if np.float32 in dtypes else 1e-12)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_slices_with_bounds_read_from_an_array_clamp_as_numpy(backend):
     fn = lambda x, b: (x[b[0]:b[1]].sum(), np.sort(x[b[0]:b[1]]), x[b[0]:].max())  # noqa: E731

@@ -202,6 +202,7 @@ def _window(eqn: Eqn, em: _Emitter, live: set[Var], same: _SameValue) -> bool:
     (out,) = eqn.outputs
     if _outs(eqn) != ("pad",) or data.aval.ndim != 1 or data.aval.shape[0] == 0 or out.aval.ndim != 1:
         return False
+    # (A uint64 bound above 2**63 is a huge Python int to the slice, not a negative int64.)
     if any(v.aval.shape != () or v.aval.dtype.kind not in "iu" or v.aval.dtype == np.uint64 for v in (start, stop)):
         return False
     n, size = data.aval.shape[0], out.aval.shape[0]
@@ -224,7 +225,7 @@ def _getitem(eqn: Eqn, em: _Emitter, live: set[Var], same: _SameValue) -> bool:
     (out,) = eqn.outputs
     if out not in live or x.aval.ndim != 1 or x.aval.shape[0] == 0 or idx.aval.ndim != 1:
         return False
-    if idx.aval.dtype.kind not in "iu" or idx.aval.dtype == np.uint64 or out.aval != AType(idx.aval.shape, x.aval.dtype):
+    if idx.aval.dtype.kind not in "iu" or out.aval != AType(idx.aval.shape, x.aval.dtype):
         return False
     valid = _valid(em, count, idx.aval.shape[0])
     index = _masked(em, valid, idx)

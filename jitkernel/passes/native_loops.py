@@ -13,8 +13,6 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Iterator
 
-import numpy as np
-
 from ..ir import Eqn, primitives
 from ..ir.control_flow import sub_programs
 
@@ -45,13 +43,13 @@ def kernel_gather(eqn: Eqn) -> bool:
     `x[idx]` of a non-empty 1-D `x` by one integer index array of any shape, on a backend that
     does not run gathers as library steps in bodies: each element reads `x` at its index,
     checked as NumPy checks it (a negative index wraps once; one still outside the axis sets the
-    IndexError flag of the status word). uint64 indices stay library steps: above 2**63 they
-    would wrap to a negative int64 and be taken from the end instead of raising."""
+    IndexError flag of the status word). Indices are converted to int64 first, as NumPy converts
+    them to intp: a uint64 index above 2**63 wraps to a negative one in both."""
     if eqn.prim != "gather" or eqn.params.get("index") != (("array", 0),) or len(eqn.inputs) != 2:
         return False
     x, idx = eqn.inputs
     return (x.aval.ndim == 1 and x.aval.shape[0] > 0 and idx.aval.dtype.kind in "iu"
-            and idx.aval.dtype != np.uint64 and "gather" not in _BODY_LIBRARY_PRIMS.get())
+            and "gather" not in _BODY_LIBRARY_PRIMS.get())
 
 
 def _kernel_prims() -> set[str]:
