@@ -273,14 +273,17 @@ def _link_in_place(body: Program, x: Var, producer: Eqn, out: Var) -> bool:
             need.update(e.inputs)
     # Everything downstream of x, not through the producer: each must be an ancestor (computed
     # before the producer's step, in program order). Ancestors' results may be returned: a
-    # returned value is materialised when its equation runs, before the update.
+    # returned value is materialised when its equation runs, before the update, so what reads
+    # it later reads that buffer, not x (vadv's `divided`, computed from the ccol column before
+    # ccol's update and read by dcol's update after it).
+    returned = set(body.outvars)
     tainted = {x}
     for e in body.eqns:
         if e is producer or not any(v in tainted for v in e.inputs):
             continue
         if id(e) not in anc:
             return False
-        tainted.update(e.outputs)
+        tainted.update(o for o in e.outputs if o not in returned)
     if (producer.prim in REGION_UPDATES and int(np.prod(window(producer))) != 1
             and _fused_reads(body, producer.inputs[1], x, producer)):
         return False
