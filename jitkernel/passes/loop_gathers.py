@@ -34,7 +34,8 @@ the rewrite makes the loop native.
 ...     return y
 >>> from jitkernel.passes import optimize
 >>> from jitkernel.passes.native_loops import native_ok
->>> args = (np.array([0, 2, 3]), np.array([0, 1, 1]), np.array([1.0, 2.0, 3.0]), np.array([1.0, 10.0]))
+>>> A_row = np.array([0, 2, 3, 3, 3, 3])  # five rows: a loop (shorter ranges are unrolled)
+>>> args = (A_row, np.array([0, 1, 1]), np.array([1.0, 2.0, 3.0]), np.array([1.0, 10.0]))
 >>> prog = datadep_in_loops_as_gathers(optimize(jk.make_ir(spmv)(*args)))
 >>> [native_ok(e) for e in prog.eqns if e.prim == "fori_loop"]
 [True]
