@@ -124,6 +124,67 @@ def test_gather_is_a_copy_and_a_library_step():
     assert "gather" in text
 
 
+def test_gather_of_a_one_dimensional_array_is_a_load_inside_a_kernel():
+    """`x[idx]` of a 1-D x fuses: each element loads x at its index, checked as NumPy checks it
+    (a negative index wraps once; one still outside raises IndexError with NumPy's message,
+    also from a kernel split across threads)."""
+    fn = lambda x, i: x[i] * 2 + 1  # noqa: E731
+    f = jk.jit(fn, backend="cpu")
+    x = np.arange(10.0)
+    idx = np.array([3, -1, 0, 9, -10])
+    text = f.lower(x, idx).as_text("kernels")
+    assert "take_at" in text and "library" not in text
+    np.testing.assert_array_equal(f(x, idx), fn(x, idx))
+    for bad in (np.array([1, 10]), np.array([-11, 0])):
+        with pytest.raises(IndexError, match=f"index {bad[bad != bad.clip(-10, 9)][0]} is out of bounds for axis 0 with size 10"):
+            f(x, bad)
+    big = np.zeros(1 << 20, np.int64)  # split across threads: each thread's own status word
+    big[777_777] = -11
+    with pytest.raises(IndexError, match="index -11 is out of bounds for axis 0 with size 10"):
+        f(x, big)
+    big[777_777] = 4
+    np.testing.assert_array_equal(f(x, big), fn(x, big))
+
+
+def test_uint64_indices_of_fused_gathers_wrap_as_numpys():
+    """NumPy converts an index array to intp: 2**64 - 1 is -1, the last element."""
+    fn = lambda x, i: x[i]  # noqa: E731
+    x = np.arange(5.0)
+    idx = np.array([2**64 - 1, 2, 2**63 + 1], np.uint64)
+    with pytest.raises(IndexError):
+        fn(x, idx)
+    with pytest.raises(IndexError, match="out of bounds for axis 0 with size 5"):
+        jk.jit(fn)(x, idx)
+    np.testing.assert_array_equal(jk.jit(fn)(x, idx[:2]), fn(x, idx[:2]))
+
+
+@SETTINGS
+@given(n=st.integers(1, 6), index=st.lists(st.integers(-8, 8), max_size=7),
+       index_dtype=st.sampled_from(["int8", "int32", "int64", "uint16"]),
+       dtype=st.sampled_from(["float64", "float32", "int32", "bool"]),
+       use=st.sampled_from(["plain", "elementwise", "sum", "twice", "in_loop"]))
+def test_random_gathers_of_one_dimensional_arrays_match_numpy(n, index, index_dtype, dtype, use):
+    idx = np.array(index, np.int64)
+    if np.dtype(index_dtype).kind == "u":
+        idx = np.abs(idx)
+    idx = idx.astype(index_dtype)
+    x = (np.arange(n) * 3 % 7 - 2).astype(dtype)
+    uses = {
+        "plain": lambda x, i: x[i],
+        "elementwise": lambda x, i: x[i] * x[i[::-1]] if x.dtype != bool else x[i] & ~x[i[::-1]],
+        "sum": lambda x, i: x[i].sum(),
+        "twice": lambda x, i: x[x[i].astype(np.int64) % x.size],
+    }
+
+    def in_loop(x, i):  # a body gathering from the array it writes: not updated in place
+        y = x.copy()
+        for k in range(i.size):
+            y[k % y.size] = y[i[k:k + 1]].sum() + 1 if y.dtype != bool else not y[i[k:k + 1]].any()
+        return y
+    uses["in_loop"] = in_loop
+    _run_both(uses[use], x, idx, backend="cpu")
+
+
 # ----------------------------------------------------------------------------- take
 
 @pytest.mark.parametrize("mode", ["raise", "wrap", "clip"])

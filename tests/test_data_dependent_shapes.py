@@ -282,6 +282,135 @@ def test_csr_spmv_as_written(backend):
         np.testing.assert_allclose(got, spmv(A_row, A_col, A_val, x), rtol=1e-12)
 
 
+def test_csr_spmv_as_written_is_one_native_loop():
+    """The windows, the gather `x[cols]` and the dot of a CSR row are graph operations in the
+    body (passes/loop_gathers.py), the gathers loads inside its kernel: no library step."""
+    A_row, A_col, A_val = _csr(np.eye(5) * 2.0)
+    text = jk.jit(spmv).lower(A_row, A_col, A_val, np.ones(5)).as_text("kernels")
+    assert "[native]" in text and "datadep" not in text and "library" not in text
+
+
+def test_csr_column_out_of_bounds_raises_only_inside_a_row():
+    """NumPy raises for a column index of a row outside x (with its message), not for entries
+    of A_col that no row reads."""
+    A_row, A_col, A_val = _csr(np.eye(5) * 2.0)
+    x = np.arange(5.0)
+    f = jk.jit(spmv)
+    tail = np.concatenate([A_col, [99, -99]])  # read by no row
+    np.testing.assert_array_equal(f(A_row, tail, np.concatenate([A_val, [1.0, 1.0]]), x), spmv(A_row, A_col, A_val, x))
+    bad = A_col.copy()
+    bad[3] = 7
+    with pytest.raises(IndexError, match="index 7 is out of bounds for axis 0 with size 5"):
+        spmv(A_row, bad, A_val, x)
+    with pytest.raises(IndexError, match="index 7 is out of bounds for axis 0 with size 5"):
+        f(A_row, bad, A_val, x)
+    bad[3] = -5  # wraps once, as in NumPy
+    np.testing.assert_array_equal(f(A_row, bad, A_val, x), spmv(A_row, bad, A_val, x))
+
+
+_ROW_USES = {
+    "matmul": lambda vals, x, cols: vals @ x[cols],
+    "np.dot": lambda vals, x, cols: np.dot(x[cols], vals),
+    "gathered_twice": lambda vals, x, cols: x[cols] @ x[cols],
+    "sum_of_products": lambda vals, x, cols: (vals * x[cols]).sum(),  # a library step: still right
+}
+_ROW_DTYPES = [(np.float64, np.float64), (np.float32, np.float32), (np.int64, np.int64), (np.float32, np.float64)]
+
+
+@settings(max_examples=50, deadline=None, derandomize=True, database=None)
+@given(ptr=st.lists(st.integers(-4, 12), min_size=6, max_size=9),  # 5 rows or more: a loop, not unrolled
+       cols=st.lists(st.integers(-6, 5), max_size=10),
+       nx=st.integers(1, 5),
+       use=st.sampled_from(sorted(_ROW_USES)),
+       dtypes=st.sampled_from(_ROW_DTYPES),
+       index_dtype=st.sampled_from([np.int64, np.int32, np.uint32]),
+       seed=st.integers(0, 100))
+def test_random_loops_whose_body_gathers_data_dependent_slices(ptr, cols, nx, use, dtypes, index_dtype, seed):
+    """Loops over rows whose bounds are read from a pointer array (unsorted, negative, past the
+    end: Python's slice rules), each row gathering x at its column indices (some out of bounds:
+    NumPy's IndexError) and reducing, against NumPy running the same function."""
+    def rows(ptr, cols, vals, x):
+        y = np.zeros(ptr.size - 1, vals.dtype)
+        for i in range(ptr.size - 1):
+            c = cols[ptr[i]:ptr[i + 1]]
+            v = vals[ptr[i]:ptr[i + 1]]
+            y[i] = _ROW_USES[use](v, x, c)
+        return y
+    rng = np.random.default_rng(seed)
+    vdt, xdt = dtypes
+    ptr_a, cols_a = np.array(ptr), np.array(cols, np.int64)
+    if np.dtype(index_dtype).kind == "u":
+        ptr_a, cols_a = np.abs(ptr_a), np.abs(cols_a)
+    ptr_a, cols_a = ptr_a.astype(index_dtype), cols_a.astype(index_dtype)
+    vals = (rng.integers(-3, 4, len(cols)) if vdt == np.int64 else rng.standard_normal(len(cols))).astype(vdt)
+    x = (rng.integers(-3, 4, nx) if xdt == np.int64 else rng.standard_normal(nx)).astype(xdt)
+    f = jk.jit(rows)
+    if use != "sum_of_products" and cols:  # (a window of an empty array stays a step)
+        assert "[native]" in f.lower(ptr_a, cols_a, vals, x).as_text("kernels")
+    try:
+        want = rows(ptr_a, cols_a, vals, x)
+    except IndexError as e:
+        with pytest.raises(IndexError, match="out of bounds for axis 0 with size"):
+            f(ptr_a, cols_a, vals, x)
+        assert "out of bounds" in str(e)
+        return
+    assert_same(f(ptr_a, cols_a, vals, x), want, rtol=1e-5 if np.float32 in dtypes else 1e-12)
+
+
+# ----------------------------------------------------------------------------- x[m] = f(y[m])
+
+
+def test_masked_update_by_a_function_of_the_same_selection_is_one_select():
+    """NPBench nbody's `inv_r3[inv_r3 > 0] = inv_r3[inv_r3 > 0]**(-1.5)` (the mask written
+    twice) is `where(mask, inv_r3**-1.5, inv_r3)`: no selection step, no setitem step."""
+    def f(a):
+        r = a * a - 0.5
+        r[r > 0] = r[r > 0] ** (-1.5)
+        return r
+    a = np.random.default_rng(1).standard_normal((6, 6))
+    g = jk.jit(f)
+    assert "datadep" not in g.lower(a).as_text("kernels")
+    assert_same(g(a), f(a), rtol=1e-12)
+
+
+_UPDATE_OPS = {"neg": np.negative, "abs": np.abs, "power": lambda v: np.abs(v) ** -1.5, "inverse": lambda v: 1.0 / v,
+               "exp": np.exp, "affine": lambda v: v * 0.5 + 1.0}
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None)
+@given(ops=st.lists(st.sampled_from(sorted(_UPDATE_OPS)), max_size=3),
+       threshold=st.floats(-2.5, 2.5),
+       target=st.sampled_from(["same", "other", "other_mask", "float32_value", "row_mask"]),
+       seed=st.integers(0, 1000))
+def test_random_masked_updates_by_functions_of_selections(ops, threshold, target, seed):
+    """`x[m] = f(y[m])` for elementwise chains `f`, against NumPy: by the selection's own mask
+    (fused), and by another mask, another dtype or a mask over rows only (NumPy's step)."""
+    def program(x, y):
+        x = x.copy()
+        m = (y[:, 0] > threshold) if target == "row_mask" else (y > threshold)
+        v = y[m] if target != "other_mask" else y[y > threshold + 0.5]
+        for name in ops:
+            v = _UPDATE_OPS[name](v)
+        if target == "float32_value":
+            v = v.astype(np.float32)
+        if target == "same":
+            x, m = y.copy(), y > threshold
+        x[m] = v  # another mask: NumPy's ValueError when the counts differ
+        return x
+    rng = np.random.default_rng(seed)
+    x, y = rng.standard_normal((4, 3)), rng.standard_normal((4, 3)) * 2
+    try:
+        want = program(x, y)
+    except ValueError:
+        want = None
+    f = jk.jit(program)
+    if want is None:
+        with pytest.raises(ValueError):
+            f(x, y)
+        return
+    assert_same(f(x, y), want, rtol=1e-6)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_slices_with_bounds_read_from_an_array_clamp_as_numpy(backend):
     fn = lambda x, b: (x[b[0]:b[1]].sum(), np.sort(x[b[0]:b[1]]), x[b[0]:].max())  # noqa: E731

@@ -184,6 +184,51 @@ def test_random_window_updates_in_loops_match_numpy(tmp_path_factory, write, sta
         raise AssertionError(f"{src}\n{e}") from None
 
 
+THOMAS = """
+def f(c, d, w):
+    t = w[:, 0] * 0.0
+    for k in range(1, c.shape[1]):
+        c[:, k] = w[:, k] * 0.5
+        t = 1.0 / (3.0 - c[:, k] - c[:, k - 1])
+        c[:, k] = c[:, k] * t
+        d[:, k] = (d[:, k] - d[:, k - 1]) * t
+    return c, d, t
+"""
+
+
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
+def test_a_value_kept_as_loop_state_is_read_from_its_buffer_after_the_update(tmp_path, backend):
+    # NPBench vadv's Thomas sweep: `t` (its `divided`) is computed from columns of c before c's
+    # second update, kept as loop state, and read by d's update after it. As loop state it has
+    # a buffer written before c's update, so c is still updated in place (no copy per trip).
+    f = load(tmp_path, THOMAS)
+    rng = np.random.default_rng(5)
+    same_as_numpy(f, rng.random((6, 9)), rng.random((6, 9)), rng.random((6, 9)), backend=backend)
+    text = _loop_kernels(f, np.ones((6, 9)), np.ones((6, 9)), np.ones((6, 9)))
+    assert "[native]" in text and "update_copy" not in text, text
+
+
+_STATE_READS = ["t", "t + c[:, k]", "t * c[:, k - 1]", "c[:, k] + 0 * t", "u"]
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(read=st.sampled_from(_STATE_READS), kept=st.booleans(), write=st.sampled_from(["c[:, k] * t", "t", "c[:, k - 1] + t"]),
+       backend=st.sampled_from(HOST_BACKENDS))
+def test_random_values_of_a_window_read_after_its_update_match_numpy(tmp_path_factory, read, kept, write, backend):
+    """A value `t` computed from c's windows, then c's window updated, then another update
+    reading `t` (kept as loop state or not), c's new window, or a value computed from it."""
+    ret = "c, d, t" if kept else "c, d"
+    src = (f"def f(c, d):\n    t = c[:, 0] * 0.0\n    for k in range(1, c.shape[1]):\n"
+           f"        t = 2.0 - c[:, k] * c[:, k - 1]\n        c[:, k] = {write}\n        u = c[:, k] * 2.0\n"
+           f"        d[:, k] = d[:, k - 1] + {read}\n    return {ret}\n")
+    f = load(tmp_path_factory.mktemp("state"), src)
+    try:
+        same_as_numpy(f, np.arange(35.0).reshape(5, 7) ** 0.5, np.arange(35.0).reshape(5, 7) * 0.25, backend=backend)
+    except AssertionError as e:
+        raise AssertionError(f"{src}\n{e}") from None
+
+
 WRAPPED_READ = """
 def f(y):
     for j in range(0, y.shape[1] - 3):

@@ -39,6 +39,15 @@ class StatusWord(ctypes.Structure):
         self.addr = ctypes.addressof(self)
 
 
+def merge_status(word: StatusWord, others: list[StatusWord]) -> None:
+    """OR the flags of `others` (the words of a split call's threads) into `word`, keeping the
+    details of the first out-of-bounds index where `word` has none yet."""
+    for other in others:
+        if other.value & STATUS_INDEX and not word.value & STATUS_INDEX:
+            word.index, word.axis, word.size = other.index, other.axis, other.size
+        word.value |= other.value
+
+
 def raise_status(word: StatusWord) -> None:
     """Clear the word and raise NumPy's exception for the first code set in it, if any."""
     code = word.value

@@ -23,6 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir import AType, Eqn, Program, Var, primitives
+from ..passes.native_loops import kernel_gather
 from . import index as ix
 from .kernel_ir import Compute, Literal, Load, Store
 
@@ -45,6 +46,12 @@ def fusion_kind(name: str) -> str:
     ('movement', 'elementwise', 'library')
     """
     return _FUSION_KIND.get(name) or primitives.get(name).kind
+
+
+def eqn_fusion_kind(eqn: Eqn) -> str:
+    """`fusion_kind` of an equation: "gather" for a gather that becomes loads inside kernels
+    (passes/native_loops.py kernel_gather), else its primitive's."""
+    return "gather" if kernel_gather(eqn) else fusion_kind(eqn.prim)
 
 
 def starts_of(eqn: Eqn) -> list[Var]:
@@ -316,14 +323,17 @@ def _link_in_place(body: Program, x: Var, producer: Eqn, out: Var) -> bool:
             need.update(e.inputs)
     # Everything downstream of x, not through the producer: each must be an ancestor (computed
     # before the producer's step, in program order). Ancestors' results may be returned: a
-    # returned value is materialised when its equation runs, before the update.
+    # returned value is materialised when its equation runs, before the update, so what reads
+    # it later reads that buffer, not x (vadv's `divided`, computed from the ccol column before
+    # ccol's update and read by dcol's update after it).
+    returned = set(body.outvars)
     tainted = {x}
     for e in body.eqns:
         if e is producer or not any(v in tainted for v in e.inputs):
             continue
         if id(e) not in anc:
             return False
-        tainted.update(e.outputs)
+        tainted.update(o for o in e.outputs if o not in returned)
     if reads_base_elsewhere(body, producer):
         # The window's value reads x where other elements of the window are written: it is
         # computed into a buffer of its own first (`staged_window_values`), unless it is no
@@ -378,10 +388,12 @@ def _fused_reads(body: Program, v: Var, x: Var, update: Eqn | None = None) -> bo
             continue  # the window itself (its starts the same Vars, or equal constants: C[i, :i + 1] *= b)
         if update is not None and e.inputs and e.inputs[0] is x and _disjoint_windows(body, producer, e, update):
             continue
-        kind = fusion_kind(e.prim)
+        kind = eqn_fusion_kind(e)
         if kind in ("elementwise", "movement"):
             same_order = kind == "elementwise" or (e.prim == "reshape" and _unit_axes_only(e))
             stack.extend((w, pointwise and same_order) for w in e.inputs)
+        elif kind == "gather":  # fused too, and it reads x anywhere
+            stack.extend((w, False) for w in e.inputs)
     return False
 
 

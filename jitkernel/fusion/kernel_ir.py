@@ -254,6 +254,11 @@ class Kernel:
 # The index map recorded for a buffer read as a run-time offset: equal to no store's offset, so no
 # pass mistakes it for an element read (rows.py compares offsets).
 _VALUE_READ = Aff((), -1)
+# A gather (`Compute("take_at", (Load(x, GATHER_BASE), index))`, fusion/schedule.py) reads `x` at
+# run-time indices: its Load names the buffer (so renames, liveness and read sets see it) through
+# this map, which matches no store's offset, so no pass takes it for one element's read. The
+# renderers evaluate it as the buffer's address, never as a load.
+GATHER_BASE = _VALUE_READ
 
 
 def value_buffers(a: Aff) -> list[int]:

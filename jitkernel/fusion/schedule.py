@@ -17,12 +17,13 @@ from ..ir import AType, Eqn, Program, Var, primitives, semantics
 from ..ir.datadep_prims import describe_split
 from ..passes.complex_lower import lower_complex
 from ..passes.loop_dots import dots_in_loops_as_reductions
+from ..passes.loop_gathers import datadep_in_loops_as_gathers
 from ..passes.loops import hoist_loop_invariants, scans_to_fori
 from ..passes.native_loops import CONTROL_FLOW, native_ok
 from . import dynamic, index as ix, loops
 from .index import Aff
-from .kernel_ir import (Buffer, Compute, IndexValue, Kernel, KernelProgram, LibraryCall, Literal,
-                        Load, Node, RowKernel, Store)
+from .kernel_ir import (GATHER_BASE, Buffer, Compute, IndexValue, Kernel, KernelProgram, LibraryCall,
+                        Literal, Load, Node, RowKernel, Store)
 from .kernel_ir import Interner
 from .kernel_passes import fuse_kernels
 from .movement import source_index
@@ -62,7 +63,7 @@ def _merge_roots(a: Any, b: Any) -> Any:
 def _op_cost(eqn: Eqn) -> int:
     """Relative cost of recomputing one element (`Primitive.expensive`); movement ops are free
     (index maps)."""
-    kind = dynamic.fusion_kind(eqn.prim)
+    kind = dynamic.eqn_fusion_kind(eqn)
     if kind == "movement":
         return 0
     return 8 if primitives.get(eqn.prim).expensive else 1
@@ -101,11 +102,13 @@ class _Scheduler:
     def materialized(self) -> set[Var]:
         mat = set(self.program.outvars)
         for eqn in self.program.eqns:
-            kind = dynamic.fusion_kind(eqn.prim)
+            kind = dynamic.eqn_fusion_kind(eqn)
             if kind in ("reduce", "structural", "library"):  # control flow is of kind "library" too
                 mat.update(eqn.outputs)
             if kind == "library":
                 mat.update(eqn.inputs)
+            if kind == "gather":  # each element loads from the gathered array's buffer
+                mat.add(eqn.inputs[0])
         if self.in_body:
             # A window update whose value reads the array elsewhere writes in place after its
             # value is staged in a window-sized buffer (fusion/dynamic.py, can_update_in_place).
@@ -220,8 +223,11 @@ class _Scheduler:
                         stack.append((k, None))
                 continue
             eqn = self.producer[key[0]]
-            if dynamic.fusion_kind(eqn.prim) == "elementwise":
+            kind = dynamic.eqn_fusion_kind(eqn)
+            if kind == "elementwise":
                 node = intern(Compute(eqn.prim, tuple(memo[k] for k in plan), (), eqn.outputs[0].aval.dtype))
+            elif kind == "gather":
+                node = self._gather_node(eqn, memo[plan[0]], intern)
             else:  # movement: the input's expression at the mapped index
                 node = memo[plan[0]]
             if expand and is_root:
@@ -240,14 +246,31 @@ class _Scheduler:
     def _plan(self, eqn: Eqn, index: tuple[Aff, ...], extents: tuple[int, ...]) -> Any:
         """The (var, index) keys `eqn`'s output at `index` is made of, or ("node", node)."""
         out = eqn.outputs[0]
-        if dynamic.fusion_kind(eqn.prim) == "elementwise":
+        kind = dynamic.eqn_fusion_kind(eqn)
+        if kind == "elementwise":
             return [self._key(a, index) for a in eqn.inputs]
+        if kind == "gather":  # x[idx] of a 1-D x has idx's shape: the index at the same point
+            return [self._key(eqn.inputs[1], index)]
         if eqn.prim == "iota":
             return ("node", IndexValue(index[eqn.params["dimension"]], out.aval.dtype))
         src = source_index(self, eqn, index, extents)  # a movement: fusion/movement.py
         if any(a.depth > MAX_INDEX_DEPTH for a in src):
             raise _IndexTooDeep(out)
         return [self._key(eqn.inputs[0], src)]
+
+    def _gather_node(self, eqn: Eqn, index: Node, intern: Interner) -> Node:
+        """`x[index]` for one element (passes/native_loops.py kernel_gather): the index checked
+        as NumPy checks it (`index_check`: wrapped once if negative, else the IndexError flag and
+        0), then a load of x's buffer at that element (`take_at`, whose first argument names the
+        buffer, kernel_ir.GATHER_BASE)."""
+        x = eqn.inputs[0]
+        n = x.aval.shape[0]
+        if index.dtype != dynamic.INT64:
+            index = intern(Compute("convert", (index,), (), dynamic.INT64))
+        checked = intern(Compute("index_check", (index, Literal(n, dynamic.INT64), Literal(n - 1, dynamic.INT64),
+                                                 Literal(0, dynamic.INT64)), (), dynamic.INT64))
+        base = intern(Load(self.buf_of[x], GATHER_BASE, x.aval.dtype))
+        return intern(Compute("take_at", (base, checked), (), x.aval.dtype))
 
     # -- kernels ---------------------------------------------------------------------
     def _eqn_text(self, i: int) -> str:
@@ -306,7 +329,7 @@ class _Scheduler:
         for eqn in self.program.eqns:
             if eqn.prim in dynamic.PRIMS:
                 dynamic.emit_checks(self, eqn, steps)
-            library = dynamic.fusion_kind(eqn.prim) == "library"  # control flow included
+            library = dynamic.eqn_fusion_kind(eqn) == "library"  # control flow included
             for v in eqn.outputs:
                 if v not in mat:
                     continue
@@ -349,7 +372,7 @@ class _Scheduler:
         return self._kernel(f"k{n}_copy", shape, 0, [Store(b, ix.linearize(index, shape), value)], ops)
 
     def _steps_for(self, eqn: Eqn, v: Var, n: int) -> list[Any]:
-        kind = dynamic.fusion_kind(eqn.prim)
+        kind = dynamic.eqn_fusion_kind(eqn)
         out = self.buf_of[v]
         ops = {self.eqn_index[id(eqn)]}
         if eqn.prim in CONTROL_FLOW and native_ok(eqn):
@@ -473,7 +496,8 @@ def schedule(program: Program) -> KernelProgram:
     # complex -> (real, imag) float pairs, loop and branch bodies too: their complex arithmetic
     # fuses into the bodies' kernels (a native loop when nothing else keeps it Python-driven)
     lowered, packed = lower_complex(program, lower_bodies=True)
-    kp = _Scheduler(hoist_loop_invariants(scans_to_fori(dots_in_loops_as_reductions(lowered)))).build()
+    kp = _Scheduler(hoist_loop_invariants(scans_to_fori(dots_in_loops_as_reductions(
+        datadep_in_loops_as_gathers(lowered))))).build()
     kp.complex_views = {**{kp.inputs[i]: dt for i, dt in packed.inputs.items()},
                         **{kp.outputs[k]: dt for k, dt in packed.outputs.items()}}
     return kp

@@ -33,9 +33,23 @@ def native_ok(eqn: Eqn, kernel_prims: set[str] | None = None) -> bool:
             if e.prim in CONTROL_FLOW:
                 if not native_ok(e, kernel_prims):
                     return False
-            elif e.prim not in kernel_prims:
+            elif e.prim not in kernel_prims and not kernel_gather(e):
                 return False
     return True
+
+
+def kernel_gather(eqn: Eqn) -> bool:
+    """Is `eqn` a gather the scheduler turns into loads inside kernels (fusion/schedule.py)?
+    `x[idx]` of a non-empty 1-D `x` by one integer index array of any shape, on a backend that
+    does not run gathers as library steps in bodies: each element reads `x` at its index,
+    checked as NumPy checks it (a negative index wraps once; one still outside the axis sets the
+    IndexError flag of the status word). Indices are converted to int64 first, as NumPy converts
+    them to intp: a uint64 index above 2**63 wraps to a negative one in both."""
+    if eqn.prim != "gather" or eqn.params.get("index") != (("array", 0),) or len(eqn.inputs) != 2:
+        return False
+    x, idx = eqn.inputs
+    return (x.aval.ndim == 1 and x.aval.shape[0] > 0 and idx.aval.dtype.kind in "iu"
+            and "gather" not in _BODY_LIBRARY_PRIMS.get())
 
 
 def _kernel_prims() -> set[str]:

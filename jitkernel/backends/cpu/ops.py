@@ -100,8 +100,8 @@ class OpLowering:
     def index_check(self, s: ir.Value, n: ir.Value, limit: ir.Value, axis: ir.Value) -> ir.Value:
         """A run-time start (int64): wrapped when negative (NumPy), then 0 <= s <= limit, or the
         IndexError flag is set (the first failure also records s, the axis and n) and 0 is
-        returned, so no access leaves the array. Only check kernels (domain ()) use it, so the
-        branch it adds is never inside a kernel's loop."""
+        returned, so no access leaves the array. Check kernels (domain ()) use it for dynamic starts,
+        and gathers for each element's index (fusion/schedule.py), where the branch is rarely taken."""
         b = self.b
         zero = ir.Constant(I64, 0)
         w = b.select(b.icmp_signed("<", s, zero), b.add(s, n), s)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...fusion.index import Aff
 from ...fusion.extents import loop_limits
-from ...fusion.kernel_ir import (IndexValue, Kernel, KernelProgram, LibraryCall, Literal, Load, Node,
+from ...fusion.kernel_ir import (GATHER_BASE, IndexValue, Kernel, KernelProgram, LibraryCall, Literal, Load, Node,
                                  RowKernel, Store, follows_numpy_blocks, postorder)
 from ...errors import UnsupportedOperationError
 from ...ir import semantics
@@ -144,6 +144,8 @@ class KernelRenderer:
         for nd in postorder([root], memo):
             if isinstance(nd, Literal):
                 v: ir.Value = self.literal(b, nd.dtype, nd.value, ops)
+            elif isinstance(nd, Load) and nd.offset == GATHER_BASE:  # a gather's array: its address
+                v = env["bufs"][nd.buffer]
             elif isinstance(nd, Load):
                 ptr = b.gep(env["bufs"][nd.buffer], [self.aff(b, nd.offset, env["loops"])], inbounds=True,
                             source_etype=mem_type(nd.dtype))
@@ -153,6 +155,11 @@ class KernelRenderer:
             elif isinstance(nd, IndexValue):
                 i = self.aff(b, nd.index, env["loops"])
                 v = ops.convert(i, np.dtype(np.int64), nd.dtype)
+            elif nd.prim == "take_at":  # x[checked index] (fusion/schedule.py _gather_node)
+                ptr = b.gep(memo[nd.args[0]], [memo[nd.args[1]]], inbounds=True, source_etype=mem_type(nd.dtype))
+                v = b.load(ptr, typ=mem_type(nd.dtype))
+                if nd.dtype.kind == "b":
+                    v = b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
             else:
                 args = [memo[a] for a in nd.args]
                 v = ops.lower(nd.prim, args, [a.dtype for a in nd.args], nd.dtype)

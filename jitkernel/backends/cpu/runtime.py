@@ -15,8 +15,6 @@ the native code has returned). See "Calls: threads, interrupts, fork" in docs/ar
 from __future__ import annotations
 
 import ctypes
-import functools
-import operator
 import os
 import signal
 import sys
@@ -33,7 +31,7 @@ from ...fusion.loops import control_work, is_control
 from ...fusion.versioning import written_buffers
 from ...ir.primitives import dot_general_numpy
 from .in_place_updates import in_place_impl
-from ..status import StatusWord, raise_status
+from ..status import StatusWord, merge_status, raise_status
 from .render import DATA_OFFSET, PARALLEL_MIN_ELEMENTS, Segment
 
 # How a library step's function is made: (primitive, params) -> impl(*inputs, **params).
@@ -435,13 +433,15 @@ class _SplitCall:
     def __init__(self, seg: Callable, arrays: tuple, chunks: tuple, params: tuple, threads: int) -> None:
         self.seg, self.arrays, self.params = seg, arrays, params
         self.ids = [id(a) for a in arrays]
-        self.words = (ctypes.c_int32 * threads)()
+        # Whole status words: a kernel that sets the IndexError flag also writes the index, axis
+        # and size behind the flag (status.STATUS_INDEX_DETAIL), which bare int32s have no room for.
+        self.words = [StatusWord() for _ in range(threads)]
         self.todo = iter(chunks)  # shared: each next() hands one chunk to one thread (atomic)
         self.abort = False
 
     def work(self, t: int) -> None:
         seg, ids, params, todo = self.seg, self.ids, self.params, self.todo
-        addr = ctypes.addressof(self.words) + 4 * t
+        addr = self.words[t].addr
         for lo, hi in todo:
             if self.abort:
                 return
@@ -480,7 +480,7 @@ def _run_split(seg: Callable, arrays: tuple, chunks: tuple, params: tuple, statu
         call.abort = True
         raise
     if status is not None:
-        status.value |= functools.reduce(operator.or_, call.words, 0)
+        merge_status(status, call.words)
 
 
 def _submit_uninterrupted(pool: ThreadPoolExecutor, fn: Callable, args: range) -> list:

@@ -8,7 +8,8 @@ import numpy as np
 
 from ...errors import UnsupportedOperationError
 from ...fusion.index import Aff
-from ...fusion.kernel_ir import IndexValue, Kernel, KernelProgram, Literal, Load, RowKernel, Store, postorder
+from ...fusion.kernel_ir import (GATHER_BASE, Compute, IndexValue, Kernel, KernelProgram, Literal, Load, RowKernel, Store,
+                                 postorder)
 from ...fusion.params import Param
 from ...ir import semantics
 from . import ctype, ops
@@ -378,6 +379,12 @@ class KernelWriter:
             if not isinstance(nd.value, (bool, int, float, np.generic)):
                 raise UnsupportedOperationError(f"a run-time literal ({nd.value}) is not supported by the CUDA backend yet")
             return f"({ctype.literal(nd.value, nd.dtype)})"
+        if isinstance(nd, Load) and nd.offset == GATHER_BASE:  # a gather's array, read by its take_at
+            if nd.buffer in self.staged:
+                raise UnsupportedOperationError("a gather from a row staged in shared memory is not supported by the CUDA backend")
+            return ctype.load(f"b{nd.buffer}[0]", nd.dtype)  # (unused: x is never empty)
+        if isinstance(nd, Compute) and nd.prim == "take_at":  # x[checked index] (fusion/schedule.py)
+            return ctype.load(f"b{nd.args[0].buffer}[{names[id(nd.args[1])]}]", nd.dtype)
         if isinstance(nd, Load):
             staged = self.staged.get(nd.buffer)
             if staged is not None:  # the row kernel's copy of this row (row_staging.py)
