@@ -34,6 +34,7 @@ from ..tree import tree_flatten, tree_unflatten
 from . import conversions
 from .iteration import IndexedSequence, iter_enumerate, iter_zip  # noqa: F401  (ag__.iter_zip, ...)
 from .callees import call  # noqa: F401  (ag__.call: calls of user functions and creation functions)
+from .constant_arrays import getitem, make_slice, store_receiver  # noqa: F401  (ag__.getitem, ...: subscripts.py)
 
 UNROLL_LIMIT = 4  # a static range with at most this many iterations is unrolled
 # ... unless the short loops around it, unrolled too, would copy its body more often than this: nested
