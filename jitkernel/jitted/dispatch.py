@@ -18,6 +18,11 @@ from .sequence_hint import add_sequence_hint
 from .debug_nans import check_call, checked_entry
 from .signature import _PY_SCALAR_DTYPES, NUMPY_SCALAR_TYPES, Signature, _ndarray
 from .write_back import _guarded_by_globals, _restore_byteorder
+from ..ir.host_lengths import HostLengthChanged
+
+# runs of one call with new host lengths before the last one's error stands (a length that depends
+# on another one: each run settles one more)
+_HOST_LENGTH_ATTEMPTS = 8
 
 
 def _guarded_by_layout(entry: Callable[[tuple], Any], guard: tuple) -> Callable[[tuple], Any]:
@@ -59,6 +64,8 @@ class DispatchMixin:
                     return entry(args)
                 except AliasedArguments:
                     pass  # the same array passed twice to a function that writes: _call's variant
+                except HostLengthChanged:
+                    pass  # a length read on the host changed: _call compiles for it
                 except BaseException as e:
                     hide_engine_frames(e)
                     raise
@@ -97,7 +104,7 @@ class DispatchMixin:
             aliases = self._global_aliases(compiled, leaves)
             if aliases:  # f(G) where f writes its argument and reads the global G
                 return self._call_with_globals(sig, args, kwargs, arrays, leaves, aliases)
-        result = compiled(arrays, leaves)
+        result, compiled = self._run_with_host_lengths(sig, compiled, args, kwargs, arrays, leaves)
         if getattr(compiled.program, "byteorder_sources", None):
             result = _restore_byteorder(result, compiled, leaves)
         if config.debug_nans:
@@ -105,6 +112,19 @@ class DispatchMixin:
         if not kwargs and not self.static_argnums:
             self._register_fast(args, compiled, sig)
         return result
+
+    def _run_with_host_lengths(self, sig: Signature, compiled: Compiled, args: tuple, kwargs: dict, arrays: Any,
+                               leaves: Any) -> tuple[Any, Compiled]:
+        """(result, the entry that gave it): `compiled` run, and when a length read on the host
+        differs from the one it was compiled for (ir/host_lengths.py), the variant compiled for
+        the new lengths (kept per signature), run again. The failed run returned and wrote
+        nothing."""
+        for _ in range(_HOST_LENGTH_ATTEMPTS):
+            try:
+                return compiled(arrays, leaves), compiled
+            except HostLengthChanged as changed:
+                compiled = self._host_length_variant(sig, compiled, changed, args, kwargs)
+        return compiled(arrays, leaves), compiled
 
     def _register_fast(self, args: tuple, compiled: Compiled, sig: Signature) -> None:
         key: list = []
