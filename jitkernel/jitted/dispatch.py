@@ -20,9 +20,8 @@ from .signature import _PY_SCALAR_DTYPES, NUMPY_SCALAR_TYPES, Signature, _ndarra
 from .write_back import _guarded_by_globals, _restore_byteorder
 from ..ir.host_lengths import HostLengthChanged
 
-# runs of one call with new host lengths before the last one's error stands (a length that depends
-# on another one: each run settles one more)
-_HOST_LENGTH_ATTEMPTS = 8
+# runs of one call with new host lengths before the last one's error stands
+_HOST_LENGTH_ATTEMPTS = 256
 
 
 def _guarded_by_layout(entry: Callable[[tuple], Any], guard: tuple) -> Callable[[tuple], Any]:
@@ -119,12 +118,17 @@ class DispatchMixin:
         differs from the one it was compiled for (ir/host_lengths.py), the variant compiled for
         the new lengths (kept per signature), run again. The failed run returned and wrote
         nothing."""
-        for _ in range(_HOST_LENGTH_ATTEMPTS):
+        seen: set = set()
+        while True:
             try:
                 return compiled(arrays, leaves), compiled
             except HostLengthChanged as changed:
+                # each run settles one more site (an unrolled loop has one per iteration); a length
+                # seen before in this call would not settle (a trace that changes with it): raise
+                if (changed.site, changed.length) in seen or len(seen) >= _HOST_LENGTH_ATTEMPTS:
+                    raise
+                seen.add((changed.site, changed.length))
                 compiled = self._host_length_variant(sig, compiled, changed, args, kwargs)
-        return compiled(arrays, leaves), compiled
 
     def _register_fast(self, args: tuple, compiled: Compiled, sig: Signature) -> None:
         key: list = []
