@@ -17,7 +17,7 @@ and the `*_like` functions make traced arrays, trace/creation.py), so NumPy's ow
   name holding a concrete ndarray and the index or the value is traced, `a` is rebound to a
   traced copy of itself, so the store is recorded (the converted statement then runs on the
   traced array), only when nothing else can see `a`: no other name, container or view refers to
-  it (its reference count), it is not a view itself and is writeable. Otherwise it raises,
+  it (its reference count), it is not a view of an array something else refers to, and is writeable. Otherwise it raises,
   saying why: NumPy would change the other reference too.
 
 >>> import numpy as np, jitkernel as jk
@@ -58,7 +58,7 @@ def _copies(array: np.ndarray, index: Any) -> bool:
     """Whether NumPy answers `array[index]` with a new array or a scalar (never a view): an
     advanced index (an array of one axis or more, a bool, a list) or an integer for every axis."""
     items = index if isinstance(index, tuple) else (index,)
-    integers = 0
+    integers, basic = 0, False
     for item in items:
         if isinstance(item, (list, np.ndarray)) or getattr(type(item), "_jk_datadep", False):
             return True
@@ -71,8 +71,8 @@ def _copies(array: np.ndarray, index: Any) -> bool:
         elif isinstance(item, (int, np.integer)):
             integers += 1
         else:
-            return False  # a slice, None or Ellipsis: basic indexing, a view
-    return integers == array.ndim
+            basic = True  # a slice, None or Ellipsis: a view unless an advanced index comes too
+    return not basic and integers == array.ndim
 
 
 def lifted(array: np.ndarray) -> Tracer:
@@ -119,6 +119,28 @@ def _calibrate() -> int:
 _UNSHARED = _calibrate()
 
 
+def _base_refs(view: np.ndarray) -> int:
+    return sys.getrefcount(view.base)
+
+
+def _calibrate_base() -> int:
+    """The reference count of an array's base that only the array refers to (`np.arange(6).reshape(2, 3)`)."""
+    return _base_refs(np.zeros(4).reshape(2, 2))
+
+
+_BASE_ONLY = _calibrate_base()
+
+
+def _private_bases(array: np.ndarray) -> bool:
+    """Whether every base under `array` is a NumPy array only the view above it refers to (the
+    array came out of a chain like `np.arange(12).reshape(3, 4)`): nothing else sees a write."""
+    while array.base is not None:
+        if not isinstance(array.base, np.ndarray) or _base_refs(array) > _BASE_ONLY:
+            return False
+        array = array.base
+    return True
+
+
 def store_receiver(receiver: Any, index: Any, value: Any, name: str) -> Any:
     """The array a converted `name[index] = value` (or `name[index] op= value`) stores into:
     `receiver` itself, or a traced copy of it when it is a concrete ndarray that only this name
@@ -130,7 +152,7 @@ def store_receiver(receiver: Any, index: Any, value: Any, name: str) -> Any:
     if id(receiver) in ctx._const_ids:
         refs -= 1  # the trace's own keep-alive reference to a constant it captured earlier
     why = None
-    if receiver.base is not None:
+    if not _private_bases(receiver):
         why = "it is a view of another NumPy array, which NumPy would change too"
     elif not receiver.flags.writeable:
         return receiver  # NumPy's own "assignment destination is read-only"
