@@ -140,3 +140,24 @@ def test_lists_and_other_subscripts_are_python(backend):
         d = {"a": x}
         return d["a"] * table[1] + np.arange(3)[1]
     _same(jk.jit(f, backend=backend)(np.ones(2)), f(np.ones(2)))
+
+
+def _methods(x, i):
+    c = np.arange(6.0) * 1.5
+    return (c.take(i), np.take(c, i), c[:3].repeat(i + 1), np.repeat(c[:3], i), c.dot(x), c.searchsorted(x * 6),
+            c.compress(x > 0.5), c.clip(x, 3.0))
+
+
+def test_read_only_methods_of_constants_with_traced_arguments(backend):
+    x, i = np.random.default_rng(2).random(6), np.array([3, 1, 0])
+    for got, want in zip(jk.jit(_methods, backend=backend)(x, i), _methods(x, i)):
+        _same(got, want)
+
+
+def test_writes_into_constants_through_functions_still_raise():
+    def add_at(x, i):
+        c = np.arange(6.0)
+        np.add.at(c, i, x[:3])
+        return c
+    with pytest.raises(jk.JitError):
+        jk.jit(add_at)(np.ones(6), np.array([0, 1, 1]))

@@ -99,6 +99,25 @@ def getitem(obj: Any, index: Any) -> Any:
     return obj[index]
 
 
+def method_call(obj: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+    """`obj.name(*args, **kwargs)` in converted code (a read-only method: subscripts.py): on a
+    traced constant when `obj` is a concrete ndarray and an argument is traced (NumPy's method
+    would ask the traced argument for its data)."""
+    if (type(obj) is np.ndarray and is_tracing() and kwargs.get("out") is None
+            and (_is_traced(args) or _is_traced(tuple(kwargs.values())))):
+        obj = lifted(obj)
+    return getattr(obj, name)(*args, **kwargs)
+
+
+def function_call(fn: Any, array: Any = None, *args: Any, **kwargs: Any) -> Any:
+    """`np.take(array, ...)` / `np.repeat(array, ...)` in converted code: NumPy dispatches them
+    on `array` only, so a concrete `array` with a traced index or count is lifted first."""
+    if (type(array) is np.ndarray and is_tracing() and kwargs.get("out") is None
+            and (_is_traced(args) or _is_traced(tuple(kwargs.values())))):
+        array = lifted(array)
+    return fn(array, *args, **kwargs)
+
+
 def _refcount(receiver: Any) -> int:
     return sys.getrefcount(receiver)
 

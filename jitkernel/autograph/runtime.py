@@ -35,7 +35,8 @@ from ..tree import tree_flatten, tree_unflatten
 from . import conversions
 from .iteration import IndexedSequence, iter_enumerate, iter_zip  # noqa: F401  (ag__.iter_zip, ...)
 from .callees import call  # noqa: F401  (ag__.call: calls of user functions and creation functions)
-from .constant_arrays import getitem, make_slice, store_receiver  # noqa: F401  (ag__.getitem, ...: subscripts.py)
+from .constant_arrays import (function_call, getitem, make_slice, method_call,  # noqa: F401  (ag__.getitem, ...)
+                              store_receiver)
 
 UNROLL_LIMIT = 4  # a static range with at most this many iterations is unrolled
 # ... unless the short loops around it, unrolled too, would copy its body more often than this: nested

@@ -10,6 +10,11 @@ indexed by, and store, traced values.
       name[ag__si] = ag__sv                  (the user's statement, on its evaluated parts)
   so `name` is rebound to a traced copy when the store records traced values into it.
 
+- a call of a read-only ndarray method (`c.take(i)`, `c.repeat(r)`, `c.dot(x)`, ...) becomes
+  `ag__.method_call(c, "take", i)`, and `np.take(c, i)` / `np.repeat(c, r)` (whose NumPy
+  dispatch looks at the array only) `ag__.function_call(np.take, c, i)`: with a concrete `c`
+  and a traced argument they run on the traced constant (constant_arrays.py).
+
 It runs after the control-flow passes (transform.py), on the function and the loop bodies and
 branches they generated: their analyses (the state of a loop, views of arrays) read the
 subscripts as the user wrote them, and a written array is a local of the generated function it
@@ -36,6 +41,10 @@ import itertools
 from .analysis import function_locals
 
 AG = "ag__"
+# ndarray methods that return a new array and never write (constant_arrays.READ_ONLY_METHODS)
+_METHODS = frozenset({"take", "repeat", "compress", "dot", "searchsorted", "choose", "clip", "nonzero"})
+# NumPy functions whose __array_function__ dispatch ignores a traced index or count argument
+_FUNCTIONS = frozenset({"take", "repeat"})
 
 
 def _helper(name: str, *args: ast.expr) -> ast.Call:
@@ -100,6 +109,26 @@ class _Routes(ast.NodeTransformer):
             elif isinstance(value, list):
                 setattr(node, field, [self.visit(v) if isinstance(v, ast.AST) else v for v in value])
         return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        node = self.generic_visit(node)
+        f = node.func
+        if not isinstance(f, ast.Attribute) or any(isinstance(a, ast.Starred) for a in node.args):
+            return node
+        if isinstance(f.value, ast.Name) and f.value.id in ("np", "numpy"):
+            if f.attr not in _FUNCTIONS:
+                return node
+            self.rewritten += 1
+            return ast.copy_location(ast.Call(func=ast.Attribute(value=ast.Name(id=AG, ctx=ast.Load()),
+                                                                 attr="function_call", ctx=ast.Load()),
+                                              args=[f, *node.args], keywords=node.keywords), node)
+        if f.attr not in _METHODS or (isinstance(f.value, ast.Name) and f.value.id.startswith(AG)):
+            return node
+        self.rewritten += 1
+        return ast.copy_location(ast.Call(func=ast.Attribute(value=ast.Name(id=AG, ctx=ast.Load()),
+                                                             attr="method_call", ctx=ast.Load()),
+                                          args=[f.value, ast.Constant(value=f.attr), *node.args],
+                                          keywords=node.keywords), node)
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
         if not isinstance(node.ctx, ast.Load):
