@@ -575,3 +575,21 @@ def test_ufunc_out_into_a_selection(backend):
         np.testing.assert_array_equal(got, want)
     with pytest.raises(TypeError):  # NumPy's casting rule for out=: float into an int selection
         jk.jit(lambda x: np.multiply(x[x > 0], 1.5, out=x[x > 0]), backend=backend)(np.arange(3))
+
+
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(0, 40), seed=st.integers(0, 99))
+def test_a_selection_shrinking_in_a_while_loop_matches_numpy(n, seed):
+    def f(x):
+        z = x[x > 0]
+        k = 0
+        while len(z) > 1:
+            z = z[z > z.mean()]
+            k += 1
+        return z, k
+    x = np.random.default_rng(seed).standard_normal(n)
+    want = f(x)
+    for backend in HOST_BACKENDS:
+        got = jk.jit(f, backend=backend)(x)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert int(got[1]) == want[1]
