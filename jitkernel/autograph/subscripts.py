@@ -41,8 +41,8 @@ import itertools
 from .analysis import function_locals
 
 AG = "ag__"
-# ndarray methods that return a new array and never write (constant_arrays.READ_ONLY_METHODS)
-_METHODS = frozenset({"take", "repeat", "compress", "dot", "searchsorted", "choose", "clip", "nonzero"})
+# ndarray methods that return a new array and never write into it (constant_arrays.method_call)
+_METHODS = frozenset({"take", "repeat", "compress", "dot", "searchsorted", "choose", "clip"})
 # NumPy functions whose __array_function__ dispatch ignores a traced index or count argument
 _FUNCTIONS = frozenset({"take", "repeat"})
 
@@ -186,10 +186,7 @@ class _Routes(ast.NodeTransformer):
                                            ast.Name(id=si, ctx=ast.Load()), ast.Name(id=sv, ctx=ast.Load()),
                                            ast.Constant(value=name)))
         target.slice = ast.Name(id=si, ctx=ast.Load())
-        if isinstance(node, ast.Assign):
-            node.value = ast.Name(id=sv, ctx=ast.Load())
-        else:
-            node.value = ast.Name(id=sv, ctx=ast.Load())
+        node.value = ast.Name(id=sv, ctx=ast.Load())
         first = [assign_value, assign_index] if value_first else [assign_index, assign_value]
         self.rewritten += 1
         return [ast.copy_location(s, node) for s in first + [prepare]] + [node]
