@@ -10,7 +10,6 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import jitkernel as jk
 from jitkernel import array_api
-from jitkernel.errors import UnsupportedOperationError
 
 SETTINGS = settings(max_examples=15, deadline=None, derandomize=True, database=None, print_blob=False,
                     suppress_health_check=list(HealthCheck))
