@@ -10,7 +10,6 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import jitkernel as jk
 from jitkernel import array_api
-from jitkernel.errors import UnsupportedOperationError
 
 SETTINGS = settings(max_examples=15, deadline=None, derandomize=True, database=None, print_blob=False,
                     suppress_health_check=list(HealthCheck))
@@ -205,9 +204,12 @@ def test_asarray_copy_inside_jit(backend):
     np.testing.assert_array_equal(captured, [0.0, 1.0, 2.0])
 
 
-def test_data_dependent_repeat_is_refused_by_name():
-    with pytest.raises(UnsupportedOperationError, match="repeat"):
-        jk.jit(lambda x, r: array_api.repeat(x, r))(np.arange(3.0), np.array([1, 2, 0]))
+def test_data_dependent_repeat_compiles_for_the_length_it_gets():
+    f = jk.jit(lambda x, r, axis: array_api.repeat(x, r, axis=axis), static_argnums=2)
+    x = np.arange(6.0).reshape(2, 3)
+    for r, axis in (([1, 2, 0], 1), ([3, 1, 1], 1), ([2, 0], 0), ([1, 0, 2, 1, 1, 4], None)):
+        r = np.array(r)
+        np.testing.assert_array_equal(f(x, r, axis), np.repeat(x, r, axis=axis))
 
 
 def test_eager_calls_on_numpy_arrays_run_numpy():

@@ -247,13 +247,61 @@ def test_traced_repeats_and_delete_insert_indices_match_numpy(case, dtype, n, se
         assert_same(jitted(("traced_obj", case, np.dtype(dtype).str), fn, backend)(a, obj), want)
 
 
-def test_traced_repeats_without_a_bound_raise(backend):
-    with pytest.raises(UnsupportedOperationError, match="needs a static bound"):
-        jk.jit(lambda a, r: np.repeat(a, r), backend=backend)(np.arange(3.0), np.array([1, 2, 3]))
-    with pytest.raises(UnsupportedOperationError, match="along axis 1"):
-        jk.jit(lambda a, r: np.repeat(a, r, axis=1), backend=backend)(np.ones((2, 3)), np.ones(3, np.uint8))
+_INT_REPEATS = [np.int64, np.int32, np.int16, np.uint8, np.bool_]
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=st.lists(st.integers(0, 4), min_size=0, max_size=3), axis=st.integers(-4, 3) | st.none(),
+       dtype=st.sampled_from(_INT_REPEATS), one_count=st.booleans(), seed=st.integers(0, 99))
+def test_traced_integer_repeats_of_any_axis_match_numpy(shape, axis, dtype, one_count, seed):
+    """int64 repeats have no static bound: the length is read on the host and the program is
+    compiled for it (ir/host_lengths.py); narrow ones along axis 0 stay padded selections."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-9, 9, shape).astype(np.float64)
+    if axis is not None and not -a.ndim <= axis < max(a.ndim, 1):
+        return
+    n = a.size if axis is None or a.ndim == 0 else a.shape[axis]
+    r = rng.integers(0, 2 if dtype is np.bool_ else 5, 1 if one_count else n).astype(dtype)
+    want = np.repeat(a, r, axis=axis)
+    for backend in HOST_BACKENDS:
+        f = jitted(("int_repeats", axis, a.ndim, np.dtype(dtype).str), lambda a, r, axis=axis: np.repeat(a, r, axis=axis) + 1,
+                   backend)
+        assert_same(f(a, r), want + 1)
+
+
+def test_int64_repeats_compile_once_per_length(backend):
+    f = jk.jit(lambda a, r: np.repeat(a, r, axis=1).sum(axis=0), backend=backend)
+    a = np.arange(6.0).reshape(2, 3)
+    for r in ([1, 2, 3], [1, 2, 3], [0, 0, 0], [4, 0, 1], [1, 2, 3]):
+        r = np.array(r)
+        assert_same(f(a, r), np.repeat(a, r, axis=1).sum(axis=0))
+    # the first guess (every count 1), then the lengths 6, 0, 5: each compiled once; 6 again reuses its variant
+    assert [rec.reasons[0].split("length ")[1].split(" (")[0] for rec in f.recompilations()] == ["3 -> 6", "6 -> 0",
+                                                                                                 "0 -> 5"]
+
+
+def test_traced_repeats_errors(backend):
     with pytest.raises(ValueError, match="negative"):
         jk.jit(lambda a, r: np.repeat(a, r), backend=backend)(np.arange(2.0), np.array([1, -1], np.int8))
+    with pytest.raises(ValueError, match="negative"):
+        jk.jit(lambda a, r: np.repeat(a, r, axis=0), backend=backend)(np.arange(2.0), np.array([1, -1]))
+    with pytest.raises(ValueError):
+        jk.jit(lambda a, r: np.repeat(a, r), backend=backend)(np.arange(3.0), np.array([1, 2]))
+    with pytest.raises(TypeError):
+        jk.jit(lambda a, r: np.repeat(a, r), backend=backend)(np.arange(2.0), np.array([1.0, 2.0]))
+
+
+def test_int64_repeats_in_loops():
+    def f(a, r, n):
+        out = 0.0
+        for i in range(n):
+            out = out + np.repeat(a, r + i).sum()
+        return out
+    a, r = np.arange(3.0), np.array([1, 2, 3])
+    # a short static loop is unrolled: one length per iteration, each settled by one more run
+    assert jk.jit(f, static_argnums=2)(a, r, 10) == f(a, r, 10)
+    with pytest.raises(UnsupportedOperationError, match="inside a compiled loop body"):
+        jk.jit(f, static_argnums=2)(a, r, 300)
 
 
 def test_traced_delete_and_insert_errors(backend):

@@ -629,3 +629,96 @@ def test_random_producer_consumer_pairs(producer, consumer, op, dtype, backend, 
                 f(x, m)
             continue
         assert_same(f(x, m), want, rtol=1e-9)
+
+
+# ----------------------------------------------------------------------------- selections carried by loops and ifs
+
+
+def _escape_times(c, steps, horizon):
+    """NPBench mandelbrot2's pattern: the points still iterating shrink every step (their arrays
+    compressed by a mask inside the loop), with an early break when none are left."""
+    n = np.zeros(c.shape, np.int64)
+    idx = np.arange(c.size)
+    z = np.zeros(c.shape, np.complex128)
+    for i in range(steps):
+        if not len(z):
+            break
+        np.multiply(z, z, z)
+        np.add(z, c, z)
+        out = abs(z) > horizon
+        n[idx[out]] = i + 1
+        np.logical_not(out, out)
+        z, idx, c = z[out], idx[out], c[out]
+    return n, z.sum(), len(idx)
+
+
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(0, 12), steps=st.integers(0, 9), horizon=st.sampled_from([0.5, 2.0, 50.0]),
+       seed=st.integers(0, 99))
+def test_selections_shrinking_in_a_loop_match_numpy(n, steps, horizon, seed):
+    rng = np.random.default_rng(seed)
+    c = (rng.uniform(-2, 1, n) + 1j * rng.uniform(-1.5, 1.5, n)).astype(np.complex128)
+    want = _escape_times(c, steps, horizon)
+    for backend in HOST_BACKENDS:
+        got = jk.jit(_escape_times, static_argnums=(1, 2), backend=backend)(c, steps, horizon)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+        assert int(got[2]) == want[2]
+
+
+def test_selection_in_a_traced_if(backend):
+    def f(x, t):
+        s = x[x > 0]
+        if t > 0:
+            s = s[s > t]
+        return s, len(s)
+    x = np.array([3.0, -1.0, 0.5, 7.0, 2.0])
+    f_jit = jk.jit(f, backend=backend)
+    for t in (-1.0, 1.0, 10.0):
+        got, want = f_jit(x, t), f(x, t)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert int(got[1]) == want[1]
+
+
+def test_a_branch_that_turns_an_array_into_a_selection_raises():
+    def f(x, t):
+        s = x
+        if t > 0:
+            s = x[x > t]
+        return s
+    with pytest.raises(UnsupportedOperationError, match="data-dependent"):
+        jk.jit(f)(np.arange(4.0), 1.0)
+
+
+def test_ufunc_out_into_a_selection(backend):
+    def f(x):
+        s = x[x > 0]
+        alias = s
+        np.multiply(s, 2.0, s)
+        np.add(s, s, out=s)
+        m = s > 5
+        np.logical_not(m, m)
+        return alias, s[m], np.negative(s, out=s)
+    x = np.array([3.0, -1.0, 0.5, 7.0, 2.0])
+    for got, want in zip(jk.jit(f, backend=backend)(x), f(x.copy())):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(TypeError):  # NumPy's casting rule for out=: float into an int selection
+        jk.jit(lambda x: np.multiply(x[x > 0], 1.5, out=x[x > 0]), backend=backend)(np.arange(3))
+
+
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(0, 40), seed=st.integers(0, 99))
+def test_a_selection_shrinking_in_a_while_loop_matches_numpy(n, seed):
+    def f(x):
+        z = x[x > 0]
+        k = 0
+        while len(z) > 1:
+            z = z[z > z.mean()]
+            k += 1
+        return z, k
+    x = np.random.default_rng(seed).standard_normal(n)
+    want = f(x)
+    for backend in HOST_BACKENDS:
+        got = jk.jit(f, backend=backend)(x)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert int(got[1]) == want[1]

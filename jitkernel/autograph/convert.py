@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from . import runtime
 from .callees import callee_writes_of
+from .subscripts import route_subscripts
 from .transform import AG, FunctionConverter
 
 _log = logging.getLogger("jitkernel")
@@ -58,7 +59,11 @@ def _convert(fn: Callable[..., Any]) -> Callable[..., Any] | None:
     try:
         converter.function(fndef)
         if not converter.converted:
-            return None  # no control flow to convert: the original function is used
+            # No control flow to convert: only the subscripts are routed (a NumPy array made
+            # inside the function indexed by a traced value), on the function as written.
+            fndef = _parse_function(lines, first, code)
+            return _build(fn, fndef) if route_subscripts(fndef) else None
+        route_subscripts(fndef)
         return _build(fn, fndef)
     except Exception:  # pragma: no cover - a construct the rewrite does not know: trace as written
         _log.debug("jitkernel.autograph: %s is traced as written (conversion failed)", fn.__qualname__,

@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
+from ..numpy._datadep import DataDependent
 from ..errors import InPlaceUpdateError, TracerArrayConversionError, TracerError, UnsupportedOperationError
 from ..numpy._statistics import raise_if
 from ..trace.context import is_tracing, user_frame_location
@@ -34,6 +35,8 @@ from ..tree import tree_flatten, tree_unflatten
 from . import conversions
 from .iteration import IndexedSequence, iter_enumerate, iter_zip  # noqa: F401  (ag__.iter_zip, ...)
 from .callees import call  # noqa: F401  (ag__.call: calls of user functions and creation functions)
+from .constant_arrays import (function_call, getitem, make_slice, method_call,  # noqa: F401  (ag__.getitem, ...)
+                              store_receiver)
 
 UNROLL_LIMIT = 4  # a static range with at most this many iterations is unrolled
 # ... unless the short loops around it, unrolled too, would copy its body more often than this: nested
@@ -154,6 +157,9 @@ def _checked(value: MaybeBound) -> Any:
             raise UnboundLocalError(_unbound_message(value.name))
         return value.value
     unbound, message = jnp.logical_not(value.bound), _unbound_message(value.name)
+    if isinstance(value.value, DataDependent):  # (checked through its count, which every use reads)
+        v = value.value
+        return DataDependent(v.padded, _raise_unbound(v.count, unbound, message), v.origin)
     leaves, tree = tree_flatten(value.value)
     return tree_unflatten(tree, [_raise_unbound(x, unbound, message) for x in leaves])
 
@@ -343,10 +349,18 @@ class _Changed(Exception):
         self.why, self.outputs = why, outputs
 
 
+class _KindChanged(_Changed, UnsupportedOperationError):
+    """A traced `if` whose branch turns an array into a data-dependent selection (or back), which
+    the other branch leaves as it was: the branches cannot be merged. Inside a loop over a
+    static range the loop runs that iteration as Python and tries again (the first iteration of
+    `z = z[mask]` in a loop); elsewhere it is the user's error."""
+
+
 def _is_dynamic(value: Any) -> bool:
     """A state value that is passed through jk.lax: arrays, numbers, pytrees of them (and a
-    MaybeBound, carried as its pair)."""
-    if isinstance(value, (Tracer, MaybeBound) + _NUMERIC):
+    MaybeBound, carried as its pair; a data-dependent value, carried as its padded buffer and
+    count)."""
+    if isinstance(value, (Tracer, MaybeBound, DataDependent) + _NUMERIC):
         return True
     if isinstance(value, (tuple, list, dict)):
         leaves, _ = tree_flatten(value)
@@ -387,12 +401,13 @@ class _State:
 
     def carry(self, values: Sequence[Any] | None = None) -> tuple:
         values = self.values if values is None else values
-        return tuple(_bound_pair(values[k]) if k in self.maybe else values[k] for k in self.dynamic)
+        return tuple(_bound_pair(values[k]) if k in self.maybe else _carried(values[k]) for k in self.dynamic)
 
     def rebuild(self, carry: Sequence[Any]) -> tuple:
         out = list(self.values)
         for k, v in zip(self.dynamic, carry):
-            out[k] = MaybeBound(v[0], v[1], self.names[k]) if k in self.maybe else v
+            out[k] = (MaybeBound(_uncarried(self.values[k].value, v[0]), v[1], self.names[k]) if k in self.maybe
+                      else _uncarried(self.values[k], v))
         return tuple(out)
 
     def check(self, out: Any, kind_changes: bool = True) -> tuple:
@@ -415,8 +430,12 @@ class _State:
                 if not _static_equal(before, after):
                     raise _Changed(f"`{self.names[k]}` changes from {_describe(before)} to {_describe(after)}", out)
                 continue
-            if not _is_dynamic(after):
+            if not _is_dynamic(after) or isinstance(before, DataDependent) != isinstance(after, DataDependent):
                 raise _Changed(f"`{self.names[k]}` changes from {_describe(before)} to {_describe(after)}", out)
+            if isinstance(before, DataDependent):
+                if (before.maximum, before.rest, before.dtype) != (after.maximum, after.rest, after.dtype):
+                    raise _Changed(f"`{self.names[k]}` changes from {_describe(before)} to {_describe(after)}", out)
+                continue
             lb, tb = tree_flatten(before)
             la, ta = tree_flatten(after)
             if tb != ta:
@@ -431,10 +450,21 @@ class _State:
         return out
 
 
+def _carried(v: Any) -> Any:
+    """A state value as jk.lax carries it: a data-dependent value as (padded buffer, count), whose
+    shapes are static (the buffer keeps its largest length while the count changes)."""
+    return (v.padded, v.count) if isinstance(v, DataDependent) else v
+
+
+def _uncarried(like: Any, v: Any) -> Any:
+    """The state value of a carry `v` whose value before the statement was `like`."""
+    return DataDependent(v[0], v[1], like.origin) if isinstance(like, DataDependent) else v
+
+
 def _bound_pair(v: Any) -> tuple:
     """A MaybeBound (or a value bound on this path) as the pair jk.lax carries."""
     v = _as_maybe(v, "")
-    return v.value, v.bound
+    return _carried(v.value), v.bound
 
 
 def _as_maybe(v: Any, name: str) -> MaybeBound:
@@ -447,6 +477,11 @@ def _unbound_placeholder(bound_value: Any, name: str) -> Any:
     are read only where they are bound: plain zeros."""
     if isinstance(bound_value, MaybeBound):
         bound_value = bound_value.value
+    if isinstance(bound_value, DataDependent):
+        # (concrete zeros, as for arrays: the placeholder is made inside one branch's trace and
+        # used by the next attempt; it is only ever carried, which lifts it)
+        zeros = DataDependent(np.zeros(bound_value.padded.shape, bound_value.dtype), np.int64(0), bound_value.origin)
+        return zeros if name.startswith("ag__") else MaybeBound(zeros, np.False_, name)
     leaves, tree = tree_flatten(bound_value)
     zeros = tree_unflatten(tree, [_zeros_like_output(x) for x in leaves])
     return zeros if name.startswith("ag__") else MaybeBound(zeros, np.False_, name)
@@ -459,6 +494,8 @@ def _describe(v: Any) -> str:
         return "undefined"
     if isinstance(v, Tracer):
         return f"an array {v.aval}"
+    if isinstance(v, DataDependent):
+        return f"a data-dependent {v.dtype} selection of at most {v.maximum} rows"
     return f"a {type(v).__name__}"
 
 
@@ -491,6 +528,8 @@ def _closure_values(fns: Sequence[Callable]) -> list[tuple[str, Any]]:
 def _tracers_in(value: Any) -> list[Tracer]:
     if isinstance(value, Tracer):
         return [value]
+    if isinstance(value, DataDependent):
+        return [value.padded, value.count]
     if isinstance(value, IndexedSequence):  # enumerate/zip of traced arrays: the arrays it reads
         return [t for x in value.sources for t in _tracers_in(x)]
     if isinstance(value, (list, tuple, dict)):
@@ -570,6 +609,11 @@ def _write_back(state: _State, result: tuple, in_place: set[int], written: Seque
         if state.names[k] in written and _writable(original) and original is not out[k] and _traced(out[k]):
             original[...] = out[k]
             out[k] = original
+        elif (state.names[k] in written and isinstance(original, DataDependent) and original is not out[k]
+              and isinstance(out[k], DataDependent)):
+            # (`np.logical_not(m, m)` in the body: every name of that selection sees the new values)
+            original.padded, original.count, original.dense = out[k].padded, out[k].count, None
+            out[k] = original
     return tuple(out)
 
 
@@ -630,6 +674,8 @@ def if_stmt(pred: Any, true_fn: Callable, false_fn: Callable, state: tuple, name
             result = lax.cond(pred_t, branch(true_fn), branch(false_fn), *st.carry())
             break
         except _Changed as changed:
+            if isinstance(changed, _KindChanged):
+                raise
             plan = changed.outputs  # the names bound by one branch only: trace again with placeholders
             in_place.clear()
         except _Unreachable as unreachable:
@@ -664,7 +710,12 @@ def _branch_output(st: _State, out: tuple, plan: dict, names: tuple) -> list:
         if k in maybe:
             carried.append(_bound_pair(v))
         elif _is_dynamic(v):
-            carried.append(v)
+            if isinstance(v, DataDependent) != isinstance(st.values[k], DataDependent) and _is_dynamic(st.values[k]):
+                raise _KindChanged(
+                    f"the traced `if` at {_at()} changes `{names[k]}` from {_describe(st.values[k])} to "
+                    f"{_describe(v)} in one branch: a branch taken at run time cannot change whether a value's "
+                    "length is data-dependent")
+            carried.append(_carried(v))
         elif not _static_equal(v, st.values[k]):
             raise UnsupportedOperationError(
                 f"the traced `if` at {_at()} sets `{names[k]}` to {_describe(v)}, which is not "
@@ -703,9 +754,10 @@ def _merge_branches(st: _State, result: tuple, plan: dict, in_place: set[int], w
     for k in range(len(st.values)):
         if k in maybe:
             value, bound = next(it)
-            out[k] = MaybeBound(value, bound, names[k])
+            like = first[k].value if isinstance(first[k], MaybeBound) else first[k]
+            out[k] = MaybeBound(_uncarried(like, value), bound, names[k])
         elif _is_dynamic(first[k]):
-            out[k] = next(it)
+            out[k] = _uncarried(first[k], next(it))
     return _write_back(st, tuple(out), in_place & set(st.dynamic), written)
 
 

@@ -35,6 +35,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .control_flow import sub_programs
+from .host_lengths import HostLengthChanged
 from .primitives import Primitive, register
 from .types import AType
 
@@ -133,6 +134,18 @@ def _call(*operands: np.ndarray, name: str, kwargs: tuple = (), module: str = "n
     mod = np if module == "numpy" else getattr(np, module)
     out = getattr(mod, name)(*operands, **dict(kwargs))
     return tuple(np.asarray(o) for o in out) if isinstance(out, tuple) else np.asarray(out)
+
+
+@datadep_function("repeat_exact")
+def _repeat_exact(x: np.ndarray, repeats: np.ndarray, *, axis: int | None, length: int, site: int,
+                  where: str) -> np.ndarray:
+    """numpy.repeat whose result length (along `axis`) the program was compiled for: NumPy's
+    own errors first, then HostLengthChanged when the length differs (ir/host_lengths.py)."""
+    out = np.repeat(x, repeats, axis)
+    actual = out.shape[0 if axis is None or x.ndim == 0 else axis]
+    if actual != length:
+        raise HostLengthChanged(site, actual, length, where)
+    return out
 
 
 @datadep_function("getitem")

@@ -15,6 +15,7 @@ from .. import events
 from ..backends import SHAPE_GENERIC, check_backend, size_probe
 from ..config import config
 from ..forking import compiling
+from ..ir.host_lengths import HOST_LENGTHS
 from ..pipeline import Compiled, compile_program, reuse_program
 from ..tracebacks import user_stacklevel
 from .signature import Signature, _with_sizes, signature_diff, size_changes, size_only_change
@@ -237,7 +238,7 @@ class CompileCacheMixin:
     def _observed_miss(self, sig: Signature, args: tuple, kwargs: dict) -> Compiled:
         """`_miss`, with the entry tagged by this function's id and a failure published."""
         try:
-            compiled = self._miss(sig, args, kwargs)
+            compiled = _with_host_lengths({}, lambda: self._miss(sig, args, kwargs))
         except BaseException as e:
             if events.SUBSCRIBERS:  # the profiler counts this miss as failed, not as a compile
                 events.publish(events.CompileFailedEvent(
@@ -246,6 +247,29 @@ class CompileCacheMixin:
             raise
         compiled.function_id = self.function_id
         return compiled
+
+    def _host_length_variant(self, sig: Signature, compiled: Compiled, changed: Any, args: tuple,
+                             kwargs: dict) -> Compiled:
+        """The entry of this signature compiled for the host lengths of `compiled` with one of
+        them changed (`changed`: ir/host_lengths.HostLengthChanged); it becomes the signature's
+        entry, so the next call runs it first."""
+        lengths = dict(getattr(compiled, "host_lengths", None) or {})
+        lengths[changed.site] = changed.length
+        key = tuple(sorted(lengths.items()))
+        with compiling(), self._lock:  # the fork gate first, as every compile
+            variants = self.__dict__.setdefault("_host_length_variants", {}).setdefault(sig.key, {})
+            variant = variants.get(key)
+            if variant is None:
+                variant = _with_host_lengths(lengths, lambda: self._compile(sig, args, kwargs))
+                variant.function_id = self.function_id
+                variants[key] = variant
+                self._record_recompilation(Recompilation(
+                    self.__name__, [f"{changed.where}: length {changed.expected} -> {changed.length} (a length read "
+                                    "on the host: the program is compiled for each one)"],
+                    sig.describe(), sig.describe(), variant.compile_seconds, variant.trace_seconds))
+            if sig.key in self._cache:
+                self._cache[sig.key] = variant
+            return variant
 
     def _layout_variant(self, sig: Signature, compiled: Compiled, args: tuple, kwargs: dict, leaves: list) -> Compiled:
         """The entry of this signature traced for these arguments' layouts. Only a program whose
@@ -310,3 +334,16 @@ class CompileCacheMixin:
             for key in list(self._cache):
                 self._evict(key)
             self._fast.clear()
+
+
+def _with_host_lengths(lengths: dict, compile_: Callable[[], Compiled]) -> Compiled:
+    """`compile_()` with its trace assuming `lengths` for the lengths read on the host
+    (ir/host_lengths.py); the trace adds its first guesses, and the entry keeps them all."""
+    token = HOST_LENGTHS.set(lengths)
+    try:
+        compiled = compile_()
+    finally:
+        HOST_LENGTHS.reset(token)
+    if lengths:
+        compiled.host_lengths = lengths
+    return compiled

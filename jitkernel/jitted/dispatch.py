@@ -20,6 +20,10 @@ from .sequence_hint import add_sequence_hint
 from .debug_nans import check_call, checked_entry
 from .signature import _PY_SCALAR_DTYPES, NUMPY_SCALAR_TYPES, Signature, _ndarray
 from .write_back import _guarded_by_globals, _restore_byteorder
+from ..ir.host_lengths import HostLengthChanged
+
+# runs of one call with new host lengths before the last one's error stands
+_HOST_LENGTH_ATTEMPTS = 256
 
 
 def _guarded_by_layout(entry: Callable[[tuple], Any], guard: tuple) -> Callable[[tuple], Any]:
@@ -62,6 +66,8 @@ class DispatchMixin:
                     return entry(args)
                 except AliasedArguments:
                     pass  # the same array passed twice to a function that writes: _call's variant
+                except HostLengthChanged:
+                    pass  # a length read on the host changed: _call compiles for it
                 except BaseException as e:
                     hide_engine_frames(e)
                     raise
@@ -100,7 +106,7 @@ class DispatchMixin:
             aliases = self._global_aliases(compiled, leaves)
             if aliases:  # f(G) where f writes its argument and reads the global G
                 return self._call_with_globals(sig, args, kwargs, arrays, leaves, aliases)
-        result = compiled(arrays, leaves)
+        result, compiled = self._run_with_host_lengths(sig, compiled, args, kwargs, arrays, leaves)
         if getattr(compiled.program, "byteorder_sources", None):
             result = _restore_byteorder(result, compiled, leaves)
         if config.debug_nans:
@@ -108,6 +114,24 @@ class DispatchMixin:
         if not kwargs:
             self._register_fast(args, compiled, sig)
         return result
+
+    def _run_with_host_lengths(self, sig: Signature, compiled: Compiled, args: tuple, kwargs: dict, arrays: Any,
+                               leaves: Any) -> tuple[Any, Compiled]:
+        """(result, the entry that gave it): `compiled` run, and when a length read on the host
+        differs from the one it was compiled for (ir/host_lengths.py), the variant compiled for
+        the new lengths (kept per signature), run again. The failed run returned and wrote
+        nothing."""
+        seen: set = set()
+        while True:
+            try:
+                return compiled(arrays, leaves), compiled
+            except HostLengthChanged as changed:
+                # each run settles one more site (an unrolled loop has one per iteration); a length
+                # seen before in this call would not settle (a trace that changes with it): raise
+                if (changed.site, changed.length) in seen or len(seen) >= _HOST_LENGTH_ATTEMPTS:
+                    raise
+                seen.add((changed.site, changed.length))
+                compiled = self._host_length_variant(sig, compiled, changed, args, kwargs)
 
     def _register_fast(self, args: tuple, compiled: Compiled, sig: Signature) -> None:
         key: list = []

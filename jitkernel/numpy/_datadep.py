@@ -183,7 +183,7 @@ class DataDependent:
     # -- protocols -----------------------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         if kwargs.get("out") is not None:
-            raise _unsupported(f"numpy.{ufunc.__name__}(..., out=...)")
+            return _ufunc_into(ufunc, method, inputs, kwargs)
         if method == "__call__":
             if kwargs.get("where", True) is not True:
                 raise _unsupported(f"numpy.{ufunc.__name__}(..., where=...)")
@@ -535,6 +535,49 @@ def elementwise(fn: Callable[..., Any], operands: tuple) -> Any:
     if isinstance(result, tuple):
         return tuple(_wrap(r, like, None if dense is None else (d, dense[1])) for r, d in zip(result, dense[0]))
     return _wrap(result, like, None if dense is None else (dense[0], dense[1]))
+
+
+def _ufunc_into(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> DataDependent:
+    """`ufunc(*inputs, out=v)` into a data-dependent `v` (`np.multiply(z, z, z)`,
+    `np.logical_not(m, m)`): computed as without `out`, checked against NumPy's casting rule
+    and v's count (NumPy's error when the lengths differ), cast and broadcast to v's dtype and
+    shape, and stored by rebinding v's buffer: every name that refers to `v` sees the new
+    values, as every name refers to NumPy's one array."""
+    kw = dict(kwargs)
+    outs = kw.pop("out")
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    if method != "__call__" or len(outs) != 1 or not is_data_dependent(outs[0]) or kw.get("where", True) is not True:
+        raise _unsupported(f"numpy.{ufunc.__name__}{'' if method == '__call__' else '.' + method}(..., out=...) "
+                           "other than one data-dependent out= of an elementwise call")
+    kw.pop("where", None)
+    target = outs[0]
+    casting = kw.pop("casting", "same_kind")
+    if any(is_data_dependent(i) for i in inputs):
+        result = elementwise(lambda *ops: ufunc(*ops, **kw), inputs)
+        count = _common_count([target, result]).count
+        value = result.padded
+    else:
+        result, count = ufunc(*inputs, **kw), target.count
+        value = result if isinstance(result, Tracer) else lift(_current_ctx(target.padded), result)
+        if value.ndim > len(target.rest):
+            raise _unsupported(f"numpy.{ufunc.__name__}(..., out=v) of static arrays into a data-dependent v",
+                               "NumPy would need the run-time count to broadcast them.")
+    if not np.can_cast(value.dtype, target.dtype, casting):
+        from ..trace.inplace import _numpy_out_verdict
+        _numpy_out_verdict(ufunc, tuple(_probe(i) for i in inputs), target.dtype, casting)
+    rest = value.shape[1:] if is_data_dependent(result) else value.shape
+    if np.broadcast_shapes(rest, target.rest) != target.rest:
+        raise ValueError(f"non-broadcastable output operand with shape (count, {', '.join(map(str, target.rest))}) "
+                         f"doesn't match the broadcast shape (count, {', '.join(map(str, rest))})")
+    ctx = _current_ctx(target.padded)
+    if value.dtype != target.dtype:
+        value = value.astype(target.dtype)
+    if value.shape != target.padded.shape:
+        value = broadcast_to_shape(ctx, value, target.padded.shape)
+    same = is_data_dependent(result) and result.dense is not None and value is result.padded
+    target.padded, target.count = Tracer(ctx, value.ir_var), count
+    target.dense = result.dense if same else None
+    return target
 
 
 def _wrap(r: Any, like: DataDependent, dense: tuple | None = None) -> DataDependent:

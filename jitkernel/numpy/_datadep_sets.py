@@ -24,6 +24,10 @@ from typing import Any
 
 import numpy as np
 
+from numpy.lib.array_utils import normalize_axis_index
+
+from ..ir.host_lengths import HOST_LENGTHS
+from ..trace.context import _traces
 from ..trace.tracer import Tracer
 from . import _cumulative
 from ._dispatch import register_function
@@ -251,33 +255,45 @@ _LARGEST_REPEAT = {np.dtype(np.bool_): 1, np.dtype(np.uint8): 255, np.dtype(np.i
 _LARGEST_PADDED = 1 << 24  # elements of the padded buffer
 
 
-def repeat_traced(a: Tracer, repeats: Tracer, axis: Any = None) -> DataDependent:
-    """numpy.repeat with traced repeats: the length is their sum, known at run time. Its static
-    bound is the axis length times the largest count the repeats dtype holds (bool, 8- and
-    16-bit integers); along axis 0 or of the flattened array."""
+def repeat_traced(a: Tracer, repeats: Tracer, axis: Any = None) -> Any:
+    """numpy.repeat with traced repeats: the length is their sum, known at run time. With bool,
+    8- and 16-bit repeats along axis 0 or of the flattened array, a data-dependent value whose
+    static bound is the axis length times the largest count the dtype holds; otherwise (int32,
+    int64 repeats, another axis) a length read on the host: the program is compiled for it and
+    again when it changes (`_repeat_on_host`, ir/host_lengths.py)."""
     if isinstance(axis, Tracer):
         raise _unsupported("numpy.repeat with a traced axis")
+    _sample("repeat", (a, repeats), _hashable({"axis": axis}))  # NumPy's errors for the dtypes and the axis
+    ax = None if axis is None or a.ndim == 0 else normalize_axis_index(operator.index(axis), a.ndim)
     largest = _LARGEST_REPEAT.get(np.dtype(repeats.dtype))
-    if largest is None:
-        raise _unsupported(
-            f"numpy.repeat with traced repeats of dtype {repeats.dtype}",
-            "The result's length is their sum, which needs a static bound: give the repeats a bool, 8- or 16-bit "
-            "integer dtype (repeats.astype(np.uint8) when every count is below 256), or pass them as a static argument.")
-    if axis is not None and a.ndim > 0:
-        from numpy.lib.array_utils import normalize_axis_index
-        if normalize_axis_index(operator.index(axis), a.ndim) != 0:
-            raise _unsupported(f"numpy.repeat with traced repeats along axis {axis}",
-                               "Only the first axis can have a data-dependent length: transpose to make it axis 0.")
-    n = a.size if axis is None or a.ndim == 0 else a.shape[0]
-    rest = () if axis is None or a.ndim == 0 else a.shape[1:]
-    bound = n * largest
-    if bound * math.prod(rest) > _LARGEST_PADDED:
-        raise _unsupported(
-            f"numpy.repeat with traced {repeats.dtype} repeats of {n} rows",
-            f"Its padded result would hold up to {bound * math.prod(rest)} elements; pass smaller repeat dtypes or "
-            "static repeats.")
+    n = a.size if ax is None else a.shape[ax]
+    rest = () if ax is None else a.shape[ax + 1:]
+    if largest is None or ax not in (None, 0) or n * largest * math.prod(rest) > _LARGEST_PADDED:
+        return _repeat_on_host(a, repeats, ax)
     kwargs = _hashable({"axis": None if axis is None else 0})
-    return _new_length("repeat", (a, repeats), kwargs, bound, ("new",))[0]
+    return _new_length("repeat", (a, repeats), kwargs, n * largest, ("new",))[0]
+
+
+def _repeat_on_host(a: Tracer, repeats: Tracer, ax: int | None) -> Tracer:
+    """numpy.repeat whose length the host reads: a static shape the program is compiled for
+    (the one the jitted function assumes for this site, or a first guess: every count 1), checked
+    by the step, which raises HostLengthChanged when it differs (ir/host_lengths.py)."""
+    ctx = _traces.stack[-1]
+    if getattr(ctx, "parent", None) is not None:
+        raise _unsupported(
+            f"numpy.repeat with traced {repeats.dtype} repeats inside a compiled loop body or branch",
+            "Its length may change from one iteration to the next and has no static bound: give the repeats a "
+            "bool, 8- or 16-bit dtype, or compute the repeat outside the loop.")
+    site = ctx.__dict__.get("_host_length_sites", 0)
+    ctx._host_length_sites = site + 1
+    guess = a.size if ax is None else a.shape[ax]
+    lengths = HOST_LENGTHS.get()
+    length = guess if lengths is None else lengths.setdefault(site, guess)
+    shape = (length,) if ax is None else a.shape[:ax] + (length,) + a.shape[ax + 1:]
+    origin = _origin("numpy.repeat")
+    kw = (("axis", ax), ("length", int(length)), ("site", site), ("where", origin))
+    (out,) = datadep_call("repeat_exact", (a, repeats), kw, (("static", shape, a.dtype),), origin)
+    return out
 
 
 # ----------------------------------------------------------------------------- delete / insert with a traced obj

@@ -97,11 +97,11 @@ def _runs(src: np.ndarray) -> list[tuple[int, int, int]]:
 
 def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
     """numpy.repeat with static repeats (an int, or one count per element along the axis)."""
+    if isinstance(repeats, Tracer):
+        return repeat_traced(a if isinstance(a, Tracer) else lift(repeats._ctx, np.asarray(a)), repeats, axis)
     ctx = context_of(a)
     if ctx is None or not isinstance(a, Tracer):
         return np.repeat(a, repeats, axis)
-    if isinstance(repeats, Tracer):
-        return repeat_traced(a, repeats, axis)
     _static(repeats, "repeat", "repeats")
     t = _strong(ctx, a)
     if axis is None or t.ndim == 0:  # NumPy ravels a 0-d array first (axis 0 or -1 of it)

@@ -45,6 +45,7 @@ from typing import Callable, Union
 import numpy as np
 
 from ..ir import Eqn, Program, Var
+from ..ir.datadep_prims import DATADEP_PRIMITIVES
 from ..ir.complex_prims import component_dtype, is_complex, library_params, packed_aval
 from ..ir.debug_prims import PackedComplex
 from ..ir.primitives import infer_avals
@@ -81,6 +82,20 @@ _CONTROL_PRIMS = ("fori_loop", "while_loop", "cond", "scan")
 
 def _complex_inside(eqn: Eqn) -> bool:
     return any(has_complex(p) for p in _sub_programs(eqn.params))
+
+
+def _holds_data_dependent_steps(eqn: Eqn) -> bool:
+    """Whether a loop or branch holds a data-dependent step (a selection carried by a loop,
+    numpy/_datadep.py) at any depth: a library step, so the CPU drives it from Python anyway;
+    lowered body and all, its sub-programs are compiled instead of interpreted whole."""
+    work = _sub_programs(eqn.params)
+    while work:
+        program = work.pop()
+        for e in program.eqns:
+            if e.prim in DATADEP_PRIMITIVES:
+                return True
+            work.extend(_sub_programs(e.params))
+    return False
 
 
 @dataclass
@@ -246,7 +261,7 @@ class _Lowering:
 
     def lower_eqn(self, eqn: Eqn) -> None:
         if _complex_inside(eqn):
-            if eqn.prim in _CONTROL_PRIMS and self.lower_bodies:
+            if eqn.prim in _CONTROL_PRIMS and (self.lower_bodies or _holds_data_dependent_steps(eqn)):
                 self.bind(eqn, self.control(eqn))
                 return
             # A loop or branch computing with complex values: the interpreter runs it (NumPy's
