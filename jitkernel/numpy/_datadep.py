@@ -1091,33 +1091,9 @@ def update(x: Tracer, index: tuple, value: Any) -> Tracer:
         value = np.asarray(value, dtype=x.dtype)  # NumPy casts a Python scalar by value (300 into int8 raises)
     elif isinstance(value, (list, tuple)):
         value = np.asarray(value)
-    same_mask = _same_mask_update(x, index, value)
-    if same_mask is not None:
-        return same_mask
     entries, arrays = _encode_index(index)
     origin = _origin("x[index] = value")
     (out,) = datadep_call("setitem", (x, value, *arrays), (("index", entries),), (("static", x.shape, x.dtype),), origin)
-    out.scalar = False
-    return out
-
-
-def _same_mask_update(x: Tracer, index: tuple, value: Any) -> Tracer | None:
-    """`x[m] = f(y[m])` with `f` elementwise and `m` the mask of the selection (equal masks are
-    one, `canonical_mask`) is `where(m, f(y), x)` on the dense values the selection carries: one
-    fused select, no selection step and no setitem step (NPBench nbody: `inv_r3[inv_r3 > 0] =
-    inv_r3[inv_r3 > 0]**(-1.5)` in its time loop). NumPy assigns the selection's values in
-    order to the same positions, so the values are the same. None when it does not apply (another
-    mask, another dtype: NumPy's casting and count checks stay with the setitem step)."""
-    if len(index) != 1 or not is_data_dependent(value) or value.dense is None:
-        return None
-    mask = index[0]
-    if not (isinstance(mask, Tracer) and mask.dtype == np.bool_ and 1 <= mask.ndim <= x.ndim
-            and mask.shape == x.shape[:mask.ndim]):
-        return None
-    values, dense_mask = value.dense
-    if canonical_mask(mask)[0].ir_var is not dense_mask.ir_var or values.shape != x.shape or values.dtype != x.dtype:
-        return None
-    out = np.where(np.reshape(mask, mask.shape + (1,) * (x.ndim - mask.ndim)), values, x)
     out.scalar = False
     return out
 
