@@ -42,14 +42,21 @@ _REWRITTEN_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int
 def dots_in_loops_as_reductions(program: Program) -> Program:
     """Each loop or branch (recursively) that is not native only because of small products
     gets them as fused reductions; any other stays as it is."""
+    return rewrite_loops_to_native(program, _small_dots_as_reductions)
+
+
+def rewrite_loops_to_native(program: Program, rewrite_body: Callable[[Program], Program | None]) -> Program:
+    """Each loop or branch of `program` (inner ones first) that is not native gets its bodies
+    rewritten by `rewrite_body`, kept only where the loop then is native (a rewrite that does
+    not make the loop native would only slow its Python-driven trips)."""
     if not any(e.prim in CONTROL_FLOW or e.prim == "scan" for e in program.eqns):
         return program
     eqns = []
     for eqn in program.eqns:
         if eqn.prim in CONTROL_FLOW or eqn.prim == "scan":
-            eqn = _map_sub_programs(eqn, dots_in_loops_as_reductions)  # inner loops first
+            eqn = _map_sub_programs(eqn, lambda sub: rewrite_loops_to_native(sub, rewrite_body))
             if not _native(eqn):
-                rewritten = _map_sub_programs(eqn, _small_dots_as_reductions)
+                rewritten = _map_sub_programs(eqn, rewrite_body)
                 if rewritten is not None and _native(rewritten):
                     eqn = rewritten
         eqns.append(eqn)

@@ -49,8 +49,8 @@ import numpy as np
 
 from ..ir import AType, Eqn, Program, Var
 from .dot_operands import _Emitter
-from .loop_dots import _map_sub_programs, _native, _small_dots_as_reductions
-from .native_loops import CONTROL_FLOW
+from .loop_dots import _small_dots_as_reductions, rewrite_loops_to_native
+from .same_value import SameValue
 
 INT64 = np.dtype(np.int64)
 _DATADEP = ("datadep_call", "datadep_pure")
@@ -59,18 +59,7 @@ _DATADEP = ("datadep_call", "datadep_pure")
 def datadep_in_loops_as_gathers(program: Program) -> Program:
     """Each loop or branch (recursively) that is not native because of data-dependent windows,
     gathers and dot products of them gets them as graph operations; any other stays as it is."""
-    if not any(e.prim in CONTROL_FLOW or e.prim == "scan" for e in program.eqns):
-        return program
-    eqns = []
-    for eqn in program.eqns:
-        if eqn.prim in CONTROL_FLOW or eqn.prim == "scan":
-            eqn = _map_sub_programs(eqn, datadep_in_loops_as_gathers)  # inner loops first
-            if not _native(eqn):
-                rewritten = _map_sub_programs(eqn, _rewrite_body_and_dots)
-                if rewritten is not None and _native(rewritten):
-                    eqn = rewritten
-        eqns.append(eqn)
-    return dataclasses.replace(program, eqns=eqns)
+    return rewrite_loops_to_native(program, _rewrite_body_and_dots)
 
 
 def _rewrite_body_and_dots(body: Program) -> Program | None:
@@ -88,7 +77,7 @@ def _rewrite_body(body: Program) -> Program | None:
     if not any(e.prim in _DATADEP for e in body.eqns):
         return body
     live = _read_vars(body)
-    same = _SameValue(body)
+    same = SameValue(body)
     em = _Emitter(body)
     changed = False
     for eqn in body.eqns:
@@ -123,37 +112,6 @@ def _read_vars(body: Program) -> set[Var]:
         if any(o in need for o in e.outputs):
             need.update(e.inputs)
     return need
-
-
-class _SameValue:
-    """Whether two variables hold the same value: the same Var, constants of one value, or the
-    same primitive with the same params applied to inputs that hold the same values."""
-
-    def __init__(self, body: Program) -> None:
-        self.producer = body.producers()
-        self.const = {v: np.asarray(c) for v, c in zip(body.constvars, body.consts)}
-        self.memo: dict[tuple[int, int], bool] = {}
-
-    def __call__(self, a: Var, b: Var, depth: int = 0) -> bool:
-        if a is b:
-            return True
-        if a.aval != b.aval or depth > 64:
-            return False
-        key = (id(a), id(b))
-        if key not in self.memo:
-            self.memo[key] = self._compare(a, b, depth)
-        return self.memo[key]
-
-    def _compare(self, a: Var, b: Var, depth: int) -> bool:
-        if a in self.const and b in self.const:
-            ca, cb = self.const[a], self.const[b]
-            return ca.shape == cb.shape and ca.dtype == cb.dtype and ca.tobytes() == cb.tobytes()
-        ea, eb = self.producer.get(a), self.producer.get(b)
-        if ea is None or eb is None or ea.prim != eb.prim or ea.params != eb.params:
-            return False
-        if ea.prim in _DATADEP or len(ea.inputs) != len(eb.inputs) or ea.outputs.index(a) != eb.outputs.index(b):
-            return False
-        return all(self(x, y, depth + 1) for x, y in zip(ea.inputs, eb.inputs))
 
 
 def _outs(eqn: Eqn) -> tuple:
@@ -197,7 +155,7 @@ def _slice_bound(em: _Emitter, bound: Var, n: int) -> Var:
     return em.emit("minimum", [em.emit("maximum", [wrapped, _scalar(em, 0)], scalar), _scalar(em, n)], scalar)
 
 
-def _window(eqn: Eqn, em: _Emitter, live: set[Var], same: _SameValue) -> bool:
+def _window(eqn: Eqn, em: _Emitter, live: set[Var], same: SameValue) -> bool:
     """`data[start:stop]` padded to (N,): a gather of the valid positions, zeros after them."""
     data, start, stop = eqn.inputs
     (out,) = eqn.outputs
@@ -218,7 +176,7 @@ def _window(eqn: Eqn, em: _Emitter, live: set[Var], same: _SameValue) -> bool:
     return True
 
 
-def _getitem(eqn: Eqn, em: _Emitter, live: set[Var], same: _SameValue) -> bool:
+def _getitem(eqn: Eqn, em: _Emitter, live: set[Var], same: SameValue) -> bool:
     """`x[idx[:count]]` padded: the gather of the valid indices (index 0 in the padding)."""
     if eqn.params["ncounts"] != 1 or tuple(eqn.params["layout"]) != (-1, 0) or _outs(eqn) != ("pad",):
         return False
@@ -235,7 +193,7 @@ def _getitem(eqn: Eqn, em: _Emitter, live: set[Var], same: _SameValue) -> bool:
     return True
 
 
-def _dot(eqn: Eqn, em: _Emitter, live: set[Var], same: _SameValue) -> bool:
+def _dot(eqn: Eqn, em: _Emitter, live: set[Var], same: SameValue) -> bool:
     """`np.dot(a[:count], b[:count])` of 1-D values: the masked product, summed in any order."""
     params = eqn.params
     if _outs(eqn) != ("static",) or len(eqn.inputs) != params["ncounts"] + 2:

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..ir import AType, Eqn, Program, Var, primitives
 from ..ir.primitives import raises_on_data
+from .same_value import SameValue
 
 _MASK_INDEX = (("index", (("array", 0),)),)  # the keyword of `x[mask] = value`
 
@@ -39,6 +40,7 @@ def masked_updates_as_selects(program: Program) -> Program:
     if not any(_is_masked_setitem(e) for e in program.eqns):
         return program
     producer = {v: e for e in program.eqns for v in e.outputs}
+    same = SameValue(program)
     consts = dict(zip(program.constvars, program.consts))
     new_consts: dict[Var, np.ndarray] = {}
     eqns: list[Eqn] = []
@@ -46,7 +48,7 @@ def masked_updates_as_selects(program: Program) -> Program:
     for eqn in program.eqns:
         if _is_masked_setitem(eqn):
             x, value, mask = eqn.inputs[1:4]
-            mask = _canonical_mask(mask, program.eqns, producer, consts)
+            mask = _canonical_mask(mask, program.eqns, same)
             built: list[Eqn] = []
             full = _whole(value, mask, producer, built, {}, (consts, new_consts))
             if full is not None and full.aval.dtype == x.aval.dtype:
@@ -71,33 +73,10 @@ def _is_masked_setitem(eqn: Eqn) -> bool:
     return mask.aval.dtype.kind == "b" and mask.aval.shape == x.aval.shape and value.aval.ndim == 1
 
 
-def _canonical_mask(mask: Var, eqns: list[Eqn], producer: dict, consts: dict) -> Var:
+def _canonical_mask(mask: Var, eqns: list[Eqn], same: SameValue) -> Var:
     """The first Var of `eqns` computing the same mask as `mask`: `x[x > 0] = x[x > 0] ** -1.5`
-    traces `x > 0` twice, each against a constant 0 of its own, and `_whole` matches selections
-    by their mask Var."""
-    for e in eqns:
-        for o in e.outputs:
-            if o.aval == mask.aval and _same_value(o, mask, producer, consts, 8):
-                return o
-    return mask
-
-
-def _same_value(a: Var, b: Var, producer: dict, consts: dict, depth: int) -> bool:
-    """Do `a` and `b` hold the same value: the same Var, equal constants, or the same pure
-    elementwise or broadcast equation of operands that hold the same values (`depth` levels)?"""
-    if a is b:
-        return True
-    if a.aval != b.aval or depth == 0:
-        return False
-    if a in consts and b in consts:
-        return bool(np.array_equal(consts[a], consts[b]))
-    ea, eb = producer.get(a), producer.get(b)
-    if ea is None or eb is None or ea.prim != eb.prim or ea.params != eb.params or len(ea.outputs) != 1:
-        return False
-    if ea.prim != "broadcast_in_dim" and primitives.PRIMITIVES[ea.prim].kind != "elementwise":
-        return False
-    return len(ea.inputs) == len(eb.inputs) and all(
-        _same_value(x, y, producer, consts, depth - 1) for x, y in zip(ea.inputs, eb.inputs))
+    traces `x > 0` twice, and `_whole` matches selections by their mask Var."""
+    return next((o for e in eqns for o in e.outputs if same(o, mask)), mask)
 
 
 def _whole(v: Var, mask: Var, producer: dict, built: list[Eqn], memo: dict, consts: tuple) -> Var | None:
