@@ -28,6 +28,7 @@ import numpy as np
 
 from ..ir import AType, Eqn, Program, Var, primitives
 from ..ir.primitives import raises_on_data
+from .rewrite import inline_copy
 
 # Elementwise operations per branch up to which computing both branches costs less than the
 # step's own pass over its results (movement is free: index maps).
@@ -94,16 +95,7 @@ def _inline_small_conds(program: Program) -> Program:
         index, operands = inputs[0], inputs[1:]
         results = []
         for branch in eqn.params["branches"]:
-            env: dict[Var, Var] = dict(zip(branch.invars, operands))
-            for v, c in zip(branch.constvars, branch.consts):
-                env[v] = Var(v.aval)
-                constvars.append(env[v])
-                consts.append(c)
-            for inner in branch.eqns:
-                outs = [Var(o.aval) for o in inner.outputs]
-                env.update(zip(inner.outputs, outs))
-                eqns.append(Eqn(inner.prim, [env[v] for v in inner.inputs], outs, inner.params))
-            results.append([env[v] for v in branch.outvars])
+            results.append(inline_copy(branch, operands, constvars, consts, eqns))
         one = Var(AType((), np.dtype(np.int32)))
         constvars.append(one)
         consts.append(np.asarray(1, np.int32))

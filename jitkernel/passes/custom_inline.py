@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..ir import Eqn, Program, Var
 from ..ir.custom_prims import CUSTOM_PRIMITIVES, fun_operands
+from .rewrite import inline_copy
 
 
 def inline_custom_calls(program: Program) -> Program:
@@ -35,17 +36,8 @@ def inline_custom_calls(program: Program) -> Program:
             eqns.append(eqn if inputs == eqn.inputs else Eqn(eqn.prim, inputs, eqn.outputs, eqn.params))
             continue
         fun = inline_custom_calls(eqn.params["fun"])
-        env: dict[Var, Var] = dict(zip(fun.invars, fun_operands(eqn.prim, eqn.params, inputs)))
-        for v, c in zip(fun.constvars, fun.consts):
-            env[v] = Var(v.aval)
-            constvars.append(env[v])
-            consts.append(c)
-        for inner in fun.eqns:
-            outs = [Var(o.aval) for o in inner.outputs]
-            env.update(zip(inner.outputs, outs))
-            eqns.append(Eqn(inner.prim, [env[v] for v in inner.inputs], outs, inner.params))
-        for o, v in zip(eqn.outputs, fun.outvars):
-            rename[o] = env[v]
+        results = inline_copy(fun, fun_operands(eqn.prim, eqn.params, inputs), constvars, consts, eqns)
+        rename.update(zip(eqn.outputs, results))
     out = Program(program.invars, constvars, consts, eqns, [look(v) for v in program.outvars], program.name,
                   program.int_arg_bounds, program.byteorder_sources, program.written_args, program.written_names,
                   program.trimmed_outputs)

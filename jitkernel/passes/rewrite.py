@@ -28,3 +28,19 @@ def substitute(program: Program, visit: Callable[[Eqn, Callable[[Var], Var]], Eq
             subst.update(result)
     return Program(program.invars, program.constvars, program.consts, eqns,
                    [resolve(v) for v in program.outvars], program.name)
+
+
+def inline_copy(sub: Program, operands: list[Var], constvars: list[Var], consts: list, eqns: list[Eqn]) -> list[Var]:
+    """Append a copy of `sub`'s equations applied to `operands` to `eqns` (fresh Vars; `sub`'s
+    constants appended to `constvars` / `consts`) and return the Vars of its results: a call
+    or a branch inlined into the program being built."""
+    env: dict[Var, Var] = dict(zip(sub.invars, operands))
+    for v, c in zip(sub.constvars, sub.consts):
+        env[v] = Var(v.aval)
+        constvars.append(env[v])
+        consts.append(c)
+    for inner in sub.eqns:
+        outs = [Var(o.aval) for o in inner.outputs]
+        env.update(zip(inner.outputs, outs))
+        eqns.append(Eqn(inner.prim, [env[v] for v in inner.inputs], outs, inner.params))
+    return [env[v] for v in sub.outvars]
