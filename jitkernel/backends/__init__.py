@@ -23,6 +23,7 @@ from ..ir import Program
 from .base import Backend
 from ..fusion import schedule
 from ..passes import optimize
+from ..passes.native_loops import library_steps_in_bodies
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,11 @@ def size_probe(program: Program, backend: str) -> Any:
     None for a backend without shape-generic kernels."""
     if backend not in SHAPE_GENERIC:
         return None
-    return _SizeProbe(schedule(optimize(program, size_generic=True)))
+    # Scheduled as the backend schedules (Backend.schedule): the library steps its loop bodies
+    # may hold decide what fuses (a gather is a load in a CPU kernel, a library step on CUDA),
+    # and a probe scheduled otherwise never has the structure of the compile it is compared with.
+    with library_steps_in_bodies(backend_class(backend).body_library_steps):
+        return _SizeProbe(schedule(optimize(program, size_generic=True)))
 
 
 def get_backend(name: str) -> Backend:
