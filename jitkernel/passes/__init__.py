@@ -10,17 +10,21 @@ from .dce import dce
 from .dot_operands import dot_operands
 from .fold import fold_constants
 from .identities import identities
+from .int_ranges import drop_proved_checks
 from .masked_updates import masked_updates_as_selects
 from .simplify import simplify
 from .sink_effects import sink_effects
 
-PIPELINE = (fold_constants, simplify, identities, dot_operands, masked_updates_as_selects, conds_as_selects, cse, dce, sink_effects)
+PIPELINE = (fold_constants, simplify, identities, drop_proved_checks, dot_operands, masked_updates_as_selects,
+            conds_as_selects, cse, dce, sink_effects)
 
 # A shape-generic compile compares the kernel programs of two sizes and turns the constants
 # that differ into run-time parameters: a rewrite that depends on a constant's value would make
 # the two structures differ wherever a size-derived constant hits its identity (`x / (n - 1)`
 # is `x` at n = 2; `var(ddof=1)` first called on 2 elements then recompiled for every size).
-SIZE_GENERIC_PIPELINE = tuple(p for p in PIPELINE if p is not identities)
+# `drop_proved_checks` too: a check a size-derived constant proves at two sizes may fire at a
+# third, which would then reuse the program compiled without it.
+SIZE_GENERIC_PIPELINE = tuple(p for p in PIPELINE if p not in (identities, drop_proved_checks))
 
 
 def optimize(program: Program, *, size_generic: bool = False) -> Program:
