@@ -28,7 +28,7 @@ import numpy as np
 
 from ..ir import AType, Eqn, Program, Var, primitives
 from ..ir.primitives import raises_on_data
-from .rewrite import inline_copy
+from .rewrite import inline_copy, inline_each
 
 # Elementwise operations per branch up to which computing both branches costs less than the
 # step's own pass over its results (movement is free: index maps).
@@ -80,22 +80,12 @@ def _selects(program: Program) -> Program:
 
 def _inline_small_conds(program: Program) -> Program:
     """Each small two-way `cond` at the top level of `program` as its branches and selects."""
-    rename: dict[Var, Var] = {}
-    constvars, consts = list(program.constvars), list(program.consts)
-    eqns: list[Eqn] = []
 
-    def look(v: Var) -> Var:
-        return rename.get(v, v)
-
-    for eqn in program.eqns:
-        inputs = [look(v) for v in eqn.inputs]
+    def expand(eqn: Eqn, inputs: list[Var], constvars: list[Var], consts: list, eqns: list[Eqn]) -> list[Var] | None:
         if not _small_cond(eqn):
-            eqns.append(eqn if inputs == eqn.inputs else Eqn(eqn.prim, inputs, eqn.outputs, eqn.params))
-            continue
+            return None
         index, operands = inputs[0], inputs[1:]
-        results = []
-        for branch in eqn.params["branches"]:
-            results.append(inline_copy(branch, operands, constvars, consts, eqns))
+        results = [inline_copy(branch, operands, constvars, consts, eqns) for branch in eqn.params["branches"]]
         one = Var(AType((), np.dtype(np.int32)))
         constvars.append(one)
         consts.append(np.asarray(1, np.int32))
@@ -108,8 +98,9 @@ def _inline_small_conds(program: Program) -> Program:
                 eqns.append(Eqn("broadcast_in_dim", [second], [pred],
                                 {"shape": tuple(out.aval.shape), "broadcast_dimensions": ()}))
             eqns.append(Eqn("select", [pred, if_second, if_first], [out], {}))
-    return dataclasses.replace(program, constvars=constvars, consts=consts, eqns=eqns,
-                               outvars=[look(v) for v in program.outvars])
+        return list(eqn.outputs)
+
+    return inline_each(program, expand)
 
 
 def _small_cond(eqn: Eqn) -> bool:

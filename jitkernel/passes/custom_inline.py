@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..ir import Eqn, Program, Var
 from ..ir.custom_prims import CUSTOM_PRIMITIVES, fun_operands
-from .rewrite import inline_copy
+from .rewrite import inline_copy, inline_each
 
 
 def inline_custom_calls(program: Program) -> Program:
@@ -23,22 +23,11 @@ def inline_custom_calls(program: Program) -> Program:
     """
     if not any(e.prim in CUSTOM_PRIMITIVES for e in program.eqns):
         return program
-    rename: dict[Var, Var] = {}
-    constvars, consts = list(program.constvars), list(program.consts)
-    eqns: list[Eqn] = []
 
-    def look(v: Var) -> Var:
-        return rename.get(v, v)
-
-    for eqn in program.eqns:
-        inputs = [look(v) for v in eqn.inputs]
+    def expand(eqn: Eqn, inputs: list[Var], constvars: list[Var], consts: list, eqns: list[Eqn]) -> list[Var] | None:
         if eqn.prim not in CUSTOM_PRIMITIVES:
-            eqns.append(eqn if inputs == eqn.inputs else Eqn(eqn.prim, inputs, eqn.outputs, eqn.params))
-            continue
+            return None
         fun = inline_custom_calls(eqn.params["fun"])
-        results = inline_copy(fun, fun_operands(eqn.prim, eqn.params, inputs), constvars, consts, eqns)
-        rename.update(zip(eqn.outputs, results))
-    out = Program(program.invars, constvars, consts, eqns, [look(v) for v in program.outvars], program.name,
-                  program.int_arg_bounds, program.byteorder_sources, program.written_args, program.written_names,
-                  program.trimmed_outputs)
-    return out
+        return inline_copy(fun, fun_operands(eqn.prim, eqn.params, inputs), constvars, consts, eqns)
+
+    return inline_each(program, expand)

@@ -1,6 +1,7 @@
 """A helper for passes: rebuild a Program equation by equation with variable substitution."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable
 
 from ..ir import Eqn, Program, Var
@@ -44,3 +45,25 @@ def inline_copy(sub: Program, operands: list[Var], constvars: list[Var], consts:
         env.update(zip(inner.outputs, outs))
         eqns.append(Eqn(inner.prim, [env[v] for v in inner.inputs], outs, inner.params))
     return [env[v] for v in sub.outvars]
+
+
+Expand = Callable[[Eqn, list[Var], list[Var], list, list[Eqn]], "list[Var] | None"]
+
+
+def inline_each(program: Program, expand: Expand) -> Program:
+    """`program` with equations replaced by others: `expand(eqn, inputs, constvars, consts,
+    eqns)` (inputs renamed through earlier replacements) appends the replacement to `eqns` (and
+    constants to `constvars` / `consts`, `inline_copy`) and returns the Vars that stand for the
+    equation's outputs, or None to keep the equation."""
+    rename: dict[Var, Var] = {}
+    constvars, consts = list(program.constvars), list(program.consts)
+    eqns: list[Eqn] = []
+    for eqn in program.eqns:
+        inputs = [rename.get(v, v) for v in eqn.inputs]
+        results = expand(eqn, inputs, constvars, consts, eqns)
+        if results is None:
+            eqns.append(eqn if inputs == eqn.inputs else Eqn(eqn.prim, inputs, eqn.outputs, eqn.params))
+        else:
+            rename.update(zip(eqn.outputs, results))
+    return dataclasses.replace(program, constvars=constvars, consts=consts, eqns=eqns,
+                               outvars=[rename.get(v, v) for v in program.outvars])
