@@ -6,6 +6,7 @@ import numpy as np
 
 from ..ir import Eqn, Program, Var, primitives
 from ..ir.control_flow import CONTROL_FLOW_PRIMITIVES
+from ..ir.dynamic_slice import normalize_start
 
 MAX_FOLDED_ELEMENTS = 4096
 
@@ -27,5 +28,23 @@ def fold_constants(program: Program) -> Program:
                 constvars.append(o)
                 consts.append(val)
         else:
-            eqns.append(eqn)
+            eqns.append(_static_window(eqn, values) or eqn)
     return Program(program.invars, constvars, consts, eqns, program.outvars, program.name)
+
+
+def _static_window(eqn: Eqn, values: dict[Var, np.ndarray]) -> Eqn | None:
+    """A `dynamic_slice` whose starts are constants inside the array is a static `slice`: a
+    free index map that cannot raise, so a loop body's window of a loop constant (`r[:k]`
+    padded to its largest length starts at 0) is invariant and moves out of the loop
+    (passes/loops.py), where a dynamic_slice, which may raise IndexError, stays."""
+    if eqn.prim != "dynamic_slice" or eqn.params.get("layout") is not None:
+        return None
+    x, starts, sizes = eqn.inputs[0], eqn.inputs[1:], eqn.params["sizes"]
+    if not all(v in values for v in starts) or not all(isinstance(n, int) for n in (*x.aval.shape, *sizes)):
+        return None
+    try:
+        begin = [normalize_start(int(values[v]), n, k, d) for d, (v, n, k) in enumerate(zip(starts, x.aval.shape, sizes))]
+    except IndexError:
+        return None  # NumPy's IndexError stays with the step, at run time
+    return Eqn("slice", [x], list(eqn.outputs), {"starts": tuple(begin), "steps": (1,) * len(begin),
+                                                  "shape": tuple(sizes)})
