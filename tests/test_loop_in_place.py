@@ -168,6 +168,16 @@ _WINDOW_WRITES = ["y[:, j] = y[:, j - 1] + 1", "y[:, j] = y[:, j - 1] + y[:, j +
                   "y[j - 1, j] = y[j, j - 1] + 1", "y[:, j] = y[:, j - 1] + 1\n        y[:, j - 1] = y[:, j] * 2"]
 
 
+def _window_loop_matches_numpy(tmp_path_factory, write: str, start: int, backend: str, y: np.ndarray) -> None:
+    """`write` in the body of a loop over the columns of `y` from `start`: NumPy's result."""
+    src = f"def f(y):\n    for j in range({start}, y.shape[1] - 3):\n        {write}\n    return y\n"
+    f = load(tmp_path_factory.mktemp("win"), src)
+    try:
+        same_as_numpy(f, y, backend=backend)
+    except AssertionError as e:
+        raise AssertionError(f"{src}\n{e}") from None
+
+
 @settings(max_examples=30, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(write=st.sampled_from(_WINDOW_WRITES), start=st.sampled_from([0, 1, 2]),
@@ -176,12 +186,7 @@ def test_random_window_updates_in_loops_match_numpy(tmp_path_factory, write, sta
     """Window updates whose value reads other windows of the same array, with starts that wrap
     (`y[:, j - 5]` of 5 columns at j = 0 is the column written) and windows that overlap the one
     written: in place only where no element read is written."""
-    src = f"def f(y):\n    for j in range({start}, y.shape[1] - 3):\n        {write}\n    return y\n"
-    f = load(tmp_path_factory.mktemp("win"), src)
-    try:
-        same_as_numpy(f, np.arange(35.0).reshape(5, 7) ** 1.5, backend=backend)
-    except AssertionError as e:
-        raise AssertionError(f"{src}\n{e}") from None
+    _window_loop_matches_numpy(tmp_path_factory, write, start, backend, np.arange(35.0).reshape(5, 7) ** 1.5)
 
 
 THOMAS = """
@@ -324,9 +329,4 @@ def test_random_overlapping_window_updates_in_loops_match_numpy(tmp_path_factory
     """Window updates whose value reads the window's own array at overlapping, shifted or
     reversed positions, in loops and branches: staged, then written in place, always NumPy's
     result (the whole right-hand side before the write)."""
-    src = f"def f(y):\n    for j in range({start}, y.shape[1] - 3):\n        {write}\n    return y\n"
-    f = load(tmp_path_factory.mktemp("win"), src)
-    try:
-        same_as_numpy(f, np.arange(42.0).reshape(6, 7) ** 1.5, backend=backend)
-    except AssertionError as e:
-        raise AssertionError(f"{src}\n{e}") from None
+    _window_loop_matches_numpy(tmp_path_factory, write, start, backend, np.arange(42.0).reshape(6, 7) ** 1.5)
