@@ -39,8 +39,8 @@ def masked_updates_as_selects(program: Program) -> Program:
     first) that the module docstring describes, as a select."""
     if not any(_is_masked_setitem(e) for e in program.eqns):
         return program
-    producer = {v: e for e in program.eqns for v in e.outputs}
     same = SameValue(program)
+    producer = same.producer
     consts = dict(zip(program.constvars, program.consts))
     new_consts: dict[Var, np.ndarray] = {}
     eqns: list[Eqn] = []
