@@ -311,3 +311,16 @@ def iteration_locals(fn_body: list[ast.stmt], loop: ast.For | ast.While) -> set[
     bound = set(bound_names(loop.body))
     exposed, _ = exposed_reads(loop.body)
     return bound - exposed - reads_outside
+
+
+def rewrite_blocks(node: ast.AST, rewrite: Callable[[list[ast.stmt]], list[ast.stmt]], cases: bool = False) -> None:
+    """Replace each statement block directly inside `node` (its body, orelse and finalbody, its
+    except handlers' bodies and, with `cases`, its match cases' bodies) by `rewrite(block)`."""
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(node, field, None)
+        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+            setattr(node, field, rewrite(block))
+    for handler in getattr(node, "handlers", []):
+        handler.body = rewrite(handler.body)
+    for case in getattr(node, "cases", []) if cases else []:
+        case.body = rewrite(case.body)

@@ -38,7 +38,7 @@ from __future__ import annotations
 import ast
 import itertools
 
-from .analysis import function_locals
+from .analysis import function_locals, rewrite_blocks
 
 AG = "ag__"
 # ndarray methods that return a new array and never write into it (constant_arrays.method_call)
@@ -93,14 +93,7 @@ class _Routes(ast.NodeTransformer):
         return out
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(node, field, None)
-            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                setattr(node, field, self._block(block))
-        for handler in getattr(node, "handlers", []):
-            handler.body = self._block(handler.body)
-        for case in getattr(node, "cases", []):
-            case.body = self._block(case.body)
+        rewrite_blocks(node, self._block, cases=True)
         for field, value in ast.iter_fields(node):
             if field in ("body", "orelse", "finalbody", "handlers", "cases"):
                 continue

@@ -31,7 +31,7 @@ import itertools
 from typing import Callable, Iterable
 
 from .analysis import (always_returns, bound_names, contains, declared_outside, function_locals, is_generator,
-                       iteration_locals, walk_scope, written_bases)
+                       iteration_locals, rewrite_blocks, walk_scope, written_bases)
 from .iteration import desugar as desugar_tuple_targets
 from .walrus import NamedExpressions
 
@@ -320,12 +320,7 @@ class FunctionConverter:
     def _lower_stmt(self, s: ast.stmt) -> list[ast.stmt]:
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return [s]
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(s, field, None)
-            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                setattr(s, field, self._lower_block(block))
-        for handler in getattr(s, "handlers", []):
-            handler.body = self._lower_block(handler.body)
+        rewrite_blocks(s, self._lower_block)
         if (_is_range_loop(s) or _is_iter_loop(s) or isinstance(s, ast.While)) and self._loop_convertible(s):
             return self._lower_loop(s)
         return [s]
@@ -384,12 +379,7 @@ class FunctionConverter:
             elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 out.append(s)
             else:
-                for field in ("body", "orelse", "finalbody"):
-                    block = getattr(s, field, None)
-                    if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                        setattr(s, field, self._convert_block(block, False))
-                for handler in getattr(s, "handlers", []):
-                    handler.body = self._convert_block(handler.body, False)
+                rewrite_blocks(s, lambda block: self._convert_block(block, False))
                 out.append(s)
         return out
 
@@ -521,12 +511,7 @@ def _replace_jumps(stmts: list[ast.stmt], brk: str, cont: str, ret: str, rv: str
                     _located(_assign(brk, _const(True)), s)]
             return out
         if not isinstance(s, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for field in ("body", "orelse", "finalbody"):
-                block = getattr(s, field, None)
-                if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                    setattr(s, field, _replace_jumps(block, brk, cont, ret, rv))
-            for handler in getattr(s, "handlers", []):
-                handler.body = _replace_jumps(handler.body, brk, cont, ret, rv)
+            rewrite_blocks(s, lambda block: _replace_jumps(block, brk, cont, ret, rv))
         elif isinstance(s, (ast.For, ast.While)) and s.orelse:
             s.orelse = _replace_jumps(s.orelse, brk, cont, ret, rv)  # a loop's else belongs to us
         out.append(s)
@@ -564,12 +549,7 @@ def _normalize_returns(stmts: list[ast.stmt]) -> list[ast.stmt]:
     out: list[ast.stmt] = []
     for k, s in enumerate(stmts):
         if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for field in ("body", "orelse", "finalbody"):
-                block = getattr(s, field, None)
-                if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                    setattr(s, field, _normalize_returns(block))
-            for handler in getattr(s, "handlers", []):
-                handler.body = _normalize_returns(handler.body)
+            rewrite_blocks(s, _normalize_returns)
         out.append(s)
         rest = stmts[k + 1:]
         if isinstance(s, ast.Return):

@@ -21,7 +21,7 @@ import ast
 import itertools
 from typing import Callable
 
-from .analysis import contains
+from .analysis import contains, rewrite_blocks
 
 AG = "ag__"
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp,
@@ -100,12 +100,7 @@ class NamedExpressions:
             return [s]  # (nested functions are converted on their own)
         if isinstance(s, ast.While) and _has_walrus([s.test]):
             s = self._while_true(s)
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(s, field, None)
-            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                setattr(s, field, self.block(block))
-        for handler in getattr(s, "handlers", []):
-            handler.body = self.block(handler.body)
+        rewrite_blocks(s, self.block)
         if isinstance(s, ast.While):
             return [s]  # its test runs on every iteration: nothing can move before it
         lazy = _first_lazy_walrus(s)
