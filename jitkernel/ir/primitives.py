@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .semantics import float_to_int_plan
 from .symdim import SymDim, reshape_axis_map
 from .types import AType
 
@@ -159,6 +160,10 @@ def _convert_impl(x: np.ndarray, *, dtype: np.dtype) -> list[np.ndarray]:
     x = np.asarray(x)
     if x.dtype.kind == "c" and np.dtype(dtype).kind not in "cb":
         x = x.real  # complex -> real drops the imaginary part; the ComplexWarning is traced once
+    if x.dtype.kind == "f" and np.dtype(dtype).kind in "iu":
+        plan = float_to_int_plan(x.dtype, np.dtype(dtype))
+        if plan[0] == "signed":  # the renderers' conversion, not NumPy's position-dependent one
+            x = x.astype(np.dtype(f"int{plan[1]}"))
     return [x.astype(dtype)]
 
 

@@ -111,23 +111,27 @@ def max_min_tie_keeps_first(dt: np.dtype) -> bool:
 
 
 def float_to_int_plan(src: np.dtype, dst: np.dtype) -> tuple:
-    """How NumPy (C casts on x86) converts a float of `src` to the integer `dst`, as a plan both
-    renderers follow. Every step is a signed conversion `cvt(width)`: truncation toward zero,
-    and for NaN, infinities and values outside the signed range x86's "integer indefinite", the
-    range's minimum (never LLVM's poison or CUDA's saturation); the result keeps the low bits.
+    """How NumPy (C casts on x86) converts a float of `src` to the integer `dst`, as a plan every
+    renderer and the interpreter follow. Every step is a signed conversion `cvt(width)`:
+    truncation toward zero, and for NaN, infinities and values outside the signed range x86's
+    "integer indefinite", the range's minimum (never LLVM's poison or CUDA's saturation); the
+    result keeps the low bits.
 
-    - ("signed", width): cvt(width), then the low bits of `dst` (int8 of 300.0 is 44).
-    - ("u32",): float32/float64 -> uint32: values >= 2**31 through cvt(64), the others (NaN
-      included) through cvt(32): NaN and -inf give 2**31, 4e9 stays 4e9.
+    - ("signed", width): cvt(width), then the low bits of `dst` (int8 of 300.0 is 44; uint32 of
+      -3e9 is 1294967296, of NaN 0).
     - ("u64",): values >= 2**63 convert x - 2**63 through cvt(64) and set the top bit back
       (xor), the others through cvt(64): NaN gives 2**63, inf and 2**64 give 0, -3.0 gives
       2**64 - 3.
+    float -> uint32 goes through cvt(64): NumPy's C cast of one value, which is its answer for
+    scalars, 0-d arrays and arrays shorter than a vector, without a warning where the value is
+    inside int64. NumPy's vector loops give 2**31 instead for values below 0 or at or above
+    2**32 (and 0 for some), but only in whole blocks of an array and with "invalid value
+    encountered in cast": the answer then depends on the element's position, so the one-value
+    answer is the one every element gets here.
     Measured against NumPy 2 on this machine for every float source, integer destination and
     special value (tests/test_ufuncs.py::test_float_to_int_casts_of_special_values)."""
     if dst.kind == "u" and dst.itemsize == 8:
         return ("u64",)
-    if dst.kind == "u" and dst.itemsize == 4 and src.itemsize >= 4:
-        return ("u32",)
     return ("signed", 64 if dst.itemsize >= 4 and not (dst.kind == "i" and dst.itemsize == 4) else 32)
 
 

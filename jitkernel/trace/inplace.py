@@ -26,7 +26,7 @@ from .frames import user_frame_location, user_instruction, user_statement_target
 from .memory import emit
 from .numpy_api import NUMPY
 from .operands import broadcast_shapes, broadcast_to_shape, context_of, dtype_key, lift
-from .scalar_store import numpy_stored, one_value_cast_operand, store_operand, stored_scalar
+from .scalar_store import numpy_stored, store_operand, stored_scalar
 from .tracer import Tracer
 from .views import check_writeable, same_view, write
 
@@ -347,8 +347,6 @@ def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) ->
         copied = np.zeros(np.shape(src), dst.dtype)
         np.copyto(copied, src, casting=casting)
         src = copied
-    else:
-        src = one_value_cast_operand(src, dst.dtype)  # a 0-d value is cast once, as C casts one value
     value = assignment_value(dst, src, dst.shape, as_setitem=False) if not isinstance(src, Tracer) else None
     if value is None:
         if len(src.shape) > dst.ndim or np.broadcast_shapes(src.shape, dst.shape) != dst.shape:

@@ -17,9 +17,8 @@ Python first (numpy/_core/src/multiarray/arraytypes.c.src, `@TYPE@_setitem`):
   OverflowError), and through NumPy's C cast when it is unsigned (-> uint8 44); the paths that
   make an array of the value first (`x[mask] = s`, `x[idx] = s`, np.put, np.place, np.putmask)
   cast it as an array (-> int8 44): `numpy_scalars_by_value` tells which;
-- everything else is the C cast every backend already does (`convert`), except a float into
-  uint32: one value is cast as C casts a scalar, through int64 (`one_value_cast_operand`;
-  `convert` follows NumPy's array loops, which differ there for values outside the range).
+- everything else is the C cast every backend already does (`convert`; a float into uint32
+  goes through int64 there, as NumPy's C cast of one value: ir/semantics.float_to_int_plan).
 
 The value-dependent cases are checked where the store runs, on every call: one `raise_if` step
 (the run-time check every backend implements, ir/arrayfn_prims.py) whose failure replays
@@ -81,21 +80,8 @@ def stored_scalar(value: Any, dtype: np.dtype, numpy_scalars_by_value: bool = Tr
             value = _checked_float_to_int(lift(ctx, value, _FLOAT64), dtype)
         elif source.kind in "iu":
             value = _checked_int_bounds(value, dtype)
-    else:
-        value = one_value_cast_operand(value, dtype)
     value = lift(ctx, value, dtype)
     value.scalar = False  # the stored value: an element of the array, no longer a scalar
-    return value
-
-
-def one_value_cast_operand(value: Any, dtype: np.dtype) -> Any:
-    """What NumPy's C cast of ONE value (a scalar, a 0-d array) into `dtype` starts from: a
-    float into uint32 goes through int64 (-3e9 -> 1294967296; NaN, infinities and |v| >= 2**63
-    -> 0), where `convert` follows NumPy's array loops, whose vector blocks give 2**31 for the
-    values outside uint32 (undefined in NumPy for arrays: it warns, and the answer depends on
-    an element's position). `value` unchanged otherwise."""
-    if np.dtype(dtype) == np.uint32 and value.dtype.kind == "f" and value.ndim == 0:
-        return lift(value._ctx, value, np.dtype(np.int64))
     return value
 
 

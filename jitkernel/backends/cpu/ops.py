@@ -160,10 +160,6 @@ class OpLowering:
             two63 = ir.Constant(v.type, 2.0 ** 63)
             high = b.xor(self.signed_conversion(b.fsub(v, two63), src, 64), ir.Constant(I64, 1 << 63))
             r = b.select(b.fcmp_ordered(">=", v, two63), high, self.signed_conversion(v, src, 64))
-        elif plan[0] == "u32":
-            wide = b.trunc(self.signed_conversion(v, src, 64), I32)
-            r = b.select(b.fcmp_ordered(">=", v, ir.Constant(v.type, 2.0 ** 31)), wide,
-                         self.signed_conversion(v, src, 32))
         else:
             r = self.signed_conversion(v, src, plan[1])
         return b.trunc(r, dt_) if r.type.width > dt_.width else r

@@ -84,10 +84,6 @@ def convert(x: str, src: np.dtype, dst: np.dtype) -> str:
         split = ctype.literal(2.0 ** 63, fsrc)
         high = f"((unsigned long long){_signed_conversion(f'(({x}) - {split})', fsrc, 64)} ^ 0x8000000000000000ULL)"
         return f"(({x}) >= {split} ? {high} : (unsigned long long){_signed_conversion(x, fsrc, 64)})"
-    if plan[0] == "u32":
-        split = ctype.literal(2.0 ** 31, fsrc)
-        return (f"(({x}) >= {split} ? (unsigned int){_signed_conversion(x, fsrc, 64)} "
-                f": (unsigned int){_signed_conversion(x, fsrc, 32)})")
     return f"(({rdst}){_signed_conversion(x, fsrc, plan[1])})"
 
 

@@ -192,9 +192,6 @@ def convert(x, src: np.dtype, dst: np.dtype):
         two63 = jnp.asarray(2.0 ** 63, src)
         high = _signed_conversion(x - two63, src, 64) ^ jnp.asarray(np.int64(-(1 << 63)))
         wide = jnp.where(x >= two63, high, _signed_conversion(x, src, 64))
-    elif plan[0] == "u32":
-        wide = jnp.where(x >= jnp.asarray(2.0 ** 31, src), _signed_conversion(x, src, 64),
-                         _signed_conversion(x, src, 32).astype(jnp.int64))
     else:
         wide = _signed_conversion(x, src, plan[1])
     return lax.convert_element_type(wide, dst)  # integer narrowing keeps the low bits
