@@ -343,7 +343,6 @@ def reuse_program(program: Program, out_tree: TreeDef, backend: str, template: o
 def _optimize(program: Program, name: str, size_generic: bool = False) -> Program:
     t0 = events.clock()
     optimized = optimize(program, size_generic=size_generic)
-    optimized.written_args = program.written_args  # the passes keep the outputs' order
     if events.SUBSCRIBERS:
         events.publish(events.OptimizeEvent(name, t0, events.clock() - t0, len(program.eqns), len(optimized.eqns)))
     return optimized

@@ -13,6 +13,8 @@ dependencies. A program without an effect is returned unchanged.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from ..ir import AType, Eqn, Program, Var, primitives
 
 
@@ -37,8 +39,4 @@ def tie_effects_to_outputs(program: Program) -> Program:
             token = eqn.outputs[0]
         eqns.append(eqn)
     first = _tied(program.outvars[0], token, eqns)
-    result = Program(program.invars, program.constvars, program.consts, eqns, [first] + program.outvars[1:],
-                     program.name)
-    for attr in ("written_args", "written_names", "trimmed_outputs", "int_arg_bounds"):
-        setattr(result, attr, getattr(program, attr))
-    return result
+    return dataclasses.replace(program, eqns=eqns, outvars=[first] + program.outvars[1:])

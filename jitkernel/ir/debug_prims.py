@@ -15,6 +15,8 @@
 """
 from __future__ import annotations
 
+import dataclasses
+
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -120,4 +122,4 @@ def without_effects(program: Program) -> Program:
         return program
     eqns = [e if e.prim not in WITH_SUB_PROGRAMS else Eqn(e.prim, e.inputs, e.outputs, {k: strip(v) for k, v in e.params.items()})
             for e in program.eqns if not PRIMITIVES[e.prim].effect]
-    return Program(program.invars, program.constvars, program.consts, eqns, program.outvars, program.name)
+    return dataclasses.replace(program, eqns=eqns)

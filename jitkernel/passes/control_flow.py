@@ -8,6 +8,8 @@ the same sub-program objects), `fold_constants` never runs a loop at compile tim
 """
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Callable
 
 from ..ir import Eqn, Program
@@ -25,9 +27,7 @@ def optimize_sub_programs(program: Program, optimize: Callable[[Program], Progra
             params = {k: _optimized(v, optimize) for k, v in eqn.params.items()}
             eqn = Eqn(eqn.prim, eqn.inputs, eqn.outputs, params)
         eqns.append(eqn)
-    out = Program(program.invars, program.constvars, program.consts, eqns, program.outvars, program.name,
-                  program.int_arg_bounds, program.byteorder_sources)
-    return out
+    return dataclasses.replace(program, eqns=eqns)
 
 
 def _optimized(value: object, optimize: Callable[[Program], Program]) -> object:
@@ -48,8 +48,7 @@ def inline_constant_operands(program: Program) -> Program:
     if not const_value or not any(e.prim in _OPERAND_LAYOUT for e in program.eqns):
         return program
     eqns = [_inline_operands(e, const_value) if e.prim in _OPERAND_LAYOUT else e for e in program.eqns]
-    return Program(program.invars, program.constvars, program.consts, eqns, program.outvars, program.name,
-                   program.int_arg_bounds, program.byteorder_sources)
+    return dataclasses.replace(program, eqns=eqns)
 
 
 def _with_constants(sub: Program, moved: dict[int, object]) -> Program:

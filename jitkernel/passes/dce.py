@@ -1,6 +1,8 @@
 """Dead-code elimination: drop equations and constants nothing reads."""
 from __future__ import annotations
 
+import dataclasses
+
 from ..ir import Program, live_variables
 
 
@@ -8,5 +10,4 @@ def dce(program: Program) -> Program:
     live = live_variables(program.eqns, program.outvars)
     kept = [eqn for eqn in program.eqns if any(o in live for o in eqn.outputs)]
     pairs = [(v, c) for v, c in zip(program.constvars, program.consts) if v in live]
-    return Program(program.invars, [v for v, _ in pairs], [c for _, c in pairs], kept,
-                   program.outvars, program.name)
+    return dataclasses.replace(program, constvars=[v for v, _ in pairs], consts=[c for _, c in pairs], eqns=kept)

@@ -2,6 +2,8 @@
 implementation, when the result is small (large results stay computed in a kernel)."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..ir import Eqn, Program, Var, primitives
@@ -29,7 +31,7 @@ def fold_constants(program: Program) -> Program:
                 consts.append(val)
         else:
             eqns.append(_static_window(eqn, values) or eqn)
-    return Program(program.invars, constvars, consts, eqns, program.outvars, program.name)
+    return dataclasses.replace(program, constvars=constvars, consts=consts, eqns=eqns)
 
 
 def _static_window(eqn: Eqn, values: dict[Var, np.ndarray]) -> Eqn | None:

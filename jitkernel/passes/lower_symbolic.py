@@ -34,6 +34,8 @@ whose affine form is negative at run time has an all-false mask: NumPy's empty s
 """
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -269,11 +271,8 @@ def lower_symbolic(program: Program, where: Mapping[int, str] | None = None) -> 
                            f"({', '.join(str(v.aval) for v in eqn.inputs)})")
         rule(lw, eqn)
     lw.current = None
-    out = Program(list(program.invars), lw.constvars, lw.consts, lw.eqns,
-                  [lw.read(v) for v in program.outvars], program.name)
-    for attr in ("int_arg_bounds", "byteorder_sources", "written_args", "written_names"):
-        setattr(out, attr, getattr(program, attr))
-    return out
+    return dataclasses.replace(program, invars=list(program.invars), constvars=lw.constvars, consts=lw.consts,
+                               eqns=lw.eqns, outvars=[lw.read(v) for v in program.outvars])
 
 
 def _is_element(eqn: Eqn) -> bool:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+
 from typing import Callable
 
 from ..ir import Eqn, Program, Var
@@ -27,8 +28,7 @@ def substitute(program: Program, visit: Callable[[Eqn, Callable[[Var], Var]], Eq
             eqns.append(result)
         elif isinstance(result, dict):
             subst.update(result)
-    return Program(program.invars, program.constvars, program.consts, eqns,
-                   [resolve(v) for v in program.outvars], program.name)
+    return dataclasses.replace(program, eqns=eqns, outvars=[resolve(v) for v in program.outvars])
 
 
 def inline_copy(sub: Program, operands: list[Var], constvars: list[Var], consts: list, eqns: list[Eqn]) -> list[Var]:

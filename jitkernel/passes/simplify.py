@@ -2,6 +2,8 @@
 reshapes and transposes, and uniform constants turned into a broadcast scalar."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..ir import AType, Eqn, Program, Var
@@ -29,7 +31,7 @@ def _uniform_consts(program: Program) -> Program:
         else:
             constvars.append(v)
             consts.append(c)
-    return Program(program.invars, constvars, consts, eqns + program.eqns, program.outvars, program.name)
+    return dataclasses.replace(program, constvars=constvars, consts=consts, eqns=eqns + program.eqns)
 
 
 # Each rule: (eqn, its first operand, its output, the operand's producer or None) -> the equation

@@ -19,6 +19,8 @@ A program without prints is returned unchanged.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from ..ir import Eqn, Program, primitives
 from ..ir.program import WITH_SUB_PROGRAMS, may_raise
 
@@ -46,4 +48,4 @@ def sink_effects(program: Program) -> Program:
             pending, tokens = [], set()
         out.append(eqn)
     out += pending
-    return Program(program.invars, program.constvars, program.consts, out, program.outvars, program.name)
+    return dataclasses.replace(program, eqns=out)
