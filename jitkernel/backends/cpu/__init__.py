@@ -13,6 +13,7 @@ from ...ir import Program
 from ..base import Backend
 from . import compiler, pairwise, vector_math
 from .control_flow import library_impl
+from .matvec_pairs import pair_matvecs
 from .render import Segment, render_module
 from .runtime import CpuExecutable
 
@@ -77,6 +78,7 @@ class CpuBackend(Backend):
         t1 = events.clock()
         tm = compiler.shared_target_machine()
         module, steps = render_module(kp, tm.triple, str(tm.target_data), fastmath)
+        steps = pair_matvecs(kp, steps)
         llvm_text = vector_math.annotate(str(module))
         mod = compiler.parse_and_verify(llvm_text)
         if events.SUBSCRIBERS:

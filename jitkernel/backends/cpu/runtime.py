@@ -31,6 +31,7 @@ from ...fusion.loops import control_work, is_control
 from ...fusion.versioning import written_buffers
 from ...ir.primitives import dot_general_numpy
 from .in_place_updates import in_place_impl
+from .matvec_pairs import matvec_pair
 from ..status import StatusWord, merge_status, raise_status
 from .render import DATA_OFFSET, PARALLEL_MIN_ELEMENTS, Segment
 
@@ -300,8 +301,19 @@ def _impl_call_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict, ins
     return [f"    {outs}= impl{n}({ins + ', ' if ins else ''}**params{n})"], list(step.outputs)  # (a print may have no values)
 
 
+def _matvec_pair_call_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict, ins: str, outs: str,
+                            library_impl: LibraryImpl) -> tuple[list[str], list[int]]:
+    """Two products of one matrix in one sweep (matvec_pairs.py); only returned results are
+    checked, as for dot_general."""
+    ns["matvec_pair"] = matvec_pair
+    left = "None" if step.params["cols_of_rows"] else f"b{step.inputs[2]}"
+    matrix, right = step.inputs[:2]
+    return ([f"    {outs}= matvec_pair(b{matrix}, b{right}, {left}, **params{n})"],
+            [b for b in step.outputs if b in kp.outputs])
+
+
 # Library steps whose runner lines are their own (every other one calls its function, above).
-_CALL_LINES = {"dot_general": _dot_general_call_lines}
+_CALL_LINES = {"dot_general": _dot_general_call_lines, "matvec_pair": _matvec_pair_call_lines}
 
 
 def check_library_result(prim: str, k: int, value: Any, dtype: np.dtype, shape: tuple) -> None:
