@@ -21,7 +21,7 @@ agree with NumPy within floating-point tolerance, not bit for bit. A matrix smal
 >>> A = np.arange(12.0).reshape(3, 4)
 >>> rows, cols = matvec_pair(A, np.ones((4, 1)), None, cols_of_rows=True)
 >>> rows.ravel().tolist(), cols.ravel().tolist()
-([6.0, 22.0, 38.0], [176.0, 242.0, 308.0, 374.0])
+([6.0, 22.0, 38.0], [392.0, 458.0, 524.0, 590.0])
 """
 from __future__ import annotations
 
