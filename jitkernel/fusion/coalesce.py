@@ -36,7 +36,7 @@ import numpy as np
 
 from . import index as ix
 from .index import Aff
-from .kernel_ir import Compute, Kernel, KernelProgram, LibraryCall, Load, RowKernel, Store, rebuild
+from .kernel_ir import Kernel, KernelProgram, LibraryCall, Load, RowKernel, Store, rebuild
 from .loops import BranchStep, LoopStep, all_steps, touched_buffers
 
 # Domains enumerated to decide injectivity or disjointness when the index maps are not plain
@@ -116,7 +116,7 @@ def _copy_pair(kp: KernelProgram, p: int, step: Any, touched: list[set[int]],
         if q is not None and k > q:
             return None  # x read after o changed: it would see o's new values
         if k == q:
-            if not _update_reads_safe(kp, kp.steps[k], x, o):
+            if not _update_reads_safe(kp.steps[k], x, o):
                 return None
         elif not _only_reads(kp.steps[k], x):
             return None
@@ -175,7 +175,7 @@ def _only_reads(step: Any, b: int) -> bool:
     return False  # loops, branches, row kernels: not looked into
 
 
-def _update_reads_safe(kp: KernelProgram, step: Any, x: int, o: int) -> bool:
+def _update_reads_safe(step: Any, x: int, o: int) -> bool:
     """Whether kernel `step`, the first writer of o after the copy, computes the same values when
     its loads of x read o instead: its one store into o is injective, and every load of x or o
     is at the store's offset (the element this iteration writes, read before it is written) or
@@ -188,31 +188,11 @@ def _update_reads_safe(kp: KernelProgram, step: Any, x: int, o: int) -> bool:
     target = stores[0].offset
     if not _injective(target, step.domain):
         return False
-    for load in _loads(step):
-        if load.buffer not in (x, o) or load.offset == target:
-            continue
-        if not _disjoint(load.offset, target, step.domain):
-            return False
+    for b in (x, o):
+        for offset in step.loads().get(b, []):  # a gather's base reads at -1: never disjoint
+            if offset != target and not _disjoint(offset, target, step.domain):
+                return False
     return True
-
-
-def _loads(step: Kernel) -> list[Load]:
-    return [nd for nd in _nodes(step) if isinstance(nd, Load)]
-
-
-def _nodes(step: Kernel) -> list[Any]:
-    seen: set[int] = set()
-    out: list[Any] = []
-    stack: list[Any] = [s.value for s in step.stores]
-    while stack:
-        nd = stack.pop()
-        if id(nd) in seen:
-            continue
-        seen.add(id(nd))
-        out.append(nd)
-        if isinstance(nd, Compute):
-            stack.extend(nd.args)
-    return out
 
 
 def _linear(a: Aff) -> bool:
