@@ -25,6 +25,7 @@ from .index import Aff
 from .kernel_ir import (GATHER_BASE, Buffer, Compute, IndexValue, Kernel, KernelProgram, LibraryCall,
                         Literal, Load, Node, RowKernel, Store)
 from .kernel_ir import Interner
+from .coalesce import coalesce_copies
 from .kernel_passes import fuse_kernels
 from .movement import source_index
 from .schedule_control import schedule_control
@@ -318,6 +319,7 @@ class _Scheduler:
             self._emit(steps, lambda n, v=v, b=b: [self._copy_kernel(v, b, n)])
         steps = adopt_argument_buffers(steps, inputs, outputs, program, in_place)  # fusion/update.py
         kp = fuse_kernels(KernelProgram(program.name, self.buffers, inputs, consts + self.const_sink, outputs, steps))
+        kp = coalesce_copies(kp)  # fusion/coalesce.py: copies whose two buffers can be one
         kp.consts = _read_consts(kp)
         kp.fusion_record = fusion_record(program, kp)
         return kp
