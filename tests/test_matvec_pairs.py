@@ -21,9 +21,11 @@ BETWEEN = ("none", "other", "write_matrix", "write_vector", "scaled_vector", "re
            "write_result_source")
 
 
-def make(order: str, between: str):
-    """One program of the class: two products of `A`, something between them."""
-    def f(A, v, w, u):
+def make(order: str, between: str, made_inside: bool = False):
+    """One program of the class: two products of `A`, something between them; with
+    `made_inside`, of a matrix the function makes (whose buffer a write may update in place)."""
+    def f(A0, v, w, u):
+        A = A0 * 2.0 if made_inside else A0
         if order in ("cols_first", "chain_cols"):
             z = w @ A
         else:
@@ -52,7 +54,7 @@ def make(order: str, between: str):
         else:
             z = later_w @ A
         return y, z, extra
-    f.__name__ = f"{order}_{between}"
+    f.__name__ = f"{order}_{between}{'_made_inside' if made_inside else ''}"
     return f
 
 
@@ -69,17 +71,17 @@ def sweep_always(monkeypatch):
 
 @settings(max_examples=60, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # the patch holds for every input
-@given(order=st.sampled_from(ORDERS), between=st.sampled_from(BETWEEN),
+@given(order=st.sampled_from(ORDERS), between=st.sampled_from(BETWEEN), made_inside=st.booleans(),
        m=st.integers(1, 13), n=st.integers(1, 11), dtype=st.sampled_from([np.float32, np.float64]),
        seed=st.integers(0, 2**16))
-def test_paired_products_match_numpy(sweep_always, order, between, m, n, dtype, seed):
+def test_paired_products_match_numpy(sweep_always, order, between, made_inside, m, n, dtype, seed):
     rng = np.random.default_rng(seed)
     if order == "chain_cols":
         n = m
     A = rng.standard_normal((m, n)).astype(dtype)
     args = (A, rng.standard_normal(n).astype(dtype), rng.standard_normal(m).astype(dtype),
             rng.standard_normal(3).astype(dtype))
-    f = make(order, between)
+    f = make(order, between, made_inside)
     want = run_on_copies(f, *args)
     got = run_on_copies(jk.jit(f), *args)
     assert got[0] == want[0] == "ok"
@@ -88,15 +90,16 @@ def test_paired_products_match_numpy(sweep_always, order, between, m, n, dtype, 
     assert_matches_numpy(got[2], want[2], **tol)  # the arguments as the call left them
 
 
+@pytest.mark.parametrize("made_inside", [False, True])
 @pytest.mark.parametrize("order", ORDERS)
 @pytest.mark.parametrize("between", BETWEEN)
-def test_which_programs_pair(order, between):
+def test_which_programs_pair(order, between, made_inside):
     """The sweep is used where it is safe, never where a step between the products writes the
     matrix or the later vector, or computes the later vector from the first product."""
     rng = np.random.default_rng(0)
     n = 6 if order == "chain_cols" else 5
     args = (rng.standard_normal((6, n)), rng.standard_normal(n), rng.standard_normal(6), rng.standard_normal(3))
-    steps = runtime_steps(jk.jit(make(order, between)), *args)
+    steps = runtime_steps(jk.jit(make(order, between, made_inside)), *args)
     chained = order in ("chain", "chain_cols")
     later_vector_written = between == "write_vector" and not chained
     made_from_first = chained and between in ("scaled_vector", "reversed_vector")
