@@ -12,11 +12,12 @@ from .fold import fold_constants
 from .identities import identities
 from .int_ranges import drop_proved_checks
 from .masked_updates import masked_updates_as_selects
+from .selected_scatters import selected_scatters
 from .simplify import simplify
 from .sink_effects import sink_effects
 
 PIPELINE = (fold_constants, simplify, identities, drop_proved_checks, dot_operands, masked_updates_as_selects,
-            conds_as_selects, cse, dce, sink_effects)
+            selected_scatters, conds_as_selects, cse, dce, sink_effects)
 
 # A shape-generic compile compares the kernel programs of two sizes and turns the constants
 # that differ into run-time parameters: a rewrite that depends on a constant's value would make
