@@ -7,6 +7,7 @@ from .custom_inline import inline_custom_calls
 from .cond_selects import conds_as_selects
 from .cse import cse
 from .dce import dce
+from .equal_state import equal_state
 from .dot_operands import dot_operands
 from .fold import fold_constants
 from .identities import identities
@@ -17,7 +18,7 @@ from .simplify import simplify
 from .sink_effects import sink_effects
 
 PIPELINE = (fold_constants, simplify, identities, drop_proved_checks, dot_operands, masked_updates_as_selects,
-            selected_scatters, conds_as_selects, cse, dce, sink_effects)
+            selected_scatters, conds_as_selects, cse, equal_state, dce, sink_effects)
 
 # A shape-generic compile compares the kernel programs of two sizes and turns the constants
 # that differ into run-time parameters: a rewrite that depends on a constant's value would make
