@@ -43,13 +43,13 @@ from .same_value import SameValue
 _MASK_INDEX = (("index", (("array", 0),)),)
 
 
-def equal_state(program: Program) -> Program:
+def equal_state(program: Program, optimize: Callable[[Program], Program]) -> Program:
     """The three rewrites of the module docstring over `program`'s top level (its sub-programs
-    are optimised before it: passes/__init__.py)."""
+    are optimised before it: passes/__init__.py); `optimize` optimises a body again under the
+    equalities found (the pipeline's own, passed in: this module is one of its passes)."""
     program = selection_lengths(program)
     if not any(e.prim in ("cond", "while_loop", "fori_loop") for e in program.eqns):
         return program
-    from . import optimize  # the bodies are optimised again under the equalities found
 
     out_subst: dict[Var, Var] = {}  # results dropped by a rewrite -> the result they equal
 
