@@ -94,6 +94,9 @@ def test_shrinking_loops_with_scatters_match_numpy(types, n, seed, twod, indices
     _same(_outcome(fn, args, backend="cpu"), expected)
     _same(_outcome(fn, args, backend="interpret"), expected)
     assert "setitem_selected" in _optimized(fn, *args)
+    if vdt == tdt:  # every selection and scatter a native loop over the count (native_selections)
+        kernels = jk.jit(fn).lower(*args).as_text("kernels")
+        assert "fn=setitem_selected" not in kernels and "fn=getitem" not in kernels
 
 
 def test_mandelbrot2_shape_is_exact_and_fused():
@@ -146,9 +149,12 @@ def test_scatter_errors_and_casts_are_numpys(backend):
 
     v = np.array([1.7, -2.0, 3.9, 2.5])
     for a, b in [(np.array([0, 1, -1, -1]), np.array([2, 0, -3, -3])),  # wrap, duplicate: last wins
-                 (np.array([0, 1, 3, 0]), np.array([0, 0, 0, 0]))]:  # 3 is out of bounds
-        args = (np.zeros((3, 3), np.int32), a, b, v)
-        _same(_outcome(fn, args, backend=backend), _outcome(fn, args))
+                 (np.array([0, 1, 3, 0]), np.array([0, 0, 0, 0])),  # 3 is out of bounds
+                 (np.array([0, 1, 2, -4]), np.array([5, 0, 0, 0])),  # axis 0 is checked first
+                 (np.array([0, 1, 2, 0]), np.array([0, 0, -4, 9]))]:  # then axis 1, in order
+        for target in (np.int32, np.float64):  # a cast (the step), one dtype (a native loop)
+            args = (np.zeros((3, 3), target), a, b, v)
+            _same(_outcome(fn, args, backend=backend), _outcome(fn, args))
 
 
 def test_static_results_never_share_memory_with_inputs():
