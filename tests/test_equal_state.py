@@ -134,3 +134,23 @@ def test_selections_by_different_masks_keep_their_lengths(size, n, seed):
         for got, exp in zip(jk.jit(shrink_by_two_masks, backend=backend)(x, y, np.int64(n)), expected):
             assert got.shape == exp.shape
             np.testing.assert_array_equal(got, exp)
+
+
+def two_selections_of_one_array(x, n):
+    x = x[x > -10]
+    last = x[x > 0.5]
+    for i in range(n):
+        last = x[x > 0.5]  # two selections of x in one trip: one count, two masks
+        x = x[x > 0.1] - 0.1
+    return x, last
+
+
+@settings(max_examples=10, deadline=None, derandomize=True, database=None)
+@given(st.integers(1, 30), st.integers(0, 5), st.integers(0, 2**16))
+def test_two_selections_of_one_array_by_different_masks(size, n, seed):
+    x = np.random.default_rng(seed).uniform(-1, 1, size)
+    expected = two_selections_of_one_array(x, n)
+    for backend in ("cpu", "interpret"):
+        for got, exp in zip(jk.jit(two_selections_of_one_array, backend=backend)(x, np.int64(n)), expected):
+            assert got.shape == exp.shape
+            np.testing.assert_array_equal(got, exp)
