@@ -13,16 +13,12 @@ dynamic slices, which the CPU schedules as native loops (fusion/loops.py):
   place where `a` is not read later; `j <= k`, so `out[k]` is still `a[k]` when read), then
   `out[j:c] = 0`, so the value is NumPy's selection followed by zeros where the step wrote
   zeros; past `c` the buffer keeps `a`'s padding (an elementwise function of zeros, as the
-  padding of any elementwise result is). The length is `j`. The selections by one mask and
-  count (`Z[I]`, `C[I]`, `Xi[I]`, `Yi[I]`) are one loop carrying all of them, placed at the last
-  of them when nothing between reads their results (one pass over the count, not four).
+  padding of any elementwise result is). The length is `j`.
 - `y[a1[m], ..., an[m]] = v` (every axis of `y` indexed by an int64 selection by one mask and
   count, `v` a 0-d value or a selection by the same mask, of `y`'s dtype, no axis of length 0):
   NumPy checks every index of axis 0, then of axis 1, ... before it writes anything; so one
   loop per axis reads `y` at the selected index of that axis (a `dynamic_slice`, which raises
-  NumPy's IndexError with NumPy's message and wraps a negative index once), run only when a
-  vectorised test over the padded arrays finds a selected index outside `[-size, size)` (its
-  trip count is 0 otherwise), then one loop writes
+  NumPy's IndexError with NumPy's message and wraps a negative index once), then one loop writes
   the selected positions in order (duplicates: the last write wins, as NumPy's assignment).
   Unselected positions read index 0, which every axis has.
 
@@ -58,53 +54,20 @@ def _rewrite(program: Program) -> Program:
     if not any(e.prim in _DATADEP or sub_programs(e.params) for e in program.eqns):
         return program
     em = _Emitter(program)
-    groups = _compaction_groups(program)
     changed = False
-    rename: dict[Var, Var] = {}
     for eqn in program.eqns:
         if sub_programs(eqn.params):
             new = _with_sub_programs(eqn)
             changed |= new is not eqn
             em.eqns.append(new)
             continue
-        group = groups.get(id(eqn))
-        if group is not None:
-            if eqn is group[-1]:  # the group's loop stands where its last selection stood
-                _compactions(em, group)
-                rename.update({g.outputs[1]: group[0].outputs[1] for g in group[1:]})
-            changed = True
-            continue
-        done = eqn.prim in _DATADEP and _scatter(eqn, em)
+        done = eqn.prim in _DATADEP and (_compaction(eqn, em) or _scatter(eqn, em))
         changed |= bool(done)
         if not done:
             em.eqns.append(eqn)
     if not changed:
         return program
-    eqns = [Eqn(e.prim, [rename.get(v, v) for v in e.inputs], e.outputs, e.params) for e in em.eqns] if rename else em.eqns
-    return dataclasses.replace(program, eqns=eqns, constvars=em.constvars, consts=em.consts,
-                               outvars=[rename.get(v, v) for v in program.outvars])
-
-
-def _compaction_groups(program: Program) -> dict[int, list[Eqn]]:
-    """id(selection) -> the selections compacted by one loop with it: those by one mask and one
-    count, moved to the last of them when nothing between reads their results."""
-    by_key: dict[tuple, list[Eqn]] = {}
-    for eqn in program.eqns:
-        operands = _compaction_operands(eqn)
-        if operands is not None:
-            _, m, c = operands
-            by_key.setdefault((id(m), id(c)), []).append(eqn)
-    position = {id(e): k for k, e in enumerate(program.eqns)}
-    groups: dict[int, list[Eqn]] = {}
-    for members in by_key.values():
-        first, last = position[id(members[0])], position[id(members[-1])]
-        outputs = {o for g in members for o in g.outputs}
-        reads = any(v in outputs for e in program.eqns[first:last + 1] for v in e.inputs)
-        parts = [members] if not reads else [[g] for g in members]
-        for part in parts:
-            for g in part:
-                groups[id(g)] = part
-    return groups
+    return dataclasses.replace(program, eqns=em.eqns, constvars=em.constvars, consts=em.consts)
 
 
 def _with_sub_programs(eqn: Eqn) -> Eqn:
@@ -165,48 +128,38 @@ def _counts(eqn: Eqn) -> tuple[list[Var], list[Var], tuple]:
 
 # -- a[m] --------------------------------------------------------------------------------------
 
-def _compaction_operands(eqn: Eqn) -> tuple[Var, Var, Var] | None:
-    """(data, mask, count) of a selection `a[m]` the module docstring compacts, else None."""
+def _compaction(eqn: Eqn, em: _Emitter) -> bool:
     p = eqn.params
-    if eqn.prim not in _DATADEP or p.get("fn") != "getitem" or tuple(p["kw"]) != _MASK_INDEX:
-        return None
+    if p["fn"] != "getitem" or tuple(p["kw"]) != _MASK_INDEX:
+        return False
     if tuple(kind for kind, _, _ in p["outs"]) != ("pad", "len"):
-        return None
+        return False
     counts, (a, m), layout = _counts(eqn)
     if layout[0] < 0 or layout[1] < 0 or counts[layout[0]] is not counts[layout[1]]:
-        return None
+        return False
     c = counts[layout[0]]
+    pad, length = eqn.outputs
     if (a.aval.ndim != 1 or m.aval.shape != a.aval.shape or m.aval.dtype != np.dtype(bool) or a.aval.shape[0] == 0
-            or eqn.outputs[0].aval != a.aval or c.aval.dtype != INT64):
-        return None
-    return a, m, c
-
-
-def _compactions(em: _Emitter, group: list[Eqn]) -> None:
-    """The selections of `group` (one mask, one count) as one compaction loop and one loop
-    zeroing what they vacate; the length is the first selection's length output."""
-    data = [_compaction_operands(g)[0] for g in group]
-    _, m, c = _compaction_operands(group[0])
-    length = group[0].outputs[1]
+            or pad.aval != a.aval or c.aval.dtype != INT64):
+        return False
     zero = em.const(np.asarray(0, INT64))
-    # out[j] = out[k] for each array; j += m[k]
-    b = _Body([m], data + [zero])
-    (m_in,), outs, j = b.consts, b.carries[:-1], b.carries[-1]
-    moved = [b.emit("dynamic_update_slice",
-                    [out, b.emit("dynamic_slice", [out, b.index], AType((1,), out.aval.dtype), sizes=(1,)), j], out.aval)
-             for out in outs]
+    # out[j] = out[k]; j += m[k]
+    b = _Body([m], [a, zero])
+    (m_in,), (out, j) = b.consts, b.carries
+    moved = b.emit("dynamic_slice", [out, b.index], AType((1,), a.aval.dtype), sizes=(1,))
+    out2 = b.emit("dynamic_update_slice", [out, moved, j], out.aval)
     step = b.emit("convert", [b.element(m_in)], AType((), INT64), dtype=INT64)
     j2 = b.emit("add", [j, step], AType((), INT64))
-    compacted = _fori(em, zero, c, [m], data + [zero], b.program(moved + [j2], "compaction"),
-                      [Var(a.aval) for a in data] + [length])[:-1]
+    compacted, _ = _fori(em, zero, c, [m], [a, zero], b.program([out2, j2], "compaction"),
+                         [Var(a.aval), length])
     # out[j:c] = 0
-    z = _Body([], data)
-    cleared = []
-    for tail in z.carries:
-        dt = tail.aval.dtype
-        zeros = z.emit("broadcast_in_dim", [z.scalar(0, dt)], AType((1,), dt), shape=(1,), broadcast_dimensions=())
-        cleared.append(z.emit("dynamic_update_slice", [tail, zeros, z.index], tail.aval))
-    _fori(em, length, c, [], compacted, z.program(cleared, "compaction_tail"), [g.outputs[0] for g in group])
+    z = _Body([], [a])
+    (tail,) = z.carries
+    zeros = z.emit("broadcast_in_dim", [z.scalar(0, a.aval.dtype)], AType((1,), a.aval.dtype), shape=(1,),
+                   broadcast_dimensions=())
+    cleared = z.emit("dynamic_update_slice", [tail, zeros, z.index], tail.aval)
+    _fori(em, length, c, [], [compacted], z.program([cleared], "compaction_tail"), [pad])
+    return True
 
 
 # -- y[a1[m], ..., an[m]] = v ------------------------------------------------------------------
@@ -259,16 +212,14 @@ def _scatter(eqn: Eqn, em: _Emitter) -> bool:
         return False
     zero = em.const(np.asarray(0, INT64))
     ones = (1,) * ndim
-    # NumPy checks axis 0's indices, then axis 1's, ..., before writing; the check loops run
-    # only when a vectorised test finds a selected index out of bounds (then they raise).
-    checked = em.emit("select", [_any_out_of_bounds(em, indices, m, c, y.aval.shape), c, zero], AType((), INT64))
+    # NumPy checks axis 0's indices, then axis 1's, ..., before writing
     for d, idx in enumerate(indices):
         b = _Body([idx, m, y], [zero])
         (idx_in, m_in, y_in), (acc,) = b.consts, b.carries
         start = b.emit("select", [b.element(m_in), b.element(idx_in), b.scalar(0)], AType((), INT64))
         starts = [b.scalar(0) if e != d else start for e in range(ndim)]
         b.emit("dynamic_slice", [y_in] + starts, AType(ones, y.aval.dtype), sizes=ones)
-        _fori(em, zero, checked, [idx, m, y], [zero], b.program([acc], f"scatter_check_axis{d}"))
+        _fori(em, zero, c, [idx, m, y], [zero], b.program([acc], f"scatter_check_axis{d}"))
     b = _Body(indices + [m, v], [y])
     *idx_in, m_in, v_in = b.consts
     (y_cur,) = b.carries
@@ -282,24 +233,3 @@ def _scatter(eqn: Eqn, em: _Emitter) -> bool:
     y2 = b.emit("dynamic_update_slice", [y_cur, new] + starts, y.aval)
     _fori(em, zero, c, indices + [m, v], [y], b.program([y2], "scatter"), list(eqn.outputs))
     return True
-
-
-def _any_out_of_bounds(em: _Emitter, indices: list[Var], m: Var, c: Var, shape: tuple) -> Var:
-    """Whether a selected index (`m` and position < `c`) of some axis lies outside
-    `[-size, size)` (NumPy's bounds before wrapping), over the whole padded arrays."""
-    n = m.aval.shape[0]
-    vec, boolean = AType((n,), INT64), AType((n,), np.dtype(bool))
-
-    def full(v: Var) -> Var:
-        return em.emit("broadcast_in_dim", [v], AType((n,), v.aval.dtype), shape=(n,), broadcast_dimensions=())
-
-    position = em.emit("iota", [], vec, shape=(n,), dimension=0, dtype=INT64)
-    selected = em.emit("logical_and", [m, em.emit("less", [position, full(c)], boolean)], boolean)
-    bad = None
-    for idx, size in zip(indices, shape):
-        low = em.emit("less", [idx, full(em.const(np.asarray(-size, INT64)))], boolean)
-        high = em.emit("greater_equal", [idx, full(em.const(np.asarray(size, INT64)))], boolean)
-        hit = em.emit("logical_and", [selected, em.emit("logical_or", [low, high], boolean)], boolean)
-        found = em.emit("reduce_or", [hit], AType((), np.dtype(bool)), axes=(0,))
-        bad = found if bad is None else em.emit("logical_or", [bad, found], AType((), np.dtype(bool)))
-    return bad
