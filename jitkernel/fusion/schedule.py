@@ -18,6 +18,7 @@ from ..ir.datadep_prims import describe_split
 from ..passes.complex_lower import lower_complex
 from ..passes.loop_dots import dots_in_loops_as_reductions
 from ..passes.loop_gathers import datadep_in_loops_as_gathers
+from ..passes.native_selections import native_selections
 from ..passes.loops import hoist_loop_invariants, scans_to_fori
 from ..passes.native_loops import CONTROL_FLOW, native_ok
 from . import dynamic, index as ix, loops
@@ -497,7 +498,9 @@ def schedule(program: Program) -> KernelProgram:
     """
     # complex -> (real, imag) float pairs, loop and branch bodies too: their complex arithmetic
     # fuses into the bodies' kernels (a native loop when nothing else keeps it Python-driven)
-    lowered, packed = lower_complex(program, lower_bodies=True)
+    # selections of selections and scatters through them as native loops over their count,
+    # before complex lowering, so a complex compaction carries two float arrays
+    lowered, packed = lower_complex(native_selections(program), lower_bodies=True)
     kp = _Scheduler(hoist_loop_invariants(scans_to_fori(dots_in_loops_as_reductions(
         datadep_in_loops_as_gathers(lowered))))).build()
     kp.complex_views = {**{kp.inputs[i]: dt for i, dt in packed.inputs.items()},

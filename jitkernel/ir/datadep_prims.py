@@ -83,7 +83,11 @@ def _impl(*arrays: np.ndarray, ncounts: int, fn: str, kw: tuple, layout: tuple, 
             if value.shape != tuple(shape):
                 raise TypeError(f"internal error: datadep_call {fn} returned shape {value.shape}, "
                                 f"expected {tuple(shape)}; please report this")
-            produced.append(np.array(value, copy=True))  # never a view of an input
+            # Never a view of an input; an array that owns its memory and is no input (a
+            # setitem's fresh copy) is returned as it is: a second copy of it is a pass over the
+            # whole target per step.
+            owned = value.base is None and value.flags.writeable and not any(value is a for a in arrays)
+            produced.append(value if owned else np.array(value, copy=True))
             continue
         if value.shape[1:] != tuple(shape[1:]) or value.shape[0] > shape[0]:
             raise TypeError(f"internal error: datadep_call {fn} returned shape {value.shape}, at most "
@@ -158,6 +162,29 @@ def _setitem(x: np.ndarray, value: np.ndarray, *index_arrays: np.ndarray, index:
     out = np.array(x, copy=True)
     out[_rebuild(index, index_arrays)] = value
     return out
+
+
+@datadep_function("setitem_selected")
+def _setitem_selected(x: np.ndarray, *operands: np.ndarray, index: tuple, parts: tuple) -> np.ndarray:
+    """`setitem` whose value and index arrays are given one per entry of `parts`: "plain" (the
+    array itself) or ("sel", rank) (two operands `a, m`: the selection `a[m]`, computed in the
+    order of the ranks, before the assignment; passes/selected_scatters.py)."""
+    slots: list = []
+    selections = []
+    it = iter(operands)
+    for part in parts:
+        if part == "plain":
+            slots.append(next(it))
+        else:
+            a, m = next(it), next(it)
+            selections.append((part[1], len(slots), a, m))
+            slots.append(None)
+    done: dict[int, np.ndarray] = {}
+    for rank, k, a, m in sorted(selections, key=lambda s: s[0]):
+        if rank not in done:
+            done[rank] = a[m]
+        slots[k] = done[rank]
+    return _setitem(x, slots[0], *slots[1:], index=index)
 
 
 def _rebuild(index: tuple, arrays: tuple) -> tuple:
