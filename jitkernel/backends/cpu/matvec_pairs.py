@@ -48,11 +48,10 @@ def matvec_pair(matrix: np.ndarray, right: np.ndarray, left: np.ndarray | None, 
     m, n = matrix.shape
     x = right.reshape(n, 1)
     rows = np.empty((m, 1), np.result_type(matrix, x))
+    w = rows.reshape(1, m) if cols_of_rows else left.reshape(1, m)  # a view: filled as rows are
     if matrix.nbytes < PAIRED_MIN_BYTES or m == 0:
         np.matmul(matrix, x, out=rows)
-        w = rows.reshape(1, m) if cols_of_rows else left.reshape(1, m)
         return rows, np.matmul(w, matrix)
-    w = rows.reshape(1, m) if cols_of_rows else left.reshape(1, m)
     cols = np.empty((1, n), np.result_type(w, matrix))
     part = np.empty_like(cols)
     step = max(1, BLOCK_BYTES // max(1, n * matrix.itemsize))
@@ -115,8 +114,8 @@ def _paired(kp: KernelProgram, steps: list, i: int, j: int, first: tuple) -> Lib
     if later is None or later[1] != first[1] or later[0] == first[0]:
         return None
     mid = steps[i + 1:j]
-    written = set().union(*(_writes(s) for s in mid)) if mid else set()
-    touched = set().union(*(_touched(s) for s in mid)) if mid else set()
+    written = set().union(*(_writes(s) for s in mid))
+    touched = set().union(*(_touched(s) for s in mid))
     (early_out,), (late_out,) = steps[i].outputs, steps[j].outputs
     matrix, vector = later[1], later[2]
     if matrix in written or late_out in touched or late_out in steps[i].inputs or late_out == early_out:
@@ -129,8 +128,6 @@ def _paired(kp: KernelProgram, steps: list, i: int, j: int, first: tuple) -> Lib
     cols_of_rows = source == early_out
     if cols_of_rows and first[0] != "rows":
         return None  # `(w @ A)` feeding `A @ ...` needs every column first: no single sweep
-    if not cols_of_rows and source in steps[i].outputs:
-        return None
     if first[0] == "rows":
         rows_vec, cols_vec, rows_out, cols_out = first[2], source, early_out, late_out
     else:

@@ -117,6 +117,7 @@ class CpuExecutable:
         ns: dict = {"np": np, "empty": np.empty, "getrefcount": _getrefcount, "FREE": _FREE_REFCOUNT,
                     "last": self._last, "spare": self._spare, "status": self._status, "Word": StatusWord,
                     "raise_status": raise_status, "to_c": _to_c_order, "dot_general": dot_general_numpy,
+                    "matvec_pair": matvec_pair,
                     "split": _run_split, "on_worker": _run_on_worker, "library": library,
                     "check_library_result": check_library_result}
         head = ["def run(arrays):"]
@@ -305,7 +306,6 @@ def _matvec_pair_call_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: di
                             library_impl: LibraryImpl) -> tuple[list[str], list[int]]:
     """Two products of one matrix in one sweep (matvec_pairs.py); only returned results are
     checked, as for dot_general."""
-    ns["matvec_pair"] = matvec_pair
     left = "None" if step.params["cols_of_rows"] else f"b{step.inputs[2]}"
     matrix, right = step.inputs[:2]
     return ([f"    {outs}= matvec_pair(b{matrix}, b{right}, {left}, **params{n})"],
