@@ -15,10 +15,8 @@
 """
 from __future__ import annotations
 
-import dataclasses
-
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -122,4 +120,4 @@ def without_effects(program: Program) -> Program:
         return program
     eqns = [e if e.prim not in WITH_SUB_PROGRAMS else Eqn(e.prim, e.inputs, e.outputs, {k: strip(v) for k, v in e.params.items()})
             for e in program.eqns if not PRIMITIVES[e.prim].effect]
-    return dataclasses.replace(program, eqns=eqns)
+    return replace(program, eqns=eqns)

@@ -9,7 +9,6 @@ the same sub-program objects), `fold_constants` never runs a loop at compile tim
 from __future__ import annotations
 
 import dataclasses
-
 from typing import Callable
 
 from ..ir import Eqn, Program
@@ -23,19 +22,32 @@ def optimize_sub_programs(program: Program, optimize: Callable[[Program], Progra
         return program
     eqns = []
     for eqn in program.eqns:
-        if sub_programs(eqn.params):
-            params = {k: _optimized(v, optimize) for k, v in eqn.params.items()}
-            eqn = Eqn(eqn.prim, eqn.inputs, eqn.outputs, params)
-        eqns.append(eqn)
+        eqns.append(map_sub_programs(eqn, optimize) if sub_programs(eqn.params) else eqn)
     return dataclasses.replace(program, eqns=eqns)
 
 
-def _optimized(value: object, optimize: Callable[[Program], Program]) -> object:
-    if isinstance(value, Program):
-        return optimize(value)
-    if isinstance(value, tuple) and any(isinstance(v, Program) for v in value):
-        return tuple(optimize(v) if isinstance(v, Program) else v for v in value)
-    return value
+def map_sub_programs(eqn: Eqn, fn: Callable[[Program], Program | None]) -> Eqn | None:
+    """`eqn` with `fn` applied to each of its sub-programs (a Program parameter, or the Programs
+    of a tuple parameter: a cond's branches); None when `fn` gives None for one; `eqn` itself
+    when `fn` returns every one unchanged."""
+    params, changed = {}, False
+    for key, value in eqn.params.items():
+        if isinstance(value, Program):
+            new = fn(value)
+        elif isinstance(value, tuple) and any(isinstance(v, Program) for v in value):
+            new = tuple(fn(v) if isinstance(v, Program) else v for v in value)
+            if any(v is None for v in new):
+                return None
+            changed |= any(a is not b for a, b in zip(new, value))
+            params[key] = new
+            continue
+        else:
+            new = value
+        if new is None:
+            return None
+        changed |= new is not value
+        params[key] = new
+    return Eqn(eqn.prim, eqn.inputs, eqn.outputs, params) if changed else eqn
 
 
 def inline_constant_operands(program: Program) -> Program:

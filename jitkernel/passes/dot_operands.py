@@ -97,6 +97,10 @@ class _Emitter:
         at `dims`."""
         return placed(x, order, out.shape, dims, lambda prim, v, out_shape, **p: self.emit(prim, [v], AType(out_shape, v.aval.dtype), **p))
 
+    def rebuilt(self, program: Program) -> Program:
+        """`program` with the emitted equations and constants, its bookkeeping kept."""
+        return dataclasses.replace(program, eqns=self.eqns, constvars=self.constvars, consts=self.consts)
+
 
 Emit = Callable[..., Var]  # emit(prim, operand, result shape, **params) -> the result
 
@@ -149,4 +153,4 @@ def dot_operands(program: Program) -> Program:
         em.eqns.append(eqn)
         for o in eqn.outputs:
             producer[o] = eqn
-    return dataclasses.replace(program, eqns=em.eqns, constvars=em.constvars, consts=em.consts)
+    return em.rebuilt(program)

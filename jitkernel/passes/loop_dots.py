@@ -28,6 +28,7 @@ from typing import Callable
 import numpy as np
 
 from ..ir import AType, Eqn, Program
+from .control_flow import map_sub_programs
 from .dot_operands import _Emitter, free_dims
 from .loops import candidate_fori
 from .native_loops import CONTROL_FLOW, native_ok
@@ -54,9 +55,9 @@ def rewrite_loops_to_native(program: Program, rewrite_body: Callable[[Program], 
     eqns = []
     for eqn in program.eqns:
         if eqn.prim in CONTROL_FLOW or eqn.prim == "scan":
-            eqn = _map_sub_programs(eqn, lambda sub: rewrite_loops_to_native(sub, rewrite_body))
+            eqn = map_sub_programs(eqn, lambda sub: rewrite_loops_to_native(sub, rewrite_body))
             if not _native(eqn):
-                rewritten = _map_sub_programs(eqn, rewrite_body)
+                rewritten = map_sub_programs(eqn, rewrite_body)
                 if rewritten is not None and _native(rewritten):
                     eqn = rewritten
         eqns.append(eqn)
@@ -67,22 +68,6 @@ def _native(eqn: Eqn) -> bool:
     if eqn.prim == "scan":  # scans_to_fori makes a native loop of a scan whose body is one
         return native_ok(candidate_fori(eqn.params["body"]))
     return native_ok(eqn)
-
-
-def _map_sub_programs(eqn: Eqn, fn: Callable[[Program], Program | None]) -> Eqn | None:
-    """`eqn` with `fn` applied to each of its sub-programs; None when `fn` gives None for one."""
-    params = {}
-    for key, value in eqn.params.items():
-        if isinstance(value, Program):
-            value = fn(value)
-            if value is None:
-                return None
-        elif isinstance(value, tuple) and value and isinstance(value[0], Program):
-            value = tuple(fn(p) for p in value)
-            if any(p is None for p in value):
-                return None
-        params[key] = value
-    return Eqn(eqn.prim, eqn.inputs, eqn.outputs, params)
 
 
 def _small(eqn: Eqn) -> bool:
@@ -116,7 +101,7 @@ def _small_dots_as_reductions(body: Program) -> Program | None:
             _dot_as_reduction(eqn, em)
         else:
             em.eqns.append(eqn)
-    return dataclasses.replace(body, eqns=em.eqns, constvars=em.constvars, consts=em.consts)
+    return em.rebuilt(body)
 
 
 def _dot_as_reduction(eqn: Eqn, em: _Emitter) -> None:

@@ -42,7 +42,6 @@ the rewrite makes the loop native.
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
@@ -88,7 +87,7 @@ def _rewrite_body(body: Program) -> Program | None:
             em.eqns.append(eqn)
     if not changed:
         return None
-    return dataclasses.replace(body, eqns=em.eqns, constvars=em.constvars, consts=em.consts)
+    return em.rebuilt(body)
 
 
 def _rule_for(eqn: Eqn) -> Any:

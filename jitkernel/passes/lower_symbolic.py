@@ -35,7 +35,6 @@ whose affine form is negative at run time has an all-false mask: NumPy's empty s
 from __future__ import annotations
 
 import dataclasses
-
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np

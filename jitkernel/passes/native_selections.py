@@ -28,12 +28,11 @@ the interpreter keeps NumPy's steps, so tests compare the two.
 """
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from ..ir import AType, Eqn, Program, Var
 from ..ir.control_flow import sub_programs
+from .control_flow import map_sub_programs
 from .dot_operands import _Emitter
 from .native_loops import body_library_prims
 
@@ -57,7 +56,7 @@ def _rewrite(program: Program) -> Program:
     changed = False
     for eqn in program.eqns:
         if sub_programs(eqn.params):
-            new = _with_sub_programs(eqn)
+            new = map_sub_programs(eqn, _rewrite)
             changed |= new is not eqn
             em.eqns.append(new)
             continue
@@ -67,24 +66,7 @@ def _rewrite(program: Program) -> Program:
             em.eqns.append(eqn)
     if not changed:
         return program
-    return dataclasses.replace(program, eqns=em.eqns, constvars=em.constvars, consts=em.consts)
-
-
-def _with_sub_programs(eqn: Eqn) -> Eqn:
-    params, changed = {}, False
-    for key, value in eqn.params.items():
-        if isinstance(value, Program):
-            new = _rewrite(value)
-        elif isinstance(value, tuple) and value and all(isinstance(p, Program) for p in value):
-            new = tuple(_rewrite(p) for p in value)
-            changed |= any(a is not b for a, b in zip(new, value))
-            params[key] = new
-            continue
-        else:
-            new = value
-        changed |= new is not value
-        params[key] = new
-    return Eqn(eqn.prim, eqn.inputs, eqn.outputs, params) if changed else eqn
+    return em.rebuilt(program)
 
 
 # -- building loop bodies --------------------------------------------------------------------

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-
 from typing import Callable
 
 from ..ir import Eqn, Program, Var
