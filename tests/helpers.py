@@ -70,6 +70,10 @@ def _check_leaf(got: Any, expected: Any, rtol: float | None, atol: float | None,
             _fail(path, f"{len(bad)} of {e.size} elements differ (exact {e.dtype} comparison); first at "
                         f"{first}: got {g[first]!r}, NumPy {e[first]!r}\ngot:\n{g}\nNumPy:\n{e}")
         return
+    if e.dtype.kind == "c":  # each part as its float dtype
+        _check_leaf(g.real.copy(), e.real.copy(), rtol, atol, f"{path}.real")
+        _check_leaf(g.imag.copy(), e.imag.copy(), rtol, atol, f"{path}.imag")
+        return
     dr, da = FLOAT_TOL[e.dtype.newbyteorder("=")]  # a byte-swapped result has the same tolerance
     rtol = dr if rtol is None else rtol
     atol = da if atol is None else atol

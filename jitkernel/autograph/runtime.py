@@ -623,6 +623,47 @@ def _in_place_positions(state: _State, out: tuple) -> set[int]:
     return {k for k in state.dynamic if out[k] is state.values[k]}
 
 
+def _start_values(st: _State, inputs: tuple) -> dict[int, Any]:
+    """The value each traced input of a body or branch holds before it runs (`_rebound_after_write`)."""
+    return {k: inputs[k].ir_var for k in st.dynamic if _traced(inputs[k])}
+
+
+def _rebound_after_write(st: _State, inputs: tuple, start: dict[int, Any], out: tuple) -> str | None:
+    """The name of a state array the body or branch writes into in place and then binds to a
+    new array (`a[:, 0] = 1; a = a * 2`), where the array from before the statement can be seen
+    after it (an argument, which the caller sees; a view or an array with views): in Python
+    that write reaches the array from before only on a loop's first iteration, or on the branch
+    taken, which the compiled statement's carried value, the new array, does not express."""
+    for k in st.dynamic:
+        x = inputs[k]
+        if not _traced(x) or out[k] is x or x.ir_var is start.get(k):
+            continue
+        original = st.values[k]
+        if _traced(original) and original._mem is None:
+            continue  # a fresh array nothing else sees: the write is lost in Python as well
+        return st.names[k]
+    return None
+
+
+class _Rebound(_Changed):
+    """A loop body writes a state array in place, then rebinds its name (`_rebound_after_write`):
+    a static range runs the first iteration as Python and the rest as one loop, in which the
+    array from before is a fresh one; any other loop reports `error()`."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"`{name}` is written in place and then bound to a new array")
+        self.name = name
+
+    def error(self) -> UnsupportedOperationError:
+        n = self.name
+        return UnsupportedOperationError(
+            f"the loop at {_at()} writes into `{n}` in place and then binds `{n}` to a new array: in Python "
+            f"the first iteration writes the array from before the loop (which the caller or another name "
+            f"sees) and the later ones the arrays the body made, which one compiled loop whose trip count is "
+            f"known only at run time does not express. Write into a copy (`{n} = {n}.copy()` before the loop) "
+            f"or keep the name bound to the array.")
+
+
 # ----------------------------------------------------------------------------- if
 
 
@@ -655,7 +696,16 @@ def if_stmt(pred: Any, true_fn: Callable, false_fn: Callable, state: tuple, name
     def branch(fn: Callable) -> Callable:
         def run(*carry: Any) -> Any:
             inputs = st.rebuild(carry)
+            start_values = _start_values(st, inputs)
             out = fn(inputs)
+            rebound = (_rebound_after_write(st, inputs, start_values, out)
+                       if mode != "return" and isinstance(out, tuple) and len(out) == len(st.values) else None)
+            if rebound is not None:
+                raise UnsupportedOperationError(
+                    f"the `if` on a traced value at {_at()} writes into `{rebound}` in place and then binds "
+                    f"`{rebound}` to a new array: the compiled `if` carries the new array, so the write into the "
+                    f"array from before the `if`, which the caller or another name sees, would be lost. Write "
+                    f"into a copy (`{rebound} = {rebound}.copy()` first) or keep the name bound to the array.")
             if mode == "return":
                 if isinstance(out, Undefined):
                     raise _Unreachable(fn)  # it returns a value never bound: Python cannot take it
@@ -1021,11 +1071,16 @@ def _traced_for(bounds: tuple, body: Callable, target: Any, state: tuple, names:
     for attempt in range(3):
         def run_body(i: Any, carry: tuple) -> tuple:
             inputs = st.rebuild(carry)
+            start_values = _start_values(st, inputs)
             token = _unrolled_copies.set(1)  # a loop body is traced once
             try:
                 out = st.check(body(i, inputs), kind_changes=static_range is not None)
             finally:
                 _unrolled_copies.reset(token)
+            rebound = _rebound_after_write(st, inputs, start_values, out)
+            if rebound is not None:
+                # a static range runs the first iteration as Python, then the rest as one loop
+                raise _Rebound(rebound)
             in_place.append(_in_place_positions(_State(inputs, names), out))
             return st.carry(out)
 
@@ -1055,6 +1110,8 @@ def _traced_for(bounds: tuple, body: Callable, target: Any, state: tuple, names:
                 count, carry = lax.while_loop(cond, step_body, (0, st.carry()))
             break
         except _Changed as changed:
+            if isinstance(changed, _Rebound) and static_range is None:
+                raise changed.error() from None
             values = _first_bound_as_zeros(st, changed)
             if values is None:
                 raise _TracedLoopError(changed.why) if static_range is None else changed
@@ -1165,13 +1222,19 @@ def _traced_while(cond: Callable, body: Callable, state: tuple, names: tuple, wr
 
         def run_body(carry: tuple) -> tuple:
             inputs = st.rebuild(carry)
+            start_values = _start_values(st, inputs)
             out = st.check(body(inputs), kind_changes=False)
+            rebound = _rebound_after_write(st, inputs, start_values, out)
+            if rebound is not None:
+                raise _Rebound(rebound)
             in_place.append(_in_place_positions(_State(inputs, names), out))
             return st.carry(out)
         try:
             _, carry = lax.while_loop(lambda c: run_cond(c[1]), lambda c: (0, run_body(c[1])), (0, st.carry()))
             break
         except _Changed as changed:
+            if isinstance(changed, _Rebound):
+                raise changed.error() from None
             values = _first_bound_as_zeros(st, changed)
             if values is None:
                 raise _TracedLoopError(changed.why)

@@ -412,7 +412,13 @@ _UNSUPPORTED_ATTRIBUTES = {
 
 
 def fresh(t: Any) -> Tracer:
-    """A new array with t's current values (a copy: its own identity, nothing shared)."""
+    """A new array with t's current values (a copy: its own identity, nothing shared). A copy
+    made inside a loop body or branch of an array of the enclosing trace belongs to the body
+    (its value captured), so the body may write it."""
+    from .context import current_context  # (context imports this module)
+    ctx = current_context()
+    if ctx is not None and t._ctx is not ctx and hasattr(ctx, "localize"):
+        t = ctx.localize(t)
     out = Tracer(t._ctx, t.ir_var)
     out.scalar = False
     return out
