@@ -37,7 +37,7 @@ import numpy as np
 from . import index as ix
 from .index import Aff
 from .kernel_ir import Kernel, KernelProgram, LibraryCall, Load, RowKernel, Store, rebuild
-from .loops import BranchStep, LoopStep, all_steps, touched_buffers
+from .loops import BranchStep, LoopStep, all_steps, own_buffers, touched_buffers
 
 # Domains enumerated to decide injectivity or disjointness when the index maps are not plain
 # linear ones the closed-form tests settle (a few milliseconds of NumPy at most).
@@ -49,34 +49,84 @@ _KNOWN_STEPS = (Kernel, RowKernel, LibraryCall, LoopStep, BranchStep)
 def coalesce_copies(kp: KernelProgram) -> KernelProgram:
     """`kp` with every copy (kernel or loop-carry initialisation) whose source and destination
     lifetimes meet only at the copy turned into one buffer; scanned again until nothing
-    changes, since one merge can end another buffer's lifetime earlier."""
+    changes, since one merge can end another buffer's lifetime earlier. The step lists of loop
+    bodies and branches are scanned the same way (see `_coalesce_list`)."""
     if not all(isinstance(s, _KNOWN_STEPS) for s in all_steps(kp.steps)):
         return kp  # a step kind this pass cannot rename buffers in: leave the program alone
     mergeable = _mergeable_buffers(kp)
-    touched = [touched_buffers(s) for s in kp.steps]
+    library_outputs = {b for s in all_steps(kp.steps) if isinstance(s, LibraryCall) for b in s.outputs}
+    results = mergeable | {b.id for b in kp.buffers.values()
+                           if b.role == "alias" and len(b.shape) >= 1 and b.id not in library_outputs}
+    kp.steps = _coalesce_list(kp, kp.steps, mergeable, results, set(), set())
+    return kp
+
+
+def _coalesce_list(kp: KernelProgram, steps: list, mergeable: set[int], results: set[int], outside: set[int],
+                   targets: set[int]) -> list:
+    """`steps` (one step list: the program's, a loop's body or condition, a branch) with its
+    copies coalesced, then those of the lists nested in it.
+
+    `outside`: the buffers touched anywhere but in this list; a buffer that is not is local to
+    the list, and in a nested list only local buffers are merged, with one exception: the
+    buffers the list computes its results in (`targets`, `_written_results`; among `results`:
+    mergeable buffers and a loop's carry aliases, never a library's array), so a local buffer
+    copied into one of them becomes that result. A loop body runs its list once per trip, and a
+    local buffer is written before it is read on every trip (only carries hold values from one
+    trip to the next, and they are `Carry` aliases named by the loop step, never local), so the
+    order of touches within one trip decides, as in a straight-line program."""
+    steps = list(steps)
+    local = mergeable - outside
+    touched = [touched_buffers(s) for s in steps]
     changed = True
     while changed:
         changed = False
         p = 0
-        while p < len(kp.steps):
-            step = kp.steps[p]
-            found = _copy_pair(kp, p, step, touched, mergeable)
+        while p < len(steps):
+            found = _copy_pair(kp, steps, p, touched, local, local | targets)
             if found is None:
                 p += 1
                 continue
             x, o = found
-            keep, drop = (o, x) if o in kp.outputs else (x, o)
-            if isinstance(step, Kernel):  # the copy itself goes; a loop's carry copies nothing now
-                del kp.steps[p], touched[p]
-            kp.steps = [_rename(s, drop, keep) if drop in t else s for s, t in zip(kp.steps, touched)]
+            keep, drop = (o, x) if o in kp.outputs or o in targets else (x, o)
+            if isinstance(steps[p], Kernel):  # the copy itself goes; a loop's carry copies nothing now
+                del steps[p], touched[p]
+            steps = [_rename(s, drop, keep) if drop in t else s for s, t in zip(steps, touched)]
             for t in touched:
                 if drop in t:
                     t.discard(drop)
                     t.add(keep)
             del kp.buffers[drop]
             mergeable.discard(drop)
+            results.discard(drop)
+            local.discard(drop)
             changed = True
-    return kp
+    for p, step in enumerate(steps):
+        if not isinstance(step, (LoopStep, BranchStep)):
+            continue
+        around = outside | own_buffers(step) | set().union(*touched[:p], *touched[p + 1:])
+        lists = [step.cond, step.body] if isinstance(step, LoopStep) else step.branches
+        inner = [set().union(*(touched_buffers(s) for s in lst)) for lst in lists]
+        written = _written_results(step) & results
+        new_lists = [_coalesce_list(kp, lst, mergeable, results, around.union(*inner[:k], *inner[k + 1:]),
+                                    written if lst is not getattr(step, "cond", None) else set())
+                     for k, lst in enumerate(lists)]
+        if isinstance(step, LoopStep):
+            steps[p] = dataclasses.replace(step, cond=new_lists[0], body=new_lists[1])
+        else:
+            steps[p] = dataclasses.replace(step, branches=new_lists)
+    return steps
+
+
+def _written_results(step: LoopStep | BranchStep) -> set[int]:
+    """The buffers a nested list computes its results in, which a local buffer copied into one
+    of them may become: a branch's outputs (not one that is also an operand), a loop body's
+    `nxt` of a double-buffered carry (memory apart from the `cur` the body reads, its old
+    contents dead)."""
+    if isinstance(step, BranchStep):
+        found = [b for b in step.outs if b not in step.operands]
+    else:
+        found = [c.nxt for c in step.carries if c.spare is not None and c.nxt != c.cur]
+    return {b for b in found if found.count(b) == 1}
 
 
 def _mergeable_buffers(kp: KernelProgram) -> set[int]:
@@ -95,20 +145,22 @@ def _mergeable_buffers(kp: KernelProgram) -> set[int]:
             and b.id not in scratch and kp.outputs.count(b.id) <= 1}
 
 
-def _copy_pair(kp: KernelProgram, p: int, step: Any, touched: list[set[int]],
-               mergeable: set[int]) -> tuple[int, int] | None:
-    """(x, o) when step `p` copies buffer x into o and the two may become one, else None."""
-    if isinstance(step, LoopStep):
-        return _carry_pair(kp, p, step, touched, mergeable)
+def _copy_pair(kp: KernelProgram, steps: list, p: int, touched: list[set[int]], may_drop: set[int],
+               may_keep: set[int]) -> tuple[int, int] | None:
+    """(x, o) when step `p` of `steps` copies buffer x into o and the two may become one, else
+    None. x must be in `may_drop`, o in `may_keep`."""
+    step = steps[p]
+    if isinstance(step, LoopStep) or (isinstance(step, BranchStep) and step.versioned):
+        return _carry_pair(kp, p, step, touched, may_drop, may_keep)
     pair = _plain_copy(kp, step)
     if pair is None:
         return None
     x, o = pair
-    if x not in mergeable or o not in mergeable or x in kp.outputs:
+    if x not in may_drop or o not in may_keep or x in kp.outputs:
         return None
     if any(o in t for t in touched[:p]):
         return None
-    later = range(p + 1, len(kp.steps))
+    later = range(p + 1, len(steps))
     q = next((k for k in later if o in touched[k]), None)
     for k in later:
         if x not in touched[k]:
@@ -116,25 +168,37 @@ def _copy_pair(kp: KernelProgram, p: int, step: Any, touched: list[set[int]],
         if q is not None and k > q:
             return None  # x read after o changed: it would see o's new values
         if k == q:
-            if not _update_reads_safe(kp.steps[k], x, o):
+            if not _update_reads_safe(steps[k], x, o):
                 return None
-        elif not _only_reads(kp.steps[k], x):
+        elif not _only_reads(steps[k], x):
             return None
     return x, o
 
 
-def _carry_pair(kp: KernelProgram, p: int, loop: LoopStep, touched: list[set[int]],
-                mergeable: set[int]) -> tuple[int, int] | None:
-    """The first array carry of `loop` whose initial buffer may become its output buffer."""
+def _carry_pair(kp: KernelProgram, p: int, step: LoopStep | BranchStep, touched: list[set[int]],
+                may_drop: set[int], may_keep: set[int]) -> tuple[int, int] | None:
+    """The first array carry of loop `step` (or of the loop both versions of a versioned branch
+    run, fusion/versioning.py: one carry list, the same buffers) whose initial buffer may
+    become its output buffer."""
+    if isinstance(step, BranchStep):
+        if any(len(br) != 1 or not isinstance(br[0], LoopStep) for br in step.branches):
+            return None
+        loops = [br[0] for br in step.branches]
+    else:
+        loops = [step]
     inner: set[int] = set()
-    for s in loop.substeps():
-        inner |= touched_buffers(s)
+    for loop in loops:
+        for s in loop.substeps():
+            inner |= touched_buffers(s)
+    loop = loops[0]
     named = [b for b in (loop.index, loop.lower, loop.upper, loop.cond_out) if b is not None]
+    if isinstance(step, BranchStep):
+        named.append(step.index)
     for c in loop.carries:
         named += [c.cur, c.nxt, c.init, c.out] + ([c.spare] if c.spare is not None else [])
     for c in loop.carries:
         x, o = c.init, c.out
-        if x == o or x not in mergeable or o not in mergeable or x in kp.outputs:
+        if x == o or x not in may_drop or o not in may_keep or x in kp.outputs:
             continue
         if c.spare is None and not c.in_place:
             continue  # a register carry: no buffer copied

@@ -23,7 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir import AType, Eqn, Program, Var, primitives
-from ..passes.native_loops import kernel_gather
+from ..passes.native_loops import CONTROL_FLOW, kernel_gather
 from . import index as ix
 from .kernel_ir import Compute, Literal, Load, Store
 
@@ -326,12 +326,20 @@ def _link_in_place(body: Program, x: Var, producer: Eqn, out: Var) -> bool:
     # returned value is materialised when its equation runs, before the update, so what reads
     # it later reads that buffer, not x (vadv's `divided`, computed from the ccol column before
     # ccol's update and read by dcol's update after it).
+    # A loop or branch before the producer that reads x may be no ancestor (an index-check loop
+    # of a scatter, whose result nothing reads; a compaction of another array through a mask
+    # computed from x): it is a step of its own, run where it stands, before the update, and its
+    # results are its own buffers, computed then (an update in place of x would have to be x's
+    # last reader, and the producer reads x after it).
     returned = set(body.outvars)
     tainted = {x}
-    for e in body.eqns:
+    before = body.eqns.index(producer)
+    for i, e in enumerate(body.eqns):
         if e is producer or not any(v in tainted for v in e.inputs):
             continue
         if id(e) not in anc:
+            if e.prim in CONTROL_FLOW and i < before:
+                continue
             return False
         tainted.update(o for o in e.outputs if o not in returned)
     if reads_base_elsewhere(body, producer):
