@@ -22,6 +22,13 @@ first trip unless they are the same buffer (backends/cpu/render_loops.py, cuda/f
 so a carry whose `init` is touched by nothing after the loop (and by nothing inside it) and
 whose `out` is touched by nothing before gets one buffer for both.
 
+The step lists of loop bodies and branches are scanned the same way, for the buffers local to
+each (touched nowhere else): a loop body runs its list once per trip, and its local buffers are
+written before they are read on every trip, so the order of touches within one trip decides. A
+local buffer copied into the list's result (a branch's output, the `nxt` buffer of a body's
+double-buffered carry) becomes that result: a shrinking loop's trip (mandelbrot2) computes its
+new state in the buffer the loop carries, with no copy per trip.
+
 Only temporaries and outputs are merged (never an input, whose memory is the caller's, a
 constant, or a library step's output, whose array the library allocates), and never two
 outputs.

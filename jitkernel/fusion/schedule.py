@@ -16,6 +16,7 @@ from typing import Any, Callable
 from ..ir import AType, Eqn, Program, Var, primitives, semantics
 from ..ir.datadep_prims import describe_split
 from ..passes.complex_lower import lower_complex
+from ..passes.count_bounds import bound_by_counts
 from ..passes.loop_dots import dots_in_loops_as_reductions
 from ..passes.loop_gathers import datadep_in_loops_as_gathers
 from ..passes.native_selections import native_selections
@@ -500,7 +501,7 @@ def schedule(program: Program) -> KernelProgram:
     # fuses into the bodies' kernels (a native loop when nothing else keeps it Python-driven)
     # selections of selections and scatters through them as native loops over their count,
     # before complex lowering, so a complex compaction carries two float arrays
-    lowered, packed = lower_complex(native_selections(program), lower_bodies=True)
+    lowered, packed = lower_complex(native_selections(bound_by_counts(program)), lower_bodies=True)
     kp = _Scheduler(hoist_loop_invariants(scans_to_fori(dots_in_loops_as_reductions(
         datadep_in_loops_as_gathers(lowered))))).build()
     kp.complex_views = {**{kp.inputs[i]: dt for i, dt in packed.inputs.items()},

@@ -652,6 +652,14 @@ def _select(lw, args, eqn):
     return [(lw.select(p, a[0], b[0]), lw.select(p, a[1], b[1]))]
 
 
+@rule("where_valid")
+def _where_valid(lw, args, eqn):
+    """Padding nobody reads (ir/symdim_prims.py), for each part: the mask is real."""
+    mask, x = args
+    x = _pair(x, lw, eqn.inputs[1])
+    return [(lw.op("where_valid", mask, x[0]), lw.op("where_valid", mask, x[1]))]
+
+
 # reduce_sum has no rule on purpose: NumPy sums a complex array with its own pairwise loop over
 # the interleaved parts (4 accumulators per part and blocks of 64 values, where a float sum has 8
 # and 128), so a sum of each part alone would round differently. It runs as NumPy's own sum

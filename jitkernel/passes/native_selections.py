@@ -12,15 +12,18 @@ dynamic slices, which the CPU schedules as native loops (fusion/loops.py):
   compaction `for k in [0, c): out[j] = out[k]; j += m[k]` on a carry that starts as `a` (in
   place where `a` is not read later; `j <= k`, so `out[k]` is still `a[k]` when read), then
   `out[j:c] = 0`, so the value is NumPy's selection followed by zeros where the step wrote
-  zeros; past `c` the buffer keeps `a`'s padding (an elementwise function of zeros, as the
-  padding of any elementwise result is). The length is `j`.
+  zeros; past `c` the buffer keeps `a`'s padding (whatever it held: the padding of any value
+  of data-dependent length is read by nobody). The length is `j`. Consecutive selections by
+  one mask and count (`Xi, Yi = Xi[I], Yi[I]`) are one loop that reads the mask once and moves
+  every array, and one tail loop.
 - `y[a1[m], ..., an[m]] = v` (every axis of `y` indexed by an int64 selection by one mask and
   count, `v` a 0-d value or a selection by the same mask, of `y`'s dtype, no axis of length 0):
   NumPy checks every index of axis 0, then of axis 1, ... before it writes anything; so one
   loop per axis reads `y` at the selected index of that axis (a `dynamic_slice`, which raises
   NumPy's IndexError with NumPy's message and wraps a negative index once), then one loop writes
   the selected positions in order (duplicates: the last write wins, as NumPy's assignment).
-  Unselected positions read index 0, which every axis has.
+  Each loop branches on the point's mask (a `cond`): most points of a shrinking loop's trip are
+  not selected, and an unselected point then costs a load and a branch.
 
 Both rewrites run in `fusion.schedule` before complex lowering (a complex carry is two float
 carries, no packing), only for backends that run no library steps in loop bodies (the CPU);
@@ -54,13 +57,33 @@ def _rewrite(program: Program) -> Program:
         return program
     em = _Emitter(program)
     changed = False
-    for eqn in program.eqns:
+    eqns = program.eqns
+    p = 0
+    while p < len(eqns):
+        eqn = eqns[p]
+        p += 1
         if sub_programs(eqn.params):
             new = map_sub_programs(eqn, _rewrite)
             changed |= new is not eqn
             em.eqns.append(new)
             continue
-        done = eqn.prim in _DATADEP and (_compaction(eqn, em) or _scatter(eqn, em))
+        group = _compaction_operands(eqn)
+        if group is not None:
+            # the selections by the same mask and count that follow (`Xi, Yi = Xi[I], Yi[I]`):
+            # one loop reads the mask once and moves every array
+            members = [(eqn, group)]
+            made = set(eqn.outputs)
+            while p < len(eqns):
+                nxt = _compaction_operands(eqns[p])
+                if nxt is None or nxt[1:] != group[1:] or nxt[0] in made:
+                    break
+                members.append((eqns[p], nxt))
+                made.update(eqns[p].outputs)
+                p += 1
+            _compaction(members, em)
+            changed = True
+            continue
+        done = eqn.prim in _DATADEP and _scatter(eqn, em)
         changed |= bool(done)
         if not done:
             em.eqns.append(eqn)
@@ -95,6 +118,40 @@ class _Body:
         return Program([self.index] + self.consts + self.carries, self.em.constvars, self.em.consts,
                        self.em.eqns, outs, name)
 
+    def when(self, flag: Var, branch: "_Branch", passed: list[Var], results: list[Var] | None = None) -> list[Var]:
+        return _when(self, flag, branch, passed, results)
+
+
+class _Branch:
+    """The taken branch of a `cond` on one point's mask under construction: its operands are
+    `values` then `passed` (returned unchanged by the branch not taken)."""
+
+    def __init__(self, values: list[Var], passed: list[Var]) -> None:
+        self.outer = list(values) + list(passed)
+        self.operands = [Var(v.aval) for v in self.outer]
+        self.em = _Emitter(Program([], [], [], [], []))
+
+    def emit(self, prim: str, inputs: list[Var], aval: AType, **params) -> Var:
+        return self.em.emit(prim, inputs, aval, **params)
+
+    def scalar(self, value, dtype: np.dtype = INT64) -> Var:
+        return self.em.const(np.asarray(value, dtype))
+
+
+def _when(body: "_Body", flag: Var, branch: _Branch, passed: list[Var], results: list[Var] | None = None) -> list[Var]:
+    """`results` (default: the passed values) where the 0-d bool `flag` holds, else `passed`
+    unchanged: a `cond` whose taken branch is `branch`."""
+    n = len(branch.outer) - len(passed)
+    kept = branch.operands[n:]
+    taken = Program(branch.operands, branch.em.constvars, branch.em.consts, branch.em.eqns,
+                    list(results) if results is not None else kept, "selected")
+    skip_in = [Var(v.aval) for v in branch.outer]
+    skipped = Program(skip_in, [], [], [], skip_in[n:], "not_selected")
+    index = body.emit("convert", [flag], AType((), np.dtype(np.int32)), dtype=np.dtype(np.int32))
+    outs = [Var(v.aval) for v in passed]
+    body.em.eqns.append(Eqn("cond", [index] + branch.outer, outs, {"branches": (skipped, taken)}))
+    return outs
+
 
 def _fori(em: _Emitter, lower: Var, upper: Var, consts: list[Var], init: list[Var], body: Program,
           outs: list[Var] | None = None) -> list[Var]:
@@ -110,38 +167,53 @@ def _counts(eqn: Eqn) -> tuple[list[Var], list[Var], tuple]:
 
 # -- a[m] --------------------------------------------------------------------------------------
 
-def _compaction(eqn: Eqn, em: _Emitter) -> bool:
+def _compaction_operands(eqn: Eqn) -> tuple[Var, Var, Var] | None:
+    """(a, m, c) when `eqn` is `a[m]` of the module docstring, else None."""
+    if eqn.prim not in _DATADEP:
+        return None
     p = eqn.params
     if p["fn"] != "getitem" or tuple(p["kw"]) != _MASK_INDEX:
-        return False
+        return None
     if tuple(kind for kind, _, _ in p["outs"]) != ("pad", "len"):
-        return False
+        return None
     counts, (a, m), layout = _counts(eqn)
     if layout[0] < 0 or layout[1] < 0 or counts[layout[0]] is not counts[layout[1]]:
-        return False
+        return None
     c = counts[layout[0]]
     pad, length = eqn.outputs
     if (a.aval.ndim != 1 or m.aval.shape != a.aval.shape or m.aval.dtype != np.dtype(bool) or a.aval.shape[0] == 0
             or pad.aval != a.aval or c.aval.dtype != INT64):
-        return False
+        return None
+    return a, m, c
+
+
+def _compaction(members: list[tuple[Eqn, tuple[Var, Var, Var]]], em: _Emitter) -> None:
+    """The selections `a[m]` of `members` (one mask and count) as one loop and one tail loop."""
+    _, m, c = members[0][1]
+    arrays = [a for _, (a, _, _) in members]
     zero = em.const(np.asarray(0, INT64))
-    # out[j] = out[k]; j += m[k]
-    b = _Body([m], [a, zero])
-    (m_in,), (out, j) = b.consts, b.carries
-    moved = b.emit("dynamic_slice", [out, b.index], AType((1,), a.aval.dtype), sizes=(1,))
-    out2 = b.emit("dynamic_update_slice", [out, moved, j], out.aval)
+    # out[j] = out[k] for every array; j += m[k]
+    b = _Body([m], arrays + [zero])
+    (m_in,), *outs, j = b.consts, *b.carries
+    moved = []
+    for out in outs:
+        one = b.emit("dynamic_slice", [out, b.index], AType((1,), out.aval.dtype), sizes=(1,))
+        moved.append(b.emit("dynamic_update_slice", [out, one, j], out.aval))
     step = b.emit("convert", [b.element(m_in)], AType((), INT64), dtype=INT64)
     j2 = b.emit("add", [j, step], AType((), INT64))
-    compacted, _ = _fori(em, zero, c, [m], [a, zero], b.program([out2, j2], "compaction"),
-                         [Var(a.aval), length])
+    length = members[0][0].outputs[1]
+    compacted = _fori(em, zero, c, [m], arrays + [zero], b.program(moved + [j2], "compaction"),
+                      [Var(a.aval) for a in arrays] + [length])[:-1]
+    for eqn, _ in members[1:]:  # every selection has the first one's length
+        em.eqns.append(Eqn("add", [length, em.const(np.asarray(0, INT64))], [eqn.outputs[1]], {}))
     # out[j:c] = 0
-    z = _Body([], [a])
-    (tail,) = z.carries
-    zeros = z.emit("broadcast_in_dim", [z.scalar(0, a.aval.dtype)], AType((1,), a.aval.dtype), shape=(1,),
-                   broadcast_dimensions=())
-    cleared = z.emit("dynamic_update_slice", [tail, zeros, z.index], tail.aval)
-    _fori(em, length, c, [], [compacted], z.program([cleared], "compaction_tail"), [pad])
-    return True
+    z = _Body([], arrays)
+    cleared = []
+    for tail in z.carries:
+        zeros = z.emit("broadcast_in_dim", [z.scalar(0, tail.aval.dtype)], AType((1,), tail.aval.dtype), shape=(1,),
+                       broadcast_dimensions=())
+        cleared.append(z.emit("dynamic_update_slice", [tail, zeros, z.index], tail.aval))
+    _fori(em, length, c, [], compacted, z.program(cleared, "compaction_tail"), [eqn.outputs[0] for eqn, _ in members])
 
 
 # -- y[a1[m], ..., an[m]] = v ------------------------------------------------------------------
@@ -194,24 +266,25 @@ def _scatter(eqn: Eqn, em: _Emitter) -> bool:
         return False
     zero = em.const(np.asarray(0, INT64))
     ones = (1,) * ndim
-    # NumPy checks axis 0's indices, then axis 1's, ..., before writing
+    # NumPy checks axis 0's indices, then axis 1's, ..., before writing; only the selected
+    # points (a branch per point: most points of a shrinking loop's trip are not selected)
     for d, idx in enumerate(indices):
         b = _Body([idx, m, y], [zero])
         (idx_in, m_in, y_in), (acc,) = b.consts, b.carries
-        start = b.emit("select", [b.element(m_in), b.element(idx_in), b.scalar(0)], AType((), INT64))
-        starts = [b.scalar(0) if e != d else start for e in range(ndim)]
-        b.emit("dynamic_slice", [y_in] + starts, AType(ones, y.aval.dtype), sizes=ones)
-        _fori(em, zero, c, [idx, m, y], [zero], b.program([acc], f"scatter_check_axis{d}"))
+        check = _Branch([b.element(idx_in), y_in], [acc])
+        i_k, y_k = check.operands[:2]
+        starts = [check.scalar(0) if e != d else i_k for e in range(ndim)]
+        check.emit("dynamic_slice", [y_k] + starts, AType(ones, y.aval.dtype), sizes=ones)
+        (acc2,) = b.when(b.element(m_in), check, [acc])
+        _fori(em, zero, c, [idx, m, y], [zero], b.program([acc2], f"scatter_check_axis{d}"))
     b = _Body(indices + [m, v], [y])
     *idx_in, m_in, v_in = b.consts
     (y_cur,) = b.carries
-    mk = b.element(m_in)
-    starts = [b.emit("select", [mk, b.element(i), b.scalar(0)], AType((), INT64)) for i in idx_in]
     vk = b.element(v_in) if value_sel else v_in
-    vk = b.emit("reshape", [vk], AType(ones, y.aval.dtype), new_shape=ones)
-    old = b.emit("dynamic_slice", [y_cur] + starts, AType(ones, y.aval.dtype), sizes=ones)
-    mb = b.emit("reshape", [mk], AType(ones, np.dtype(bool)), new_shape=ones)
-    new = b.emit("select", [mb, vk, old], AType(ones, y.aval.dtype))
-    y2 = b.emit("dynamic_update_slice", [y_cur, new] + starts, y.aval)
+    write = _Branch([b.element(i) for i in idx_in] + [vk], [y_cur])
+    *starts, v_k, y_k = write.operands
+    v_k = write.emit("reshape", [v_k], AType(ones, y.aval.dtype), new_shape=ones)
+    written = write.emit("dynamic_update_slice", [y_k, v_k] + starts, y.aval)
+    (y2,) = b.when(b.element(m_in), write, [y_cur], [written])
     _fori(em, zero, c, indices + [m, v], [y], b.program([y2], "scatter"), list(eqn.outputs))
     return True

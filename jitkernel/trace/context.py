@@ -11,21 +11,10 @@ import numpy as np
 from ..errors import UnsupportedOperationError
 from ..ir import AType, Eqn, Program, Var, check_dtype, primitives, symdim
 # The user's line (frames.py); the layers above the trace read it here.
+from .active import _traces, current_context, is_tracing  # noqa: F401 (the layers above import them here)
 from .frames import user_frame, user_frame_location
 from .memory import Memory
 from .tracer import Tracer
-
-
-class _ThreadTraces(threading.local):
-    """The traces running in this thread, innermost last. Thread-local: two threads tracing at
-    once must each see only their own context (a shared list made one thread's NumPy calls
-    record into the other's program)."""
-
-    def __init__(self) -> None:
-        self.stack: list[TraceContext] = []
-
-
-_traces = _ThreadTraces()
 
 
 class _EquationLocations(threading.local):
@@ -49,15 +38,6 @@ def recording_locations() -> Iterator[dict[Eqn, str]]:
     finally:
         _locations.table = saved
 
-
-def current_context() -> "TraceContext | None":
-    stack = _traces.stack
-    return stack[-1] if stack else None
-
-
-def is_tracing() -> bool:
-    """Whether this thread is inside a trace."""
-    return bool(_traces.stack)
 
 
 # Movement primitives whose NumPy counterparts (reshape, transpose, basic slicing,

@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import (TracerArrayConversionError, TracerBoolConversionError, TracerError,
                       TracerIntegerConversionError, UnsupportedAttributeError, UnsupportedOperationError)
 from ..ir import AType, Var
+from .active import current_context
 from .frames import user_frame, user_frame_location, user_instruction
 from .memory import make_view, refresh
 from .numpy_api import NUMPY
@@ -415,7 +416,6 @@ def fresh(t: Any) -> Tracer:
     """A new array with t's current values (a copy: its own identity, nothing shared). A copy
     made inside a loop body or branch of an array of the enclosing trace belongs to the body
     (its value captured), so the body may write it."""
-    from .context import current_context  # (context imports this module)
     ctx = current_context()
     if ctx is not None and t._ctx is not ctx and hasattr(ctx, "localize"):
         t = ctx.localize(t)
