@@ -171,3 +171,27 @@ def test_static_results_never_share_memory_with_inputs():
     (ravelled,) = impl(x, fn="call", kw=(("name", "ravel"),), outs=(("static", (6,), "float64"),),
                        ncounts=0, layout=(-1,), where="")
     assert not np.shares_memory(ravelled, x)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interpret"])
+def test_scatters_through_the_same_points_in_a_loop(backend):
+    """Scatters through the same selected points one after the other (passes/native_selections.py
+    checks the indices once and writes them in one loop): into two arrays, into the same array
+    twice (the second writes the first's result), a value read from the first's result."""
+    def fn(z, xi, a, b, n):
+        for i in range(n):
+            z = z * 0.5 + 1.0
+            big = z > 1.5
+            a[xi[big]] = i + 1
+            b[xi[big]] = z[big]
+            a[xi[big]] = i + 2  # the same array again
+            keep = ~big
+            z = z[keep]
+            xi = xi[keep]
+        return a, b
+
+    rng = np.random.default_rng(1)
+    for xi in (rng.integers(0, 6, 9), np.array([0, 1, 2, 3, 9, 5, 0, 1, 2])):  # 9 is out of bounds
+        args = (rng.uniform(0, 4, 9), xi, np.zeros(6, np.int64), np.zeros(6))
+        _same(_outcome(lambda z, xi, a, b: fn(z, xi, a, b, 5), args, backend=backend),
+              _outcome(lambda z, xi, a, b: fn(z, xi, a, b, 5), args))

@@ -83,10 +83,23 @@ def _rewrite(program: Program) -> Program:
             _compaction(members, em)
             changed = True
             continue
-        done = eqn.prim in _DATADEP and _scatter(eqn, em)
-        changed |= bool(done)
-        if not done:
-            em.eqns.append(eqn)
+        scatter = _scatter_operands(eqn)
+        if scatter is not None:
+            # the scatters through the same selected points that follow (`N_[Xi[I], Yi[I]] =
+            # i + 1; Z_[Xi[I], Yi[I]] = Z[I]`): one set of index checks, one writing loop
+            members = [(eqn, scatter)]
+            made = set(eqn.outputs)
+            while p < len(eqns):
+                nxt = _scatter_operands(eqns[p])
+                if nxt is None or not _same_points(scatter, nxt) or any(v in made for v in eqns[p].inputs):
+                    break
+                members.append((eqns[p], nxt))
+                made.update(eqns[p].outputs)
+                p += 1
+            _scatters(members, em)
+            changed = True
+            continue
+        em.eqns.append(eqn)
     if not changed:
         return program
     return em.rebuilt(program)
@@ -218,19 +231,24 @@ def _compaction(members: list[tuple[Eqn, tuple[Var, Var, Var]]], em: _Emitter) -
 
 # -- y[a1[m], ..., an[m]] = v ------------------------------------------------------------------
 
-def _scatter(eqn: Eqn, em: _Emitter) -> bool:
+def _scatter_operands(eqn: Eqn) -> tuple | None:
+    """(y, indices, m, count, v, value_sel) when `eqn` is `y[a1[m], ..., an[m]] = v` of the
+    module docstring, else None; `count` is a Var, or the padded length N where nothing is
+    trimmed; value_sel: `v` is a selection by `m` (read at each point), else a 0-d value."""
+    if eqn.prim not in _DATADEP:
+        return None
     p = eqn.params
     if p["fn"] != "setitem_selected":
-        return False
+        return None
     kw = dict(p["kw"])
     counts, operands, layout = _counts(eqn)
     y, rest, rest_layout = operands[0], operands[1:], layout[1:]
     index, parts = kw["index"], kw["parts"]
     ndim = y.aval.ndim
     if layout[0] >= 0 or ndim == 0 or 0 in y.aval.shape or tuple(index) != tuple(("array", d) for d in range(ndim)):
-        return False
+        return None
     if len(parts) != ndim + 1 or any(part == "plain" for part in parts[1:]):
-        return False
+        return None
     # operands per part: plain -> one, sel -> (a, m)
     sels, value, k = [], None, 0
     for part in parts:
@@ -243,48 +261,72 @@ def _scatter(eqn: Eqn, em: _Emitter) -> bool:
     masks = {id(m) for (_, (m, _)) in sels}
     count_slots = {slot for sel in sels for (_, slot) in sel}
     if len(masks) != 1 or (value is not None and value[1] >= 0):
-        return False
+        return None
     m = sels[0][1][0]
     n = m.aval.shape[0] if m.aval.ndim == 1 else -1
     if m.aval.dtype != np.dtype(bool) or n <= 0:
-        return False
+        return None
     if count_slots == {-1}:
-        c = em.const(np.asarray(n, INT64))
+        c = n
     elif -1 not in count_slots and len({id(counts[s]) for s in count_slots}) == 1:
         c = counts[next(iter(count_slots))]
+        if c.aval.dtype != INT64:
+            return None
     else:
-        return False
+        return None
     arrays = [a for ((a, _), _) in sels]
-    if any(a.aval.shape != (n,) for a in arrays) or c.aval.dtype != INT64:
-        return False
+    if any(a.aval.shape != (n,) for a in arrays):
+        return None
     value_sel = value is None
-    indices = arrays[1:] if value_sel else arrays
+    indices = tuple(arrays[1:] if value_sel else arrays)
     v = arrays[0] if value_sel else value[0]
     if any(a.aval.dtype != INT64 for a in indices) or v.aval.dtype != y.aval.dtype:
-        return False
+        return None
     if not value_sel and v.aval.shape != ():
-        return False
+        return None
+    return y, indices, m, c, v, value_sel
+
+
+def _same_points(a: tuple, b: tuple) -> bool:
+    """Do two scatters write through the same selected indices into arrays of one shape (so
+    the second's index checks are the first's, and one loop may write both)?"""
+    return (a[0].aval.shape == b[0].aval.shape and len(a[1]) == len(b[1])
+            and all(x is y for x, y in zip(a[1], b[1])) and a[2] is b[2]
+            and (a[3] is b[3] if isinstance(a[3], Var) else a[3] == b[3]))
+
+
+def _scatters(members: list[tuple[Eqn, tuple]], em: _Emitter) -> None:
+    """The scatters of `members` (the same selected indices, arrays of one shape, none reading
+    another's result) as NumPy runs them one after the other: the first one's index checks (the
+    later ones' are the same and pass when it passes), then one loop writing every array."""
+    y0, indices, m, c, _, _ = members[0][1]
+    indices = list(indices)
+    if not isinstance(c, Var):
+        c = em.const(np.asarray(c, INT64))
+    ndim = y0.aval.ndim
     zero = em.const(np.asarray(0, INT64))
     ones = (1,) * ndim
     # NumPy checks axis 0's indices, then axis 1's, ..., before writing; only the selected
     # points (a branch per point: most points of a shrinking loop's trip are not selected)
     for d, idx in enumerate(indices):
-        b = _Body([idx, m, y], [zero])
+        b = _Body([idx, m, y0], [zero])
         (idx_in, m_in, y_in), (acc,) = b.consts, b.carries
         check = _Branch([b.element(idx_in), y_in], [acc])
         i_k, y_k = check.operands[:2]
         starts = [check.scalar(0) if e != d else i_k for e in range(ndim)]
-        check.emit("dynamic_slice", [y_k] + starts, AType(ones, y.aval.dtype), sizes=ones)
+        check.emit("dynamic_slice", [y_k] + starts, AType(ones, y0.aval.dtype), sizes=ones)
         (acc2,) = b.when(b.element(m_in), check, [acc])
-        _fori(em, zero, c, [idx, m, y], [zero], b.program([acc2], f"scatter_check_axis{d}"))
-    b = _Body(indices + [m, v], [y])
-    *idx_in, m_in, v_in = b.consts
-    (y_cur,) = b.carries
-    vk = b.element(v_in) if value_sel else v_in
-    write = _Branch([b.element(i) for i in idx_in] + [vk], [y_cur])
-    *starts, v_k, y_k = write.operands
-    v_k = write.emit("reshape", [v_k], AType(ones, y.aval.dtype), new_shape=ones)
-    written = write.emit("dynamic_update_slice", [y_k, v_k] + starts, y.aval)
-    (y2,) = b.when(b.element(m_in), write, [y_cur], [written])
-    _fori(em, zero, c, indices + [m, v], [y], b.program([y2], "scatter"), list(eqn.outputs))
-    return True
+        _fori(em, zero, c, [idx, m, y0], [zero], b.program([acc2], f"scatter_check_axis{d}"))
+    ys = [info[0] for _, info in members]
+    vs = [info[4] for _, info in members]
+    b = _Body(indices + [m] + vs, ys)
+    idx_in, m_in, v_in = b.consts[:ndim], b.consts[ndim], b.consts[ndim + 1:]
+    vks = [b.element(v) if info[5] else v for v, (_, info) in zip(v_in, members)]
+    write = _Branch([b.element(i) for i in idx_in] + vks, b.carries)
+    starts, v_ks, y_ks = write.operands[:ndim], write.operands[ndim:ndim + len(vs)], write.operands[ndim + len(vs):]
+    written = []
+    for v_k, y_k in zip(v_ks, y_ks):
+        v_k = write.emit("reshape", [v_k], AType(ones, y_k.aval.dtype), new_shape=ones)
+        written.append(write.emit("dynamic_update_slice", [y_k, v_k] + starts, y_k.aval))
+    new = b.when(b.element(m_in), write, b.carries, written)
+    _fori(em, zero, c, indices + [m] + vs, ys, b.program(new, "scatter"), [eqn.outputs[0] for eqn, _ in members])
