@@ -23,7 +23,10 @@ dynamic slices, which the CPU schedules as native loops (fusion/loops.py):
   NumPy's IndexError with NumPy's message and wraps a negative index once), then one loop writes
   the selected positions in order (duplicates: the last write wins, as NumPy's assignment).
   Each loop branches on the point's mask (a `cond`): most points of a shrinking loop's trip are
-  not selected, and an unselected point then costs a load and a branch.
+  not selected, and an unselected point then costs a load and a branch. Scatters through the
+  same selected points into arrays of one shape that follow each other (`N_[Xi[I], Yi[I]] =
+  i + 1; Z_[Xi[I], Yi[I]] = Z[I]`, none reading another's result) check the indices once (the
+  later checks are the same and pass when the first passes) and write in one loop.
 
 Both rewrites run in `fusion.schedule` before complex lowering (a complex carry is two float
 carries, no packing), only for backends that run no library steps in loop bodies (the CPU);
