@@ -20,6 +20,7 @@ from ..passes.count_bounds import bound_by_counts
 from ..passes.loop_dots import dots_in_loops_as_reductions
 from ..passes.loop_gathers import datadep_in_loops_as_gathers
 from ..passes.native_selections import native_selections
+from ..passes.trip_maps import hoist_trip_maps
 from ..passes.loops import hoist_loop_invariants, scans_to_fori
 from ..passes.native_loops import CONTROL_FLOW, native_ok
 from . import dynamic, index as ix, loops
@@ -501,7 +502,7 @@ def schedule(program: Program) -> KernelProgram:
     # fuses into the bodies' kernels (a native loop when nothing else keeps it Python-driven)
     # selections of selections and scatters through them as native loops over their count,
     # before complex lowering, so a complex compaction carries two float arrays
-    lowered, packed = lower_complex(native_selections(bound_by_counts(program)), lower_bodies=True)
+    lowered, packed = lower_complex(native_selections(bound_by_counts(hoist_trip_maps(program))), lower_bodies=True)
     kp = _Scheduler(hoist_loop_invariants(scans_to_fori(dots_in_loops_as_reductions(
         datadep_in_loops_as_gathers(lowered))))).build()
     kp.complex_views = {**{kp.inputs[i]: dt for i, dt in packed.inputs.items()},

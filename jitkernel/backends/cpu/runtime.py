@@ -31,6 +31,7 @@ from ...fusion.loops import control_work, is_control
 from ...fusion.versioning import written_buffers
 from ...ir.primitives import dot_general_numpy
 from .in_place_updates import in_place_impl
+from .library_batches import split_stacks
 from .matvec_pairs import matvec_pair
 from ..status import StatusWord, merge_status, raise_status
 from .render import DATA_OFFSET, PARALLEL_MIN_ELEMENTS, Segment
@@ -298,7 +299,9 @@ def _impl_call_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict, ins
     """The step's function: a scatter into a dead kernel-written temporary writes in place
     (in_place_updates.py), control flow runs compiled sub-programs (control_flow.py), anything
     else the reference implementation. Every result is checked."""
-    ns[f"impl{n}"] = in_place_impl(kp, step) or library_impl(step.prim, step.params)
+    ns[f"impl{n}"] = in_place_impl(kp, step) or split_stacks(step.prim, step.params,
+                                                              library_impl(step.prim, step.params),
+                                                              _call_threads, _worker_pool)
     return [f"    {outs}= impl{n}({ins + ', ' if ins else ''}**params{n})"], list(step.outputs)  # (a print may have no values)
 
 
@@ -466,12 +469,17 @@ class _SplitCall:
 thread_cap = threading.local()
 
 
+def _call_threads() -> int:
+    """The threads a call made on this thread may use: its `thread_cap`, else `config.threads`."""
+    return getattr(thread_cap, "threads", None) or config.threads
+
+
 def _run_split(seg: Callable, arrays: tuple, chunks: tuple, params: tuple, status: StatusWord | None) -> None:
     """Run a segment's outer loop chunk by chunk, on `config.threads` threads (or this thread's
     `thread_cap`; the caller's included; ctypes releases the GIL during each native call). An
     interrupt (KeyboardInterrupt) is raised between two chunks; workers still inside a chunk
     finish it, then stop, and hold the arrays until they do."""
-    threads = min(getattr(thread_cap, "threads", None) or config.threads, chunks[-1][1])
+    threads = min(_call_threads(), chunks[-1][1])
     if threads <= 1:
         ids = [id(a) for a in arrays]
         addr = status.addr if status is not None else _NO_STATUS.addr
