@@ -68,6 +68,11 @@ def _sample(dtype: np.dtype, n: int = 1) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- linear algebra
 
+# The linalg steps NumPy computes matrix by matrix over leading axes (a stack of matrices, one
+# LAPACK call each): passes/trip_maps.py batches them, the CPU runtime splits their stacks.
+STACKED_LINALG = frozenset(("linalg_solve", "linalg_inv", "linalg_det", "linalg_slogdet", "linalg_cholesky",
+                            "linalg_eigh", "linalg_eigvalsh", "linalg_qr", "linalg_svd", "linalg_pinv"))
+
 def linalg_dtype(*dtypes: np.dtype) -> np.dtype:
     """NumPy's linalg result type (`_commonType`): single precision (float32, complex64) stays
     single, float64, complex128 and every integer or bool input compute in double; any complex

@@ -70,35 +70,21 @@ def _rewrite(program: Program) -> Program:
             changed |= new is not eqn
             em.eqns.append(new)
             continue
-        group = _compaction_operands(eqn)
-        if group is not None:
-            # the selections by the same mask and count that follow (`Xi, Yi = Xi[I], Yi[I]`):
-            # one loop reads the mask once and moves every array
-            members = [(eqn, group)]
-            made = set(eqn.outputs)
-            while p < len(eqns):
-                nxt = _compaction_operands(eqns[p])
-                if nxt is None or nxt[1:] != group[1:] or nxt[0] in made:
-                    break
-                members.append((eqns[p], nxt))
-                made.update(eqns[p].outputs)
-                p += 1
+        # selections by one mask and count that follow each other (`Xi, Yi = Xi[I], Yi[I]`):
+        # one loop reads the mask once and moves every array
+        first = _compaction_operands(eqn)
+        if first is not None:
+            members, p = _run(eqns, p, eqn, first, _compaction_operands,
+                              lambda nxt, made: nxt[1:] == first[1:] and nxt[0] not in made)
             _compaction(members, em)
             changed = True
             continue
-        scatter = _scatter_operands(eqn)
-        if scatter is not None:
-            # the scatters through the same selected points that follow (`N_[Xi[I], Yi[I]] =
-            # i + 1; Z_[Xi[I], Yi[I]] = Z[I]`): one set of index checks, one writing loop
-            members = [(eqn, scatter)]
-            made = set(eqn.outputs)
-            while p < len(eqns):
-                nxt = _scatter_operands(eqns[p])
-                if nxt is None or not _same_points(scatter, nxt) or any(v in made for v in eqns[p].inputs):
-                    break
-                members.append((eqns[p], nxt))
-                made.update(eqns[p].outputs)
-                p += 1
+        # scatters through the same selected points (`N_[Xi[I], Yi[I]] = i + 1; Z_[Xi[I],
+        # Yi[I]] = Z[I]`): one set of index checks, one writing loop
+        first = _scatter_operands(eqn)
+        if first is not None:
+            members, p = _run(eqns, p, eqn, first, _scatter_operands,
+                              lambda nxt, made: _same_points(first, nxt))
             _scatters(members, em)
             changed = True
             continue
@@ -106,6 +92,22 @@ def _rewrite(program: Program) -> Program:
     if not changed:
         return program
     return em.rebuilt(program)
+
+
+def _run(eqns: list[Eqn], p: int, eqn: Eqn, first: tuple, operands_of, fits) -> tuple[list, int]:
+    """`eqn` (operands `first`) and the equations from `p` on that `operands_of` recognises and
+    `fits(operands, outputs of the run so far)` accepts, none reading an output of the run;
+    (the run as (equation, operands) pairs, the position after it)."""
+    members = [(eqn, first)]
+    made = set(eqn.outputs)
+    while p < len(eqns):
+        nxt = operands_of(eqns[p])
+        if nxt is None or not fits(nxt, made) or any(v in made for v in eqns[p].inputs):
+            break
+        members.append((eqns[p], nxt))
+        made.update(eqns[p].outputs)
+        p += 1
+    return members, p
 
 
 # -- building loop bodies --------------------------------------------------------------------

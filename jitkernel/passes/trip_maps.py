@@ -32,12 +32,13 @@ True
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable
 
 import numpy as np
 
-from ..errors import JitError
 from ..ir import AType, Eqn, Program, Var, primitives
 from ..ir.control_flow import sub_programs
+from ..ir.library_prims import STACKED_LINALG
 from ..ir.program import may_raise
 from .control_flow import map_sub_programs
 from .dot_operands import _Emitter
@@ -45,9 +46,6 @@ from .native_loops import body_library_prims
 
 INT64 = np.dtype(np.int64)
 MAX_BATCH_BYTES = 64 << 20
-# Library steps worth a batch: NumPy computes them on stacks of matrices, one LAPACK call each.
-BATCHED_LIBRARY = ("linalg_solve", "linalg_inv", "linalg_det", "linalg_slogdet", "linalg_cholesky",
-                   "linalg_eigh", "linalg_eigvalsh", "linalg_qr", "linalg_svd", "linalg_pinv")
 
 
 def hoist_trip_maps(program: Program) -> Program:
@@ -98,7 +96,7 @@ def _hoist(loop: Eqn, consts: dict, em: _Emitter) -> bool:
     for e in body.eqns:
         if any(v in dependent for v in e.inputs):
             dependent.update(e.outputs)
-    targets = [e for e in body.eqns if e.prim in BATCHED_LIBRARY and not any(o in dependent for o in e.outputs)]
+    targets = [e for e in body.eqns if e.prim in STACKED_LINALG and not any(o in dependent for o in e.outputs)]
     if len(targets) != 1:
         return False  # none, or two raising steps (the batch could report another trip's error first)
     # the hoisted equations: the target and everything it is computed from
@@ -166,22 +164,21 @@ def _nbytes(aval: AType) -> int:
     return int(np.prod(aval.shape, dtype=np.int64)) * aval.dtype.itemsize
 
 
+# Batching a program is the vmap rules' work (transforms/batching.py, a layer above this one),
+# which registers it here when it is imported (jitkernel's package imports it); unset, no loop
+# is changed.
+_batch_program: Callable[[Program, int], Program | None] | None = None
+
+
+def register_program_batcher(fn: Callable[[Program, int], Program | None]) -> None:
+    """`fn(part, size)`: `part` batched over its first input (size `size`, the batch axis first),
+    its other inputs shared, every output batched; None when a primitive has no batching rule."""
+    global _batch_program
+    _batch_program = fn
+
+
 def _batched(part: Program, trips: int) -> Program | None:
-    """`part` batched over its first input (the trip's index), the others shared; None when a
-    primitive has no batching rule."""
-    from ..trace.context import TraceContext
-    from ..transforms.batching import batch_eval
-    from ..transforms.batching_control import _ensure
-    try:
-        with TraceContext(part.name) as ctx:
-            first = part.invars[0].aval
-            ins = [ctx.new_input(AType((trips,) + tuple(first.shape), first.dtype))]
-            ins += [ctx.new_input(v.aval) for v in part.invars[1:]]
-            outs, bouts = batch_eval(part, ins, [True] + [False] * (len(ins) - 1), trips)
-            outs = [_ensure(o, b, trips) for o, b in zip(outs, bouts)]
-            return ctx.program([o.ir_var for o in outs])
-    except (JitError, NotImplementedError, TypeError, ValueError):
-        return None
+    return _batch_program(part, trips) if _batch_program is not None else None
 
 
 def _inline(program: Program, inputs: list[Var], em: _Emitter) -> list[Var]:

@@ -19,7 +19,8 @@ import numpy as np
 
 from ..errors import JitError, UnsupportedOperationError
 from ..ir import Program, Var, AType
-from ..trace.context import current_context
+from ..passes.trip_maps import register_program_batcher
+from ..trace.context import TraceContext, current_context
 from ..trace.tracer import Tracer
 from ..tree import leaf_paths, tree_flatten, tree_unflatten
 from . import ops
@@ -240,3 +241,23 @@ def _build_vmap(fun: Callable, in_axes: Any, out_axes: Any, axis_size: int | Non
         return tree_unflatten(traced.out_tree, weak_outputs(final, traced.out_weak))
 
     return Transformed(impl, name, fun)
+
+
+def batch_over_first_input(part: Program, size: int) -> Program | None:
+    """`part` batched over its first input (the batch axis first), its other inputs shared,
+    every output batched: a closed program of its own (no active trace needed); None when a
+    primitive has no batching rule. passes/trip_maps.py batches a loop's independent work with
+    it (registered below)."""
+    try:
+        with TraceContext(part.name) as ctx:
+            first = part.invars[0].aval
+            ins = [ctx.new_input(type(first)((size,) + tuple(first.shape), first.dtype))]
+            ins += [ctx.new_input(v.aval) for v in part.invars[1:]]
+            outs, bouts = batch_eval(part, ins, [True] + [False] * (len(ins) - 1), size)
+            outs = [o if b else broadcast_batch(o, size) for o, b in zip(outs, bouts)]
+            return ctx.program([o.ir_var for o in outs])
+    except (JitError, NotImplementedError, TypeError, ValueError):
+        return None
+
+
+register_program_batcher(batch_over_first_input)

@@ -17,7 +17,9 @@ is NumPy's own, for the first failing matrix.
 
 >>> import numpy as np
 >>> from jitkernel.ir import primitives
->>> run = split_stacks("linalg_inv", {}, primitives.get("linalg_inv").impl, lambda: 2, None)
+>>> from concurrent.futures import ThreadPoolExecutor
+>>> pool = ThreadPoolExecutor(1)
+>>> run = split_stacks("linalg_inv", {}, primitives.get("linalg_inv").impl, lambda: 2, lambda n: pool)
 >>> a = np.stack([np.eye(40) * (k + 1) for k in range(8)])
 >>> bool(np.array_equal(run(a)[0], np.linalg.inv(a)))
 True
@@ -29,9 +31,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-# The linalg steps NumPy computes matrix by matrix over leading axes.
-STACKED = frozenset(("linalg_solve", "linalg_inv", "linalg_det", "linalg_slogdet", "linalg_cholesky",
-                     "linalg_eigh", "linalg_eigvalsh", "linalg_qr", "linalg_svd", "linalg_pinv"))
+from ...ir.library_prims import STACKED_LINALG
+
 # About M**3 * T: below this a stack runs on the calling thread (a thread's start and wake-up
 # cost tens of microseconds; a 16x16 solve a few).
 MIN_WORK = 1 << 17
@@ -44,7 +45,7 @@ def split_stacks(prim: str, params: dict[str, Any], impl: Callable[..., list], t
     inner, packed = prim, ()
     if prim == "complex_library":
         inner, packed = params.get("prim"), tuple(params.get("in_layout", ()))
-    if inner not in STACKED or pool is None:
+    if inner not in STACKED_LINALG or pool is None:
         return impl
 
     def axes(a: np.ndarray, k: int) -> int:
