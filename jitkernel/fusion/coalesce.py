@@ -60,10 +60,7 @@ def coalesce_copies(kp: KernelProgram) -> KernelProgram:
     bodies and branches are scanned the same way (see `_coalesce_list`)."""
     if not all(isinstance(s, _KNOWN_STEPS) for s in all_steps(kp.steps)):
         return kp  # a step kind this pass cannot rename buffers in: leave the program alone
-    mergeable = _mergeable_buffers(kp)
-    library_outputs = {b for s in all_steps(kp.steps) if isinstance(s, LibraryCall) for b in s.outputs}
-    results = mergeable | {b.id for b in kp.buffers.values()
-                           if b.role == "alias" and len(b.shape) >= 1 and b.id not in library_outputs}
+    mergeable, results = _mergeable_buffers(kp)
     kp.steps = _coalesce_list(kp, kp.steps, mergeable, results, set(), set())
     return kp
 
@@ -114,9 +111,9 @@ def _coalesce_list(kp: KernelProgram, steps: list, mergeable: set[int], results:
         lists = [step.cond, step.body] if isinstance(step, LoopStep) else step.branches
         inner = [set().union(*(touched_buffers(s) for s in lst)) for lst in lists]
         written = _written_results(step) & results
-        new_lists = [_coalesce_list(kp, lst, mergeable, results, around.union(*inner[:k], *inner[k + 1:]),
-                                    written if lst is not getattr(step, "cond", None) else set())
-                     for k, lst in enumerate(lists)]
+        targets = [set(), written] if isinstance(step, LoopStep) else [written] * len(lists)  # (a condition writes none)
+        new_lists = [_coalesce_list(kp, lst, mergeable, results, around.union(*inner[:k], *inner[k + 1:]), t)
+                     for k, (lst, t) in enumerate(zip(lists, targets))]
         if isinstance(step, LoopStep):
             steps[p] = dataclasses.replace(step, cond=new_lists[0], body=new_lists[1])
         else:
@@ -136,10 +133,11 @@ def _written_results(step: LoopStep | BranchStep) -> set[int]:
     return {b for b in found if found.count(b) == 1}
 
 
-def _mergeable_buffers(kp: KernelProgram) -> set[int]:
+def _mergeable_buffers(kp: KernelProgram) -> tuple[set[int], set[int]]:
     """Temporaries and outputs of at least one dimension that no library step writes (its
     output array is the library's, not a buffer the runtime allocates) and no row kernel keeps
-    as a row of scratch."""
+    as a row of scratch; and those plus the loops' carry aliases no library step writes (the
+    buffers a nested list may compute its results in, `_coalesce_list`)."""
     library_outputs: set[int] = set()
     scratch: set[int] = set()
     for s in all_steps(kp.steps):
@@ -147,9 +145,12 @@ def _mergeable_buffers(kp: KernelProgram) -> set[int]:
             library_outputs |= set(s.outputs)
         elif isinstance(s, RowKernel):
             scratch |= set(s.scratch)
-    return {b.id for b in kp.buffers.values()
-            if b.role in ("temp", "output") and len(b.shape) >= 1 and b.id not in library_outputs
-            and b.id not in scratch and kp.outputs.count(b.id) <= 1}
+    mergeable = {b.id for b in kp.buffers.values()
+                 if b.role in ("temp", "output") and len(b.shape) >= 1 and b.id not in library_outputs
+                 and b.id not in scratch and kp.outputs.count(b.id) <= 1}
+    aliases = {b.id for b in kp.buffers.values()
+               if b.role == "alias" and len(b.shape) >= 1 and b.id not in library_outputs}
+    return mergeable, mergeable | aliases
 
 
 def _copy_pair(kp: KernelProgram, steps: list, p: int, touched: list[set[int]], may_drop: set[int],

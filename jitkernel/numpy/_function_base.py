@@ -23,6 +23,7 @@ array([76.])
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -81,11 +82,10 @@ def sinc(x: Any) -> Any:
 def _sinc_series(u: Tracer) -> Tracer:
     """sin(u)/u's Maclaurin polynomial through u**10 (the next term is under 2e-22 for |u| < 0.1)."""
     u2 = apply_ufunc(np.multiply, u, u)
-    acc = apply_ufunc(np.multiply, u2, 0.0)
-    for k in (10, 8, 6, 4, 2):  # Horner from the highest power: (-1)**(k/2) / (k + 1)!
-        coef = (-1) ** (k // 2) / float(np.prod(np.arange(1, k + 2, dtype=np.float64)))
-        acc = apply_ufunc(np.multiply, apply_ufunc(np.add, acc, coef), u2)
-    return apply_ufunc(np.add, acc, 1.0)
+    acc = (-1) ** 5 / math.factorial(11)  # Horner from u**10's coefficient: (-1)**n / (2n + 1)!
+    for n in (4, 3, 2, 1, 0):
+        acc = apply_ufunc(np.add, apply_ufunc(np.multiply, u2, acc), (-1) ** n / math.factorial(2 * n + 1))
+    return acc
 
 
 _SINC_MACLAURIN: dict[int, Any] = {}

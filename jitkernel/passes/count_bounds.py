@@ -39,11 +39,11 @@ import numpy as np
 
 from ..ir import AType, Eqn, Program, Var, primitives
 from ..ir.control_flow import sub_programs
+from ..ir.datadep_prims import DATADEP_PRIMITIVES
 from .control_flow import map_sub_programs
 from .native_loops import body_library_prims
 
 INT64 = np.dtype(np.int64)
-_DATADEP = ("datadep_call", "datadep_pure")
 _ALL = "all"  # a demand: every row is read
 
 
@@ -67,8 +67,8 @@ def _bound(program: Program, unread: frozenset = frozenset()) -> Program:
             continue
         dead = frozenset(k for k, o in enumerate(eqn.outputs) if o not in read) if eqn.prim == "cond" else frozenset()
         eqns.append(map_sub_programs(eqn, lambda sub, dead=dead: _bound(sub, dead)))
-    if not any(e.prim in _DATADEP for e in eqns):
-        return program if all(a is b for a, b in zip(eqns, program.eqns)) else _replace_eqns(program, eqns)
+    if not any(e.prim in DATADEP_PRIMITIVES for e in eqns):
+        return program if all(a is b for a, b in zip(eqns, program.eqns)) else dataclasses.replace(program, eqns=eqns)
     demand = _demands(program, eqns, unread)
     defined = set(program.invars) | set(program.constvars)
     out: list[Eqn] = []
@@ -84,11 +84,7 @@ def _bound(program: Program, unread: frozenset = frozenset()) -> Program:
         else:
             out.append(eqn)
         defined.update(eqn.outputs)
-    return _replace_eqns(program, out)
-
-
-def _replace_eqns(program: Program, eqns: list[Eqn]) -> Program:
-    return dataclasses.replace(program, eqns=eqns)
+    return dataclasses.replace(program, eqns=out)
 
 
 def _elementwise(eqn: Eqn) -> bool:
@@ -101,8 +97,6 @@ def _demands(program: Program, eqns: list[Eqn], unread: frozenset) -> dict[Var, 
     demand: dict[Var, object] = {}
 
     def need(v: Var, d: object) -> None:
-        if not isinstance(v, Var):
-            return
         old = demand.get(v)
         demand[v] = d if old is None or old is d else _ALL
 
@@ -110,7 +104,7 @@ def _demands(program: Program, eqns: list[Eqn], unread: frozenset) -> dict[Var, 
         if k not in unread:
             need(v, _ALL)
     for eqn in reversed(eqns):
-        if eqn.prim in _DATADEP:
+        if eqn.prim in DATADEP_PRIMITIVES:
             p = eqn.params
             counts, operands = eqn.inputs[:p["ncounts"]], eqn.inputs[p["ncounts"]:]
             for v in counts:
@@ -121,7 +115,7 @@ def _demands(program: Program, eqns: list[Eqn], unread: frozenset) -> dict[Var, 
         if _elementwise(eqn) and len(eqn.outputs) == 1:
             d = demand.get(eqn.outputs[0])
             for v in eqn.inputs:
-                same_rows = isinstance(v, Var) and v.aval.shape == eqn.outputs[0].aval.shape
+                same_rows = v.aval.shape == eqn.outputs[0].aval.shape
                 need(v, d if same_rows and isinstance(d, Var) else _ALL)
             continue
         for v in eqn.inputs:

@@ -38,12 +38,12 @@ import numpy as np
 
 from ..ir import AType, Eqn, Program, Var
 from ..ir.control_flow import sub_programs
+from ..ir.datadep_prims import DATADEP_PRIMITIVES
 from .control_flow import map_sub_programs
 from .dot_operands import _Emitter
 from .native_loops import body_library_prims
 
 INT64 = np.dtype(np.int64)
-_DATADEP = ("datadep_call", "datadep_pure")
 _MASK_INDEX = (("index", (("array", 0),)),)
 
 
@@ -56,7 +56,7 @@ def native_selections(program: Program) -> Program:
 
 
 def _rewrite(program: Program) -> Program:
-    if not any(e.prim in _DATADEP or sub_programs(e.params) for e in program.eqns):
+    if not any(e.prim in DATADEP_PRIMITIVES or sub_programs(e.params) for e in program.eqns):
         return program
     em = _Emitter(program)
     changed = False
@@ -112,13 +112,10 @@ def _run(eqns: list[Eqn], p: int, eqn: Eqn, first: tuple, operands_of, fits) -> 
 
 # -- building loop bodies --------------------------------------------------------------------
 
-class _Body:
-    """A fori_loop body under construction: inputs (index, consts..., carries...) and equations."""
+class _Builder:
+    """Equations (and constants) of a sub-program under construction."""
 
-    def __init__(self, consts: list[Var], carries: list[Var]) -> None:
-        self.index = Var(AType((), INT64))
-        self.consts = [Var(v.aval) for v in consts]
-        self.carries = [Var(v.aval) for v in carries]
+    def __init__(self) -> None:
         self.em = _Emitter(Program([], [], [], [], []))
 
     def emit(self, prim: str, inputs: list[Var], aval: AType, **params) -> Var:
@@ -126,6 +123,16 @@ class _Body:
 
     def scalar(self, value, dtype: np.dtype = INT64) -> Var:
         return self.em.const(np.asarray(value, dtype))
+
+
+class _Body(_Builder):
+    """A fori_loop body under construction: inputs (index, consts..., carries...) and equations."""
+
+    def __init__(self, consts: list[Var], carries: list[Var]) -> None:
+        super().__init__()
+        self.index = Var(AType((), INT64))
+        self.consts = [Var(v.aval) for v in consts]
+        self.carries = [Var(v.aval) for v in carries]
 
     def element(self, x: Var) -> Var:
         """`x[index]` of a 1-D `x`, 0-d."""
@@ -137,38 +144,27 @@ class _Body:
                        self.em.eqns, outs, name)
 
     def when(self, flag: Var, branch: "_Branch", passed: list[Var], results: list[Var] | None = None) -> list[Var]:
-        return _when(self, flag, branch, passed, results)
+        """`results` (default: the passed values) where the 0-d bool `flag` holds, else `passed`
+        unchanged: a `cond` whose taken branch is `branch`."""
+        n = len(branch.outer) - len(passed)
+        taken = Program(branch.operands, branch.em.constvars, branch.em.consts, branch.em.eqns,
+                        list(results) if results is not None else branch.operands[n:], "selected")
+        skip_in = [Var(v.aval) for v in branch.outer]
+        skipped = Program(skip_in, [], [], [], skip_in[n:], "not_selected")
+        index = self.emit("convert", [flag], AType((), np.dtype(np.int32)), dtype=np.dtype(np.int32))
+        outs = [Var(v.aval) for v in passed]
+        self.em.eqns.append(Eqn("cond", [index] + branch.outer, outs, {"branches": (skipped, taken)}))
+        return outs
 
 
-class _Branch:
+class _Branch(_Builder):
     """The taken branch of a `cond` on one point's mask under construction: its operands are
     `values` then `passed` (returned unchanged by the branch not taken)."""
 
     def __init__(self, values: list[Var], passed: list[Var]) -> None:
+        super().__init__()
         self.outer = list(values) + list(passed)
         self.operands = [Var(v.aval) for v in self.outer]
-        self.em = _Emitter(Program([], [], [], [], []))
-
-    def emit(self, prim: str, inputs: list[Var], aval: AType, **params) -> Var:
-        return self.em.emit(prim, inputs, aval, **params)
-
-    def scalar(self, value, dtype: np.dtype = INT64) -> Var:
-        return self.em.const(np.asarray(value, dtype))
-
-
-def _when(body: "_Body", flag: Var, branch: _Branch, passed: list[Var], results: list[Var] | None = None) -> list[Var]:
-    """`results` (default: the passed values) where the 0-d bool `flag` holds, else `passed`
-    unchanged: a `cond` whose taken branch is `branch`."""
-    n = len(branch.outer) - len(passed)
-    kept = branch.operands[n:]
-    taken = Program(branch.operands, branch.em.constvars, branch.em.consts, branch.em.eqns,
-                    list(results) if results is not None else kept, "selected")
-    skip_in = [Var(v.aval) for v in branch.outer]
-    skipped = Program(skip_in, [], [], [], skip_in[n:], "not_selected")
-    index = body.emit("convert", [flag], AType((), np.dtype(np.int32)), dtype=np.dtype(np.int32))
-    outs = [Var(v.aval) for v in passed]
-    body.em.eqns.append(Eqn("cond", [index] + branch.outer, outs, {"branches": (skipped, taken)}))
-    return outs
 
 
 def _fori(em: _Emitter, lower: Var, upper: Var, consts: list[Var], init: list[Var], body: Program,
@@ -187,7 +183,7 @@ def _counts(eqn: Eqn) -> tuple[list[Var], list[Var], tuple]:
 
 def _compaction_operands(eqn: Eqn) -> tuple[Var, Var, Var] | None:
     """(a, m, c) when `eqn` is `a[m]` of the module docstring, else None."""
-    if eqn.prim not in _DATADEP:
+    if eqn.prim not in DATADEP_PRIMITIVES:
         return None
     p = eqn.params
     if p["fn"] != "getitem" or tuple(p["kw"]) != _MASK_INDEX:
@@ -212,7 +208,7 @@ def _compaction(members: list[tuple[Eqn, tuple[Var, Var, Var]]], em: _Emitter) -
     zero = em.const(np.asarray(0, INT64))
     # out[j] = out[k] for every array; j += m[k]
     b = _Body([m], arrays + [zero])
-    (m_in,), *outs, j = b.consts, *b.carries
+    (m_in,), outs, j = b.consts, b.carries[:-1], b.carries[-1]
     moved = []
     for out in outs:
         one = b.emit("dynamic_slice", [out, b.index], AType((1,), out.aval.dtype), sizes=(1,))
@@ -240,7 +236,7 @@ def _scatter_operands(eqn: Eqn) -> tuple | None:
     """(y, indices, m, count, v, value_sel) when `eqn` is `y[a1[m], ..., an[m]] = v` of the
     module docstring, else None; `count` is a Var, or the padded length N where nothing is
     trimmed; value_sel: `v` is a selection by `m` (read at each point), else a 0-d value."""
-    if eqn.prim not in _DATADEP:
+    if eqn.prim not in DATADEP_PRIMITIVES:
         return None
     p = eqn.params
     if p["fn"] != "setitem_selected":

@@ -43,6 +43,7 @@ from ..ir.program import may_raise
 from .control_flow import map_sub_programs
 from .dot_operands import _Emitter
 from .native_loops import body_library_prims
+from .rewrite import inline_copy
 
 INT64 = np.dtype(np.int64)
 MAX_BATCH_BYTES = 64 << 20
@@ -52,7 +53,7 @@ def hoist_trip_maps(program: Program) -> Program:
     """`program` with the independent library work of its constant-trip `fori_loop`s computed
     before them (module docstring); unchanged where nothing qualifies, and on backends that run
     library steps in loop bodies (no native loop to gain, no stack split)."""
-    if body_library_prims() or not any(sub_programs(e.params) for e in program.eqns):
+    if body_library_prims():
         return program
     return _hoist_all(program)
 
@@ -112,7 +113,6 @@ def _hoist(loop: Eqn, consts: dict, em: _Emitter) -> bool:
     rest = [e for e in body.eqns if id(e) not in hoisted_ids]
     if any(may_raise(e) or (primitives.get(e.prim).kind == "library" and e.prim != "dot_general") for e in rest):
         return False  # (a product never raises; another library step may, before the batch's error)
-    produced = {o for e in hoisted for o in e.outputs}
     used = {v for e in rest for v in e.inputs} | set(body.outvars)
     exported = [o for e in hoisted for o in e.outputs if o in used]
     if not exported or sum(_nbytes(v.aval) for v in exported) * trips > MAX_BATCH_BYTES:
@@ -120,7 +120,7 @@ def _hoist(loop: Eqn, consts: dict, em: _Emitter) -> bool:
     reads_of = [v for e in hoisted for v in e.inputs]
     shared = [v for v in list(body_consts) + list(body.constvars) if v in reads_of]
     batched = _batched(Program([index] + shared, [], [], hoisted, exported, f"{body.name}.trips"), trips)
-    if batched is None or produced & set(shared):
+    if batched is None:
         return False
     # before the loop: the trips' indices, then the batched part on the loop's operands
     outer_of = dict(zip(body_consts, loop.inputs[2:2 + nconsts]))
@@ -132,7 +132,7 @@ def _hoist(loop: Eqn, consts: dict, em: _Emitter) -> bool:
         idx = em.emit("add", [idx, wide], AType((trips,), INT64))
     if index.aval.dtype != INT64:
         idx = em.emit("convert", [idx], AType((trips,), index.aval.dtype), dtype=index.aval.dtype)
-    stacked = _inline(batched, [idx] + [outer_of[v] for v in shared], em)
+    stacked = inline_copy(batched, [idx] + [outer_of[v] for v in shared], em.constvars, em.consts, em.eqns)
     # the body reads its trip's slice of each stacked value
     inner = _Emitter(body)
     slices = [Var(v.aval) for v in stacked]
@@ -179,15 +179,3 @@ def register_program_batcher(fn: Callable[[Program, int], Program | None]) -> No
 
 def _batched(part: Program, trips: int) -> Program | None:
     return _batch_program(part, trips) if _batch_program is not None else None
-
-
-def _inline(program: Program, inputs: list[Var], em: _Emitter) -> list[Var]:
-    """`program`'s equations appended to `em` on `inputs` (its constants become em's); its
-    results."""
-    env = dict(zip(program.invars, inputs))
-    env.update((v, em.const(np.asarray(c))) for v, c in zip(program.constvars, program.consts))
-    for e in program.eqns:
-        outs = [Var(o.aval) for o in e.outputs]
-        env.update(zip(e.outputs, outs))
-        em.eqns.append(Eqn(e.prim, [env[v] for v in e.inputs], outs, e.params))
-    return [env[v] for v in program.outvars]
