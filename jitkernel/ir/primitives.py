@@ -345,11 +345,13 @@ def _dot_rule(in_avals: list[AType], *, contracting: tuple[tuple[int, ...], tupl
 
 
 def dot_general_numpy(lhs: np.ndarray, rhs: np.ndarray, *, contracting: tuple[tuple[int, ...], tuple[int, ...]],
-                      batch: tuple[tuple[int, ...], tuple[int, ...]], out: np.ndarray | None = None) -> np.ndarray:
+                      batch: tuple[tuple[int, ...], tuple[int, ...]], out: np.ndarray | None = None,
+                      matmul: Callable[..., np.ndarray] = np.matmul) -> np.ndarray:
     """dot_general through np.matmul (BLAS for floats): operands are transposed to
     (batch, free, contract) / (batch, contract, free) views, then multiplied. `out`, a
     C-contiguous array of the result's shape and dtype, receives the product (the CPU runtime
-    passes a buffer it reuses across calls: a fresh large result costs its page faults)."""
+    passes a buffer it reuses across calls: a fresh large result costs its page faults);
+    `matmul` multiplies (the CPU runtime's splits large products across its threads)."""
     (lc, rc), (lb, rb) = contracting, batch
     lfree = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
     rfree = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
@@ -361,9 +363,9 @@ def dot_general_numpy(lhs: np.ndarray, rhs: np.ndarray, *, contracting: tuple[tu
     a = np.transpose(lhs, list(lb) + lfree + list(lc)).reshape(bshape + [m, k])
     b = np.transpose(rhs, list(rb) + list(rc) + rfree).reshape(bshape + [k, n])
     if out is not None:
-        np.matmul(a, b, out=out.reshape(bshape + [m, n]))
+        matmul(a, b, out=out.reshape(bshape + [m, n]))
         return out
-    product = np.matmul(a, b)
+    product = matmul(a, b)
     return product.reshape(bshape + [lhs.shape[d] for d in lfree] + [rhs.shape[d] for d in rfree])
 
 

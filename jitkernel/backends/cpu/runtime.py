@@ -15,6 +15,7 @@ the native code has returned). See "Calls: threads, interrupts, fork" in docs/ar
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import signal
 import sys
@@ -31,7 +32,8 @@ from ...fusion.loops import control_work, is_control
 from ...fusion.versioning import written_buffers
 from ...ir.primitives import dot_general_numpy
 from .in_place_updates import in_place_impl
-from .library_batches import split_stacks
+from .blas_threads import blas_threads
+from .library_batches import split_products, split_stacks
 from .matvec_pairs import matvec_pair
 from ..status import StatusWord, merge_status, raise_status
 from .render import DATA_OFFSET, PARALLEL_MIN_ELEMENTS, Segment
@@ -117,7 +119,7 @@ class CpuExecutable:
         the executable (no cycle), but holds the library: the runner needs its machine code."""
         ns: dict = {"np": np, "empty": np.empty, "getrefcount": _getrefcount, "FREE": _FREE_REFCOUNT,
                     "last": self._last, "spare": self._spare, "status": self._status, "Word": StatusWord,
-                    "raise_status": raise_status, "to_c": _to_c_order, "dot_general": dot_general_numpy,
+                    "raise_status": raise_status, "to_c": _to_c_order, "dot_general": _dot_general,
                     "matvec_pair": matvec_pair,
                     "split": _run_split, "on_worker": _run_on_worker, "library": library,
                     "check_library_result": check_library_result}
@@ -472,6 +474,12 @@ thread_cap = threading.local()
 def _call_threads() -> int:
     """The threads a call made on this thread may use: its `thread_cap`, else `config.threads`."""
     return getattr(thread_cap, "threads", None) or config.threads
+
+
+# dot_general with large products split across the worker threads when the BLAS runs on one
+# (library_batches.py); every other product is NumPy's matmul as it stands.
+_dot_general = functools.partial(dot_general_numpy,
+                                 matmul=split_products(_call_threads, _worker_pool, blas_threads))
 
 
 def _run_split(seg: Callable, arrays: tuple, chunks: tuple, params: tuple, status: StatusWord | None) -> None:
