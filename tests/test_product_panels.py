@@ -44,9 +44,11 @@ def draw_floats(draw, shape):
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(data=st.data(), dtype=st.sampled_from([np.float64, np.float32, np.complex128, np.int64]),
        batch=st.sampled_from([(), (1,), (2,), (3, 2)]), m=st.integers(1, 40), k=st.integers(1, 30),
-       n=st.integers(1, 40), threads=st.integers(2, 4), into=st.booleans())
-def test_split_products_are_numpys_matmul(data, dtype, batch, m, k, n, threads, into):
+       n=st.integers(1, 40), threads=st.integers(2, 4), into=st.booleans(), gram=st.booleans())
+def test_split_products_are_numpys_matmul(data, dtype, batch, m, k, n, threads, into, gram):
     a, b = _operands(data.draw, dtype, batch, m, k, n)
+    if gram:  # `x @ x.T`: one buffer, which NumPy hands to SYRK and the split cuts into blocks
+        b = np.swapaxes(a, -1, -2)
     expected = np.matmul(a, b)
     out = np.full(expected.shape, 7, expected.dtype) if into else None
     got = _splitter(threads)(a, b, out=out)
@@ -59,13 +61,16 @@ def test_split_products_are_numpys_matmul(data, dtype, batch, m, k, n, threads, 
     np.testing.assert_array_equal(got, expected)
 
 
-@pytest.mark.parametrize("shape", [(300, 310, 290), (8, 3000, 900), (900, 3000, 8), (2, 200, 210, 220)])
-def test_split_products_of_real_sized_operands_match_numpy(shape):
+@pytest.mark.parametrize("shape, cut", [((300, 310, 290), "rows"), ((8, 3000, 900), "columns"), ((900, 3000, 8), "rows"),
+                                        ((2, 200, 210, 220), "batch"), ((400, 500, 400), "gram")])
+def test_split_products_of_real_sized_operands_match_numpy(shape, cut):
     rng = np.random.default_rng(1)
     *batch, m, k, n = shape
     a, b = rng.standard_normal((*batch, m, k)), rng.standard_normal((*batch, k, n))
-    kind = _product_parts(a, b, lambda: 2, lambda: 1, 1 << 27, 1 << 24)
-    assert kind[0] == 2, kind  # big enough to be split with the runtime's own thresholds
+    if cut == "gram":
+        b = a.T
+    # big enough to be split with the runtime's own thresholds, and along `cut`
+    assert _product_parts(a, b, lambda: 2, lambda: 1, 1 << 27, 1 << 24) == (2, cut)
     got = split_products(lambda: 2, lambda n: _POOL, lambda: 1)(a, b)
     np.testing.assert_allclose(got, a @ b, rtol=1e-12, atol=1e-12 * np.abs(a @ b).max())
     if batch:  # whole products per panel: NumPy's own calls

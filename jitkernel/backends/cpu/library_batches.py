@@ -28,11 +28,14 @@ True
 Dask worker's limit), a large `dot_general` is split into panels, one per worker thread, each
 NumPy's matmul into its part of the result (matmul releases the GIL): a stack of products by
 its leading batch axis, else the result's rows (`A @ B` with `A`'s rows split) or, for a wide
-thin result (`x @ W` with few rows), its columns. Every element is still one BLAS dot product
-over the whole contracted axis; the panels' own blocking may round differently in the last
-bit, the same difference NumPy's own result shows between one and two OpenBLAS threads (about
-1e-16 relative). A BLAS with threads of its own, an unknown BLAS, or a thread capped to one
-(Dask's block tasks) runs the product whole.
+thin result (`x @ W` with few rows), its columns. `x @ x.T` (one buffer and its transpose),
+which NumPy hands to BLAS's SYRK at half a GEMM's work, is cut into blocks of `x`'s rows
+instead: each diagonal block a SYRK, each block above it a GEMM also written to its mirror,
+the blocks dealt to the threads by their work (with two: the two SYRKs on one, the GEMM on the
+other). Every element is still BLAS's dot product over the whole contracted axis; the panels'
+own blocking may round differently in the last bit, the same difference NumPy's own result
+shows between one and two OpenBLAS threads (about 1e-16 relative). A BLAS with threads of its
+own, an unknown BLAS, or a thread capped to one (Dask's block tasks) runs the product whole.
 
 >>> matmul = split_products(lambda: 2, lambda n: pool, lambda: 1, min_work=0)
 >>> a, b = np.arange(12.0).reshape(4, 3), np.arange(6.0).reshape(3, 2)
@@ -107,8 +110,12 @@ def split_products(threads: Callable[[], int], pool: Callable[[int], Executor] |
             return np.matmul(a, b, out=out)
         if out is None:
             out = np.empty(a.shape[:-1] + b.shape[-1:], a.dtype)
-        extent = {"batch": a.shape[0], "rows": a.shape[-2], "columns": b.shape[-1]}[cut]
+        extent = {"batch": a.shape[0], "rows": a.shape[-2], "columns": b.shape[-1], "gram": a.shape[-2]}[cut]
         bounds = [extent * t // parts for t in range(parts + 1)]
+        if cut == "gram":
+            if _run_parts(pool(parts - 1), _gram_blocks, _gram_tasks(a, out, bounds), {}) is None:
+                np.matmul(a, b, out=out)
+            return out
         panels = []
         for lo, hi in zip(bounds, bounds[1:]):
             if cut == "batch":
@@ -138,12 +145,45 @@ def _product_parts(a: np.ndarray, b: np.ndarray, threads: Callable[[], int],
         return 1, ""
     if a.ndim > 2 and a.shape[0] >= 2:
         cut, extent = "batch", a.shape[0]
+    elif _gram(a, b):
+        cut, extent = "gram", m
     else:
         cut, extent = ("rows", m) if m >= n else ("columns", n)
     parts = min(threads(), extent)
     if parts <= 1 or blas_threads() != 1:
         return 1, ""
     return parts, cut
+
+
+def _gram(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether `a @ b` is `x @ x.T` (one buffer, `b` the transpose of `a`), which NumPy's matmul
+    hands to BLAS's SYRK (half a GEMM's work: the result is symmetric)."""
+    return (a.ndim == 2 and a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+            and a.shape == b.shape[::-1] and a.strides == b.strides[::-1])
+
+
+def _gram_tasks(x: np.ndarray, out: np.ndarray, bounds: list[int]) -> list[tuple[list, np.ndarray]]:
+    """`x @ x.T` by blocks of `x`'s rows, as one task list per thread: a diagonal block is a
+    SYRK of its rows (NumPy's matmul again), an off-diagonal one a GEMM of two blocks, twice the
+    work, written with its transpose; each thread gets the blocks of about equal work (greedy,
+    largest first; with two threads one does the two diagonal blocks, the other the GEMM)."""
+    parts = len(bounds) - 1
+    blocks = [(i, j) for i in range(parts) for j in range(i, parts)]
+    blocks.sort(key=lambda ij: ij[0] == ij[1])  # the GEMMs first
+    loads, tasks = [0] * parts, [[] for _ in range(parts)]
+    for i, j in blocks:
+        t = loads.index(min(loads))
+        loads[t] += 1 if i == j else 2
+        tasks[t].append((bounds[i], bounds[i + 1], bounds[j], bounds[j + 1]))
+    return [(todo, x, out) for todo in tasks]
+
+
+def _gram_blocks(todo: list, x: np.ndarray, out: np.ndarray) -> None:
+    for lo, hi, lo2, hi2 in todo:
+        rows, cols = x[lo:hi], x[lo2:hi2]
+        np.matmul(rows, cols.T, out=out[lo:hi, lo2:hi2])
+        if lo != lo2:
+            out[lo2:hi2, lo:hi] = out[lo:hi, lo2:hi2].T
 
 
 def _matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
