@@ -33,6 +33,7 @@ from ...fusion.versioning import written_buffers
 from ...ir.primitives import dot_general_numpy
 from .in_place_updates import in_place_impl
 from .blas_threads import blas_threads
+from .histograms import native_histogram
 from .library_batches import split_products, split_stacks
 from .matvec_pairs import matvec_pair
 from ..status import StatusWord, merge_status, raise_status
@@ -301,9 +302,10 @@ def _impl_call_lines(kp: KernelProgram, step: LibraryCall, n: int, ns: dict, ins
     """The step's function: a scatter into a dead kernel-written temporary writes in place
     (in_place_updates.py), control flow runs compiled sub-programs (control_flow.py), anything
     else the reference implementation. Every result is checked."""
-    ns[f"impl{n}"] = in_place_impl(kp, step) or split_stacks(step.prim, step.params,
-                                                              library_impl(step.prim, step.params),
-                                                              _call_threads, _worker_pool)
+    impl = library_impl(step.prim, step.params)
+    ns[f"impl{n}"] = in_place_impl(kp, step) or split_stacks(
+        step.prim, step.params, native_histogram(step.prim, step.params, impl, _call_threads, _worker_pool),
+        _call_threads, _worker_pool)
     return [f"    {outs}= impl{n}({ins + ', ' if ins else ''}**params{n})"], list(step.outputs)  # (a print may have no values)
 
 
