@@ -112,6 +112,7 @@ def one_blas_thread():
 
 def test_blas_threads_reads_the_loaded_openblas(one_blas_thread):
     assert blas.blas_threads() == 1
+    assert blas.concurrent_calls_safe()  # NumPy's wheels bundle a threaded OpenBLAS
 
 
 def test_jitted_chain_of_products_with_one_blas_thread(one_blas_thread, monkeypatch):

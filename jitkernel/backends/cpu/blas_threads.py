@@ -9,7 +9,8 @@ several threads at once would only oversubscribe them. The count is read at each
 The BLAS libraries are found among the shared objects this process has loaded
 (`/proc/self/maps`: NumPy's wheels bundle OpenBLAS as `libscipy_openblas64_-*.so`), opened
 again without loading anything new, and asked through their own thread-count functions
-(OpenBLAS, MKL, BLIS). Where none can be found (no `/proc`, another BLAS), the count is
+(OpenBLAS, MKL, BLIS). Where none can be found (no `/proc`, another BLAS), or the OpenBLAS is
+a sequential build (which may not be safe to call from two threads at once), the count is
 unknown (None) and products are not split.
 
 >>> import numpy as np
@@ -30,6 +31,11 @@ _GETTERS = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads
             "openblas_get_num_threads64_", "openblas_get_num_threads",
             "MKL_Get_Max_Threads", "bli_thread_get_num_threads")
 _LIBRARY_MARKS = ("blas", "mkl_rt", "libmkl", "blis")
+# OpenBLAS's build kind (0: sequential, 1: pthreads, 2: OpenMP). A sequential build may be
+# unsafe to call from two threads at once (unless built with USE_LOCKING, which it does not
+# say), so its count is not reported and products are not split.
+_PARALLEL = ("scipy_openblas_get_parallel64_", "scipy_openblas_get_parallel",
+             "openblas_get_parallel64_", "openblas_get_parallel")
 
 
 def blas_threads() -> int | None:
@@ -38,17 +44,40 @@ def blas_threads() -> int | None:
     return max(counts) if counts else None
 
 
+def concurrent_calls_safe() -> bool:
+    """Whether LAPACK and BLAS may be called from two threads at once: not with a sequential
+    OpenBLAS build (the runtime's stacks and products then run on the calling thread)."""
+    return not _libraries()[1]
+
+
 @functools.cache
-def _getters() -> tuple[Callable[[], int], ...]:
-    """The thread-count functions of the BLAS libraries loaded in this process (once: NumPy
-    loads its BLAS when it is imported, before any product runs)."""
-    found: list[Callable[[], int]] = []
+def _libraries() -> tuple[tuple[ctypes.CDLL, ...], bool]:
+    """The BLAS libraries loaded in this process (once: NumPy loads its BLAS when it is
+    imported, before any product runs), and whether one is a sequential OpenBLAS."""
+    found, sequential = [], False
     for path in _loaded_blas_paths():
         try:
             # RTLD_NOLOAD: the handle of the copy already in memory, never a new load.
             library = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LOCAL)
         except OSError:
             continue
+        parallel = next((getattr(library, name) for name in _PARALLEL if hasattr(library, name)), None)
+        if parallel is not None:
+            parallel.restype, parallel.argtypes = ctypes.c_int, []
+            sequential |= parallel() == 0
+        found.append(library)
+    return tuple(found), sequential
+
+
+@functools.cache
+def _getters() -> tuple[Callable[[], int], ...]:
+    """The thread-count functions of the loaded BLAS libraries; none with a sequential OpenBLAS
+    (its count is then unknown: products are never split)."""
+    libraries, sequential = _libraries()
+    if sequential:
+        return ()
+    found: list[Callable[[], int]] = []
+    for library in libraries:
         for name in _GETTERS:
             getter = getattr(library, name, None)
             if getter is not None:

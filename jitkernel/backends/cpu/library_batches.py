@@ -9,8 +9,9 @@ results bit for bit. Stacks come from user code (`np.linalg.inv(stack)`) and fro
 trips each solve a system no other trip feeds (passes/trip_maps.py).
 
 A stack is split when the first operand is one (at least three axes, the complex packing
-aside), it holds two or more matrices and the work is worth a thread (`MIN_WORK`, about
-M**3 * T); every operand with the stack's number of axes and its length is split with it, the
+aside), it holds two or more matrices, the work is worth a thread (`MIN_WORK`, about
+M**3 * T) and LAPACK may be called from two threads at once (not a sequential OpenBLAS build,
+blas_threads.py); every operand with the stack's number of axes and its length is split with it, the
 others (a right-hand side shared by every matrix) are passed whole. A part that raises
 (LinAlgError: a singular matrix) makes the whole stack run again on this thread, so the error
 is NumPy's own, for the first failing matrix.
@@ -51,6 +52,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ...ir.library_prims import STACKED_LINALG
+from .blas_threads import concurrent_calls_safe
 
 # About M**3 * T: below this a stack runs on the calling thread (a thread's start and wake-up
 # cost tens of microseconds; a 16x16 solve a few).
@@ -85,7 +87,7 @@ def split_stacks(prim: str, params: dict[str, Any], impl: Callable[..., list], t
             return impl(*arrays, **kw)
         count, m = first.shape[0], first.shape[axes(first, 0) - 1]
         n = min(threads(), count)
-        if n <= 1 or m ** 3 * count < MIN_WORK:
+        if n <= 1 or m ** 3 * count < MIN_WORK or not concurrent_calls_safe():
             return impl(*arrays, **kw)
         stack_axes = axes(first, 0)
         split = [isinstance(a, np.ndarray) and axes(a, k) == stack_axes and a.shape[0] == count
