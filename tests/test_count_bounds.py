@@ -33,6 +33,8 @@ def shrinking_loops(draw) -> tuple[str, str]:
              "for i in range(n):", f"    x = {step}", f"    m = {mask}"]
     if draw(st.booleans()):  # a reduction of a value of the trip: its rows below the count
         lines.append("    total = total + (x * 2).sum()")
+    if draw(st.booleans()):  # a reduction of a selection: NumPy's own sum of the exact prefix,
+        lines.append("    total = total + x[m].sum()")  # its padding read by nobody
     if draw(st.booleans()):  # a value of the trip carried to the next one and returned: every row
         lines.append("    last = x + 1")
     if draw(st.booleans()):
@@ -102,3 +104,45 @@ def f(x, n):
     return y
 """)
     same_as_numpy(f, np.arange(10.0), 1, backend=backend)
+
+
+def test_selections_read_only_by_data_dependent_steps_leave_their_padding_unzeroed():
+    """A selection whose every reader is a data-dependent step (which trims it to its count)
+    is marked `unread_padding`: no zeroed buffer per trip. A selection a kernel reads, or one
+    that is returned or carried, keeps its zeros."""
+    def means(data, radius, npt):  # NPBench's azimint_naive
+        rmax = radius.max()
+        res = np.zeros(npt, dtype=np.float64)
+        for i in range(npt):
+            r1 = rmax * i / npt
+            r2 = rmax * (i + 1) / npt
+            values = data[np.logical_and(r1 <= radius, radius < r2)]
+            res[i] = values.mean()
+        return res
+
+    def sorted_then_scaled(x):  # the sort's result is read by a kernel; the selection by the sort
+        return np.sort(x[x > 0.5]) * 2.0
+
+    def returned(x):
+        return x[x > 0.5]
+
+    def step_lines(text, what):
+        return [ln for ln in text.splitlines() if what in ln]
+
+    def top_level_marks(f, *args):
+        """(fn or the NumPy function's name, unread_padding) of each top-level data-dependent step."""
+        kp = jk.jit(f, backend="cpu").lower(*args).compiled.executable.kp
+        return [(s.params["fn"] if s.params["fn"] != "call" else dict(s.params["kw"])["name"],
+                 s.params.get("unread_padding", ())) for s in kp.steps if getattr(s, "prim", None) == "datadep_pure"]
+
+    rng = np.random.default_rng(0)
+    data, radius = rng.random(2000), rng.random(2000)
+    text = jk.jit(means, backend="cpu").lower(data, radius, 10).as_text("kernels")
+    (select,) = step_lines(text, "fn='mask_select'")
+    assert "unread_padding=(0,)" in select, text
+    np.testing.assert_allclose(jk.jit(means)(data, radius, 10), means(data, radius, 10), rtol=1e-15)
+
+    assert top_level_marks(sorted_then_scaled, data) == [("mask_select", (0,)), ("sort", ())]
+    np.testing.assert_array_equal(jk.jit(sorted_then_scaled)(data), sorted_then_scaled(data))
+    assert top_level_marks(returned, data) == [("mask_select", ())]
+    np.testing.assert_array_equal(jk.jit(returned)(data), returned(data))

@@ -52,7 +52,7 @@ def datadep_function(name: str) -> Callable[[Callable[..., Any]], Callable[..., 
 
 
 def _rule(in_avals: list[AType], *, ncounts: int, fn: str, kw: tuple, layout: tuple, outs: tuple,
-          where: str, split: bool = False) -> list[AType]:
+          where: str, split: bool = False, unread_padding: tuple = ()) -> list[AType]:
     if fn not in FUNCTIONS:
         raise TypeError(f"datadep_call: unknown function {fn!r}")
     for a in in_avals[:ncounts]:
@@ -64,14 +64,18 @@ def _rule(in_avals: list[AType], *, ncounts: int, fn: str, kw: tuple, layout: tu
 
 
 def _impl(*arrays: np.ndarray, ncounts: int, fn: str, kw: tuple, layout: tuple, outs: tuple,
-          where: str, split: bool = False) -> list[np.ndarray]:
+          where: str, split: bool = False, unread_padding: tuple = ()) -> list[np.ndarray]:
+    """The function on the exact prefixes; each "pad" output padded again to its full length,
+    with zeros, or left as it was allocated where no reader reads past the count
+    (`unread_padding`: positions among `outs`, set by passes/count_bounds.py; a fresh zeroed
+    buffer per call of a selection in a loop was a pass over the whole buffer per trip)."""
     counts = [int(c) for c in arrays[:ncounts]]
     operands = [a if k < 0 else a[:counts[k]] for a, k in zip(arrays[ncounts:], layout)]
     result = FUNCTIONS[fn](*operands, **dict(kw))
     results = iter(result if isinstance(result, tuple) else (result,))
     produced: list[np.ndarray] = []
     last_length = 0
-    for kind, shape, dtype in outs:
+    for position, (kind, shape, dtype) in enumerate(outs):
         if kind == "len":
             produced.append(np.asarray(last_length, np.int64))
             continue
@@ -92,7 +96,7 @@ def _impl(*arrays: np.ndarray, ncounts: int, fn: str, kw: tuple, layout: tuple, 
         if value.shape[1:] != tuple(shape[1:]) or value.shape[0] > shape[0]:
             raise TypeError(f"internal error: datadep_call {fn} returned shape {value.shape}, at most "
                             f"{tuple(shape)}; please report this")
-        padded = np.zeros(shape, dtype)
+        padded = (np.empty if position in unread_padding else np.zeros)(shape, dtype)
         padded[:value.shape[0]] = value
         last_length = value.shape[0]
         produced.append(padded)
