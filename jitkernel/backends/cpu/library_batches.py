@@ -135,7 +135,8 @@ def split_products(threads: Callable[[], int], pool: Callable[[int], Executor] |
 def _product_parts(a: np.ndarray, b: np.ndarray, threads: Callable[[], int],
                    blas_threads: Callable[[], int | None], min_work: int, min_thin_bytes: int) -> tuple[int, str]:
     """Into how many panels a product is worth splitting (1: run it whole), and along what:
-    "batch" (the leading batch axis), "rows" or "columns" (of the result)."""
+    "batch" (the leading batch axis), "rows" or "columns" (of the result), or "gram" (`x @ x.T`
+    in blocks of `x`'s rows)."""
     if a.dtype != b.dtype or a.dtype.hasobject or a.ndim < 2 or a.shape[:-2] != b.shape[:-2]:
         return 1, ""
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
