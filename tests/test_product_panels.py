@@ -86,7 +86,7 @@ def test_products_run_whole_unless_worth_splitting(blas_count, threads, small):
 
 
 def _openblas_setter():
-    for path in blas._loaded_blas_paths():
+    for path in blas._numpy_blas_paths():  # the BLAS NumPy's matmul calls
         library = ctypes.CDLL(path)
         for name in ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_",
                      "openblas_set_num_threads"):
@@ -111,6 +111,9 @@ def one_blas_thread():
 
 
 def test_blas_threads_reads_the_loaded_openblas(one_blas_thread):
+    import scipy.linalg  # noqa: F401  (SciPy's own OpenBLAS, at its own count, is not NumPy's)
+    blas._libraries.cache_clear()
+    blas._getters.cache_clear()  # found again, with SciPy's library loaded
     assert blas.blas_threads() == 1
     assert blas.concurrent_calls_safe()  # NumPy's wheels bundle a threaded OpenBLAS
 

@@ -7,7 +7,8 @@ several threads at once would only oversubscribe them. The count is read at each
 (a C call of about a microsecond), so a limit set while the process runs is seen.
 
 The BLAS libraries are found among the shared objects this process has loaded
-(`/proc/self/maps`: NumPy's wheels bundle OpenBLAS as `libscipy_openblas64_-*.so`), opened
+(`/proc/self/maps`: NumPy's wheels bundle OpenBLAS as `numpy.libs/libscipy_openblas64_-*.so`;
+only that one counts when present, not SciPy's or another package's own BLAS), opened
 again without loading anything new, and asked through their own thread-count functions
 (OpenBLAS, MKL, BLIS). Where none can be found (no `/proc`, another BLAS), or the OpenBLAS is
 a sequential build (which may not be safe to call from two threads at once), the count is
@@ -24,6 +25,8 @@ import ctypes
 import functools
 import os
 from typing import Callable
+
+import numpy as np
 
 # Thread-count getters by library, under the names their builds export (OpenBLAS with and
 # without the ILP64 suffix and SciPy's prefix, MKL, BLIS).
@@ -55,7 +58,7 @@ def _libraries() -> tuple[tuple[ctypes.CDLL, ...], bool]:
     """The BLAS libraries loaded in this process (once: NumPy loads its BLAS when it is
     imported, before any product runs), and whether one is a sequential OpenBLAS."""
     found, sequential = [], False
-    for path in _loaded_blas_paths():
+    for path in _numpy_blas_paths():
         try:
             # RTLD_NOLOAD: the handle of the copy already in memory, never a new load.
             library = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LOCAL)
@@ -85,6 +88,16 @@ def _getters() -> tuple[Callable[[], int], ...]:
                 found.append(getter)
                 break
     return tuple(found)
+
+
+def _numpy_blas_paths() -> list[str]:
+    """The loaded BLAS libraries NumPy's matmul and linalg call: those NumPy's wheel bundles (in
+    `numpy.libs/` or `numpy/`; another package's own BLAS, such as SciPy's, is not the one
+    products run on), else every loaded one (NumPy built against a system BLAS)."""
+    paths = _loaded_blas_paths()
+    home = os.path.dirname(os.path.realpath(np.__file__))
+    bundled = [p for p in paths if os.path.realpath(p).startswith((home + os.sep, home + ".libs" + os.sep))]
+    return bundled or paths
 
 
 def _loaded_blas_paths() -> list[str]:
