@@ -35,6 +35,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from . import compiler
+from .library_batches import run_parts
 from .types import F64, I64, PTR
 
 BLOCK = 65536  # NumPy's histogram block: each block's sums are added to the totals in order
@@ -89,26 +90,20 @@ def _bins(a: np.ndarray, weights: np.ndarray | None, edges: np.ndarray, nbins: i
     blocks = [(lo, min(lo + BLOCK, a.shape[0])) for lo in range(0, a.shape[0], BLOCK)]
     acc = np.float64 if weights is not None else np.int64
     sums = np.zeros((max(len(blocks), 1), nbins), acc)
-    e_ptr, s_ptr = edges.ctypes.data, sums.ctypes.data
-    a_ptr = a.ctypes.data
-    w_ptr = weights.ctypes.data if weights is not None else 0
 
     def run_blocks(ks: range) -> None:
+        # The arrays themselves, not only their addresses, are held here: a part still running
+        # on a worker after an interrupt keeps them alive until it is done.
         for k in ks:
             lo, hi = blocks[k]
-            fn(a_ptr + 8 * lo, w_ptr + 8 * lo if w_ptr else 0, hi - lo, e_ptr, nbins, first, last, denom,
-               s_ptr + 8 * nbins * k)
+            fn(a.ctypes.data + 8 * lo, weights.ctypes.data + 8 * lo if weights is not None else 0, hi - lo,
+               edges.ctypes.data, nbins, first, last, denom, sums.ctypes.data + 8 * nbins * k)
 
-    parts = min(threads, len(blocks)) if pool is not None else 1
-    if parts > 1:
-        bounds = [len(blocks) * t // parts for t in range(parts + 1)]
-        chunks = [range(lo, hi) for lo, hi in zip(bounds, bounds[1:])]
-        executor = pool(parts - 1)
-        futures = [executor.submit(run_blocks, c) for c in chunks[1:]]
-        run_blocks(chunks[0])
-        for f in futures:
-            f.result()
-    else:
+    parts = max(1, min(threads, len(blocks))) if pool is not None else 1
+    bounds = [len(blocks) * t // parts for t in range(parts + 1)]
+    chunks = [(range(lo, hi),) for lo, hi in zip(bounds, bounds[1:])]
+    if parts <= 1 or run_parts(pool(parts - 1), run_blocks, chunks, {}) is None:
+        sums.fill(0)  # (a part that failed may have added to its blocks: all of them again, here)
         run_blocks(range(len(blocks)))
     if weights is None:
         return sums.sum(axis=0, dtype=np.intp)  # counts: exact in any order

@@ -94,7 +94,7 @@ def split_stacks(prim: str, params: dict[str, Any], impl: Callable[..., list], t
                  for k, a in enumerate(arrays)]
         bounds = [count * t // n for t in range(n + 1)]
         parts = [[a[lo:hi] if s else a for a, s in zip(arrays, split)] for lo, hi in zip(bounds, bounds[1:])]
-        results = _run_parts(pool(n - 1), impl, parts, kw)
+        results = run_parts(pool(n - 1), impl, parts, kw)
         if results is None:
             return impl(*arrays, **kw)  # NumPy's own error, for the first failing matrix
         return [np.concatenate([r[j] for r in results]) for j in range(len(results[0]))]
@@ -115,7 +115,7 @@ def split_products(threads: Callable[[], int], pool: Callable[[int], Executor] |
         extent = {"batch": a.shape[0], "rows": a.shape[-2], "columns": b.shape[-1], "gram": a.shape[-2]}[cut]
         bounds = [extent * t // parts for t in range(parts + 1)]
         if cut == "gram":
-            if _run_parts(pool(parts - 1), _gram_blocks, _gram_tasks(a, out, bounds), {}) is None:
+            if run_parts(pool(parts - 1), _gram_blocks, _gram_tasks(a, out, bounds), {}) is None:
                 np.matmul(a, b, out=out)
             return out
         panels = []
@@ -126,7 +126,7 @@ def split_products(threads: Callable[[], int], pool: Callable[[int], Executor] |
                 panels.append((a[..., lo:hi, :], b, out[..., lo:hi, :]))
             else:
                 panels.append((a, b[..., lo:hi], out[..., lo:hi]))
-        if _run_parts(pool(parts - 1), _matmul_into, panels, {}) is None:
+        if run_parts(pool(parts - 1), _matmul_into, panels, {}) is None:
             np.matmul(a, b, out=out)  # NumPy's own error, if any
         return out
     return matmul
@@ -193,12 +193,12 @@ def _matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     np.matmul(a, b, out=out)
 
 
-def _run_parts(executor: Executor, fn: Callable[..., Any], parts: list, kw: dict) -> list | None:
+def run_parts(executor: Executor, fn: Callable[..., Any], parts: list, kw: dict) -> list | None:
     """`fn(*part, **kw)` for every part, the first on this thread and the others on `executor`;
     their results in order, or None when one raised an Exception (the caller runs the whole
-    call again on this thread for its own error). A worker that is still running after an
-    interrupt holds its part's arrays (views of the result), so a reused buffer is not handed
-    out again before it is done."""
+    call again on this thread for its own error; the other parts have finished by then). A
+    worker that is still running after an interrupt holds its part's arrays (views of the
+    result), so a reused buffer is not handed out again before it is done."""
     futures = [executor.submit(fn, *part, **kw) for part in parts[1:]]
     try:
         return [fn(*parts[0], **kw)] + [f.result() for f in futures]
