@@ -109,7 +109,7 @@ def f(x, n):
 def test_selections_read_only_by_data_dependent_steps_leave_their_padding_unzeroed():
     """A selection whose every reader is a data-dependent step (which trims it to its count)
     is marked `unread_padding`: no zeroed buffer per trip. A selection a kernel reads, or one
-    that is returned or carried, keeps its zeros."""
+    that is returned (even when a step also reads it trimmed), keeps its zeros."""
     def means(data, radius, npt):  # NPBench's azimint_naive
         rmax = radius.max()
         res = np.zeros(npt, dtype=np.float64)
@@ -125,6 +125,10 @@ def test_selections_read_only_by_data_dependent_steps_leave_their_padding_unzero
 
     def returned(x):
         return x[x > 0.5]
+
+    def returned_and_sorted(x):  # one selection read trimmed (the sort) and whole (returned)
+        y = x[x > 0.5]
+        return y, np.sort(y)
 
     def step_lines(text, what):
         return [ln for ln in text.splitlines() if what in ln]
@@ -146,3 +150,6 @@ def test_selections_read_only_by_data_dependent_steps_leave_their_padding_unzero
     np.testing.assert_array_equal(jk.jit(sorted_then_scaled)(data), sorted_then_scaled(data))
     assert top_level_marks(returned, data) == [("mask_select", ())]
     np.testing.assert_array_equal(jk.jit(returned)(data), returned(data))
+    assert top_level_marks(returned_and_sorted, data) == [("mask_select", ()), ("sort", ())]
+    for got, expected in zip(jk.jit(returned_and_sorted)(data), returned_and_sorted(data)):
+        np.testing.assert_array_equal(got, expected)

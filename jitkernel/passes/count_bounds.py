@@ -24,9 +24,10 @@ A data-dependent step's padded output whose every reader is a data-dependent ste
 it to its count: `data[mask].mean()` in NPBench's azimint_naive, a selection then sorted) is
 marked `unread_padding`: the runtime then leaves its padding as allocated instead of zeroing a
 whole buffer per call, which was a third of azimint_naive's time (1000 trips, a 3.2 MB buffer
-each). A padded output that a kernel, a loop, a branch or the caller reads keeps its zeros. Only for backends that
-run no library steps in loop bodies (the CPU, which bounds loops at run time); elsewhere
-`where_valid` would be computed and not used.
+each). A padded output that a kernel, a loop, a branch or the caller reads keeps its zeros.
+
+Both only for backends that run no library steps in loop bodies (the CPU, which bounds loops
+at run time); elsewhere `where_valid` would be computed and not used.
 
 >>> import numpy as np, jitkernel as jk
 >>> def f(x, n):
@@ -97,24 +98,21 @@ def _unread_padding(eqns: list[Eqn], outvars: list[Var]) -> list[Eqn]:
     """The selections (and other data-dependent steps) whose padded outputs are read only by
     data-dependent steps, which trim them to their count, marked `unread_padding`: the runtime
     then does not zero a whole padded buffer per call (per trip, in a loop)."""
-    trimmed: dict[Var, bool] = {}
-    for v in outvars:
-        trimmed[v] = False
+    trimmed: set[Var] = set()  # read by a data-dependent step, below its count
+    whole = set(outvars)  # read some other way (or returned)
     for eqn in eqns:
         if eqn.prim in DATADEP_PRIMITIVES:
             p = eqn.params
+            whole.update(eqn.inputs[:p["ncounts"]])
             for v, slot in zip(eqn.inputs[p["ncounts"]:], p["layout"]):
-                trimmed[v] = trimmed.get(v, True) and slot >= 0
-            for v in eqn.inputs[:p["ncounts"]]:
-                trimmed[v] = False
+                (trimmed if slot >= 0 else whole).add(v)
         else:
-            for v in eqn.inputs:
-                trimmed[v] = False
+            whole.update(eqn.inputs)
     marked = []
     for eqn in eqns:
-        if eqn.prim in DATADEP_PRIMITIVES and not eqn.params.get("unread_padding"):
+        if eqn.prim in DATADEP_PRIMITIVES:
             unread = tuple(k for k, (o, (kind, _, dtype)) in enumerate(zip(eqn.outputs, eqn.params["outs"]))
-                           if kind == "pad" and np.dtype(dtype).kind != "c" and trimmed.get(o, False))
+                           if kind == "pad" and np.dtype(dtype).kind != "c" and o in trimmed and o not in whole)
             if unread:
                 eqn = Eqn(eqn.prim, eqn.inputs, eqn.outputs, {**eqn.params, "unread_padding": unread})
         marked.append(eqn)
