@@ -26,6 +26,7 @@ import numpy as np
 
 from .ir import AType, Var, check_dtype
 from .trace.context import current_context, is_tracing
+from .trace.carry_writes import InputWatch, write_back_carry, write_back_operands, written_operands
 from .trace.subtrace import SubTraceContext, finish, trace_function
 from .trace.tracer import Tracer
 from .tree import TreeDef, leaf_paths, tree_flatten, tree_unflatten
@@ -146,15 +147,19 @@ def _trace_loop_body(who: str, fun_name: str, fun: Callable[..., Any], init_leav
                      extra_out: bool = False) -> tuple[Any, list[Spec], Any]:
     """Trace `fun` with the carry `init_leaves` until the carry types agree (weak leaves take
     the body's types). `make_lead(ctx, lead_tracers)` returns the arguments that come before
-    the carry (a loop index) or around it. Returns (finished sub-context state, specs, extra)."""
+    the carry (a loop index) or around it. Returns ((sub-context, carry leaves out, extra, the
+    watch of the carry inputs), specs, the enclosing context)."""
     paths = leaf_paths(tree, "carry")
     specs = [_spec(leaf, p, who) for leaf, p in zip(init_leaves, paths)]
     outer = _outer_context()
     for _ in range(_MAX_PROMOTION_ROUNDS):
+        watches: list[InputWatch] = []
+
         def make_args(ctx: SubTraceContext, specs: list[Spec] = specs) -> tuple:
             lead = [ctx.new_input(a, w) for a, w in lead_specs]
-            carry = tree_unflatten(tree, [ctx.new_input(a, w) for a, w in specs])
-            return make_lead(ctx, lead, carry)
+            inputs = [ctx.new_input(a, w) for a, w in specs]
+            watches.append(InputWatch(inputs))
+            return make_lead(ctx, lead, tree_unflatten(tree, inputs))
         ctx, result = trace_function(outer, f"{outer.name}.{fun_name}", fun, make_args, loop=True)
         carry_out, extra = (result if extra_out else (result, None))
         if extra_out and not (isinstance(result, tuple) and len(result) == 2):
@@ -164,7 +169,7 @@ def _trace_loop_body(who: str, fun_name: str, fun: Callable[..., Any], init_leav
         out_specs = [_spec(leaf, p, who) for leaf, p in zip(out_leaves, paths)]
         new_specs, changed = _unify_carry(who, fun_name, paths, specs, out_specs, out_leaves)
         if not changed:
-            return (ctx, out_leaves, extra), specs, outer
+            return (ctx, out_leaves, extra, watches[-1]), specs, outer
         ctx.closed = True
         specs = new_specs
     raise TypeError(f"{who}: the carry types of {fun_name} did not settle after {_MAX_PROMOTION_ROUNDS} rounds")
@@ -202,7 +207,7 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
         return val
     who = "jk.lax.while_loop"
     init_leaves, tree = tree_flatten(init_val)
-    (bctx, bleaves, _), specs, outer = _trace_loop_body(
+    (bctx, bleaves, _, watch), specs, outer = _trace_loop_body(
         who, "body_fun", body_fun, init_leaves, tree, [], lambda ctx, lead, carry: (carry,))
     body = _finish_body(bctx, bleaves, specs)
 
@@ -214,7 +219,9 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
         _lift_leaf(outer, leaf, spec) for leaf, spec in zip(init_leaves, specs)]
     outs = outer.bind("while_loop", operands, cond=cond, body=body, cond_nconsts=len(cctx.captured),
                       body_nconsts=len(bctx.captured))
-    return tree_unflatten(tree, _result_tracers(outer, outs, specs))
+    results = write_back_carry(who, "body_fun", leaf_paths(tree, "carry"), init_leaves,
+                               _result_tracers(outer, outs, specs), watch, bleaves)
+    return tree_unflatten(tree, results)
 
 
 def _predicate(ctx: SubTraceContext, pred: Any, who: str, fun_name: str) -> Any:
@@ -266,7 +273,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
         elif (bounds := _bound_ranges(lower, upper)) is not None:
             ctx.loose_ranges[lead[0].ir_var] = bounds  # range(i): 0 <= j < i for every trip
         return (lead[0], carry)
-    (bctx, bleaves, _), specs, outer = _trace_loop_body(
+    (bctx, bleaves, _, watch), specs, outer = _trace_loop_body(
         who, "body_fun", body_fun, init_leaves, tree, [index_spec], make_lead)
     body = _finish_body(bctx, bleaves, specs)
     ncap = len(bctx.captured)  # invars are captured + [i] + carry: the IR wants i first
@@ -274,7 +281,9 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
     bounds = [_lift_leaf(outer, b, (AType((), np.int64), None)) for b in (lower, upper)]
     operands = bounds + list(bctx.captured) + [_lift_leaf(outer, leaf, spec) for leaf, spec in zip(init_leaves, specs)]
     outs = outer.bind("fori_loop", operands, body=body, nconsts=len(bctx.captured))
-    return tree_unflatten(tree, _result_tracers(outer, outs, specs))
+    results = write_back_carry(who, "body_fun", leaf_paths(tree, "carry"), init_leaves,
+                               _result_tracers(outer, outs, specs), watch, bleaves)
+    return tree_unflatten(tree, results)
 
 
 def _bound_ranges(lower: Any, upper: Any) -> tuple[int, int] | None:
@@ -323,7 +332,7 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, le
         return (carry, tree_unflatten(x_tree, lead))
     # The x slices come first among the sub-trace's explicit inputs (lead); the program's input
     # order (consts, carry, x slices) is restored below.
-    (bctx, bleaves, ys), specs, outer = _trace_loop_body(
+    (bctx, bleaves, ys, watch), specs, outer = _trace_loop_body(
         who, "f", f, init_leaves, tree, slice_specs, make_lead, extra_out=True)
     y_leaves, y_tree = tree_flatten(ys)
     y_specs = [_spec(y, p, who) for y, p in zip(y_leaves, leaf_paths(y_tree, "y"))]
@@ -336,7 +345,8 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, le
     operands = (list(bctx.captured) + [_lift_leaf(outer, leaf, spec) for leaf, spec in zip(init_leaves, specs)]
                 + [_lift_leaf(outer, x, spec) for x, spec in zip(x_leaves, x_specs)])
     outs = outer.bind("scan", operands, body=body, nconsts=ncap, ncarry=len(specs), length=n, reverse=bool(reverse))
-    carry = tree_unflatten(tree, _result_tracers(outer, outs[:len(specs)], specs))
+    carry = tree_unflatten(tree, write_back_carry(who, "f", leaf_paths(tree, "carry"), init_leaves,
+                                                  _result_tracers(outer, outs[:len(specs)], specs), watch, bleaves))
     return carry, tree_unflatten(y_tree, list(outs[len(specs):]))
 
 
@@ -406,10 +416,12 @@ def _cond(index: Tracer, branches: list[Callable[..., Any]], operands: tuple, wh
     outer = _outer_context()
     op_leaves, op_tree = tree_flatten(tuple(operands))
     op_specs = [_spec(x, p, who) for x, p in zip(op_leaves, leaf_paths(op_tree, "operands"))]
-    traced = []
+    traced, watches = [], []
     for k, fun in enumerate(branches):
         def make_args(ctx: SubTraceContext) -> tuple:
-            return tuple(tree_unflatten(op_tree, [ctx.new_input(a, w) for a, w in op_specs]))
+            inputs = [ctx.new_input(a, w) for a, w in op_specs]
+            watches.append(InputWatch(inputs))
+            return tuple(tree_unflatten(op_tree, inputs))
         ctx, result = trace_function(outer, f"{outer.name}.branch{k}", fun, make_args)
         leaves, tree = tree_flatten(result)
         traced.append((ctx, leaves, tree))
@@ -422,7 +434,12 @@ def _cond(index: Tracer, branches: list[Callable[..., Any]], operands: tuple, wh
     per_branch = [[_spec(leaf, p, who) for leaf, p in zip(leaves, paths)] for _, leaves, _ in traced]
     specs = [_join_branch_types(who, path, [b[j] for b in per_branch], [t[1][j] for t in traced])
              for j, path in enumerate(paths)]
-    finished = [finish(ctx, leaves, [a.dtype for a, _ in specs]) for ctx, leaves, _ in traced]
+    # Operands a branch wrote in place: every branch also returns their final values, which are
+    # written back into the caller's arrays after the cond (trace/carry_writes.py).
+    written = written_operands(watches)
+    finished = [finish(ctx, list(leaves) + [w.inputs[k] for k in written],
+                       [a.dtype for a, _ in specs] + [op_specs[k][0].dtype for k in written])
+                for (ctx, leaves, _), w in zip(traced, watches)]
     # One operand list for every branch: all captured values (by outer variable), then the operands.
     union: dict[Any, Tracer] = {}
     for ctx, _, _ in traced:
@@ -435,7 +452,11 @@ def _cond(index: Tracer, branches: list[Callable[..., Any]], operands: tuple, wh
         programs.append(program)
     operand_tracers = list(union.values()) + [_lift_leaf(outer, x, s) for x, s in zip(op_leaves, op_specs)]
     outs = outer.bind("cond", [index] + operand_tracers, branches=tuple(programs))
-    return tree_unflatten(tree0, _result_tracers(outer, outs, specs))
+    results = _result_tracers(outer, outs[:len(specs)], specs)
+    if written:
+        results = write_back_operands(who, leaf_paths(op_tree, "operands"), op_leaves, written, outs[len(specs):],
+                                      results, watches, [leaves for _, leaves, _ in traced])
+    return tree_unflatten(tree0, results)
 
 
 def _join_branch_types(who: str, path: str, specs: list[Spec], leaves: list[Any]) -> Spec:
