@@ -17,6 +17,7 @@ from ..config import config
 from ..forking import compiling
 from ..ir.host_lengths import HOST_LENGTHS
 from ..pipeline import Compiled, compile_program, reuse_program
+from ..trace.views import layout_strides
 from ..tracebacks import user_stacklevel
 from .signature import Signature, _with_sizes, signature_diff, size_changes, size_only_change
 
@@ -53,7 +54,7 @@ _log = logging.getLogger("jitkernel")
 
 
 def _layout_matches(guard: tuple, leaves: list) -> bool:
-    return all(getattr(leaves[i], "strides", None) == strides for i, strides in guard)
+    return all(layout_strides(leaves[i]) == strides for i, strides in guard)
 
 
 class CompileCacheMixin:
@@ -288,10 +289,10 @@ class CompileCacheMixin:
             variant = self._compile(sig, args, kwargs)
             variant.function_id = self.function_id
             variants.append(variant)
-            reasons = [f"{sig.names[i]}: strides {strides} -> {getattr(leaves[i], 'strides', None)} (a reshape or ravel "
+            reasons = [f"{sig.names[i]}: strides {strides} -> {layout_strides(leaves[i])} (a reshape or ravel "
                        "of it is a view for one layout and a copy for the other)"
                        for i, strides in compiled.program.layout_guard
-                       if getattr(leaves[i], "strides", None) != strides]
+                       if layout_strides(leaves[i]) != strides]
             self._record_recompilation(Recompilation(self.__name__, reasons, sig.describe(), sig.describe(),
                                                      variant.compile_seconds, variant.trace_seconds))
             return variant

@@ -14,6 +14,7 @@ from ..device_array import DeviceArray as _DeviceArray
 from ..sharding import call as sharded_call
 from ..pipeline import DEVICE_ARRAY_BACKENDS, AliasedArguments, CheckedPathNeeded, Compiled, same_array_positions
 from ..trace import Tracer
+from ..trace.views import layout_strides
 from ..tracebacks import hide_engine_frames
 from ..tree import tree_flatten
 from .sequence_hint import add_sequence_hint
@@ -31,7 +32,7 @@ def _guarded_by_layout(entry: Callable[[tuple], Any], guard: tuple) -> Callable[
     other layout takes the checked path (Jitted._layout_variant)."""
     def guarded(args: tuple) -> Any:
         for i, strides in guard:
-            if args[i].strides != strides:
+            if layout_strides(args[i]) != strides:
                 raise CheckedPathNeeded
         return entry(args)
     return guarded

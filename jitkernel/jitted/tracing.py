@@ -12,7 +12,7 @@ from ..forking import compile_section
 from ..ir import AType, Program
 from ..startup import ensure_started
 from ..trace import trace_program
-from ..trace.views import argument_strides, c_strides
+from ..trace.views import argument_strides, c_strides, layout_strides
 from ..tree import TreeDef, tree_unflatten
 from .signature import _PY_SCALAR_DTYPES, NUMPY_SCALAR, Signature
 from .write_back import _bound_names
@@ -70,7 +70,7 @@ class TracingMixin:
             return full_args, full_kwargs
 
         program, out_tree = trace_program(fun, self.__name__, in_specs, build_args)
-        program.layout_guard = tuple((leaf_of[i], getattr(leaves[leaf_of[i]], "strides", None))
+        program.layout_guard = tuple((leaf_of[i], layout_strides(leaves[leaf_of[i]]))
                                      for i in program.layout_args)
         names = sig.names if same is None else [n for j, n in enumerate(sig.names) if same[j] == j]
         program.written_names = tuple(names[i] for i, _ in program.written_args)

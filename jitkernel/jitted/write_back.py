@@ -13,6 +13,7 @@ import numpy as np
 from ..config import config
 from ..forking import compiling
 from ..pipeline import CheckedPathNeeded, Compiled, compile_program, same_array, shares_memory
+from ..trace.views import layout_strides
 from ..tree import tree_flatten, tree_unflatten
 from .signature import Signature, _ndarray
 from ..errors import UnsupportedOperationError
@@ -129,7 +130,7 @@ class WriteBackMixin:
         """The variant of `sig` traced with `trace_options` (an aliasing pattern: `same` or
         `globals_as`), cached per pattern and argument layout (as _layout_variant); compiled under
         the fork gate, then the function's lock, as every compile."""
-        key = (sig.key, *pattern, tuple(getattr(leaf, "strides", None) for leaf in leaves))
+        key = (sig.key, *pattern, tuple(layout_strides(leaf) for leaf in leaves))
         compiled = self._aliased.get(key)
         if compiled is None:
             with compiling(), self._lock:

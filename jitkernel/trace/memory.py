@@ -62,6 +62,17 @@ def argument_strides(array: Any) -> tuple[int, ...] | None:
     return tuple(strides)
 
 
+def layout_strides(array: Any) -> tuple[int, ...] | None:
+    """The byte strides a program's layout guard compares (Program.layout_guard): an ndarray's
+    own; C order's for an array that has a shape but no strides (a device array: the trace reads
+    it in C order, `argument_strides`, and its host copy is C-ordered); None for a scalar."""
+    strides = getattr(array, "strides", None)
+    if strides is not None or getattr(array, "shape", None) is None:
+        return strides
+    itemsize = np.dtype(array.dtype).itemsize
+    return tuple(s * itemsize for s in c_strides(tuple(array.shape)))
+
+
 def _layout_decides(t: Any) -> None:
     """A view-or-copy decision is being made on t's strides: if t is (a view of) an argument, the
     program depends on that argument's layout (a C-ordered call and an F-ordered one differ)."""

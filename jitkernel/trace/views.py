@@ -31,7 +31,8 @@ from .context import current_context, user_frame_location
 from .memory import emit, ensure_memory
 # Read here by the modules above the trace (numpy/, jitted/): the reading half of the model,
 # and `fresh` (a copy, not a view: the Tracer's own, x.copy()).
-from .memory import (argument_strides as argument_strides, c_strides as c_strides, emit_diagonal as emit_diagonal,
+from .memory import (argument_strides as argument_strides, c_strides as c_strides,
+                     layout_strides as layout_strides, emit_diagonal as emit_diagonal,
                      is_c_contiguous as is_c_contiguous, is_f_contiguous as is_f_contiguous, make_view as make_view)
 from .tracer import fresh as fresh
 

@@ -101,3 +101,22 @@ def test_64_bit_host_arguments_are_not_narrowed_and_32_bit_calls_return_64_bit_r
         arg, scaled = narrow(x)
         assert np.asarray(arg).dtype == np.int64 and int(np.asarray(arg)) == 1
         np.testing.assert_array_equal(np.asarray(scaled), np.array([1.0, 5.0, 2.0]) * 1e300)
+
+
+def test_device_arguments_of_a_program_with_a_layout_guard(tpu):
+    """A program whose reshape decided view-or-copy on an argument's strides (a layout guard)
+    called with that argument on the device: a device array has no strides, and its layout is C
+    order (NPBench's azimint_hist and stockham_fft on the chip raised AttributeError on the
+    second call, the fast path's guard). Host and device arguments, in either order, NumPy's
+    results."""
+    def f(x, y):
+        return x.T.reshape(-1) * 2 + y.ravel()
+
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    y = np.ones((4, 3), np.float32)
+    want = f(x, y)
+    g = jk.jit(f, backend="tpu")
+    for args in [(jk.device_put(x, tpu), jk.device_put(y, tpu)), (x, y), (x, jk.device_put(y, tpu)),
+                 (jk.device_put(x, tpu), y), (np.asfortranarray(x), y)]:
+        for _ in range(2):  # the checked path, then the fast one
+            np.testing.assert_array_equal(np.asarray(g(*args)), want)
