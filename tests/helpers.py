@@ -70,9 +70,10 @@ def _check_leaf(got: Any, expected: Any, rtol: float | None, atol: float | None,
             _fail(path, f"{len(bad)} of {e.size} elements differ (exact {e.dtype} comparison); first at "
                         f"{first}: got {g[first]!r}, NumPy {e[first]!r}\ngot:\n{g}\nNumPy:\n{e}")
         return
-    if e.dtype.kind == "c":  # each part as its float dtype
-        _check_leaf(g.real.copy(), e.real.copy(), rtol, atol, f"{path}.real")
-        _check_leaf(g.imag.copy(), e.imag.copy(), rtol, atol, f"{path}.imag")
+    if e.dtype.kind == "c":  # each part as its float dtype (a 0-d result's as NumPy scalars)
+        for part in ("real", "imag"):
+            gp, ep = getattr(g, part).copy(), getattr(e, part).copy()
+            _check_leaf(gp[()] if gp.ndim == 0 else gp, ep[()] if ep.ndim == 0 else ep, rtol, atol, f"{path}.{part}")
         return
     dr, da = FLOAT_TOL[e.dtype.newbyteorder("=")]  # a byte-swapped result has the same tolerance
     rtol = dr if rtol is None else rtol
@@ -138,7 +139,7 @@ def outcome(fn: Callable[..., Any], *args: Any) -> tuple:
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return "ok", fn(*args)
+            return "ok", on_host(fn(*args))
     except Exception as e:  # noqa: BLE001 - the type is what is compared
         return "raise", type(e)
 
@@ -356,7 +357,7 @@ def call_on_copies(fn: Callable[..., Any], *args: Any) -> tuple:
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return "ok", fn(*args), args
+            return "ok", on_host(fn(*args)), args  # (results the chip keeps, as NumPy's)
     except Exception as e:  # noqa: BLE001 - the exception is what is compared
         return "raise", e, args
 

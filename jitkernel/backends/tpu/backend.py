@@ -26,6 +26,7 @@ from ...ir import Program
 from ...ir.control_flow import sub_programs
 from ...passes.complex_lower import Packed, lower_complex
 from ..base import Backend
+from .chip_limits import ChipWouldAbort, refuse_chip_aborts
 from .device_array import TpuArray, tpu_devices
 from .narrow import narrow_float64
 from .options import fusion_mode
@@ -93,18 +94,34 @@ class TpuBackend(Backend):
 
     def compile(self, program: Program, *, name: str, fastmath: bool = False, disk_cache: bool = True,
                 previous: Any = None) -> tuple[Any, dict]:
-        import jax  # optional dependency
-        from .lowering import lower
         t0 = events.clock()
         # Complex values as (real, imag) float pairs, the CPU backend's own expansion: NumPy's
         # complex semantics decided once (passes/complex_lower.py), complex transcendental
         # functions as NumPy's loops (host steps here), and no complex128 on the chip.
         program, packed = lower_complex(narrow_float64(program))
-        device, fusion, no_kernels = self.device(), fusion_mode(), ""
+        device = self.device()
         if device.platform == "tpu" and holds_float64(program):
-            device, fusion = jax.devices("cpu")[0], "xla"
-            no_kernels = "the program runs on the host CPU (float64), where XLA fuses"
-            warnings.warn(FLOAT64_NOTE.format(name=name), RuntimeWarning, stacklevel=2)
+            return self._compile_on_host(program, packed, name, disk_cache, t0, FLOAT64_NOTE.format(name=name),
+                                         "float64")
+        try:
+            return self._compile_for(program, packed, device, fusion_mode(), "", name, disk_cache, t0)
+        except ChipWouldAbort as refused:
+            # what XLA would get holds a type the chip's compiler aborts on (chip_limits.py)
+            return self._compile_on_host(program, packed, name, disk_cache, t0, refused.note(name), refused.what)
+
+    def _compile_on_host(self, program: Program, packed: Packed, name: str, disk_cache: bool, t0: float,
+                         note: str, why: str) -> tuple[Any, dict]:
+        """The program compiled by XLA for the host CPU instead of the chip, with a warning (`note`)."""
+        import jax  # optional dependency
+        warnings.warn(note, RuntimeWarning, stacklevel=3)
+        return self._compile_for(program, packed, jax.devices("cpu")[0], "xla",
+                                 f"the program runs on the host CPU ({why}), where XLA fuses", name, disk_cache, t0)
+
+    def _compile_for(self, program: Program, packed: Packed, device: Any, fusion: str, no_kernels: str, name: str,
+                     disk_cache: bool, t0: float) -> tuple[Any, dict]:
+        """Lower, compile (XLA) and wrap the program for `device`, the chip or the host CPU."""
+        import jax  # optional dependency
+        from .lowering import lower
         guard = device.platform == "cpu"  # XLA's CPU code contracts a * b + c (rules_elementwise._multiply)
         # Pallas kernels: compiled by Mosaic on the chip, simulated by Pallas's TPU interpret mode
         # on the CPU (backends/tpu/pallas.py)
@@ -115,6 +132,8 @@ class TpuBackend(Backend):
         lowered_program = lower(program, fusion, interpret=interpret, contraction_guard=guard)
         try:
             staged, executable = self._xla_compile(lowered_program, specs, device, name, disk_cache)
+        except ChipWouldAbort:
+            raise  # (not a kernel's doing: the whole program goes to the host, `compile`)
         except Exception as e:  # noqa: BLE001 - raised again below unless the Pallas kernels caused it
             if not lowered_program.lowering.pallas.rendered():
                 raise
@@ -140,6 +159,8 @@ class TpuBackend(Backend):
         import jax  # optional dependency
         with jax.enable_x64(True), jax.default_device(device):
             staged = jax.jit(lowered_program.fn).lower(*specs)
+            if device.platform == "tpu":
+                refuse_chip_aborts(staged.as_text())
             use_disk = disk_cache and not lowered_program.lowering.host_steps
             return staged, _compile_cached(staged, device, name, use_disk)
 

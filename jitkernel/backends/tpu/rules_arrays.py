@@ -13,6 +13,7 @@ import numpy as np
 from jax import lax
 
 from ...ir import semantics
+from .host_steps import lower_host_step
 from .rules import lax_rule, out_dtype
 
 
@@ -101,6 +102,11 @@ def _dot(ctx, eqn, lhs, rhs):
     p = eqn.params
     (lc, rc), (lb, rb) = p["contracting"], p["batch"]
     dt = out_dtype(eqn)
+    if dt.kind in "iu" and dt.itemsize == 8:
+        # The chip's XLA has no 64-bit integer product (UNIMPLEMENTED on a v5e, chip_limits.py):
+        # NumPy's own product on the host, exact with NumPy's wrap-around, on tpu-interpret too
+        # so that CI runs the path the chip takes.
+        return lower_host_step(ctx, eqn, lhs, rhs)
     if dt == np.bool_:  # NumPy's bool matmul is "any(a and b)"
         prod = lax.dot_general(lhs.astype(jnp.int32), rhs.astype(jnp.int32), ((lc, rc), (lb, rb)))
         return [prod != 0]
