@@ -45,6 +45,7 @@ import argparse
 import copy
 import datetime
 import importlib.util
+import inspect
 import json
 import math
 import os
@@ -116,18 +117,34 @@ def scaled_parameters(params: dict, scale: float) -> dict:
     return out
 
 
-def make_inputs(root: pathlib.Path, info: dict, preset: str, scale: float):
-    """(kernel function, ordered argument names, argument values) as NPBench builds them."""
+def make_inputs(root: pathlib.Path, info: dict, preset: str, scale: float, datatype: str = "float64"):
+    """(kernel function, ordered argument names, argument values) as NPBench builds them; with
+    ``datatype`` "float32", NPBench's own ``initialize(..., datatype=np.float32)`` where it takes one,
+    and every float64 (complex128) array it still makes cast to float32 (complex64)."""
     data: dict[str, Any] = scaled_parameters(info["parameters"][preset], scale)
     init = info.get("init")
     if init:
         init_module = load_module(bench_dir(root, info) / f"{info['module_name']}.py", f"npbench_{info['module_name']}")
-        values = getattr(init_module, init["func_name"])(*[data[a] for a in init["input_args"]])
+        init_func = getattr(init_module, init["func_name"])
+        extra = ({"datatype": np.dtype(datatype).type}
+                 if datatype != "float64" and "datatype" in inspect.signature(init_func).parameters else {})
+        values = init_func(*[data[a] for a in init["input_args"]], **extra)
         if len(init["output_args"]) == 1:
             values = (values,)
+        if datatype != "float64":  # what an initialize without the parameter made in float64 / complex128
+            values = tuple(narrowed(v, np.dtype(datatype)) for v in values)
         data.update(zip(init["output_args"], values))
     names = list(info["input_args"])
     return load_kernel(root, info, "numpy"), names, [data[n] for n in names]
+
+
+def narrowed(value: Any, real: np.dtype) -> Any:
+    """A float64 or complex128 array as `real` (float32) or its complex type; anything else as it is."""
+    if isinstance(value, np.ndarray) and value.dtype == np.float64:
+        return value.astype(real)
+    if isinstance(value, np.ndarray) and value.dtype == np.complex128:
+        return value.astype(np.result_type(real, np.complex64))
+    return value
 
 
 def bench_dir(root: pathlib.Path, info: dict) -> pathlib.Path:
@@ -241,13 +258,13 @@ def to_host(tree: Any) -> Any:
 
 
 def run_one(root: pathlib.Path, name: str, preset: str, scale: float, backend: str,
-            timing: bool) -> Result:
+            timing: bool, datatype: str = "float64", device_arguments: bool = False) -> Result:
     """Run kernel ``name`` with NumPy and jk.jit and classify the outcome."""
     import jitkernel as jk
 
     info = load_infos(root)[name]
     try:
-        kernel, names, args = make_inputs(root, info, preset, scale)
+        kernel, names, args = make_inputs(root, info, preset, scale, datatype)
     except Exception as exc:  # NPBench's own setup (spmv's initialize needs scipy)
         return Result(name, "setup-fails", first_line(exc), sizes=scaled_parameters(info["parameters"][preset], scale))
     sizes = scaled_parameters(info["parameters"][preset], scale)
@@ -266,6 +283,11 @@ def run_one(root: pathlib.Path, name: str, preset: str, scale: float, backend: s
     first_call = time.perf_counter() - t0
     steps = host_steps_of(jitted, args)
     diff = compare_outputs(expected, got, names, np_args, jk_args)
+    if diff is None and device_arguments and backend == "tpu":
+        try:
+            diff = device_arguments_diff(jitted, args, names, expected, np_args)
+        except Exception as exc:
+            return Result(name, "raises", "device arguments: " + first_line(exc), sizes=sizes)
     if diff is not None:
         return Result(name, "WRONG", diff, first_call_s=first_call, sizes=sizes, host_steps=steps)
     result = Result(name, "ok", first_call_s=first_call, sizes=sizes, host_steps=steps)
@@ -273,6 +295,20 @@ def run_one(root: pathlib.Path, name: str, preset: str, scale: float, backend: s
         result.numpy_s = median_time(kernel, args, budget_s=2.0, max_repeat=21)
         result.jit_s = median_time(jitted, args, budget_s=2.0, max_repeat=21)
     return result
+
+
+def device_arguments_diff(jitted: Any, args: list, names: list[str], expected: Any, np_args: list) -> str | None:
+    """The kernel called again with its array arguments already on the chip (`jk.device_put`), the
+    device-array entry a notebook's second cell takes: its results and written arguments must be
+    NumPy's too (``compare_outputs``), or what differs."""
+    import jitkernel as jk
+
+    chip = jk.devices("tpu")[0]
+    dev_args = [jk.device_put(copy.deepcopy(a), chip) if isinstance(a, np.ndarray) else copy.deepcopy(a)
+                for a in args]
+    got = to_host(jitted(*dev_args))
+    diff = compare_outputs(expected, got, names, np_args, [to_host(a) for a in dev_args])
+    return None if diff is None else "device arguments: " + diff
 
 
 def compare_outputs(expected: Any, got: Any, names: list[str], ref_args: list, got_args: list) -> str | None:
@@ -342,7 +378,7 @@ def host_steps_of(jitted: Any, args: list) -> list[str]:
 def run_in_process(ns: argparse.Namespace, root: pathlib.Path, name: str) -> Result:
     """One kernel in this process (no time limit): what a child process would report."""
     try:
-        return run_one(root, name, ns.preset, ns.scale, ns.backend, ns.time)
+        return run_one(root, name, ns.preset, ns.scale, ns.backend, ns.time, ns.datatype, ns.device_arguments)
     except Exception as exc:  # a failure of the harness, not of a kernel
         return Result(name, "raises", "harness: " + first_line(exc))
 
@@ -350,7 +386,7 @@ def run_in_process(ns: argparse.Namespace, root: pathlib.Path, name: str) -> Res
 def run_in_subprocess(ns: argparse.Namespace, root: pathlib.Path, name: str) -> Result:
     command = [sys.executable, str(pathlib.Path(__file__).resolve()), "--npbench", str(root),
                "--preset", ns.preset, "--scale", str(ns.scale), "--backend", ns.backend,
-               "--child", name] + (["--time"] if ns.time else [])
+               "--datatype", ns.datatype, "--child", name] + (["--device-arguments"] if ns.device_arguments else []) + (["--time"] if ns.time else [])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     if "JITKERNEL_CACHE_DIR" not in env:  # never the user's cache: a fresh one per run
@@ -447,6 +483,7 @@ def render(results: list[Result], ns: argparse.Namespace, root: pathlib.Path) ->
     with_numba = bool(getattr(ns, "numba_python", None))
     lines = [f"NPBench as written: {len(results)} NumPy kernels, unmodified, under jk.jit "
              f"(backend {ns.backend}), preset {ns.preset}"
+             + (f", {ns.datatype} inputs" if ns.datatype != "float64" else "")
              + (f" x{ns.scale:g}" if ns.scale != 1.0 else "") + f", timeout {ns.timeout:g} s",
              f"date {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
              f"numpy {np.__version__}, checkout {root}",
@@ -454,6 +491,7 @@ def render(results: list[Result], ns: argparse.Namespace, root: pathlib.Path) ->
              "command: " + "".join(f"{k}={os.environ[k]} " for k in THREAD_VARIABLES if k in os.environ)
              + f"python benchmarks/npbench_as_written.py --npbench PATH --preset {ns.preset}"
              + (f" --backend {ns.backend}" if ns.backend != "cpu" else "")
+             + (f" --datatype {ns.datatype}" if ns.datatype != "float64" else "")
              + (f" --scale {ns.scale:g}" if ns.scale != 1.0 else "") + (" --time" if ns.time else "")
              + (f" --numba-python {ns.numba_python}" if with_numba else "")
              + (f" --numba-variants {ns.numba_variants}" if with_numba and ns.numba_variants != "n,np,npr" else ""),
@@ -506,6 +544,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preset", default="S", help="NPBench size preset (default S)")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply size parameters")
     parser.add_argument("--backend", default="cpu", help="jk.jit backend (default cpu)")
+    parser.add_argument("--device-arguments", action="store_true",
+                        help="backend tpu: also call each kernel with its arrays already on the chip (jk.device_put)")
+    parser.add_argument("--datatype", default="float64", choices=("float64", "float32"),
+                        help="the inputs' float type, where NPBench's initialize takes one (default float64)")
     parser.add_argument("--only", default="", help="comma-separated benchmark names")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds per kernel")
     parser.add_argument("--time", action="store_true", help="also time warm calls")
@@ -535,7 +577,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if ns.child:
         try:
-            result = run_one(root, ns.child, ns.preset, ns.scale, ns.backend, ns.time)
+            result = run_one(root, ns.child, ns.preset, ns.scale, ns.backend, ns.time, ns.datatype,
+                             ns.device_arguments)
         except Exception as exc:  # a failure of the harness, not of a kernel
             traceback.print_exc()
             result = Result(ns.child, "raises", "harness: " + first_line(exc))
@@ -573,7 +616,8 @@ def main(argv: list[str] | None = None) -> int:
         stamp = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%dT%H:%M}Z"
         with ns.jsonl.open("w") as out:
             for r in results:
-                record = {"backend": ns.backend, "preset": ns.preset, "scale": ns.scale, "date": stamp}
+                record = {"backend": ns.backend, "preset": ns.preset, "scale": ns.scale, "datatype": ns.datatype,
+                          "date": stamp}
                 best = r.numba_best()
                 if best:
                     record |= {"numba_best_variant": best[0], "numba_best_s": best[1]}

@@ -37,7 +37,7 @@ def pytest_generate_tests(metafunc) -> None:
             "backend" in _argnames(m.args[0]) for m in metafunc.definition.iter_markers("parametrize")):
         return
     names = BACKENDS + ([emulator_suite.EMULATOR] if emulator_suite.module_opted_in(metafunc.module) else []) \
-        + ([tpu_suite.TPU_INTERPRET] if tpu_suite.module_opted_in(metafunc.module) else [])
+        + ([tpu_suite.suite_backend()] if tpu_suite.module_opted_in(metafunc.module) else [])
     metafunc.parametrize("backend", names, ids=names, indirect=True)
 
 

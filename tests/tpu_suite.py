@@ -4,6 +4,8 @@ XLA for JAX's CPU platform (docs/tpu.md), where JAX is installed (the test extra
 A test module opts in with `TPU_SUITE = True`; its tests that take the `backend` fixture then
 also run with backend="tpu-interpret" (tests/conftest.py). `JITKERNEL_TPU_SUITE=all` runs every
 module's backend tests on it (how the opted-in list was chosen), `=none` none.
+`JITKERNEL_TPU_SUITE_BACKEND=tpu` runs them on the chip instead (`make tpu-check`,
+scripts/tpu_check.py `--suites`: the chip's compiler fails where interpret mode does not).
 """
 from __future__ import annotations
 
@@ -13,6 +15,11 @@ import os
 TPU_INTERPRET = "tpu-interpret"
 SWITCH = "TPU_SUITE"
 TPU_BACKENDS = ("tpu", TPU_INTERPRET)  # never in HOST_BACKENDS: they need JAX (and "tpu" a TPU)
+
+
+def suite_backend() -> str:
+    """The backend the opted-in modules' tests add: tpu-interpret, or the chip itself."""
+    return "tpu" if os.environ.get("JITKERNEL_TPU_SUITE_BACKEND") == "tpu" else TPU_INTERPRET
 
 
 def have_jax() -> bool:
