@@ -91,3 +91,19 @@ def test_a_carry_written_and_not_returned_is_refused():
         return jk.lax.fori_loop(0, n, body, x)
     with pytest.raises(jk.UnsupportedOperationError, match="writes in place into carry"):
         jk.jit(f)(np.zeros(3), 5)
+
+
+def test_a_local_constant_array_written_in_a_loop(tmp_path):
+    """NPBench's correlation: an array the function makes (a NumPy constant of the trace until it is
+    written) filled by a chained slice assignment in a loop. A write into such an array that the
+    loop then carries is no write the caller could see, so it is never refused."""
+    f = load(tmp_path, '''
+def f(data, M):
+    corr = np.eye(M, dtype=data.dtype)
+    for i in range(M - 1):
+        corr[i + 1:M, i] = corr[i, i + 1:M] = data[:, i] @ data[:, i + 1:M]
+    return corr
+''')
+    data = np.random.default_rng(1).random((7, 9))
+    for backend in ["interpret", "cpu"]:
+        np.testing.assert_allclose(jk.jit(f, backend=backend, static_argnums=1)(data, 9), f(data, 9), rtol=1e-12)

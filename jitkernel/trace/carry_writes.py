@@ -38,8 +38,10 @@ def writable_array(x: Any) -> bool:
 def seen_elsewhere(x: Any) -> bool:
     """Whether the array from before the statement can be seen after it: an argument (the
     caller sees it), a view or an array with views or writes. A fresh array (`_mem` None) that
-    the statement alone holds cannot: a write into it that is then lost is lost in Python too."""
-    return isinstance(x, np.ndarray) or (isinstance(x, Tracer) and x._mem is not None)
+    the statement alone holds cannot: a write into it that is then lost is lost in Python too.
+    Nor can a NumPy array: a constant of the trace, such as the zeros autograph carries for a
+    name the loop binds first (NPBench's correlation writes one and rebinds it)."""
+    return isinstance(x, Tracer) and x._mem is not None
 
 
 class InputWatch:
@@ -100,7 +102,8 @@ def write_back_operands(who: str, paths: Sequence[str], op_leaves: Sequence[Any]
 
 
 def _refuse_lost_write(who: str, fun_name: str, path: str, init: Any, why: str) -> None:
-    kind = "a NumPy array" if isinstance(init, np.ndarray) else "an array the caller or another name sees"
+    kind = "a NumPy array the trace holds as a constant" if isinstance(init, np.ndarray) else \
+        "an array the caller or another name sees"
     raise UnsupportedOperationError(
         f"{who}: {fun_name} writes in place into {path}, {kind}, and {why}; return the written array itself "
         "(`x[...] = ...; return x`), or write into a copy (`x = x.copy()` first)")
