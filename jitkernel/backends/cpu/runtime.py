@@ -489,6 +489,10 @@ def _run_split(seg: Callable, arrays: tuple, chunks: tuple, params: tuple, statu
     `thread_cap`; the caller's included; ctypes releases the GIL during each native call). An
     interrupt (KeyboardInterrupt) is raised between two chunks; workers still inside a chunk
     finish it, then stop, and hold the arrays until they do."""
+    if not chunks:
+        # An empty outer loop: a shape-generic segment, made parallel for the sizes it was
+        # compiled at, whose extent is 0 at this call's sizes (`x[2:]` of a length-2 axis).
+        return
     threads = min(_call_threads(), chunks[-1][1])
     if threads <= 1:
         ids = [id(a) for a in arrays]
