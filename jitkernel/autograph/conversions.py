@@ -36,12 +36,14 @@ _INT64_LIMIT = float(2 ** 63)
 
 def converts(fn: Any, args: tuple) -> bool:
     """Whether `fn(*args)` is an `int()` or `float()` of one traced real scalar inside a
-    compiled loop body or branch (elsewhere Python's own call runs)."""
+    compiled loop body or branch, or of a traced Python scalar anywhere (`int(v)` of a Python
+    int argument is that int: it stays a Python int, whose arithmetic is checked for overflow).
+    Elsewhere Python's own call runs."""
     if fn is not builtins.int and fn is not builtins.float or len(args) != 1:
         return False
     x = args[0]
     return (isinstance(x, Tracer) and x.ndim == 0 and x.dtype.kind in "biuf"
-            and isinstance(current_context(), SubTraceContext))
+            and (isinstance(current_context(), SubTraceContext) or x.weak is not None))
 
 
 def convert(fn: Any, x: Tracer) -> Tracer:
