@@ -18,12 +18,16 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 import jitkernel as jk
+import tpu_suite
+from emulator_suite import emulator_backends
 from jitkernel.backends.cpu import CpuBackend
 from jitkernel.fusion.loops import LoopStep, all_steps
 from jitkernel.passes import optimize
 
 MIN, MAX = -2**63, 2**63 - 1
 HOST = ["interpret", "cpu"]
+# The error code's raise step is read differently by the CUDA check step and the TPU lowering.
+ALL = HOST + emulator_backends() + ([tpu_suite.TPU_INTERPRET] if tpu_suite.have_jax() else [])
 
 
 @pytest.fixture(autouse=True)
@@ -66,13 +70,27 @@ def test_builtins_keep_the_python_int_check(backend):
         jk.jit(builtins_times, backend=backend)(2)
 
 
-@pytest.mark.parametrize("backend", HOST)
+def checked_branches(v, k):
+    if k > 0:
+        v = v * 4
+    else:
+        v = v // k
+    return v
+
+
+@pytest.mark.parametrize("backend", ALL)
 def test_loop_carried_python_int_raises_past_int64(backend):
     f = jk.jit(powers_of_three, backend=backend)
     x = np.zeros(2)
     assert f(x, 39).tolist() == [3.0**39] * 2
     with pytest.raises(OverflowError, match=r"went past int64.*s = s \* 3"):
         f(x, 50)
+    g = jk.jit(checked_branches, backend=backend)
+    assert (g(2**60, 1), g(5, -2)) == (2**62, -3)
+    with pytest.raises(OverflowError, match=r"v = v \* 4"):
+        g(2**61, 1)
+    with pytest.raises(ZeroDivisionError, match=r"v = v // k"):
+        g(5, 0)
 
 
 def test_a_checked_loop_body_stays_a_native_loop():
@@ -92,7 +110,8 @@ def test_a_constant_python_int_result_past_uint64_raises_overflow():
 # ----------------------------------------------------------------------------- generator
 EDGES = [0, 1, 2, 3, -1, -2, 7, 2**31, -2**31, 2**32, 2**62, -2**62, MAX, MAX - 1, MIN, MIN + 1,
          3037000499, 3037000500, -3037000500, 2**21]
-values = st.one_of(st.sampled_from(EDGES), st.integers(-100, 100), st.integers(MIN, MAX))
+values = st.one_of(st.sampled_from(EDGES), st.integers(-100, 100), st.integers(MIN, MAX),
+                   st.integers(2, 62).map(lambda k: 2**k), st.integers(2, 62).map(lambda k: -2**k + 1))
 CONSTANTS = [0, 1, 2, 3, -1, -3, 2**31, 2**61, -2**62]
 
 
@@ -113,8 +132,7 @@ def _expressions(names: list[str], depth: int):
     if depth == 0:
         return leaf
     sub = _expressions(names, depth - 1)
-    return st.one_of(
-        leaf,
+    return st.one_of(  # an operation at every level above the leaves: more arithmetic per draw
         st.tuples(st.sampled_from(["+", "-", "*", "//", "%", "min", "max", "divmod0", "divmod1"]), sub, sub),
         st.tuples(st.sampled_from(["neg", "abs", "int", "round"]), sub),
         st.tuples(st.sampled_from(["**", "pow"]), sub, st.integers(0, 3)),
@@ -195,7 +213,7 @@ def _constants_fit(e) -> bool:
 
 @st.composite
 def programs(draw):
-    loop = draw(st.sampled_from(["for", "while"]))
+    loop = draw(st.sampled_from(["for", "while", "for_if"]))
     init = draw(_expressions(["v", "w"], 1))
     body = draw(_expressions(["s", "v", "w", "i"], 2))
     then, other = draw(_expressions(["s", "v"], 1)), draw(_expressions(["s", "w"], 1))
@@ -205,21 +223,23 @@ def programs(draw):
 
 
 def _render(loop: str, init, body, then, other) -> str:
-    step = (f"    for i in range(n):\n        s = {_source(body)}\n" if loop == "for" else
-            f"    i = 0\n    while i < n:\n        s = {_source(body)}\n        i = i + 1\n")
+    step = {"for": f"    for i in range(n):\n        s = {_source(body)}\n",
+            "while": f"    i = 0\n    while i < n:\n        s = {_source(body)}\n        i = i + 1\n",
+            "for_if": f"    for i in range(n):\n        if s > c:\n            s = {_source(body)}\n"
+                      f"        else:\n            s = {_source(then)}\n"}[loop]
     return (f"def prog(x, v, w, n, c):\n    s = {_source(init)}\n{step}"
             f"    if c > 0:\n        s = {_source(then)}\n    else:\n        s = {_source(other)}\n"
             "    return s, x + s\n")
 
 
-def _oracle(init, body, then, other, v: int, w: int, n: int, c: int):
+def _oracle(loop: str, init, body, then, other, v: int, w: int, n: int, c: int):
     """(s, None) or (None, exception type) as Python computes it, int64 overflow -> OverflowError."""
     try:
         env = {"v": v, "w": w}
         env["s"] = _value(init, env)
         for i in range(n):
             env["i"] = i
-            env["s"] = _value(body, env)
+            env["s"] = _value(then if loop == "for_if" and not env["s"] > c else body, env)
         return _value(then if c > 0 else other, env), None
     except Overflow:
         return None, OverflowError
@@ -231,13 +251,13 @@ _COUNTER = itertools.count()
 
 
 @pytest.mark.parametrize("backend", HOST)
-@settings(max_examples=20, deadline=None, database=None, print_blob=False)
+@settings(max_examples=30, deadline=None, database=None, print_blob=False)
 @given(program=programs(),
        arguments=st.lists(st.tuples(values, values, st.integers(0, 4), st.integers(-1, 1)), min_size=12, max_size=12))
 def test_python_int_programs_with_loops_and_branches_match_python(backend, program, arguments):
     """Random Python-int programs (+ - * // % ** unary -, abs, min, max, int, round, sum,
-    divmod, pow) through a loop of a run-time trip count (`for` over range(n), `while`) and an
-    `if` on a traced value, many argument tuples per compile: jit returns Python's value (as a
+    divmod, pow) through a loop of a run-time trip count (`for` over range(n), `while`, an `if`
+    in the body) and an `if` on a traced value, many argument tuples per compile: jit returns Python's value (as a
     Python int, and in an int64 array) or raises its exception, OverflowError exactly where an
     exact intermediate leaves int64."""
     source = _render(*program)
@@ -248,7 +268,7 @@ def test_python_int_programs_with_loops_and_branches_match_python(backend, progr
     jitted = jk.jit(namespace["prog"], backend=backend)
     x = np.zeros(1, np.int64)
     for v, w, n, c in arguments:
-        want, error = _oracle(*program[1:], v, w, n, c)
+        want, error = _oracle(*program, v, w, n, c)
         if error is not None:
             with pytest.raises(error):
                 jitted(x, v, w, n, c)

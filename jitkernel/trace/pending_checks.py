@@ -75,6 +75,16 @@ def record_check(ctx: SubTraceContext, bad: Any, exception: str, message: str) -
     _merge(ctx, jnp.where(bad, np.int32(site), np.int32(0)), {site})
 
 
+def check(value: Tracer, bad: Any, exception: str, message: str) -> Tracer:
+    """`value`, raising exception(message) at run time where the bool 0-d `bad` is true: a
+    raise_if step, or in a loop body or branch a check of its error code."""
+    ctx = current_context()
+    if collects_checks(ctx):
+        record_check(ctx, bad, exception, message)
+        return value
+    return NUMPY.raise_if(value, bad, exception, message)
+
+
 def absorb_code(ctx: Any, code: Tracer, sites: set[int]) -> None:
     """The error code that a loop or cond traced in `ctx` returned: merged into ctx's own code,
     or, at the top level, raised: one raise_if step, whose message holds the sites' exceptions
