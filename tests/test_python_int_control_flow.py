@@ -78,6 +78,10 @@ def checked_branches(v, k):
     return v
 
 
+def scan_powers(xs, v):
+    return jk.lax.scan(lambda c, x: (c * v, x + c), 1, xs)
+
+
 @pytest.mark.parametrize("backend", ALL)
 def test_loop_carried_python_int_raises_past_int64(backend):
     f = jk.jit(powers_of_three, backend=backend)
@@ -91,6 +95,11 @@ def test_loop_carried_python_int_raises_past_int64(backend):
         g(2**61, 1)
     with pytest.raises(ZeroDivisionError, match=r"v = v // k"):
         g(5, 0)
+    h = jk.jit(scan_powers, backend=backend)
+    carry, ys = h(np.zeros(4, np.int64), 3)
+    assert (int(carry), ys.tolist()) == (81, [1, 3, 9, 27])
+    with pytest.raises(OverflowError, match=r"c \* v"):
+        h(np.zeros(4, np.int64), 2**20)
 
 
 def test_a_checked_loop_body_stays_a_native_loop():
