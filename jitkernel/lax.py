@@ -25,8 +25,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .ir import AType, Var, check_dtype
-from .trace.context import current_context, is_tracing
 from .trace.carry_writes import InputWatch, write_back_carry, write_back_operands, written_operands
+from .trace.context import _traces, current_context, is_tracing
+from .trace.pending_checks import CODE_SPEC, absorb_code, carry_code, no_failure, take_code
 from .trace.subtrace import SubTraceContext, finish, trace_function
 from .trace.tracer import Tracer
 from .tree import TreeDef, leaf_paths, tree_flatten, tree_unflatten
@@ -179,6 +180,37 @@ def _finish_body(ctx: SubTraceContext, leaves: list[Any], specs: list[Spec]):
     return finish(ctx, leaves, [a.dtype for a, _ in specs])
 
 
+# ----------------------------------------------------------------------------- run-time checks
+
+
+def _carry_checks(ctx: SubTraceContext, leaves: list[Any], specs: list[Spec],
+                  init_leaves: list[Any]) -> tuple[list[Any], list[Spec], list[Any], set[int] | None]:
+    """A body that recorded run-time checks carries its error code as one more (last) carry
+    leaf, starting at 0 (trace/pending_checks.py); the sites, or None without checks."""
+    _, after, sites = carry_code(ctx)
+    if after is None:
+        return leaves, specs, init_leaves, None
+    return list(leaves) + [after], list(specs) + [(CODE_SPEC, None)], list(init_leaves) + [np.int32(0)], sites
+
+
+def _raise_checks(ctx: Any, outs: list[Tracer], sites: set[int] | None) -> list[Tracer]:
+    """The results of a loop or cond without its error code (last), which goes to `ctx`."""
+    if sites is None:
+        return outs
+    absorb_code(ctx, outs[-1], sites)
+    return outs[:-1]
+
+
+def _stop_on_failure(ctx: SubTraceContext, pred: Any) -> Any:
+    """A while loop's condition that also stops once the carried error code (a new last input
+    of the condition) is nonzero: a wrapped value must not keep the loop running."""
+    _traces.stack.append(ctx)
+    try:
+        return jnp.logical_and(pred, no_failure(ctx.new_input(CODE_SPEC)))
+    finally:
+        _traces.stack.remove(ctx)
+
+
 # ----------------------------------------------------------------------------- plain Python
 
 
@@ -209,18 +241,25 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
     init_leaves, tree = tree_flatten(init_val)
     (bctx, bleaves, _, watch), specs, outer = _trace_loop_body(
         who, "body_fun", body_fun, init_leaves, tree, [], lambda ctx, lead, carry: (carry,))
+    user_specs = specs
+    bleaves, specs, init_leaves, sites = _carry_checks(bctx, bleaves, specs, init_leaves)
     body = _finish_body(bctx, bleaves, specs)
 
     def make_cond_args(ctx: SubTraceContext) -> tuple:
-        return (tree_unflatten(tree, [ctx.new_input(a, w) for a, w in specs]),)
-    cctx, pred = trace_function(outer, f"{outer.name}.cond_fun", cond_fun, make_cond_args, loop=True)
-    cond = finish(cctx, [_predicate(cctx, pred, who, "cond_fun")], [np.dtype(np.bool_)])
+        return (tree_unflatten(tree, [ctx.new_input(a, w) for a, w in user_specs]),)
+    # (checks in cond_fun are not carried: a condition has no carry to write; not checked)
+    cctx, pred = trace_function(outer, f"{outer.name}.cond_fun", cond_fun, make_cond_args, loop=True,
+                                collects_checks=False)
+    pred = _predicate(cctx, pred, who, "cond_fun")
+    if sites is not None:
+        pred = _stop_on_failure(cctx, pred)
+    cond = finish(cctx, [pred], [np.dtype(np.bool_)])
     operands = list(cctx.captured) + list(bctx.captured) + [
         _lift_leaf(outer, leaf, spec) for leaf, spec in zip(init_leaves, specs)]
     outs = outer.bind("while_loop", operands, cond=cond, body=body, cond_nconsts=len(cctx.captured),
                       body_nconsts=len(bctx.captured))
     results = write_back_carry(who, "body_fun", leaf_paths(tree, "carry"), init_leaves,
-                               _result_tracers(outer, outs, specs), watch, bleaves)
+                               _result_tracers(outer, _raise_checks(outer, outs, sites), specs), watch, bleaves)
     return tree_unflatten(tree, results)
 
 
@@ -275,6 +314,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
         return (lead[0], carry)
     (bctx, bleaves, _, watch), specs, outer = _trace_loop_body(
         who, "body_fun", body_fun, init_leaves, tree, [index_spec], make_lead)
+    bleaves, specs, init_leaves, sites = _carry_checks(bctx, bleaves, specs, init_leaves)
     body = _finish_body(bctx, bleaves, specs)
     ncap = len(bctx.captured)  # invars are captured + [i] + carry: the IR wants i first
     body.invars = body.invars[ncap:ncap + 1] + body.invars[:ncap] + body.invars[ncap + 1:]
@@ -282,7 +322,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
     operands = bounds + list(bctx.captured) + [_lift_leaf(outer, leaf, spec) for leaf, spec in zip(init_leaves, specs)]
     outs = outer.bind("fori_loop", operands, body=body, nconsts=len(bctx.captured))
     results = write_back_carry(who, "body_fun", leaf_paths(tree, "carry"), init_leaves,
-                               _result_tracers(outer, outs, specs), watch, bleaves)
+                               _result_tracers(outer, _raise_checks(outer, outs, sites), specs), watch, bleaves)
     return tree_unflatten(tree, results)
 
 
@@ -337,6 +377,7 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, le
     y_leaves, y_tree = tree_flatten(ys)
     y_specs = [_spec(y, p, who) for y, p in zip(y_leaves, leaf_paths(y_tree, "y"))]
     y_info["tree"] = y_tree
+    bleaves, specs, init_leaves, sites = _carry_checks(bctx, bleaves, specs, init_leaves)
     body = finish(bctx, list(bleaves) + list(y_leaves), [a.dtype for a, _ in specs] + [a.dtype for a, _ in y_specs])
     nx, ncap = len(slice_specs), len(bctx.captured)
     # invars are captured + [x slices] + [carry]: move the slices after the carry.
@@ -346,7 +387,8 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, le
                 + [_lift_leaf(outer, x, spec) for x, spec in zip(x_leaves, x_specs)])
     outs = outer.bind("scan", operands, body=body, nconsts=ncap, ncarry=len(specs), length=n, reverse=bool(reverse))
     carry = tree_unflatten(tree, write_back_carry(who, "f", leaf_paths(tree, "carry"), init_leaves,
-                                                  _result_tracers(outer, outs[:len(specs)], specs), watch, bleaves))
+                                                  _result_tracers(outer, _raise_checks(outer, outs[:len(specs)], sites),
+                                                                  specs), watch, bleaves))
     return carry, tree_unflatten(y_tree, list(outs[len(specs):]))
 
 
@@ -422,7 +464,7 @@ def _cond(index: Tracer, branches: list[Callable[..., Any]], operands: tuple, wh
             inputs = [ctx.new_input(a, w) for a, w in op_specs]
             watches.append(InputWatch(inputs))
             return tuple(tree_unflatten(op_tree, inputs))
-        ctx, result = trace_function(outer, f"{outer.name}.branch{k}", fun, make_args)
+        ctx, result = trace_function(outer, f"{outer.name}.branch{k}", fun, make_args, collects_checks=True)
         leaves, tree = tree_flatten(result)
         traced.append((ctx, leaves, tree))
     tree0 = traced[0][2]
@@ -434,12 +476,16 @@ def _cond(index: Tracer, branches: list[Callable[..., Any]], operands: tuple, wh
     per_branch = [[_spec(leaf, p, who) for leaf, p in zip(leaves, paths)] for _, leaves, _ in traced]
     specs = [_join_branch_types(who, path, [b[j] for b in per_branch], [t[1][j] for t in traced])
              for j, path in enumerate(paths)]
-    # Operands a branch wrote in place: every branch also returns their final values, which are
-    # written back into the caller's arrays after the cond (trace/carry_writes.py).
+    # Operands a branch wrote in place: every branch also returns their final values (after its
+    # results, before its error code), which are written back into the caller's arrays after the
+    # cond (trace/carry_writes.py).
+    nresults, branch_leaves = len(specs), [list(leaves) for _, leaves, _ in traced]
     written = written_operands(watches)
-    finished = [finish(ctx, list(leaves) + [w.inputs[k] for k in written],
-                       [a.dtype for a, _ in specs] + [op_specs[k][0].dtype for k in written])
-                for (ctx, leaves, _), w in zip(traced, watches)]
+    traced = [(ctx, list(leaves) + [w.inputs[k] for k in written], tree)
+              for (ctx, leaves, tree), w in zip(traced, watches)]
+    specs = specs + [op_specs[k] for k in written]
+    traced, specs, sites = _branch_checks(traced, specs)
+    finished = [finish(ctx, leaves, [a.dtype for a, _ in specs]) for ctx, leaves, _ in traced]
     # One operand list for every branch: all captured values (by outer variable), then the operands.
     union: dict[Any, Tracer] = {}
     for ctx, _, _ in traced:
@@ -452,11 +498,24 @@ def _cond(index: Tracer, branches: list[Callable[..., Any]], operands: tuple, wh
         programs.append(program)
     operand_tracers = list(union.values()) + [_lift_leaf(outer, x, s) for x, s in zip(op_leaves, op_specs)]
     outs = outer.bind("cond", [index] + operand_tracers, branches=tuple(programs))
-    results = _result_tracers(outer, outs[:len(specs)], specs)
+    outs = _raise_checks(outer, outs, sites)
+    results = _result_tracers(outer, outs[:nresults], specs[:nresults])
     if written:
-        results = write_back_operands(who, leaf_paths(op_tree, "operands"), op_leaves, written, outs[len(specs):],
-                                      results, watches, [leaves for _, leaves, _ in traced])
+        results = write_back_operands(who, leaf_paths(op_tree, "operands"), op_leaves, written, outs[nresults:],
+                                      results, watches, branch_leaves)
     return tree_unflatten(tree0, results)
+
+
+def _branch_checks(traced: list[tuple], specs: list[Spec]) -> tuple[list[tuple], list[Spec], set[int] | None]:
+    """Where a branch recorded run-time checks, every branch returns an error code (last; 0
+    from a branch without checks); the sites, or None."""
+    codes = [take_code(ctx) for ctx, _, _ in traced]
+    if all(code is None for code, _ in codes):
+        return traced, specs, None
+    sites = set().union(*(s for _, s in codes))
+    traced = [(ctx, list(leaves) + [np.int32(0) if code is None else code], tree)
+              for (ctx, leaves, tree), (code, _) in zip(traced, codes)]
+    return traced, list(specs) + [(CODE_SPEC, None)], sites
 
 
 def _join_branch_types(who: str, path: str, specs: list[Spec], leaves: list[Any]) -> Spec:

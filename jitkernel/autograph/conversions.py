@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from .. import numpy as jnp
-from ..numpy._statistics import raise_if
 from ..trace.context import current_context, user_frame_location
+from ..trace.pending_checks import check
 from ..trace.subtrace import SubTraceContext
 from ..trace.tracer import Tracer
 
@@ -36,12 +36,14 @@ _INT64_LIMIT = float(2 ** 63)
 
 def converts(fn: Any, args: tuple) -> bool:
     """Whether `fn(*args)` is an `int()` or `float()` of one traced real scalar inside a
-    compiled loop body or branch (elsewhere Python's own call runs)."""
+    compiled loop body or branch, or of a traced Python scalar anywhere (`int(v)` of a Python
+    int argument is that int: it stays a Python int, whose arithmetic is checked for overflow).
+    Elsewhere Python's own call runs."""
     if fn is not builtins.int and fn is not builtins.float or len(args) != 1:
         return False
     x = args[0]
     return (isinstance(x, Tracer) and x.ndim == 0 and x.dtype.kind in "biuf"
-            and isinstance(current_context(), SubTraceContext))
+            and (isinstance(current_context(), SubTraceContext) or x.weak is not None))
 
 
 def convert(fn: Any, x: Tracer) -> Tracer:
@@ -50,16 +52,16 @@ def convert(fn: Any, x: Tracer) -> Tracer:
         return _weak(jnp.astype(x, np.float64), float)
     if x.dtype.kind == "f":
         where = user_frame_location()
-        x = raise_if(x, jnp.isnan(x), "ValueError", f"cannot convert float NaN to integer (int() at {where})")
-        x = raise_if(x, jnp.isinf(x), "OverflowError",
-                     f"cannot convert float infinity to integer (int() at {where})")
-        x = raise_if(x, jnp.abs(jnp.trunc(x)) >= _INT64_LIMIT, "OverflowError",
-                     f"int() of a value outside the int64 range at {where} (jitkernel computes Python ints as int64)")
+        # (checks in a loop body or branch go into its error code: the loop stays native)
+        x = check(x, jnp.isnan(x), "ValueError", f"cannot convert float NaN to integer (int() at {where})")
+        x = check(x, jnp.isinf(x), "OverflowError", f"cannot convert float infinity to integer (int() at {where})")
+        x = check(x, jnp.abs(jnp.trunc(x)) >= _INT64_LIMIT, "OverflowError",
+                  f"int() of a value outside the int64 range at {where} (jitkernel computes Python ints as int64)")
         return _weak(jnp.astype(jnp.trunc(x), np.int64), int)
     if x.dtype == np.uint64:
-        x = raise_if(x, x > np.uint64(2 ** 63 - 1), "OverflowError",
-                     f"int() of a value outside the int64 range at {user_frame_location()} (jitkernel computes "
-                     "Python ints as int64)")
+        x = check(x, x > np.uint64(2 ** 63 - 1), "OverflowError",
+                  f"int() of a value outside the int64 range at {user_frame_location()} (jitkernel computes "
+                  "Python ints as int64)")
     return _weak(jnp.astype(x, np.int64), int)
 
 

@@ -303,7 +303,18 @@ def builtin_call(fn: Any, *args: Any) -> Any:
                                  f"or a.all() ({fn.__name__}() of traced arrays at {_at()}; use "
                                  f"np.{'maximum' if fn is builtins.max else 'minimum'} for elementwise results)")
         result = jnp.where(better(x, result), x, result)
-    return result
+    return _python_scalar_kind(result, items)
+
+
+def _python_scalar_kind(result: Tracer, items: list[Any]) -> Tracer:
+    """`max`/`min` of Python scalars is one of them, a Python scalar: the select (strong, as
+    np.where's) gets their widest kind back, so `min(v, 3) * 2**61` stays Python-int arithmetic,
+    checked for overflow (trace/python_int.py), instead of wrapping as an int64."""
+    kinds = [x.weak if _traced(x) else type(x) for x in items]
+    order = [bool, int, float]
+    if not all(k in order for k in kinds):
+        return result
+    return Tracer(result._ctx, result.ir_var, max(kinds, key=order.index))
 
 
 def _iterable(x: Any) -> bool:

@@ -9,10 +9,14 @@
   exception `NUMPY_STORE` (message "<dtype>:float" or "<dtype>:int") raises what NumPy raises
   when it stores the 0-d `value` as a Python float or int into an array of that dtype: NumPy's
   own exception and message ("Python integer 300 out of bounds for uint8"; trace/scalar_store.py).
+  The exception `ERROR_CODE` raises the check that the int32 0-d `value` numbers, from the table
+  in the message (`error_code_message`): the error code of a loop or branch, whose checks could
+  not be raise_if steps inside it (trace/pending_checks.py).
 """
 from __future__ import annotations
 
 import builtins
+import json
 
 import numpy as np
 
@@ -41,11 +45,25 @@ def _raise_if_rule(in_avals: list[AType], *, exception: str, message: str) -> li
 
 
 NUMPY_STORE = "NumPyStore"  # raise_if's exception: what NumPy's setitem raises for the value
+ERROR_CODE = "ErrorCode"  # raise_if's exception: the check numbered by the value, from the message's table
+
+
+def error_code_message(sites: dict[int, tuple[str, str]]) -> str:
+    """raise_if's message for ERROR_CODE: check number -> (exception, message)."""
+    return json.dumps({str(k): list(v) for k, v in sorted(sites.items())})
+
+
+def error_code_sites(message: str) -> dict[int, tuple[str, str]]:
+    return {int(k): (e, m) for k, (e, m) in json.loads(message).items()}
 
 
 def check_error(exception: str, message: str, value: np.ndarray) -> Exception:
     """The exception a failed `raise_if` raises (every backend: the interpreter, the CPU library
     step, the CUDA check step)."""
+    if exception == ERROR_CODE:
+        code = int(np.asarray(value).reshape(-1)[0])
+        exc, text = error_code_sites(message)[code]
+        return getattr(builtins, exc)(text)
     if exception != NUMPY_STORE:
         return getattr(builtins, exception)(message)
     dtype, kind = message.split(":")

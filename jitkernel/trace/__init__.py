@@ -58,6 +58,12 @@ def trace_program(fun: Callable[..., Any], name: str,
                 elif isinstance(leaf, Tracer):
                     raise UnsupportedOperationError(f"{name}: returned a value traced by another function")
                 else:
+                    if type(leaf) is int and not -2**63 <= leaf < 2**64:
+                        # (a Python int computed at trace time: static arguments, or a retrace
+                        # with them static after a conversion error)
+                        raise OverflowError(
+                            f"{name}: returns the Python int {leaf}, past int64 (-2**63 .. 2**63 - 1) and "
+                            "uint64, which compiled code cannot hold (Python's ints are unbounded)")
                     try:
                         outvars.append(ctx.const(leaf if isinstance(leaf, np.ndarray) else np.asarray(leaf)).ir_var)
                     except (TypeError, ValueError) as e:

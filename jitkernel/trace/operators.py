@@ -174,3 +174,21 @@ Tracer.__abs__ = _unary("absolute")
 Tracer.__invert__ = _unary("invert")
 Tracer.__divmod__ = lambda self, o: (self // o, self % o)
 Tracer.__rdivmod__ = lambda self, o: (o // self, o % self)
+
+
+def _integral(what: str):
+    """`round(v)`, `math.floor(v)`, `math.ceil(v)`, `math.trunc(v)` of a traced Python int (or
+    bool) is that int, still a Python int whose arithmetic is checked for overflow
+    (trace/python_int.py). Anything else needs the concrete value, as `int()` does."""
+    def method(self: Tracer, *ndigits: Any) -> Any:
+        if self.weak in (int, bool) and self.ndim == 0 and all(d is None or (type(d) is int and d >= 0) for d in ndigits):
+            return self if self.weak is int else _weak_result(_jnp().astype(self, np.int64))
+        return self._no_scalar(what)
+    method.__name__ = f"__{what}__"
+    return method
+
+
+Tracer.__round__ = _integral("round")
+Tracer.__floor__ = _integral("floor")
+Tracer.__ceil__ = _integral("ceil")
+Tracer.__trunc__ = _integral("trunc")

@@ -10,6 +10,10 @@ ZeroDivisionError / ValueError where Python raises them (`v // 0`, `v << -1`) an
 arithmetic would return a value. Arithmetic that involves an array or a NumPy scalar is
 NumPy's and is not touched (it wraps or raises as NumPy does).
 
+Inside a jk.lax loop body or branch (autograph's `for`, `while` and `if` on traced values) a
+raise_if step would keep the loop Python-driven on the CPU backend, so there a check goes into
+the body's error code, which the loop carries and raises after it (trace/pending_checks.py).
+
 The checks are cheap: against a Python int constant (`i + 1`, `v * 2`, `v ** 3`) the traced
 operand is compared with the bounds that keep the result in int64, computed at trace time;
 between two traced values add/sub use the sign of the wrapped result and mul/pow a float64
@@ -23,6 +27,7 @@ import numpy as np
 from .context import current_context
 from .frames import user_frame_location
 from .numpy_api import NUMPY
+from .pending_checks import check, collects_checks
 from .subtrace import in_loop
 from .tracer import Tracer
 
@@ -187,21 +192,47 @@ def _python_errors(name: str, divisor: Any) -> tuple[str, str, Any] | None:
 
 
 def _raise_where(value: Tracer, bad: Any, exception: str, message: str) -> Tracer:
-    raise_if = NUMPY.raise_if
+    """`value`, raising exception(message) where `bad`: a raise_if step, or in a loop body or
+    branch a check of its error code (trace/pending_checks.py)."""
     if bad is None or bad is False:
         return value
     if bad is True or isinstance(bad, (bool, np.bool_)):
         bad = value._ctx.const(np.asarray(bool(bad)))
-    out = raise_if(value, bad, exception, message)
+    out = check(value, bad, exception, message)
     return Tracer(out._ctx, out.ir_var, value.weak)
+
+
+def _known_range(x: Any) -> tuple[int, int] | None:
+    if not isinstance(x, Tracer):
+        return int(x), int(x)
+    from ..numpy._dynamic import value_range  # (jitkernel.numpy imports the trace package)
+    return value_range(x)
+
+
+def _proved_to_fit(name: str, a: Any, b: Any) -> bool:
+    """Whether the value ranges the trace knows (loop indices of static bounds and affine forms
+    of them, numpy/_dynamic.py) keep `a OP b` inside int64: `i + 1`, `i * n` in a loop over
+    range(n) need no check (a check in a loop body costs a carried error code)."""
+    if name not in ("add", "subtract", "multiply", "negative", "absolute"):
+        return False
+    ra = _known_range(a)
+    rb = (0, 0) if b is None else _known_range(b)
+    if ra is None or rb is None:
+        return False
+    apply = {"add": lambda x, y: x + y, "subtract": lambda x, y: x - y, "multiply": lambda x, y: x * y,
+             "negative": lambda x, y: -x, "absolute": lambda x, y: abs(x)}[name]
+    return all(_fits(apply(x, y)) for x in ra for y in rb)  # the extremes are at the corners
 
 
 def checked_python_int_op(name: str, a: Any, b: Any, result: Tracer) -> Tracer:
     """`result` (= `a OP b`, both Python ints, one traced, computed in int64), raising what
     Python would where int64 cannot hold its exact value. `b` is None for unary operators."""
-    if in_loop(current_context()):
-        # A raise_if step keeps a loop out of the CPU backend's native loops (one Python-driven
-        # call per iteration, ~500x slower): loop bodies are not checked (docs/numpy-support.md).
+    if _proved_to_fit(name, a, b):
+        return result
+    ctx = current_context()
+    if in_loop(ctx) and not collects_checks(ctx):
+        # A loop body nobody carries an error code through (a while loop's condition): a raise_if
+        # step would keep the loop Python-driven (~500x slower), so it is not checked.
         return result
     where = user_frame_location()
     symbol = _SYMBOLS[name]

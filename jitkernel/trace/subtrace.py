@@ -45,6 +45,11 @@ class SubTraceContext(TraceContext):
         # id(eqn) -> the user's line, for equations on values of symbolic length (their
         # lowering, passes/lower_symbolic.py, reports errors there).
         self.symbolic_where: dict[int, str] = {}
+        # Run-time checks of a jk.lax body or branch (trace/pending_checks.py): whether they go
+        # into `error_code` (0-d int32: the first failing check's site, 0 if none) and its sites.
+        self.collects_checks = False
+        self.error_code: Tracer | None = None
+        self.error_sites: set[int] = set()
 
     @property
     def pending_conversion_error(self) -> Exception | None:
@@ -185,12 +190,16 @@ def _retag(t: Tracer, ctx: TraceContext, v: Var) -> Tracer:
 
 
 def trace_function(parent: TraceContext, name: str, fun: Callable[..., Any],
-                   make_args: Callable[[SubTraceContext], tuple], loop: bool = False) -> tuple[SubTraceContext, Any]:
+                   make_args: Callable[[SubTraceContext], tuple], loop: bool = False,
+                   collects_checks: bool | None = None) -> tuple[SubTraceContext, Any]:
     """Run `fun(*make_args(ctx))` inside a new sub-trace of `parent`; return (ctx, result). The
     caller turns the result's leaves into outputs (ctx.output_var) and builds ctx.program.
-    `loop`: the body or condition of a loop (runs once per iteration; see in_loop)."""
+    `loop`: the body or condition of a loop (runs once per iteration; see in_loop).
+    `collects_checks` (default: `loop`): run-time checks become ctx's error code, which the
+    caller must take before `finish` (trace/pending_checks.py)."""
     ctx = SubTraceContext(name, parent)
     ctx.loop = loop
+    ctx.collects_checks = loop if collects_checks is None else collects_checks
     with ctx:
         args = make_args(ctx)
         result = fun(*args)
@@ -209,6 +218,8 @@ def in_loop(ctx: TraceContext | None) -> bool:
 
 def finish(ctx: SubTraceContext, leaves: Sequence[Any], dtypes: Sequence[np.dtype | None] | None = None) -> Program:
     """The sub-program returning `leaves` (cast to `dtypes` where given), then close `ctx`."""
+    if ctx.error_code is not None:  # a check nobody would raise: a silent wrong answer
+        raise AssertionError(f"{ctx.name}: its run-time checks were not taken (trace/pending_checks.py)")
     _traces.stack.append(ctx)  # casts and captures of the outputs are recorded in ctx
     try:
         outvars = [ctx.output_var(leaf, None if dtypes is None else dtypes[k]) for k, leaf in enumerate(leaves)]

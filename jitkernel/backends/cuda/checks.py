@@ -15,7 +15,7 @@ from typing import Iterator
 import numpy as np
 
 from ...fusion.kernel_ir import KernelProgram, LibraryCall
-from ...ir.arrayfn_prims import NUMPY_STORE, check_error
+from ...ir.arrayfn_prims import ERROR_CODE, NUMPY_STORE, check_error
 from .library_rules import library_rule
 from .step_runners import Call, step_runner
 
@@ -52,5 +52,5 @@ def run_check(call: Call, step: CheckStep) -> None:
     device = call.device
     device.copy_into(call.bufs[step.output], call.bufs[step.value])
     if device.read_scalar(call.bufs[step.condition]):
-        value = device.read_scalar(call.bufs[step.value]) if step.exception == NUMPY_STORE else None
+        value = device.read_scalar(call.bufs[step.value]) if step.exception in (NUMPY_STORE, ERROR_CODE) else None
         raise check_error(step.exception, step.message, np.asarray(value))  # ir/arrayfn_prims.py

@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax import lax
 
-from ...ir.arrayfn_prims import NUMPY_STORE, check_error
+from ...ir.arrayfn_prims import ERROR_CODE, NUMPY_STORE, check_error, error_code_sites
 from .host_steps import lower_host_step
 from .rules import lax_rule
 
@@ -81,6 +81,10 @@ def _raise_if(ctx, eqn, value, bad):
     exception, message = eqn.params["exception"], eqn.params["message"]
     if exception == NUMPY_STORE:  # the message depends on the value: NumPy's own store decides
         return lower_host_step(ctx, eqn, value, bad)
+    if exception == ERROR_CODE:  # one check site per number the code may hold: no host step
+        for code, (exc, text) in error_code_sites(message).items():
+            ctx.checks.site(bad & (value == code), lambda exc=exc, text=text: check_error(exc, text, None))
+        return [value]
     ctx.checks.site(bad, lambda: check_error(exception, message, None))
     return [value]
 
