@@ -34,7 +34,7 @@ needs_gxx = pytest.mark.skipif(not any(os.access(os.path.join(d, "g++"), os.X_OK
 def fresh_cache_state(monkeypatch):
     """This process's memory of refused and disabled directories, emptied for the test."""
     monkeypatch.setattr(cache, "_disabled", {})
-    monkeypatch.setattr(cache, "_refused", set(), raising=False)
+    monkeypatch.setattr(cache, "_refused", set())
 
 
 def _jit_in(directory: Path, monkeypatch, fn, x):
@@ -74,22 +74,28 @@ def test_a_planted_entry_in_a_foreign_owned_directory_is_never_run(tmp_path, mon
     assert len(warned) == 1 and "owned by uid 12345" in warned[0], warned
 
 
-@pytest.mark.parametrize("unsafe", ["group-writable", "world-writable", "foreign-owned"])
+_UNSAFE = {"group-writable": "writable by group or others", "world-writable": "writable by group or others",
+           "foreign-owned": "owned by uid 12345", "in a world-writable folder": "which group or others can write",
+           "in a foreign-owned folder": "which uid 12345 owns"}
+
+
+@pytest.mark.parametrize("unsafe", list(_UNSAFE))
 def test_an_unsafe_directory_is_refused_with_one_warning(tmp_path, monkeypatch, fresh_cache_state, unsafe):
-    """Neither read nor written, one warning for the process, compilation goes on."""
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    if unsafe == "foreign-owned":
-        os.chown(shared, 12345, 12345)
-    else:
-        os.chmod(shared, 0o770 if unsafe == "group-writable" else 0o1777)
+    """Neither read nor written, one warning for the process, compilation goes on. A folder
+    above it that someone else owns or can write (not sticky) lets them swap the directory."""
+    shared = tmp_path / "shared" / "cache" if unsafe.startswith("in a") else tmp_path / "shared"
+    shared.mkdir(parents=True, mode=0o700)
+    {"group-writable": lambda: os.chmod(shared, 0o770), "world-writable": lambda: os.chmod(shared, 0o1777),
+     "foreign-owned": lambda: os.chown(shared, 12345, 12345),
+     "in a world-writable folder": lambda: os.chmod(shared.parent, 0o777),
+     "in a foreign-owned folder": lambda: os.chown(shared.parent, 12345, 12345)}[unsafe]()
     warned = []
     for k in (2.0, 3.0):
         result, w = _jit_in(shared, monkeypatch, lambda x: x * k + 1, np.ones(3))
         np.testing.assert_array_equal(result, np.full(3, k + 1))
         warned += w
     assert len(warned) == 1 and "is off for this process" in warned[0] and str(shared) in warned[0], warned
-    assert ("owned by uid 12345" if unsafe == "foreign-owned" else "writable by group or others") in warned[0]
+    assert _UNSAFE[unsafe] in warned[0], warned
     assert list(shared.iterdir()) == [] and cache.disabled_reason(shared) is not None
 
 
