@@ -7,6 +7,8 @@
   for a Jupyter installed elsewhere).
 - `jitkernel lab`: opens notebooks/ in JupyterLab with that kernel (JupyterLab comes with the
   optional `notebook` extra: `pip install -e '.[notebook]'`, or `make lab`).
+- `jitkernel cache [list]`: the persistent compile cache's entries (backend, size, last use)
+  and their total against its cap; `jitkernel cache clear` deletes them all (every backend).
 - `jitkernel --version`: prints `jitkernel <version>` (jitkernel/_version.py).
 
 `python -m jitkernel ...` runs the same command line (jitkernel/__main__.py).
@@ -143,6 +145,46 @@ def lab(args: argparse.Namespace) -> int:
     return 0  # not reached
 
 
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def cache_command(args: argparse.Namespace) -> int:
+    """List the persistent compile cache's entries, or clear them."""
+    import warnings
+
+    from jitkernel import cache
+    from jitkernel.config import config
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        directory = cache.usable_dir()
+    for w in seen:
+        print(w.message, file=sys.stderr)
+    if directory is None:
+        why = cache.disabled_reason()
+        print(f"jitkernel cache: {cache.disk_cache_dir()}: " + (why or "no cache there yet (0 entries)"),
+              file=sys.stderr if why else sys.stdout)
+        return 1 if why else 0
+    if args.action == "clear":
+        removed, size = cache.clear_all()
+        print(f"jitkernel cache: cleared {directory}: {removed} entries, {_size(size)}")
+        return 0
+    found = sorted(cache.entries(directory), key=lambda e: e.last_used, reverse=True)
+    for e in found:
+        used = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.last_used))
+        print(f"{e.backend:<14} {_size(e.bytes):>10}  {used}  {e.name}")
+    total = sum(e.bytes for e in found)
+    print(f"jitkernel cache: {directory}: {len(found)} entries, {_size(total)} "
+          f"(at most {_size(config.disk_cache_max_bytes)}: jk.config.disk_cache_max_bytes, "
+          f"JITKERNEL_CACHE_MAX_BYTES)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from jitkernel._version import __version__
 
@@ -168,6 +210,11 @@ def main(argv: list[str] | None = None) -> int:
     p_lab.add_argument("--dir", default=None, help="folder to open (default: the checkout's notebooks/); "
                                                    "other arguments go to JupyterLab, e.g. --no-browser --port 8889")
     p_lab.set_defaults(run=lab)
+    p_cache = sub.add_parser("cache", help="list the persistent compile cache's entries (backend, size, last use) "
+                                           "and their total, or clear it (JITKERNEL_CACHE_DIR)")
+    p_cache.add_argument("action", nargs="?", choices=("list", "clear"), default="list",
+                         help="list (default): the entries and the total size; clear: delete every entry")
+    p_cache.set_defaults(run=cache_command)
     args, extra = parser.parse_known_args(argv)
     if extra and args.command != "lab":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")

@@ -285,7 +285,7 @@ def cubin_cache(arch: str) -> tuple[Callable[[str], str], Callable[[str], None],
         return cache.cache_key("cuda-cubin", source, version, arch, __version__)
 
     def build(source: str) -> None:
-        cache.store(key(source), nvcc.cubin(source, arch), source)
+        cache.store(key(source), nvcc.cubin(source, arch), source, backend="cuda")
     return key, build, "gpu_check's own key (no runtime found)"
 
 

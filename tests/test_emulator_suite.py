@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import jitkernel as jk
+from jitkernel import cache
 from jitkernel.backends.cuda import emulator, emulator_pch
 
 pytest_plugins = ["pytester"]
@@ -35,17 +36,21 @@ def test_builds_use_the_precompiled_head(tmp_path) -> None:
     assert proc.stderr.splitlines()[0].startswith("! ") and proc.stderr.splitlines()[0].endswith(".gch")
 
 
-def test_a_corrupt_gch_costs_time_not_a_wrong_build(tmp_path) -> None:
-    """g++ ignores an invalid .gch and reads the header text: builds still work."""
-    folder = tmp_path / "pch"
-    folder.mkdir()
-    (folder / (emulator_pch.HEADER_NAME + ".gch")).write_bytes(b"not a precompiled header")
-    header = emulator_pch._build(emulator.compiler(), emulator.CXX_FLAGS, emulator.HEAD, folder)
-    src = tmp_path / "k.cpp"
-    src.write_text('extern "C" int jk_probe() { return (int)jk_emu_float_as_int(1.0f) != 0; }\n'
-                   if "jk_emu_float_as_int" in emulator.HEAD else 'extern "C" int jk_probe() { return 1; }\n')
+def test_a_corrupt_gch_is_rebuilt_and_builds_work(temp_cache_dir, monkeypatch) -> None:
+    """A .gch that does not match its record (truncated, or written by something else) is
+    rebuilt before g++ is handed it, and builds with the head work."""
+    monkeypatch.setattr(emulator_pch, "_ready", {})
+    header = emulator_pch.header_for(emulator.compiler(), _version(), emulator.CXX_FLAGS, emulator.HEAD)
+    gch = header.with_name(header.name + ".gch")
+    good = gch.read_bytes()
+    gch.write_bytes(good[: len(good) // 2])
+    monkeypatch.setattr(emulator_pch, "_ready", {})  # a new process
+    assert emulator_pch.header_for(emulator.compiler(), _version(), emulator.CXX_FLAGS, emulator.HEAD) == header
+    assert gch.stat().st_size > len(good) // 2 and cache.load_file(str(gch.relative_to(temp_cache_dir))) == gch
+    src = temp_cache_dir.parent / "k.cpp"
+    src.write_text('extern "C" int jk_probe() { return 1; }\n')
     proc = subprocess.run([emulator.compiler(), *emulator.CXX_FLAGS, "-include", str(header), str(src),
-                           "-o", str(tmp_path / "k.so")], capture_output=True, text=True)
+                           "-o", str(temp_cache_dir.parent / "k.so")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
 

@@ -2,14 +2,17 @@
 from __future__ import annotations
 
 import functools
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from ... import cache, events
 from ..._version import __version__
+from ...errors import CompileError
 from ...fusion import KernelProgram
 from ...fusion.params import compatible, constants, parameter_values, parametrize, varying_positions
 from ...ir import Program
+from ...tracebacks import user_stacklevel
 from ..base import Backend
 from . import compiler, pairwise, vector_math
 from .control_flow import library_impl
@@ -86,11 +89,17 @@ class CpuBackend(Backend):
         symbols = [s.name for s in steps if isinstance(s, Segment)]
         t2 = events.clock()
         key = cache.cache_key(llvm_text, compiler.toolchain_fingerprint(), __version__, "O3")
+        runtime = pairwise.addresses() if "jk_pairwise_" in llvm_text else None
         hit = cache.load(key, owner=name) if disk_cache and symbols else None
+        loaded = events.clock()
+        library = None
         if hit is not None:
             objects, optimized_text = hit
+            library = _link_cached(key, objects, symbols, runtime)  # (its time is the CompileEvent's)
+            hit = hit if library is not None else None
+        if hit is not None:
             if events.SUBSCRIBERS:
-                events.publish(events.CacheEvent(name, t2, events.clock() - t2, True, "disk"))
+                events.publish(events.CacheEvent(name, t2, loaded - t2, True, "disk"))
         else:
             if disk_cache and symbols and events.SUBSCRIBERS:
                 events.publish(events.CacheEvent(name, t2, 0.0, False, "disk"))
@@ -99,11 +108,10 @@ class CpuBackend(Backend):
             objects = compiler.emit_object(mod) if symbols else b""
             if disk_cache and symbols:
                 cache.store(key, objects, optimized_text, owner=name)
-        t3 = events.clock()
-        runtime = pairwise.addresses() if "jk_pairwise_" in llvm_text else None
-        library = compiler.JitLibrary(objects, symbols, runtime) if symbols else None
+        if library is None and symbols:
+            library = compiler.JitLibrary(objects, symbols, runtime)
         if events.SUBSCRIBERS:
-            began = t3 if hit is not None else t2
+            began = loaded if hit is not None else t2
             events.publish(events.CompileEvent(name, began, events.clock() - began, "cpu"))
         texts = {
             "kernels": lambda: str(kp),
@@ -112,6 +120,25 @@ class CpuBackend(Backend):
             "asm": lambda: compiler.emit_assembly(compiler.parse_and_verify(optimized_text)),
         }
         return steps, library, texts
+
+
+_unlinkable_warned = False
+
+
+def _link_cached(key: str, objects: bytes, symbols: list[str], runtime: dict | None) -> Any:
+    """The linked library of a cached entry's object code, or None when it does not link (an
+    entry of another LLVM that kept the same fingerprint, say): the entry is deleted, so that the
+    caller's recompile replaces it, instead of failing the same way on every run; warned once."""
+    global _unlinkable_warned
+    try:
+        return compiler.JitLibrary(objects, symbols, runtime)
+    except CompileError as e:
+        cache.discard(key)
+        if not _unlinkable_warned:
+            _unlinkable_warned = True
+            warnings.warn(f"jitkernel: an entry of the persistent compile cache did not link ({e}); it was "
+                          f"deleted and the function recompiled", cache.DiskCacheWarning, stacklevel=user_stacklevel())
+        return None
 
 
 def _compile_sub_program(program: Program) -> Callable[[list], list]:

@@ -136,24 +136,29 @@ def _build(source: str, name: str, disk_cache: bool = True) -> ctypes.CDLL:
         if key in _libraries:
             return _libraries[key]
     # compiled outside the lock, so that prebuild's chunks run in parallel; two threads that
-    # race on one key both compile it (the rename makes that safe) and the first load wins
-    target = cache.disk_cache_dir() / "cuda-emulator" / f"{key}.so"
+    # race on one key both compile it (the rename makes that safe) and the first load wins.
+    # A cached library is loaded only after its size and SHA-256 match the record stored with
+    # it (cache.load_file): a truncated one would SIGBUS the process that maps it.
+    relative = f"{cache.EMULATOR_FOLDER}/{key}.so"
+    target = cache.load_file(relative) if disk_cache else None
     if events.SUBSCRIBERS and disk_cache:
-        events.publish(events.CacheEvent(name, events.clock(), 0.0, target.exists(), "disk"))
-    if not (disk_cache and target.exists()):
+        events.publish(events.CacheEvent(name, events.clock(), 0.0, target is not None, "disk"))
+    if target is None:
         t0 = events.clock()
         with compiling(name, "cuda-emulator", os.path.basename(cxx)):  # progress (magics/progress.py)
-            target = _compile(cxx, source, target if disk_cache else None, name)
+            target = _compile(cxx, source, relative if disk_cache else None, name)
         if events.SUBSCRIBERS:
             events.publish(events.CompileEvent(name, t0, events.clock() - t0, "cuda-emulator"))
     with _lock:
         return _libraries.setdefault(key, ctypes.CDLL(str(target)))
 
 
-def _compile(cxx: str, source: str, target: Path | None, name: str) -> Path:
-    """Compile `source` into `target` (through a temporary file renamed into place, so that
-    concurrent processes never load half a library), or into a scratch file when `target` is
-    None. Errors become CompileError with the compiler's message and the saved source."""
+def _compile(cxx: str, source: str, relative: str | None, name: str) -> Path:
+    """Compile `source` in a scratch folder of this process and store the library in the cache
+    as `relative` (cache.store_file: a fresh temporary name renamed into place, so concurrent
+    processes never load half a library, with its size and SHA-256 recorded); the scratch file
+    when `relative` is None or the cache cannot take it. Errors become CompileError with the
+    compiler's message and the saved source."""
     work = Path(tempfile.mkdtemp(prefix="jk-cuda-emu-"))
     src = work / f"{re.sub(r'[^0-9A-Za-z_]', '_', name)}.cpp"
     version = _version_memo.get(cxx) or _version_memo.setdefault(cxx, _compiler_version(cxx))
@@ -167,17 +172,11 @@ def _compile(cxx: str, source: str, target: Path | None, name: str) -> Path:
         raise CompileError(f"the host compiler rejected the emulated CUDA source of {name} (saved at {src}"
                            + (f", after -include {head}" if head else "") + "):\n"
                            + proc.stderr[-4000:])
-    if target is None:
-        return out
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(f".{os.getpid()}.tmp")
-        shutil.copyfile(out, tmp)
-        os.replace(tmp, target)
-    except OSError:
-        return out  # an unwritable cache: the library is used from its scratch folder
+    stored = cache.store_file(relative, out) if relative is not None else None
+    if stored is None:
+        return out  # no disk cache, or an unwritable one: the library is used from its scratch folder
     shutil.rmtree(work, ignore_errors=True)
-    return target
+    return stored
 
 
 def library(module: CudaModule, disk_cache: bool = True) -> ctypes.CDLL:

@@ -77,7 +77,7 @@ def cubin_for(source: str, arch: str, name: str = "program", disk_cache: bool = 
     if not data.startswith(b"\x7fELF"):
         raise CompileError(f"nvcc produced no cubin for {name} (arch {arch})")
     if disk_cache:
-        cache.store(key, data, source, owner=name)
+        cache.store(key, data, source, owner=name, backend="cuda")
     return data
 
 

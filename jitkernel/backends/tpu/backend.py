@@ -14,13 +14,12 @@ without JAX says what is missing (`check_available`).
 from __future__ import annotations
 
 import importlib.util
-import pickle
 import warnings
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ... import cache, events
+from ... import events
 from ...errors import BackendUnavailableError
 from ...ir import Program
 from ...ir.control_flow import sub_programs
@@ -156,43 +155,18 @@ class TpuBackend(Backend):
 
     @staticmethod
     def _xla_compile(lowered_program: Any, specs: list, device: Any, name: str, disk_cache: bool) -> tuple[Any, Any]:
+        """(the lowered computation, XLA's executable of it), compiled in this process: the TPU
+        backends keep no disk entries (`disk_cache` is accepted and has no effect here). JAX
+        restores a saved executable only through `serialize_executable`, which is a pickle, and
+        loading a pickle from a directory runs whatever code its writer chose (docs/tpu.md, "No
+        persistent cache"); JAX's own compilation cache (`jax_compilation_cache_dir`) stores raw
+        XLA executables instead, for a user who enables it in a directory of their own."""
         import jax  # optional dependency
         with jax.enable_x64(True), jax.default_device(device):
             staged = jax.jit(lowered_program.fn).lower(*specs)
             if device.platform == "tpu":
                 refuse_chip_aborts(staged.as_text())
-            use_disk = disk_cache and not lowered_program.lowering.host_steps
-            return staged, _compile_cached(staged, device, name, use_disk)
-
-
-def _compile_cached(staged: Any, device: Any, name: str, use_disk: bool) -> Any:
-    """XLA's executable for a lowered computation, from jitkernel's persistent cache when a
-    previous process compiled the same computation for the same kind of device (the key hashes
-    the StableHLO text, JAX's version and the device kind), else compiled and stored. Programs
-    with host steps are not stored: their callbacks are this process's Python objects."""
-    if not use_disk:
-        return staged.compile()
-    import jax  # optional dependency
-    from jax.experimental import serialize_executable
-    # (the arguments' structure too: JAX leaves unused arguments out of the StableHLO text, so two
-    # programs differing only in an unread argument have the same text)
-    key = cache.cache_key("tpu-xla-2", jax.__version__, device.platform, device.device_kind, str(staged.in_tree),
-                          repr(staged.in_avals), staged.as_text())
-    hit = cache.load(key, owner=name)
-    if hit is not None:
-        try:
-            serialized, in_tree, out_tree = pickle.loads(hit[0])
-            return serialize_executable.deserialize_and_load(serialized, in_tree, out_tree,
-                                                             backend=device.platform, execution_devices=[device])
-        except Exception:  # noqa: BLE001  (an entry this JAX cannot load: compile again, overwrite it)
-            pass
-    executable = staged.compile()
-    try:
-        blob = pickle.dumps(serialize_executable.serialize(executable))
-    except Exception:  # noqa: BLE001  (an executable XLA cannot serialise is only not cached)
-        return executable
-    cache.store(key, blob, "", owner=name)
-    return executable
+            return staged, staged.compile()
 
 
 class TpuInterpretBackend(TpuBackend):
