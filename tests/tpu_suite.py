@@ -22,6 +22,19 @@ def suite_backend() -> str:
     return "tpu" if os.environ.get("JITKERNEL_TPU_SUITE_BACKEND") == "tpu" else TPU_INTERPRET
 
 
+def tpu_backends() -> list[str]:
+    """tpu-interpret, and the chip ("tpu") where one is present (JAX installed and a TPU found)."""
+    names = [TPU_INTERPRET]
+    if have_jax():
+        import jitkernel as jk
+        try:
+            jk.backends.check_backend("tpu")
+            names.append("tpu")
+        except jk.BackendUnavailableError:
+            pass
+    return names
+
+
 def have_jax() -> bool:
     return importlib.util.find_spec("jax") is not None
 

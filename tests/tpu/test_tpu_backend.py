@@ -17,23 +17,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jitkernel as jk  # noqa: E402
 from helpers import assert_matches_numpy, check, numpy_result, on_host  # noqa: E402
-from tpu_suite import TPU_INTERPRET, have_jax  # noqa: E402
+from tpu_suite import TPU_INTERPRET, have_jax, tpu_backends  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not have_jax(), reason="JAX is not installed (the test extra brings it)")
 
 
-def _backends() -> list[str]:
-    names = [TPU_INTERPRET]
-    if have_jax():
-        try:
-            jk.backends.check_backend("tpu")
-            names.append("tpu")
-        except jk.BackendUnavailableError:
-            pass
-    return names
-
-
-BACKENDS = _backends()
+BACKENDS = tpu_backends()
 RNG = np.random.default_rng(0)
 SPECIALS = np.array([0.0, -0.0, 1.0, -1.5, np.inf, -np.inf, np.nan, 1e-300, 3e38, 2.5])
 

@@ -13,22 +13,11 @@ from hypothesis import HealthCheck, given, settings
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import jitkernel as jk  # noqa: E402
 from carried_writes_programs import assert_same_as_python, programs  # noqa: E402
-from tpu_suite import have_jax  # noqa: E402
+from tpu_suite import tpu_backends  # noqa: E402
 
 
-def _on_chip() -> bool:
-    if not have_jax():
-        return False
-    try:
-        jk.backends.check_backend("tpu")
-        return True
-    except jk.BackendUnavailableError:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not _on_chip(), reason="no TPU here (tests/test_carried_writes.py runs tpu-interpret)")
+pytestmark = pytest.mark.skipif("tpu" not in tpu_backends(), reason="no TPU here (tests/test_carried_writes.py runs tpu-interpret)")
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

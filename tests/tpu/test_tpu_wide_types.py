@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jitkernel as jk  # noqa: E402
 from helpers import assert_matches_numpy, on_host  # noqa: E402
-from tpu_suite import TPU_INTERPRET, have_jax  # noqa: E402
+from tpu_suite import have_jax, tpu_backends  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not have_jax(), reason="JAX is not installed (the test extra brings it)")
 
@@ -46,17 +46,6 @@ OPS = {
 }
 
 
-def _backends() -> list[str]:
-    names = [TPU_INTERPRET]
-    if have_jax():
-        try:
-            jk.backends.check_backend("tpu")
-            names.append("tpu")
-        except jk.BackendUnavailableError:
-            pass
-    return names
-
-
 def _operands(dtype) -> tuple[np.ndarray, np.ndarray]:
     a = (np.arange(12).reshape(3, 4) % 5 + 1).astype(dtype)
     b = (np.arange(12).reshape(3, 4)[::-1] % 4 + 2).astype(dtype)
@@ -71,14 +60,14 @@ def _same(f, *args, backend: str) -> None:
     assert_matches_numpy(got, want, rtol=1e-5 if np.result_type(*args).itemsize <= 8 else None)
 
 
-@pytest.mark.parametrize("backend", _backends())
+@pytest.mark.parametrize("backend", tpu_backends())
 @pytest.mark.parametrize("op", sorted(OPS))
 def test_each_operation_on_each_dtype(backend, op):
     for dtype in DTYPES:
         _same(OPS[op], *_operands(dtype), backend=backend)
 
 
-@pytest.mark.parametrize("backend", _backends())
+@pytest.mark.parametrize("backend", tpu_backends())
 def test_every_cast(backend):
     for source in DTYPES + [np.uint8, np.bool_]:
         for target in DTYPES + [np.uint8]:
@@ -86,7 +75,7 @@ def test_every_cast(backend):
             _same(lambda a: a.astype(target) * 2, x, backend=backend)
 
 
-@pytest.mark.parametrize("backend", _backends())
+@pytest.mark.parametrize("backend", tpu_backends())
 def test_the_issues_programs(backend):
     image = np.random.default_rng(0).integers(0, 256, (32, 32, 3)).astype(np.uint8)
     _same(lambda I: np.dot(I.astype(np.uint32), [1, 256, 65536]), image, backend=backend)  # numpy-100 #66
