@@ -69,7 +69,8 @@ def test_thomas_sweep_copies_no_whole_array(tmp_path):
 # Every statement reads or writes `c` (made inside the function from `a`), so the in-place
 # question comes up at each write: windows read before and after, overlapping and apart, views
 # through transpose and reshape that see later writes (NumPy's view semantics), copies of the
-# old array, old values returned, a loop carrying `c`, and writes into the argument `a`.
+# old array, old values returned, `c` rebound to a written copy while the old array is read,
+# a loop carrying `c`, and writes into the argument `a`.
 
 _K = 12  # c has shape (4, 3, _K): a loop over its columns runs natively (short ones are unrolled)
 
@@ -104,7 +105,7 @@ def _statement(draw, temps: list[str]) -> tuple[str, str | None]:
     """One line of the program body, and the shape kind of the temporary `t{len(temps)}` it
     defines (None when it defines none)."""
     kind = draw(st.sampled_from(["write", "write", "write", "write", "shifted", "temp", "temp", "pair", "pair", "view",
-                                 "transposed", "reshaped", "copy", "loop", "argument"]))
+                                 "transposed", "reshaped", "copy", "loop", "argument", "fork", "fork"]))
     # Few columns, so that reads of the old array and writes meet often.
     k, k2 = draw(st.integers(0, 1)), draw(st.integers(0, 2))
     scale = draw(st.sampled_from(["0.5", "2.0", "-1.0"]))
@@ -130,6 +131,13 @@ def _statement(draw, temps: list[str]) -> tuple[str, str | None]:
         return f"t{n} = c.transpose(2, 0, 1)[{k}]", "column"
     if kind == "reshaped":
         return f"t{n} = c.reshape(12, {_K})[:, {k}].reshape(4, 3)", "column"
+    if kind == "fork":
+        # c becomes a written copy and the old array is read after the write, at the elements it
+        # wrote: a reader fused into the write's kernel (merge_siblings) must still see the old
+        # values when the copy is coalesced (the old array and the copy one buffer).
+        rhs = draw(st.sampled_from([scale, f"a[:, :, {k}] * {scale}", f"c[:, :, {k2}] + 1.0"]))
+        return (f"old{n} = c\n    c = c.copy()\n    c[:, :, {k}] = {rhs}\n"
+                f"    t{n} = old{n}[:, :, {k}] * {scale}{_use(draw, temps, k)}"), "column"
     if kind == "copy":  # the old array itself, kept
         return f"t{n} = c.copy()", "array"
     if kind == "loop":  # a native loop carrying c

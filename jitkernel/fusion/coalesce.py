@@ -13,9 +13,10 @@ meet only at the copy, so one buffer can hold both: the copy has nothing to do.
 The first step after the copy that touches O (`q`) may still read X, as an update's value reads
 the old array (`c[:, :, k] * d` stored into `c[:, :, k]`): it is allowed when it is a plain
 kernel whose one store into O is injective over its domain and every load of X or O is either
-at the store's own offset (read before written, in the same iteration) or at an offset set
-provably disjoint from every stored offset (`c[:, :, k - 1]` read while `c[:, :, k]` is
-written). Anything else keeps the copy.
+at the store's own offset and computed before that store (read before written, in the same
+iteration; a reader of the old array that merge_siblings fused after the write is not) or at an
+offset set provably disjoint from every stored offset (`c[:, :, k - 1]` read while `c[:, :, k]`
+is written). Anything else keeps the copy.
 
 The same holds for a native loop's carry: the renderer copies `init` into `out` before the
 first trip unless they are the same buffer (backends/cpu/render_loops.py, cuda/flow_steps.py),
@@ -43,7 +44,7 @@ import numpy as np
 
 from . import index as ix
 from .index import Aff
-from .kernel_ir import Kernel, KernelProgram, LibraryCall, Load, RowKernel, Store, rebuild
+from .kernel_ir import Kernel, KernelProgram, LibraryCall, Load, RowKernel, Store, postorder, rebuild
 from .loops import BranchStep, LoopStep, all_steps, own_buffers, touched_buffers
 
 # Domains enumerated to decide injectivity or disjointness when the index maps are not plain
@@ -250,8 +251,8 @@ def _only_reads(step: Any, b: int) -> bool:
 def _update_reads_safe(step: Any, x: int, o: int) -> bool:
     """Whether kernel `step`, the first writer of o after the copy, computes the same values when
     its loads of x read o instead: its one store into o is injective, and every load of x or o
-    is at the store's offset (the element this iteration writes, read before it is written) or
-    at offsets no iteration stores."""
+    is at the store's offset and evaluated before that store (the element this iteration
+    writes, read before it is written) or at offsets no iteration stores."""
     if not isinstance(step, Kernel) or step.n_reduce:
         return False
     stores = [s for s in step.stores if s.buffer in (x, o)]
@@ -260,11 +261,25 @@ def _update_reads_safe(step: Any, x: int, o: int) -> bool:
     target = stores[0].offset
     if not _injective(target, step.domain):
         return False
-    for b in (x, o):
-        for offset in step.loads().get(b, []):  # a gather's base reads at -1: never disjoint
-            if offset != target and not _disjoint(offset, target, step.domain):
-                return False
+    read_before = _read_before_store(step, stores[0])
+    for nd in postorder([s.value for s in step.stores]):
+        if not isinstance(nd, Load) or nd.buffer not in (x, o):
+            continue
+        if nd.offset == target and nd in read_before:
+            continue
+        if not _disjoint(nd.offset, target, step.domain):  # a gather's base reads at -1: never disjoint
+            return False
     return True
+
+
+def _read_before_store(step: Kernel, store: Store) -> set:
+    """The nodes a point of `step` has computed when it executes `store`: the values of that store
+    and of the stores before it. The renderers run a point's stores in list order, each value's
+    nodes computed once per point (the CPU's memo) or all before any store (CUDA's `point`), so
+    a load reached only from a later store reads memory after `store` wrote it. (A kernel from
+    merge_siblings: `s = p[1:3].sum()` fused after `q[1:3] = 0`, q and p one buffer, read 0s.)"""
+    k = next(i for i, s in enumerate(step.stores) if s is store)
+    return set(postorder([s.value for s in step.stores[:k + 1]]))
 
 
 def _linear(a: Aff) -> bool:
