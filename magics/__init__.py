@@ -6,6 +6,12 @@ itself never imports it at module level.
 """
 from __future__ import annotations
 
+# Run from the repository root, this folder is importable as the top-level `magics` too: a second copy whose magics and profiler hooks are not the extension's.
+# The documented name is jitkernel.magics (pyproject.toml's package-dir), so the folder's own name fails.
+if __name__ != "jitkernel.magics":
+    raise ImportError(f"{__name__!r} is the repository's magics/ folder imported by its folder name; "
+                      "import jitkernel.magics instead (the installed package)", name=__name__)
+
 from typing import Any
 
 __all__ = ["load_ipython_extension", "unload_ipython_extension"]

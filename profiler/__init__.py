@@ -16,6 +16,12 @@ compile, cache, recompile, run) from then on.
 """
 from __future__ import annotations
 
+# Run from the repository root, this folder is importable as the top-level `profiler` too: a second copy with a session of its own, which records none of the engine's events.
+# The documented name is jitkernel.profiler (pyproject.toml's package-dir), so the folder's own name fails.
+if __name__ != "jitkernel.profiler":
+    raise ImportError(f"{__name__!r} is the repository's profiler/ folder imported by its folder name; "
+                      "import jitkernel.profiler instead (the installed package)", name=__name__)
+
 from typing import Any, Iterable
 
 from jitkernel import events

@@ -54,3 +54,31 @@ def test_magics_and_profiler_import_from_this_checkout():
     for path in done.stdout.split():
         assert Path(path).resolve().is_relative_to(ROOT), (
             f"{path} is not in {ROOT}: install this checkout (pip install -e '.[test]')")
+
+
+def test_folder_names_fail_naming_the_installed_package():
+    # From the repository root `profiler/` is importable as the top-level `profiler`: a second copy
+    # of the package, whose session collector never sees the engine's events (an empty report).
+    for folder, package in INSTALLED_AS.items():
+        for module in (folder, f"{folder}.{'collector' if folder == 'profiler' else 'cell'}"):
+            done = subprocess.run([sys.executable, "-c", f"import {module}"], cwd=ROOT, capture_output=True,
+                                  text=True, timeout=300)
+            assert done.returncode != 0 and "ImportError" in done.stderr, (module, done.stderr)
+            assert f"import {package} instead" in done.stderr, done.stderr
+
+
+def test_folders_import_under_their_installed_names():
+    # The guard against the folder names lets this checkout's folders load as jitkernel.magics /
+    # jitkernel.profiler (whatever checkout the editable install maps those names to).
+    code = ("import importlib.util, sys\n"
+            "for folder, package in (('profiler', 'jitkernel.profiler'), ('magics', 'jitkernel.magics')):\n"
+            "    spec = importlib.util.spec_from_file_location(package, folder + '/__init__.py',\n"
+            "                                                  submodule_search_locations=[folder])\n"
+            "    module = importlib.util.module_from_spec(spec); sys.modules[package] = module\n"
+            "    spec.loader.exec_module(module)\n"
+            "    print(module.__file__)\n"
+            "import jitkernel.profiler.collector as c; print(c.__file__)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    for path in done.stdout.split():
+        assert Path(path).resolve().is_relative_to(ROOT), path

@@ -323,11 +323,15 @@ _library("ufunc_reduceat", _ufunc_reduceat_rule,
 
 @functools.lru_cache(maxsize=None)
 def histogram_dtypes(a: np.dtype, bins: np.dtype | None, weights: np.dtype | None,
-                     density: bool, range: Any) -> tuple[np.dtype, np.dtype]:  # noqa: A002
+                     density: bool, range: Any, nbins: int | None = None) -> tuple[np.dtype, np.dtype]:  # noqa: A002
     """(counts, edges) dtypes of np.histogram for these input dtypes and range (the range's
-    number types take part in the edges' dtype), asked of NumPy itself."""
+    number types take part in the edges' dtype), asked of NumPy itself. `nbins` is the int
+    bins= of the call: with a static range its edges do not depend on the data, so NumPy's
+    checks of range and bin count ("Cannot create 4 finite-sized bins") raise here with the
+    call's own numbers; without a range the probe's data decides the edges, so it takes 2 bins
+    (the call's real edges are checked when it runs)."""
     w = None if weights is None else _sample(weights, 2)
-    b = 2 if bins is None else np.arange(3).astype(bins)
+    b = np.arange(3).astype(bins) if bins is not None else nbins if range is not None and nbins is not None else 2
     hist, edges = np.histogram(np.arange(2).astype(a), bins=b, range=range, weights=w, density=density or None)
     return hist.dtype, edges.dtype
 
@@ -343,7 +347,7 @@ def _histogram_rule(in_avals: list[AType], *, bins: int | None, range: Any, dens
         raise ValueError("`bins` must be 1d, when an array")
     nbins = bins if bins is not None else edges_in.shape[0] - 1
     hist_dt, edge_dt = histogram_dtypes(a.dtype, None if edges_in is None else edges_in.dtype,
-                                        None if w is None else w.dtype, density, range)
+                                        None if w is None else w.dtype, density, range, bins)
     return [AType((nbins,), hist_dt), AType((nbins + 1,), edge_dt)]
 
 

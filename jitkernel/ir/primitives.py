@@ -15,7 +15,7 @@ import numpy as np
 
 from .semantics import float_to_int_plan
 from .symdim import SymDim, reshape_axis_map
-from .types import AType
+from .types import AType, check_nbytes
 
 ShapeRule = Callable[..., list[AType]]
 Impl = Callable[..., list[np.ndarray]]
@@ -71,7 +71,12 @@ def get(name: str) -> Primitive:
 
 
 def infer_avals(name: str, in_avals: Sequence[AType], params: dict[str, Any]) -> list[AType]:
-    return PRIMITIVES[name].shape_rule(list(in_avals), **params)
+    """The result types of `name` on these inputs; an array NumPy could not describe (its bytes
+    overflow npy_intp) raises NumPy's ValueError here, at the trace."""
+    out = PRIMITIVES[name].shape_rule(list(in_avals), **params)
+    for aval in out:
+        check_nbytes(aval)
+    return out
 
 
 def raises_on_data(prim: str, out_avals: Sequence[AType]) -> bool:

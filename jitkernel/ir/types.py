@@ -69,3 +69,26 @@ class AType:
 
     def __str__(self) -> str:
         return f"{short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+
+# NumPy's largest array in bytes (npy_intp); NumPy describes no array past it, views included.
+MAX_NBYTES = int(np.iinfo(np.intp).max)
+
+
+def check_nbytes(aval: AType) -> None:
+    """Raise NumPy's ValueError for a length past npy_intp, or for an array whose nonzero lengths
+    times its itemsize overflow npy_intp (NumPy's PyArray_NewFromDescr refuses it even with a zero
+    length elsewhere, before any allocation). Inside jit the check runs on every traced result:
+    without it a program of such a shape would go on to the backends, whose work estimates and
+    buffers assume sizes fit (the CPU backend's chunking ran out of memory on `np.ones(2**62)`).
+    Symbolic lengths are bounded by real arrays, so only static shapes are checked."""
+    if any(not isinstance(d, SymDim) and d > MAX_NBYTES for d in aval.shape):
+        raise ValueError("Maximum allowed dimension exceeded")  # NumPy's shape converter, checked first
+    nbytes = aval.dtype.itemsize
+    for d in aval.shape:
+        if isinstance(d, SymDim):
+            return
+        if d:
+            nbytes *= d
+    if nbytes > MAX_NBYTES:
+        raise ValueError("array is too big; `arr.size * arr.dtype.itemsize` is larger than the maximum possible size.")

@@ -304,6 +304,9 @@ def bincount(x: Any, /, weights: Any = None, minlength: Any = 0) -> Any:
         return np.bincount(x, weights, minlength=minlength)
     if isinstance(minlength, Tracer):
         raise UnsupportedOperationError("numpy.bincount: minlength must be static inside jit")
+    x_dtype = lift(ctx, x).dtype
+    if not np.can_cast(x_dtype, np.intp, "safe"):
+        np.bincount(np.zeros(0, x_dtype))  # NumPy's own TypeError for values it cannot cast to intp
     minlength = 0 if minlength is None else operator.index(minlength)
     if minlength < 0:
         raise ValueError("'minlength' must not be negative")

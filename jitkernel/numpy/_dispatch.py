@@ -142,6 +142,30 @@ def _not_a_view(result: Any, args: tuple) -> Any:
 
 
 def apply_ufunc_protocol(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
+    if method != "__call__" or not kwargs:
+        return _apply_ufunc_protocol(ufunc, method, inputs, kwargs)
+    try:
+        return _apply_ufunc_protocol(ufunc, method, inputs, dict(kwargs))
+    except UnsupportedOperationError:
+        _raise_numpys_ufunc_error(ufunc, inputs, kwargs)
+        raise
+
+
+def _raise_numpys_ufunc_error(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> None:
+    """Where jitkernel refuses a keyword of a ufunc call (casting='no', dtype=, a cast into
+    out=), NumPy may refuse the call itself: its error (a UFuncTypeError subclass naming the
+    dtypes) is the one the user gets. One-element stand-ins of the operands' dtypes broadcast
+    as the operands do, so NumPy's dtype and casting verdicts are the call's own."""
+    def stand_in(v: Any) -> Any:
+        return tuple(inplace._dummy(o) for o in v) if isinstance(v, tuple) else inplace._dummy(v)
+    try:
+        with np.errstate(all="ignore"):
+            ufunc(*[inplace._dummy(x) for x in inputs], **{k: stand_in(v) for k, v in kwargs.items()})
+    except (TypeError, ValueError) as numpy_error:
+        raise numpy_error.with_traceback(None) from None
+
+
+def _apply_ufunc_protocol(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
     jnp = NUMPY.namespace  # jitkernel.numpy, as it registered itself (no import of the package)
     if _holds_data_dependent(inputs):
         return NotImplemented  # DataDependent.__array_ufunc__ (numpy/_datadep.py) decides

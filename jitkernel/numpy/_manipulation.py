@@ -134,6 +134,9 @@ def tile(A: Any, reps: Any) -> Any:
     tup = (1,) * (d - len(tup)) + tup
     if any(r < 0 for r in tup):
         raise ValueError("negative dimensions are not allowed")
+    if t.size and any(r > np.iinfo(np.intp).max for r in tup):
+        # NumPy's tile repeats a non-empty array with ndarray.repeat, whose C conversion of the count raises
+        raise OverflowError("Python int too large to convert to C long")
     inter = tuple(x for r, s in zip(tup, t.shape) for x in (1, s))
     wide = tuple(x for r, s in zip(tup, t.shape) for x in (r, s))
     out = broadcast_to_shape(ctx, reshape(t, inter), wide)

@@ -178,6 +178,16 @@ def squeeze(a: Any, axis: Any = None) -> Any:
     return reshape(a, tuple(n for d, n in enumerate(shape) if d not in axes))
 
 
+def _check_iterable_shape(shape: tuple[int, ...]) -> None:
+    """NumPy's broadcast_to converts the shape, then builds an iterator over it, before it
+    compares shapes: a length past npy_intp and a size past it raise those errors first."""
+    largest = int(np.iinfo(np.intp).max)
+    if any(n > largest for n in shape):
+        raise ValueError("Maximum allowed dimension exceeded")
+    if math.prod(shape) > largest:
+        raise ValueError("iterator is too large")
+
+
 def broadcast_to(array: Any, shape: Any, subok: bool = False) -> Any:
     """numpy.broadcast_to."""
     ctx = context_of(array)
@@ -185,6 +195,7 @@ def broadcast_to(array: Any, shape: Any, subok: bool = False) -> Any:
         return np.broadcast_to(array, shape)
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
     t = lift(ctx, array)
+    _check_iterable_shape(shape)
     try:
         if broadcast_shapes(t.shape, shape) != shape:
             raise ValueError

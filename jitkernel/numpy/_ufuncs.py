@@ -393,9 +393,10 @@ def round(a: Any, decimals: int = 0, out: Any = None) -> Any:  # noqa: A001 - mi
         return np.round(a, decimals)
     t = lift(ctx, a)
     if t.dtype == np.bool_ and decimals != 0:
-        # NumPy computes bool * 10**decimals into a bool output, which it refuses to cast.
-        raise TypeError(f"numpy.round of a bool array with decimals={decimals}: Cannot cast ufunc "
-                        "'multiply' output from dtype('float64') to dtype('bool') with casting rule 'same_kind'")
+        # NumPy computes bool * 10**decimals into a bool output, which it refuses to cast: its own
+        # error (a UFuncTypeError subclass) from a one-element stand-in.
+        np.round(np.zeros(1, np.bool_), decimals)
+        raise TypeError(f"numpy.round of a bool array with decimals={decimals}")  # if NumPy ever accepts it
     if t.dtype.kind in "iu":
         if decimals >= 0:
             return t

@@ -79,6 +79,10 @@ _FREE_REFCOUNT = _free_refcount()
 # Work units (loop-nest elements times (1 + expression nodes)) of one chunk of a split segment:
 # the granularity at which a long call notices an interrupt. 2^23 units is about 1-20 ms here.
 CHUNK_WORK = 1 << 23
+# At most this many chunks per segment (2^39 work units, hours of work): the list of chunks is
+# built at compile time, and a program too large to run (`np.ones(2**50)`, whose allocation
+# raises NumPy's MemoryError when it runs) would otherwise exhaust memory building it.
+MAX_CHUNKS = 1 << 16
 # A segment that cannot be split (its outer loop is reduced) and is estimated above this runs on
 # a worker thread while the calling thread waits interruptibly.
 LONG_WORK = 1 << 25
@@ -405,8 +409,8 @@ def work_at_call(kp: KernelProgram, seg: Segment) -> tuple[Callable[..., int], l
 
 def _chunks(outer: int, n: int) -> tuple[tuple[int, int], ...]:
     """`n` contiguous ranges covering [0, outer), boundaries on multiples of 64 where the loop is
-    long enough (vector-aligned starts)."""
-    n = max(1, min(n, outer))
+    long enough (vector-aligned starts); at most MAX_CHUNKS of them."""
+    n = max(1, min(n, outer, MAX_CHUNKS))
     align = 64 if outer >= 64 * n else 1
     bounds = [0] + [outer * t // n // align * align for t in range(1, n)] + [outer]
     return tuple((lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo)
