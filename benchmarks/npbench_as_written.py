@@ -386,7 +386,8 @@ def run_in_process(ns: argparse.Namespace, root: pathlib.Path, name: str) -> Res
 def run_in_subprocess(ns: argparse.Namespace, root: pathlib.Path, name: str) -> Result:
     command = [sys.executable, str(pathlib.Path(__file__).resolve()), "--npbench", str(root),
                "--preset", ns.preset, "--scale", str(ns.scale), "--backend", ns.backend,
-               "--datatype", ns.datatype, "--child", name] + (["--device-arguments"] if ns.device_arguments else []) + (["--time"] if ns.time else [])
+               "--datatype", ns.datatype, "--child", name] + (["--device-arguments"] if ns.device_arguments else []) \
+        + (["--time"] if ns.time else [])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     if "JITKERNEL_CACHE_DIR" not in env:  # never the user's cache: a fresh one per run
@@ -481,9 +482,10 @@ def numba_failures(results: list[Result]) -> list[str]:
 def render(results: list[Result], ns: argparse.Namespace, root: pathlib.Path) -> str:
     width = max(len(r.name) for r in results)
     with_numba = bool(getattr(ns, "numba_python", None))
+    datatype = getattr(ns, "datatype", "float64")
     lines = [f"NPBench as written: {len(results)} NumPy kernels, unmodified, under jk.jit "
              f"(backend {ns.backend}), preset {ns.preset}"
-             + (f", {ns.datatype} inputs" if ns.datatype != "float64" else "")
+             + (f", {datatype} inputs" if datatype != "float64" else "")
              + (f" x{ns.scale:g}" if ns.scale != 1.0 else "") + f", timeout {ns.timeout:g} s",
              f"date {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
              f"numpy {np.__version__}, checkout {root}",
@@ -491,7 +493,7 @@ def render(results: list[Result], ns: argparse.Namespace, root: pathlib.Path) ->
              "command: " + "".join(f"{k}={os.environ[k]} " for k in THREAD_VARIABLES if k in os.environ)
              + f"python benchmarks/npbench_as_written.py --npbench PATH --preset {ns.preset}"
              + (f" --backend {ns.backend}" if ns.backend != "cpu" else "")
-             + (f" --datatype {ns.datatype}" if ns.datatype != "float64" else "")
+             + (f" --datatype {datatype}" if datatype != "float64" else "")
              + (f" --scale {ns.scale:g}" if ns.scale != 1.0 else "") + (" --time" if ns.time else "")
              + (f" --numba-python {ns.numba_python}" if with_numba else "")
              + (f" --numba-variants {ns.numba_variants}" if with_numba and ns.numba_variants != "n,np,npr" else ""),
