@@ -139,7 +139,7 @@ def _unsupported_reason(name: str) -> str | None:
 
 # What the trace layer calls (a Tracer's ndarray methods, in-place updates, scalar stores):
 # registered here so that jitkernel.trace never imports jitkernel.numpy (trace/numpy_api.py).
-from . import _dispatch, _indexing, _shape, _strided_dynamic, _ufuncs  # noqa: E402
+from . import _dispatch, _dynamic, _indexing, _shape, _strided_dynamic, _ufuncs  # noqa: E402
 from ..trace.numpy_api import NUMPY as _TRACE_NUMPY  # noqa: E402
 _TRACE_NUMPY.register(
     namespace=_sys.modules[__name__], datadep=_datadep, dispatch=_dispatch,
@@ -149,4 +149,4 @@ _TRACE_NUMPY.register(
     ufunc_at=_advanced.ufunc_at, as_strided=_stride_tricks.as_strided,
     holds_traced_strided=_strided_dynamic.holds_traced_strided,
     apply_ufunc_protocol=_dispatch.apply_ufunc_protocol, apply_function_protocol=_dispatch.apply_function_protocol,
-    unsupported_rows=_unsupported_rows, unsupported_reason=_unsupported_reason)
+    unsupported_rows=_unsupported_rows, unsupported_reason=_unsupported_reason, value_range=_dynamic.value_range)

@@ -205,8 +205,7 @@ def _raise_where(value: Tracer, bad: Any, exception: str, message: str) -> Trace
 def _known_range(x: Any) -> tuple[int, int] | None:
     if not isinstance(x, Tracer):
         return int(x), int(x)
-    from ..numpy._dynamic import value_range  # (jitkernel.numpy imports the trace package)
-    return value_range(x)
+    return NUMPY.value_range(x)  # (numpy/_dynamic.py, registered by jitkernel.numpy: trace/numpy_api.py)
 
 
 def _proved_to_fit(name: str, a: Any, b: Any) -> bool:
