@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import jitkernel as jk
 from helpers import assert_identical
@@ -50,3 +50,23 @@ def test_reduction_over_no_axes_is_a_new_native_array():
     a = np.array([1.5, -0.0], ">f8")
     got = jk.jit(lambda x: np.max(x, axis=()))(a)
     assert got.dtype == np.max(a, axis=()).dtype and got.dtype.isnative
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from([(1, 0), (0,), (0, 3), (3, 0), (2, 0, 3)]), st.integers(-4, 4), st.data())
+def test_empty_arrays_through_partition_and_order_statistics(backend, shape, kth, data):
+    """The soak's edges family: NumPy checks partition's kth only for an array with elements, and
+    reduces median / quantile along one axis of an array whose kept axes are empty (jit raised
+    ValueError for both). Result or exception class as NumPy's."""
+    from helpers import assert_matches_numpy, outcome
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    a = np.empty(shape)
+    calls = [lambda a: np.partition(a, kth, axis=axis), lambda a: np.argpartition(a, kth, axis=axis),
+             lambda a: np.median(a, axis=axis), lambda a: np.quantile(a, 0.25, axis=axis)]
+    for f in calls:
+        want, got = outcome(f, a), outcome(jk.jit(f, backend=backend), a)
+        assert got[0] == want[0], (f, shape, axis, want, got)
+        if want[0] == "raise":
+            assert issubclass(got[1], want[1]), (shape, axis, want, got)
+        else:
+            assert_matches_numpy(got[1], want[1])  # (the sign of an empty slice's NaN is NumPy's own)

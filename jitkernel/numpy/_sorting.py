@@ -61,13 +61,13 @@ def argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *, stab
     return t._ctx.bind1("argsort", t, axis=ax, kind=k)
 
 
-def _kth(kth: Any, n: int) -> Any:
+def _kth(kth: Any, n: int, empty: bool = False) -> Any:
     if isinstance(kth, Tracer):
         raise UnsupportedOperationError("numpy.partition: kth must be static (a Python int or a list of them) inside jit")
     ks = [operator.index(k) for k in np.atleast_1d(np.asarray(kth)).ravel()] if not isinstance(kth, (int, np.integer)) \
         else [operator.index(kth)]
     for k in ks:
-        if not -n <= k < n:
+        if not empty and not -n <= k < n:  # (NumPy checks kth only for an array with elements)
             raise ValueError(f"kth(={k if k >= 0 else k + n}) out of bounds ({n})")
     return ks[0] if isinstance(kth, (int, np.integer)) else tuple(ks)
 
@@ -80,7 +80,7 @@ def _partition(prim: str, a: Any, kth: Any, axis: Any, kind: str, order: Any) ->
     t, ax = _operand(a, axis)
     if t.ndim == 0:
         raise ValueError("Cannot partition a 0-d array")
-    return t._ctx.bind1(prim, t, kth=_kth(kth, t.shape[ax]), axis=ax)
+    return t._ctx.bind1(prim, t, kth=_kth(kth, t.shape[ax], empty=t.size == 0), axis=ax)
 
 
 def partition(a: Any, kth: Any, axis: Any = -1, kind: str = "introselect", order: Any = None) -> Any:

@@ -375,7 +375,10 @@ def _sorted_along_front(ctx: Any, a: Any, axis: Any, fname: str) -> tuple[Tracer
     kept = [d for d in range(t.ndim) if d not in axes]
     moved = transpose(t, tuple(axes) + tuple(kept)) if t.ndim else t
     kept_shape = tuple(t.shape[d] for d in kept)
-    flat = reshape(moved, (-1,) + kept_shape)
+    # One reduced axis: its length (NumPy reduces along it; -1 cannot stand for it when a kept
+    # axis is empty). Several: -1, as NumPy's _ureduce reshapes, raising NumPy's ValueError there.
+    lead = t.shape[axes[0]] if len(axes) == 1 else -1
+    flat = reshape(moved, (lead,) + kept_shape)
     try:
         ordered = np.sort(flat, axis=0)
     except UnsupportedOperationError:
