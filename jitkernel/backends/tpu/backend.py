@@ -100,24 +100,23 @@ class TpuBackend(Backend):
         program, packed = lower_complex(narrow_float64(program))
         device = self.device()
         if device.platform == "tpu" and holds_float64(program):
-            return self._compile_on_host(program, packed, name, disk_cache, t0, FLOAT64_NOTE.format(name=name),
-                                         "float64")
+            return self._compile_on_host(program, packed, name, t0, FLOAT64_NOTE.format(name=name), "float64")
         try:
-            return self._compile_for(program, packed, device, fusion_mode(), "", name, disk_cache, t0)
+            return self._compile_for(program, packed, device, fusion_mode(), "", name, t0)
         except ChipWouldAbort as refused:
             # what XLA would get holds a type the chip's compiler aborts on (chip_limits.py)
-            return self._compile_on_host(program, packed, name, disk_cache, t0, refused.note(name), refused.what)
+            return self._compile_on_host(program, packed, name, t0, refused.note(name), refused.what)
 
-    def _compile_on_host(self, program: Program, packed: Packed, name: str, disk_cache: bool, t0: float,
-                         note: str, why: str) -> tuple[Any, dict]:
+    def _compile_on_host(self, program: Program, packed: Packed, name: str, t0: float, note: str,
+                         why: str) -> tuple[Any, dict]:
         """The program compiled by XLA for the host CPU instead of the chip, with a warning (`note`)."""
         import jax  # optional dependency
         warnings.warn(note, RuntimeWarning, stacklevel=3)
         return self._compile_for(program, packed, jax.devices("cpu")[0], "xla",
-                                 f"the program runs on the host CPU ({why}), where XLA fuses", name, disk_cache, t0)
+                                 f"the program runs on the host CPU ({why}), where XLA fuses", name, t0)
 
     def _compile_for(self, program: Program, packed: Packed, device: Any, fusion: str, no_kernels: str, name: str,
-                     disk_cache: bool, t0: float) -> tuple[Any, dict]:
+                     t0: float) -> tuple[Any, dict]:
         """Lower, compile (XLA) and wrap the program for `device`, the chip or the host CPU."""
         import jax  # optional dependency
         from .lowering import lower
@@ -130,7 +129,7 @@ class TpuBackend(Backend):
             specs.append(jax.ShapeDtypeStruct((), np.float64))  # the run-time -0.0 (lowering.py)
         lowered_program = lower(program, fusion, interpret=interpret, contraction_guard=guard)
         try:
-            staged, executable = self._xla_compile(lowered_program, specs, device, name, disk_cache)
+            hlo, executable = self._xla_compile(lowered_program, specs, device)
         except ChipWouldAbort:
             raise  # (not a kernel's doing: the whole program goes to the host, `compile`)
         except Exception as e:  # noqa: BLE001 - raised again below unless the Pallas kernels caused it
@@ -142,7 +141,7 @@ class TpuBackend(Backend):
             warnings.warn(f"jitkernel: {name}: {no_kernels}; XLA fuses its elementwise steps instead",
                           RuntimeWarning, stacklevel=2)
             lowered_program = lower(program, "xla", interpret=interpret, contraction_guard=guard)
-            staged, executable = self._xla_compile(lowered_program, specs, device, name, disk_cache)
+            hlo, executable = self._xla_compile(lowered_program, specs, device)
         if events.SUBSCRIBERS:
             events.publish(events.CodegenEvent(name, t0, events.clock() - t0, self.name))
         on_device = None
@@ -150,13 +149,13 @@ class TpuBackend(Backend):
             on_device = next((d for d in tpu_devices() if d.backing == device), None)
         wide = any(np.dtype(v.aval.dtype).itemsize == 8 for v in program.invars)
         run = TpuExecutable(executable, lowered_program.lowering, device, packed, name, on_device, wide)
-        hlo, kernels = staged.as_text(), lowered_program.lowering.pallas.text(no_kernels)
+        kernels = lowered_program.lowering.pallas.text(no_kernels)
         return run, {"hlo": lambda: hlo, "pallas": lambda: kernels}
 
     @staticmethod
-    def _xla_compile(lowered_program: Any, specs: list, device: Any, name: str, disk_cache: bool) -> tuple[Any, Any]:
-        """(the lowered computation, XLA's executable of it), compiled in this process: the TPU
-        backends keep no disk entries (`disk_cache` is accepted and has no effect here). JAX
+    def _xla_compile(lowered_program: Any, specs: list, device: Any) -> tuple[str, Any]:
+        """(the lowered computation's StableHLO text, XLA's executable of it), compiled in this
+        process: the TPU backends keep no disk entries (`compile`'s `disk_cache` has no effect). JAX
         restores a saved executable only through `serialize_executable`, which is a pickle, and
         loading a pickle from a directory runs whatever code its writer chose (docs/tpu.md, "No
         persistent cache"); JAX's own compilation cache (`jax_compilation_cache_dir`) stores raw
@@ -164,9 +163,10 @@ class TpuBackend(Backend):
         import jax  # optional dependency
         with jax.enable_x64(True), jax.default_device(device):
             staged = jax.jit(lowered_program.fn).lower(*specs)
+            text = staged.as_text()
             if device.platform == "tpu":
-                refuse_chip_aborts(staged.as_text())
-            return staged, staged.compile()
+                refuse_chip_aborts(text)
+            return text, staged.compile()
 
 
 class TpuInterpretBackend(TpuBackend):
