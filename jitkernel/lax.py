@@ -26,9 +26,9 @@ import numpy as np
 
 from .ir import AType, Var, check_dtype
 from .trace.carry_writes import InputWatch, write_back_carry, write_back_operands, written_operands
-from .trace.context import _traces, current_context, is_tracing
+from .trace.context import current_context, is_tracing
 from .trace.pending_checks import CODE_SPEC, absorb_code, carry_code, no_failure, take_code
-from .trace.subtrace import SubTraceContext, finish, trace_function
+from .trace.subtrace import SubTraceContext, finish, recording_in, trace_function
 from .trace.tracer import Tracer
 from .tree import TreeDef, leaf_paths, tree_flatten, tree_unflatten
 from . import numpy as jnp
@@ -187,7 +187,7 @@ def _carry_checks(ctx: SubTraceContext, leaves: list[Any], specs: list[Spec],
                   init_leaves: list[Any]) -> tuple[list[Any], list[Spec], list[Any], set[int] | None]:
     """A body that recorded run-time checks carries its error code as one more (last) carry
     leaf, starting at 0 (trace/pending_checks.py); the sites, or None without checks."""
-    _, after, sites = carry_code(ctx)
+    after, sites = carry_code(ctx)
     if after is None:
         return leaves, specs, init_leaves, None
     return list(leaves) + [after], list(specs) + [(CODE_SPEC, None)], list(init_leaves) + [np.int32(0)], sites
@@ -204,11 +204,16 @@ def _raise_checks(ctx: Any, outs: list[Tracer], sites: set[int] | None) -> list[
 def _stop_on_failure(ctx: SubTraceContext, pred: Any) -> Any:
     """A while loop's condition that also stops once the carried error code (a new last input
     of the condition) is nonzero: a wrapped value must not keep the loop running."""
-    _traces.stack.append(ctx)
-    try:
+    with recording_in(ctx):
         return jnp.logical_and(pred, no_failure(ctx.new_input(CODE_SPEC)))
-    finally:
-        _traces.stack.remove(ctx)
+
+
+def _loop_results(who: str, fun_name: str, tree: TreeDef, outer: Any, outs: list[Tracer], sites: set[int] | None,
+                  specs: list[Spec], init_leaves: list[Any], watch: InputWatch, body_leaves: list[Any]) -> list[Any]:
+    """The carry a loop returns: its outputs less the error code (merged or raised in `outer`),
+    where the body wrote its carry in place, the caller's arrays (trace/carry_writes.py)."""
+    results = _result_tracers(outer, _raise_checks(outer, outs, sites), specs)
+    return write_back_carry(who, fun_name, leaf_paths(tree, "carry"), init_leaves, results, watch, body_leaves)
 
 
 # ----------------------------------------------------------------------------- plain Python
@@ -258,9 +263,8 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
         _lift_leaf(outer, leaf, spec) for leaf, spec in zip(init_leaves, specs)]
     outs = outer.bind("while_loop", operands, cond=cond, body=body, cond_nconsts=len(cctx.captured),
                       body_nconsts=len(bctx.captured))
-    results = write_back_carry(who, "body_fun", leaf_paths(tree, "carry"), init_leaves,
-                               _result_tracers(outer, _raise_checks(outer, outs, sites), specs), watch, bleaves)
-    return tree_unflatten(tree, results)
+    return tree_unflatten(tree, _loop_results(who, "body_fun", tree, outer, outs, sites, specs, init_leaves, watch,
+                                              bleaves))
 
 
 def _predicate(ctx: SubTraceContext, pred: Any, who: str, fun_name: str) -> Any:
@@ -321,9 +325,8 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
     bounds = [_lift_leaf(outer, b, (AType((), np.int64), None)) for b in (lower, upper)]
     operands = bounds + list(bctx.captured) + [_lift_leaf(outer, leaf, spec) for leaf, spec in zip(init_leaves, specs)]
     outs = outer.bind("fori_loop", operands, body=body, nconsts=len(bctx.captured))
-    results = write_back_carry(who, "body_fun", leaf_paths(tree, "carry"), init_leaves,
-                               _result_tracers(outer, _raise_checks(outer, outs, sites), specs), watch, bleaves)
-    return tree_unflatten(tree, results)
+    return tree_unflatten(tree, _loop_results(who, "body_fun", tree, outer, outs, sites, specs, init_leaves, watch,
+                                              bleaves))
 
 
 def _bound_ranges(lower: Any, upper: Any) -> tuple[int, int] | None:
@@ -386,9 +389,8 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, le
     operands = (list(bctx.captured) + [_lift_leaf(outer, leaf, spec) for leaf, spec in zip(init_leaves, specs)]
                 + [_lift_leaf(outer, x, spec) for x, spec in zip(x_leaves, x_specs)])
     outs = outer.bind("scan", operands, body=body, nconsts=ncap, ncarry=len(specs), length=n, reverse=bool(reverse))
-    carry = tree_unflatten(tree, write_back_carry(who, "f", leaf_paths(tree, "carry"), init_leaves,
-                                                  _result_tracers(outer, _raise_checks(outer, outs[:len(specs)], sites),
-                                                                  specs), watch, bleaves))
+    carry = tree_unflatten(tree, _loop_results(who, "f", tree, outer, outs[:len(specs)], sites, specs, init_leaves,
+                                               watch, bleaves))
     return carry, tree_unflatten(y_tree, list(outs[len(specs):]))
 
 

@@ -26,9 +26,9 @@ import numpy as np
 
 from ..ir import AType
 from ..ir.arrayfn_prims import ERROR_CODE, error_code_message
-from .active import _traces, current_context
+from .active import current_context
 from .numpy_api import NUMPY
-from .subtrace import SubTraceContext
+from .subtrace import SubTraceContext, recording_in
 from .tracer import Tracer
 
 CODE_DTYPE = np.dtype(np.int32)
@@ -103,26 +103,20 @@ def take_code(ctx: SubTraceContext) -> tuple[Tracer | None, set[int]]:
     return code, sites
 
 
-def carry_code(ctx: SubTraceContext) -> tuple[Tracer | None, Tracer | None, set[int]]:
-    """For a loop body that recorded checks: (the carried code's input, a new last explicit
-    input of ctx; its value after this trip; the sites). (None, None, set()) without checks."""
+def carry_code(ctx: SubTraceContext) -> tuple[Tracer | None, set[int]]:
+    """For a loop body that recorded checks: (the carried code's value after this trip, from a
+    new last explicit input of ctx, the code before it; the sites). (None, set()) without checks."""
     code, sites = take_code(ctx)
     if code is None:
-        return None, None, sites
-    _traces.stack.append(ctx)  # the merge is recorded in the body
-    try:
+        return None, sites
+    with recording_in(ctx):  # the merge is recorded in the body
         before = ctx.new_input(CODE_SPEC)
         jnp = _jnp()
         after = jnp.where(jnp.not_equal(before, np.int32(0)), before, code)
-    finally:
-        _traces.stack.remove(ctx)
-    return before, after, sites
+    return after, sites
 
 
 def no_failure(code: Tracer) -> Tracer:
     """`code == 0` (a while loop's condition also needs it)."""
     return _jnp().equal(code, np.int32(0))
 
-
-def current_collects() -> bool:
-    return collects_checks(current_context())

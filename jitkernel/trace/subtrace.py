@@ -11,7 +11,8 @@ variable in new Tracers (`Tracer(ctx, x.ir_var)`).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+import contextlib
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -216,14 +217,22 @@ def in_loop(ctx: TraceContext | None) -> bool:
     return False
 
 
+@contextlib.contextmanager
+def recording_in(ctx: SubTraceContext) -> Iterator[SubTraceContext]:
+    """Operations inside the block are recorded in `ctx`, a sub-trace whose function has returned
+    (the casts of its outputs, a loop's checks), without closing it as `with ctx` does."""
+    _traces.stack.append(ctx)
+    try:
+        yield ctx
+    finally:
+        _traces.stack.remove(ctx)
+
+
 def finish(ctx: SubTraceContext, leaves: Sequence[Any], dtypes: Sequence[np.dtype | None] | None = None) -> Program:
     """The sub-program returning `leaves` (cast to `dtypes` where given), then close `ctx`."""
     if ctx.error_code is not None:  # a check nobody would raise: a silent wrong answer
         raise AssertionError(f"{ctx.name}: its run-time checks were not taken (trace/pending_checks.py)")
-    _traces.stack.append(ctx)  # casts and captures of the outputs are recorded in ctx
-    try:
+    with recording_in(ctx):  # casts and captures of the outputs are recorded in ctx
         outvars = [ctx.output_var(leaf, None if dtypes is None else dtypes[k]) for k, leaf in enumerate(leaves)]
-    finally:
-        _traces.stack.remove(ctx)
     ctx.closed = True
     return lower_symbolic(ctx.program(outvars), ctx.symbolic_where)
