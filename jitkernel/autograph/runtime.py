@@ -27,6 +27,7 @@ from .. import numpy as jnp
 from ..numpy._datadep import DataDependent
 from ..errors import InPlaceUpdateError, TracerArrayConversionError, TracerError, UnsupportedOperationError
 from ..numpy._statistics import raise_if
+from ..trace.carry_writes import writable_array
 from ..trace.context import is_tracing, user_frame_location
 from ..trace.operands import lift
 from ..trace.python_int import unchecked_index
@@ -562,7 +563,7 @@ def _check_aliases(what: str, fns: Sequence[Callable], state: _State, written: S
     would read that array's value from before the statement (a stale view), not NumPy's."""
     if not written:
         return
-    targets = [(n, v) for n, v in zip(state.names, state.values) if n in written and _writable(v)]
+    targets = [(n, v) for n, v in zip(state.names, state.values) if n in written and writable_array(v)]
     if not targets:
         return
     others = [(n, t) for n, v in _closure_values(fns) for t in _tracers_in(v)]
@@ -604,12 +605,6 @@ def _changed_containers(snapshots: list[tuple[str, Any, Any]]) -> list[str]:
     return changed
 
 
-def _writable(x: Any) -> bool:
-    """A traced array that can be written in place (not a Python or NumPy scalar, which `x += 1`
-    rebinds: `written` names every name updated with an augmented assignment)."""
-    return _traced(x) and x.weak is None and not (x.ndim == 0 and x.scalar)
-
-
 def _write_back(state: _State, result: tuple, in_place: set[int], written: Sequence[str]) -> tuple:
     """Arrays written in place in the body: write the loop's result into the original array
     (`A[...] = new`, so its aliases and the caller's argument see it) and keep the name bound
@@ -617,7 +612,7 @@ def _write_back(state: _State, result: tuple, in_place: set[int], written: Seque
     out = list(result)
     for k in in_place:
         original = state.values[k]
-        if state.names[k] in written and _writable(original) and original is not out[k] and _traced(out[k]):
+        if state.names[k] in written and writable_array(original) and original is not out[k] and _traced(out[k]):
             original[...] = out[k]
             out[k] = original
         elif (state.names[k] in written and isinstance(original, DataDependent) and original is not out[k]
@@ -702,7 +697,7 @@ def if_stmt(pred: Any, true_fn: Callable, false_fn: Callable, state: tuple, name
 
     # A tail `if` returns from the function, but the arrays its branches wrote in place must
     # still reach their bases (an argument, an alias): the branches also return them.
-    returned_writes = [k for k in st.dynamic if names[k] in written and _writable(st.values[k])]
+    returned_writes = [k for k in st.dynamic if names[k] in written and writable_array(st.values[k])]
 
     def branch(fn: Callable) -> Callable:
         def run(*carry: Any) -> Any:
