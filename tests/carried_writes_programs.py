@@ -1,4 +1,4 @@
-"""Generated programs whose loops carry arrays written in place (issue: in-place updates through
+"""Generated programs whose loops carry arrays written in place (a regression: in-place updates through
 a name rebound in a loop were lost): a helper that writes its argument and returns it, called
 in a loop that stays a loop; the write reached the loop's carry but not the caller's array.
 

@@ -28,14 +28,14 @@ def test_generated_loops_write_the_callers_array(tmp_path, backend, program):
 @pytest.mark.parametrize("loop", ["for", "while", "fori_loop", "while_loop"])
 @pytest.mark.parametrize("route", ["helper", "dict", "method"])
 def test_each_loop_and_route(tmp_path, loop, route):
-    """The routes no reading of the source sees (a dict, a method) and the one the issue showed,
+    """The routes no reading of the source sees (a dict, a method) and a helper rebinding the name,
     on every loop kind: each once, on the fastest backends."""
     assert_same_as_python(tmp_path, (source(loop, route, "whole", "argument"), 9, f"{loop}/{route}"),
                           ["interpret", "cpu"])
 
 
 def test_game_of_life_leaves_the_board_where_numpy_does(tmp_path):
-    """numpy-100 #88 run for 100 steps, the issue's reproducer: the caller's board after the call."""
+    """numpy-100 #88 run for 100 steps (the caller's board was left unchanged): the board after the call."""
     f = load(tmp_path, '''
 def iterate(Z):
     N = (Z[0:-2, 0:-2] + Z[0:-2, 1:-1] + Z[0:-2, 2:] + Z[1:-1, 0:-2] + Z[1:-1, 2:]

@@ -2,9 +2,9 @@
 extra): forward over reverse (`jk.jvp(jk.grad(f))`, Hessian-vector products; `jk.hessian`, its
 vmap over a basis), and reverse over reverse (`jk.jacrev(jk.grad(f))`), all inside one jitted
 function on the CPU backend, so a wrong derivative rule and a compiler bug in the program the
-rules build both show (the issue's case was the second kind: fusion/coalesce.py).
+rules build both show (a softmax of a written copy was the second kind: fusion/coalesce.py).
 
-The programs hold what the issue's softmax-of-a-written-copy mixes: writes into copies (`u =
+The programs hold what a softmax of a written copy mixes: writes into copies (`u =
 v.copy(); u[a:b] = s`, `u[i] = s`, `u[:, j] = s`, `u[mask] = s`, `u[[i, k]] += s`, `u[a::2] *= s`,
 where JAX writes `v.at[...].set/add/multiply`), max-shifted sums (logsumexp, softmax) and max/min reductions with
 keepdims along each axis, and indexing (negative, strided, fancy). Inputs are drawn in 0.5..1.9,
@@ -228,7 +228,7 @@ def _assert_matches(got: tuple, want: tuple, src: str) -> None:
             np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-10 * scale, err_msg=f"{what}, leaf {k}\n{src}")
 
 
-ISSUE = """
+SOFTMAX_OF_A_WRITTEN_COPY = """
 def f(x0, x2):
     v5 = xp.log(xp.sum(xp.exp(x2 - xp.max(x2, axis=0, keepdims=True)), axis=0)) + xp.max(x2, axis=0)
     v7 = WRITE
@@ -238,14 +238,14 @@ def f(x0, x2):
 
 
 def test_hessian_vector_product_of_softmax_of_a_written_copy(tmp_path):
-    """The issue's program: jvp of grad through `v7 = x0.copy(); v7[1:2] = v5` gave half the
+    """A user's program: jvp of grad through `v7 = x0.copy(); v7[1:2] = v5` gave half the
     x2 part (the cotangent program's copy and a reader of the old array shared a buffer)."""
-    f = load(tmp_path, "xp = np\n" + ISSUE.replace("WRITE", "x0.copy(); v7[1:2] = v5"))
-    fj = load(tmp_path, "import jax.numpy as xp\n" + ISSUE.replace("WRITE", "x0.at[1:2].set(v5)"))
+    f = load(tmp_path, "xp = np\n" + SOFTMAX_OF_A_WRITTEN_COPY.replace("WRITE", "x0.copy(); v7[1:2] = v5"))
+    fj = load(tmp_path, "import jax.numpy as xp\n" + SOFTMAX_OF_A_WRITTEN_COPY.replace("WRITE", "x0.at[1:2].set(v5)"))
     rng = np.random.default_rng(2)
     x0, x2 = np.array([0.949, 1.412]), rng.uniform(0.5, 1.9, 7)
     t0, t2 = rng.normal(size=2), rng.normal(size=7)
-    _assert_matches(_second_derivatives(f)(x0, x2, t0, t2), _jax_second_derivatives(fj, x0, x2, t0, t2), ISSUE)
+    _assert_matches(_second_derivatives(f)(x0, x2, t0, t2), _jax_second_derivatives(fj, x0, x2, t0, t2), SOFTMAX_OF_A_WRITTEN_COPY)
     eager = jk.jvp(jk.grad(f, argnums=(0, 1)), (x0, x2), (t0, t2))[1]  # outside jk.jit too
     for g, w in zip(eager, _jax_second_derivatives(fj, x0, x2, t0, t2)[0]):
         np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)
