@@ -76,7 +76,7 @@ def test_every_cast(backend):
 
 
 @pytest.mark.parametrize("backend", tpu_backends())
-def test_the_issues_programs(backend):
+def test_a_64_bit_integer_product_and_an_image_packed_into_integers(backend):
     image = np.random.default_rng(0).integers(0, 256, (32, 32, 3)).astype(np.uint8)
     _same(lambda I: np.dot(I.astype(np.uint32), [1, 256, 65536]), image, backend=backend)  # numpy-100 #66
     big = np.array([[2**62, 3], [5, 7]], np.int64)
