@@ -5,10 +5,12 @@ hold the chip, and opening it costs about 15 s). Prints a JSON line per test and
 row as it goes, and appends them to benchmarks/results/tpu-check.jsonl; the table last.
 
     python3 scripts/tpu_check.py [--quick] [--tests-only] [--no-tests] [--no-bench] [--suites all|MODULE,...]
+                                 [--suites-only]
 
 `--suites` also runs the NumPy-equivalence suites (the test modules that opt into the TPU suite,
 tests/tpu_suite.py: `all` of them, or the named ones) on the chip, in the same pytest session:
-their backend tests with backend "tpu" in place of "tpu-interpret". NPBENCH=PATH also runs NPBench
+their backend tests with backend "tpu" in place of "tpu-interpret" (`--suites-only`: without tests/tpu,
+to spend a short chip session on the named suites). NPBENCH=PATH also runs NPBench
 as written on the chip, once per input type in NPBENCH_DATATYPES (default "float32,float64"), each
 kernel also called with its arrays already on the chip (`--device-arguments`).
 """
@@ -66,7 +68,7 @@ def main() -> int:
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
     sys.path.insert(0, ROOT)
     suites = sys.argv[sys.argv.index("--suites") + 1] if "--suites" in sys.argv else ""
-    paths, plugins = [os.path.join(ROOT, "tests", "tpu")], []
+    paths, plugins = ([] if "--suites-only" in sys.argv else [os.path.join(ROOT, "tests", "tpu")]), []
     if suites:
         os.environ["JITKERNEL_TPU_SUITE_BACKEND"] = "tpu"  # read by tests/tpu_suite.py at collection
         paths += _suite_modules(suites)

@@ -7,7 +7,7 @@ import pytest
 
 import jitkernel as jk
 
-from helpers import ALL_DTYPES, assert_matches_numpy, check, numpy_result, rng_for, sample
+from helpers import ALL_DTYPES, assert_matches_numpy, check, numpy_result, on_host, rng_for, sample
 
 CUDA_EMULATOR_SUITE = True  # the backend fixture adds "cuda-emulator" (tests/emulator_suite.py)
 TPU_SUITE = True  # and on tpu-interpret (tests/tpu_suite.py)
@@ -263,6 +263,36 @@ def test_argmax_ties_and_late_nan(dtype, backend):
         x[4, 0] = np.nan
     check(lambda x: (x.argmax(axis=1), x.argmin(axis=1), np.argmax(x), x.max(axis=1), x.min(axis=1)), x,
           backend=backend)
+
+
+_ARG_SPECIALS = [np.nan, np.nan, np.inf, -np.inf, 0.0, -0.0, 9.0, -9.0]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_argmax_argmin_with_many_nans_and_ties(dtype, backend):
+    """argmax/argmin over every axis of arrays holding several NaNs, infinities, signed zeros and
+    tied extremes at drawn places: the first NaN (else the first extreme) wins, whatever order the
+    backend reduces in (the chip reduces in a tree, and its library argmax kept the last of two
+    NaNs). One compile per backend; hypothesis varies only the values."""
+    from hypothesis import given, settings, HealthCheck, strategies as st
+    shape = (6, 50, 5)
+    jitted = jk.jit(_all_arg_reductions, backend=backend)
+
+    @settings(max_examples=40, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(seed=st.integers(0, 2**16), places=st.lists(
+        st.tuples(st.integers(0, int(np.prod(shape)) - 1), st.sampled_from(_ARG_SPECIALS)), max_size=12))
+    def run(seed, places):
+        x = np.random.default_rng(seed).integers(-3, 4, size=shape).astype(dtype)  # small ints: many ties
+        for flat, value in places:
+            x.reshape(-1)[flat] = value
+        assert_matches_numpy(on_host(jitted(x)), _all_arg_reductions(x))
+
+    run()
+
+
+def _all_arg_reductions(x):
+    return tuple(f(x, axis=a) for f in (np.argmax, np.argmin) for a in (None, 0, 1, 2))
 
 
 # ----------------------------------------------------------------------------- row patterns

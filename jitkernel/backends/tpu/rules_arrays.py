@@ -93,8 +93,17 @@ def _reduce(ctx, eqn, x):
 
 @lax_rule("argmax", "argmin")
 def _arg(ctx, eqn, x):
-    fn = jnp.argmax if eqn.prim == "argmax" else jnp.argmin  # the first NaN wins, as in NumPy
-    return [fn(x, axis=eqn.params["axis"]).astype(out_dtype(eqn))]
+    axis = eqn.params["axis"]
+    fn = jnp.argmax if eqn.prim == "argmax" else jnp.argmin
+    found = fn(x, axis=axis)
+    if x.dtype.kind in "fc":
+        # NumPy: the first NaN wins. jnp's comparator keeps whichever NaN is on its left, which is
+        # the first only when the reduction runs in order: the chip reduces in a tree and returned
+        # the last of two NaNs. Which NaN is first is an argmax over a bool mask (ties there break
+        # by index in any order).
+        nan = jnp.isnan(x)
+        found = jnp.where(jnp.any(nan, axis=axis), jnp.argmax(nan, axis=axis), found)
+    return [found.astype(out_dtype(eqn))]
 
 
 @lax_rule("dot_general")
