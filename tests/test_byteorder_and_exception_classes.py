@@ -48,6 +48,19 @@ COMPUTES_NATIVE = {
     "where": lambda a: np.where(a > 0, a, 0), "clip": lambda a: np.clip(a, 0, 3), "full_like dtype": lambda a: np.full_like(a, 3, np.float32),
     "sum": lambda a: a.sum(), "max": lambda a: a.max(),
 }
+# Functions that read the argument's dtype, byte order included (as NumPy gives it inside the
+# function), or ask for a byte order: the result keeps the order NumPy gives it.
+READS_DTYPE = {
+    "byteorder read": lambda a: a * 0 + (a.dtype.byteorder == ">"), "dtype == native": lambda a: a * 0 + (a.dtype == a.dtype.newbyteorder("=")),
+    "zeros of dtype": lambda a: np.zeros(a.shape, a.dtype), "astype own dtype": lambda a: a.astype(a.dtype),
+    "full of dtype": lambda a: np.full(3, 2, dtype=a.dtype), "empty_like dtype": lambda a: np.zeros_like(a, dtype=a.dtype),
+    "asarray native": lambda a: np.asarray(a, dtype=a.dtype.newbyteorder("=")),
+    "asarray big": lambda a: np.asarray(a, dtype=a.dtype.newbyteorder(">")),
+    "astype big": lambda a: a.astype(">i4"), "concatenate big": lambda a: np.concatenate([a, a], dtype=">f8"),
+    "zeros big view": lambda a: np.zeros((2, 4), ">f4")[:, ::2] + 0 * a[0, 0],
+    "arange big": lambda a: np.arange(3, dtype=">f8"), "arange big + a": lambda a: a[0] + np.arange(3, dtype=">u2"),
+    "ufunc dtype= big": lambda a: np.add.reduce(a, dtype=">f8"),
+}
 
 
 def _iadd(a):
@@ -122,11 +135,11 @@ def _assert_same(expected, got):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("name", list(KEEPS_DTYPE) + list(COMPUTES_NATIVE) + list(WRITES))
+@pytest.mark.parametrize("name", list(KEEPS_DTYPE) + list(COMPUTES_NATIVE) + list(WRITES) + list(READS_DTYPE))
 def test_big_endian_argument_read_written_and_returned_as_numpy(name, backend):
     """Each function of a '>f8' and a '>i2' argument on every backend: NumPy's values, NumPy's
     result dtype (byte order included) and the caller's array as NumPy leaves it."""
-    fn = {**KEEPS_DTYPE, **COMPUTES_NATIVE, **WRITES}[name]
+    fn = {**KEEPS_DTYPE, **COMPUTES_NATIVE, **WRITES, **READS_DTYPE}[name]
     for dt in (">f8", ">i2"):
         expected, got = _run_both(fn, lambda: np.arange(-2, 4, dtype=dt).reshape(2, 3), backend)
         if backend == "cuda-emulator" and isinstance(got[0], jk.UnsupportedOperationError):
@@ -138,7 +151,7 @@ def test_big_endian_argument_read_written_and_returned_as_numpy(name, backend):
 def byteswapped_cases(draw):
     """A function of the three groups on a byte-swapped (or explicitly native) argument of any
     numeric dtype, shape and memory layout."""
-    group = draw(st.sampled_from([KEEPS_DTYPE, COMPUTES_NATIVE, WRITES]))
+    group = draw(st.sampled_from([KEEPS_DTYPE, COMPUTES_NATIVE, WRITES, READS_DTYPE]))
     name = draw(st.sampled_from(sorted(group)))
     dt = np.dtype(draw(st.sampled_from(["int16", "int32", "int64", "uint16", "uint32", "uint64", "float16",
                                          "float32", "float64"])))
@@ -260,6 +273,8 @@ _BYTEORDER = {
     "astype": lambda x: x.astype(np.int16), "clip": lambda x: np.clip(x), "where": lambda x: np.where(x > 0, x, x),
     "concatenate": lambda x: np.concatenate([x, x]), "max": lambda x: x.max(), "index": lambda x: x[0],
     "tuple": lambda x: (x, x * 2, x[::2]),
+    "zeros of dtype": lambda x: np.zeros(3, x.dtype), "astype own dtype": lambda x: x.astype(x.dtype),
+    "asarray big": lambda x: (np.asarray(x, ">i2"), x),
 }
 
 

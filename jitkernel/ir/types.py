@@ -19,8 +19,13 @@ _SUPPORTED = frozenset(SUPPORTED_DTYPES)
 
 
 def check_dtype(dtype: object, what: str = "array") -> np.dtype:
-    """Return `dtype` as np.dtype, or raise TypeError naming it if the engine cannot compile it."""
+    """Return `dtype` as np.dtype in native byte order, or raise TypeError naming it if the
+    engine cannot compile it. Kernels compute in native order: a '>f8' request computes float64,
+    and the places where NumPy gives a result the requested order record it (trace/context.py
+    `request_byteorder`)."""
     dt = np.dtype(dtype)
+    if not dt.isnative and dt.kind in "biufc":
+        dt = dt.newbyteorder("=")
     if dt not in _SUPPORTED:
         kind = {"O": "object", "U": "str", "S": "bytes", "c": "complex", "M": "datetime",
                 "m": "timedelta", "V": "structured"}.get(dt.kind, dt.kind)
@@ -28,6 +33,16 @@ def check_dtype(dtype: object, what: str = "array") -> np.dtype:
             f"jitkernel does not support dtype {dt} ({kind}) for {what}; supported dtypes are "
             + ", ".join(str(d) for d in SUPPORTED_DTYPES))
     return dt
+
+
+def check_ufunc_dtype(dtype: object, what: str) -> np.dtype:
+    """check_dtype for a ufunc's `dtype=` (reductions, accumulations): NumPy refuses a byte order
+    there ("only select the general DType"), with TypeError, and so does jitkernel."""
+    dt = np.dtype(dtype)
+    if not dt.isnative:
+        raise TypeError(f"{what}: the dtype= of a ufunc selects only the general DType, not the byte order "
+                        f"({dt.str!r}); pass np.{dt.newbyteorder('=').name} or its string name, as NumPy requires")
+    return check_dtype(dt, what)
 
 
 def short_dtype(dt: np.dtype) -> str:

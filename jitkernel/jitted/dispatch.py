@@ -135,6 +135,8 @@ class DispatchMixin:
                 compiled = self._host_length_variant(sig, compiled, changed, args, kwargs)
 
     def _register_fast(self, args: tuple, compiled: Compiled, sig: Signature) -> None:
+        if any(isinstance(i, str) for _, i in getattr(compiled.program, "byteorder_sources", ())):
+            return  # a result in a byte order the function asked for: set by _restore_byteorder
         key: list = []
         scalars: list = []
         statics = self.static_argnums

@@ -27,6 +27,9 @@ NUMPY_SCALAR_TYPES = frozenset(t for t in np.sctypeDict.values()
                                if issubclass(t, (np.bool_, np.number)) and not issubclass(t, np.timedelta64))
 
 NUMPY_SCALAR = "numpy scalar"  # the fourth entry of the spec of a NumPy scalar argument
+# The fourth entry of the spec of an array in non-native byte order: computed natively, but its
+# `.dtype` in the function reads the order (and results made from it keep it), so it traces apart.
+BYTE_SWAPPED = "byte-swapped"
 
 
 def _leaf_spec(leaf: Any, where: str) -> tuple:
@@ -43,7 +46,7 @@ def _leaf_spec(leaf: Any, where: str) -> tuple:
             # A NumPy scalar is not a 0-d array to NumPy: it is immutable (`s += 1` rebinds) and
             # setitem stores it by value (np.float64(300.7) into int8 raises): traced as one.
             return ("array", check_dtype(dt, where), (), NUMPY_SCALAR)
-        return ("array", check_dtype(dt, where), tuple(leaf.shape))
+        return ("array", check_dtype(dt, where), tuple(leaf.shape)) + (() if leaf.dtype.isnative else (BYTE_SWAPPED,))
     if getattr(type(leaf), "_jk_device_array", False):  # jk.DeviceArray: passed on without a copy
         return ("array", check_dtype(leaf.dtype, where), leaf.shape)
     if isinstance(leaf, (list, tuple)) or (hasattr(leaf, "__array__") or hasattr(leaf, "__array_interface__")):
@@ -113,6 +116,15 @@ class Signature:
         return ", ".join(parts)
 
 
+def _form(spec: tuple, other: tuple) -> str:
+    """What an array spec's fourth entry says (against the other side's), for signature_diff."""
+    if spec[3:] == (NUMPY_SCALAR,):
+        return "a NumPy scalar"
+    if spec[3:] == (BYTE_SWAPPED,):
+        return "byte-swapped"
+    return "a 0-d array" if other[3:] == (NUMPY_SCALAR,) else "native byte order"
+
+
 def _describe_spec(spec: tuple) -> tuple[str, str]:
     if spec[0] == "py":
         return "python scalar", spec[1].__name__
@@ -134,8 +146,7 @@ def signature_diff(old: Signature, new: Signature) -> list[str]:
             if a[2] != b[2]:
                 reasons.append(f"{name}: shape {a[2]} -> {b[2]}")
             if a[3:] != b[3:]:
-                reasons.append(f"{name}: {'a NumPy scalar' if a[3:] else 'a 0-d array'} -> "
-                               f"{'a NumPy scalar' if b[3:] else 'a 0-d array'}")
+                reasons.append(f"{name}: {_form(a, b)} -> {_form(b, a)}")
         elif a[0] == b[0] == "py":
             reasons.append(f"{name}: Python scalar type {a[1].__name__} -> {b[1].__name__}")
         else:
@@ -162,7 +173,7 @@ def size_changes(old: Signature, new: Signature) -> list[tuple[str, int, int, in
     for name, a, b in zip(new.names, old.specs, new.specs):
         if a == b:
             continue
-        if a[0] != "array" or b[0] != "array" or a[1] != b[1] or len(a[2]) != len(b[2]):
+        if a[0] != "array" or b[0] != "array" or a[1] != b[1] or len(a[2]) != len(b[2]) or a[3:] != b[3:]:
             return None
         changes += [(name, d, x, y) for d, (x, y) in enumerate(zip(a[2], b[2])) if x != y]
     return changes or None

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from .. import events
 from ..autograph import convert
 from ..forking import compile_section
@@ -54,7 +56,10 @@ class TracingMixin:
             if bind is not None:
                 bind(lambda i: tracers[leaf_of.index(i)])
             for k, t in enumerate(tracers):
-                give_argument_layout(t, leaves[leaf_of[k]])
+                leaf = leaves[leaf_of[k]]
+                give_argument_layout(t, leaf)
+                if isinstance(leaf, np.ndarray) and not leaf.dtype.isnative:
+                    t._ctx.swapped_input(t.ir_var, leaf.dtype.byteorder)
             for t, is_numpy_scalar in zip(tracers, numpy_scalars):
                 if is_numpy_scalar:
                     t.scalar = True  # immutable, stored by value (see _leaf_spec)

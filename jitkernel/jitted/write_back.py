@@ -107,18 +107,21 @@ def _guarded_by_globals(entry: Callable[[tuple], Any], captured: CapturedNames, 
 def _restore_byteorder(result: Any, compiled: Compiled, leaves: list) -> Any:
     """Give outputs that are an input, a copy or a view of one (program.byteorder_sources) that
     input's byte order, as NumPy does: kernels compute in native order, so a '>i2' argument
-    returned as-is would otherwise come back '<i2'."""
-    swapped = {i: leaf.dtype for i, leaf in enumerate(leaves)
+    returned as-is would otherwise come back '<i2'. An output made in a byte order the function
+    asked for (np.zeros(n, '>f8')) gets that order."""
+    sources = compiled.program.byteorder_sources
+    swapped = {i: leaf.dtype.byteorder for i, leaf in enumerate(leaves)
                if isinstance(leaf, _ndarray) and not leaf.dtype.isnative}
-    if not swapped:
+    if not swapped and not any(isinstance(i, str) for _, i in sources):
         return result
     outs, out_tree = tree_flatten(result, namedtuples=True)
-    for k, i in compiled.program.byteorder_sources:
+    for k, i in sources:
+        order = i if isinstance(i, str) else swapped.get(i)
         # (k past the outputs: a hidden output, the written argument's final value)
-        if i in swapped and k < len(outs) and isinstance(outs[k], _ndarray):
-            # the input's byte order on the output's own dtype (`.real` of '>c16' is '>f8'); a
-            # returned view of the argument has it already (copy=False keeps it that view)
-            outs[k] = outs[k].astype(outs[k].dtype.newbyteorder(swapped[i].byteorder), copy=False)
+        if order and k < len(outs) and isinstance(outs[k], _ndarray) and outs[k].dtype.itemsize > 1:
+            # the byte order on the output's own dtype (`.real` of '>c16' is '>f8'); a returned
+            # view of the argument has it already (copy=False keeps it that view)
+            outs[k] = outs[k].astype(outs[k].dtype.newbyteorder(order), copy=False)
     return tree_unflatten(out_tree, outs)
 
 

@@ -23,7 +23,7 @@ def _filled(a: Any, fill: Any, dtype: Any, shape: Any) -> Any:
         return None
     dt = check_dtype(dtype, "the dtype= of *_like") if dtype is not None else a.dtype
     shape = a.shape if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
-    return fresh(broadcast_to_shape(ctx, ctx.const(_fill_value(fill, dt)), shape))  # a new array
+    return ctx.request_byteorder(fresh(broadcast_to_shape(ctx, ctx.const(_fill_value(fill, dt)), shape)), dtype)
 
 
 def _fill_value(fill: Any, dt: np.dtype) -> np.ndarray:
@@ -55,8 +55,9 @@ def empty_like(a: Any, dtype: Any = None, order: str = "K", subok: bool = True, 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, **kw: Any) -> Any:
     """numpy.full_like (the fill value must be static)."""
     if isinstance(fill_value, Tracer):
-        return fresh(broadcast_to(lift(fill_value._ctx, fill_value, check_dtype(dtype) if dtype else a.dtype),
-                                  a.shape if shape is None else shape))
+        return fill_value._ctx.request_byteorder(
+            fresh(broadcast_to(lift(fill_value._ctx, fill_value, check_dtype(dtype) if dtype else a.dtype),
+                               a.shape if shape is None else shape)), dtype)
     r = _filled(a, fill_value, dtype, shape)
     return np.full_like(a, fill_value, dtype=dtype, shape=shape) if r is None else r
 
@@ -75,14 +76,18 @@ def asarray(a: Any, dtype: Any = None, order: Any = None, **kw: Any) -> Any:
     if ctx is None:
         return np.asarray(a, dtype=dtype)
     if isinstance(a, Tracer):
-        if dtype is not None and check_dtype(dtype) != a.dtype:
-            return _new_array(lift(ctx, a, check_dtype(dtype)))
+        if dtype is not None and (check_dtype(dtype) != a.dtype or ctx.byteorder_differs(a, dtype)):
+            dt = check_dtype(dtype)
+            # another byte order only: a new array all the same (an identity convert, removed by
+            # simplify after the byte-order analysis)
+            out = lift(ctx, a, dt) if dt != a.dtype else ctx.bind1("convert", a, dtype=dt)
+            return ctx.request_byteorder(_new_array(out), dtype)
         return a if a.weak is None and not (a.ndim == 0 and a.scalar) else _new_array(a)
     if isinstance(a, (list, tuple)):
         if not _holds_tracer(a):  # concrete data (an empty list too: NumPy's float64 (0,)), a new array
             return fresh(ctx.const(np.asarray(a, dtype=dtype)))
         out = stack([asarray(x) for x in a])
-        return out if dtype is None else lift(ctx, out, check_dtype(dtype))
+        return out if dtype is None else ctx.request_byteorder(lift(ctx, out, check_dtype(dtype)), dtype)
     return np.asarray(a, dtype=dtype)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from ..ir import check_dtype
+from ..ir.types import check_ufunc_dtype
 from ..ir.primitives import PRIMITIVES
 from ..trace.tracer import Tracer
 from ..trace.operands import broadcast_to_shape, context_of, lift, normalize_axis, shape_of
@@ -58,7 +59,9 @@ def accumulate(ufunc: str, a: Any, axis: Any, dtype: Any, cumulative: bool) -> A
         if t.ndim == 0:  # cumsum/cumprod ravel a 0-d array first (axis 1 is then AxisError)
             t = ravel(t)
         ax = normalize_axis(operator.index(axis), t.ndim)
-    requested = None if dtype is None else check_dtype(dtype, f"the dtype= of {ufunc}.accumulate")
+    # cumsum/cumprod take a byte order in dtype= (and compute natively); ufunc.accumulate refuses it
+    checked = check_dtype if cumulative else check_ufunc_dtype
+    requested = None if dtype is None else checked(dtype, f"the dtype= of {ufunc}.accumulate")
     out_dt = _accumulate_dtype(ufunc, t.dtype, requested, cumulative)
     return ctx.bind1("accumulate", t, ufunc=ufunc, axis=ax, dtype=out_dt)
 
@@ -86,7 +89,7 @@ def ufunc_method(ufunc: np.ufunc, method: str, a: Any, kwargs: dict) -> Any:
     t = lift(ctx, a)
     axes = None if axis is None else tuple(sorted(normalize_axis(operator.index(ax), t.ndim)
                                                   for ax in (axis if isinstance(axis, tuple) else (axis,))))
-    requested = None if dtype is None else check_dtype(dtype, f"the dtype= of {name}.reduce")
+    requested = None if dtype is None else check_ufunc_dtype(dtype, f"the dtype= of {name}.reduce")
     # NumPy's result dtype and its errors (no identity for an empty axis, ...) on a sample of
     # the same dtype and dimensions.
     sample = np.ones((1,) * t.ndim, t.dtype)
@@ -116,7 +119,7 @@ def ufunc_reduceat(ufunc: np.ufunc, a: Any, indices: Any, axis: Any = 0, dtype: 
     if t.ndim == 0:
         raise TypeError("cannot reduceat on a scalar")  # NumPy's own error
     ax = normalize_axis(operator.index(axis), t.ndim)
-    requested = None if dtype is None else check_dtype(dtype, f"the dtype= of {name}.reduceat")
+    requested = None if dtype is None else check_ufunc_dtype(dtype, f"the dtype= of {name}.reduceat")
     # NumPy's result dtype (add and multiply widen small integers) and, for constant indices,
     # its errors, on a sample with the real length along the axis.
     sample = np.ones(tuple(n if d == ax else 1 for d, n in enumerate(t.shape)), t.dtype)
@@ -185,7 +188,7 @@ def _cumulative(ufunc: str, x: Any, axis: Any, dtype: Any, out: Any, include_ini
             raise ValueError("For arrays which have more than one dimension ``axis`` argument is required.")
         axis = 0
     ax = normalize_axis(operator.index(axis), t.ndim)
-    requested = None if dtype is None else check_dtype(dtype, f"the dtype= of {fname}")
+    requested = None if dtype is None else check_ufunc_dtype(dtype, f"the dtype= of {fname}")
     out_dt = np.dtype(getattr(np, fname)(np.ones(1, t.dtype), dtype=requested).dtype)
     acc = ctx.bind1("accumulate", t, ufunc=ufunc, axis=ax, dtype=out_dt)
     if not include_initial:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import check_dtype
+from ..ir.types import check_ufunc_dtype
 from ..trace.operands import context_of, lift, normalize_axes, normalize_axes_legacy_0d, normalize_axis, unsupported_kwargs
 from ._shape import reshape
 from ._ufuncs import _fresh, apply_ufunc
@@ -31,7 +31,7 @@ def _reduce(prim: str, ufunc_name: str | None, a: Any, axis: Any, dtype: Any, ke
     t = lift(ctx, a)
     axes = normalize_axes_legacy_0d(axis, t.ndim)  # ufunc.reduce's rule
     if dtype is not None:
-        acc = check_dtype(dtype, f"the dtype= of {prim}")
+        acc = check_ufunc_dtype(dtype, f"the dtype= of {prim}")
     elif ufunc_name is not None:
         acc = _default_accumulator(ufunc_name, t.dtype)
     else:
@@ -159,7 +159,7 @@ def _divide_by_count(ctx: Any, s: Any, n: int) -> Any:
 def _mean_dtype(t: Any, dtype: Any) -> tuple[np.dtype, np.dtype]:
     """(accumulator dtype, result dtype) of numpy.mean."""
     if dtype is not None:
-        dt = check_dtype(dtype, "the dtype= of mean")
+        dt = check_ufunc_dtype(dtype, "the dtype= of mean")
         return dt, dt
     if t.dtype.kind in "biu":
         return np.dtype(np.float64), np.dtype(np.float64)
@@ -195,7 +195,7 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any 
     unsupported_kwargs("var", dict(kw, out=out), out=None, where=True, mean=np._NoValue)
     t = lift(ctx, a)
     axes = normalize_axes(axis, t.ndim)
-    acc = check_dtype(dtype, "the dtype= of var") if dtype is not None else (
+    acc = check_ufunc_dtype(dtype, "the dtype= of var") if dtype is not None else (
         np.dtype(np.float64) if t.dtype.kind in "biu" else None)
     n = _count(t.shape, axes)
     arrmean = sum(t, axis=axes, dtype=acc, keepdims=True)

@@ -240,10 +240,10 @@ def concatenate(arrays: Sequence[Any], axis: Any = 0, out: Any = None, dtype: An
         raise ValueError("all the input arrays must have same number of dimensions")
     ax = normalize_axis(axis, nd)
     if len(ts) == 1:
-        # a new array in native byte order, as NumPy's (an identity convert: removed by
-        # simplify after the byte-order analysis)
-        return ctx.bind1("convert", ts[0], dtype=ts[0].dtype)
-    return ctx.bind1("concatenate", *ts, axis=ax)
+        # a new array in native byte order (or dtype='s), as NumPy's (an identity convert:
+        # removed by simplify after the byte-order analysis)
+        return ctx.request_byteorder(ctx.bind1("convert", ts[0], dtype=ts[0].dtype), dtype)
+    return ctx.request_byteorder(ctx.bind1("concatenate", *ts, axis=ax), dtype)
 
 
 concat = concatenate
@@ -324,12 +324,14 @@ def astype(x: Any, dtype: Any, copy: bool = True) -> Any:
         return np.asarray(x).astype(dtype)
     dt = check_dtype(dtype, "astype")
     t = lift(ctx, x)
-    if copy is False and t.dtype == dt and isinstance(x, Tracer) and x.weak is None and not (x.ndim == 0 and x.scalar):
+    reordered = ctx.byteorder_differs(t, dtype)  # '<f8' -> '>f8': NumPy converts, natively the same
+    if copy is False and t.dtype == dt and not reordered and isinstance(x, Tracer) and x.weak is None \
+            and not (x.ndim == 0 and x.scalar):
         return x  # NumPy returns the array itself: writes through the result reach it
     if t.dtype == dt:
-        # astype makes a new array even to the same dtype (native byte order, strong): an
+        # astype makes a new array even to the same dtype (strong; in the byte order asked for): an
         # identity convert, removed by simplify after the byte-order analysis.
         out = ctx.bind1("convert", t, dtype=dt)
         out.scalar = t.scalar
-        return out
-    return lift(ctx, t, dt)  # complex -> real warns ComplexWarning there
+        return ctx.request_byteorder(out, dtype)
+    return ctx.request_byteorder(lift(ctx, t, dt), dtype)  # complex -> real warns ComplexWarning there

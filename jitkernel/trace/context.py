@@ -133,8 +133,11 @@ class TraceContext:
         self.int_arg_bounds: list[tuple[int, np.dtype, int | None, int | None]] = []
         self.pending_conversion_error: Exception | None = None  # see tracer.conversion_error
         self.argument_memories: list = []  # trace/views.py Memory of each array argument
-        # result Var -> the Var whose dtype, byte order included, NumPy gives it (keep_byteorder)
-        self.byteorder_of: dict[Var, Var] = {}
+        # result Var -> the Var whose dtype, byte order included, NumPy gives it (keep_byteorder),
+        # or the byte order itself ('>' or '<') where the user asked for one (request_byteorder)
+        self.byteorder_of: dict[Var, Var | str] = {}
+        self.swapped_inputs: dict[Var, str] = {}  # argument Var -> its non-native byte order
+        self.byteorders_seen = False  # any swapped argument or requested order: `.dtype` may differ
 
     def __enter__(self) -> "TraceContext":
         _traces.stack.append(self)
@@ -166,6 +169,9 @@ class TraceContext:
         if dtype is not None and isinstance(value, np.ndarray) and value.dtype != dtype:
             arr = value.astype(dtype)
         check_dtype(arr.dtype, "a constant")
+        order = None if arr.dtype.isnative else arr.dtype.byteorder  # kept in native order, read as NumPy's
+        if order:
+            arr = arr.astype(arr.dtype.newbyteorder("="))
         key = id(value) if isinstance(value, np.ndarray) and dtype is None else None
         if key is not None and key in self._const_ids:
             return Tracer(self, self._const_ids[key])
@@ -176,6 +182,9 @@ class TraceContext:
         v = Var(AType(arr.shape, arr.dtype))
         self.constvars.append(v)
         self.consts.append(arr)
+        if order:
+            self.byteorder_of[v] = order
+            self.byteorders_seen = True
         if key is not None:
             self._const_ids[key] = v
             self._keepalive.append(value)  # ids stay unique while the trace runs
@@ -265,6 +274,53 @@ class TraceContext:
                 self.byteorder_of[var] = origin
         return result
 
+    def swapped_input(self, var: Var, order: str) -> None:
+        """The argument `var` arrived in the non-native byte order `order` (kernels read it
+        native): `x.dtype` in the user's code reads the argument's own dtype, as in NumPy."""
+        self.swapped_inputs[var] = order
+        self.byteorders_seen = True
+
+    def request_byteorder(self, result: Any, dtype: Any) -> Any:
+        """The user asked for `dtype` (np.zeros(n, '>f8'), astype, asarray, full, *_like): the
+        result computes natively (check_dtype) and is returned in the requested byte order, as
+        NumPy returns it. Returns `result`."""
+        if dtype is None or not isinstance(result, Tracer) or result._ctx is not self:
+            return result
+        dt = np.dtype(dtype)
+        if not dt.isnative:
+            self.byteorder_of[result.ir_var] = dt.byteorder
+            self.byteorders_seen = True
+        return result
+
+    def byteorder_differs(self, t: Any, dtype: Any) -> bool:
+        """Whether `dtype` (given by the user, not None) differs from `t.dtype` as the user reads
+        it only in byte order: NumPy then converts (a copy), where natively nothing changes."""
+        dt = np.dtype(dtype)
+        if dt.kind not in "biufc" or (dt.isnative and not self.byteorders_seen):
+            return False
+        return dt != self.user_dtype(t) and dt.newbyteorder("=") == t.ir_var.aval.dtype
+
+    def user_dtype(self, t: Any) -> np.dtype:
+        """`t.dtype` as the user's code reads it: the byte order NumPy would give `t` (its
+        argument's for the argument, its views and copies; the requested one for a created
+        array) on t's dtype; native otherwise."""
+        dt = t.ir_var.aval.dtype
+        root = self._byteorder_root(self.byteorder_origin(t), self._views())
+        order = root if isinstance(root, str) else self.swapped_inputs.get(root)
+        return dt.newbyteorder(order) if order and dt.itemsize > 1 else dt
+
+    def _views(self) -> dict[Var, Var]:
+        return {e.outputs[0]: e.inputs[0] for e in self.eqns if e.prim in VIEW_PRIMITIVES}
+
+    def _byteorder_root(self, v: Var, view_of: dict[Var, Var]) -> Var | str:
+        """The Var (or requested byte order) whose byte order NumPy gives `v`: through views
+        and keep_byteorder's records."""
+        seen = set()
+        while isinstance(v, Var) and (v in view_of or v in self.byteorder_of) and v not in seen:
+            seen.add(v)
+            v = self.byteorder_of[v] if v in self.byteorder_of else view_of[v]
+        return v
+
     def carry_byteorder(self, old: Var | None, new: Var) -> None:
         """A write gave an array the new value `new`: it keeps the byte order its old value had
         (a copy of an argument, `a.copy()`, holds the argument's own Var until written)."""
@@ -280,21 +336,21 @@ class TraceContext:
         of one (reshape, transpose, slicing, broadcast_to), or a result NumPy gives the input's
         dtype (keep_byteorder: gathers, sorts, `*_like`, the argument after writes): NumPy
         returns those in the input's byte order (a '>i2' argument returned as-is stays '>i2');
-        every computed result is native. The caller restores the order (Jitted.__call__). 0-d
-        outputs are left out: they are returned as NumPy scalars, which are always native
-        (docs/numpy-support.md)."""
-        view_of = {e.outputs[0]: e.inputs[0] for e in self.eqns if e.prim in VIEW_PRIMITIVES}
+        every computed result is native. An output created in a byte order the user asked for
+        (request_byteorder) has that order in place of the input index. The caller restores the
+        order (Jitted.__call__). 0-d outputs are left out: they are returned as NumPy scalars,
+        which are always native (docs/numpy-support.md)."""
+        view_of = self._views()
         position = {v: i for i, v in enumerate(self.invars)}
-        sources = []
+        sources: list[tuple[int, int | str]] = []
         for k, v in enumerate(outvars):
             if not v.aval.shape:
                 continue
-            seen = set()
-            while (v in view_of or v in self.byteorder_of) and v not in seen:
-                seen.add(v)
-                v = self.byteorder_of[v] if v in self.byteorder_of else view_of[v]
-            if v in position and self.invars[position[v]].aval.shape is not None:
-                sources.append((k, position[v]))
+            root = self._byteorder_root(v, view_of)
+            if isinstance(root, str):
+                sources.append((k, root))
+            elif root in position and self.invars[position[root]].aval.shape is not None:
+                sources.append((k, position[root]))
         return tuple(sources)
 
 

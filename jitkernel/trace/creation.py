@@ -44,7 +44,8 @@ def _traced_full(shape: Any, fill: Any, dtype: Any) -> Any:
         filled = np.empty(np.shape(fill), dt)
         np.copyto(filled, fill, casting="unsafe")  # numpy.full's own conversion
         value = ctx.const(filled)
-    return fresh(broadcast_to_shape(ctx, value, shape))
+    # np.zeros(n, '>f8') is '>f8' in NumPy: computed natively, returned in that order
+    return ctx.request_byteorder(fresh(broadcast_to_shape(ctx, value, shape)), dtype)
 
 
 _verdicts: dict[tuple, bool] = {}

@@ -26,6 +26,12 @@ def _is_engine_file(filename: str) -> bool:
     return os.path.abspath(filename).startswith(_ENGINE_DIRS)
 
 
+def read_by_engine() -> bool:
+    """Whether the code asking its caller's question is jitkernel's own (not the user's, not
+    NumPy's Python layer): two frames up from this function's caller."""
+    return sys._getframe(2).f_code.co_filename.startswith(_PACKAGE_DIR + os.sep)
+
+
 def user_frame(depth: int = 1) -> Any:
     """The innermost frame outside jitkernel (the user's code), or None."""
     frame = sys._getframe(depth)

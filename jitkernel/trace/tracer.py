@@ -12,7 +12,7 @@ from ..errors import (TracerArrayConversionError, TracerBoolConversionError, Tra
                       TracerIntegerConversionError, UnsupportedAttributeError, UnsupportedOperationError)
 from ..ir import AType, Var
 from .active import current_context
-from .frames import user_frame, user_frame_location, user_instruction
+from .frames import read_by_engine, user_frame, user_frame_location, user_instruction
 from .memory import make_view, refresh
 from .numpy_api import NUMPY
 
@@ -103,7 +103,12 @@ class Tracer:
 
     @property
     def dtype(self) -> np.dtype:
-        return self._var.aval.dtype
+        dt = self._var.aval.dtype
+        if self._ctx.byteorders_seen and not read_by_engine():
+            # The user's code reads NumPy's dtype, byte order included ('>f8' for a byte-swapped
+            # argument); the engine computes natively and reads the native one.
+            return self._ctx.user_dtype(self)
+        return dt
 
     @property
     def ndim(self) -> int:
