@@ -57,12 +57,16 @@ def test_reduction_over_no_axes_is_a_new_native_array():
 def test_empty_arrays_through_partition_and_order_statistics(backend, shape, kth, data):
     """The soak's edges family: NumPy checks partition's kth only for an array with elements, and
     reduces median / quantile along one axis of an array whose kept axes are empty (jit raised
-    ValueError for both). Result or exception class as NumPy's."""
+    ValueError for both; and percentile of several q over an empty axis raised ValueError where
+    NumPy raises IndexError). Result or exception class as NumPy's."""
     from helpers import assert_matches_numpy, outcome
-    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
-    a = np.empty(shape)
+    axis = data.draw(st.one_of(st.integers(-len(shape), len(shape) - 1), st.none()))
+    a = np.empty(shape, data.draw(st.sampled_from([np.float64, np.float32, np.int64])))
+    q = data.draw(st.sampled_from([0.25, [0.1, 0.5], (0.0, 1.0, 0.5)]))
+    method = data.draw(st.sampled_from(["linear", "nearest", "lower", "midpoint"]))
     calls = [lambda a: np.partition(a, kth, axis=axis), lambda a: np.argpartition(a, kth, axis=axis),
-             lambda a: np.median(a, axis=axis), lambda a: np.quantile(a, 0.25, axis=axis)]
+             lambda a: np.median(a, axis=axis), lambda a: np.quantile(a, q, axis=axis, method=method),
+             lambda a: np.percentile(a, np.multiply(q, 100), axis=axis, method=method)]
     for f in calls:
         want, got = outcome(f, a), outcome(jk.jit(f, backend=backend), a)
         assert got[0] == want[0], (f, shape, axis, want, got)

@@ -427,6 +427,11 @@ def _quantile_unchecked(fname: str, a: Any, q: Any, axis: Any, method: str, keep
     n = ordered.shape[0]
     # NumPy's _quantile: n is static, so its own helpers give the positions and weights.
     virtual = np.asanyarray(props["get_virtual_index"](n, q))
+    if n == 0 and (t.dtype.kind == "f" or virtual.size):
+        # NumPy indexes the empty axis: its NaN check reads the last element (floats), its take
+        # the positions (the others); IndexError either way, whatever q's shape
+        raise IndexError("index -1 is out of bounds for axis 0 with size 0" if t.dtype.kind == "f"
+                         else "cannot do a non-empty take from an empty axes.")
     if props["fix_gamma"] is None or (method == "linear" and np.issubdtype(virtual.dtype, np.integer)):
         result = _take_front(ctx, ordered, virtual)
     else:
