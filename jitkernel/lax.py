@@ -252,9 +252,11 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
 
     def make_cond_args(ctx: SubTraceContext) -> tuple:
         return (tree_unflatten(tree, [ctx.new_input(a, w) for a, w in user_specs]),)
-    # (checks in cond_fun are not carried: a condition has no carry to write; not checked)
-    cctx, pred = trace_function(outer, f"{outer.name}.cond_fun", cond_fun, make_cond_args, loop=True,
-                                collects_checks=False)
+    cctx, pred = trace_function(outer, f"{outer.name}.cond_fun", cond_fun, make_cond_args, loop=True)
+    if take_code(cctx)[0] is not None:
+        # cond_fun checks something at run time (x[i] with a traced i): a condition has no carry
+        # to hold an error code, so it is evaluated in the body instead (this trace is dropped)
+        return _while_with_checked_condition(cond_fun, body_fun, init_val)
     pred = _predicate(cctx, pred, who, "cond_fun")
     if sites is not None:
         pred = _stop_on_failure(cctx, pred)
@@ -265,6 +267,32 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
                       body_nconsts=len(bctx.captured))
     return tree_unflatten(tree, _loop_results(who, "body_fun", tree, outer, outs, sites, specs, init_leaves, watch,
                                               bleaves))
+
+
+def _while_with_checked_condition(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
+                                  init_val: Any) -> Any:
+    """`while cond_fun(val): val = body_fun(val)` where cond_fun has run-time checks (NumPy's
+    IndexError for `while x[i] > 0` once i runs past the end; without the check the loop read a
+    clamped element and could run forever). Each trip evaluates the condition, in Python's
+    order, inside the loop body, whose error code stops the loop and raises after it; the body
+    runs under a cond on it, so it never runs on a false condition:
+    `go = True; while go: go = cond_fun(val); val = body_fun(val) if go else val`."""
+    def step(state: tuple) -> tuple:
+        val, _ = state
+        go = _truth(cond_fun(val))
+        return cond(go, body_fun, lambda v: v, val), go
+    return while_loop(lambda state: state[1], step, (init_val, np.bool_(True)))[0]
+
+
+def _truth(value: Any) -> Any:
+    """Python's truth value of a one-element value, traced (a bool 0-d)."""
+    if not isinstance(value, Tracer):
+        return np.bool_(bool(np.asarray(value).reshape(())))
+    if value.size != 1:
+        raise ValueError("jk.lax.while_loop: cond_fun must return a scalar, got shape "
+                         f"{tuple(value.shape)}: the truth value of an array with more than one element is ambiguous")
+    value = jnp.reshape(value, ())
+    return value if value.dtype == np.bool_ else jnp.not_equal(value, 0)
 
 
 def _predicate(ctx: SubTraceContext, pred: Any, who: str, fun_name: str) -> Any:

@@ -12,7 +12,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ...fusion.loops import BranchStep, LoopStep, touched_buffers
-from .types import I1, I64, I8, PTR, mem_type
+from .types import I1, I32, I64, I8, PTR, mem_type
 
 
 def _nbytes(r, b: ir.IRBuilder, bid: int) -> ir.Value:
@@ -115,7 +115,12 @@ def _emit_loop(r, b: ir.IRBuilder, step: LoopStep, ptrs: dict, status, params, s
     else:
         emit_steps(r, b, step.cond, ptrs, status, params, seg)
         flag = b.load(ptrs[step.cond_out], typ=I8)
-        b.cbranch(b.icmp_unsigned("!=", flag, ir.Constant(I8, 0)), body, done)
+        # A run-time error flagged in the status word (a traced index out of bounds, in the
+        # condition or the body) stops the loop: the call raises NumPy's error after the run, and
+        # the clamped value that was read must not keep the loop going (`while x[i] > 0: i += 1`
+        # ran forever once i passed the end).
+        ok = b.icmp_unsigned("==", b.load(status, typ=I32), ir.Constant(I32, 0))
+        b.cbranch(b.and_(b.icmp_unsigned("!=", flag, ir.Constant(I8, 0)), ok), body, done)
     b.position_at_end(body)
     if step.kind == "fori":
         idt = r.kp.buffers[step.index].dtype

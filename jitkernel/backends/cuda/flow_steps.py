@@ -67,6 +67,10 @@ def run_loop(call: Call, plan: LoopPlan) -> None:
             run_plans(call, plan.cond)
             if not dev.read_scalar(bufs[step.cond_out]):
                 break
+            if getattr(call.runner, "may_set_status", False):
+                # a run-time error flagged by the condition or the last trip raises now: the
+                # clamped value read must not keep the loop going (`while x[i] > 0: i += 1`)
+                dev.check_status(call.status)
         run_plans(call, plan.body)
         for c in registers:
             copy(c.cur, c.nxt)

@@ -30,15 +30,22 @@ def _while(ctx, eqn, *args):
     cconsts, bconsts, init = args[:nc], args[nc:nc + nb], args[nc + nb:]
     cond, body = ctx.body(p["cond"]), ctx.body(p["body"])
 
+    # The condition runs at the end of each trip (and once before), so that its checks (x[i] with
+    # i past the end) reach the carried state; a failure anywhere stops the loop, whose call then
+    # raises NumPy's error: a clamped value read must not keep it going (`while x[i] > 0`).
+    def tested(state, values):
+        state, (go,) = cond(state, *cconsts, *values)
+        return state, list(values), go
+
     def keep_going(carry):
-        state, values = carry
-        return cond(state, *cconsts, *values)[1][0]  # the condition's checks: none can fail
+        state, _, go = carry
+        return go & (state[0] == 0) & (state[1] == 0)  # no status bit, no failed site
 
     def step(carry):
-        state, values = carry
-        return body(state, *bconsts, *values)
+        state, values, _ = carry
+        return tested(*body(state, *bconsts, *values))
 
-    state, outs = lax.while_loop(keep_going, step, (ctx.checks.state, list(init)))
+    state, outs, _ = lax.while_loop(keep_going, step, tested(ctx.checks.state, list(init)))
     ctx.checks.state = state
     return list(outs)
 
