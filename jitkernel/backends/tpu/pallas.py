@@ -300,8 +300,9 @@ def narrow_values(kernel_inputs: list, jaxpr: Any) -> str:
 
 # Steps Mosaic computes differently from XLA and NumPy, measured on the v5e: kept with XLA so that
 # "pallas" never trades NumPy's answer for speed. tanh: 3e-5 relative error (about 250 float32 ulp;
-# XLA's tanh and the other transcendental functions met the tests' 2e-5); copysign: the sign of a
-# negative zero lost (copysign(-0.0, -2.5) gave +0.0). Keyed by the program's primitive.
+# the lowering's own tanh, accurate_math.py, has not been run in a Mosaic kernel on the chip);
+# copysign: the sign of a negative zero lost (copysign(-0.0, -2.5) gave +0.0). Keyed by the
+# program's primitive.
 DIFFERS_IN_MOSAIC = {"tanh": "Mosaic's tanh is an approximation (3e-5 relative error on the v5e)",
                      "copysign": "Mosaic's copysign loses the sign of -0.0 (measured on the v5e)"}
 # Keyed by the kernel body's lax primitive, whichever rule emitted it: Mosaic negates a float as
