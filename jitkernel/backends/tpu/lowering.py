@@ -38,6 +38,8 @@ class Lowering:
     # the rules that read one (add of +0.0, rules_elementwise.py).
     constants: dict = field(default_factory=dict)
     negative_zero: Any = None  # the run-time -0.0 argument (lower's `fn`), None: no guard
+    # XLA's simplifier reassociates sums with constants: + and - hide them (rules_elementwise.py)
+    opaque_constants: bool = True
     pallas: PallasKernels = field(default_factory=lambda: PallasKernels("xla", interpret=False))
 
     def run(self, program: Program, args: Sequence[Any]) -> list:

@@ -142,6 +142,7 @@ class _KernelContext:
 
     checks = _NoChecks()
     negative_zero = None
+    opaque_constants = False  # Mosaic lowers op by op (and has no optimisation barrier)
 
     def __init__(self) -> None:
         self.constants: dict = {}

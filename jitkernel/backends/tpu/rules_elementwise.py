@@ -42,7 +42,7 @@ _RULED = {"floor_divide", "remainder", "fmod", "left_shift", "right_shift", "pow
 for _name in UNARY_UFUNCS + BINARY_UFUNCS:
     if _name in _RULED:
         lax_rule(_name)(_semantic(_name))
-    elif _name not in ("add", "multiply", "divide", "absolute", "invert", "isnan", "isinf", "isfinite", "signbit",
+    elif _name not in ("add", "subtract", "multiply", "divide", "absolute", "invert", "isnan", "isinf", "isfinite", "signbit",
                        "square", *accurate_math.FUNCTIONS):
         lax_rule(_name)(lambda ctx, eqn, *xs, _f=getattr(jnp, _JNP_NAME.get(_name, _name)): [_f(*xs)])
 
@@ -72,7 +72,24 @@ def _add(ctx, eqn, a, b):
         c = ctx.constants.get(v)
         if c is not None and np.asarray(c).dtype.kind == "f" and not np.any(c) and not np.any(np.signbit(c)):
             return [jnp.where(x == 0, jnp.zeros((), x.dtype), x)]  # (operands have one shape)
+    a, b = _opaque_constants(ctx, eqn, a, b)
     return [jnp.add(a, b)]
+
+
+@lax_rule("subtract")
+def _subtract(ctx, eqn, a, b):
+    return [jnp.subtract(*_opaque_constants(ctx, eqn, a, b))]
+
+
+def _opaque_constants(ctx, eqn, a, b):
+    """A float constant operand of + or - behind an optimisation barrier: XLA's simplifier
+    reassociates sums with constants ((x + 1) - 1 became x, x + 1 + 1 became x + 2), which
+    rounds differently from NumPy's one operation at a time (found: (x + 1) - 1 of float32 1e-8
+    gave 1e-8, NumPy 0.0, on tpu-interpret; the chip's XLA shares the simplifier)."""
+    if not ctx.opaque_constants or not jnp.issubdtype(a.dtype, jnp.inexact):
+        return a, b  # integer sums are exact modulo 2**n in any order; a Pallas kernel is op by op
+    return tuple(lax.optimization_barrier(x) if ctx.constants.get(v) is not None else x
+                 for x, v in zip((a, b), eqn.inputs))
 
 
 @lax_rule("multiply")
