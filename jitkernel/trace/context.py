@@ -134,10 +134,10 @@ class TraceContext:
         self.pending_conversion_error: Exception | None = None  # see tracer.conversion_error
         self.argument_memories: list = []  # trace/views.py Memory of each array argument
         # result Var -> the Var whose dtype, byte order included, NumPy gives it (keep_byteorder),
-        # or the byte order itself ('>' or '<') where the user asked for one (request_byteorder)
+        # or the byte order itself ('>' or '<'): a byte-swapped argument's (swapped_input), or the
+        # one the user asked for (request_byteorder)
         self.byteorder_of: dict[Var, Var | str] = {}
-        self.swapped_inputs: dict[Var, str] = {}  # argument Var -> its non-native byte order
-        self.byteorders_seen = False  # any swapped argument or requested order: `.dtype` may differ
+        self.byteorders_seen = False  # any order recorded: `.dtype` may differ from the native one
 
     def __enter__(self) -> "TraceContext":
         _traces.stack.append(self)
@@ -270,14 +270,15 @@ class TraceContext:
         if isinstance(data, Tracer) and isinstance(source, Tracer) and data._ctx is self and source._ctx is self \
                 and data.dtype == source.dtype:
             origin, var = self.byteorder_origin(source), data.ir_var
-            if origin is not var:
+            if origin is not var and var not in self._input_index:  # an argument keeps its own order
                 self.byteorder_of[var] = origin
         return result
 
     def swapped_input(self, var: Var, order: str) -> None:
         """The argument `var` arrived in the non-native byte order `order` (kernels read it
-        native): `x.dtype` in the user's code reads the argument's own dtype, as in NumPy."""
-        self.swapped_inputs[var] = order
+        native): `x.dtype` in the user's code reads the argument's own dtype, as in NumPy, and
+        outputs that are the argument, its views or copies return in that order."""
+        self.byteorder_of[var] = order
         self.byteorders_seen = True
 
     def request_byteorder(self, result: Any, dtype: Any) -> Any:
@@ -306,8 +307,7 @@ class TraceContext:
         array) on t's dtype; native otherwise."""
         dt = t.ir_var.aval.dtype
         root = self._byteorder_root(self.byteorder_origin(t), self._views())
-        order = root if isinstance(root, str) else self.swapped_inputs.get(root)
-        return dt.newbyteorder(order) if order and dt.itemsize > 1 else dt
+        return dt.newbyteorder(root) if isinstance(root, str) and dt.itemsize > 1 else dt
 
     def _views(self) -> dict[Var, Var]:
         return {e.outputs[0]: e.inputs[0] for e in self.eqns if e.prim in VIEW_PRIMITIVES}
@@ -331,13 +331,14 @@ class TraceContext:
         elif old in self._input_index:
             self.byteorder_of[new] = old
 
-    def _byteorder_sources(self, outvars: list[Var]) -> tuple[tuple[int, int], ...]:
+    def _byteorder_sources(self, outvars: list[Var]) -> tuple[tuple[int, int | str], ...]:
         """(output index, input index) for each output that is an input, a copy of one or a view
         of one (reshape, transpose, slicing, broadcast_to), or a result NumPy gives the input's
         dtype (keep_byteorder: gathers, sorts, `*_like`, the argument after writes): NumPy
         returns those in the input's byte order (a '>i2' argument returned as-is stays '>i2');
-        every computed result is native. An output created in a byte order the user asked for
-        (request_byteorder) has that order in place of the input index. The caller restores the
+        every computed result is native. An output whose order is recorded itself (a byte-swapped
+        argument's, swapped_input; one the user asked for, request_byteorder) has that order in
+        place of the input index. The caller restores the
         order (Jitted.__call__). 0-d outputs are left out: they are returned as NumPy scalars,
         which are always native (docs/numpy-support.md)."""
         view_of = self._views()
