@@ -257,7 +257,7 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], i
         # cond_fun checks something at run time (x[i] with a traced i): a condition has no carry
         # to hold an error code, so it is evaluated in the body instead (this trace is dropped)
         return _while_with_checked_condition(cond_fun, body_fun, init_val)
-    pred = _predicate(cctx, pred, who, "cond_fun")
+    pred = _predicate(pred, who, "cond_fun")
     if sites is not None:
         pred = _stop_on_failure(cctx, pred)
     cond = finish(cctx, [pred], [np.dtype(np.bool_)])
@@ -279,23 +279,12 @@ def _while_with_checked_condition(cond_fun: Callable[[Any], Any], body_fun: Call
     `go = True; while go: go = cond_fun(val); val = body_fun(val) if go else val`."""
     def step(state: tuple) -> tuple:
         val, _ = state
-        go = _truth(cond_fun(val))
+        go = _predicate(cond_fun(val), "jk.lax.while_loop", "cond_fun")
         return cond(go, body_fun, lambda v: v, val), go
     return while_loop(lambda state: state[1], step, (init_val, np.bool_(True)))[0]
 
 
-def _truth(value: Any) -> Any:
-    """Python's truth value of a one-element value, traced (a bool 0-d)."""
-    if not isinstance(value, Tracer):
-        return np.bool_(bool(np.asarray(value).reshape(())))
-    if value.size != 1:
-        raise ValueError("jk.lax.while_loop: cond_fun must return a scalar, got shape "
-                         f"{tuple(value.shape)}: the truth value of an array with more than one element is ambiguous")
-    value = jnp.reshape(value, ())
-    return value if value.dtype == np.bool_ else jnp.not_equal(value, 0)
-
-
-def _predicate(ctx: SubTraceContext, pred: Any, who: str, fun_name: str) -> Any:
+def _predicate(pred: Any, who: str, fun_name: str) -> Any:
     """A bool 0-d from what `fun_name` returned, as Python's truth test would read it."""
     shape = pred.shape if isinstance(pred, Tracer) else np.shape(pred)
     if int(np.prod(shape)) != 1:

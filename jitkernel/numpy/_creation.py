@@ -76,8 +76,8 @@ def asarray(a: Any, dtype: Any = None, order: Any = None, **kw: Any) -> Any:
     if ctx is None:
         return np.asarray(a, dtype=dtype)
     if isinstance(a, Tracer):
-        if dtype is not None and (check_dtype(dtype) != a.dtype or ctx.byteorder_differs(a, dtype)):
-            dt = check_dtype(dtype)
+        dt = None if dtype is None else check_dtype(dtype)
+        if dt is not None and (dt != a.dtype or ctx.byteorder_differs(a, dtype)):
             # another byte order only: a new array all the same (an identity convert, removed by
             # simplify after the byte-order analysis)
             out = lift(ctx, a, dt) if dt != a.dtype else ctx.bind1("convert", a, dtype=dt)

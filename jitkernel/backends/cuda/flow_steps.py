@@ -58,6 +58,7 @@ def run_loop(call: Call, plan: LoopPlan) -> None:
             copy(c.out, c.init)
     for c in arrays:  # double-buffered: the body reads cur, writes nxt; swapped after each trip
         bufs[c.cur], bufs[c.nxt] = bufs[c.out], bufs[c.spare]
+    checks_status = step.kind != "fori" and getattr(call.runner, "may_set_status", False)
     while True:
         if step.kind == "fori":
             if i >= hi:
@@ -67,7 +68,7 @@ def run_loop(call: Call, plan: LoopPlan) -> None:
             run_plans(call, plan.cond)
             if not dev.read_scalar(bufs[step.cond_out]):
                 break
-            if getattr(call.runner, "may_set_status", False):
+            if checks_status:
                 # a run-time error flagged by the condition or the last trip raises now: the
                 # clamped value read must not keep the loop going (`while x[i] > 0: i += 1`)
                 dev.check_status(call.status)
